@@ -139,7 +139,7 @@ def cold_build(kb: KnowledgeBase, workers: int, stand_in_from: int | None = None
             if covered >= total:
                 covered_at.append((marks[-1][0], time.process_time() - cpu))
 
-    made = kb.index.fill_sentences(progress, workers=workers, stand_ins=True)  # as a background filler
+    made = kb.index.fill_sentences(progress, workers=workers, background=True)  # as a background filler
     wall, cpu = time.perf_counter() - began, time.process_time() - cpu
     covered, total = kb.index.sentence_coverage()
     out: dict[str, Any] = {"workers": workers, "made": made, "covered": covered, "memories": total,

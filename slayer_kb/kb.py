@@ -315,7 +315,7 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         KB lock while the index is read or written when ``locked`` (a detached filler, beside
         saves: a build in the background, stand-ins first when large); how many were made."""
         if locked:
-            return self.index.fill_sentences(progress, guard=self.store.locked, stand_ins=True)
+            return self.index.fill_sentences(progress, guard=self.store.locked, background=True)
         return self.index.fill_sentences(progress)
 
     def mark_vectors_used(self) -> None:

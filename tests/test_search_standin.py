@@ -70,7 +70,7 @@ def _build(kb: KnowledgeBase, during: Callable[[int], None] = lambda _n: None) -
         seen.append((done, total, covered - standing, standing))
         during(len(seen))
 
-    return kb.index.fill_sentences(progress, batch=2, workers=1, stand_ins=True), seen
+    return kb.index.fill_sentences(progress, batch=2, workers=1, background=True), seen
 
 
 def test_a_large_backlog_gets_stand_ins_first_then_the_final_vectors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -129,7 +129,7 @@ def test_a_background_build_whose_final_vectors_are_cached_ends_its_progress_ful
     lender.close()
     kb.index.stand_in_from = 4
     seen: list[tuple[int, int]] = []
-    made = kb.index.fill_sentences(lambda done, total: seen.append((done, total)), batch=2, workers=1, stand_ins=True)
+    made = kb.index.fill_sentences(lambda done, total: seen.append((done, total)), batch=2, workers=1, background=True)
     # The stand-in pass takes every final vector from the cache; no final pass is left.
     assert (made, kb.index.coverage()) == (len(NOTES), (len(NOTES), len(NOTES), 0, 0))
     assert seen == [(2, 12), (4, 12), (6, 12), (6, 6)]
@@ -154,7 +154,7 @@ def test_the_stand_in_graph_is_let_go_when_its_pass_ends(tmp_path: Path, monkeyp
             assert [ref() for ref in loaded] == [None]
 
     monkeypatch.setattr(encoder, "load_stand_in", watched)
-    assert kb.index.fill_sentences(final_pass, batch=2, workers=1, stand_ins=True) == len(NOTES)
+    assert kb.index.fill_sentences(final_pass, batch=2, workers=1, background=True) == len(NOTES)
     assert len(loaded) == 1
     kb.close()
 
@@ -179,7 +179,7 @@ def test_a_save_during_the_stand_in_pass_goes_first_at_the_final_graph(tmp_path:
 def test_a_search_and_the_status_say_how_much_is_final(tmp_path: Path) -> None:
     kb = _kb(tmp_path / "kb")
     kb.index.stand_in_from = 4
-    kb.index.fill_sentences(batch=2, workers=1, stand_ins=True, stop=lambda: kb.index.coverage()[3] == len(NOTES))  # the stand-ins alone
+    kb.index.fill_sentences(batch=2, workers=1, background=True, stop=lambda: kb.index.coverage()[3] == len(NOTES))  # the stand-ins alone
     assert kb.sentence_coverage() == (0, len(NOTES))
     assert (f"0 of the {len(NOTES)} sentence vectors are final; the other {len(NOTES)} are stand-ins, close to final, "
             "until the build replaces them, in the background.") in kb.search(QUESTION).notes
@@ -196,9 +196,9 @@ def test_a_search_and_the_status_say_how_much_is_final(tmp_path: Path) -> None:
     # its rows have none, and the next pass takes the cached stand-ins back as stand-ins.
     kb.reindex()
     assert kb.index.coverage() == (0, len(NOTES), 0, 0)
-    kb.index.fill_sentences(batch=2, workers=1, stand_ins=True, stop=lambda: kb.index.coverage()[3] == len(NOTES))
+    kb.index.fill_sentences(batch=2, workers=1, background=True, stop=lambda: kb.index.coverage()[3] == len(NOTES))
     assert kb.index.coverage() == (len(NOTES), len(NOTES), 0, len(NOTES))
-    assert kb.index.fill_sentences(batch=2, workers=1, stand_ins=True) == len(NOTES)
+    assert kb.index.fill_sentences(batch=2, workers=1, background=True) == len(NOTES)
     assert kb.index.coverage() == (len(NOTES), len(NOTES), 0, 0)
     assert not [note for note in kb.search(QUESTION).notes if "vectors" in note]
     kb.close()
@@ -214,11 +214,11 @@ def test_one_final_vector_and_one_stand_in_are_said_in_the_singular(tmp_path: Pa
         return lambda: len(reports) == batches
 
     # One memory a batch: six stand-ins, then one final vector; then four more final ones.
-    kb.index.fill_sentences(lambda done, _total: reports.append(done), stop=after(7), batch=1, workers=1, stand_ins=True)
+    kb.index.fill_sentences(lambda done, _total: reports.append(done), stop=after(7), batch=1, workers=1, background=True)
     assert kb.index.coverage() == (6, 6, 0, 5)
     assert ("1 of the 6 sentence vectors is final; the other 5 are stand-ins, close to final, until the build "
             "replaces them, in the background.") in kb.search(QUESTION).notes
-    kb.index.fill_sentences(lambda done, _total: reports.append(done), stop=after(4), batch=1, workers=1, stand_ins=True)
+    kb.index.fill_sentences(lambda done, _total: reports.append(done), stop=after(4), batch=1, workers=1, background=True)
     assert kb.index.coverage() == (6, 6, 0, 1)
     assert ("5 of the 6 sentence vectors are final; the other one is a stand-in, close to final, until the build "
             "replaces it, in the background.") in kb.search(QUESTION).notes
@@ -233,11 +233,11 @@ def test_a_process_holding_the_vectors_takes_in_the_stand_ins_and_final_ones_ano
     other = KnowledgeBase(kb.root)  # another process's filler makes them
     other.index.background_vectors = False
     other.index.stand_in_from = 4
-    other.index.fill_sentences(batch=2, workers=1, stand_ins=True, stop=lambda: other.index.coverage()[3] == len(NOTES))
+    other.index.fill_sentences(batch=2, workers=1, background=True, stop=lambda: other.index.coverage()[3] == len(NOTES))
     assert kb.index.coverage() == (len(NOTES), len(NOTES), 0, len(NOTES))  # taken in as stand-ins
     assert kb.index.meaning() is held and held.standing == set(ids)
     stand_ins = {m: v.tobytes() for m, v in kb.index.sentence_vectors(ids).items()}
-    assert other.index.fill_sentences(batch=2, workers=1, stand_ins=True) == len(NOTES)
+    assert other.index.fill_sentences(batch=2, workers=1, background=True) == len(NOTES)
     other.close()
     assert kb.index.coverage() == (len(NOTES), len(NOTES), 0, 0)
     assert kb.index.meaning() is held and held.standing == set()
@@ -255,19 +255,19 @@ def test_a_stand_in_written_between_the_list_and_the_vectors_is_not_taken_for_fi
     other = KnowledgeBase(kb.root)
     other.index.background_vectors = False
     other.index.stand_in_from = 4
-    other.index.fill_sentences(batch=2, workers=1, stand_ins=True, stop=lambda: other.index.coverage()[3] >= 2)
+    other.index.fill_sentences(batch=2, workers=1, background=True, stop=lambda: other.index.coverage()[3] >= 2)
     listed = vectors.stand_ins
 
     def then_the_next_batch(db: sqlite3.Connection) -> set[str]:
         found = listed(db)
         if other.index.coverage()[3] < 4:  # after the list is read
-            other.index.fill_sentences(batch=2, workers=1, stand_ins=True, stop=lambda: other.index.coverage()[3] >= 4)
+            other.index.fill_sentences(batch=2, workers=1, background=True, stop=lambda: other.index.coverage()[3] >= 4)
         return found
 
     monkeypatch.setattr(vectors, "stand_ins", then_the_next_batch)
     kb.index.absorb_sentences()
     monkeypatch.setattr(vectors, "stand_ins", listed)
-    assert other.index.fill_sentences(batch=2, workers=1, stand_ins=True) == len(NOTES)
+    assert other.index.fill_sentences(batch=2, workers=1, background=True) == len(NOTES)
     other.close()
     # Every stand-in the held table took in was replaced by the final vector.
     assert kb.index.coverage() == (len(NOTES), len(NOTES), 0, 0)
@@ -291,7 +291,7 @@ def test_a_memory_forgotten_while_its_stand_in_is_made_is_no_stand_in(tmp_path: 
         return found
 
     monkeypatch.setattr(kb.index, "stored", then_forget)
-    assert kb.index.fill_sentences(batch=2, workers=1, stand_ins=True) == len(NOTES) - 1
+    assert kb.index.fill_sentences(batch=2, workers=1, background=True) == len(NOTES) - 1
     kb.close()
     held = KnowledgeBase(kb.root)  # a process holding the table, as the warm server
     held.index.background_vectors = False
@@ -346,7 +346,7 @@ def test_the_status_drops_the_stand_ins_at_once_when_a_write_leaves_every_vector
     other = KnowledgeBase(kb.root)
     other.index.background_vectors = False
     other.index.stand_in_from = 4
-    other.index.fill_sentences(batch=2, workers=1, stand_ins=True, stop=lambda: other.index.coverage()[3] == len(NOTES))
+    other.index.fill_sentences(batch=2, workers=1, background=True, stop=lambda: other.index.coverage()[3] == len(NOTES))
     held = filler.hold(kb.root)
     assert held is not None
     kb.index.meaning()  # the table the server holds
@@ -355,7 +355,7 @@ def test_the_status_drops_the_stand_ins_at_once_when_a_write_leaves_every_vector
     try:
         standing = eventually(lambda: (s := thread.status())["stand_ins"] and s, "the stand-ins taken in")
         assert (standing["covered"], standing["final"], standing["stand_ins"]) == (6, 0, 6)
-        assert other.index.fill_sentences(batch=2, workers=1, stand_ins=True) == len(NOTES)
+        assert other.index.fill_sentences(batch=2, workers=1, background=True) == len(NOTES)
         coverage = kb.held_coverage()
         assert coverage == (6, 6)
         thread.after_command(coverage)
@@ -394,7 +394,7 @@ def test_a_text_edited_mid_build_keeps_the_stand_ins_another_clone_still_reads(t
     other = _kb(tmp_path / "other")
     other.index.stand_in_from = 4
     # Its stand-in pass runs to its end, then it stops before any final vector (a killed filler).
-    other.index.fill_sentences(batch=2, workers=1, stand_ins=True, stop=lambda: len(_stand_ins(other)) == len(NOTES))
+    other.index.fill_sentences(batch=2, workers=1, background=True, stop=lambda: len(_stand_ins(other)) == len(NOTES))
     other.close()
     kb = _kb(tmp_path / "kb")
     kb.index.stand_in_from = 4

@@ -55,8 +55,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _fill_while_saves_come(kb: KnowledgeBase) -> None:
-    from ..search import eviction
-
     seen: tuple[int, int] | None = None
     # Only a filler that made vectors waits for more: it was started by a burst of saves. One
     # that finds every vector made (a reindex made them while it started) has no saves coming.
@@ -74,8 +72,7 @@ def _fill_while_saves_come(kb: KnowledgeBase) -> None:
                     kb.mark_vectors_used()  # started by a search (Index.want_marks), or a reindex made them
                     return
                 if covered < total:
-                    filled = kb.fill_sentences(locked=True)
-                    eviction.after_fill()  # the vector cache within its bound (search/eviction.py), units and stand-ins too
+                    filled = kb.fill_sentences(locked=True)  # the vector cache kept within its bound after it
                     if filled == 0:
                         return  # nothing to make (another process made them) or the encoder failed
                     made = True

@@ -17,7 +17,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from ..core import priority
-from . import encoder, eviction, filler, placement, switches
+from . import encoder, filler, placement, switches
 from .index import Index
 
 # How often an idle server checks for memories without a sentence vector (a cheap count).
@@ -138,10 +138,7 @@ class SentenceFiller:
                         model.encode(["warm"])
                     self._warmed = True
                 with placement.runs_on(self._encoding):
-                    filled = self._index.fill_sentences(self._report, self._guard, self._stop.is_set, stand_ins=True)
-                # The vector cache within its bound, off every save's path: after every pass, as one
-                # that made no final vector may have written units or stand-ins (a stat, within it).
-                eviction.after_fill()
+                    filled = self._index.fill_sentences(self._report, self._guard, self._stop.is_set, background=True)
                 with self._lock:
                     self._filled += filled
             except Exception:  # noqa: BLE001, S110 - a failed pass leaves the static vectors; the next command retries

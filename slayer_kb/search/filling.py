@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, TypeAlias
 
 from ..core.memory import Memory
-from . import embedding, encoder, filler, sentences, table, vectors
+from . import embedding, encoder, eviction, filler, sentences, table, vectors
 from .backlog import Backlog
 
 # Pending static vectors made at a time by ``fill_static`` (as ``vector_rows`` makes them).
@@ -36,6 +36,8 @@ STAND_IN_FROM = 5000
 # A text's stand-ins in the vector cache, dropped once its final vector and units are kept
 # (under ``encoder.MODEL_KEY``): 250-730 MB at 100,000 memories, read by nothing after the build.
 _STAND_IN_KEYS = (encoder.STAND_IN_KEY, encoder.STAND_IN_UNITS_KEY)
+# In the index's folder: the day this KB's texts were last marked used in the vector cache.
+MARKED_FILE = "cache-marked-day"
 # What ``guard`` returns: held while the index is read or written (the warm server's command lock).
 Guard: TypeAlias = Callable[[], AbstractContextManager[Any]]
 
@@ -44,6 +46,7 @@ class Filling:
     """The filler's half of ``Index`` (its state is made in ``Index.__init__``)."""
 
     root: Path
+    dir: Path
     # The backlog from which a pass makes stand-ins first (``STAND_IN_FROM``; a test lowers it).
     stand_in_from = STAND_IN_FROM
     # Whether this process checked every memory's units (``fill_sentences``).
@@ -102,13 +105,14 @@ class Filling:
         stop: Callable[[], bool] = lambda: False,
         batch: int = 32,
         workers: int | None = None,
-        stand_ins: bool = False,
+        background: bool = False,
     ) -> int:
         """Make the final sentence vectors the memories lack (from the cache when it has them),
         a batch at a time, each batch written as it is made, so a search meanwhile uses what is
         there, with their sentences' (``spans.units``, pooled from the same runs); with
-        ``stand_ins`` (a build in the background: the warm server's thread, the detached
-        filler), a large backlog gets stand-ins first (above). A foreground build (``reindex``)
+        ``background`` (a build in the background: the warm server's thread, the detached
+        filler), a large backlog gets stand-ins first (above), and the vector cache is kept
+        within its bound after the pass (``upkeep``). A foreground build (``reindex``)
         makes final vectors straight away: its user waits for them, and the stand-ins would
         only add their pass. Then the units the cache lacks for texts whose
         whole vectors it held (they only refine a ranking, so meaning covers the KB first).
@@ -120,6 +124,41 @@ class Filling:
         shipped graph's (backlog.py). ``progress`` gets (done, to do) over both passes. Returns
         how many of the memories that lacked a final sentence vector have one now (0 when the
         encoder is not available)."""
+        made = self._fill_sentences(progress, guard, stop, batch, workers, background)
+        self._upkeep(guard, stop, background)
+        return made
+
+    def _upkeep(self, guard: Guard, stop: Callable[[], bool], background: bool) -> None:
+        """What every pass leaves done, the one place for it: the KB's texts marked used once a
+        day (``mark_used``; a warm server's filler passes every 30 seconds, so a KB it only
+        searches keeps its texts), unless it was stopped; and after a pass in the background,
+        the vector cache within its bound off every save's path (``eviction.after_fill``, a
+        ``stat`` while within it), even one that made no final vector: it may have written
+        units or stand-ins."""
+        if not stop():
+            self.mark_used(guard)
+        if background:
+            eviction.after_fill()
+
+    def mark_used(self, guard: Guard = contextlib.nullcontext) -> None:
+        """Once a day, every text of the KB marked used in the vector cache
+        (``sentences.mark_daily``; ``MARKED_FILE`` holds the day). ``guard`` is held while the
+        manifest is read."""
+        def texts() -> list[str]:
+            with guard():
+                db = self._db()
+                try:
+                    return [digest for _m, digest in vectors.made_sentences(db)]
+                finally:
+                    db.close()
+
+        with contextlib.suppress(sqlite3.Error):  # the index being rebuilt: marked at a next pass
+            sentences.mark_daily(self.dir / MARKED_FILE, texts, eviction.READ_KEYS)
+
+    def _fill_sentences(
+        self, progress: Callable[[int, int], None] | None, guard: Guard, stop: Callable[[], bool], batch: int,
+        workers: int | None, background: bool,
+    ) -> int:
         # The static vectors first: until its static vector is made, a memory is not found by
         # meaning at all, nor ranked by its sentence vector (``vectors.checked``).
         static = self.fill_static(guard, stop)
@@ -131,7 +170,7 @@ class Filling:
             covered, total, _pending, standing = self.coverage()
         written: list[tuple[str, str]] = []
         first = 0  # the stand-in pass's rows, ahead of the final pass's in ``progress``
-        if stand_ins and total - covered >= self.stand_in_from:
+        if background and total - covered >= self.stand_in_from:
             done, written, first = self._stand_in_pass(total - covered + standing, progress, guard, stop, batch, workers)
             if not done:
                 return len(written)

@@ -43,8 +43,8 @@ from ..store.listing import patched as patched_listing
 from ..store.listing import save as save_listing
 from ..store.listing import take as take_listing
 from ..store.repo import STATE_DIR
-from . import compaction, embedding, eviction, manifest, sentences, table, vectors, whoosh_internals, writing
-from .filling import Filling
+from . import compaction, embedding, manifest, sentences, table, vectors, whoosh_internals, writing
+from .filling import MARKED_FILE, Filling
 from .leaves import Leaves
 from .meaning import LEFT, Meaning
 from .reading import Reads
@@ -59,8 +59,6 @@ Written = tuple[bytes, Memory]
 # first command's CPU); below it they take about two seconds at most, and a search right after
 # the first command keeps its meaning channel whole.
 DEFER_STATIC_AT = 5000
-# In the index's folder: the day this KB's texts were last marked used in the vector cache.
-MARKED_FILE = "cache-marked-day"
 
 
 class Index(Reads, Meaning, Filling):
@@ -104,37 +102,6 @@ class Index(Reads, Meaning, Filling):
         super().close()
         self.drop_manifest_reader()
         self._auto_top = None  # the next monitor counts its generations from the start again
-
-    def fill_sentences(
-        self,
-        progress: Callable[[int, int], None] | None = None,
-        guard: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
-        stop: Callable[[], bool] = lambda: False,
-        batch: int = 32,
-        workers: int | None = None,
-        stand_ins: bool = False,
-    ) -> int:
-        """``Filling.fill_sentences``, then ``mark_used``: a warm server's filler passes every
-        30 seconds, so a KB it only searches keeps its texts."""
-        made = super().fill_sentences(progress, guard, stop, batch, workers, stand_ins)
-        if not stop():
-            self.mark_used(guard)
-        return made
-
-    def mark_used(self, guard: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext) -> None:
-        """Once a day, every text of the KB marked used in the vector cache
-        (``sentences.mark_daily``; a file in the index's folder holds the day). ``guard`` is held
-        while the manifest is read."""
-        def texts() -> list[str]:
-            with guard():
-                db = self._db()
-                try:
-                    return [digest for _m, digest in vectors.made_sentences(db)]
-                finally:
-                    db.close()
-
-        with contextlib.suppress(sqlite3.Error):  # the index being rebuilt: marked at a next pass
-            sentences.mark_daily(self.dir / MARKED_FILE, texts, eviction.READ_KEYS)
 
     def want_marks(self) -> None:
         """A search in a process that makes no sentence vectors itself (no warm server): when
