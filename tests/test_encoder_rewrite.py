@@ -107,6 +107,37 @@ def test_a_stand_in_not_pinned_is_no_stand_in(encoder_on: None, monkeypatch: pyt
     assert isinstance(refused, encoder.Unavailable) and refused.reason == "the stand-in graph is not the pinned one"
 
 
+def test_the_stand_in_hashes_no_file_load_checked_and_runs_only_the_pinned_graph(
+        encoder_on: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``load`` read and hashed the model file; the stand-in reads it again for its rewrite but
+    hashes only the graph it runs (``STAND_IN_SHA256``): a file swapped after the check makes
+    no stand-in."""
+    installed = encoder.model_file()
+    assert isinstance(installed, Path)
+    model = model_package(tmp_path / "site", "stand_in_minilm_package", monkeypatch)
+    model.write_bytes(installed.read_bytes())
+    hashed: list[Path] = []
+    real_read = encoder.read_model
+
+    def read_model(path: Path) -> tuple[bytes, str]:
+        hashed.append(path)
+        return real_read(path)
+
+    monkeypatch.setattr(encoder, "read_model", read_model)
+    encoder.load.cache_clear()
+    try:
+        assert isinstance(encoder.load(), encoder.Encoder)
+        stand_in = encoder.load_stand_in()
+        assert isinstance(stand_in, encoder.Encoder) and stand_in.key == encoder.STAND_IN_KEY
+        assert hashed == [model]  # by load() alone
+        model.write_bytes(b"not the model")
+        refused = encoder.load_stand_in()
+        assert isinstance(refused, encoder.Unavailable)
+        assert refused.reason == "the stand-in graph cannot be made: wire type 6 of field 13 is not read here"
+    finally:
+        encoder.load.cache_clear()
+
+
 def test_a_rewrite_not_pinned_runs_the_file_itself(unpinned_rewrite: None) -> None:
     model = _loaded()
     whole, units = model.encode_with_units(TEXTS, 2)

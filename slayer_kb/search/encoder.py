@@ -490,18 +490,20 @@ def load_stand_in() -> Encoder | Unavailable:
     first build runs (filling.py); or why it cannot be (the encoder's own reason, or a rewrite
     that is not the pinned one: then there is no stand-in, and the build makes final vectors
     only). Made at each call, not kept: its session (110-130 MiB resident) is let go with the
-    stand-in pass that holds it."""
+    stand-in pass that holds it.
+
+    ``load`` checked the file; it is read again here, not hashed again: what runs is the graph
+    rewritten from these bytes, pinned by its own sha256, so a file changed since its check
+    makes no stand-in. Keeping ``load``'s bytes instead would hold 22 MB in every warm server
+    for a pass only a large first build makes."""
     model = load()
     if not isinstance(model, Encoder):
         return model
     path = model_file()
     if isinstance(path, Unavailable):
         return path
-    data, found = read_model(path)
-    if found != MODEL_SHA256:
-        return _mismatch(path, found)
     try:
-        fast, _counts = rewrite.rewrite(data, rewrite.INT8_EDITS)
+        fast, _counts = rewrite.rewrite(path.read_bytes(), rewrite.INT8_EDITS)
     except rewrite.Malformed as exc:
         return Unavailable(f"the stand-in graph cannot be made: {exc}")
     if hashlib.sha256(fast).hexdigest() != STAND_IN_SHA256:
