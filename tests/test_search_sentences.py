@@ -800,3 +800,32 @@ def test_the_servers_filler_goes_by_the_servers_settings_whatever_a_command_swap
         eventually(lambda: filler_thread.status()["filled"] == 4, "the filler's pass", 120)
     finally:
         filler_thread.stop()
+
+
+@pytest.mark.parametrize("setting", ["SLAYER_KB_CACHE", "SLAYER_KB_CACHE_MAX_MB", "SLAYER_KB_BUILD_WORKERS"])
+def test_the_servers_filler_keeps_to_the_servers_cache_whatever_a_command_swapped_in(
+        notes_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, setting: str) -> None:
+    """As above, for the vector cache: a client's SLAYER_KB_CACHE had the filler store the
+    server's vectors in the client's cache, and its SLAYER_KB_CACHE_MAX_MB had it evict the
+    server's cache by the client's bound; a client's SLAYER_KB_BUILD_WORKERS that a pass cannot
+    take (a command refuses it as it begins) failed the filler's pass."""
+    from slayer_kb.search import sentences as cache
+    from slayer_kb.search.background import SentenceFiller
+
+    others = [f"{n:064x}" for n in range(3000)]  # 1.2 MB of other KBs' vectors, within the server's bound
+    assert cache.store(encoder.MODEL_KEY, dict.fromkeys(others, bytes(encoder.DIMENSIONS)))
+    filler_thread = SentenceFiller(notes_kb.index, contextlib.nullcontext)
+    servers = os.environ.get(setting)
+    clients = tmp_path / "clients-cache"
+    monkeypatch.setenv(setting, {"SLAYER_KB_CACHE": str(clients), "SLAYER_KB_CACHE_MAX_MB": "1", "SLAYER_KB_BUILD_WORKERS": "many"}[setting])  # a command in its turn
+    filler_thread.start()
+    try:
+        eventually(lambda: (s := filler_thread.status())["filled"] == 4 and not s["building"], "the filler's pass", 120)
+    finally:
+        filler_thread.stop()
+    if servers is None:  # the command over
+        monkeypatch.delenv(setting)
+    else:
+        monkeypatch.setenv(setting, servers)
+    made = [cache.text_hash(f"{title}\n{learning}") for title, learning in NOTES]
+    assert (len(cache.lookup(encoder.MODEL_KEY, [*others, *made])), clients.exists()) == (3004, False)

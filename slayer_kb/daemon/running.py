@@ -281,7 +281,9 @@ class Runner:
                 self._store.request = request["request"]
                 if self._lower_git and yields(request["argv"]):
                     self._store.niceness = priority.niceness()  # the client's setting (its environment)
-            with _thread_streams(command.stdin, command.stdout, command.stderr), switches.given(env):
+            # Its settings are the client's through os.environ alone (switches.py): this thread is
+            # given none, and the threads the command starts read the same.
+            with _thread_streams(command.stdin, command.stdout, command.stderr):
                 code = command.run(self.kb, checked=checked)
         finally:
             self._store.request = None

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..core.errors import InvalidInputError
-from ..core.home import home
 from ..core.inputs import whole_number
+from . import switches
 
 # The cache's bound, SLAYER_KB_CACHE_MAX_MB's default (megabytes of 10^6 bytes): a
 # 100,000-memory KB's texts take about 1.0 GB (9.8 KB a text: its whole vector, twice, and
@@ -27,8 +27,8 @@ def folder(env: Mapping[str, str] | None = None) -> Path:
     ``~/.cache/slayer-kb``. A relative ``SLAYER_KB_CACHE`` is refused: it named another folder
     in each folder a command ran in (a server runs each in its client's), one inside the KB's
     work tree among them. A relative ``XDG_CACHE_HOME`` is ignored, as the XDG spec says.
-    ``env``: the environment to read, else this process's."""
-    env = os.environ if env is None else env
+    ``env``: the environment to read, else the settings this thread goes by (switches.py)."""
+    env = switches.environ() if env is None else env
     chosen = env.get("SLAYER_KB_CACHE")
     if chosen:
         path = Path(_expanded(chosen, env))
@@ -40,14 +40,15 @@ def folder(env: Mapping[str, str] | None = None) -> Path:
         return path
     base = env.get("XDG_CACHE_HOME", "")
     if not os.path.isabs(base):
-        base = os.path.join(os.path.expanduser("~"), ".cache")
+        base = os.path.join(_expanded("~", env), ".cache")
     return Path(base) / "slayer-kb"
 
 
 def max_bytes(env: Mapping[str, str] | None = None) -> int:
     """The bound of the cache's file in bytes: ``SLAYER_KB_CACHE_MAX_MB`` megabytes, else
     ``DEFAULT_MAX_MB``; anything but a whole number from 1 to ``MOST_MAX_MB`` is refused, naming
-    the fix."""
+    the fix. ``env``: as ``folder``'s."""
+    env = switches.environ() if env is None else env
     return whole_number("SLAYER_KB_CACHE_MAX_MB", DEFAULT_MAX_MB, "megabytes", MOST_MAX_MB, env=env) * 1_000_000
 
 
@@ -63,9 +64,11 @@ def made() -> Path:
     """``folder()``, made (mode 0700) if need be, but never a home folder that does not exist
     (core/home.py): then OSError, and the cache is not kept. A folder set by a variable is made
     whole."""
-    where = folder()
-    chosen = os.environ.get("SLAYER_KB_CACHE") or os.environ.get("XDG_CACHE_HOME", "")
-    if not os.path.isabs(os.path.expanduser(chosen)) and home() is None:
-        raise FileNotFoundError(f"no home folder {os.path.expanduser('~')} to keep {where} in")
+    env = switches.environ()
+    where = folder(env)
+    chosen = env.get("SLAYER_KB_CACHE") or env.get("XDG_CACHE_HOME", "")
+    home = _expanded("~", env)
+    if not os.path.isabs(_expanded(chosen, env)) and not (os.path.isabs(home) and os.path.isdir(home)):
+        raise FileNotFoundError(f"no home folder {home} to keep {where} in")
     where.mkdir(parents=True, exist_ok=True, mode=0o700)
     return where

@@ -364,12 +364,12 @@ def _fits(text: str, encoding: Encoding) -> bool:
 
 def wanted_workers(env: Mapping[str, str] | None = None) -> int:
     """``SLAYER_KB_BUILD_WORKERS`` as set (``BUILD_WORKERS`` when unset), or an error naming the fix."""
-    return whole_number("SLAYER_KB_BUILD_WORKERS", BUILD_WORKERS, "model runs", env=env)
+    return whole_number("SLAYER_KB_BUILD_WORKERS", BUILD_WORKERS, "model runs", env=switches.environ() if env is None else env)
 
 
 def threads(env: Mapping[str, str] | None = None) -> int:
     """``SLAYER_KB_ENCODER_THREADS`` (``THREADS`` when unset), or an error naming the fix."""
-    return whole_number("SLAYER_KB_ENCODER_THREADS", THREADS, "threads", env=env)
+    return whole_number("SLAYER_KB_ENCODER_THREADS", THREADS, "threads", env=switches.environ() if env is None else env)
 
 
 def build_workers() -> int:

@@ -7,7 +7,6 @@ rows."""
 from __future__ import annotations
 
 import contextlib
-import os
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -19,7 +18,7 @@ from whoosh import index as windex
 
 from ..core.memory import Memory
 from ..store.listing import Sig
-from . import embedding, encoder, filler, manifest, sentences, table, tokens, vectors
+from . import embedding, encoder, filler, manifest, sentences, switches, table, tokens, vectors
 
 if TYPE_CHECKING:
     import numpy as np
@@ -127,7 +126,7 @@ class Meaning:
         """Whether a bulk write here leaves the static vectors to the filler that makes the
         sentence vectors (``want_sentences``), where one will follow; the warm server and its
         write process make them with the words (a one-shot ``reindex`` after the rebuild)."""
-        return (self.background_vectors and not os.environ.get("SLAYER_KB_NO_FILLER") and encoder.installed()
+        return (self.background_vectors and not switches.filler_off() and encoder.installed()
                 and isinstance(self.embedder(), embedding.Embedder))
 
     def vector_rows(self, memories: list[Memory], static: bool = True) -> list[tuple[Any, ...]]:
@@ -202,7 +201,7 @@ class Meaning:
         """Some memories lack a sentence vector: have a detached process make them, unless this
         process makes them itself, another process already does, or ``SLAYER_KB_NO_FILLER`` is
         set (then only the warm server and ``reindex`` make them)."""
-        if self.background_vectors and not os.environ.get("SLAYER_KB_NO_FILLER") and encoder.installed():
+        if self.background_vectors and not switches.filler_off() and encoder.installed():
             filler.start(self.root)
 
     def sentence_coverage(self) -> tuple[int, int]:
