@@ -14,6 +14,7 @@ import random
 import shutil
 import subprocess
 import time
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -355,24 +356,39 @@ def make_memory(index: int, rng: random.Random, vocab: Vocabulary, models: list[
     )
 
 
-def _write_chunk(args: tuple[Path, int, int, int]) -> int:
-    root, seed, first, last = args
+def _chunk(seed: int, first: int, last: int) -> Iterator[Memory]:
+    """Memories ``first`` to ``last``, one chunk: its own random stream, named by its first."""
     vocab = build_vocabulary(seed)
     models = generate_catalog(seed)
     hot = next(m for m in models if m.entity == f"{HOT_DATASOURCE}.{HOT_MODEL}")
     others = [m for m in models if m is not hot]
     rng = random.Random(f"{seed}-memories-{first}")
     start = datetime(2025, 1, 1, tzinfo=timezone.utc)
-    folder = root / "memories"
     for index in range(first, last + 1):
-        memory = make_memory(index, rng, vocab, others, hot, start)
+        yield make_memory(index, rng, vocab, others, hot, start)
+
+
+def _chunks(size: int) -> list[tuple[int, int]]:
+    return [(first, min(size, first + CHUNK - 1)) for first in range(1, size + 1, CHUNK)]
+
+
+def memories(size: int, seed: int) -> Iterator[Memory]:
+    """The corpus's memories 1 to ``size``, as ``write_memories`` writes them, without a KB."""
+    for first, last in _chunks(size):
+        yield from _chunk(seed, first, last)
+
+
+def _write_chunk(args: tuple[Path, int, int, int]) -> int:
+    root, seed, first, last = args
+    folder = root / "memories"
+    for memory in _chunk(seed, first, last):
         (folder / f"{memory.id}.yaml").write_text(dumps(memory), encoding="utf-8")
     return last - first + 1
 
 
 def write_memories(root: Path, size: int, seed: int, workers: int | None = None) -> None:
     (root / "memories").mkdir(parents=True, exist_ok=True)
-    chunks = [(root, seed, first, min(size, first + CHUNK - 1)) for first in range(1, size + 1, CHUNK)]
+    chunks = [(root, seed, first, last) for first, last in _chunks(size)]
     workers = workers or (os.cpu_count() or 1)
     if workers <= 1 or len(chunks) <= 1:
         for chunk in chunks:

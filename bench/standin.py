@@ -19,20 +19,18 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
-import random
 import resource
 import tempfile
 from collections.abc import Iterator
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 from unittest import mock
 
 import numpy as np
 
-from slayer_kb.core.memory import Memory
 from slayer_kb.search import encoder, meaning, vectors
 
 from . import corpus, relevance
@@ -45,19 +43,13 @@ ROWS = {"fused": relevance.CONFIGS["fused"], "meaning": relevance.CONFIGS["meani
 
 def synthetic(count: int, seed: int = 7) -> list[str]:
     """The embedding texts of the synthetic corpus's first ``count`` memories."""
-    vocab, models = corpus.build_vocabulary(seed), corpus.generate_catalog(seed)
-    hot = next(m for m in models if m.entity == f"{corpus.HOT_DATASOURCE}.{corpus.HOT_MODEL}")
-    others = [m for m in models if m is not hot]
-    rng, start = random.Random(f"{seed}-memories-1"), datetime(2025, 1, 1, tzinfo=timezone.utc)
-    return [vectors.embedding_text(corpus.make_memory(n, rng, vocab, others, hot, start)) for n in range(1, count + 1)]
+    return [vectors.embedding_text(memory) for memory in corpus.memories(count, seed)]
 
 
 def handwritten() -> list[str]:
     """The embedding texts of every relevance set's memories."""
-    return [vectors.embedding_text(Memory(
-        id=item["id"], learning=item["learning"], created_at=relevance.CREATED, title=item.get("title"), type=item.get("type"),
-        entities=list(item.get("entities") or []), project=item.get("project"), query=item.get("query"),
-    )) for folder in relevance.SETS.values() for item in relevance.load("memories.yaml", folder)]
+    return [vectors.embedding_text(relevance.as_memory(item))
+            for folder in relevance.SETS.values() for item in relevance.load("memories.yaml", folder)]
 
 
 def _cpu() -> float:
@@ -91,8 +83,15 @@ def compare_cpu(name: str, texts: list[str], rounds: int, workers: int) -> dict[
 
 @contextlib.contextmanager
 def _making_with(stand_in: bool) -> Iterator[None]:
-    """While the block runs, the process's encoder is the stand-in (``stand_in``) or the shipped one."""
-    with mock.patch.object(encoder, "load", encoder.load_stand_in) if stand_in else contextlib.nullcontext():
+    """While the block runs, the process's encoder is the stand-in (``stand_in``) or the shipped one.
+    Made once, outside ``load``: ``load_stand_in`` calls ``load`` (a patch to it recursed), and
+    ``encoder.ready`` asks ``load``'s cache whether a model is loaded."""
+    if not stand_in:
+        yield
+        return
+    made = encoder.load_stand_in()
+    with mock.patch.object(encoder, "load", functools.lru_cache(maxsize=1)(lambda: made)):
+        encoder.load()  # loaded, as ``ready`` looks for
         yield
 
 

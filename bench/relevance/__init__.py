@@ -83,6 +83,15 @@ def load(name: str, folder: Path = HERE) -> list[dict[str, Any]]:
     return yaml.safe_load((folder / name).read_text(encoding="utf-8"))
 
 
+def as_memory(item: dict[str, Any]) -> Memory:
+    """A set's memory (an item of its ``memories.yaml``) as ``build`` writes it."""
+    return Memory(
+        id=item["id"], learning=item["learning"], created_at=item.get("created_at", CREATED), title=item.get("title"),
+        type=item.get("type"), entities=list(item.get("entities") or []), project=item.get("project"),
+        query=item.get("query"),
+    )
+
+
 def build(root: Path, folder: Path = HERE, sentences: bool = True) -> KnowledgeBase:
     """A git-backed KB at ``root``: the example catalog and a set's memories, one commit; with
     ``sentences``, the sentence vectors made (or taken from the cache)."""
@@ -91,11 +100,7 @@ def build(root: Path, folder: Path = HERE, sentences: bool = True) -> KnowledgeB
         shutil.copytree(EXAMPLE / part, root / part)
     shutil.copy(EXAMPLE / "priority.yaml", root / "priority.yaml")
     for item in load("memories.yaml", folder):
-        memory = Memory(
-            id=item["id"], learning=item["learning"], created_at=item.get("created_at", CREATED), title=item.get("title"),
-            type=item.get("type"), entities=list(item.get("entities") or []), project=item.get("project"),
-            query=item.get("query"),
-        )
+        memory = as_memory(item)
         (root / "memories" / f"{memory.id}.yaml").write_text(dumps(memory), encoding="utf-8")
     subprocess.run(["git", "add", "-A", "."], cwd=root, check=True, capture_output=True)
     subprocess.run(["git", "commit", "-q", "-m", "relevance set"], cwd=root, check=True, capture_output=True)
