@@ -184,3 +184,7 @@ def test_bytes_that_are_not_a_model_are_refused() -> None:
         rewrite.rewrite(b"\x08\x0a")  # ir_version 10, nothing else
     with pytest.raises(rewrite.Malformed, match="^field 7 runs past the end$"):
         rewrite.rewrite(b"\x3a\x10\x0a")  # a graph of 16 bytes, one there
+    with pytest.raises(rewrite.Malformed, match="^the graph has no nodes$"):
+        rewrite.rewrite(b"\x3a\x00")
+    with pytest.raises(rewrite.Malformed, match="^a name is not UTF-8: "):
+        rewrite.rewrite(b"\x3a\x05\x0a\x03\x0a\x01\xff")  # one node, its input named b"\xff"

@@ -337,3 +337,20 @@ def test_a_relative_xdg_cache_home_is_ignored(monkeypatch: pytest.MonkeyPatch, t
     assert sentences.folder() == tmp_path / ".cache" / "slayer-kb"
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert sentences.folder() == tmp_path / "xdg" / "slayer-kb"
+
+
+def test_settings_given_without_home_take_the_accounts_home_not_the_processs(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A server started without HOME, its filler beside a command in its turn: the cache is
+    under the account's home, not under the home of the client whose environment the command
+    swapped in."""
+    import os
+    import pwd
+
+    from slayer_kb.search import cachedir, switches
+
+    monkeypatch.setenv("HOME", str(tmp_path / "clients-home"))
+    with switches.given({}):
+        assert cachedir.folder() == Path(pwd.getpwuid(os.getuid()).pw_dir) / ".cache" / "slayer-kb"
+    with switches.given({"HOME": str(tmp_path / "servers-home")}):
+        assert cachedir.folder() == tmp_path / "servers-home" / ".cache" / "slayer-kb"

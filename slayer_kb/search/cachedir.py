@@ -6,6 +6,7 @@ nothing)."""
 from __future__ import annotations
 
 import os
+import pwd
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -55,9 +56,12 @@ def max_bytes(env: Mapping[str, str] | None = None) -> int:
 def _expanded(path: str, env: Mapping[str, str]) -> str:
     """``path`` with its leading ``~`` as ``env``'s process expands it, by its ``HOME``: a server
     checks a client's setting (``Runner.goes_beside``), whose home may not be the server's."""
-    if (path == "~" or path.startswith("~/")) and "HOME" in env:
-        return (env["HOME"].rstrip("/") + path[1:]) or "/"
-    return os.path.expanduser(path)
+    if path == "~" or path.startswith("~/"):
+        # Without HOME a process takes its user's home from the password database, as
+        # expanduser does: never from os.environ, which may hold another process's settings.
+        home = env["HOME"] if "HOME" in env else pwd.getpwuid(os.getuid()).pw_dir
+        return (home.rstrip("/") + path[1:]) or "/"
+    return os.path.expanduser(path)  # ~user/...: the password database, whatever HOME says
 
 
 def made() -> Path:

@@ -494,7 +494,8 @@ def load_stand_in() -> Encoder | Unavailable:
 
     ``load`` checked the file; it is read again here, not hashed again: what runs is the graph
     rewritten from these bytes, pinned by its own sha256, so a file changed since its check
-    makes no stand-in. Keeping ``load``'s bytes instead would hold 22 MB in every warm server
+    runs only if its rewrite is still the pinned graph (the edits drop the names and
+    initializers they replace), and otherwise makes no stand-in. Keeping ``load``'s bytes instead would hold 22 MB in every warm server
     for a pass only a large first build makes."""
     model = load()
     if not isinstance(model, Encoder):

@@ -112,7 +112,7 @@ class Filling:
         there, with their sentences' (``spans.units``, pooled from the same runs); with
         ``background`` (a build in the background: the warm server's thread, the detached
         filler), a large backlog gets stand-ins first (above), and the vector cache is kept
-        within its bound after the pass (``upkeep``). A foreground build (``reindex``)
+        within its bound after the pass (``_upkeep``). A foreground build (``reindex``)
         makes final vectors straight away: its user waits for them, and the stand-ins would
         only add their pass. Then the units the cache lacks for texts whose
         whole vectors it held (they only refine a ranking, so meaning covers the KB first).

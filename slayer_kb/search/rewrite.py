@@ -116,7 +116,10 @@ def _join(fields: Iterable[Field]) -> bytes:
 def _text(payload: int | memoryview) -> str:
     if isinstance(payload, int):
         raise Malformed("a string field holds a number")
-    return bytes(payload).decode("utf-8")
+    try:
+        return bytes(payload).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Malformed(f"a name is not UTF-8: {exc}") from None
 
 
 def _view(text: str) -> memoryview:
@@ -319,7 +322,9 @@ def rewrite(model: bytes, edits: tuple[Callable[[Graph], int], ...] = EDITS) -> 
     counts = [edit(graph) for edit in edits]
     graph.prune()
     read = {name for node in graph.nodes for name in node.inputs}
-    first = next(n for n, (number, _w, _p) in enumerate(parts) if number == GRAPH_NODE)
+    first = next((n for n, (number, _w, _p) in enumerate(parts) if number == GRAPH_NODE), None)
+    if first is None:
+        raise Malformed("the graph has no nodes")
     rest = [part for part in parts if part[0] != GRAPH_NODE and not (part[0] == GRAPH_INITIALIZER and _name(part[2]) not in read)]
     nodes: list[Field] = [(GRAPH_NODE, LENGTH, memoryview(node.serialize())) for node in graph.nodes]
     inner = _pieces(rest[:first] + nodes + rest[first:])

@@ -6,9 +6,9 @@ vector cache's folder and bound (``SLAYER_KB_CACHE``, ``XDG_CACHE_HOME``, ``HOME
 (``SLAYER_KB_BUILD_WORKERS``, ``SLAYER_KB_ENCODER_THREADS``: encoder.py). A process's own environment says so, asked at each use
 (a warm server runs each command in its client's environment). But the server swaps a command in
 its turn's environment into ``os.environ``, and a read beside it, or its sentence filler, runs
-on another thread meanwhile, with the server's settings: so each of the server's threads that
-runs a command, or makes vectors, is given the settings it goes by (``given``), and only a thread
-given none reads the process's environment (docs/server.md, "Streams, folder, environment")."""
+on another thread meanwhile, with the server's settings: so a read beside a command and the
+filler are given the settings they go by (``given``), and only a thread given none (the command
+in its turn) reads the process's environment (docs/server.md, "Streams, folder, environment")."""
 
 from __future__ import annotations
 
