@@ -625,6 +625,10 @@ def test_times_with_fractions_and_offsets_are_shown_in_time_order(empty_kb: Know
     assert re.findall(r"- \[(\d)\]", context) == ["1", "2", "3"], context
     listed = json_of(invoke_cli("--kb", root, "sessions", "--json"))
     assert [s["id"] for s in listed] == ["ses-2", "ses-1", "ses-3"]
+    # The index's newest-first lists: whole, and cut within a second.
+    for limit, ids in (("1", ["1"]), ("20", ["1", "2", "3"])):
+        newest = json_of(invoke_cli("--kb", root, "list", "--limit", limit, "--json"))
+        assert [hit["id"] for hit in newest["memories"]] == ids, (limit, newest)
 
 
 def test_an_imported_prompt_goes_before_a_later_one_of_the_same_second(empty_kb: KnowledgeBase, tmp_path: Path,
