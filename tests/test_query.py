@@ -865,3 +865,10 @@ def test_a_string_as_python_quotes_it_names_nothing(column: str, content: str) -
     formula = f"sum(iif({column} == {literal}, amount, cost))"
     assert formula_problem(formula) is None
     assert formula_references(formula) == [column, "amount", "cost"]
+
+
+@pytest.mark.parametrize("formula", ["sum(x.case) + 1)", "sum(case.x))"])
+def test_a_formula_naming_case_and_no_case_is_checked_whole(formula: str) -> None:
+    """SLayer reads a text with no CASE keyword as it is; the check cut it at an unmatched ')' as
+    it cuts a CASE's span, and took what SLayer refuses."""
+    assert formula_problem(formula) == f"Invalid Mode-B expression {formula!r}: unmatched ')' (<unknown>, line 1)"

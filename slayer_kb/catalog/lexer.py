@@ -70,6 +70,7 @@ class MalformedCase(ValueError):
 
 
 _CASE_KEYWORDS = frozenset({"CASE", "WHEN", "THEN", "ELSE", "END"})
+_NAME_TAIL = re.compile(r"[^\W\d]\w*\Z")
 
 
 def lower_cases(text: str) -> str:
@@ -80,7 +81,10 @@ def lower_cases(text: str) -> str:
     (SLayer's rule): ``sum(case)`` names a column. :class:`MalformedCase` for one SLayer refuses."""
     if "case" not in text.lower():
         return text
-    lowered, _ = _Cases(text, tokens(text)).span(0, 0, frozenset())
+    cases = _Cases(text, tokens(text))
+    if not any(cases.keyword(at) == "CASE" for at in range(len(cases.tokens))):
+        return text  # as SLayer: with no CASE, nothing is sliced (an unmatched ')' ends a span)
+    lowered, _ = cases.span(0, 0, frozenset())
     return lowered
 
 
@@ -108,20 +112,32 @@ class _Cases:
     def keyword(self, at: int) -> str | None:
         """The CASE keyword ``tokens[at]`` is, upper-cased: ASCII as typed (``caſe`` is none),
         touching no letter the name pattern leaves out (a combining mark) and no part of a dotted
-        path written with spaces (``orders . end``, which SLayer reads as one name)."""
-        kind, word, start, end = self.tokens[at]
-        if kind != "name" or not word.isascii() or word.upper() not in _CASE_KEYWORDS:
+        path written with spaces (``orders . end``, which SLayer reads as one name); ``end.*`` is
+        END, then ``.*``, as SLayer reads it."""
+        kind, word, start, _end = self.tokens[at]
+        stem = word.removesuffix(".*")
+        if kind != "name" or not stem.isascii() or stem.upper() not in _CASE_KEYWORDS:
             return None
-        if any(0 <= i < len(self.text) and ("a" + self.text[i]).isidentifier() for i in (start - 1, end)):
+        if any(0 <= i < len(self.text) and ("a" + self.text[i]).isidentifier() for i in (start - 1, self._end(at))):
             return None
-        if self._dot(at - 1, at - 2) or self._dot(at + 1, at + 2):
+        if self._dot(at - 1, at - 2) or (stem == word and self._dot(at + 1, at + 2)):
             return None
-        return word.upper()
+        return stem.upper()
+
+    def _end(self, at: int) -> int:
+        """Where the keyword at ``tokens[at]`` ends (before the ``.*`` of ``end.*``)."""
+        token = self.tokens[at]
+        return token.start + len(token.text.removesuffix(".*"))
 
     def _dot(self, dot: int, name: int) -> bool:
-        return 0 <= min(dot, name) and max(dot, name) < len(self.tokens) and (
-            self.tokens[dot].text == "." and self.tokens[name].kind == "name"
-        )
+        """Whether ``tokens[dot]`` is a dot and ``tokens[name]`` a name it joins: one, or before it a
+        number that ends in one (``9a``, where SLayer's name begins at the ``a``)."""
+        if not (0 <= min(dot, name) and max(dot, name) < len(self.tokens) and self.tokens[dot].text == "."):
+            return False
+        kind, word = self.tokens[name].kind, self.tokens[name].text
+        if name < dot:  # a name before the dot ends in a letter or digit (not orders.*)
+            return _NAME_TAIL.search(word) is not None and kind in ("name", "num")
+        return kind == "name"
 
     def opens(self, at: int) -> bool:
         """Whether the CASE at ``tokens[at]`` opens one: the next keyword outside brackets is WHEN."""
@@ -157,7 +173,7 @@ class _Cases:
                 parts.append(self.text[start : self.tokens[at].start])
                 lowered, at = self.case(at)
                 parts.append(lowered)
-                start = self.tokens[at - 1].end
+                start = self._end(at - 1)
                 continue
             at += 1
         parts.append(self.text[start : self.tokens[at].start if at < len(self.tokens) else len(self.text)])
@@ -165,17 +181,17 @@ class _Cases:
 
     def case(self, at: int) -> tuple[str, int]:
         """The CASE ... END at ``tokens[at]`` lowered, and the token after its END."""
-        operand, at = self.span(self._past(at), self.tokens[at].end, _CASE_KEYWORDS - {"CASE"})
+        operand, at = self.span(self._past(at), self._end(at), _CASE_KEYWORDS - {"CASE"})
         branches: list[tuple[str, str]] = []
         while at < len(self.tokens) and self.keyword(at) == "WHEN":
-            condition, at = self.span(self._past(at), self.tokens[at].end, frozenset({"THEN"}))
+            condition, at = self.span(self._past(at), self._end(at), frozenset({"THEN"}))
             if at >= len(self.tokens) or self.keyword(at) != "THEN":
                 raise MalformedCase("a WHEN branch is missing its THEN.")
-            value, at = self.span(self._past(at), self.tokens[at].end, frozenset({"WHEN", "ELSE", "END"}))
+            value, at = self.span(self._past(at), self._end(at), frozenset({"WHEN", "ELSE", "END"}))
             branches.append((f"{operand} == {condition}" if operand else _sql_condition(condition), value))
         lowered = "None"
         if at < len(self.tokens) and self.keyword(at) == "ELSE":
-            otherwise, at = self.span(self._past(at), self.tokens[at].end, frozenset({"END"}))
+            otherwise, at = self.span(self._past(at), self._end(at), frozenset({"END"}))
             lowered = otherwise or "None"
         if at >= len(self.tokens) or self.keyword(at) != "END":
             raise MalformedCase("missing END.")
