@@ -815,6 +815,9 @@ def test_a_link_a_file_name_or_a_padded_id_given_as_an_id_names_the_id(
             message = f"'{ascii(given)[1:-1]}' is {what}, not a memory id: give the id alone, '7'."
             assert (proc.returncode, json_of(proc), proc.stderr) == (
                 1, {"error": {"type": "invalid_id", "message": message}}, f"Error: {message}\n")
+    # A memory's file in any folder, as copied from a pull request of a KB in a sub-folder.
+    message = "'kb/memories/7.yaml' is a memory's file, not a memory id: give the id alone, '7'."
+    assert invoke_cli("--kb", root, "get", "kb/memories/7.yaml").stderr == f"Error: {message}\n"
     # The id shown as it is typed, as the value given is: an escaped 'caf\xe9' is no id to give.
     message = "'memory:café' is a link to a memory, not a memory id: give the id alone, 'café'."
     assert invoke_cli("--kb", root, "get", "memory:café").stderr == f"Error: {message}\n"

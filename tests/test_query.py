@@ -819,3 +819,56 @@ def test_a_formula_with_case_slayer_takes_is_taken(formula: str) -> None:
 ])
 def test_a_case_condition_is_checked_as_slayer_reads_it(formula: str, problem: str) -> None:
     assert formula_problem(formula) == f"Invalid Mode-B expression {formula!r}: {problem}"
+
+
+# The formula check and the reference reader share one tokenizer (catalog/lexer.py); they read
+# a backslash in a quoted string, and a CASE, differently: the reader took 'it\'s' to end at the
+# backslash and tagged the `s` after it, swallowing the rest as an unclosed string, and read the
+# keywords of `CASE (x) WHEN` as columns.
+@pytest.mark.parametrize(("scan", "text", "refs"), [
+    (filter_references, r"status = 'it\'s' and amount > 5", ["status", "amount"]),
+    (filter_references, r'''note = "say \"hi\"" or qty = 1''', ["note", "qty"]),
+    (formula_references, r"sum(iif(status == 'it\'s', amount, cost))", ["status", "amount", "cost"]),
+    (formula_references, r"sum(case when status = 'it\'s' then amount else cost end)", ["status", "amount", "cost"]),
+    (formula_references, "sum(CASE (status) WHEN 'paid' THEN amount END)", ["status", "amount"]),
+    (formula_references, "sum(case when qty > 0 then max(end) else 0 end)", ["qty", "end"]),
+])
+def test_the_check_and_the_reader_read_a_formula_alike(scan: Any, text: str, refs: list[str]) -> None:
+    assert scan(text) == refs
+    if scan is formula_references:
+        assert formula_problem(text) is None
+
+
+@pytest.mark.parametrize(("measure", "column"), [
+    (r"sum(iif(status == 'it\'s', amount, 0))", "s"),
+    ("sum(CASE (status) WHEN 'paid' THEN amount END)", "WHEN"),
+])
+def test_a_query_with_what_slayer_reads_as_a_string_or_a_case_is_searched(
+    measure: str, column: str, example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner
+) -> None:
+    query = json.dumps({"source_model": "orders", "measures": [measure]})
+    proc = invoke_cli("--kb", example_kb_read_only.root, "search", "--query", query, "--json")
+    found = json.loads(proc.stdout)
+    assert (proc.returncode, found["warnings"]) == (0, []), f"no column {column!r} is read: {proc.stdout}"
+    assert found["resolved_input_entities"] == ["shop.orders", "shop.orders.status", "shop.orders.amount"]
+
+
+PYTHON_WORDS = st.lists(st.sampled_from(["'", '"', "\\", " ", "leak", "case", "when", "end", ")", ","]), max_size=12)
+
+
+@given(st.from_regex(r"col_[a-z0-9_]{0,6}", fullmatch=True), PYTHON_WORDS.map("".join))
+def test_a_string_as_python_quotes_it_names_nothing(column: str, content: str) -> None:
+    """A string as Python writes it (repr: a backslash before a quote it holds) is one string to
+    the check and to the reader alike, as to SLayer's parser: nothing in it is tagged."""
+    literal = repr(content)
+    assert filter_references(f"{column} = {literal} and other > 1") == [column, "other"]
+    formula = f"sum(iif({column} == {literal}, amount, cost))"
+    assert formula_problem(formula) is None
+    assert formula_references(formula) == [column, "amount", "cost"]
+
+
+@pytest.mark.parametrize("formula", ["sum(x.case) + 1)", "sum(case.x))"])
+def test_a_formula_naming_case_and_no_case_is_checked_whole(formula: str) -> None:
+    """SLayer reads a text with no CASE keyword as it is; the check cut it at an unmatched ')' as
+    it cuts a CASE's span, and took what SLayer refuses."""
+    assert formula_problem(formula) == f"Invalid Mode-B expression {formula!r}: unmatched ')' (<unknown>, line 1)"

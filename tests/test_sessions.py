@@ -16,7 +16,7 @@ from slayer_kb.mcp.tools import call_tool
 from slayer_kb.ops import capture, sessions
 from slayer_kb.ops.fmt import fmt
 from slayer_kb.ops.validate import validate
-from testing import CliRunner, git, json_of
+from testing import CliRunner, commit_all, git, json_of
 
 TIME = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
 LEARNINGS = """\
@@ -583,3 +583,65 @@ def test_a_prompt_killed_after_its_commit_is_finished_by_the_next_read(empty_kb:
     assert not journal.exists()
     assert git(root, "status", "--porcelain") == ""
     assert subjects(root)[0] == "session: prompt in ses-1"
+
+
+def test_times_with_fractions_and_offsets_are_shown_in_time_order(empty_kb: KnowledgeBase,
+                                                                   invoke_cli: CliRunner) -> None:
+    """As text ``10:00:00.5Z`` sorts before ``10:00:00Z``: the timelines, the context and the
+    sessions put a memory, prompt or session half a second later before the earlier one. A time
+    written with an offset (unquoted YAML, ``+02:00``) is read in UTC and takes its place among them."""
+    root = empty_kb.root
+    (root / "sessions").mkdir()
+    for memory_id, at in (("1", "'2026-01-01T10:00:00.5Z'"), ("2", "'2026-01-01T10:00:00Z'"),
+                          ("3", "2026-01-01T11:59:59+02:00")):
+        (root / "memories" / f"{memory_id}.yaml").write_text(
+            f"learning: Memory {memory_id}.\nproject: p\nsession_id: ses-1\ncreated_at: {at}\n")
+    (root / "sessions" / "ses-1.yaml").write_text(
+        "project: p\nstarted_at: '2026-01-01T09:00:00Z'\nended_at: '2026-01-01T10:00:01.2Z'\nprompts:\n"
+        "- {created_at: '2026-01-01T10:00:00.5Z', content: Second prompt}\n"
+        "- {created_at: '2026-01-01T10:00:00Z', content: First prompt}\n")
+    # Active last, though its start sorts after its prompt as text; then ses-1; then ses-3.
+    (root / "sessions" / "ses-2.yaml").write_text(
+        "project: p\nstarted_at: '2026-01-01T10:00:01Z'\nprompts:\n"
+        "- {created_at: '2026-01-01T10:00:01.5Z', content: Third prompt}\n")
+    (root / "sessions" / "ses-3.yaml").write_text("project: p\nstarted_at: '2026-01-01T10:00:01Z'\n")
+    commit_all(root)
+    proc = invoke_cli("--kb", root, "timeline", "2")
+    assert [line.split("] ")[0] for line in proc.stdout.splitlines()] == [
+        "  2026-01-01T09:59:59Z [3", "> 2026-01-01T10:00:00Z [2", "  2026-01-01T10:00:00.5Z [1"], proc.stdout
+    proc = invoke_cli("--kb", root, "timeline", "--session", "ses-1")
+    assert proc.stdout.splitlines()[1:] == [
+        "  2026-01-01T09:00:00Z start", "  2026-01-01T09:59:59Z memory [3] Memory 3.",
+        "  2026-01-01T10:00:00Z prompt: First prompt", "  2026-01-01T10:00:00Z memory [2] Memory 2.",
+        "  2026-01-01T10:00:00.5Z prompt: Second prompt", "  2026-01-01T10:00:00.5Z memory [1] Memory 1.",
+        "  2026-01-01T10:00:01.2Z end"], proc.stdout
+    context = invoke_cli("--kb", root, "context", "--project", "p").stdout
+    assert context.split("## Recent sessions\n")[1].split("## Recent memories")[0] == (
+        "- ses-2 (p, 2026-01-01T10:00:01Z to now (open)): 0 memories, 1 prompt\n"
+        "- ses-1 (p, 2026-01-01T09:00:00Z to 2026-01-01T10:00:01.2Z): 3 memories, 2 prompts\n"
+        "- ses-3 (p, 2026-01-01T10:00:01Z to now (open)): 0 memories, 0 prompts\n\n## Recent prompts\n"
+        "- 2026-01-01T10:00:01.5Z (ses-2): Third prompt\n- 2026-01-01T10:00:00.5Z (ses-1): Second prompt\n"
+        "- 2026-01-01T10:00:00Z (ses-1): First prompt\n\n"), context
+    assert re.findall(r"- \[(\d)\]", context) == ["1", "2", "3"], context
+    listed = json_of(invoke_cli("--kb", root, "sessions", "--json"))
+    assert [s["id"] for s in listed] == ["ses-2", "ses-1", "ses-3"]
+    # The index's newest-first lists: whole, and cut within a second.
+    for limit, ids in (("1", ["1"]), ("20", ["1", "2", "3"])):
+        newest = json_of(invoke_cli("--kb", root, "list", "--limit", limit, "--json"))
+        assert [hit["id"] for hit in newest["memories"]] == ids, (limit, newest)
+
+
+def test_an_imported_prompt_goes_before_a_later_one_of_the_same_second(empty_kb: KnowledgeBase, tmp_path: Path,
+                                                                       invoke_cli: CliRunner) -> None:
+    """Engram's prompts are merged into the session file in time order: as text the one typed at
+    10:01:00.5 went before Engram's of 10:01:00."""
+    (empty_kb.root / "sessions").mkdir()
+    (empty_kb.root / "sessions" / "s1.yaml").write_text(
+        "started_at: '2026-03-01T10:00:00Z'\nprompts:\n- {created_at: '2026-03-01T10:01:00.5Z', content: Typed}\n")
+    commit_all(empty_kb.root)
+    export = {"prompts": [{"id": 1, "session_id": "s1", "content": "Imported", "created_at": "2026-03-01 10:01:00"}]}
+    (tmp_path / "engram.json").write_text(json.dumps(export))
+    assert invoke_cli("--kb", empty_kb.root, "import-engram", tmp_path / "engram.json").returncode == 0
+    listed = json_of(invoke_cli("--kb", empty_kb.root, "sessions", "--json"))
+    assert [(p["created_at"], p["content"]) for p in listed[0]["prompts"]] == [
+        ("2026-03-01T10:01:00Z", "Imported"), ("2026-03-01T10:01:00.5Z", "Typed")]

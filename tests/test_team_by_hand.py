@@ -1783,6 +1783,27 @@ def test_a_rebase_strips_links_from_a_memory_a_sparse_checkout_leaves_out(tmp_pa
         f"S memories/{BLOCK + 1}.yaml\n", "")
 
 
+def test_a_sync_checks_a_memory_whose_deletion_a_mark_hides_as_head_holds_it(tmp_path: Path,
+                                                                            invoke_cli: CliRunner) -> None:
+    """A memory the work tree lacks is read as HEAD holds it, by the link strip and by the check
+    after it alike: the check refused this branch's memory whose deletion git's index hides
+    (assume-unchanged) as 'no such file', telling the user to edit it, though the push holds it
+    whole. The hidden deletion stays the user's, uncommitted."""
+    bare, a, b = _team_holding_memory_1(tmp_path, invoke_cli)
+    invoke_cli("--kb", b, "save", "Totals include shipping", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "save", "Refunds are negative rows", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    path = f"memories/{BLOCK + 1}.yaml"
+    git(b, "update-index", "--assume-unchanged", path)
+    (b / path).unlink()
+    synced = invoke_cli("--kb", b, "sync")
+    assert (synced.returncode, synced.stdout, synced.stderr) == (
+        0, "Synced main with origin: rebased, 1 pulled, 1 pushed.\n", ""), synced.stderr
+    assert "Totals include shipping" in git(bare, "show", f"main:{path}")
+    assert (git(b, "ls-files", "-v", path), git(b, "status", "--porcelain"), (b / path).exists()) == (
+        f"h {path}\n", "", False)
+
+
 def test_a_sparse_checkout_of_a_monorepo_syncs_and_rebases(tmp_path: Path, invoke_cli: CliRunner) -> None:
     """A sparse checkout marks every file it leaves out skip-worktree: sync, rebase, merge and
     renumber --rewrite refused ("../README.md is marked skip-worktree ... would rewrite it"), though they

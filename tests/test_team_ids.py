@@ -993,6 +993,26 @@ def test_a_given_number_in_a_block_only_claimed_is_taken_on_every_clone(team, in
         f"Saved memory {2 * BLOCK + 1} (created)")
 
 
+def test_a_block_this_clone_claimed_is_asked_of_the_remote_for_each_number(team, invoke_cli) -> None:
+    """A claim, unlike a lease, does not keep another clone from leasing the block (made at the same
+    instant, or after the claim was deleted on the remote), so a number given in a block this clone
+    only claimed is asked of the remote each time (``IdLeases.may_give``): taken while the claim
+    holds it, refused once another clone leased the block and would hand the number out."""
+    bare, (x, y) = team
+    invoke_cli("--kb", x, "save", "X: mine", "-e", "shop.orders", "--id", f"{BLOCK + 50}", check=True)
+    holder = git(bare, "rev-parse", f"{CLAIMS}1")
+    given = invoke_cli("--kb", x, "save", "X: mine too", "-e", "shop.orders", "--id", f"{BLOCK + 55}")
+    assert (given.returncode, given.stderr, git(bare, "rev-parse", f"{CLAIMS}1")) == (0, "", holder), given.stderr
+    git(bare, "update-ref", "-d", f"{CLAIMS}1")  # deleted: y's leases no longer skip block 1
+    assert IdLeases(GitStore(y)).take(BLOCK + 1, 0, lambda n: False)[-1] == str(BLOCK + 1)
+    assert leased_blocks(bare) == [f"{NAMESPACE}0", f"{NAMESPACE}1"]
+    refused = invoke_cli("--kb", x, "save", "X: once more", "-e", "shop.orders", "--id", f"{BLOCK + 60}")
+    assert (refused.returncode, refused.stderr) == (1, (
+        f"Error: Memory id '{BLOCK + 60}' is a number as auto ids are, in a block another clone leased from origin "
+        f"(ids {BLOCK + 1}-{2 * BLOCK}): that clone hands it out for another memory, and a sync would then give one "
+        "of the two a new id. Omit --id to get this clone's next auto id, or give a name such as 'kb.orders-total'.\n"))
+
+
 def test_a_claim_keeps_auto_ids_above_the_ones_handed_out_before_leases(tmp_path: Path, invoke_cli) -> None:
     """A claimed block at the top of the branch's ids dropped the whole floor: the next lease took
     block 0, whose ids are skipped only while their files exist, so a forgotten id was handed out

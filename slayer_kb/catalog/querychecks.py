@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 
 from ..core.errors import InvalidInputError
 from ..core.text import kind_of
+from .lexer import MalformedCase, lower_cases
 
 # The alias map of likely slips whose nearest spelling is not the intended key.
 _MEANT = {
@@ -142,19 +143,10 @@ def _parsed(text: str) -> ast.Expression | str:
 
 # The spellings SLayer's Mode-B parser rewrites before Python reads a formula: a colon aggregation
 # (amount:sum, orders.*:count), a counted star (count(*), count(orders.*)), count(distinct x) and
-# extract(year from x); and CASE ... END, which the check reads as iif calls (``_case_lowered``).
+# extract(year from x); and CASE ... END, which the check reads as iif calls (``lexer.lower_cases``).
 _COLON_AGGREGATION = re.compile(r"(?:\*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:\.\*)?):[A-Za-z_]\w*")
 _COUNTED_STAR = re.compile(r"(\(\s*|\.)\*(?=\s*[),])")
 _SQL_SPELLING = re.compile(r"\b(?:extract\s*\(\s*\w+\s+from|count\s*\(\s*distinct)\s+", re.I)
-# A CASE's tokens: a quoted string (whose words are no keywords), a name or dotted path (so
-# `orders.end` is no END; a name begins with any letter, so `écase` is one name), a bracket.
-_QUOTED = re.compile(r"'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\"", re.S)
-_CASE_TOKEN = re.compile(
-    rf"(?P<text>{_QUOTED.pattern})|(?P<word>[^\W\d]\w*(?:\s*\.\s*[^\W\d]\w*)*)|(?P<open>[(\[])|(?P<close>[)\]])",
-    re.S,
-)
-_CASE_KEYWORDS = frozenset({"CASE", "WHEN", "THEN", "ELSE", "END"})
-_Token = tuple[str, str, int, int]  # kind, text, start, end
 _SPACED_COLON = re.compile(r"(?<=[\w*])\s*:\s*(?=[A-Za-z_])")
 
 
@@ -174,8 +166,8 @@ def formula_problem(text: str) -> str | None:
             "i.e. count_distinct(x)."
         )
     try:
-        probe = _case_lowered(text)
-    except _MalformedCase as exc:
+        probe = lower_cases(text)
+    except MalformedCase as exc:
         return f"Malformed CASE expression in {text!r}: {exc}"
     probe = _COLON_AGGREGATION.sub("_agg", probe)
     probe = _COUNTED_STAR.sub(lambda m: m.group(1) + "_star", probe)
@@ -188,131 +180,6 @@ def formula_problem(text: str) -> str | None:
     if unspaced != text and formula_problem(unspaced) is None:  # what older slayer-kb releases took
         problem += f"; {unspaced_colon(unspaced)}"
     return f"Invalid Mode-B expression {text!r}: {problem}"
-
-
-class _MalformedCase(ValueError):
-    """A CASE ... END SLayer refuses, in its words."""
-
-
-def _case_lowered(text: str) -> str:
-    """``text`` with each CASE ... END as the ``iif(CONDITION, VALUE, ELSE)`` calls SLayer's
-    Mode-B parser lowers it to before Python reads the rest (``slayer.engine.syntax._rw_case``):
-    its values as written, each condition with SQL's spellings as Python's (``_sql_condition``),
-    a simple CASE's as ``OPERAND == VALUE``. A CASE opens one only where a WHEN follows it
-    (SLayer's rule): ``sum(case)`` names a column. ``_MalformedCase`` for one SLayer refuses."""
-    if "case" not in text.lower():
-        return text
-    tokens = [_case_token(text, m) for m in _CASE_TOKEN.finditer(text)]
-    lowered, _ = _case_span(text, tokens, 0, 0, frozenset())
-    return lowered
-
-
-def _case_token(text: str, found: re.Match[str]) -> _Token:
-    """A token; a word that is a CASE keyword as ``keyword``, upper-cased: ASCII as typed (``caſe``
-    is none) and touching no letter the word pattern leaves out (a combining mark)."""
-    kind, word, start, end = found.lastgroup or "", found.group(), found.start(), found.end()
-    if (kind == "word" and word.isascii() and word.upper() in _CASE_KEYWORDS
-            and not any(0 <= at < len(text) and ("a" + text[at]).isidentifier() for at in (start - 1, end))):
-        return "keyword", word.upper(), start, end
-    return kind, word, start, end
-
-
-def _keyword(token: _Token) -> str | None:
-    return token[1] if token[0] == "keyword" else None
-
-
-def _opens_case(tokens: list[_Token], at: int) -> bool:
-    """Whether the CASE at ``tokens[at]`` opens one: the next keyword outside brackets is WHEN."""
-    depth = 0
-    for token in tokens[at + 1:]:
-        if token[0] == "open":
-            depth += 1
-        elif token[0] == "close":
-            if not depth:
-                return False
-            depth -= 1
-        elif depth == 0 and (keyword := _keyword(token)) is not None:
-            return keyword == "WHEN"
-    return False
-
-
-def _case_span(text: str, tokens: list[_Token], at: int, start: int, stops: frozenset[str]) -> tuple[str, int]:
-    """The text from ``start`` (token ``at``) to a keyword of ``stops`` outside brackets, an
-    unmatched closing bracket or the end, each CASE in it lowered; and the token it stopped at."""
-    parts: list[str] = []
-    depth = 0
-    while at < len(tokens):
-        kind, _text, begins, _end = tokens[at]
-        if kind == "open":
-            depth += 1
-        elif kind == "close":
-            if not depth:
-                break
-            depth -= 1
-        elif depth == 0 and _keyword(tokens[at]) in stops:
-            break
-        elif _keyword(tokens[at]) == "CASE" and _opens_case(tokens, at):
-            parts.append(text[start:begins])
-            lowered, at = _case(text, tokens, at)
-            parts.append(lowered)
-            start = tokens[at - 1][3]
-            continue
-        at += 1
-    parts.append(text[start:tokens[at][2] if at < len(tokens) else len(text)])
-    return "".join(parts).strip(), at
-
-
-def _case(text: str, tokens: list[_Token], at: int) -> tuple[str, int]:
-    """The CASE ... END at ``tokens[at]`` lowered, and the token after its END."""
-    operand, at = _case_span(text, tokens, at + 1, tokens[at][3], _CASE_KEYWORDS - {"CASE"})
-    branches: list[tuple[str, str]] = []
-    while at < len(tokens) and _keyword(tokens[at]) == "WHEN":
-        condition, at = _case_span(text, tokens, at + 1, tokens[at][3], frozenset({"THEN"}))
-        if at >= len(tokens) or _keyword(tokens[at]) != "THEN":
-            raise _MalformedCase("a WHEN branch is missing its THEN.")
-        value, at = _case_span(text, tokens, at + 1, tokens[at][3], frozenset({"WHEN", "ELSE", "END"}))
-        branches.append((f"{operand} == {condition}" if operand else _sql_condition(condition), value))
-    lowered = "None"
-    if at < len(tokens) and _keyword(tokens[at]) == "ELSE":
-        otherwise, at = _case_span(text, tokens, at + 1, tokens[at][3], frozenset({"END"}))
-        lowered = otherwise or "None"
-    if at >= len(tokens) or _keyword(tokens[at]) != "END":
-        raise _MalformedCase("missing END.")
-    for condition, value in reversed(branches):
-        lowered = f"iif({condition}, {value}, {lowered})"
-    return lowered, at + 1
-
-
-# SQL's spellings in a WHEN condition, as SLayer's ``_normalize_sql_filter_operators`` rewrites
-# them outside quoted strings: [NOT] LIKE 'p' as a call, NULL, the keywords IS NOT AND OR IN in
-# any case, <> and || (concatenation, which SLayer reads as |), and a lone = as ==. BETWEEN is
-# not among them: SLayer refuses it.
-_SQL_LIKE = re.compile(r"\b(\w+\([^()]*\)|(?:\w+\.)*\w+)\s+([nN][oO][tT]\s+)?[lL][iI][kK][eE]\s+('(?:\\.|[^'\\])*')")
-_SQL_WORDS = tuple((re.compile(r"(?<![\w.])" + "".join(f"[{c}{c.upper()}]" for c in word) + r"(?![\w.])"), python)
-                   for word, python in (("null", "None"), ("is", "is"), ("not", "not"), ("and", "and"),
-                                        ("or", "or"), ("in", "in")))
-_LONE_EQUALS = re.compile(r"(?<![=!<>])=(?!=)")
-
-
-def _sql_condition(condition: str) -> str:
-    """A WHEN condition as SLayer rewrites it before Python reads it (above)."""
-    spans = [found.span() for found in _QUOTED.finditer(condition)]
-
-    def like(found: re.Match[str]) -> str:
-        if any(start <= found.start() < end for start, end in spans):  # within a quoted string
-            return found.group()
-        return ("not " if found.group(2) else "") + f"like({found.group(1)}, {found.group(3)})"
-
-    condition = _SQL_LIKE.sub(like, condition)
-    parts = _QUOTED.split(condition)
-    quoted = _QUOTED.findall(condition)
-    rewritten: list[str] = []
-    for at, part in enumerate(parts):
-        for word, python in _SQL_WORDS:
-            part = word.sub(python, part)
-        rewritten.append(_LONE_EQUALS.sub("==", part.replace("<>", "!=").replace("||", "|")))
-        rewritten += quoted[at:at + 1]
-    return "".join(rewritten)
 
 
 def unspaced_colon(unspaced: str) -> str:

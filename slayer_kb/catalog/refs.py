@@ -1,10 +1,12 @@
 """A SlayerQuery's entity references: the tokenizer behind ``linked_entities`` given as a query.
 
-Formulas and filters are read with one small tokenizer instead of SLayer's full parser, because
-slayer-kb only needs to know which columns a query touches, not how to compile it:
+Formulas and filters are read with the tokens of :mod:`lexer` (the ones the check of a formula
+reads) instead of SLayer's full parser, because slayer-kb only needs to know which columns a query
+touches, not how to compile it:
 
-- quoted literals (``'...'`` with ``''`` escapes, ``"..."``, backquotes) and ``{var}`` placeholders
-  are dropped first, so nothing inside them is ever tagged (an unterminated one runs to the end);
+- quoted strings (Python's, as SLayer reads them: ``'it\\'s'`` is one, ``'it''s'`` two side by
+  side), backquotes and ``{var}`` placeholders are dropped first, so nothing inside them is ever
+  tagged (after a quote that closes nowhere, nothing is);
 - an identifier directly followed by ``(`` is a function (``sum``, ``cumsum``, ``lower``, ...);
 - an identifier after ``:`` or ``::`` is an aggregation (``amount:sum``) or a cast type;
 - a keyword argument (``weight=qty``, ``partition_by=region``) is skipped with its value: it is
@@ -31,6 +33,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from ..core.errors import InvalidInputError, KBError, ReferenceFormError
 from ..core.nesting import check_depth
 from ..core.text import kind_of, shown_value
+from . import lexer
+from .lexer import Token
 from .querychecks import formula_problem, unspaced_colon
 from .querycolumns import GRANULARITIES
 from .slayerquery import Item, check_query
@@ -214,31 +218,12 @@ def strip_aggregation(ref: str) -> tuple[str, bool]:
 # Formulas and filters
 # ----------------------------------------------------------------------------------------------
 
-_TOKEN = re.compile(
-    r"""
-      (?P<space>\s+)
-    | (?P<lit>'(?:[^']|'')*(?:'|\Z) | "(?:[^"]|"")*(?:"|\Z) | `[^`]*(?:`|\Z) | \{[^{}]*\})
-    | (?P<num>\.?\d[\w.]*)
-    | (?P<name>[^\W\d]\w*(?:\.[^\W\d]\w*)*(?:\.\*)?)
-    | (?P<op>::|<=|>=|!=|<>|==|\|\||[-+*/%=<>(),:\[\]])
-    | (?P<other>.)
-    """,
-    re.X | re.S,
-)
-
-
-class _Token(NamedTuple):
-    kind: str
-    text: str
-
-
-_NONE = _Token("", "")
+_NONE = Token("", "", -1, -1)
 _SPACED_DOT = re.compile(r"(?<=[A-Za-z_])\s*\.\s*(?=[A-Za-z_])")
 # The words of a formula that name no column: Python's operators. The SQL words SLayer's Mode-B
 # parser rewrites (CASE WHEN, count(distinct x), extract(year from x)) are words only in those
 # places (:func:`_rewritten_words`); anywhere else `end` or `from` is a column like any other.
 _FORMULA_WORDS = frozenset({"and", "or", "not", "in", "is", "true", "false", "none"})
-_CASE_WORDS = frozenset({"when", "then", "else"})
 # The calls that take a granularity among their later arguments (SLayer's time_shift(x, -1, month)).
 _GRANULAR = frozenset({"time_shift"})
 
@@ -272,14 +257,13 @@ def _scan(text: str, what: str, sql: bool) -> list[str]:
         raise InvalidInputError(f"A {what} must be a string, got {kind_of(text)}.")
     # Python, so a formula, reads `customers . city` as customers.city; SQL, so a filter, does not.
     scanned = text if sql else _SPACED_DOT.sub(".", text)
-    tokens = [
-        _Token(m.lastgroup or "", m.group())
-        for m in _TOKEN.finditer(scanned)
-        if m.lastgroup not in ("space", "other")
-    ]
+    found = lexer.tokens(scanned)
+    # A quote that closes nowhere: the rest is inside its string.
+    unclosed = next((at for at, token in enumerate(found) if token.kind == "unclosed"), len(found))
+    tokens = [token for token in found[:unclosed] if token.kind != "other"]
     refs: dict[str, None] = {}
     stack: list[_Frame] = []
-    rewritten = set() if sql else _rewritten_words(tokens)
+    rewritten = set() if sql else _rewritten_words(tokens, lexer.case_keywords(scanned, found))
     for index, token in enumerate(tokens):
         if token.text in ("(", "["):
             stack.append(_open_frame(tokens, index, stack))
@@ -300,26 +284,19 @@ def _scan(text: str, what: str, sql: bool) -> list[str]:
     return list(refs)
 
 
-def _rewritten_words(tokens: list[_Token]) -> set[int]:
-    """Where a formula's tokens are SQL words SLayer rewrites rather than columns: CASE, WHEN,
-    THEN, ELSE and END of a CASE ... END; distinct right after ``count(`` and before a name; the
-    unit and FROM of ``extract(year from x)``."""
+def _rewritten_words(tokens: list[Token], case_keywords: set[int]) -> set[int]:
+    """Where a formula's tokens are SQL words SLayer rewrites rather than columns: the keywords of
+    a CASE ... END (found where ``case_keywords`` says they start, read as SLayer lowers them);
+    distinct right after ``count(`` and before a name; the unit and FROM of ``extract(year from x)``."""
     words: set[int] = set()
-    open_cases = 0
-    # A CASE opens only where a WHEN follows (SLayer's rule): `case` alone is a column.
-    last_when = max((i for i, t in enumerate(tokens) if t.kind == "name" and t.text.lower() == "when"), default=-1)
     for index, token in enumerate(tokens):
         if token.kind != "name":
             continue
         word = token.text.lower()
         before = [t.text.lower() for t in tokens[max(index - 2, 0) : index]]
         after = tokens[index + 1 : index + 3]
-        if word == "case" and after and after[0].kind == "name" and index < last_when:
-            open_cases += 1
-        elif open_cases and word in _CASE_WORDS:
+        if token.start in case_keywords:
             pass
-        elif open_cases and word == "end":
-            open_cases -= 1
         elif word == "distinct" and before == ["count", "("] and after and after[0].kind == "name":
             pass
         elif (
@@ -335,7 +312,7 @@ def _rewritten_words(tokens: list[_Token]) -> set[int]:
     return words
 
 
-def _open_frame(tokens: list[_Token], index: int, stack: list[_Frame]) -> _Frame:
+def _open_frame(tokens: list[Token], index: int, stack: list[_Frame]) -> _Frame:
     before = tokens[index - 1] if index >= 1 else _NONE
     func = before.text.lower() if before.kind == "name" else None
     colon = func is not None and index >= 2 and tokens[index - 2].text == ":"
@@ -343,7 +320,7 @@ def _open_frame(tokens: list[_Token], index: int, stack: list[_Frame]) -> _Frame
 
 
 def _name_reference(
-    tokens: list[_Token], index: int, stack: list[_Frame], sql: bool, text: str, what: str
+    tokens: list[Token], index: int, stack: list[_Frame], sql: bool, text: str, what: str
 ) -> str | None:
     name = tokens[index].text
     before = tokens[index - 1] if index >= 1 else _NONE
@@ -379,7 +356,7 @@ def _name_reference(
 
 
 def _star(
-    tokens: list[_Token], index: int, stack: list[_Frame], sql: bool, text: str, what: str
+    tokens: list[Token], index: int, stack: list[_Frame], sql: bool, text: str, what: str
 ) -> bool:
     """Whether this ``*`` counts rows (True) or multiplies (False); ``sum(*)`` is an error."""
     if _counted(tokens, index, stack, sql):
@@ -396,7 +373,7 @@ def _star(
 
 
 def _refuse_miscased_count(
-    tokens: list[_Token], index: int, stack: list[_Frame], text: str, what: str
+    tokens: list[Token], index: int, stack: list[_Frame], text: str, what: str
 ) -> None:
     """A formula's ``COUNT(*)``: SLayer's Mode-B parser takes only the lower-case count."""
     if _counted(tokens, index, stack, sql=True):
@@ -404,7 +381,7 @@ def _refuse_miscased_count(
         raise InvalidInputError(f"{what} {text!r}: {_star_refused(f'{star}:{count}', star)}")
 
 
-def _counted(tokens: list[_Token], index: int, stack: list[_Frame], sql: bool) -> bool:
+def _counted(tokens: list[Token], index: int, stack: list[_Frame], sql: bool) -> bool:
     """``*`` or ``m.*`` as the argument of ``count(...)`` or before ``:count``; a filter is SQL,
     whose COUNT(*) SLayer takes, where a formula's COUNT(*) it refuses."""
     before = tokens[index - 1] if index >= 1 else _NONE

@@ -141,8 +141,8 @@ def list_cmd(
 ) -> None:
     """List memories, newest first.
 
-    Memories created in the same second (times are whole seconds) come by id, as context and
-    timeline order them: a named id, then the higher auto id first.
+    Memories created at the same time (a save's times are whole seconds) come by id, as context
+    and timeline order them: a named id, then the higher auto id first.
 
     \b
     Example:

@@ -18,7 +18,7 @@ import unicodedata
 from collections.abc import Callable, Iterable
 
 from .errors import InvalidIdError, NotFoundError
-from .locate import MEMORIES_DIR
+from .locate import id_of_memory_file
 from .text import kind_of
 
 MAX_ID_BYTES = 200
@@ -62,20 +62,11 @@ def _refuse_a_name_of_an_id(given: str) -> None:
     agent copies from a memory's entities, the file ``memories/7.yaml`` a person copies from a
     pull request, an id with blanks around it."""
     for what, inner in (("a link to a memory", given.removeprefix("memory:")),
-                        ("a memory's file", _id_of_file(given)),
+                        ("a memory's file", id_of_memory_file(given) or given),
                         ("an id with blanks around it", given.strip())):
         if inner != given and is_valid_id(inner):
             raise InvalidIdError(f"'{_typed(given)}' is {what}, not a memory id: give the id alone, "
                                  f"'{_typed(inner)}'.")
-
-
-def _id_of_file(path: str) -> str:
-    """The id a memory's file (``memories/<id>.yaml``, in any folder) is named by, else ``path``:
-    another file there (``7.yaml.orig``, which ``--force`` leaves) names no memory."""
-    folder, _, name = path.rpartition("/")
-    if f"/{folder}".endswith(f"/{MEMORIES_DIR}") and name.endswith(".yaml"):
-        return name.removesuffix(".yaml")
-    return path
 
 
 def _typed(text: str) -> str:

@@ -28,6 +28,12 @@ def id_of_path(kb_path: str) -> str | None:
     return name if name and "/" not in name else None
 
 
+def id_of_memory_file(path: str) -> str | None:
+    """The id of a memory's file in any folder, by :func:`id_of_path`'s rule: ``kb/memories/7.yaml``
+    as a person copies it from a pull request, the path git hands a merge driver."""
+    return id_of_path("/".join(path.rsplit("/", 2)[-2:]))
+
+
 def named_kb(kb_path: str | None) -> str | None:
     """The KB folder the caller named: ``--kb``, else ``$SLAYER_KB``; None when neither is set (the
     enclosing KB is then looked for; an empty ``$SLAYER_KB`` counts as unset). A blank one is refused

@@ -38,6 +38,7 @@ from .memory import (
     check_yaml_shape,
     dump_key,
     key_line,
+    time_order,
     too_deep_for_parser,
 )
 from .text import kind_of
@@ -79,7 +80,7 @@ class Session:
     @property
     def last_activity(self) -> str:
         times = [self.started_at, self.ended_at or "", *(p.created_at for p in self.prompts)]
-        return max(times)
+        return max(times, key=time_order)
 
     def to_dict(self) -> dict[str, Any]:
         """Every field (absent ones as None) with the id first, as ``--json`` prints it."""

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ..core import engram
 from ..core.errors import NotFoundError
 from ..core.ids import id_sort_key
+from ..core.memory import time_order
 from ..core.results import SessionFiles, SessionTimeline
 from ..core.session import Prompt, Session, check_session_id
 from ..core.text import clip, counted, one_line_shown, shown_value, warning_lines
@@ -25,7 +26,7 @@ CONTEXT_PROMPTS = 10
 
 def recent_prompts(sessions: list[Session], project: str | None, limit: int) -> Iterator[tuple[Session, Prompt]]:
     """The newest prompts, newest first, of ``project`` (a prompt's own, else its session's)."""
-    found = [(p.created_at, n, s, p) for s in sessions for n, p in enumerate(s.prompts)
+    found = [(time_order(p.created_at), n, s, p) for s in sessions for n, p in enumerate(s.prompts)
              if project is None or (p.project or s.project) == project]
     found.sort(key=lambda item: item[:2], reverse=True)  # in one second, the later prompt first
     yield from ((s, p) for _, _, s, p in found[:limit])
@@ -64,7 +65,7 @@ def timeline(kb: Context, session_id: Any) -> SessionTimeline:
         entries.append({"kind": "memory", "at": data["created_at"], "id": data["id"], "type": data["type"],
                         "text": data["title"] or data["description"] or data["learning"].strip().split("\n", 1)[0]})
     order = {"start": 0, "prompt": 1, "memory": 2, "end": 3}  # in one second: asked, then saved
-    entries.sort(key=lambda e: (e["at"], order[e["kind"]], id_sort_key(e.get("id", ""))))
+    entries.sort(key=lambda e: (time_order(e["at"]), order[e["kind"]], id_sort_key(e.get("id", ""))))
     return {"session": session.to_dict() if session else {"id": session_id}, "entries": entries}
 
 
@@ -79,7 +80,7 @@ def digest(kb: Context, project: str | None, scope: str | None, limit: int, budg
 
     restriction = search.restrict(project=project, scope=engram.scope_filter(scope))
     docs = [d["data"] for d in kb.documents(None, restriction, limit=None)]
-    docs.sort(key=lambda d: (d["created_at"], id_sort_key(d["id"])), reverse=True)  # ties: newer id first
+    docs.sort(key=lambda d: (time_order(d["created_at"]), id_sort_key(d["id"])), reverse=True)  # ties: newer id first
     files = load_all(kb)
     known = of_project(files.sessions, project)
     counts: dict[str, int] = {}
@@ -87,8 +88,8 @@ def digest(kb: Context, project: str | None, scope: str | None, limit: int, budg
     for data in docs:
         if data["session_id"]:
             counts[data["session_id"]] = counts.get(data["session_id"], 0) + 1
-            newest[data["session_id"]] = max(newest.get(data["session_id"], ""), data["created_at"])
-    known.sort(key=lambda s: (max(s.last_activity, newest.get(s.id, "")), s.id), reverse=True)
+            newest[data["session_id"]] = max(newest.get(data["session_id"], ""), data["created_at"], key=time_order)
+    known.sort(key=lambda s: (time_order(max(s.last_activity, newest.get(s.id, ""), key=time_order)), s.id), reverse=True)
     prompts = list(recent_prompts(known, project, CONTEXT_PROMPTS))
     # Outside the budget: a skipped file must be named, however long the digest.
     skipped = warning_lines(files.warnings)

@@ -19,7 +19,7 @@ from ..core import engram
 from ..core.errors import InvalidInputError, KBError, NotFoundError
 from ..core.ids import check_existing_id, check_id, id_sort_key, is_valid_id
 from ..core.inputs import readable
-from ..core.memory import MAX_DESCRIPTION
+from ..core.memory import MAX_DESCRIPTION, time_order
 from ..core.problems import command, shell_word
 from ..core.results import Hit, SearchResult, Stats, Timeline
 from ..core.text import first_paragraph, shown_value
@@ -364,7 +364,7 @@ def timeline(kb: Context, memory_id: str, before: int = 5, after: int = 5) -> Ti
     session = focus.session_id
     found = None
     docs = kb.documents(None, channels.restrict(exact={"session_id": session}), limit=None)
-    ordered = sorted((d["data"] for d in docs), key=lambda d: (d["created_at"], id_sort_key(d["id"])))
+    ordered = sorted((d["data"] for d in docs), key=lambda d: (time_order(d["created_at"]), id_sort_key(d["id"])))
     position = next(i for i, d in enumerate(ordered) if d["id"] == memory_id)
     shown = lambda d: hit(kb, {"data": d, "score": 0.0}, [], False, [], False)  # noqa: E731
     with contextlib.suppress(KBError):  # a broken session file: the memories still show

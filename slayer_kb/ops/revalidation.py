@@ -18,7 +18,6 @@ until a sync, name it with their reply, so that the sync after them does not sto
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,11 +31,11 @@ from ..core.ids import id_sort_key
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.problems import INVALID_QUERY, STALE_QUERY, Problem, git_command, shown
 from ..store.repo import GitStore
-from ..store.worktree import left_out, reset_keep
+from ..store.worktree import reset_keep
 from ..transaction import Transaction
 from .folds import fold_duplicates, fold_topic_keys
 from .renumber import added_since
-from .snapshot import blobs_at
+from .snapshot import absent_at_head, blobs_at
 from .unlinks import strip_gone
 from .validate import KBContext, check_memory_text, validate
 
@@ -124,16 +123,15 @@ def on_top(store: GitStore, other: str) -> dict[str, str]:
 
 def revalidate(kb: Context, store: GitStore, other: str, ids: dict[str, str]) -> Revalidated:
     """``validate`` the memories ``ids`` names (``on_top`` of ``other``), each file named from where
-    the user is; one a sparse checkout leaves out (``worktree.left_out``) as HEAD holds it."""
-    absent = [memory_path(i) for i in sorted(ids) if not os.path.lexists(kb.root / memory_path(i))]
-    outside = sorted(left_out(store, store.index_marks(absent), absent)) if absent else []
-    paths = [Path(shown(kb.root / memory_path(i))) for i in sorted(ids) if memory_path(i) not in outside]
+    the user is; one the work tree lacks as HEAD holds it (``snapshot.absent_at_head``)."""
+    absent = absent_at_head(store, kb.root, sorted(ids))
+    paths = [Path(shown(kb.root / memory_path(i))) for i in sorted(ids) if i not in absent]
     found = validate(paths).problems if paths else []
-    if outside:
+    if absent:
         context = KBContext.of(kb.root)
-        for path, held in zip(outside, blobs_at(store, [("HEAD", path) for path in outside]), strict=True):
-            found += check_memory_text((held or b"").decode("utf-8", "replace"), Path(path).stem,
-                                       shown(kb.root / path), context)
+        for memory_id, held in absent.items():
+            found += check_memory_text((held or b"").decode("utf-8", "replace"), memory_id,
+                                       shown(kb.root / memory_path(memory_id)), context)
     untouched = _untouched(store, other, [p for p in found if p.kind == INVALID_QUERY
                                           and ids.get(Path(p.path).stem) == "M"])
     return Revalidated([str(p) for p in found if p.kind != STALE_QUERY and p not in untouched],

@@ -29,9 +29,7 @@ from ..core.errors import ConflictError, InvalidInputError, MemoryFileError, unr
 from ..core.fileio import NotRegularFile, file_kind, not_a_file, read_regular
 from ..core.ids import fold_id
 from ..core.inputs import blank, check_unicode
-from ..core.memory import (
-    utc_now,
-)
+from ..core.memory import time_order, utc_now
 from ..core.problems import command, git_command, shell_word, shown
 from ..core.results import SessionFiles, SessionResult
 from ..core.session import (
@@ -165,7 +163,7 @@ def _load_all(kb: Context) -> SessionFiles:
             tmp = cache_path.with_name(f"sessions.{os.getpid()}.tmp")  # each writer its own
             tmp.write_text(json.dumps(fresh), encoding="utf-8")
             os.replace(tmp, cache_path)
-    out.sort(key=lambda s: (s.last_activity, s.id), reverse=True)
+    out.sort(key=lambda s: (time_order(s.last_activity), s.id), reverse=True)
     return SessionFiles(out, sorted(warnings))
 
 
@@ -452,7 +450,7 @@ def import_engram(tx: Transaction, rows: Any, prompt_rows: Any, where: str, warn
         warnings += cut
         project = engram.normalize_project(text(row, "project"))
         prompt = Prompt(at, content, project if project and project != session.project else None)
-        touched[session_id] = replace(session, prompts=sorted([*session.prompts, prompt], key=lambda p: p.created_at))
+        touched[session_id] = replace(session, prompts=sorted([*session.prompts, prompt], key=lambda p: time_order(p.created_at)))
         added += 1
     changes = []
     for session in touched.values():

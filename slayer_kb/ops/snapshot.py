@@ -3,7 +3,8 @@ a file, a folder's listing, the memory ids, the catalog; what a side deleted fro
 since the sides parted (``sync``'s cascade, ``validate --against`` and ``review``); and the
 sessions two sides started for two projects (``sync``); the memory and session files a side wrote
 since the sides parted (``sync``, ``validate --against``), and those a merge of two sides can hand
-the KB's merge driver (``sync``, ``merge``, ``rebase``)."""
+the KB's merge driver (``sync``, ``merge``, ``rebase``); and the memories whose files the work
+tree lacks, as HEAD holds them (what the fixes after a merge or rebase strip and check)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from ..catalog.catalog import MAX_CATALOG_BYTES, OVERSIZED, Catalog, CatalogProblem, load_catalog
 from ..core.errors import KBError
-from ..core.locate import MEMORIES_DIR, id_of_path
+from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.session import SESSIONS_DIR, id_of_file
 from ..core.session import loads as load_session
 from ..store.repo import GitStore
@@ -144,6 +145,17 @@ def files_at(store: GitStore, rev: str, under: str) -> list[str]:
 
 def memory_ids_at(store: GitStore, rev: str) -> set[str]:
     return {i for i in map(id_of_path, files_at(store, rev, f"{MEMORIES_DIR}/")) if i}
+
+
+def absent_at_head(store: GitStore, kb_root: Path, memory_ids: list[str]) -> dict[str, bytes | None]:
+    """Those of ``memory_ids`` whose file the work tree under ``kb_root`` lacks, as HEAD holds them
+    (None: not there either), from one ``cat-file``. What a commit or a push holds of such a
+    memory is HEAD's version, never a missing file: one a sparse checkout leaves out holds no
+    edit, and a commit rewriting it leaves it out (``worktree.left_out``); a deletion git's index
+    hides (assume-unchanged) is the user's uncommitted work, which a commit rewriting the file
+    refuses (``worktree.uncommitted``)."""
+    absent = [i for i in memory_ids if not os.path.lexists(kb_root / memory_path(i))]
+    return dict(zip(absent, blobs_at(store, [("HEAD", memory_path(i)) for i in absent]), strict=True)) if absent else {}
 
 
 def crafted(kb_path: str) -> bool:

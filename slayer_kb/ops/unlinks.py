@@ -15,16 +15,15 @@ diff from where the sides parted does not hold (``git grep`` finds the few that 
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..core.errors import KBError
-from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
+from ..core.locate import MEMORIES_DIR, id_of_path
 from ..core.memory import Memory, loads, with_entities
 from ..store.repo import Change, GitStore
 from ..transaction import Transaction, memory_change
-from .snapshot import CATALOG_DIRS, blobs_at, deleted_entities, under
+from .snapshot import CATALOG_DIRS, absent_at_head, deleted_entities, under
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -81,10 +80,7 @@ def _strip(kb: Context, store: GitStore, tx: Transaction, patterns: list[str], g
     changes: list[Change] = []
     rewritten: dict[str, Memory] = {}
     found: dict[str, list[str]] = {}
-    # A memory a sparse checkout leaves out is read as HEAD holds it (where grep found it), and
-    # stripped as any other: its commit leaves it out of the work tree (worktree.left_out).
-    outside = [i for i in holders if not os.path.lexists(kb.root / memory_path(i))]
-    at_head = dict(zip(outside, blobs_at(store, [("HEAD", memory_path(i)) for i in outside]), strict=True))
+    at_head = absent_at_head(store, kb.root, holders)  # where grep found them
     for memory_id in holders:
         with contextlib.suppress(KBError, UnicodeDecodeError):  # a file that does not parse: revalidation names it
             held = at_head.get(memory_id)

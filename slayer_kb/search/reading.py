@@ -15,6 +15,7 @@ from whoosh import query as Q
 from whoosh.searching import Searcher
 
 from ..core.ids import id_sort_key
+from ..core.memory import time_order
 from . import postings
 from .bm25 import LiveBM25F
 from .leaves import Leaves
@@ -213,15 +214,17 @@ class Reads:
 
     def _newest(self, searcher: Any, query: Q.Query, kwargs: dict[str, Any]) -> list[tuple[float, int]]:
         """What ``query`` matches, newest first (``_newest_first``); newest-first lists carry no
-        score. Whoosh sorts by ``created_at`` alone, so the documents of the last second shown
-        are fetched whole: any of them may come first by its id."""
+        score. Whoosh sorts by ``created_at`` alone, as text, so the documents of the last second
+        shown are fetched whole: any of them may come first, by its fraction of a second (as text
+        ``10:00:00.5Z`` sorts before ``10:00:00Z``) or by its id."""
         limit = kwargs["limit"]
         docnums = [hit.docnum for hit in searcher.search(query, sortedby="created_at", reverse=True, **kwargs)]
         if docnums and limit is not None and len(docnums) == limit:
             created = self._leaves.column(searcher, "created_at")
-            last = created[docnums[-1]]
-            same = searcher.search(Q.And([query, Q.Term("created_at", last)]), **{**kwargs, "limit": None}, scored=False)
-            docnums = [d for d in docnums if created[d] != last] + [hit.docnum for hit in same]
+            second = created[docnums[-1]][:19]  # YYYY-MM-DDTHH:MM:SS
+            same = searcher.search(Q.And([query, Q.Prefix("created_at", second)]), **{**kwargs, "limit": None},
+                                   scored=False)
+            docnums = [d for d in docnums if created[d][:19] != second] + [hit.docnum for hit in same]
         return [(0.0, docnum) for docnum in self._newest_first(searcher, docnums)[:limit]]
 
     def _newest_first(self, searcher: Any, docnums: list[int]) -> list[int]:
@@ -232,7 +235,7 @@ class Reads:
         if not docnums:
             return []  # an empty index has no columns to read
         ids, created = (self._leaves.column(searcher, name) for name in ("id", "created_at"))
-        return sorted(docnums, key=lambda d: (created[d], id_sort_key(ids[d])), reverse=True)
+        return sorted(docnums, key=lambda d: (time_order(created[d]), id_sort_key(ids[d])), reverse=True)
 
     def _exact(self, searcher: Any, query: Q.Query, limit: int | None) -> list[tuple[float, int]]:
         """The documents ``query`` (exact field values) matches, newest first.

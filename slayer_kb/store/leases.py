@@ -262,8 +262,11 @@ class IdLeases:
         claimed for a given number (a claim hands out no auto ids); for a block no clone leased
         or claimed, which is then claimed (its ref created under ``CLAIMS``), so that none leases
         it later; and when the remote cannot be reached (a sync renumbers a collision, and says
-        so). One ``ls-remote`` unless the block is this clone's. None when this KB does not lease
-        ids."""
+        so). One ``ls-remote`` unless this clone leased the block. A block this clone only claimed
+        (``Leases.claims``) is asked of the remote all the same: a claim, unlike a lease, does not
+        keep another clone from leasing the block (a lease made at the same instant, or after the
+        claim was deleted there), and that clone hands the number out. None when this KB does not
+        lease ids."""
         remote = self.remote()
         if remote is None:
             return None

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 from ..core import merging
 from ..core.children import python_child
 from ..core.errors import ConflictError, KBError
-from ..core.locate import MEMORIES_DIR, id_of_path
+from ..core.locate import MEMORIES_DIR, id_of_memory_file
 from ..core.memory import Memory, dumps, loads, utc_time
 from ..core.merging import Dated, merge_edits, merge_sessions, merge_topic_revisions
 from ..core.session import SESSIONS_DIR, id_of_file
@@ -137,8 +137,7 @@ def merged(path: str, base: str, current: str, other: str, committed: tuple[Date
         if folder == SESSIONS_DIR and (session_id := id_of_file(name)) is not None:
             was = load_session(base, session_id) if base.strip() else None
             return dump_session(merge_sessions(was, load_session(current, session_id), load_session(other, session_id)))
-        memory_id = id_of_path(f"{MEMORIES_DIR}/{name}") if folder == MEMORIES_DIR else None
-        if memory_id is not None:
+        if (memory_id := id_of_memory_file(path)) is not None:
             mine, theirs = loads(current, memory_id), loads(other, memory_id)
             if mine.topic_key and mine.topic_key == theirs.topic_key:
                 old = loads(base, memory_id) if base.strip() else None
@@ -228,7 +227,7 @@ def revised(path: str, base: str, text: str) -> bool:
 def _memories(path: str, *texts: str) -> list[Memory] | None:
     """``texts`` read as versions of the memory file ``path``; None when it is no memory's file or
     a version does not parse."""
-    memory_id = id_of_path(f"{MEMORIES_DIR}/{Path(path).name}") if Path(path).parent.name == MEMORIES_DIR else None
+    memory_id = id_of_memory_file(path)
     if memory_id is None:
         return None
     try:
