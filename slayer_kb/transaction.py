@@ -299,18 +299,21 @@ class Transaction:
             raise ConflictError(_uncommitted_message([path], force_hint=False))
 
     def rewrite(
-        self, plan: Callable[[], tuple[list[Change], T]], force: bool = False
+        self, plan: Callable[[], tuple[list[Change], T]], force: bool = False, *, dry_run: bool = False
     ) -> tuple[list[Change], T, list[str]]:
         """``plan()`` (the changes to existing files, and whatever else it worked out), refused
         (``ConflictError``) when a file it rewrites or deletes differs from HEAD in the work tree
         or git's index, or is one HEAD lacks; nothing is done then. With ``force``, those files
         are set aside (``GitStore.set_aside``: the user's version kept as ``<file>.orig``, HEAD's
         put back) and ``plan()`` runs again from HEAD's versions. Returns (changes, the rest of
-        what ``plan`` gave, the names kept)."""
+        what ``plan`` gave, the names kept). ``dry_run``: refused as the run would be, so a dry
+        run says so; with ``force``, nothing is set aside."""
         kb = self.kb
         changes, extra = plan()
         dirty = self._uncommitted([c.path for c in changes])
         kept: list[str] = []
+        if dirty and force and dry_run:
+            return changes, extra, kept
         if dirty and force:
             kept = self.store.set_aside(dirty)
             self._reindex(memory_ids_of(list(dirty)))

@@ -136,7 +136,6 @@ def test_every_rewriting_operation_refuses(unfinished: Path) -> None:
     assert head(root) == before
     assert (root / "memories" / "1.yaml").read_text() == WIP
     assert git(root, "show", ":memories/2.yaml") == STAGED
-    assert kb.prune(dry_run=True).rewritten == ["1", "2", "4"]  # a dry run rewrites nothing
     # forget --force: 7 rewritten from HEAD, its WIP kept beside it.
     result = kb.forget("3", force=True)
     assert (result.stripped_from, result.kept) == (["7"], ["memories/7.yaml.orig"])
@@ -145,6 +144,24 @@ def test_every_rewriting_operation_refuses(unfinished: Path) -> None:
     assert kb.update("1", title="T", force=True).kept == ["memories/1.yaml.orig"]
     assert (kb.get("1").to_dict()["title"], kb.get("1").to_dict()["learning"]) == ("T", "One.")
     assert "WIP" not in git(root, "show", "HEAD:memories/1.yaml")
+
+
+def test_a_dry_run_of_prune_says_the_real_run_would_refuse(unfinished: Path, invoke_cli: CliRunner) -> None:
+    """prune --dry-run listed 1, 2 and 4 as memories it would strip, exit 0, while prune refused
+    them all: a dry run says what the run would do, its refusal in the same words."""
+    root = unfinished
+    git(root, "rm", "-q", "models/shop/refunds.yaml")
+    git(root, "commit", "-q", "-m", "refunds gone by hand", "--", "models/shop/refunds.yaml")
+    before = head(root)
+    refused = (1, "", f"Error: memories/1.yaml, memories/2.yaml, memories/4.yaml {HOW}\n")
+    for args in (("prune",), ("prune", "--dry-run")):
+        proc = invoke_cli("--kb", root, *args)
+        assert (proc.returncode, proc.stdout, proc.stderr) == refused, args
+    assert_untouched(root, before)
+    # --force sets the work aside in the real run; its dry run sets nothing aside.
+    dry = invoke_cli("--kb", root, "prune", "--dry-run", "--force", check=True)
+    assert dry.stdout.startswith("Would strip from memory 1: shop.refunds.amount\n"), dry.stdout
+    assert_untouched(root, before)
 
 
 def test_catalog_files_count_too(catalog_kb: KnowledgeBase) -> None:
@@ -466,7 +483,7 @@ def test_a_link_in_a_file_broken_by_an_unfinished_edit_is_not_left_behind(
     # The model deleted by hand: a dry run of prune names the memories in id order, 7 with them.
     git(root, "rm", "-q", "models/shop/refunds.yaml")
     git(root, "commit", "-q", "-m", "refunds gone by hand")
-    dry = invoke_cli("--kb", root, "prune", "--dry-run", check=True)
+    dry = invoke_cli("--kb", root, "prune", "--dry-run", "--force", check=True)
     assert dry.stdout == "Would strip from memory 7: shop.refunds\nWould strip from memory 9: shop.refunds\n"
     proc = invoke_cli("--kb", root, "forget", "3", "--force")
     assert (proc.stdout, proc.stderr) == (
