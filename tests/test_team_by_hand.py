@@ -1890,3 +1890,27 @@ def test_one_named_id_created_on_two_clones_is_said_so_and_both_can_be_kept(
     steps = keep_both.format(theirs="--ours", ours="--theirs").replace("kb.rule-2", "kb.rule-3")
     assert merged.startswith("This branch and origin/main both created memories/kb.rule.yaml; ")
     assert f"edit memories/kb.rule.yaml to keep what both sides meant {steps}" in merged, merged
+
+
+def test_ids_two_clones_gave_in_two_letter_cases_are_renamed_by_the_steps_given(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """Clone a saves kb.case, clone b KB.Case: b's sync refuses (the two collide on macOS and
+    Windows checkouts) and said "rename one", with 'edit ID' to do it, which cannot rename. The
+    problem gives the git steps, which run when pasted; then the sync goes through."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "--id", "kb.case", "Case one", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", b, "save", "--id", "KB.Case", "Case two", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    refused = invoke_cli("--kb", b, "sync")
+    problem = refused.stderr.splitlines()[1]
+    assert (refused.returncode, problem) == (1, (
+        "memories/KB.Case.yaml:1: id 'KB.Case' differs only in letter case from kb.case: they collide on macOS and "
+        "Windows checkouts; rename one: git mv memories/KB.Case.yaml memories/KB.Case-2.yaml; git commit -m "
+        "'memory: rename KB.Case to KB.Case-2' (where the two share one file, as on macOS, then git checkout HEAD "
+        "-- memories/kb.case.yaml memories/KB.Case-2.yaml), and link memory:KB.Case-2 where memory:KB.Case was "
+        "meant"))
+    subprocess.run(["sh", "-c", problem.split("rename one: ")[1].split(" (where")[0]], cwd=b, check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    assert git(b, "ls-tree", "--name-only", "origin/main", "memories/").split() == [
+        "memories/KB.Case-2.yaml", "memories/kb.case.yaml"]
+    assert json_of(invoke_cli("--kb", b, "--json", "get", "KB.Case-2", check=True))["learning"] == "Case two"
