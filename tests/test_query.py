@@ -819,3 +819,15 @@ def test_a_formula_with_case_slayer_takes_is_taken(formula: str) -> None:
 ])
 def test_a_case_condition_is_checked_as_slayer_reads_it(formula: str, problem: str) -> None:
     assert formula_problem(formula) == f"Invalid Mode-B expression {formula!r}: {problem}"
+
+
+def test_a_formula_joining_text_with_a_bar_is_taken(example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """SLayer 1.4.1 reads ``|`` (SQL's ``||``, which a formula may not spell so) as
+    ``concat(x, y)``: a search by a query measuring ``count_distinct(email | segment)`` dropped
+    it as "unsupported binary operator BitOr"."""
+    query = json.dumps({"source_model": "customers", "measures": ["count_distinct(email | segment)"]})
+    proc = invoke_cli("--kb", example_kb_read_only.root, "search", "--query", query)
+    assert (proc.returncode, "warning" in proc.stdout + proc.stderr) == (0, False), proc.stdout + proc.stderr
+    assert [formula_problem(f) for f in ("sum(x) | sum(y)", "count(a || b)", "sum(x & y)")] == [
+        None, "Invalid Mode-B expression 'count(a || b)': invalid syntax (<unknown>, line 1)",
+        "Invalid Mode-B expression 'sum(x & y)': unsupported binary operator BitAnd."]
