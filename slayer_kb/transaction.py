@@ -144,7 +144,7 @@ class Transaction:
     def read_matching(self, query: Lookup) -> Iterator[tuple[Memory, str]]:
         """The memories ``query`` finds, in id order, each with its file's text: those the index
         holds (a file that broke since the index read it is skipped: it is no memory to edit),
-        and HEAD's version of each memory whose file is broken (``_committed_of_broken``). The
+        and HEAD's version of each memory the index cannot read (``_committed_of_unread``). The
         index's parsed copy is used where the file still hashes the same, so reading thousands
         parses only what changed."""
         kb = self.kb
@@ -156,28 +156,43 @@ class Transaction:
                 with contextlib.suppress(KBError):
                     yield kb.read_with_text(doc["id"], (hashes.get(doc["id"]), doc["data"]))
 
-        broken = self._committed_of_broken(query, {doc["id"] for doc in docs})
-        yield from heapq.merge(indexed(), broken, key=lambda found: id_sort_key(found[0].id))
+        unread = self._committed_of_unread(query, {doc["id"] for doc in docs})
+        yield from heapq.merge(indexed(), unread, key=lambda found: id_sort_key(found[0].id))
 
-    def _committed_of_broken(self, query: Lookup, found: set[str]) -> Iterator[tuple[Memory, str]]:
-        """HEAD's version, with its text, of each memory whose file broke since it was committed
-        (an edit by hand, unfinished) where ``query`` finds it, in id order. The index cannot read
-        the file, yet a commit builds on HEAD's version: a forget or a cascade that passed it by
-        left HEAD's links to what it deleted. Rewriting it rewrites the user's uncommitted work,
-        which ``rewrite`` refuses, or with ``force`` sets aside and plans again from HEAD."""
+    def _committed_of_unread(self, query: Lookup, found: set[str]) -> Iterator[tuple[Memory, str]]:
+        """HEAD's version, with its text, of each memory the index cannot read where ``query``
+        finds it, in id order: its file broke since it was committed (an edit by hand,
+        unfinished), or is gone from the work tree (deleted or moved by hand and not committed,
+        or left out by a sparse checkout). Yet a commit builds on HEAD's version: a forget or a
+        cascade that passed it by left HEAD's links to what it deleted. Rewriting a file holding
+        the user's uncommitted work (an edit, a deletion) is what ``rewrite`` refuses."""
         from .search import lookups  # with the index it queries: see Context.index
 
         store = self.store
-        broken = {memory_id: store.repo_path(problem.path) for problem in self.kb.problems
-                  if (memory_id := id_of_path(problem.path)) is not None and memory_id not in found}
-        if not broken or (head := self.head()) is None:
+        if (head := self.head()) is None:
             return
         objects = store.objects
-        blobs = objects.blobs_at(objects.tree_of(head), broken.values())
+        tree = objects.tree_of(head)
+        unread = {memory_id: store.repo_path(problem.path) for problem in self.kb.problems
+                  if (memory_id := id_of_path(problem.path)) is not None and memory_id not in found}
+        # HEAD's memory files the work tree lacks: one listing of each, compared as bytes (a
+        # decode a name costs more than the listing at 100,000 files), no stat, no git process.
+        try:
+            present = set(os.listdir(os.fsencode(self.kb.memories_dir)))
+        except FileNotFoundError:
+            present = set()
+        for name in objects.names_in(tree, store.repo_path(MEMORIES_DIR)):
+            if name not in present:
+                memory_id = id_of_path(f"{MEMORIES_DIR}/{name.decode('utf-8', 'surrogateescape')}")
+                if memory_id is not None and memory_id not in found:
+                    unread[memory_id] = store.repo_path(memory_path(memory_id))
+        if not unread:
+            return
+        blobs = objects.blobs_at(tree, unread.values())
         # One read for all of them (a packed blob read alone is a git process each).
         held = objects.read_many("blob", [blob for blob in blobs.values() if blob is not None])
-        for memory_id in sorted(broken, key=id_sort_key):
-            if (blob := blobs[broken[memory_id]]) is None:
+        for memory_id in sorted(unread, key=id_sort_key):
+            if (blob := blobs[unread[memory_id]]) is None:
                 continue  # never committed: no link of HEAD's to leave behind
             with contextlib.suppress(KBError, UnicodeDecodeError):
                 text = held[blob].decode("utf-8")
@@ -299,18 +314,24 @@ class Transaction:
             raise ConflictError(_uncommitted_message([path], force_hint=False))
 
     def rewrite(
-        self, plan: Callable[[], tuple[list[Change], T]], force: bool = False
+        self, plan: Callable[[], tuple[list[Change], T]], force: bool = False, *, dry_run: bool = False
     ) -> tuple[list[Change], T, list[str]]:
         """``plan()`` (the changes to existing files, and whatever else it worked out), refused
         (``ConflictError``) when a file it rewrites or deletes differs from HEAD in the work tree
         or git's index, or is one HEAD lacks; nothing is done then. With ``force``, those files
         are set aside (``GitStore.set_aside``: the user's version kept as ``<file>.orig``, HEAD's
         put back) and ``plan()`` runs again from HEAD's versions. Returns (changes, the rest of
-        what ``plan`` gave, the names kept)."""
+        what ``plan`` gave, the names kept). ``dry_run``: refused as the run would be, so a dry
+        run says so; with ``force``, nothing is set aside."""
         kb = self.kb
         changes, extra = plan()
         dirty = self._uncommitted([c.path for c in changes])
         kept: list[str] = []
+        gone = sorted(path for path in dirty if not os.path.lexists(kb.root / path))
+        if gone:
+            raise ConflictError(self._deleted_message(gone))
+        if dirty and force and dry_run:
+            return changes, extra, kept
         if dirty and force:
             kept = self.store.set_aside(dirty)
             self._reindex(memory_ids_of(list(dirty)))
@@ -323,6 +344,16 @@ class Transaction:
             raise ConflictError(_uncommitted_message(sorted(dirty), force_hint=True),
                                 tool_message=_uncommitted_message(sorted(dirty), force_hint=False))
         return changes, extra, kept
+
+    def _deleted_message(self, paths: list[str]) -> str:
+        """Why a rewrite of ``paths``, deleted or moved by hand and not committed, is refused,
+        ``--force`` or not: setting the deletion aside would bring the file back, and committing
+        HEAD's file rewritten would need the work tree to take it back too."""
+        said = missing_by_hand(self.store, paths[0]) or _uncommitted_message(paths[:1], force_hint=False)
+        more = f" So {'is' if len(paths) == 2 else 'are'} {listed(paths[1:])}: the same for each." if paths[1:] else ""
+        return (f"{said.removesuffix('.')}, then retry.{more} This command would rewrite "
+                f"{'it' if len(paths) == 1 else 'them'}, and slayer-kb never commits work you have not committed "
+                "(--force sets an edit aside, never a deletion), so nothing was done.")
 
     def _uncommitted(self, paths: list[str]) -> dict[str, str | None]:
         """``GitStore.uncommitted`` of ``paths`` about to be rewritten, its reading of git's index

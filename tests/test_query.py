@@ -872,3 +872,15 @@ def test_a_formula_naming_case_and_no_case_is_checked_whole(formula: str) -> Non
     """SLayer reads a text with no CASE keyword as it is; the check cut it at an unmatched ')' as
     it cuts a CASE's span, and took what SLayer refuses."""
     assert formula_problem(formula) == f"Invalid Mode-B expression {formula!r}: unmatched ')' (<unknown>, line 1)"
+
+
+def test_a_formula_joining_text_with_a_bar_is_taken(example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """SLayer 1.4.1 reads ``|`` (SQL's ``||``, which a formula may not spell so) as
+    ``concat(x, y)``: a search by a query measuring ``count_distinct(email | segment)`` dropped
+    it as "unsupported binary operator BitOr"."""
+    query = json.dumps({"source_model": "customers", "measures": ["count_distinct(email | segment)"]})
+    proc = invoke_cli("--kb", example_kb_read_only.root, "search", "--query", query)
+    assert (proc.returncode, "warning" in proc.stdout + proc.stderr) == (0, False), proc.stdout + proc.stderr
+    assert [formula_problem(f) for f in ("sum(x) | sum(y)", "count(a || b)", "sum(x & y)")] == [
+        None, "Invalid Mode-B expression 'count(a || b)': invalid syntax (<unknown>, line 1)",
+        "Invalid Mode-B expression 'sum(x & y)': unsupported binary operator BitAnd."]

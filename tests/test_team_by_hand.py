@@ -4,6 +4,7 @@ test_in_process.py checks), git as git, and the steps an error gives followed as
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from subprocess import CompletedProcess
 from typing import Any
@@ -1873,3 +1874,64 @@ def test_a_topic_key_two_clones_saved_keeps_the_later_saves_time_as_its_update(
         shown = json_of(invoke_cli("--kb", root, "--json", "get", "1", check=True))
         assert {key: shown[key] for key in ("learning", "revision_count", "created_at", "updated_at")} == {
             "learning": "Cache TTL from b", "revision_count": 2, "created_at": saved[0], "updated_at": saved[1]}
+
+
+def test_one_named_id_created_on_two_clones_is_said_so_and_both_can_be_kept(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """Two clones save ``--id kb.rule`` with different texts: the second sync said "both edited"
+    and to edit the file to keep what both meant. It says "both created", and its steps keep both
+    as two memories, this clone's under a new id, pasted into a shell as written (a rebase's
+    ``--theirs`` is this clone's version; a merge's is the other's)."""
+    _bare, (a, b, c) = make_team(tmp_path, clones=3)
+    for clone, text in ((a, "Refunds are net of fees"), (b, "Refunds include fees"), (c, "Refunds are gross")):
+        invoke_cli("--kb", clone, "save", "--id", "kb.rule", text, "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    start = "To merge by hand: git fetch origin; slayer-kb rebase origin/main (it stops on the conflict); "
+    keep_both = ("(or keep both, yours under a new id: git checkout {theirs} memories/kb.rule.yaml && mv "
+                 "memories/kb.rule.yaml memories/kb.rule-2.yaml && git checkout {ours} memories/kb.rule.yaml && git "
+                 "add memories/kb.rule-2.yaml); git add memories/kb.rule.yaml; ")
+    message = json_of(invoke_cli("--kb", b, "--json", "sync"))["error"]["message"]
+    assert message == (
+        "Your commits and origin/main both created memories/kb.rule.yaml; the repository is back as it was. "
+        + start + "edit memories/kb.rule.yaml to keep what both sides meant "
+        + keep_both.format(theirs="--theirs", ours="--ours") + "slayer-kb validate; slayer-kb rebase --continue "
+        "(a later commit that stops says so again); slayer-kb sync.")
+    git(b, "fetch", "-q", "origin")
+    assert invoke_cli("rebase", "origin/main", cwd=b).returncode == 1
+    subprocess.run(["sh", "-c", message.split("yours under a new id: ")[1].split(")")[0]], cwd=b, check=True)
+    git(b, "add", "memories/kb.rule.yaml")
+    invoke_cli("validate", cwd=b, check=True)
+    invoke_cli("rebase", "--continue", cwd=b, check=True)
+    invoke_cli("sync", cwd=b, check=True)
+    assert git(b, "show", "origin/main:memories/kb.rule.yaml").startswith("learning: Refunds are net of fees\n")
+    assert git(b, "show", "origin/main:memories/kb.rule-2.yaml").startswith("learning: Refunds include fees\n")
+    # A merge names the sides the other way round; the new id is the next one free.
+    git(c, "fetch", "-q", "origin")
+    merged = json_of(invoke_cli("--json", "merge", "origin/main", cwd=c))["error"]["message"]
+    steps = keep_both.format(theirs="--ours", ours="--theirs").replace("kb.rule-2", "kb.rule-3")
+    assert merged.startswith("This branch and origin/main both created memories/kb.rule.yaml; ")
+    assert f"edit memories/kb.rule.yaml to keep what both sides meant {steps}" in merged, merged
+
+
+def test_ids_two_clones_gave_in_two_letter_cases_are_renamed_by_the_steps_given(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """Clone a saves kb.case, clone b KB.Case: b's sync refuses (the two collide on macOS and
+    Windows checkouts) and said "rename one", with 'edit ID' to do it, which cannot rename. The
+    problem gives the git steps, which run when pasted; then the sync goes through."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "--id", "kb.case", "Case one", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", b, "save", "--id", "KB.Case", "Case two", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    refused = invoke_cli("--kb", b, "sync")
+    problem = refused.stderr.splitlines()[1]
+    assert (refused.returncode, problem) == (1, (
+        "memories/KB.Case.yaml:1: id 'KB.Case' differs only in letter case from kb.case: they collide on macOS and "
+        "Windows checkouts; rename one: git mv memories/KB.Case.yaml memories/KB.Case-2.yaml; git commit -m "
+        "'memory: rename KB.Case to KB.Case-2' (where the two share one file, as on macOS, then git checkout HEAD "
+        "-- memories/kb.case.yaml memories/KB.Case-2.yaml), and link memory:KB.Case-2 where memory:KB.Case was "
+        "meant"))
+    subprocess.run(["sh", "-c", problem.split("rename one: ")[1].split(" (where")[0]], cwd=b, check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    assert git(b, "ls-tree", "--name-only", "origin/main", "memories/").split() == [
+        "memories/KB.Case-2.yaml", "memories/kb.case.yaml"]
+    assert json_of(invoke_cli("--kb", b, "--json", "get", "KB.Case-2", check=True))["learning"] == "Case two"

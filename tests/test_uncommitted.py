@@ -136,7 +136,6 @@ def test_every_rewriting_operation_refuses(unfinished: Path) -> None:
     assert head(root) == before
     assert (root / "memories" / "1.yaml").read_text() == WIP
     assert git(root, "show", ":memories/2.yaml") == STAGED
-    assert kb.prune(dry_run=True).rewritten == ["1", "2", "4"]  # a dry run rewrites nothing
     # forget --force: 7 rewritten from HEAD, its WIP kept beside it.
     result = kb.forget("3", force=True)
     assert (result.stripped_from, result.kept) == (["7"], ["memories/7.yaml.orig"])
@@ -145,6 +144,24 @@ def test_every_rewriting_operation_refuses(unfinished: Path) -> None:
     assert kb.update("1", title="T", force=True).kept == ["memories/1.yaml.orig"]
     assert (kb.get("1").to_dict()["title"], kb.get("1").to_dict()["learning"]) == ("T", "One.")
     assert "WIP" not in git(root, "show", "HEAD:memories/1.yaml")
+
+
+def test_a_dry_run_of_prune_says_the_real_run_would_refuse(unfinished: Path, invoke_cli: CliRunner) -> None:
+    """prune --dry-run listed 1, 2 and 4 as memories it would strip, exit 0, while prune refused
+    them all: a dry run says what the run would do, its refusal in the same words."""
+    root = unfinished
+    git(root, "rm", "-q", "models/shop/refunds.yaml")
+    git(root, "commit", "-q", "-m", "refunds gone by hand", "--", "models/shop/refunds.yaml")
+    before = head(root)
+    refused = (1, "", f"Error: memories/1.yaml, memories/2.yaml, memories/4.yaml {HOW}\n")
+    for args in (("prune",), ("prune", "--dry-run")):
+        proc = invoke_cli("--kb", root, *args)
+        assert (proc.returncode, proc.stdout, proc.stderr) == refused, args
+    assert_untouched(root, before)
+    # --force sets the work aside in the real run; its dry run sets nothing aside.
+    dry = invoke_cli("--kb", root, "prune", "--dry-run", "--force", check=True)
+    assert dry.stdout.startswith("Would strip from memory 1: shop.refunds.amount\n"), dry.stdout
+    assert_untouched(root, before)
 
 
 def test_catalog_files_count_too(catalog_kb: KnowledgeBase) -> None:
@@ -305,6 +322,11 @@ def test_a_memory_a_sparse_checkout_leaves_out_is_not_called_deleted(indexed_exa
     assert (saved.returncode, saved.stderr) == (
         1, f"Error: {told}, then retry. Nothing was done: slayer-kb never commits work you have not committed.\n")
     assert head(root) == before
+    # A cascade strips HEAD's 5 too (it passed it by, leaving its link), and leaves it out still.
+    deleted = invoke_cli("--kb", root, "delete-leaf", "shop.orders.is_test", check=True)
+    assert "stripped it from 5 memories: 5, 6, 8," in deleted.stdout
+    assert "- shop.orders.is_test\n" not in git(root, "show", "HEAD:memories/5.yaml")
+    assert not (root / "memories" / "5.yaml").exists() and git(root, "status", "--porcelain") == ""
 
 
 def test_a_marked_file_that_holds_its_committed_version_is_rewritten(tmp_path: Path, invoke_cli: CliRunner) -> None:
@@ -466,10 +488,49 @@ def test_a_link_in_a_file_broken_by_an_unfinished_edit_is_not_left_behind(
     # The model deleted by hand: a dry run of prune names the memories in id order, 7 with them.
     git(root, "rm", "-q", "models/shop/refunds.yaml")
     git(root, "commit", "-q", "-m", "refunds gone by hand")
-    dry = invoke_cli("--kb", root, "prune", "--dry-run", check=True)
+    dry = invoke_cli("--kb", root, "prune", "--dry-run", "--force", check=True)
     assert dry.stdout == "Would strip from memory 7: shop.refunds\nWould strip from memory 9: shop.refunds\n"
     proc = invoke_cli("--kb", root, "forget", "3", "--force")
     assert (proc.stdout, proc.stderr) == (
         "Forgot memory 3\n  stripped memory:3 from 7, 9\nkept your uncommitted versions as: memories/7.yaml.orig\n", "")
     assert git(root, "show", "HEAD:memories/7.yaml") == memory("Seven.", "shop.refunds")
     assert (root / "memories" / "7.yaml.orig").read_text() == broken
+
+
+def test_a_memory_deleted_by_hand_is_not_passed_by(catalog_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """7 links memory:3 and the model shop.refunds, and its file is deleted by hand, not
+    committed: forget 3 and delete-model committed without it, HEAD's 7 left linking what they
+    removed, and said nothing. They refuse, --force too (it sets an edit aside, never a
+    deletion), naming both fixes; each fix by hand lets the command through."""
+    root = catalog_kb.root
+    (root / "memories" / "3.yaml").write_text(memory("Three.", "shop.orders"))
+    (root / "memories" / "7.yaml").write_text(memory("Seven.", "memory:3", "shop.refunds"))
+    (root / "memories" / "9.yaml").write_text(memory("Nine.", "memory:3", "shop.refunds"))
+    commit_all(root, "three memories")
+    invoke_cli("--kb", root, "search", "seven", check=True)  # indexed with 7 in it
+    (root / "memories" / "7.yaml").unlink()
+    before = head(root)
+    cd = f"cd {shlex.quote(str(root))}; "
+    refused = ("Error: memories/7.yaml is missing from the work tree, and HEAD still has it: a deletion (or a move) "
+               f"that is not committed. Bring the file back ({cd}git checkout HEAD -- memories/7.yaml), or commit the "
+               f"deletion ({cd}git rm memories/7.yaml; git commit), then retry. This command would rewrite it, and "
+               "slayer-kb never commits work you have not committed (--force sets an edit aside, never a "
+               "deletion), so nothing was done.\n")
+    for command in (("forget", "3"), ("forget", "3", "--force"), ("delete-model", "shop.refunds", "--force")):
+        proc = invoke_cli("--kb", root, *command)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", refused), command
+    assert (head(root), git(root, "status", "--porcelain")) == (before, " D memories/7.yaml\n")
+    # The deletion committed: forget 3 goes on, with no 7 to strip.
+    git(root, "rm", "-q", "memories/7.yaml")
+    git(root, "commit", "-q", "-m", "7 gone")
+    assert invoke_cli("--kb", root, "forget", "3", check=True).stdout == "Forgot memory 3\n  stripped memory:3 from 9\n"
+    # Deleted again and staged (git rm), then brought back: delete-model strips it from both.
+    git(root, "rm", "-q", "memories/9.yaml")
+    proc = invoke_cli("--kb", root, "delete-model", "shop.refunds")
+    assert proc.stderr.endswith(f"or commit the deletion ({cd}git commit), then retry. This command would rewrite it, and "
+                                "slayer-kb never commits work you have not committed (--force sets an edit aside, "
+                                "never a deletion), so nothing was done.\n"), proc.stderr
+    git(root, "checkout", "HEAD", "--", "memories/9.yaml")
+    proc = invoke_cli("--kb", root, "delete-model", "shop.refunds", check=True)
+    assert proc.stdout.endswith("; stripped it from 1 memories: 9\n"), proc.stdout
+    assert git(root, "show", "HEAD:memories/9.yaml") == "learning: Nine.\n" + CREATED

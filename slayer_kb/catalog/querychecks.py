@@ -198,8 +198,9 @@ def _distinct_misused(text: str) -> bool:
     return _DISTINCT_LATER.search(text) is not None
 
 
-# The arithmetic SLayer's Mode-B parser takes; ^ & | << >> @ it refuses.
-_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Mod, ast.Pow, ast.FloorDiv)
+# The binary operators SLayer's Mode-B parser takes: arithmetic, and | (SQL's ||, which it
+# reads as concat(x, y)); ^ & << >> @ it refuses.
+_BINARY = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Mod, ast.Pow, ast.FloorDiv, ast.BitOr)
 
 
 # Python that SLayer's Mode-B parser does not take: subscripts, lambdas, containers, comprehensions.
@@ -212,7 +213,7 @@ _UNSUPPORTED = (
 def _operator_problem(tree: ast.Expression) -> str | None:
     """What Python parses and SLayer does not (``sum(amount) ^ 2``, ``x[0]``), in SLayer's words."""
     for node in ast.walk(tree):
-        if isinstance(node, ast.BinOp) and not isinstance(node.op, _ARITHMETIC):
+        if isinstance(node, ast.BinOp) and not isinstance(node.op, _BINARY):
             return f"unsupported binary operator {type(node.op).__name__}."
         if isinstance(node, ast.Compare) and len(node.ops) > 1:
             return ("chained comparisons are not supported. Each Cmp must be a single comparison; split (e.g.) "

@@ -87,7 +87,7 @@ def delete_leaf(settings: Settings, leaf: str, force: bool) -> None:
 
 
 @click.command()
-@click.option("--dry-run", is_flag=True, help="Show what would be stripped; change nothing.")
+@click.option("--dry-run", is_flag=True, help="Show what would be stripped, or the refusal the run would meet; change nothing.")
 @force_option
 @json_option
 @pass_settings

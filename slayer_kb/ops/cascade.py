@@ -293,8 +293,9 @@ def _some(ids: list[str]) -> str:
 
 
 def prune(kb: Context, dry_run: bool = False, *, force: bool = False) -> CascadeResult:
-    """Strip every stored reference that no longer resolves, as one commit (``dry_run``: none).
-    ``force``: files holding uncommitted work are rewritten from HEAD (``Transaction.rewrite``)."""
+    """Strip every stored reference that no longer resolves, as one commit (``dry_run``: none,
+    refused as the run would be). ``force``: files holding uncommitted work are rewritten from
+    HEAD (``Transaction.rewrite``)."""
 
     def plan() -> tuple[list[Change], tuple[dict[str, Memory], dict[str, list[str]]]]:
         dangling = sorted(e for e in _stored_entities(kb) if not _live(kb, e))
@@ -309,11 +310,7 @@ def prune(kb: Context, dry_run: bool = False, *, force: bool = False) -> Cascade
 
     with kb.transaction() as tx:
         _refuse_a_skipped_catalog_file(kb)
-        kept: list[str] = []
-        if dry_run:
-            changes, (memories, stripped) = plan()
-        else:
-            changes, (memories, stripped), kept = tx.rewrite(plan, force)
+        changes, (memories, stripped), kept = tx.rewrite(plan, force, dry_run=dry_run)
         rewritten = list(stripped)
         commit = None
         if changes and not dry_run:

@@ -119,7 +119,7 @@ def merge_in(store: GitStore, ref: str, sha: str, written: list[str] | None,
     if stopped:
         # In a merge git holds this branch's version at stage 2 and REF's at 3, the other
         # way round from a rebase's.
-        return stopped, swap_sides(held_stages(store))
+        return stopped, swap_sides(held_stages(store, "MERGE_HEAD"))
     store.git_writing_index("commit", "--no-edit", "-q")
     return None
 

@@ -18,6 +18,7 @@ topic keys folded, links to what the other side forgot or deleted stripped, prob
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING
 
 from ..core.errors import ConflictError, InvalidInputError, StoreError
@@ -233,7 +234,7 @@ def run(store: GitStore, args: list[str], onto: str,
         while proc.returncode != 0:
             stopped = unmerged(store)
             if stopped and not settle(store, stopped, "REBASE_HEAD"):
-                return stopped, held_stages(store)
+                return stopped, held_stages(store, "REBASE_HEAD")
             if stopped:
                 proc = store.git_writing_index(*going_on, check=False, env=env)
                 continue
@@ -288,8 +289,10 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
         return words(*(p[len(store.prefix):] for p in group))
 
     # A forget on one side and an edit on the other is no edit to merge: the steps say which
-    # command keeps which side.
-    edited = [p for p in paths if {2, 3} <= held.get(p, {2, 3})]
+    # command keeps which side. A file with no base version was created on both sides (one
+    # named id given to two memories): no edit either, and both may be kept.
+    created = [p for p in paths if held.get(p) == {2, 3}]
+    edited = [p for p in paths if {2, 3} <= held.get(p, {2, 3}) and p not in created]
     # A soft forget keeps the file: git holds two versions, but one side forgot, not edited.
     soft_here = [p for p in paths if {2, -3} <= held.get(p, set())]
     soft_there = [p for p in paths if {-2, 3} <= held.get(p, set())]
@@ -303,6 +306,11 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
         # A clause after the first goes on with the sentence: "...; this branch forgot ...".
         return ours if not what else ours[:1].lower() + ours[1:]
 
+    take_other, take_ours = checkout
+    if created:
+        what.append(f"{subject()} and {other} both created {files(created)}")
+        steps += [f"edit {files(created)} to keep what both sides meant{_keep_both(store, created, checkout)}",
+                  f"git add {args(created)}"]
     if edited:
         what.append(f"{subject()} and {other} both edited {files(edited)}")
         steps += [f"edit {files(edited)} to keep what both sides meant", f"git add {args(edited)}"]
@@ -314,7 +322,6 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
         what.append(f"{other} forgot {files(forgot_there)}, which {ours.lower()} edited")
         steps.append(f"git add {args(forgot_there)} to keep your edit (or git rm {args(forgot_there)} "
                      "to let it go)")
-    take_other, take_ours = checkout
     if soft_here:
         what.append(f"{subject()} forgot {files(soft_here)} (forget --soft), which {other} edited")
         steps += [f"git checkout {take_ours} {args(soft_here)} to keep it forgotten (or git checkout {take_other} "
@@ -324,6 +331,23 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
         steps += [f"git checkout {take_ours} {args(soft_there)} to keep your edit (or git checkout {take_other} "
                   f"{args(soft_there)} to let it stay forgotten)", f"git add {args(soft_there)}"]
     return "; ".join(what), steps
+
+
+def _keep_both(store: GitStore, created: list[str], checkout: tuple[str, str]) -> str:
+    """The alternative to merging memory files both sides created: this side's memory kept under
+    a new id (the file name is the id), the other side's at the id. Empty for other files."""
+    take_other, take_ours = checkout
+    moves = []
+    for path in created:
+        kb_path = path[len(store.prefix):]
+        if (memory_id := id_of_path(kb_path)) is None:
+            continue
+        folder = kb_path.rpartition("/")[0]
+        new = next(f"{folder}/{memory_id}-{n}.yaml" for n in itertools.count(2)
+                   if not (store.root / folder / f"{memory_id}-{n}.yaml").exists())
+        moves += [f"git checkout {take_ours} {words(kb_path)}", f"mv {words(kb_path, new)}",
+                  f"git checkout {take_other} {words(kb_path)}", f"git add {words(new)}"]
+    return f" (or keep both, yours under a new id: {' && '.join(moves)})" if moves else ""
 
 
 def _onto_name(store: GitStore) -> str:
@@ -417,10 +441,12 @@ def _stages(store: GitStore) -> dict[str, dict[int, tuple[str, str]]]:
     return stages
 
 
-def held_stages(store: GitStore) -> dict[str, set[int]]:
-    """The stages git holds for each unmerged path: 2 the upstream's version, 3 this branch's
-    (in a rebase); a side missing deleted the file (a ``forget``), a side's stage negated (-2, -3)
-    only set the memory's ``deleted_at`` (``forget --soft``: the file stays, so git sees an edit)."""
+def held_stages(store: GitStore, incoming: str) -> dict[str, set[int]]:
+    """The stages git holds for each unmerged path: 1 the base, 2 the upstream's version, 3 this
+    branch's (in a rebase); a side missing deleted the file (a ``forget``), a side's stage negated
+    (-2, -3) only set the memory's ``deleted_at`` (``forget --soft``: the file stays, so git sees an
+    edit). A file HEAD and ``incoming`` both added alike (``settle``) and then edited holds 1 too:
+    two edits of one memory, where a file with no base is one both sides created."""
     stages = _stages(store)
     # Only a path with all three stages can hold a soft forget: only their blobs are read.
     edited = {path: blobs for path, blobs in stages.items() if {1, 2, 3} <= set(blobs)}
@@ -430,6 +456,9 @@ def held_stages(store: GitStore) -> dict[str, set[int]]:
     for path, blobs in edited.items():
         base = texts[blobs[1][1]]
         held[path] = {1, *(-n if mergedriver.soft_forgotten(path, base, texts[blobs[n][1]]) else n for n in (2, 3))}
+    for path, blobs in stages.items():
+        if set(blobs) == {2, 3} and added_alike(store, path, "HEAD", incoming) is not None:
+            held[path] = {1, 2, 3}
     return held
 
 

@@ -36,6 +36,7 @@ of every file is reported in one run.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import unicodedata
 from collections.abc import Iterator, Sequence
@@ -68,7 +69,7 @@ from ..core.memory import (
     too_large,
 )
 from ..core.nesting import MAX_DEPTH, value_depth
-from ..core.problems import INVALID_QUERY, STALE_QUERY, Problem, command, shell_word, shown
+from ..core.problems import INVALID_QUERY, STALE_QUERY, Problem, command, git_command, shell_word, shown, words
 from ..core.results import Report
 from ..core.session import SESSIONS_DIR, file_name, id_of_file, printable, unprintable
 from ..core.session import dumps as dump_session
@@ -191,10 +192,12 @@ class KBContext:
     """What checking a memory needs to know about its KB, computed once per KB: its catalog and
     memory ids, on disk (:meth:`of`) or at a commit (review, history.py)."""
 
-    def __init__(self, catalog: Catalog, ids: set[str], command: str = "slayer-kb", crlf: bool = False) -> None:
+    def __init__(self, catalog: Catalog, ids: set[str], command: str = "slayer-kb", crlf: bool = False,
+                 root: Path | None = None) -> None:
         self.catalog = catalog
         self.ids = ids
         self.command = command  # slayer-kb as a fix runs it (problems.command)
+        self.root = root or Path.cwd()  # the KB's folder, where a fix's git runs (problems.git_command)
         self.crlf = crlf  # converts_crlf
         folded: dict[str, list[str]] = {}
         for memory_id in self.ids:
@@ -206,7 +209,7 @@ class KBContext:
     def of(cls, root: Path) -> KBContext:
         names = _listing(root / MEMORIES)
         return cls(_catalog(root), {name[:-5] for name in names if name.endswith(".yaml")}, command(root),
-                   converts_crlf(root))
+                   converts_crlf(root), root)
 
 
 def converts_crlf(root: Path) -> bool:
@@ -307,11 +310,25 @@ def check_file(path: Path, name: str, context: KBContext, warnings: list[Problem
         how = ("letter case" if all(i.casefold() == memory_id.casefold() for i in others)
                else "letter case or Unicode normalisation")
         add(1, f"id '{memory_id}' differs only in {how} from {', '.join(sorted(others))}: "
-               "they collide on macOS and Windows checkouts; rename one")
+               f"they collide on macOS and Windows checkouts; rename one: {_renaming(memory_id, context)}")
     text = read_text(path, add, MAX_FILE_BYTES)
     if text is not None:
         problems.extend(check_memory_text(text, memory_id, name, context, warnings=warnings))
     return problems
+
+
+def _renaming(memory_id: str, context: KBContext) -> str:
+    """The git steps that give memory ``memory_id`` the next id that collides with none (the file
+    name is the id). Where the two share one file (a checkout that folds case), the move takes it,
+    and a checkout then writes both as the commit has them."""
+    new = next(f"{memory_id}-{n}" for n in itertools.count(2) if fold_id(f"{memory_id}-{n}") not in context.folded)
+    old_path, new_path = f"{MEMORIES}/{memory_id}.yaml", f"{MEMORIES}/{new}.yaml"
+    others = sorted(f"{MEMORIES}/{i}.yaml" for i in context.folded[fold_id(memory_id)] if i != memory_id)
+    message = shell_word(f"memory: rename {memory_id} to {new}")
+    return (f"{git_command(context.root, f'mv {words(old_path, new_path)}')}; "
+            f"{git_command(context.root, f'commit -m {message}')} (where the two share one file, as on macOS, then "
+            f"{git_command(context.root, f'checkout HEAD -- {words(*others, new_path)}')}), "
+            f"and link memory:{new} where memory:{memory_id} was meant")
 
 
 def reference_problems(path: Path, name: str, context: KBContext) -> list[Problem]:

@@ -194,6 +194,12 @@ class ObjectStore:
         added = set(self.tree(new_folder).keys).difference(self.tree(old_folder).keys if old_folder else ())
         return sorted(k.decode("utf-8", "surrogateescape") for k in added if not k.endswith(b"/"))
 
+    def names_in(self, tree: str | None, folder: str) -> list[bytes]:
+        """The names of the files directly in ``folder`` (a path inside tree ``tree``; None: the
+        empty tree), in git's order, as bytes: as ``os.listdir`` gives them for a bytes path."""
+        found = self._folder(tree, folder) if tree is not None else None
+        return [] if found is None else [k for k in self.tree(found).keys if not k.endswith(b"/")]
+
     def blobs_at(self, tree: str | None, paths: Iterable[str]) -> dict[str, str | None]:
         """``{path: blob id}`` of files in tree ``tree`` (None: the empty tree); None for a
         path that is not a file there."""
