@@ -199,6 +199,10 @@ class KnowledgeBase(Context, EngramTools, Cascades):
             self.store.objects.warm_up(head, self.store.repo_path(MEMORIES_DIR))
         self.highest_auto_id()
 
+    def release_thread(self) -> None:
+        """Close what this thread keeps open for its reads (``Index.release_thread``)."""
+        self.index.release_thread()
+
     def close(self) -> None:
         if self.monitor is not None:
             self.monitor.stop()

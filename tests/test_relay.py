@@ -5,6 +5,8 @@ server started on demand is tested in test_server.py."""
 from __future__ import annotations
 
 import ast
+import collections
+import contextlib
 import json
 import os
 import shlex
@@ -84,6 +86,35 @@ def test_a_relayed_search_sees_an_edit_made_just_before_it(watcher: Watcher, blo
     path.unlink()
     gone = cli(watcher.root, "--json", "search", "axolotlrelay", blocked=blocked_here)
     assert json.loads(gone.stdout)["memories"] == []
+
+
+def sqlite_files_open(pid: int) -> list[str]:
+    """The SQLite files (the manifest, the vector cache, their WAL) process ``pid`` holds open."""
+    found = []
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(FileNotFoundError):
+            target = os.readlink(fd)
+            if ".db" in Path(target).name:
+                found.append(Path(target).name)
+    return sorted(found)
+
+
+def test_a_server_keeps_no_sqlite_files_open_for_the_searches_it_answered(
+        watcher_read_only: Watcher, blocked_here: Path) -> None:
+    # Each relayed command runs on a thread of its own, which keeps a connection to the
+    # manifest and to the vector cache for its reads. A sqlite3 connection refers to itself
+    # (its statement cache), so one left to the thread's end was freed only by a full garbage
+    # collection, rare in a big process: the server's open files grew by four a search.
+    def search(n: int) -> None:
+        done = cli(watcher_read_only.root, "search", f"fiscal year {n}", blocked=blocked_here)
+        assert done.returncode == 0, done.stderr
+
+    for n in range(12):
+        search(n)
+    # Each file open at most twice: by the kept connection of the server's filler thread, and
+    # by one closed while that one held its lock, which SQLite keeps to open the file again.
+    opened = collections.Counter(sqlite_files_open(watcher_read_only.proc.pid))
+    assert max(opened.values(), default=0) <= 2, opened
 
 
 def test_the_kb_is_found_as_the_cli_finds_it(watcher_read_only: Watcher, blocked_here: Path) -> None:

@@ -8,6 +8,9 @@ and test_server.py; reads beside a held write in test_beside.py."""
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -131,3 +134,17 @@ def test_a_write_elsewhere_with_search_by_meaning_off_is_taken_in(example_kb: Kn
     table = server.index.meaning()
     assert "27" not in table.ids and table.pending == 1
     assert "27" in [h["id"] for h in server.search("refunds post a day after the order").memories]  # by its words
+
+
+@pytest.mark.slow  # a write process opening the KB: seconds of CPU
+def test_a_write_process_whose_server_is_gone_before_it_is_ready_exits_quietly(
+        example_kb_read_only: KnowledgeBase) -> None:
+    # A server killed while its write process was starting left that process's traceback
+    # (BrokenPipeError) in the server's log, where a user looking into the kill reads it.
+    ours, theirs = socket.socketpair()
+    with theirs:
+        ours.close()  # the server is gone
+        done = subprocess.run([sys.executable, "-m", "slayer_kb.daemon.writer", str(example_kb_read_only.root),
+                               str(theirs.fileno())], pass_fds=[theirs.fileno()], capture_output=True, text=True,
+                              timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")

@@ -257,7 +257,11 @@ class Server:
                     self._say("a client of another slayer-kb install came: exiting for it")
                     self.stop.set()
                 return
-            self._run(conn, request)
+            try:
+                self._run(conn, request)
+            finally:
+                if self._runner is not None:  # this thread ends: its kept connections with it
+                    self._runner.kb.release_thread()
 
     def _run(self, conn: Any, request: dict[str, Any]) -> None:
         with self._count:

@@ -255,7 +255,10 @@ def main(argv: list[str] | None = None) -> int:
     runner = Runner(kb, lower_git=False)  # each write runs lower as a whole, its git with it
     commits = _Commits(kb, conn)
     runner.view.notify = commits.note
-    relay.send_frame(conn, relay.dumps({"ready": os.getpid()}))
+    try:
+        relay.send_frame(conn, relay.dumps({"ready": os.getpid()}))
+    except OSError:
+        return 0  # the server went while this process started (killed): nothing to write for
     # Lowered once it is ready: its first write, which waits for the KB to open (seconds at
     # 10,000 memories on a busy machine), is often a sync, which other clones wait for.
     priority.lower_session(steps)

@@ -400,6 +400,14 @@ class Meaning:
         self._readers.held = (manifest.identity(path), db)
         return db
 
+    def release_thread(self) -> None:
+        """Close this thread's kept connections, the manifest's and the vector cache's: for a
+        thread that ends, such as a server's thread for one command. Left to the thread's end,
+        a sqlite3 connection (which refers to itself through its statement cache) and its open
+        files wait for a full garbage collection, rare in a big process."""
+        self.drop_manifest_reader()
+        sentences.drop_reader()
+
     def drop_manifest_reader(self) -> None:
         """Close this thread's kept manifest connection (``_manifest_reader``), if any."""
         held = getattr(self._readers, "held", None)

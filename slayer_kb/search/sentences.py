@@ -147,7 +147,7 @@ def _select(columns: str, model: str, hashes: Iterable[str], mark: bool) -> list
             out += [row[1:] for row in rows]
             stale += [row[1] for row in rows if row[0] is None or row[0] < day]
     except sqlite3.Error:
-        _drop_reader()  # the next look-up opens the file afresh
+        drop_reader()  # the next look-up opens the file afresh
         return out
     if stale:
         _mark(db, stale, day)
@@ -182,7 +182,7 @@ def _reader() -> tuple[sqlite3.Connection, bool] | None:
     now = _identity(path)
     if held is not None and now is not None and held[0] == now:
         return held[1]
-    _drop_reader()
+    drop_reader()
     db = connect()
     if db is None:
         return None
@@ -202,7 +202,7 @@ def version() -> tuple[Any, ...] | None:
     try:
         (changes,) = reader[0].execute("PRAGMA data_version").fetchone()
     except sqlite3.Error:
-        _drop_reader()
+        drop_reader()
         return None
     held = _readers.held
     return held[0], held[2], changes
@@ -216,7 +216,7 @@ def _identity(path: Path) -> tuple[str, int, int] | None:
     return str(path), st.st_dev, st.st_ino
 
 
-def _drop_reader() -> None:
+def drop_reader() -> None:
     held = getattr(_readers, "held", None)
     _readers.held = None
     if held is not None:
