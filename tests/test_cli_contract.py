@@ -918,7 +918,7 @@ def test_every_entry_point_lists_every_command() -> None:
     proc = subprocess.run([sys.executable, "-m", "slayer_kb.cli", "--help"], capture_output=True, text=True,
                           timeout=60, check=True)
     listed = {line.split()[0] for line in proc.stdout.split("Commands:")[1].splitlines() if line.strip()}
-    assert listed == set(COMMANDS) and len(listed) == 42
+    assert listed == set(COMMANDS) and len(listed) == 43
 
 
 def test_a_mistyped_command_gets_the_close_names(invoke_cli: CliRunner) -> None:

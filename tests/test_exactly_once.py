@@ -52,6 +52,8 @@ CASES = {
     "restore --rev": ([["update", "2", "--title", "Renamed, then restored"]], ["restore", "2", "--rev", "HEAD~1"]),
     "forget": ([["save", "points at 3", "-e", "memory:3"]], ["forget", "3"]),
     "forget --soft --json": ([], ["forget", "4", "--soft", "--json"]),
+    "rename": ([["save", "points at 3", "-e", "memory:3"]], ["rename", "3", "kb.three"]),
+    "rename --json": ([], ["--json", "rename", "4", "kb.four"]),
     "delete-model": ([], ["delete-model", "shop.refunds"]),
     "delete-model --json": ([], ["delete-model", "shop.refunds", "--json"]),
     "observation": ([], ["save", "JWT over sessions", "--title", "Auth decision", "--type", "decision"]),

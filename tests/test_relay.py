@@ -10,6 +10,7 @@ import contextlib
 import json
 import os
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -86,6 +87,37 @@ def test_a_relayed_search_sees_an_edit_made_just_before_it(watcher: Watcher, blo
     path.unlink()
     gone = cli(watcher.root, "--json", "search", "axolotlrelay", blocked=blocked_here)
     assert json.loads(gone.stdout)["memories"] == []
+
+
+RENAMES = [
+    ["rename", "kb.refund-policy", "kb.refunds-once"],
+    ["--json", "rename", "kb.soft-deletes", "kb.deleted-rows"],
+    ["rename", "kb.fiscal-calendar", "KB.Active-Customer"],  # an error: exit 1
+]
+
+
+def test_a_relayed_rename_prints_exactly_what_a_process_prints(watcher: Watcher, blocked_here: Path) -> None:
+    """Run by the server (the client, blocked, cannot), and on a twin of the KB in this process:
+    the same output, the commit ids aside; then the server's index finds the new id at once."""
+    root = watcher.root
+    twin = root.parent / "twin"
+    shutil.copytree(root, twin, ignore=shutil.ignore_patterns(".slayer-kb"))
+    relayed = [cli(root, *args, blocked=blocked_here) for args in RENAMES]
+    direct = [in_process_runner()("--kb", twin, *args, env={"COLUMNS": "80"}) for args in RENAMES]
+    for args, got, want in zip(RENAMES, relayed, direct, strict=True):
+        assert (got.returncode, got.stderr.replace(str(root), str(twin))) == (want.returncode, want.stderr), args
+        if "--json" in args:
+            got_json, want_json = json.loads(got.stdout), json.loads(want.stdout)
+            assert got_json.pop("commit") == git(root, "rev-parse", "HEAD").strip()
+            assert want_json.pop("commit") == git(twin, "rev-parse", "HEAD").strip()
+            assert got_json == want_json
+        else:
+            assert got.stdout == want.stdout, args
+    assert [p.returncode for p in relayed] == [0, 0, 1]
+    assert relayed[0].stdout == ("Renamed memory kb.refund-policy to kb.refunds-once\n"
+                                 "  rewrote memory:kb.refund-policy to memory:kb.refunds-once in 11\n")
+    found = cli(root, "--json", "search", "-e", "memory:kb.refunds-once", blocked=blocked_here)
+    assert [hit["id"] for hit in json.loads(found.stdout)["memories"]] == ["kb.refunds-once", "11"]
 
 
 def sqlite_files_open(pid: int) -> list[str]:

@@ -1,6 +1,6 @@
 """Engram's tools as ``KnowledgeBase`` methods (a mixin, so kb.py holds the KB's own work):
-observations, changing and forgetting memories, sessions and prompts, the timeline, stats and
-the context digest. The work is in ``ops`` (observations, changes, sessions, capture, finding)."""
+observations, changing, renaming and forgetting memories, sessions and prompts, the timeline,
+stats and the context digest. The work is in ``ops`` (observations, changes, sessions, capture, finding)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from ..core.results import (
     CaptureResult,
     ChangeResult,
     ForgetResult,
+    RenameResult,
     SaveResult,
     SessionFiles,
     SessionResult,
@@ -27,7 +28,7 @@ CONTEXT_MEMORIES = 20
 
 class EngramTools(Part):
     """Engram's ``mem_*`` tools (and ``update``/``forget``/``restore``, which SLayer's tools
-    share); a base of ``KnowledgeBase``, whose methods they call."""
+    share, and ``rename``); a base of ``KnowledgeBase``, whose methods they call."""
 
     def save_observation(
         self, title: str, content: str, type: str | None = None, project: str | None = None,
@@ -45,6 +46,10 @@ class EngramTools(Part):
     def forget(self, memory_id: str, *, soft: bool = False, force: bool = False) -> ForgetResult:
         """Delete a memory (hard: strip ``memory:<id>`` from every other one; soft: hide it)."""
         return changes.forget(self.as_context, memory_id, soft=soft, force=force)
+
+    def rename(self, old: str, new: str, *, force: bool = False) -> RenameResult:
+        """Give memory ``old`` the id ``new`` and point every ``memory:<old>`` at it (one commit)."""
+        return changes.rename(self.as_context, old, new, force=force)
 
     def restore(self, memory_id: str) -> ChangeResult:
         """Bring back a soft-deleted memory."""

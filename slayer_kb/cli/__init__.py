@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "update": ("memories", "update"),
     "forget": ("memories", "forget"),
     "restore": ("memories", "restore"),
+    "rename": ("memories", "rename"),
     "suggest-topic-key": ("memories", "suggest_topic_key"),
     "timeline": ("memories", "timeline"),
     "context": ("memories", "context"),

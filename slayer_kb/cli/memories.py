@@ -12,7 +12,7 @@ from ..core.errors import InvalidInputError
 from ..core.ids import check_id
 from ..core.inputs import checked_learning
 from ..core.problems import command, shell_word, words
-from ..core.results import ForgetResult, RestoreResult
+from ..core.results import ForgetResult, RenameResult, RestoreResult
 from ..core.text import one_line_shown, warning_lines
 from .common import (
     ENTITY_HELP,
@@ -286,6 +286,33 @@ def forget(settings: Settings, memory_id: str, soft: bool, force: bool) -> None:
     kb = settings.kb()
     result = kb.forget(memory_id, soft=soft, force=force)
     emit(settings, result.to_json(), lambda: forgot_text(result, command(kb.root)))
+
+
+@click.command()
+@click.argument("old", metavar="OLD")
+@click.argument("new", metavar="NEW")
+@force_option
+@json_option
+@pass_settings
+def rename(settings: Settings, old: str, new: str, force: bool) -> None:
+    """Give memory OLD the id NEW and rewrite every memory:OLD link to memory:NEW (one commit).
+
+    The file moves to memories/NEW.yaml (git sees a rename). NEW is a name, not a number (auto
+    ids are allocated), and no other id may differ from it only in letter case.
+
+    \b
+    Example:
+      slayer-kb rename kb.revenue-note kb.paid-revenue
+    """
+    result = settings.kb().rename(old, new, force=force)
+    emit(settings, result.to_json(), lambda: renamed_text(result))
+
+
+def renamed_text(result: RenameResult) -> str:
+    text = f"Renamed memory {result.old_id} to {result.new_id}"
+    if result.rewritten:
+        text += f"\n  rewrote memory:{result.old_id} to memory:{result.new_id} in " + ", ".join(result.rewritten)
+    return text + kept_line(result.kept)
 
 
 def restored_text(result: RestoreResult, typed: str | None = None) -> str:

@@ -204,20 +204,29 @@ def check_new_id(memory_id: object, existing: Iterable[str] = ()) -> str:
         )
     other = case_conflict(memory_id, existing)
     if other is not None:
-        # an existing id passed no check: a decomposed or invisible one is shown with escapes
-        plain = other.isprintable() and unicodedata.is_normalized("NFC", other)
-        shown_other = other if plain else ascii(other)[1:-1]
-        if unicodedata.normalize("NFC", other) == memory_id:
-            why = "ids that differ only in Unicode normalisation (composed or decomposed accents)"
-        elif other.casefold() == memory_id.casefold():
-            why = "ids that differ only in letter case"
-        else:
-            why = "ids that differ only in letter case and Unicode normalisation"
+        shown_other = shown_id(other)  # an existing id passed no check
         raise InvalidIdError(
-            f"Memory id '{memory_id}' conflicts with existing '{shown_other}': {why} collide "
-            "on macOS and Windows checkouts. Use the existing id or another name."
+            f"Memory id '{memory_id}' conflicts with existing '{shown_other}': ids that differ only in "
+            f"{folded_difference(memory_id, other)} collide on macOS and Windows checkouts. Use the existing id or "
+            "another name."
         )
     return memory_id
+
+
+def shown_id(memory_id: str) -> str:
+    """An existing id as a message shows it: one that passed no check (decomposed, invisible
+    characters) with escapes."""
+    plain = memory_id.isprintable() and unicodedata.is_normalized("NFC", memory_id)
+    return memory_id if plain else ascii(memory_id)[1:-1]
+
+
+def folded_difference(memory_id: str, other: str) -> str:
+    """How two ids that ``case_conflict`` matched differ: what macOS and Windows fold away."""
+    if unicodedata.normalize("NFC", other) == memory_id:
+        return "Unicode normalisation (composed or decomposed accents)"
+    if other.casefold() == memory_id.casefold():
+        return "letter case"
+    return "letter case and Unicode normalisation"
 
 
 # The scripts whose letters look alike (Latin a, Cyrillic а, Greek α): one word mixing them

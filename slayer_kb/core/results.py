@@ -67,6 +67,22 @@ class ForgetResult:
 
 
 @dataclass
+class RenameResult:
+    """``rename OLD NEW``: a memory given a new id, the ``memory:`` references to it rewritten."""
+
+    old_id: str
+    new_id: str
+    rewritten: list[str] = field(default_factory=list)  # the memories whose references it rewrote
+    commit: str | None = None
+    kept: list[str] = field(default_factory=list)  # --force: the user's versions set aside
+
+    def to_json(self) -> dict[str, Any]:
+        data = {"old_id": self.old_id, "new_id": self.new_id, "references_rewritten_in": self.rewritten,
+                "commit": self.commit}
+        return {**data, "kept": self.kept} if self.kept else data
+
+
+@dataclass
 class ChangeResult:
     """What ``update`` or ``restore`` did to one memory, and the memory as it now is."""
 

@@ -1,26 +1,38 @@
 """Changing and forgetting memories: Engram's ``mem_update`` (only the fields given), ``forget``
 (hard: the file goes and ``memory:<id>`` is stripped from every other memory, in one commit; soft:
-``deleted_at`` is set) and ``restore`` of a soft-deleted memory."""
+``deleted_at`` is set), ``restore`` of a soft-deleted memory, and ``rename`` (the file moved and
+every ``memory:<old>`` pointed at the new id, in one commit, as ``renumber`` moves an id)."""
 
 from __future__ import annotations
 
+import os
 import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core import engram
-from ..core.errors import InvalidInputError, MemoryFileError, NotFoundError, ResolutionError
-from ..core.ids import check_existing_id
+from ..core.errors import InvalidIdError, InvalidInputError, MemoryFileError, NotFoundError, ResolutionError
+from ..core.ids import (
+    case_conflict,
+    check_existing_id,
+    check_id,
+    check_new_id,
+    fold_id,
+    folded_difference,
+    is_auto_id,
+    shown_id,
+)
 from ..core.inputs import check_description, check_unicode
 from ..core.locate import memory_path
 from ..core.memory import Memory, utc_now, with_entities
 from ..core.problems import command, words
-from ..core.results import ChangeResult, ForgetResult
+from ..core.results import ChangeResult, ForgetResult, RenameResult
 from ..store.repo import Change
 from ..transaction import memory_change
 from . import observations
 from .finding import deleted_error
 from .history import forgotten_error
+from .renumber import moved, rewrote_note
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -185,6 +197,65 @@ def restore(kb: Context, memory_id: str) -> ChangeResult:
         # Stamped: a sync weighing this memory's forget on another clone against it sees when.
         tx.commit([memory_change(memory.evolve(deleted_at=None, updated_at=utc_now()))], f"memory: restore {memory_id}")
     return ChangeResult(kb.get(memory_id).to_dict(), "restored", warnings)
+
+
+def rename(kb: Context, old: str, new: str, *, force: bool = False) -> RenameResult:
+    """Give memory ``old`` the id ``new``: its file moved (git sees a rename) and every
+    ``memory:<old>`` reference pointed at ``new``, in one commit. ``force``: files holding
+    uncommitted work are rewritten from HEAD (kept as .orig)."""
+    check_existing_id(old, "to rename")
+    check_id(new, "give the id to rename it to")
+    if is_auto_id(new):
+        raise InvalidIdError(
+            f"Memory id '{new}' is a number, as auto ids are: slayer-kb allocates those to new memories (one "
+            "above every number used), they are not chosen. Give a name such as 'kb.orders-total'.")
+    check_new_id(new)
+    if new == old:
+        raise InvalidInputError(f"Memory '{old}' has that id already; nothing to rename.")
+    kb.check_not_moved(old)
+    kb.check_not_moved(new)  # an agent of this clone may hold it for the memory sync moved
+    with kb.transaction() as tx:
+        try:
+            memory = kb.read_with_fix(old)
+        except NotFoundError as exc:
+            raise forgotten_error(kb, old, exc) from None
+        if memory.is_deleted:
+            raise NotFoundError(f"{str(deleted_error(memory, kb.root)).removesuffix('.')}, then rename it.")
+        _check_free(kb, old, new)
+        changes, rewritten, kept = tx.rewrite(lambda: moved(kb, tx, {old: new}), force)
+        commit = tx.commit(changes, f"memory: rename {old} to {new}{rewrote_note(rewritten)}")
+    kb.carry_pending({old: new})
+    return RenameResult(old, new, rewritten, commit, kept)
+
+
+def _check_free(kb: Context, old: str, new: str) -> None:
+    """Refuse a ``new`` id that a memory has, or that names one file with another id on macOS and
+    Windows checkouts (letter case, Unicode normalisation); ``old``'s own other spelling is free."""
+    ids = [i for i in kb.memory_ids() if i != old]
+    if os.path.lexists(kb.path_of(new)):
+        if fold_id(new) == fold_id(old) and _one_file(kb.path_of(old), kb.path_of(new)):
+            # A file system that folds case (macOS, Windows): deleting the one name deletes both.
+            folded = {fold_id(i) for i in ids}
+            step = next(f"{old}-{n}" for n in range(2, len(ids) + 3) if fold_id(f"{old}-{n}") not in folded)
+            run = command(kb.root)
+            raise InvalidInputError(
+                f"This file system names {memory_path(old)} and {memory_path(new)} as one file (it folds letter "
+                f"case), so '{old}' cannot become '{new}' in one move: rename it in two, '{run} rename "
+                f"{words(old, step)}' then '{run} rename {words(step, new)}'.")
+        raise InvalidIdError(f"Memory id '{new}' is taken: {memory_path(new)} exists. Choose another id.")
+    other = case_conflict(new, ids)
+    if other is not None:
+        raise InvalidIdError(
+            f"Memory id '{new}' is taken on macOS and Windows checkouts: '{shown_id(other)}' differs from it only in "
+            f"{folded_difference(new, other)}, and the two name one file there. Choose another id.")
+
+
+def _one_file(a: Path, b: Path) -> bool:
+    try:
+        sa, sb = a.lstat(), b.lstat()
+    except OSError:
+        return False
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
 
 
 def _is_regular(path: Path) -> bool:

@@ -280,6 +280,17 @@ def renumber_commit(kb: Context, tx: Transaction, mapping: dict[str, str],
                     onto: str) -> tuple[str | None, list[str]]:
     """One commit moving each of ``mapping``'s memories to its new id, the ``memory:``
     references to them rewritten: (the commit, the memories whose references it rewrote)."""
+    changes, rewritten = moved(kb, tx, mapping)
+    moves = ", ".join(f"{old} -> {new}" for old, new in mapping.items())
+    # A change git's index hides (a mark) would go into the commit, or be deleted: refused.
+    tx.rewrite(lambda: (changes, None))
+    return tx.commit(changes, f"memory: renumber {moves} (onto {onto}){rewrote_note(rewritten)}"), rewritten
+
+
+def moved(kb: Context, tx: Transaction, mapping: dict[str, str]) -> tuple[list[Change], list[str]]:
+    """The changes that move each of ``mapping``'s memories from HEAD's file to its new id, the
+    ``memory:`` references to them rewritten (theirs too), and the memories whose references
+    they rewrite: for ``renumber`` and ``rename``."""
     head = tx.head()
     assert head is not None
     changes: list[Change] = []
@@ -293,14 +304,16 @@ def renumber_commit(kb: Context, tx: Transaction, mapping: dict[str, str],
             rewritten.append(other_id)
     for old, new in mapping.items():
         data = blob_at(kb.store, head, memory_path(old))
+        if data is None:  # a file never committed (a rename's): refused, never committed here
+            tx.require_committed(memory_path(old))
         assert data is not None
         text = data.decode("utf-8")
         data = (renumbered_text(old, text, mapping) or text).encode("utf-8")
         changes += [Change(memory_path(old), None), Change(memory_path(new), data)]
-    moves = ", ".join(f"{old} -> {new}" for old, new in mapping.items())
-    message = f"memory: renumber {moves} (onto {onto})"
-    if rewritten:
-        message += f"\n\nRewrote memory: references in {', '.join(sorted(rewritten))}"
-    # A change git's index hides (a mark) would go into the commit, or be deleted: refused.
-    tx.rewrite(lambda: (changes, None))
-    return tx.commit(changes, message), rewritten
+    return changes, sorted(rewritten)
+
+
+def rewrote_note(rewritten: list[str]) -> str:
+    """A move's commit message body: the memories whose references it rewrote, if any."""
+    return f"\n\nRewrote memory: references in {', '.join(rewritten)}" if rewritten else ""
+

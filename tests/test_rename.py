@@ -1,0 +1,185 @@
+"""``slayer-kb rename OLD NEW``: one commit moving the file (git sees a rename) and rewriting every
+``memory:OLD`` link; the index finds NEW at once; each refusal names the fix. Real repositories,
+commands run in this process (``invoke_cli``)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from slayer_kb import KnowledgeBase
+from testing import CliRunner, commit_all, git, json_of
+
+CREATED = "created_at: '2026-01-01T00:00:00Z'\n"
+
+
+def changed(root: Path) -> list[str]:
+    """HEAD's changes as ``git show --name-status -M`` lists them, a rename's similarity left out."""
+    lines = git(root, "show", "--format=", "--name-status", "-M", "HEAD").splitlines()
+    return [re.sub(r"^R\d+", "R", line) for line in lines]
+
+
+def memory(kb: KnowledgeBase, memory_id: str, learning: str, *links: str) -> None:
+    entities = "".join(f"- {link}\n" for link in ("shop.orders.amount", *links))
+    (kb.root / "memories" / f"{memory_id}.yaml").write_text(f"learning: {learning}\nentities:\n{entities}{CREATED}")
+
+
+@pytest.fixture
+def linked_kb(catalog_kb: KnowledgeBase) -> KnowledgeBase:
+    """``kb.revenue-note`` (linking itself), two memories linking it and one that does not,
+    committed."""
+    memory(catalog_kb, "kb.revenue-note", "Paid revenue counts captured payments only", "memory:kb.revenue-note")
+    memory(catalog_kb, "7", "Refunds are negative rows", "memory:kb.revenue-note")
+    memory(catalog_kb, "kb.fees", "Fees are netted", "memory:7", "memory:kb.revenue-note")
+    memory(catalog_kb, "kb.other", "Unrelated", "memory:7")
+    commit_all(catalog_kb.root)
+    return catalog_kb
+
+
+def test_a_rename_moves_the_file_and_rewrites_every_link_in_one_commit(
+        linked_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    root = linked_kb.root
+    before = git(root, "rev-parse", "HEAD").strip()
+    proc = invoke_cli("--kb", root, "rename", "kb.revenue-note", "kb.paid-revenue")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, (
+        "Renamed memory kb.revenue-note to kb.paid-revenue\n"
+        "  rewrote memory:kb.revenue-note to memory:kb.paid-revenue in 7, kb.fees\n"), "")
+    assert git(root, "rev-list", f"{before}..HEAD").split() == [git(root, "rev-parse", "HEAD").strip()]
+    assert git(root, "log", "-1", "--format=%B").rstrip("\n") == (
+        "memory: rename kb.revenue-note to kb.paid-revenue\n\nRewrote memory: references in 7, kb.fees")
+    assert changed(root) == [
+        "M\tmemories/7.yaml", "M\tmemories/kb.fees.yaml",
+        "R\tmemories/kb.revenue-note.yaml\tmemories/kb.paid-revenue.yaml"]
+    assert git(root, "status", "--porcelain") == ""
+    memories = root / "memories"
+    assert not (memories / "kb.revenue-note.yaml").exists()
+    assert (memories / "kb.paid-revenue.yaml").read_text() == (
+        "learning: Paid revenue counts captured payments only\nentities:\n- shop.orders.amount\n"
+        f"- memory:kb.paid-revenue\n{CREATED}")
+    assert (memories / "kb.fees.yaml").read_text() == (
+        f"learning: Fees are netted\nentities:\n- shop.orders.amount\n- memory:7\n- memory:kb.paid-revenue\n{CREATED}")
+    assert (memories / "kb.other.yaml").read_text().endswith(f"- memory:7\n{CREATED}")
+    # The index: the new id found at once, by words and by its link; the old one gone.
+    hits = json_of(invoke_cli("--kb", root, "--json", "search", "captured payments", check=True))["memories"]
+    assert [h["id"] for h in hits] == ["kb.paid-revenue"]
+    linking = json_of(invoke_cli("--kb", root, "--json", "search", "-e", "memory:kb.paid-revenue", check=True))
+    assert sorted(h["id"] for h in linking["memories"]) == ["7", "kb.fees", "kb.paid-revenue"]
+    gone = invoke_cli("--kb", root, "get", "kb.revenue-note")
+    assert (gone.returncode, gone.stderr) == (1, "Error: No memory with id 'kb.revenue-note'.\n")
+    assert invoke_cli("--kb", root, "validate").stdout == "Checked 4 files: no problems.\n"
+
+
+def test_json_names_both_ids_the_links_rewritten_and_the_commit(
+        linked_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    data = json_of(invoke_cli("--kb", linked_kb.root, "--json", "rename", "kb.other", "kb.unrelated", check=True))
+    assert data == {"old_id": "kb.other", "new_id": "kb.unrelated", "references_rewritten_in": [],
+                    "commit": git(linked_kb.root, "rev-parse", "HEAD").strip()}
+    result = linked_kb.rename("7", "kb.refund-rows")
+    assert (result.old_id, result.new_id, result.rewritten) == ("7", "kb.refund-rows", ["kb.fees", "kb.unrelated"])
+    assert git(linked_kb.root, "log", "-1", "--format=%s") == "memory: rename 7 to kb.refund-rows\n"
+
+
+def test_a_case_only_rename_is_a_plain_rename_here(linked_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    root = linked_kb.root
+    invoke_cli("--kb", root, "rename", "kb.revenue-note", "KB.Revenue-Note", check=True)
+    assert changed(root) == ["M\tmemories/7.yaml", "R\tmemories/kb.revenue-note.yaml\tmemories/KB.Revenue-Note.yaml",
+                             "M\tmemories/kb.fees.yaml"]
+    assert git(root, "ls-files", "memories").split() == [
+        "memories/7.yaml", "memories/KB.Revenue-Note.yaml", "memories/kb.fees.yaml", "memories/kb.other.yaml"]
+    assert "- memory:KB.Revenue-Note\n" in (root / "memories" / "kb.fees.yaml").read_text()
+    assert git(root, "status", "--porcelain") == ""
+
+
+def test_where_the_file_system_names_both_spellings_one_file_the_two_steps_are_given(
+        linked_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """A file system that folds case (macOS, Windows) opens ``KB.Revenue-Note.yaml`` as the file
+    ``kb.revenue-note.yaml``: one move would delete the file it writes. Here a hard link makes the
+    two names one file, as such a file system does."""
+    memories = linked_kb.root / "memories"
+    (memories / "KB.Revenue-Note.yaml").hardlink_to(memories / "kb.revenue-note.yaml")
+    proc = invoke_cli("rename", "kb.revenue-note", "KB.Revenue-Note", cwd=linked_kb.root)
+    assert (proc.returncode, proc.stderr) == (1, (
+        "Error: This file system names memories/kb.revenue-note.yaml and memories/KB.Revenue-Note.yaml as one "
+        "file (it folds letter case), so 'kb.revenue-note' cannot become 'KB.Revenue-Note' in one move: rename "
+        "it in two, 'slayer-kb rename kb.revenue-note kb.revenue-note-2' then 'slayer-kb rename kb.revenue-note-2 "
+        "KB.Revenue-Note'.\n"))
+    (memories / "KB.Revenue-Note.yaml").unlink()
+    for step in proc.stderr.split("'")[-4], proc.stderr.split("'")[-2]:
+        invoke_cli(*shlex.split(step)[1:], cwd=linked_kb.root, check=True)
+    assert git(linked_kb.root, "log", "-2", "--format=%s").splitlines() == [
+        "memory: rename kb.revenue-note-2 to KB.Revenue-Note", "memory: rename kb.revenue-note to kb.revenue-note-2"]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["ghost", "kb.x"], "No memory with id 'ghost'."),
+    (["memory:7", "kb.x"], "'memory:7' is a link to a memory, not a memory id: give the id alone, '7'."),
+    (["7", "kb/x"], "Memory id 'kb/x' contains '/'; ids may not contain \" # * / : < > ? \\ |. Use letters, "
+                    "digits, '.', '_' or '-'."),
+    (["7", ""], "Memory id must not be empty; give the id to rename it to."),
+    (["kb.fees", "12"], "Memory id '12' is a number, as auto ids are: slayer-kb allocates those to new memories "
+                        "(one above every number used), they are not chosen. Give a name such as 'kb.orders-total'."),
+    (["7", "nul.notes"], "Memory id 'nul.notes' begins with 'nul', a device name Windows reserves (CON, PRN, AUX, "
+                         "NUL, COM1-9, LPT1-9, in any letter case, also before a '.' as in nul.txt): its file cannot "
+                         "exist on Windows. Choose another id, e.g. 'kb.nul.notes'."),
+    (["7", "kb.fees"], "Memory id 'kb.fees' is taken: memories/kb.fees.yaml exists. Choose another id."),
+    (["7", "KB.Fees"], "Memory id 'KB.Fees' is taken on macOS and Windows checkouts: 'kb.fees' differs from it "
+                       "only in letter case, and the two name one file there. Choose another id."),
+    (["kb.fees", "kb.fees"], "Memory 'kb.fees' has that id already; nothing to rename."),
+])
+def test_a_rename_refused_names_the_problem_and_changes_nothing(
+        linked_kb: KnowledgeBase, invoke_cli: CliRunner, args: list[str], message: str) -> None:
+    head = git(linked_kb.root, "rev-parse", "HEAD")
+    proc = invoke_cli("--kb", linked_kb.root, "rename", *args)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"Error: {message}\n")
+    assert (git(linked_kb.root, "rev-parse", "HEAD"), git(linked_kb.root, "status", "--porcelain")) == (head, "")
+
+
+def test_a_deleted_memory_is_refused_with_how_to_bring_it_back(
+        linked_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    root = linked_kb.root
+    invoke_cli("--kb", root, "forget", "--soft", "kb.other", check=True)
+    soft = invoke_cli("rename", "kb.other", "kb.y", cwd=root)
+    deleted_at = json_of(invoke_cli("--kb", root, "--json", "get", "--deleted", "kb.other"))["deleted_at"]
+    assert (soft.returncode, soft.stderr) == (1, (
+        f"Error: Memory 'kb.other' was deleted at {deleted_at}; bring it back with 'slayer-kb restore kb.other', "
+        "then rename it.\n"))
+    invoke_cli("--kb", root, "forget", "kb.other", check=True)
+    forgot = git(root, "rev-parse", "--short=12", "HEAD").strip()
+    hard = invoke_cli("rename", "kb.other", "kb.y", cwd=root)
+    assert (hard.returncode, hard.stderr) == (1, (
+        f"Error: Memory 'kb.other' was forgotten for good (not soft-deleted) in commit {forgot}: bring back its "
+        f"last version with 'slayer-kb restore kb.other --rev {forgot}~1'.\n"))
+
+
+def test_uncommitted_work_in_a_file_it_would_touch_is_refused_or_set_aside_with_force(
+        linked_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    root = linked_kb.root
+    fees = root / "memories" / "kb.fees.yaml"
+    fees.write_text(fees.read_text().replace("netted", "netted out"))
+    refused = invoke_cli("--kb", root, "rename", "kb.revenue-note", "kb.paid-revenue")
+    assert (refused.returncode, refused.stderr) == (1, (
+        "Error: memories/kb.fees.yaml has changes that are not committed (in the work tree or git's index, or never "
+        "committed at all), and this command would rewrite it; slayer-kb never commits work you have not "
+        "committed, so nothing was done. Commit or stash it (git stash -u), or run the command again with --force "
+        "to rewrite it from HEAD and keep your version as memories/kb.fees.yaml.orig.\n"))
+    # A memory never committed is never moved into a commit, --force or not.
+    memory(linked_kb, "kb.draft", "Not committed yet")
+    draft = invoke_cli("--kb", root, "rename", "kb.draft", "kb.final", "--force")
+    assert (draft.returncode, draft.stderr) == (1, (
+        "Error: memories/kb.draft.yaml has changes that are not committed (in the work tree or git's index, or never "
+        "committed at all), and this command would rewrite it; slayer-kb never commits work you have not "
+        "committed, so nothing was done. Commit or stash it (git stash -u) and retry.\n"))
+    # A file it does not touch may hold work: it stays out of the commit.
+    forced = invoke_cli("--kb", root, "rename", "kb.revenue-note", "kb.paid-revenue", "--force")
+    assert (forced.returncode, forced.stdout) == (0, (
+        "Renamed memory kb.revenue-note to kb.paid-revenue\n"
+        "  rewrote memory:kb.revenue-note to memory:kb.paid-revenue in 7, kb.fees\n"
+        "kept your uncommitted versions as: memories/kb.fees.yaml.orig\n"))
+    assert "netted out" in (root / "memories" / "kb.fees.yaml.orig").read_text()
+    assert "netted out" not in git(root, "show", "HEAD:memories/kb.fees.yaml")
+    assert git(root, "status", "--porcelain").splitlines() == [
+        "?? memories/kb.draft.yaml", "?? memories/kb.fees.yaml.orig"]
+
