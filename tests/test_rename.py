@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -183,3 +184,31 @@ def test_uncommitted_work_in_a_file_it_would_touch_is_refused_or_set_aside_with_
     assert git(root, "status", "--porcelain").splitlines() == [
         "?? memories/kb.draft.yaml", "?? memories/kb.fees.yaml.orig"]
 
+
+
+def test_the_case_clash_steps_validate_gives_work_as_typed(linked_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """Two ids in two letter cases (a merge brought them together): validate's steps, typed in
+    the KB's folder as given (the steps for a checkout that shares one file too: here they change
+    nothing), rename one and rewrite its links, after which validate passes."""
+    root = linked_kb.root
+    memory(linked_kb, "KB.Fees", "Fees are gross", "memory:kb.fees")
+    memory(linked_kb, "kb.gross", "Gross is before fees", "memory:KB.Fees")
+    commit_all(root)
+    proc = invoke_cli("--kb", root, "validate", cwd=root)
+    assert proc.stdout.splitlines()[0] == (
+        "memories/KB.Fees.yaml:1: id 'KB.Fees' differs only in letter case from kb.fees: they collide on macOS and "
+        "Windows checkouts; rename one: slayer-kb rename KB.Fees KB.Fees-2 (it rewrites the memory:KB.Fees links; "
+        "where the two share one file, as on macOS, run git checkout HEAD -- memories/KB.Fees.yaml before it and "
+        "git checkout HEAD -- memories/kb.fees.yaml after it)")
+    advice = proc.stdout.splitlines()[0].split("rename one: ")[1]
+    rename, shared = advice.removesuffix(")").split(" (it rewrites the memory:KB.Fees links; ")
+    before, after = shared.removeprefix("where the two share one file, as on macOS, run ").split(" before it and ")
+    for step in before, rename, after.removesuffix(" after it"):
+        if step.startswith("slayer-kb "):
+            invoke_cli(*shlex.split(step)[1:], cwd=root, check=True)
+        else:
+            subprocess.run(["sh", "-c", step], cwd=root, check=True)
+    assert invoke_cli("--kb", root, "validate").stdout == "Checked 6 files: no problems.\n"
+    assert "- memory:KB.Fees-2\n" in (root / "memories" / "kb.gross.yaml").read_text()
+    assert changed(root) == [
+        "R\tmemories/KB.Fees.yaml\tmemories/KB.Fees-2.yaml", "M\tmemories/kb.gross.yaml"]

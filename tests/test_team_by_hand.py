@@ -4,6 +4,7 @@ test_in_process.py checks), git as git, and the steps an error gives followed as
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 from pathlib import Path
 from subprocess import CompletedProcess
@@ -1915,23 +1916,26 @@ def test_one_named_id_created_on_two_clones_is_said_so_and_both_can_be_kept(
 
 def test_ids_two_clones_gave_in_two_letter_cases_are_renamed_by_the_steps_given(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
-    """Clone a saves kb.case, clone b KB.Case: b's sync refuses (the two collide on macOS and
-    Windows checkouts) and said "rename one", with 'edit ID' to do it, which cannot rename. The
-    problem gives the git steps, which run when pasted; then the sync goes through."""
+    """Clone a saves kb.case, clone b KB.Case (and a memory linking it): b's sync refuses (the two
+    collide on macOS and Windows checkouts) and said "rename one", with 'edit ID' to do it, which
+    cannot rename. The problem gives the rename, links and all, which runs as typed; then the sync
+    goes through."""
     _bare, (a, b) = make_team(tmp_path)
     invoke_cli("--kb", a, "save", "--id", "kb.case", "Case one", "-e", "shop.orders.amount", check=True)
     invoke_cli("--kb", b, "save", "--id", "KB.Case", "Case two", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", b, "save", "--id", "kb.about", "About case two", "-e", "memory:KB.Case", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     refused = invoke_cli("--kb", b, "sync")
     problem = refused.stderr.splitlines()[1]
     assert (refused.returncode, problem) == (1, (
         "memories/KB.Case.yaml:1: id 'KB.Case' differs only in letter case from kb.case: they collide on macOS and "
-        "Windows checkouts; rename one: git mv memories/KB.Case.yaml memories/KB.Case-2.yaml; git commit -m "
-        "'memory: rename KB.Case to KB.Case-2' (where the two share one file, as on macOS, then git checkout HEAD "
-        "-- memories/kb.case.yaml memories/KB.Case-2.yaml), and link memory:KB.Case-2 where memory:KB.Case was "
-        "meant"))
-    subprocess.run(["sh", "-c", problem.split("rename one: ")[1].split(" (where")[0]], cwd=b, check=True)
+        "Windows checkouts; rename one: slayer-kb rename KB.Case KB.Case-2 (it rewrites the memory:KB.Case links; "
+        "where the two share one file, as on macOS, run git checkout HEAD -- memories/KB.Case.yaml before it and git "
+        "checkout HEAD -- memories/kb.case.yaml after it)"))
+    step = problem.split("rename one: ")[1].split(" (it rewrites")[0]
+    invoke_cli(*shlex.split(step)[1:], cwd=b, check=True)
     invoke_cli("--kb", b, "sync", check=True)
     assert git(b, "ls-tree", "--name-only", "origin/main", "memories/").split() == [
-        "memories/KB.Case-2.yaml", "memories/kb.case.yaml"]
+        "memories/KB.Case-2.yaml", "memories/kb.about.yaml", "memories/kb.case.yaml"]
+    assert json_of(invoke_cli("--kb", b, "--json", "get", "kb.about", check=True))["entities"] == ["memory:KB.Case-2"]
     assert json_of(invoke_cli("--kb", b, "--json", "get", "KB.Case-2", check=True))["learning"] == "Case two"

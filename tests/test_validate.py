@@ -67,16 +67,16 @@ def test_every_kind_of_problem_is_reported_at_its_line(catalog_kb: KnowledgeBase
         "would make a hidden file or look like a command-line option; start it with a letter or "
         "digit.",
         "memories/Ok.yaml:1: id 'Ok' differs only in letter case from ok: they collide on macOS "
-        "and Windows checkouts; rename one: git mv memories/Ok.yaml memories/Ok-2.yaml; git commit -m 'memory: "
-        "rename Ok to Ok-2' (where the two share one file, as on macOS, then git checkout HEAD -- memories/ok.yaml "
-        "memories/Ok-2.yaml), and link memory:Ok-2 where memory:Ok was meant",
+        "and Windows checkouts; rename one: slayer-kb rename Ok Ok-2 (it rewrites the memory:Ok links; where the "
+        "two share one file, as on macOS, run git checkout HEAD -- memories/Ok.yaml before it and git checkout HEAD "
+        "-- memories/ok.yaml after it)",
         "memories/bad-yaml.yaml:2: invalid YAML: did not find expected ',' or ']'",
         "memories/list.yaml:1: a memory file must be a mapping of keys (learning:, entities:, ...)",
         "memories/note.yml:1: slayer-kb reads only .yaml files in memories/; rename it to note.yaml",
         "memories/ok.yaml:1: id 'ok' differs only in letter case from Ok: they collide on macOS "
-        "and Windows checkouts; rename one: git mv memories/ok.yaml memories/ok-2.yaml; git commit -m 'memory: "
-        "rename ok to ok-2' (where the two share one file, as on macOS, then git checkout HEAD -- memories/Ok.yaml "
-        "memories/ok-2.yaml), and link memory:ok-2 where memory:ok was meant",
+        "and Windows checkouts; rename one: slayer-kb rename ok ok-2 (it rewrites the memory:ok links; where the "
+        "two share one file, as on macOS, run git checkout HEAD -- memories/ok.yaml before it and git checkout HEAD "
+        "-- memories/Ok.yaml after it)",
         "memories/order.yaml:1: not in canonical form; run 'slayer-kb fmt memories/order.yaml'",
         "memories/pattern.yaml:4: entities[1]: 'shop..x' is not an entity reference (<ds>, "
         "<ds>.<model>, <ds>.<model>.<leaf> or memory:<id>)",

@@ -318,17 +318,17 @@ def check_file(path: Path, name: str, context: KBContext, warnings: list[Problem
 
 
 def _renaming(memory_id: str, context: KBContext) -> str:
-    """The git steps that give memory ``memory_id`` the next id that collides with none (the file
-    name is the id). Where the two share one file (a checkout that folds case), the move takes it,
-    and a checkout then writes both as the commit has them."""
-    new = next(f"{memory_id}-{n}" for n in itertools.count(2) if fold_id(f"{memory_id}-{n}") not in context.folded)
-    old_path, new_path = f"{MEMORIES}/{memory_id}.yaml", f"{MEMORIES}/{new}.yaml"
+    """The step that gives memory ``memory_id`` the next id that collides with none, its links
+    rewritten (``rename``; the NFC spelling, which a new id must have). Where the two share one
+    file (a checkout that folds case), it must hold this memory's version before, and the others'
+    are checked out again after, the move having taken the one file."""
+    stem = unicodedata.normalize("NFC", memory_id)
+    new = next(f"{stem}-{n}" for n in itertools.count(2) if fold_id(f"{stem}-{n}") not in context.folded)
     others = sorted(f"{MEMORIES}/{i}.yaml" for i in context.folded[fold_id(memory_id)] if i != memory_id)
-    message = shell_word(f"memory: rename {memory_id} to {new}")
-    return (f"{git_command(context.root, f'mv {words(old_path, new_path)}')}; "
-            f"{git_command(context.root, f'commit -m {message}')} (where the two share one file, as on macOS, then "
-            f"{git_command(context.root, f'checkout HEAD -- {words(*others, new_path)}')}), "
-            f"and link memory:{new} where memory:{memory_id} was meant")
+    own = words(f"{MEMORIES}/{memory_id}.yaml")
+    return (f"{context.command} rename {words(memory_id, new)} (it rewrites the memory:{memory_id} links; where the "
+            f"two share one file, as on macOS, run {git_command(context.root, f'checkout HEAD -- {own}')} before it "
+            f"and {git_command(context.root, f'checkout HEAD -- {words(*others)}')} after it)")
 
 
 def reference_problems(path: Path, name: str, context: KBContext) -> list[Problem]:
