@@ -138,6 +138,18 @@ def test_a_rename_refused_names_the_problem_and_changes_nothing(
     assert (git(linked_kb.root, "rev-parse", "HEAD"), git(linked_kb.root, "status", "--porcelain")) == (head, "")
 
 
+def test_an_id_sync_moved_on_this_clone_is_refused_either_way(linked_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """An agent of this clone may still hold an id sync moved: renaming a memory to it, or from
+    it, would act on another memory than the one the agent means."""
+    linked_kb.record_moves({"kb.gone": "kb.other"}, "renumber")
+    refusal = ("Error: Memory id 'kb.gone' moved: 'slayer-kb renumber' gave this clone's memory kb.gone the id "
+               "kb.other, because the branch it was renumbered onto had already used kb.gone for another memory; no "
+               "memory has id 'kb.gone' now. Use kb.other for the memory saved here; to mean what "
+               "'kb.gone' names now, run 'slayer-kb renumber --accept kb.gone' first.\n")
+    for args in (["7", "kb.gone"], ["kb.gone", "kb.x"]):
+        proc = invoke_cli("rename", *args, cwd=linked_kb.root)
+        assert (proc.returncode, proc.stderr) == (1, refusal), args
+
 def test_a_deleted_memory_is_refused_with_how_to_bring_it_back(
         linked_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     root = linked_kb.root

@@ -251,6 +251,7 @@ def _check_free(kb: Context, old: str, new: str) -> None:
 
 
 def _one_file(a: Path, b: Path) -> bool:
+    """Whether two names open one file (a file system that folds case; a hard link)."""
     try:
         sa, sb = a.lstat(), b.lstat()
     except OSError:
