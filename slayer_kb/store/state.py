@@ -273,6 +273,19 @@ def check(
         _set_aside(folder, seen, reason, warn, advice)
 
 
+def carry(folder: Path, old: str | None, new: str) -> None:
+    """This process's own commit moved HEAD from ``old`` to ``new`` and wrote no path under the
+    folder: it stages only its own paths, so git tracks there what it tracked at ``old``. The
+    record of ``old``, if this user's, is kept for ``new``: the next command's check lists
+    nothing again (one ``git ls-files`` fewer a command after every write). A pull or checkout
+    moves HEAD otherwise, and is listed as before."""
+    key = _key()
+    entries = _read_checked(folder, key, old or "")
+    if entries is not None:
+        with contextlib.suppress(OSError):
+            _write_small(folder / CHECKED_HEAD, _checked_text(key, new, entries))
+
+
 def tracked(git: Callable[..., subprocess.CompletedProcess[bytes]], folder: str) -> list[Tracked]:
     """What git tracks at ``folder`` (its path in the repository) or under it: each path's mode,
     object id and size, its path inside the folder. ``git`` runs git in the repository."""
