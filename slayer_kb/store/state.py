@@ -12,8 +12,9 @@ when slayer-kb opens it. So before anything in it is read:
   a repository never matches;
 - and it must hold no file that git put there. What git tracks under the folder is listed by
   ``git ls-files`` when HEAD has moved since the last check (a pull or checkout could bring
-  tracked files into a folder that was ours) and kept, under the key's MAC, in
-  ``checked-head``; each check then looks for those paths in the folder, and a file there with
+  tracked files into a folder that was ours; slayer-kb's own commit, which stages none of the
+  folder's paths, carries the record to its new HEAD: ``carry``) and kept, under the key's MAC,
+  in ``checked-head``; each check then looks for those paths in the folder, and a file there with
   the very bytes (or link) git tracks is git's copy (a ``git checkout .`` or ``git stash`` brings
   one back without moving HEAD). A file of ours at a tracked path differs from git's blob.
 
