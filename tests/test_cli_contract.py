@@ -26,7 +26,7 @@ from click.testing import CliRunner as ClickRunner
 from slayer_kb import KnowledgeBase
 from slayer_kb.cli import COMMANDS, cli
 from slayer_kb.core.errors import NotFoundError
-from testing import EXAMPLE_KB, GIT_ENV, CliRunner, git, make_example_kb
+from testing import EXAMPLE_KB, GIT_ENV, CliRunner, git, make_example_kb, make_indexed_example_kb
 
 MEMORY_KEYS = {
     "id", "learning", "title", "type", "description", "entities", "query", "project", "scope",
@@ -996,6 +996,28 @@ def test_commands_that_only_read_files_import_no_search_stack(tmp_path: Path) ->
     ]
     first, *_ = json.JSONDecoder().raw_decode(proc.stdout)
     assert first["id"] == "1" and first["learning"].startswith("shop.orders.amount is the order total in EUR")
+
+
+def test_a_check_that_finds_the_files_as_indexed_loads_no_model(tmp_path: Path) -> None:
+    # A copied KB's first freshness check re-reads its files (new inodes) and finds the bytes
+    # the index holds: nothing to embed, so the word embedder's model (tokenizers and its 1.8 MB
+    # table, about 0.1 s of CPU) is not loaded, as a process a test or a server starts on a copy
+    # paid; a search loads it for its question.
+    kb = make_indexed_example_kb(tmp_path / "kb")
+    probe = (
+        "import json, sys\n"
+        "from slayer_kb.cli import cli\n"
+        "ran = []\n"
+        "for argv in (['list'], ['search', 'refunds']):\n"
+        "    try:\n"
+        f"        cli.main(['--kb', {str(kb)!r}, '--json', *argv], prog_name='slayer-kb')\n"
+        "    except SystemExit as exc:\n"
+        "        ran.append([argv[0], exc.code, 'tokenizers' in sys.modules])\n"
+        "open('out.json', 'w').write(json.dumps(ran))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((tmp_path / "out.json").read_text()) == [["list", 0, False], ["search", 0, True]]
 
 
 def test_completion_in_process() -> None:

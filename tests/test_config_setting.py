@@ -119,3 +119,19 @@ def test_a_kb_inside_a_larger_repository_reads_that_repository_s_setting(noted: 
     inner = outer / "notes"
     inner.mkdir()
     assert relay.mode(str(inner)) == "off"
+
+
+def test_a_name_no_file_holds_under_a_section_every_repository_has_is_read_without_running_git(
+    noted: Path, tmp_path: Path,
+) -> None:
+    """Every repository's config has ``[core]``; ``core.autocrlf``, which a sync, ``fmt`` and
+    ``validate`` read, is rarely there: unnamed, it is read without a git process (one a sync
+    before); named (git's names ignore case), git answers."""
+    root = _repo(tmp_path)
+    assert "[core]" in (root / ".git" / "config").read_text()
+    before = len(_runs(noted))
+    assert setting(str(root), "core.autocrlf") == ""
+    assert len(_runs(noted)) == before
+    git(root, "config", "core.autoCRLF", "input")
+    assert setting(str(root), "core.autocrlf") == "input\n"
+    assert _runs(noted)[-1] == "config --get core.autocrlf"

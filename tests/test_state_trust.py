@@ -14,7 +14,7 @@ import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.search.schema import FORMAT
-from testing import git, json_of
+from testing import git, json_of, traced_git
 
 
 class Payload:
@@ -258,4 +258,25 @@ def test_a_tracked_file_git_brings_back_without_moving_head_is_never_opened(tmp_
     assert not proof.exists()
     assert json_of(proc)["memories"][0]["id"] == "1"
     assert "git tracks files in it (force-added to the repository) and put index/_MAIN_1.toc there" in proc.stderr
+    assert len(set_aside(clone)) == 2
+
+
+def test_a_save_of_our_own_is_not_listed_again_and_git_copies_are_still_caught(tmp_path: Path,
+                                                                               invoke_cli) -> None:  # noqa: ANN001
+    """What git tracks under the folder is listed when HEAD moved since the last check; a save's
+    own commit stages only its own paths, so the command after it lists nothing (one
+    ``git ls-files`` fewer after every write), and knows what it knew: git's copy checked out
+    into the folder after the save (HEAD staying) is still set aside unread."""
+    clone = tracking_clone(tmp_path, "file")
+    assert invoke_cli("--kb", clone, "search", "refunds").returncode == 0  # the clone's folder set aside
+    saved = invoke_cli("--kb", clone, "save", "NULL means not returned", "--title", "Returns")
+    assert saved.returncode == 0, saved.stderr
+    with traced_git(tmp_path) as runs:
+        proc = invoke_cli("--kb", clone, "get", "1")
+    assert (proc.returncode, proc.stderr, runs("ls-files")) == (0, "", [])
+    git(clone, "checkout", "--", ".slayer-kb")
+    assert (clone / ".slayer-kb" / "x").read_text() == "committed by mistake\n"
+    proc = invoke_cli("--kb", clone, "get", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert "git tracks files in it (force-added to the repository) and put x there" in proc.stderr
     assert len(set_aside(clone)) == 2

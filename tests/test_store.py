@@ -23,7 +23,7 @@ from slayer_kb.core.errors import (
 )
 from slayer_kb.store import files, journal
 from slayer_kb.store.files import holds, put_file
-from testing import GIT_ENV, commit_all, fsck, git, make_catalog_kb, make_team
+from testing import GIT_ENV, commit_all, fsck, git, make_catalog_kb, make_team, traced_git
 
 
 def commits(root: Path) -> list[str]:
@@ -179,6 +179,26 @@ def test_fmt_of_the_kb_asks_git_where_its_repository_is_once(catalog_kb: Knowled
     assert path.read_text() == "learning: Amounts are in cents\ncreated_at: '2026-01-01T00:00:00Z'\n"
     located = [line for line in trace.read_text().splitlines() if "built-in: git rev-parse --show-toplevel" in line]
     assert len(located) == 1, located
+
+
+def test_a_first_save_on_a_packed_kb_reads_git_in_one_cat_file(invoke_cli: Any, tmp_path: Path) -> None:
+    """A save's commit reads its parent, the root tree and each folder down to the file it
+    writes; packed (as a clone or a repack leaves them), each was a ``git cat-file`` of its own,
+    one after the other: read in one, here for a KB in a folder of its repository (the root,
+    ``team/``, ``team/memories/``), and the commit keeps every other file."""
+    repo = tmp_path / "repo"
+    make_catalog_kb(repo / "team")
+    shutil.rmtree(repo / "team" / ".git")
+    git(repo, "init", "-q")
+    commit_all(repo)
+    git(repo, "repack", "-a", "-d", "-q")
+    with traced_git(tmp_path) as runs:
+        saved = invoke_cli("--kb", repo / "team", "save", "Amounts are in cents", "-e", "orders.amount")
+    assert (saved.returncode, saved.stderr) == (0, "")
+    assert runs("cat-file") == ["cat-file --batch"]
+    files = set(git(repo, "ls-tree", "-r", "--name-only", "HEAD").split())
+    assert files == {*git(repo, "ls-tree", "-r", "--name-only", "HEAD~").split(), "team/memories/1.yaml"}
+    assert fsck(repo).returncode == 0
 
 
 def test_save_with_query_stores_cleaned_query(catalog_kb: KnowledgeBase) -> None:

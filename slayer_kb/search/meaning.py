@@ -133,13 +133,15 @@ class Meaning:
         """The vectors table's rows for these memories ([] when no model is installed; rows
         with no vector when this process has search by meaning turned off: ``make_left``);
         without ``static``, their static vectors and token ids pending (``fill_static``)."""
+        if not memories:  # a check that re-read files holding their bytes: no model loaded (~0.1 s)
+            return []
         model = self.embedder()
-        if memories and embedding.turned_off() and embedding.key() is not None:
+        if embedding.turned_off() and embedding.key() is not None:
             # Off for this process alone: the rows' vectors are left to the next process that
             # has it, never dropped (another process's searches use them) nor made here.
             self._left = True
             return vectors.rows(memories, None)
-        if not memories or not isinstance(model, embedding.Embedder):
+        if not isinstance(model, embedding.Embedder):
             return []
         out: list[tuple[Any, ...]] = []
         for at in range(0, len(memories), 2000):

@@ -3,8 +3,8 @@
 
 Most KBs never set it, and asking ``git config`` costs every relayed command a process (and the
 import of ``subprocess``). So the files git would read are looked at first: when none of them
-names the setting's section, nor includes another file, the setting is unset, as git would say;
-otherwise, or whenever it is unsure which files git reads, git is asked."""
+names both the setting's section and its name, nor includes another file, the setting is unset,
+as git would say; otherwise, or whenever it is unsure which files git reads, git is asked."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ _OTHER_SOURCES = ("GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_DISCOVERY_AC
 def setting(root: str, key: str) -> str:
     """The value of ``key`` in git's config as seen from ``root`` (the repository's, then the
     user's), or "" when it is not set or git cannot say."""
-    if _surely_unset(root, key.rpartition(".")[0]):
+    if _surely_unset(root, key):
         return ""
     import subprocess  # here: most commands never need it, and the client starts lean
 
@@ -36,12 +36,15 @@ def setting(root: str, key: str) -> str:
     return found.stdout
 
 
-def _surely_unset(root: str, section: str) -> bool:
-    """True when no config file git may read from ``root`` mentions ``section`` or an include:
+def _surely_unset(root: str, key: str) -> bool:
+    """True when no config file git may read from ``root`` mentions both the section and the
+    name of ``key`` (a setting is a name under its section's header: ``core.autocrlf`` is unset
+    in a file with ``[core]`` but no ``autocrlf``), nor an include:
     then ``git config --get`` would print nothing. Every file that could count is read (more
     than git reads is harmless: it only sends the question to git); False wherever that set is
     not known (not Linux, no HOME, another repository named by the environment, ``root`` not a
     repository's top folder)."""
+    section, _, name = key.lower().rpartition(".")
     home = os.environ.get("HOME")
     if not sys.platform.startswith("linux") or not home or not section or any(
             os.environ.get(name) is not None for name in _OTHER_SOURCES):
@@ -54,7 +57,7 @@ def _surely_unset(root: str, section: str) -> bool:
     git = program("git")
     if git is None:
         return False
-    wanted = section.lower().encode()
+    wanted = section.encode(), name.encode()
     for path in files(dotgit, dotgit, git):
         try:
             with open(path, "rb") as config:
@@ -63,7 +66,7 @@ def _surely_unset(root: str, section: str) -> bool:
             continue
         except OSError:  # unreadable, a folder: git decides
             return False
-        if wanted in text or b"include" in text:
+        if all(part in text for part in wanted) or b"include" in text:
             return False
     return True
 

@@ -40,17 +40,20 @@ _RUN = 512
 PACK_BLOBS = 500
 _PACK_BLOB = 3
 
+# An object git's ``cat-file --batch`` answered: its id, its kind and its bytes.
+Named = tuple[str, str, bytes]
+
 
 class ObjectStore:
     """git's objects in ``objects_dir``: written loose (or, many blobs at once, as a pack handed
-    to ``index_pack``); read loose, else through ``cat_files(oids)``, which answers
-    ``(kind, data)`` for each id."""
+    to ``index_pack``); read loose, else through ``cat_files(names, missing_ok)``, which answers
+    ``(id, kind, data)`` for each object named (None for one missing, when ``missing_ok``)."""
 
     def __init__(
         self,
         objects_dir: Path,
         hash_name: str,
-        cat_files: Callable[[list[str]], list[tuple[str, bytes]]],
+        cat_files: Callable[[list[str], bool], list[Named | None]],
         index_pack: Callable[[bytes], None],
     ) -> None:
         if hash_name not in _HASH_SIZES:
@@ -154,7 +157,8 @@ class ObjectStore:
             found = kind_found.decode("ascii", "replace") if size == b"%d" % len(data) else "damaged object"
             out[oid] = self._checked(kind, oid, found, data)
         if packed:
-            for oid, (found, data) in zip(packed, self._cat_files(packed), strict=True):
+            for oid, answer in zip(packed, self._cat_files(packed, False), strict=True):
+                _, found, data = answer or (oid, "missing object", b"")  # never missing: git refused it
                 out[oid] = self._checked(kind, oid, found, data)
         return out
 
@@ -170,10 +174,35 @@ class ObjectStore:
         over): kept, a packed one costs one ``git cat-file`` process, not one a question."""
         data = self._commits.get(oid)
         if data is None:
-            data = self._commits[oid] = self.read("commit", oid)
-            while len(self._commits) > _COMMIT_CACHE:
-                del self._commits[next(iter(self._commits))]
+            data = self.read("commit", oid)
+            self._keep_commit(oid, data)
         return data
+
+    def _keep_commit(self, oid: str, data: bytes) -> None:
+        self._commits[oid] = data
+        while len(self._commits) > _COMMIT_CACHE:
+            del self._commits[next(iter(self._commits))]
+
+    def preload(self, commit: str, folders: Iterable[str]) -> None:
+        """Read ``commit``, its root tree and the trees of ``folders`` (paths in the repository;
+        "" the root) and of the folders above them, as they are in it, in one ``git cat-file``
+        when the commit is packed: a commit's reads walk from it to its tree and down, each read
+        a process of its own when it is not loose. A folder the commit lacks is left to the
+        reads that follow, as is a commit git has not."""
+        if commit in self._commits or (self.dir / commit[:2] / commit[2:]).exists():
+            return
+        paths = {"/".join(parts[:depth]) for parts in (folder.split("/") for folder in folders if _plain(folder))
+                 for depth in range(1, len(parts) + 1)}
+        if len(paths) >= _TREE_CACHE:  # more than the cache keeps: read as they are asked for
+            return
+        names = [commit, f"{commit}^{{tree}}", *(f"{commit}:{path}" for path in sorted(paths))]
+        answers = self._cat_files(names, True)
+        if answers[0] is None or answers[0][1] != "commit":
+            return
+        self._keep_commit(commit, answers[0][2])
+        for answer in answers[1:]:
+            if answer is not None and answer[1] == "tree" and answer[0] not in self._trees:
+                self._remember(answer[0], Tree.parse(answer[2], self._entry))
 
     def tree_of(self, commit: str) -> str:
         first = self.commit(commit).split(b"\n", 1)[0]
@@ -399,6 +428,11 @@ def _deflate_run(data: bytes) -> bytes:
     """``data`` as a raw deflate stream that needs nothing before it and ends on a byte."""
     compressor = zlib.compressobj(_LOOSE_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS)
     return compressor.compress(data) + compressor.flush(zlib.Z_FULL_FLUSH)
+
+
+def _plain(folder: str) -> bool:
+    """A folder ``cat-file`` takes on a line of its own as ``REV:PATH`` (others are read by id)."""
+    return folder.isascii() and folder.isprintable() and bool(folder)
 
 
 def _pack_entry_header(kind: int, size: int) -> bytes:

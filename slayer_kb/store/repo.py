@@ -36,7 +36,7 @@ from .bounded import explain, git_timeout, hung, run_bounded
 from .files import reserved_space, why_unwritable
 from .gitenv import git_env
 from .identity import Identity, parse_author
-from .objects import ObjectStore
+from .objects import Named, ObjectStore
 from .place import git_dir_refusal, ownership_refusal
 from .recovery import RESERVE, recover
 from .view import View
@@ -166,22 +166,27 @@ class GitStore:
         self._git_dirs, self._index_file = (git_dir, common_dir), index
         self._objects = ObjectStore(objects_dir, where[1], self._cat_files, self._index_pack)
 
-    def _cat_files(self, oids: list[str]) -> list[tuple[str, bytes]]:
-        """``(kind, data)`` of each object, from one ``git cat-file --batch``."""
-        out = self.git("cat-file", "--batch", input="".join(oid + "\n" for oid in oids).encode()).stdout
-        found: list[tuple[str, bytes]] = []
+    def _cat_files(self, names: list[str], missing_ok: bool = False) -> list[Named | None]:
+        """``(id, kind, data)`` of each object ``names`` names (an id, or ``REV:PATH``), from one
+        ``git cat-file --batch``; None for one git has not when ``missing_ok``."""
+        out = self.git("cat-file", "--batch", input="".join(name + "\n" for name in names).encode()).stdout
+        found: list[Named | None] = []
         at = 0
-        for oid in oids:
+        for name in names:
             end = out.index(b"\n", at)
             header = out[at:end].split()
             if len(header) != 3:
+                if missing_ok:
+                    found.append(None)
+                    at = end + 1
+                    continue
                 if (self._git_dirs[1] / "shallow").exists():  # not broken: left out by git clone --depth
-                    raise StoreError(f"git object {oid} is missing: this clone is shallow, and the command needs "
+                    raise StoreError(f"git object {name} is missing: this clone is shallow, and the command needs "
                                      "history it left out; run 'git fetch --unshallow', then retry.")
-                raise StoreError(f"git object {oid} is missing; run 'git fsck' on the repository.")
+                raise StoreError(f"git object {name} is missing; run 'git fsck' on the repository.")
             start = end + 1
             size = int(header[2])
-            found.append((header[1].decode("ascii", "replace"), out[start : start + size]))
+            found.append((header[0].decode("ascii"), header[1].decode("ascii", "replace"), out[start : start + size]))
             at = start + size + 1
         return found
 
@@ -343,6 +348,8 @@ class GitStore:
         # ``parent`` is the HEAD the caller read under the lock (False: read it here); the
         # update-ref checks it anyway.
         old = self.head() if parent is False else parent
+        if old is not None:
+            objects.preload(old, {self.repo_path(c.path).rpartition("/")[0] for c in changes})
         old_tree = objects.tree_of(old) if old is not None else None
         problem = worktree.unpublishable(self, [c.path for c in changes if c.data is not None], old_tree)
         if problem is not None:
@@ -374,6 +381,8 @@ class GitStore:
                     "HEAD moved while slayer-kb was committing (a git command ran at the same "
                     "time); nothing was written. Retry the command."
                 )
+        if not any(path == STATE_DIR or path.startswith(STATE_DIR + "/") for path in blobs):
+            state.carry(self.state, old, new)
         in_old = objects.blobs_at(old_tree, [self.repo_path(path) for path in blobs])
         known = (marks or worktree.IndexMarks(frozenset(), {})).with_unmarked(
             path for path in blobs if in_old[self.repo_path(path)] is None)

@@ -12,8 +12,9 @@ when slayer-kb opens it. So before anything in it is read:
   a repository never matches;
 - and it must hold no file that git put there. What git tracks under the folder is listed by
   ``git ls-files`` when HEAD has moved since the last check (a pull or checkout could bring
-  tracked files into a folder that was ours) and kept, under the key's MAC, in
-  ``checked-head``; each check then looks for those paths in the folder, and a file there with
+  tracked files into a folder that was ours; slayer-kb's own commit, which stages none of the
+  folder's paths, carries the record to its new HEAD: ``carry``) and kept, under the key's MAC,
+  in ``checked-head``; each check then looks for those paths in the folder, and a file there with
   the very bytes (or link) git tracks is git's copy (a ``git checkout .`` or ``git stash`` brings
   one back without moving HEAD). A file of ours at a tracked path differs from git's blob.
 
@@ -271,6 +272,19 @@ def check(
             entries = list(tracked() or ())
         advice = f" git tracks {_what(entries, shown)}: {_advice(shown)}" if entries else ""
         _set_aside(folder, seen, reason, warn, advice)
+
+
+def carry(folder: Path, old: str | None, new: str) -> None:
+    """This process's own commit moved HEAD from ``old`` to ``new`` and wrote no path under the
+    folder: it stages only its own paths, so git tracks there what it tracked at ``old``. The
+    record of ``old``, if this user's, is kept for ``new``: the next command's check lists
+    nothing again (one ``git ls-files`` fewer a command after every write). A pull or checkout
+    moves HEAD otherwise, and is listed as before."""
+    key = _key()
+    entries = _read_checked(folder, key, old or "")
+    if entries is not None:
+        with contextlib.suppress(OSError):
+            _write_small(folder / CHECKED_HEAD, _checked_text(key, new, entries))
 
 
 def tracked(git: Callable[..., subprocess.CompletedProcess[bytes]], folder: str) -> list[Tracked]:
