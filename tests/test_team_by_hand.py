@@ -1881,15 +1881,19 @@ def test_one_named_id_created_on_two_clones_is_said_so_and_both_can_be_kept(
     """Two clones save ``--id kb.rule`` with different texts: the second sync said "both edited"
     and to edit the file to keep what both meant. It says "both created", and its steps keep both
     as two memories, this clone's under a new id, pasted into a shell as written (a rebase's
-    ``--theirs`` is this clone's version; a merge's is the other's)."""
+    ``--theirs`` is this clone's version; a merge's is the other's). The new id is free on both
+    sides: sync named ``kb.rule-2``, which the upstream had (its work tree, put back, lacked it),
+    and the steps moved this clone's text over it, which the sync then pushed; the steps refuse
+    to move onto a file that is there."""
     _bare, (a, b, c) = make_team(tmp_path, clones=3)
+    invoke_cli("--kb", a, "save", "--id", "kb.rule-2", "Rule two", "-e", "shop.orders.amount", check=True)
     for clone, text in ((a, "Refunds are net of fees"), (b, "Refunds include fees"), (c, "Refunds are gross")):
         invoke_cli("--kb", clone, "save", "--id", "kb.rule", text, "-e", "shop.orders.amount", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     start = "To merge by hand: git fetch origin; slayer-kb rebase origin/main (it stops on the conflict); "
-    keep_both = ("(or keep both, yours under a new id: git checkout {theirs} memories/kb.rule.yaml && mv "
-                 "memories/kb.rule.yaml memories/kb.rule-2.yaml && git checkout {ours} memories/kb.rule.yaml && git "
-                 "add memories/kb.rule-2.yaml); git add memories/kb.rule.yaml; ")
+    keep_both = ("(or keep both, yours under a new id: test ! -e memories/kb.rule-3.yaml && git checkout {theirs} "
+                 "memories/kb.rule.yaml && mv memories/kb.rule.yaml memories/kb.rule-3.yaml && git checkout {ours} "
+                 "memories/kb.rule.yaml && git add memories/kb.rule-3.yaml); git add memories/kb.rule.yaml; ")
     message = json_of(invoke_cli("--kb", b, "--json", "sync"))["error"]["message"]
     assert message == (
         "Your commits and origin/main both created memories/kb.rule.yaml; the repository is back as it was. "
@@ -1898,17 +1902,24 @@ def test_one_named_id_created_on_two_clones_is_said_so_and_both_can_be_kept(
         "(a later commit that stops says so again); slayer-kb sync.")
     git(b, "fetch", "-q", "origin")
     assert invoke_cli("rebase", "origin/main", cwd=b).returncode == 1
-    subprocess.run(["sh", "-c", message.split("yours under a new id: ")[1].split(")")[0]], cwd=b, check=True)
+    steps = message.split("yours under a new id: ")[1].split(")")[0]
+    there = b / "memories" / "kb.rule-3.yaml"
+    there.write_text("a file of mine\n")
+    assert subprocess.run(["sh", "-c", steps], cwd=b, capture_output=True).returncode == 1
+    assert there.read_text() == "a file of mine\n" and "<<<<<<<" in (b / "memories" / "kb.rule.yaml").read_text()
+    there.unlink()
+    subprocess.run(["sh", "-c", steps], cwd=b, check=True)
     git(b, "add", "memories/kb.rule.yaml")
     invoke_cli("validate", cwd=b, check=True)
     invoke_cli("rebase", "--continue", cwd=b, check=True)
     invoke_cli("sync", cwd=b, check=True)
     assert git(b, "show", "origin/main:memories/kb.rule.yaml").startswith("learning: Refunds are net of fees\n")
-    assert git(b, "show", "origin/main:memories/kb.rule-2.yaml").startswith("learning: Refunds include fees\n")
+    assert git(b, "show", "origin/main:memories/kb.rule-2.yaml").startswith("learning: Rule two\n")
+    assert git(b, "show", "origin/main:memories/kb.rule-3.yaml").startswith("learning: Refunds include fees\n")
     # A merge names the sides the other way round; the new id is the next one free.
     git(c, "fetch", "-q", "origin")
     merged = json_of(invoke_cli("--json", "merge", "origin/main", cwd=c))["error"]["message"]
-    steps = keep_both.format(theirs="--ours", ours="--theirs").replace("kb.rule-2", "kb.rule-3")
+    steps = keep_both.format(theirs="--ours", ours="--theirs").replace("kb.rule-3", "kb.rule-4")
     assert merged.startswith("This branch and origin/main both created memories/kb.rule.yaml; ")
     assert f"edit memories/kb.rule.yaml to keep what both sides meant {steps}" in merged, merged
 

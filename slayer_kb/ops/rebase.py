@@ -32,7 +32,7 @@ from ..store.revisions import added_alike, resolve_rev
 from ..store.worktree import require_shown
 from .renumber import require_clean
 from .revalidation import Moves, finish_or_put_back
-from .snapshot import merge_bases, session_projects, written_on_both, written_on_either
+from .snapshot import files_at, merge_bases, session_projects, written_on_both, written_on_either
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -92,7 +92,8 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
         # What either side's commits wrote since they parted (this branch as it was, ``ours``).
         stopped = run(store, args, onto, written_on_either(store, (onto_commit, ours), bases) if onto_commit else None)
         if stopped is not None:
-            raise ConflictError(conflict_message(store, *stopped, onto, stopped_at=_stop(store), push=push))
+            raise ConflictError(conflict_message(store, *stopped, onto, stopped_at=_stop(store), push=push,
+                                                 tips=tuple(filter(None, ("HEAD", onto_commit, ours)))))
         kb.reread()
         head = store.head()
         assert head is not None
@@ -258,12 +259,14 @@ def _state_folder(store: GitStore) -> Path | None:
 
 
 def conflict_message(store: GitStore, paths: list[str], held: dict[str, set[int]], upstream: str,
-                     first: tuple[str, ...] = (), stopped_at: str | None = None, push: str | None = None) -> str:
+                     first: tuple[str, ...] = (), stopped_at: str | None = None, push: str | None = None, *,
+                     tips: tuple[str, ...]) -> str:
     """What conflicts on ``paths`` (repository-relative; ``held``: their stages, 2 the upstream's
     version, 3 this branch's, a side missing having deleted the file) and the steps to merge them,
     ending with ``push``: after ``first`` (sync's fetch and its rebase's start) when sync put the
-    repository back, or from where ``slayer-kb rebase`` stopped (``stopped_at``)."""
-    what, steps = conflict_steps(store, paths, held, upstream, "Your commits")
+    repository back, or from where ``slayer-kb rebase`` stopped (``stopped_at``). ``tips``: the
+    commits of both sides (``conflict_steps``)."""
+    what, steps = conflict_steps(store, paths, held, upstream, "Your commits", tips=tips)
     kb = command_in(store.root)
     steps = [*cd_step(store.root), *first, *steps, f"{kb} validate",
              f"{kb} rebase --continue (a later commit that stops says so again)", push or f"{kb} sync"]
@@ -274,11 +277,13 @@ def conflict_message(store: GitStore, paths: list[str], held: dict[str, set[int]
 
 
 def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]], other: str,
-                   ours: str, checkout: tuple[str, str] = ("--ours", "--theirs")) -> tuple[str, list[str]]:
+                   ours: str, checkout: tuple[str, str] = ("--ours", "--theirs"), *,
+                   tips: tuple[str, ...]) -> tuple[str, list[str]]:
     """What conflicts on ``paths`` (repository-relative; ``held``: their stages as ``held_stages``
     gives them, 2 ``other``'s version, 3 ``ours``), and the steps that resolve each file;
     ``checkout``: git's ``checkout`` options that take ``other``'s and ``ours``'s version (a rebase's
-    ``--ours`` is the upstream). Every path is the KB's own: slayer-kb runs in the KB's folder,
+    ``--ours`` is the upstream); ``tips``: commits whose trees hold both sides' files, where a
+    memory both created is kept under a new id only if that id is free. Every path is the KB's own: slayer-kb runs in the KB's folder,
     which may be a folder of the repository (``repo/kb/``), and git there reads paths from that
     folder too."""
 
@@ -309,7 +314,7 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
     take_other, take_ours = checkout
     if created:
         what.append(f"{subject()} and {other} both created {files(created)}")
-        steps += [f"edit {files(created)} to keep what both sides meant{_keep_both(store, created, checkout)}",
+        steps += [f"edit {files(created)} to keep what both sides meant{_keep_both(store, created, checkout, tips)}",
                   f"git add {args(created)}"]
     if edited:
         what.append(f"{subject()} and {other} both edited {files(edited)}")
@@ -333,9 +338,12 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
     return "; ".join(what), steps
 
 
-def _keep_both(store: GitStore, created: list[str], checkout: tuple[str, str]) -> str:
+def _keep_both(store: GitStore, created: list[str], checkout: tuple[str, str], tips: tuple[str, ...]) -> str:
     """The alternative to merging memory files both sides created: this side's memory kept under
-    a new id (the file name is the id), the other side's at the id. Empty for other files."""
+    a new id (the file name is the id), the other side's at the id. The new id is free in every
+    commit of ``tips`` (both sides' tips: sync asks after putting the work tree back, which then
+    lacks the upstream's files), and the steps refuse to move onto a file that exists when they
+    run. Empty for other files."""
     take_other, take_ours = checkout
     moves = []
     for path in created:
@@ -343,9 +351,10 @@ def _keep_both(store: GitStore, created: list[str], checkout: tuple[str, str]) -
         if (memory_id := id_of_path(kb_path)) is None:
             continue
         folder = kb_path.rpartition("/")[0]
-        new = next(f"{folder}/{memory_id}-{n}.yaml" for n in itertools.count(2)
-                   if not (store.root / folder / f"{memory_id}-{n}.yaml").exists())
-        moves += [f"git checkout {take_ours} {words(kb_path)}", f"mv {words(kb_path, new)}",
+        # Letter case folded: two ids that differ only in it collide on macOS and Windows checkouts.
+        taken = {name.casefold() for tip in tips for name in files_at(store, tip, folder)}
+        new = next(name for n in itertools.count(2) if (name := f"{folder}/{memory_id}-{n}.yaml").casefold() not in taken)
+        moves += [f"test ! -e {words(new)}", f"git checkout {take_ours} {words(kb_path)}", f"mv {words(kb_path, new)}",
                   f"git checkout {take_other} {words(kb_path)}", f"git add {words(new)}"]
     return f" (or keep both, yours under a new id: {' && '.join(moves)})" if moves else ""
 
