@@ -1946,3 +1946,34 @@ def test_ids_two_clones_gave_in_two_letter_cases_are_renamed_by_the_steps_given(
     assert git(b, "ls-tree", "--name-only", "origin/main", "memories/").split() == [
         "memories/KB.Case-2.yaml", "memories/kb.case.yaml"]
     assert json_of(invoke_cli("--kb", b, "--json", "get", "KB.Case-2", check=True))["learning"] == "Case two"
+
+
+def test_a_later_change_of_a_memory_kept_under_a_new_id_is_moved_there(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """Clone b saves kb.rule twice, which a saved too: its rebase stops on the first save (both
+    created), whose steps keep b's under kb.rule-2; then on the second, said as "both edited", to
+    be merged into a's memory, which the first steps kept apart. It says the change is to the
+    memory kept as kb.rule-2, and its steps move it there."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "--id", "kb.rule", "Refunds are net of fees", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    for text in ("Refunds include fees", "Refunds include fees and tax"):
+        invoke_cli("--kb", b, "save", "--id", "kb.rule", text, "-e", "shop.orders.amount", check=True)
+    git(b, "fetch", "-q", "origin")
+    first = json_of(invoke_cli("--json", "rebase", "origin/main", cwd=b))["error"]["message"]
+    subprocess.run(["sh", "-c", first.split("yours under a new id: ")[1].split(")")[0]], cwd=b, check=True)
+    git(b, "add", "memories/kb.rule.yaml")
+    second = json_of(invoke_cli("--json", "rebase", "--continue", cwd=b))["error"]["message"]
+    steps = ("git checkout --theirs memories/kb.rule.yaml && mv memories/kb.rule.yaml memories/kb.rule-2.yaml && git "
+             "checkout --ours memories/kb.rule.yaml && git add memories/kb.rule.yaml memories/kb.rule-2.yaml")
+    assert second == (
+        "Your commits changed memories/kb.rule.yaml again after both sides created it, and an earlier commit's steps "
+        "kept your version as memories/kb.rule-2.yaml; the rebase stopped at commit 2 of 2 ('memory: save kb.rule'), "
+        "and slayer-kb rebase --abort would put the branch back as it was. To merge by hand: move this change there: "
+        f"{steps} (or edit memories/kb.rule.yaml to keep what both sides meant, then git add memories/kb.rule.yaml); "
+        "slayer-kb validate; slayer-kb rebase --continue (a later commit that stops says so again); slayer-kb sync.")
+    subprocess.run(["sh", "-c", steps], cwd=b, check=True)
+    invoke_cli("rebase", "--continue", cwd=b, check=True)
+    invoke_cli("sync", cwd=b, check=True)
+    assert git(b, "show", "origin/main:memories/kb.rule.yaml").startswith("learning: Refunds are net of fees\n")
+    assert git(b, "show", "origin/main:memories/kb.rule-2.yaml").startswith("learning: Refunds include fees and tax\n")

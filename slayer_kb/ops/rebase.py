@@ -283,9 +283,9 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
     gives them, 2 ``other``'s version, 3 ``ours``), and the steps that resolve each file;
     ``checkout``: git's ``checkout`` options that take ``other``'s and ``ours``'s version (a rebase's
     ``--ours`` is the upstream); ``tips``: commits whose trees hold both sides' files, where a
-    memory both created is kept under a new id only if that id is free. Every path is the KB's own: slayer-kb runs in the KB's folder,
-    which may be a folder of the repository (``repo/kb/``), and git there reads paths from that
-    folder too."""
+    memory both created is kept under a new id only if that id is free. Every path is the KB's
+    own: slayer-kb runs in the KB's folder, which may be a folder of the repository
+    (``repo/kb/``), and git there reads paths from that folder too."""
 
     def files(group: list[str]) -> str:
         return ", ".join(p[len(store.prefix):] for p in group)
@@ -298,6 +298,8 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
     # named id given to two memories): no edit either, and both may be kept.
     created = [p for p in paths if held.get(p) == {2, 3}]
     edited = [p for p in paths if {2, 3} <= held.get(p, {2, 3}) and p not in created]
+    kept = _kept_as(store, edited)
+    edited = [p for p in edited if p not in kept]
     # A soft forget keeps the file: git holds two versions, but one side forgot, not edited.
     soft_here = [p for p in paths if {2, -3} <= held.get(p, set())]
     soft_there = [p for p in paths if {-2, 3} <= held.get(p, set())]
@@ -319,6 +321,12 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
     if edited:
         what.append(f"{subject()} and {other} both edited {files(edited)}")
         steps += [f"edit {files(edited)} to keep what both sides meant", f"git add {args(edited)}"]
+    for path, moved in kept.items():
+        what.append(f"{subject()} changed {files([path])} again after both sides created it, and an earlier commit's "
+                    f"steps kept your version as {files([moved])}")
+        steps.append(f"move this change there: git checkout {take_ours} {args([path])} && mv {args([path, moved])} && "
+                     f"git checkout {take_other} {args([path])} && git add {args([path, moved])} (or edit "
+                     f"{files([path])} to keep what both sides meant, then git add {args([path])})")
     if forgot_here:
         what.append(f"{subject()} forgot {files(forgot_here)}, which {other} edited")
         steps.append(f"git rm {args(forgot_here)} to keep it forgotten (or git add {args(forgot_here)} "
@@ -357,6 +365,26 @@ def _keep_both(store: GitStore, created: list[str], checkout: tuple[str, str], t
         moves += [f"test ! -e {words(new)}", f"git checkout {take_ours} {words(kb_path)}", f"mv {words(kb_path, new)}",
                   f"git checkout {take_other} {words(kb_path)}", f"git add {words(new)}"]
     return f" (or keep both, yours under a new id: {' && '.join(moves)})" if moves else ""
+
+
+def _kept_as(store: GitStore, edited: list[str]) -> dict[str, str]:
+    """The memory files among ``edited`` (both sides edited, repository-relative) whose base, the
+    version this branch's commit changes, HEAD holds byte for byte under another id: where an
+    earlier commit's keep-both steps (``_keep_both``) moved this branch's memory, so that this
+    commit's change belongs there, not to the other side's memory. Each such path and the other."""
+    stages = _stages(store)
+    bases = {path: stages[path][1][1] for path in edited
+             if 1 in stages.get(path, {}) and id_of_path(path[len(store.prefix):]) is not None}
+    if not bases:
+        return {}
+    folders = {path.rpartition("/")[0] for path in bases}
+    held: dict[str, str] = {}
+    out = store.git("ls-tree", "-z", "HEAD", "--", *(f"{folder}/" for folder in folders)).stdout
+    for entry in out.decode("utf-8", "surrogateescape").split("\0"):
+        if entry:
+            info, path = entry.split("\t", 1)
+            held.setdefault(info.split()[2], path)
+    return {path: held[blob] for path, blob in bases.items() if held.get(blob, path) != path}
 
 
 def _onto_name(store: GitStore) -> str:
