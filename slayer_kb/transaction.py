@@ -349,9 +349,10 @@ class Transaction:
         """Why a rewrite of ``paths``, deleted or moved by hand and not committed, is refused,
         ``--force`` or not: setting the deletion aside would bring the file back, and committing
         HEAD's file rewritten would need the work tree to take it back too."""
-        said = missing_by_hand(self.store, paths[0]) or _uncommitted_message(paths[:1], force_hint=False)
-        more = f" So {'is' if len(paths) == 2 else 'are'} {listed(paths[1:])}: the same for each." if paths[1:] else ""
-        return (f"{said.removesuffix('.')}, then retry.{more} This command would rewrite "
+        # Each file its own fix: one moved by hand goes back by another step than one deleted.
+        said = " ".join(missing_by_hand(self.store, path) or _uncommitted_message([path], force_hint=False)
+                        for path in paths)
+        return (f"{said.removesuffix('.')}, then retry. This command would rewrite "
                 f"{'it' if len(paths) == 1 else 'them'}, and slayer-kb never commits work you have not committed "
                 "(--force sets an edit aside, never a deletion), so nothing was done.")
 

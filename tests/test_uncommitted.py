@@ -534,3 +534,26 @@ def test_a_memory_deleted_by_hand_is_not_passed_by(catalog_kb: KnowledgeBase, in
     proc = invoke_cli("--kb", root, "delete-model", "shop.refunds", check=True)
     assert proc.stdout.endswith("; stripped it from 1 memories: 9\n"), proc.stdout
     assert git(root, "show", "HEAD:memories/9.yaml") == "learning: Nine.\n" + CREATED
+
+
+def test_memories_moved_and_deleted_by_hand_each_get_their_own_fix(
+        catalog_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """7 and 9 link memory:3; 7 is moved by hand and 9 deleted, neither committed: forget 3 gave
+    7's fix (move it back) to 9 as well ("the same for each"), though 9 was deleted."""
+    root = catalog_kb.root
+    (root / "memories" / "3.yaml").write_text(memory("Three.", "shop.orders"))
+    for name in ("7", "9"):
+        (root / "memories" / f"{name}.yaml").write_text(memory(f"Memory {name}.", "memory:3"))
+    commit_all(root, "three memories")
+    (root / "memories" / "7.yaml").rename(root / "memories" / "7b.yaml")
+    (root / "memories" / "9.yaml").unlink()
+    cd = f"cd {shlex.quote(str(root))}; "
+    proc = invoke_cli("--kb", root, "forget", "3")
+    assert (proc.returncode, proc.stderr) == (1, (
+        "Error: memories/7.yaml was moved to memories/7b.yaml (slayer-kb now reads it as memory '7b'), and HEAD still "
+        f"has it at memories/7.yaml: a move that is not committed. Move it back ({cd}mv memories/7b.yaml "
+        f"memories/7.yaml), or commit the move ({cd}git add -A -- memories/7.yaml memories/7b.yaml; git commit). "
+        "memories/9.yaml is missing from the work tree, and HEAD still has it: a deletion (or a move) that is not "
+        f"committed. Bring the file back ({cd}git checkout HEAD -- memories/9.yaml), or commit the deletion "
+        f"({cd}git rm memories/9.yaml; git commit), then retry. This command would rewrite them, and slayer-kb never "
+        "commits work you have not committed (--force sets an edit aside, never a deletion), so nothing was done.\n"))
