@@ -107,6 +107,8 @@ class Transaction:
         # git's index marks on the files the next commit rewrites, as the check that it may read
         # them: its staging needs them too. Read again in each transaction, never kept longer.
         self._marks: IndexMarks | None = None
+        # A dry run of --force: the memories whose files the run would set aside, read as HEAD has them.
+        self._as_at_head: frozenset[str] = frozenset()
 
     @property
     def kb(self) -> Workspace:
@@ -148,7 +150,8 @@ class Transaction:
         index's parsed copy is used where the file still hashes the same, so reading thousands
         parses only what changed."""
         kb = self.kb
-        docs = sorted(self.index.documents(query, limit=None), key=lambda d: id_sort_key(d["id"]))
+        docs = sorted((doc for doc in self.index.documents(query, limit=None) if doc["id"] not in self._as_at_head),
+                      key=lambda d: id_sort_key(d["id"]))
         hashes = self.index.file_hashes([d["id"] for d in docs])
 
         def indexed() -> Iterator[tuple[Memory, str]]:
@@ -165,7 +168,8 @@ class Transaction:
         unfinished), or is gone from the work tree (deleted or moved by hand and not committed,
         or left out by a sparse checkout). Yet a commit builds on HEAD's version: a forget or a
         cascade that passed it by left HEAD's links to what it deleted. Rewriting a file holding
-        the user's uncommitted work (an edit, a deletion) is what ``rewrite`` refuses."""
+        the user's uncommitted work (an edit, a deletion) is what ``rewrite`` refuses. So is each
+        memory a dry run of ``--force`` reads as HEAD has it (``_as_at_head``)."""
         from .search import lookups  # with the index it queries: see Context.index
 
         store = self.store
@@ -175,6 +179,7 @@ class Transaction:
         tree = objects.tree_of(head)
         unread = {memory_id: store.repo_path(problem.path) for problem in self.kb.problems
                   if (memory_id := id_of_path(problem.path)) is not None and memory_id not in found}
+        unread.update((memory_id, store.repo_path(memory_path(memory_id))) for memory_id in self._as_at_head)
         # HEAD's memory files the work tree lacks: one listing of each, compared as bytes (a
         # decode a name costs more than the listing at 100,000 files), no stat, no git process.
         try:
@@ -322,7 +327,8 @@ class Transaction:
         are set aside (``GitStore.set_aside``: the user's version kept as ``<file>.orig``, HEAD's
         put back) and ``plan()`` runs again from HEAD's versions. Returns (changes, the rest of
         what ``plan`` gave, the names kept). ``dry_run``: refused as the run would be, so a dry
-        run says so; with ``force``, nothing is set aside."""
+        run says so; with ``force``, nothing is set aside: ``plan()`` runs again reading those
+        memories as HEAD has them, and the names are those the run would keep."""
         kb = self.kb
         changes, extra = plan()
         dirty = self._uncommitted([c.path for c in changes])
@@ -331,7 +337,12 @@ class Transaction:
         if gone:
             raise ConflictError(self._deleted_message(gone))
         if dirty and force and dry_run:
-            return changes, extra, kept
+            self._as_at_head = frozenset(memory_ids_of(list(dirty)))
+            try:
+                changes, extra = plan()
+            finally:
+                self._as_at_head = frozenset()
+            return changes, extra, self.store.aside_names(dirty)
         if dirty and force:
             kept = self.store.set_aside(dirty)
             self._reindex(memory_ids_of(list(dirty)))

@@ -158,10 +158,36 @@ def test_a_dry_run_of_prune_says_the_real_run_would_refuse(unfinished: Path, inv
         proc = invoke_cli("--kb", root, *args)
         assert (proc.returncode, proc.stdout, proc.stderr) == refused, args
     assert_untouched(root, before)
-    # --force sets the work aside in the real run; its dry run sets nothing aside.
+    # --force sets the work aside in the real run; its dry run sets nothing aside, and says what
+    # the run does: it strips HEAD's versions of the files set aside (HEAD's 1 lacks the link to
+    # shop.refunds.id that the edit adds), and keeps the user's, which the dry run named not.
     dry = invoke_cli("--kb", root, "prune", "--dry-run", "--force", check=True)
-    assert dry.stdout.startswith("Would strip from memory 1: shop.refunds.amount\n"), dry.stdout
+    assert dry.stdout == ("Would strip from memory 1: shop.refunds.amount\nWould strip from memory 2: shop.refunds\n"
+                          "would keep your uncommitted versions as: memories/1.yaml.orig, memories/2.yaml.orig, "
+                          "memories/4.yaml.orig\n")
     assert_untouched(root, before)
+    wip = WIP.replace("- shop.refunds.amount\n", "- shop.refunds.amount\n- shop.refunds.id\n")
+    (root / "memories" / "1.yaml").write_text(wip)
+    assert invoke_cli("--kb", root, "prune", "--dry-run", "--force", check=True).stdout == dry.stdout
+    assert (head(root), (root / "memories" / "1.yaml").read_text()) == (before, wip)
+    assert not list((root / "memories").glob("*.orig"))
+    done = invoke_cli("--kb", root, "prune", "--force", check=True).stdout
+    assert done == dry.stdout.replace("Would strip", "Stripped").replace("would keep", f"(commit {head(root)[:12]})\nkept")
+    assert (root / "memories" / "1.yaml.orig").read_text() == wip
+
+
+def test_prune_force_says_what_it_set_aside_when_nothing_is_left_to_strip(
+        catalog_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """Only a memory never committed links what is gone: prune --force set it aside (HEAD lacks
+    it, so it left the work tree) and said only "Nothing to prune", never where the file went."""
+    root = catalog_kb.root
+    git(root, "rm", "-q", "models/shop/refunds.yaml")
+    git(root, "commit", "-q", "-m", "refunds gone by hand")
+    (root / "memories" / "4.yaml").write_text(NEW)
+    said = "Nothing to prune: every reference resolves.\n{} your uncommitted versions as: memories/4.yaml.orig\n"
+    assert invoke_cli("--kb", root, "prune", "--dry-run", "--force", check=True).stdout == said.format("would keep")
+    assert invoke_cli("--kb", root, "prune", "--force", check=True).stdout == said.format("kept")
+    assert (root / "memories" / "4.yaml.orig").read_text() == NEW and not (root / "memories" / "4.yaml").exists()
 
 
 def test_catalog_files_count_too(catalog_kb: KnowledgeBase) -> None:
@@ -489,7 +515,8 @@ def test_a_link_in_a_file_broken_by_an_unfinished_edit_is_not_left_behind(
     git(root, "rm", "-q", "models/shop/refunds.yaml")
     git(root, "commit", "-q", "-m", "refunds gone by hand")
     dry = invoke_cli("--kb", root, "prune", "--dry-run", "--force", check=True)
-    assert dry.stdout == "Would strip from memory 7: shop.refunds\nWould strip from memory 9: shop.refunds\n"
+    assert dry.stdout == ("Would strip from memory 7: shop.refunds\nWould strip from memory 9: shop.refunds\n"
+                          "would keep your uncommitted versions as: memories/7.yaml.orig\n")
     proc = invoke_cli("--kb", root, "forget", "3", "--force")
     assert (proc.stdout, proc.stderr) == (
         "Forgot memory 3\n  stripped memory:3 from 7, 9\nkept your uncommitted versions as: memories/7.yaml.orig\n", "")
