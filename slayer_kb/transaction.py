@@ -40,7 +40,7 @@ from .core.text import listed
 from .store.gitstate import detached_head
 from .store.leases import BLOCK, block_of, first_of
 from .store.repo import Change
-from .store.worktree import missing_by_hand
+from .store.worktree import added_then_deleted, missing_by_hand
 
 if TYPE_CHECKING:
     from .search.index import Index, Written
@@ -191,19 +191,35 @@ class Transaction:
                 memory_id = id_of_path(f"{MEMORIES_DIR}/{name.decode('utf-8', 'surrogateescape')}")
                 if memory_id is not None and memory_id not in found:
                     unread[memory_id] = store.repo_path(memory_path(memory_id))
-        if not unread:
-            return
-        blobs = objects.blobs_at(tree, unread.values())
+        at_head = objects.blobs_at(tree, unread.values()) if unread else {}
+        blobs = {memory_id: at_head[path] for memory_id, path in unread.items()}
+        blobs.update(self._added_then_deleted(present, found))
         # One read for all of them (a packed blob read alone is a git process each).
         held = objects.read_many("blob", [blob for blob in blobs.values() if blob is not None])
-        for memory_id in sorted(unread, key=id_sort_key):
-            if (blob := blobs[unread[memory_id]]) is None:
+        for memory_id in sorted(blobs, key=id_sort_key):
+            if (blob := blobs[memory_id]) is None:
                 continue  # never committed: no link of HEAD's to leave behind
             with contextlib.suppress(KBError, UnicodeDecodeError):
                 text = held[blob].decode("utf-8")
                 memory = loads(text, memory_id)
                 if lookups.holds(query, memory.entities):
                     yield memory, text
+
+    def _added_then_deleted(self, present: set[bytes], found: set[str]) -> dict[str, str]:
+        """The memory files git's index holds as added (``git add``) that HEAD lacks and that are
+        gone from the work tree (``present``: its memory folder's names), each id with the staged
+        blob: the person's next ``git commit`` takes that version, so a link in it counts as in a
+        file deleted by hand, which ``rewrite`` refuses. One ``git diff-index``, no stat."""
+        store = self.store
+        out = store.git("diff-index", "--cached", "--raw", "-z", "--no-renames", "--diff-filter=A", "HEAD", "--",
+                        store.repo_path(f"{MEMORIES_DIR}/")).stdout.split(b"\0")
+        added: dict[str, str] = {}
+        for meta, path in zip(out[0::2], out[1::2], strict=False):
+            kb_path = path.decode("utf-8", "surrogateescape")[len(store.prefix):]
+            memory_id = id_of_path(kb_path)
+            if memory_id is not None and memory_id not in found and path.rpartition(b"/")[2] not in present:
+                added[memory_id] = meta.split()[3].decode()
+        return added
 
     def referrers(self, entities: list[str]) -> Iterator[tuple[str, Memory, str]]:
         """(id, memory, file text) of every memory, soft-deleted ones too, whose entity list
@@ -361,8 +377,7 @@ class Transaction:
         ``--force`` or not: setting the deletion aside would bring the file back, and committing
         HEAD's file rewritten would need the work tree to take it back too."""
         # Each file its own fix: one moved by hand goes back by another step than one deleted.
-        said = " ".join(missing_by_hand(self.store, path) or _uncommitted_message([path], force_hint=False)
-                        for path in paths)
+        said = " ".join(missing_by_hand(self.store, path) or added_then_deleted(self.store, path) for path in paths)
         return (f"{said.removesuffix('.')}, then retry. This command would rewrite "
                 f"{'it' if len(paths) == 1 else 'them'}, and slayer-kb never commits work you have not committed "
                 "(--force sets an edit aside, never a deletion), so nothing was done.")

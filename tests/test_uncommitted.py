@@ -146,6 +146,32 @@ def test_every_rewriting_operation_refuses(unfinished: Path) -> None:
     assert "WIP" not in git(root, "show", "HEAD:memories/1.yaml")
 
 
+def test_a_memory_added_then_deleted_by_hand_is_not_passed_by(
+        catalog_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """5 links memory:3, is staged (git add) and then deleted from the work tree; HEAD lacks it:
+    forget 3 passed it by, and the person's next git commit put the link to the forgotten memory
+    in. It refuses, --force too, as for a file deleted by hand, naming the fix."""
+    root = catalog_kb.root
+    (root / "memories" / "3.yaml").write_text(memory("Three.", "shop.orders"))
+    commit_all(root, "memory 3")
+    (root / "memories" / "5.yaml").write_text(memory("Five.", "memory:3"))
+    git(root, "add", "memories/5.yaml")
+    (root / "memories" / "5.yaml").unlink()
+    before = head(root)
+    cd = f"cd {shlex.quote(str(root))}; "
+    for force in ((), ("--force",)):
+        proc = invoke_cli("--kb", root, "forget", "3", *force)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
+            "Error: memories/5.yaml is staged in git's index (git add) and missing from the work tree, and HEAD lacks "
+            f"it: your next git commit would commit the staged version. Bring the file back ({cd}git checkout -- "
+            f"memories/5.yaml), or unstage it ({cd}git rm -q --cached -- memories/5.yaml), then retry. This command "
+            "would rewrite it, and slayer-kb never commits work you have not committed (--force sets an edit aside, "
+            "never a deletion), so nothing was done.\n"))
+    assert (head(root), git(root, "status", "--porcelain")) == (before, "AD memories/5.yaml\n")
+    git(root, "rm", "-q", "--cached", "--", "memories/5.yaml")
+    assert invoke_cli("--kb", root, "forget", "3", check=True).stdout == "Forgot memory 3\n"
+
+
 def test_a_dry_run_of_prune_says_the_real_run_would_refuse(unfinished: Path, invoke_cli: CliRunner) -> None:
     """prune --dry-run listed 1, 2 and 4 as memories it would strip, exit 0, while prune refused
     them all: a dry run says what the run would do, its refusal in the same words."""

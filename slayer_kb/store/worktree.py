@@ -519,6 +519,16 @@ def missing_by_hand(store: Repository, kb_path: str) -> str | None:
             f"commit the deletion ({_run(store.root, *deleting)}).")
 
 
+def added_then_deleted(store: Repository, kb_path: str) -> str:
+    """What became of the file ``kb_path`` (KB-relative) that HEAD lacks, staged in git's index
+    (``git add``) and then deleted from the work tree, and the fix: the next ``git commit`` would
+    take the staged version."""
+    return (f"{kb_path} is staged in git's index (git add) and missing from the work tree, and HEAD lacks it: "
+            "your next git commit would commit the staged version. Bring the file back "
+            f"({_run(store.root, f'git checkout -- {words(kb_path)}')}), or unstage it "
+            f"({_run(store.root, f'git rm -q --cached -- {words(kb_path)}')}).")
+
+
 def _moved(root: Path, kb_path: str, now: str, move: str) -> str:
     return (f"{kb_path} was moved to {now}{_read_as(kb_path, now)}, and HEAD still has it at {kb_path}: a move that is not "
             f"committed. Move it back ({_run(root, f'{move} {words(now, kb_path)}')}), or commit the move "
