@@ -1948,6 +1948,25 @@ def test_ids_two_clones_gave_in_two_letter_cases_are_renamed_by_the_steps_given(
     assert json_of(invoke_cli("--kb", b, "--json", "get", "KB.Case-2", check=True))["learning"] == "Case two"
 
 
+def test_keeping_both_in_a_syncs_merge_takes_an_id_free_upstream(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """b's branch holds a merge, so its sync merges the upstream, which has kb.rule and
+    kb.rule-2: the keep-both steps named kb.rule-2, free only in the work tree sync had put back."""
+    _bare, (a, b) = make_team(tmp_path)
+    for memory_id in ("kb.rule-2", "kb.rule"):
+        invoke_cli("--kb", a, "save", "--id", memory_id, f"From a: {memory_id}", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "save", "--id", "kb.rule", "From b", "-e", "shop.orders.amount", check=True)
+    git(b, "switch", "-q", "-c", "side")
+    git(b, "commit", "-q", "--allow-empty", "-m", "side")
+    git(b, "switch", "-q", "main")
+    git(b, "merge", "-q", "--no-ff", "--no-edit", "side")
+    message = json_of(invoke_cli("--kb", b, "--json", "sync"))["error"]["message"]
+    assert message.startswith("This branch and origin/main both created memories/kb.rule.yaml; "), message
+    assert ("(or keep both, yours under a new id: test ! -e memories/kb.rule-3.yaml && git checkout --ours "
+            "memories/kb.rule.yaml && mv memories/kb.rule.yaml memories/kb.rule-3.yaml && git checkout --theirs "
+            "memories/kb.rule.yaml && git add memories/kb.rule-3.yaml)") in message, message
+
+
 def test_a_later_change_of_a_memory_kept_under_a_new_id_is_moved_there(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """Clone b saves kb.rule twice, which a saved too: its rebase stops on the first save (both
