@@ -1969,15 +1969,17 @@ def test_keeping_both_in_a_syncs_merge_takes_an_id_free_upstream(tmp_path: Path,
 
 def test_a_later_change_of_a_memory_kept_under_a_new_id_is_moved_there(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
-    """Clone b saves kb.rule twice, which a saved too: its rebase stops on the first save (both
-    created), whose steps keep b's under kb.rule-2; then on the second, said as "both edited", to
-    be merged into a's memory, which the first steps kept apart. It says the change is to the
-    memory kept as kb.rule-2, and its steps move it there."""
+    """Clone b saves kb.rule twice and forgets it, and a saved kb.rule too: b's rebase stops on the
+    first save (both created), whose steps keep b's under kb.rule-2; then on the second, said as
+    "both edited", to be merged into a's memory, which the first steps kept apart; then on the
+    forget, whose steps forgot a's. Each says the change is to the memory kept as kb.rule-2, and
+    its steps move it there."""
     _bare, (a, b) = make_team(tmp_path)
     invoke_cli("--kb", a, "save", "--id", "kb.rule", "Refunds are net of fees", "-e", "shop.orders.amount", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     for text in ("Refunds include fees", "Refunds include fees and tax"):
         invoke_cli("--kb", b, "save", "--id", "kb.rule", text, "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", b, "forget", "kb.rule", check=True)
     git(b, "fetch", "-q", "origin")
     first = json_of(invoke_cli("--json", "rebase", "origin/main", cwd=b))["error"]["message"]
     subprocess.run(["sh", "-c", first.split("yours under a new id: ")[1].split(")")[0]], cwd=b, check=True)
@@ -1985,14 +1987,25 @@ def test_a_later_change_of_a_memory_kept_under_a_new_id_is_moved_there(
     second = json_of(invoke_cli("--json", "rebase", "--continue", cwd=b))["error"]["message"]
     steps = ("git checkout --theirs memories/kb.rule.yaml && mv memories/kb.rule.yaml memories/kb.rule-2.yaml && git "
              "checkout --ours memories/kb.rule.yaml && git add memories/kb.rule.yaml memories/kb.rule-2.yaml")
+    then = ("slayer-kb validate; slayer-kb rebase --continue (a later commit that stops says so again); "
+            "slayer-kb sync.")
     assert second == (
         "Your commits changed memories/kb.rule.yaml again after both sides created it, and an earlier commit's steps "
-        "kept your version as memories/kb.rule-2.yaml; the rebase stopped at commit 2 of 2 ('memory: save kb.rule'), "
+        "kept your version as memories/kb.rule-2.yaml; the rebase stopped at commit 2 of 3 ('memory: save kb.rule'), "
         "and slayer-kb rebase --abort would put the branch back as it was. To merge by hand: move this change there: "
         f"{steps} (or edit memories/kb.rule.yaml to keep what both sides meant, then git add memories/kb.rule.yaml); "
-        "slayer-kb validate; slayer-kb rebase --continue (a later commit that stops says so again); slayer-kb sync.")
+        + then)
+    subprocess.run(["sh", "-c", steps], cwd=b, check=True)
+    assert "Refunds include fees and tax" in (b / "memories" / "kb.rule-2.yaml").read_text()
+    third = json_of(invoke_cli("--json", "rebase", "--continue", cwd=b))["error"]["message"]
+    steps = "git add memories/kb.rule.yaml && git rm -q memories/kb.rule-2.yaml"
+    assert third == (
+        "Your commits forgot memories/kb.rule.yaml after both sides created it, and an earlier commit's steps kept "
+        "your version as memories/kb.rule-2.yaml; the rebase stopped at commit 3 of 3 ('memory: forget kb.rule'), "
+        "and slayer-kb rebase --abort would put the branch back as it was. To merge by hand: forget that one "
+        f"instead: {steps} (or git rm memories/kb.rule.yaml to forget origin/main's); " + then)
     subprocess.run(["sh", "-c", steps], cwd=b, check=True)
     invoke_cli("rebase", "--continue", cwd=b, check=True)
     invoke_cli("sync", cwd=b, check=True)
+    assert git(b, "ls-tree", "--name-only", "origin/main", "memories/").split() == ["memories/kb.rule.yaml"]
     assert git(b, "show", "origin/main:memories/kb.rule.yaml").startswith("learning: Refunds are net of fees\n")
-    assert git(b, "show", "origin/main:memories/kb.rule-2.yaml").startswith("learning: Refunds include fees and tax\n")

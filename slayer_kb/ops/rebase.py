@@ -305,6 +305,8 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
     soft_there = [p for p in paths if {-2, 3} <= held.get(p, set())]
     sides = {p: {abs(n) for n in held.get(p, {2, 3})} & {2, 3} for p in paths}  # the versions git holds
     forgot_here = [p for p in paths if sides[p] == {2}]
+    kept_forgotten = _kept_as(store, forgot_here)
+    forgot_here = [p for p in forgot_here if p not in kept_forgotten]
     forgot_there = [p for p in paths if sides[p] == {3}]
     what: list[str] = []
     steps: list[str] = []
@@ -327,6 +329,11 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
         steps.append(f"move this change there: git checkout {take_ours} {args([path])} && mv {args([path, moved])} && "
                      f"git checkout {take_other} {args([path])} && git add {args([path, moved])} (or edit "
                      f"{files([path])} to keep what both sides meant, then git add {args([path])})")
+    for path, moved in kept_forgotten.items():
+        what.append(f"{subject()} forgot {files([path])} after both sides created it, and an earlier commit's steps "
+                    f"kept your version as {files([moved])}")
+        steps.append(f"forget that one instead: git add {args([path])} && git rm -q {args([moved])} (or git rm "
+                     f"{args([path])} to forget {other}'s)")
     if forgot_here:
         what.append(f"{subject()} forgot {files(forgot_here)}, which {other} edited")
         steps.append(f"git rm {args(forgot_here)} to keep it forgotten (or git add {args(forgot_here)} "
@@ -368,10 +375,11 @@ def _keep_both(store: GitStore, created: list[str], checkout: tuple[str, str], t
 
 
 def _kept_as(store: GitStore, edited: list[str]) -> dict[str, str]:
-    """The memory files among ``edited`` (both sides edited, repository-relative) whose base, the
-    version this branch's commit changes, HEAD holds byte for byte under another id: where an
-    earlier commit's keep-both steps (``_keep_both``) moved this branch's memory, so that this
-    commit's change belongs there, not to the other side's memory. Each such path and the other."""
+    """The memory files among ``edited`` (both sides edited, or the other edited and this branch
+    forgot; repository-relative) whose base, the version this branch's commit changes, HEAD holds
+    byte for byte under another id: where an earlier commit's keep-both steps (``_keep_both``)
+    moved this branch's memory, so that this commit's change belongs there, not to the other
+    side's memory. Each such path and the other."""
     stages = _stages(store)
     bases = {path: stages[path][1][1] for path in edited
              if 1 in stages.get(path, {}) and id_of_path(path[len(store.prefix):]) is not None}
