@@ -40,7 +40,7 @@ from .core.text import listed
 from .store.gitstate import detached_head
 from .store.leases import BLOCK, block_of, first_of
 from .store.repo import Change
-from .store.worktree import missing_by_hand
+from .store.worktree import added_then_deleted, missing_by_hand
 
 if TYPE_CHECKING:
     from .search.index import Index, Written
@@ -107,6 +107,8 @@ class Transaction:
         # git's index marks on the files the next commit rewrites, as the check that it may read
         # them: its staging needs them too. Read again in each transaction, never kept longer.
         self._marks: IndexMarks | None = None
+        # A dry run of --force: the memories whose files the run would set aside, read as HEAD has them.
+        self._as_at_head: frozenset[str] = frozenset()
 
     @property
     def kb(self) -> Workspace:
@@ -148,7 +150,8 @@ class Transaction:
         index's parsed copy is used where the file still hashes the same, so reading thousands
         parses only what changed."""
         kb = self.kb
-        docs = sorted(self.index.documents(query, limit=None), key=lambda d: id_sort_key(d["id"]))
+        docs = sorted((doc for doc in self.index.documents(query, limit=None) if doc["id"] not in self._as_at_head),
+                      key=lambda d: id_sort_key(d["id"]))
         hashes = self.index.file_hashes([d["id"] for d in docs])
 
         def indexed() -> Iterator[tuple[Memory, str]]:
@@ -165,7 +168,8 @@ class Transaction:
         unfinished), or is gone from the work tree (deleted or moved by hand and not committed,
         or left out by a sparse checkout). Yet a commit builds on HEAD's version: a forget or a
         cascade that passed it by left HEAD's links to what it deleted. Rewriting a file holding
-        the user's uncommitted work (an edit, a deletion) is what ``rewrite`` refuses."""
+        the user's uncommitted work (an edit, a deletion) is what ``rewrite`` refuses. So is each
+        memory a dry run of ``--force`` reads as HEAD has it (``_as_at_head``)."""
         from .search import lookups  # with the index it queries: see Context.index
 
         store = self.store
@@ -175,6 +179,7 @@ class Transaction:
         tree = objects.tree_of(head)
         unread = {memory_id: store.repo_path(problem.path) for problem in self.kb.problems
                   if (memory_id := id_of_path(problem.path)) is not None and memory_id not in found}
+        unread.update((memory_id, store.repo_path(memory_path(memory_id))) for memory_id in self._as_at_head)
         # HEAD's memory files the work tree lacks: one listing of each, compared as bytes (a
         # decode a name costs more than the listing at 100,000 files), no stat, no git process.
         try:
@@ -186,19 +191,35 @@ class Transaction:
                 memory_id = id_of_path(f"{MEMORIES_DIR}/{name.decode('utf-8', 'surrogateescape')}")
                 if memory_id is not None and memory_id not in found:
                     unread[memory_id] = store.repo_path(memory_path(memory_id))
-        if not unread:
-            return
-        blobs = objects.blobs_at(tree, unread.values())
+        at_head = objects.blobs_at(tree, unread.values()) if unread else {}
+        blobs = {memory_id: at_head[path] for memory_id, path in unread.items()}
+        blobs.update(self._added_then_deleted(present, found))
         # One read for all of them (a packed blob read alone is a git process each).
         held = objects.read_many("blob", [blob for blob in blobs.values() if blob is not None])
-        for memory_id in sorted(unread, key=id_sort_key):
-            if (blob := blobs[unread[memory_id]]) is None:
+        for memory_id in sorted(blobs, key=id_sort_key):
+            if (blob := blobs[memory_id]) is None:
                 continue  # never committed: no link of HEAD's to leave behind
             with contextlib.suppress(KBError, UnicodeDecodeError):
                 text = held[blob].decode("utf-8")
                 memory = loads(text, memory_id)
                 if lookups.holds(query, memory.entities):
                     yield memory, text
+
+    def _added_then_deleted(self, present: set[bytes], found: set[str]) -> dict[str, str]:
+        """The memory files git's index holds as added (``git add``) that HEAD lacks and that are
+        gone from the work tree (``present``: its memory folder's names), each id with the staged
+        blob: the person's next ``git commit`` takes that version, so a link in it counts as in a
+        file deleted by hand, which ``rewrite`` refuses. One ``git diff-index``, no stat."""
+        store = self.store
+        out = store.git("diff-index", "--cached", "--raw", "-z", "--no-renames", "--diff-filter=A", "HEAD", "--",
+                        store.repo_path(f"{MEMORIES_DIR}/")).stdout.split(b"\0")
+        added: dict[str, str] = {}
+        for meta, path in zip(out[0::2], out[1::2], strict=False):
+            kb_path = path.decode("utf-8", "surrogateescape")[len(store.prefix):]
+            memory_id = id_of_path(kb_path)
+            if memory_id is not None and memory_id not in found and path.rpartition(b"/")[2] not in present:
+                added[memory_id] = meta.split()[3].decode()
+        return added
 
     def referrers(self, entities: list[str]) -> Iterator[tuple[str, Memory, str]]:
         """(id, memory, file text) of every memory, soft-deleted ones too, whose entity list
@@ -322,7 +343,8 @@ class Transaction:
         are set aside (``GitStore.set_aside``: the user's version kept as ``<file>.orig``, HEAD's
         put back) and ``plan()`` runs again from HEAD's versions. Returns (changes, the rest of
         what ``plan`` gave, the names kept). ``dry_run``: refused as the run would be, so a dry
-        run says so; with ``force``, nothing is set aside."""
+        run says so; with ``force``, nothing is set aside: ``plan()`` runs again reading those
+        memories as HEAD has them, and the names are those the run would keep."""
         kb = self.kb
         changes, extra = plan()
         dirty = self._uncommitted([c.path for c in changes])
@@ -331,7 +353,12 @@ class Transaction:
         if gone:
             raise ConflictError(self._deleted_message(gone))
         if dirty and force and dry_run:
-            return changes, extra, kept
+            self._as_at_head = frozenset(memory_ids_of(list(dirty)))
+            try:
+                changes, extra = plan()
+            finally:
+                self._as_at_head = frozenset()
+            return changes, extra, self.store.aside_names(dirty)
         if dirty and force:
             kept = self.store.set_aside(dirty)
             self._reindex(memory_ids_of(list(dirty)))
@@ -349,9 +376,9 @@ class Transaction:
         """Why a rewrite of ``paths``, deleted or moved by hand and not committed, is refused,
         ``--force`` or not: setting the deletion aside would bring the file back, and committing
         HEAD's file rewritten would need the work tree to take it back too."""
-        said = missing_by_hand(self.store, paths[0]) or _uncommitted_message(paths[:1], force_hint=False)
-        more = f" So {'is' if len(paths) == 2 else 'are'} {listed(paths[1:])}: the same for each." if paths[1:] else ""
-        return (f"{said.removesuffix('.')}, then retry.{more} This command would rewrite "
+        # Each file its own fix: one moved by hand goes back by another step than one deleted.
+        said = " ".join(missing_by_hand(self.store, path) or added_then_deleted(self.store, path) for path in paths)
+        return (f"{said.removesuffix('.')}, then retry. This command would rewrite "
                 f"{'it' if len(paths) == 1 else 'them'}, and slayer-kb never commits work you have not committed "
                 "(--force sets an edit aside, never a deletion), so nothing was done.")
 

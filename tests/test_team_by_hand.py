@@ -1882,15 +1882,19 @@ def test_one_named_id_created_on_two_clones_is_said_so_and_both_can_be_kept(
     """Two clones save ``--id kb.rule`` with different texts: the second sync said "both edited"
     and to edit the file to keep what both meant. It says "both created", and its steps keep both
     as two memories, this clone's under a new id, pasted into a shell as written (a rebase's
-    ``--theirs`` is this clone's version; a merge's is the other's)."""
+    ``--theirs`` is this clone's version; a merge's is the other's). The new id is free on both
+    sides: sync named ``kb.rule-2``, which the upstream had (its work tree, put back, lacked it),
+    and the steps moved this clone's text over it, which the sync then pushed; the steps refuse
+    to move onto a file that is there."""
     _bare, (a, b, c) = make_team(tmp_path, clones=3)
+    invoke_cli("--kb", a, "save", "--id", "kb.rule-2", "Rule two", "-e", "shop.orders.amount", check=True)
     for clone, text in ((a, "Refunds are net of fees"), (b, "Refunds include fees"), (c, "Refunds are gross")):
         invoke_cli("--kb", clone, "save", "--id", "kb.rule", text, "-e", "shop.orders.amount", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     start = "To merge by hand: git fetch origin; slayer-kb rebase origin/main (it stops on the conflict); "
-    keep_both = ("(or keep both, yours under a new id: git checkout {theirs} memories/kb.rule.yaml && mv "
-                 "memories/kb.rule.yaml memories/kb.rule-2.yaml && git checkout {ours} memories/kb.rule.yaml && git "
-                 "add memories/kb.rule-2.yaml); git add memories/kb.rule.yaml; ")
+    keep_both = ("(or keep both, yours under a new id: test ! -e memories/kb.rule-3.yaml && git checkout {theirs} "
+                 "memories/kb.rule.yaml && mv memories/kb.rule.yaml memories/kb.rule-3.yaml && git checkout {ours} "
+                 "memories/kb.rule.yaml && git add memories/kb.rule-3.yaml); git add memories/kb.rule.yaml; ")
     message = json_of(invoke_cli("--kb", b, "--json", "sync"))["error"]["message"]
     assert message == (
         "Your commits and origin/main both created memories/kb.rule.yaml; the repository is back as it was. "
@@ -1899,17 +1903,24 @@ def test_one_named_id_created_on_two_clones_is_said_so_and_both_can_be_kept(
         "(a later commit that stops says so again); slayer-kb sync.")
     git(b, "fetch", "-q", "origin")
     assert invoke_cli("rebase", "origin/main", cwd=b).returncode == 1
-    subprocess.run(["sh", "-c", message.split("yours under a new id: ")[1].split(")")[0]], cwd=b, check=True)
+    steps = message.split("yours under a new id: ")[1].split(")")[0]
+    there = b / "memories" / "kb.rule-3.yaml"
+    there.write_text("a file of mine\n")
+    assert subprocess.run(["sh", "-c", steps], cwd=b, capture_output=True).returncode == 1
+    assert there.read_text() == "a file of mine\n" and "<<<<<<<" in (b / "memories" / "kb.rule.yaml").read_text()
+    there.unlink()
+    subprocess.run(["sh", "-c", steps], cwd=b, check=True)
     git(b, "add", "memories/kb.rule.yaml")
     invoke_cli("validate", cwd=b, check=True)
     invoke_cli("rebase", "--continue", cwd=b, check=True)
     invoke_cli("sync", cwd=b, check=True)
     assert git(b, "show", "origin/main:memories/kb.rule.yaml").startswith("learning: Refunds are net of fees\n")
-    assert git(b, "show", "origin/main:memories/kb.rule-2.yaml").startswith("learning: Refunds include fees\n")
+    assert git(b, "show", "origin/main:memories/kb.rule-2.yaml").startswith("learning: Rule two\n")
+    assert git(b, "show", "origin/main:memories/kb.rule-3.yaml").startswith("learning: Refunds include fees\n")
     # A merge names the sides the other way round; the new id is the next one free.
     git(c, "fetch", "-q", "origin")
     merged = json_of(invoke_cli("--json", "merge", "origin/main", cwd=c))["error"]["message"]
-    steps = keep_both.format(theirs="--ours", ours="--theirs").replace("kb.rule-2", "kb.rule-3")
+    steps = keep_both.format(theirs="--ours", ours="--theirs").replace("kb.rule-3", "kb.rule-4")
     assert merged.startswith("This branch and origin/main both created memories/kb.rule.yaml; ")
     assert f"edit memories/kb.rule.yaml to keep what both sides meant {steps}" in merged, merged
 
@@ -1939,3 +1950,66 @@ def test_ids_two_clones_gave_in_two_letter_cases_are_renamed_by_the_steps_given(
         "memories/KB.Case-2.yaml", "memories/kb.about.yaml", "memories/kb.case.yaml"]
     assert json_of(invoke_cli("--kb", b, "--json", "get", "kb.about", check=True))["entities"] == ["memory:KB.Case-2"]
     assert json_of(invoke_cli("--kb", b, "--json", "get", "KB.Case-2", check=True))["learning"] == "Case two"
+
+
+def test_keeping_both_in_a_syncs_merge_takes_an_id_free_upstream(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """b's branch holds a merge, so its sync merges the upstream, which has kb.rule and
+    kb.rule-2: the keep-both steps named kb.rule-2, free only in the work tree sync had put back."""
+    _bare, (a, b) = make_team(tmp_path)
+    for memory_id in ("kb.rule-2", "kb.rule"):
+        invoke_cli("--kb", a, "save", "--id", memory_id, f"From a: {memory_id}", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "save", "--id", "kb.rule", "From b", "-e", "shop.orders.amount", check=True)
+    git(b, "switch", "-q", "-c", "side")
+    git(b, "commit", "-q", "--allow-empty", "-m", "side")
+    git(b, "switch", "-q", "main")
+    git(b, "merge", "-q", "--no-ff", "--no-edit", "side")
+    message = json_of(invoke_cli("--kb", b, "--json", "sync"))["error"]["message"]
+    assert message.startswith("This branch and origin/main both created memories/kb.rule.yaml; "), message
+    assert ("(or keep both, yours under a new id: test ! -e memories/kb.rule-3.yaml && git checkout --ours "
+            "memories/kb.rule.yaml && mv memories/kb.rule.yaml memories/kb.rule-3.yaml && git checkout --theirs "
+            "memories/kb.rule.yaml && git add memories/kb.rule-3.yaml)") in message, message
+
+
+def test_a_later_change_of_a_memory_kept_under_a_new_id_is_moved_there(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """Clone b saves kb.rule twice and forgets it, and a saved kb.rule too: b's rebase stops on the
+    first save (both created), whose steps keep b's under kb.rule-2; then on the second, said as
+    "both edited", to be merged into a's memory, which the first steps kept apart; then on the
+    forget, whose steps forgot a's. Each says the change is to the memory kept as kb.rule-2, and
+    its steps move it there."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "--id", "kb.rule", "Refunds are net of fees", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    for text in ("Refunds include fees", "Refunds include fees and tax"):
+        invoke_cli("--kb", b, "save", "--id", "kb.rule", text, "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", b, "forget", "kb.rule", check=True)
+    git(b, "fetch", "-q", "origin")
+    first = json_of(invoke_cli("--json", "rebase", "origin/main", cwd=b))["error"]["message"]
+    subprocess.run(["sh", "-c", first.split("yours under a new id: ")[1].split(")")[0]], cwd=b, check=True)
+    git(b, "add", "memories/kb.rule.yaml")
+    second = json_of(invoke_cli("--json", "rebase", "--continue", cwd=b))["error"]["message"]
+    steps = ("git checkout --theirs memories/kb.rule.yaml && mv memories/kb.rule.yaml memories/kb.rule-2.yaml && git "
+             "checkout --ours memories/kb.rule.yaml && git add memories/kb.rule.yaml memories/kb.rule-2.yaml")
+    then = ("slayer-kb validate; slayer-kb rebase --continue (a later commit that stops says so again); "
+            "slayer-kb sync.")
+    assert second == (
+        "Your commits changed memories/kb.rule.yaml again after both sides created it, and an earlier commit's steps "
+        "kept your version as memories/kb.rule-2.yaml; the rebase stopped at commit 2 of 3 ('memory: save kb.rule'), "
+        "and slayer-kb rebase --abort would put the branch back as it was. To merge by hand: move this change there: "
+        f"{steps} (or edit memories/kb.rule.yaml to keep what both sides meant, then git add memories/kb.rule.yaml); "
+        + then)
+    subprocess.run(["sh", "-c", steps], cwd=b, check=True)
+    assert "Refunds include fees and tax" in (b / "memories" / "kb.rule-2.yaml").read_text()
+    third = json_of(invoke_cli("--json", "rebase", "--continue", cwd=b))["error"]["message"]
+    steps = "git add memories/kb.rule.yaml && git rm -q memories/kb.rule-2.yaml"
+    assert third == (
+        "Your commits forgot memories/kb.rule.yaml after both sides created it, and an earlier commit's steps kept "
+        "your version as memories/kb.rule-2.yaml; the rebase stopped at commit 3 of 3 ('memory: forget kb.rule'), "
+        "and slayer-kb rebase --abort would put the branch back as it was. To merge by hand: forget that one "
+        f"instead: {steps} (or git rm memories/kb.rule.yaml to forget origin/main's); " + then)
+    subprocess.run(["sh", "-c", steps], cwd=b, check=True)
+    invoke_cli("rebase", "--continue", cwd=b, check=True)
+    invoke_cli("sync", cwd=b, check=True)
+    assert git(b, "ls-tree", "--name-only", "origin/main", "memories/").split() == ["memories/kb.rule.yaml"]
+    assert git(b, "show", "origin/main:memories/kb.rule.yaml").startswith("learning: Refunds are net of fees\n")

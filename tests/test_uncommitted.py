@@ -146,6 +146,32 @@ def test_every_rewriting_operation_refuses(unfinished: Path) -> None:
     assert "WIP" not in git(root, "show", "HEAD:memories/1.yaml")
 
 
+def test_a_memory_added_then_deleted_by_hand_is_not_passed_by(
+        catalog_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """5 links memory:3, is staged (git add) and then deleted from the work tree; HEAD lacks it:
+    forget 3 passed it by, and the person's next git commit put the link to the forgotten memory
+    in. It refuses, --force too, as for a file deleted by hand, naming the fix."""
+    root = catalog_kb.root
+    (root / "memories" / "3.yaml").write_text(memory("Three.", "shop.orders"))
+    commit_all(root, "memory 3")
+    (root / "memories" / "5.yaml").write_text(memory("Five.", "memory:3"))
+    git(root, "add", "memories/5.yaml")
+    (root / "memories" / "5.yaml").unlink()
+    before = head(root)
+    cd = f"cd {shlex.quote(str(root))}; "
+    for force in ((), ("--force",)):
+        proc = invoke_cli("--kb", root, "forget", "3", *force)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
+            "Error: memories/5.yaml is staged in git's index (git add) and missing from the work tree, and HEAD lacks "
+            f"it: your next git commit would commit the staged version. Bring the file back ({cd}git checkout -- "
+            f"memories/5.yaml), or unstage it ({cd}git rm -q --cached -- memories/5.yaml), then retry. This command "
+            "would rewrite it, and slayer-kb never commits work you have not committed (--force sets an edit aside, "
+            "never a deletion), so nothing was done.\n"))
+    assert (head(root), git(root, "status", "--porcelain")) == (before, "AD memories/5.yaml\n")
+    git(root, "rm", "-q", "--cached", "--", "memories/5.yaml")
+    assert invoke_cli("--kb", root, "forget", "3", check=True).stdout == "Forgot memory 3\n"
+
+
 def test_a_dry_run_of_prune_says_the_real_run_would_refuse(unfinished: Path, invoke_cli: CliRunner) -> None:
     """prune --dry-run listed 1, 2 and 4 as memories it would strip, exit 0, while prune refused
     them all: a dry run says what the run would do, its refusal in the same words."""
@@ -158,10 +184,36 @@ def test_a_dry_run_of_prune_says_the_real_run_would_refuse(unfinished: Path, inv
         proc = invoke_cli("--kb", root, *args)
         assert (proc.returncode, proc.stdout, proc.stderr) == refused, args
     assert_untouched(root, before)
-    # --force sets the work aside in the real run; its dry run sets nothing aside.
+    # --force sets the work aside in the real run; its dry run sets nothing aside, and says what
+    # the run does: it strips HEAD's versions of the files set aside (HEAD's 1 lacks the link to
+    # shop.refunds.id that the edit adds), and keeps the user's, which the dry run named not.
     dry = invoke_cli("--kb", root, "prune", "--dry-run", "--force", check=True)
-    assert dry.stdout.startswith("Would strip from memory 1: shop.refunds.amount\n"), dry.stdout
+    assert dry.stdout == ("Would strip from memory 1: shop.refunds.amount\nWould strip from memory 2: shop.refunds\n"
+                          "would keep your uncommitted versions as: memories/1.yaml.orig, memories/2.yaml.orig, "
+                          "memories/4.yaml.orig\n")
     assert_untouched(root, before)
+    wip = WIP.replace("- shop.refunds.amount\n", "- shop.refunds.amount\n- shop.refunds.id\n")
+    (root / "memories" / "1.yaml").write_text(wip)
+    assert invoke_cli("--kb", root, "prune", "--dry-run", "--force", check=True).stdout == dry.stdout
+    assert (head(root), (root / "memories" / "1.yaml").read_text()) == (before, wip)
+    assert not list((root / "memories").glob("*.orig"))
+    done = invoke_cli("--kb", root, "prune", "--force", check=True).stdout
+    assert done == dry.stdout.replace("Would strip", "Stripped").replace("would keep", f"(commit {head(root)[:12]})\nkept")
+    assert (root / "memories" / "1.yaml.orig").read_text() == wip
+
+
+def test_prune_force_says_what_it_set_aside_when_nothing_is_left_to_strip(
+        catalog_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """Only a memory never committed links what is gone: prune --force set it aside (HEAD lacks
+    it, so it left the work tree) and said only "Nothing to prune", never where the file went."""
+    root = catalog_kb.root
+    git(root, "rm", "-q", "models/shop/refunds.yaml")
+    git(root, "commit", "-q", "-m", "refunds gone by hand")
+    (root / "memories" / "4.yaml").write_text(NEW)
+    said = "Nothing to prune: every reference resolves.\n{} your uncommitted versions as: memories/4.yaml.orig\n"
+    assert invoke_cli("--kb", root, "prune", "--dry-run", "--force", check=True).stdout == said.format("would keep")
+    assert invoke_cli("--kb", root, "prune", "--force", check=True).stdout == said.format("kept")
+    assert (root / "memories" / "4.yaml.orig").read_text() == NEW and not (root / "memories" / "4.yaml").exists()
 
 
 def test_catalog_files_count_too(catalog_kb: KnowledgeBase) -> None:
@@ -489,7 +541,8 @@ def test_a_link_in_a_file_broken_by_an_unfinished_edit_is_not_left_behind(
     git(root, "rm", "-q", "models/shop/refunds.yaml")
     git(root, "commit", "-q", "-m", "refunds gone by hand")
     dry = invoke_cli("--kb", root, "prune", "--dry-run", "--force", check=True)
-    assert dry.stdout == "Would strip from memory 7: shop.refunds\nWould strip from memory 9: shop.refunds\n"
+    assert dry.stdout == ("Would strip from memory 7: shop.refunds\nWould strip from memory 9: shop.refunds\n"
+                          "would keep your uncommitted versions as: memories/7.yaml.orig\n")
     proc = invoke_cli("--kb", root, "forget", "3", "--force")
     assert (proc.stdout, proc.stderr) == (
         "Forgot memory 3\n  stripped memory:3 from 7, 9\nkept your uncommitted versions as: memories/7.yaml.orig\n", "")
@@ -534,3 +587,26 @@ def test_a_memory_deleted_by_hand_is_not_passed_by(catalog_kb: KnowledgeBase, in
     proc = invoke_cli("--kb", root, "delete-model", "shop.refunds", check=True)
     assert proc.stdout.endswith("; stripped it from 1 memories: 9\n"), proc.stdout
     assert git(root, "show", "HEAD:memories/9.yaml") == "learning: Nine.\n" + CREATED
+
+
+def test_memories_moved_and_deleted_by_hand_each_get_their_own_fix(
+        catalog_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """7 and 9 link memory:3; 7 is moved by hand and 9 deleted, neither committed: forget 3 gave
+    7's fix (move it back) to 9 as well ("the same for each"), though 9 was deleted."""
+    root = catalog_kb.root
+    (root / "memories" / "3.yaml").write_text(memory("Three.", "shop.orders"))
+    for name in ("7", "9"):
+        (root / "memories" / f"{name}.yaml").write_text(memory(f"Memory {name}.", "memory:3"))
+    commit_all(root, "three memories")
+    (root / "memories" / "7.yaml").rename(root / "memories" / "7b.yaml")
+    (root / "memories" / "9.yaml").unlink()
+    cd = f"cd {shlex.quote(str(root))}; "
+    proc = invoke_cli("--kb", root, "forget", "3")
+    assert (proc.returncode, proc.stderr) == (1, (
+        "Error: memories/7.yaml was moved to memories/7b.yaml (slayer-kb now reads it as memory '7b'), and HEAD still "
+        f"has it at memories/7.yaml: a move that is not committed. Move it back ({cd}mv memories/7b.yaml "
+        f"memories/7.yaml), or commit the move ({cd}git add -A -- memories/7.yaml memories/7b.yaml; git commit). "
+        "memories/9.yaml is missing from the work tree, and HEAD still has it: a deletion (or a move) that is not "
+        f"committed. Bring the file back ({cd}git checkout HEAD -- memories/9.yaml), or commit the deletion "
+        f"({cd}git rm memories/9.yaml; git commit), then retry. This command would rewrite them, and slayer-kb never "
+        "commits work you have not committed (--force sets an edit aside, never a deletion), so nothing was done.\n"))

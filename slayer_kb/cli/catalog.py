@@ -108,13 +108,13 @@ def prune(settings: Settings, dry_run: bool, force: bool) -> None:
 
 
 def pruned_text(result: CascadeResult) -> str:
-    if not result.stripped:
-        return "Nothing to prune: every reference resolves."
     verb = "Would strip" if result.dry_run else "Stripped"
     lines = [f"{verb} from memory {mid}: {', '.join(gone)}" for mid, gone in result.stripped.items()]
+    if not result.stripped:
+        lines.append("Nothing to prune: every reference resolves.")
     if result.commit:
         lines.append(f"(commit {result.commit[:12]})")
-    return "\n".join(lines) + kept_line(result.kept)
+    return "\n".join(lines) + kept_line(result.kept, result.dry_run)
 
 
 def _paths(settings: Settings, paths: tuple[str, ...]) -> list[Path]:

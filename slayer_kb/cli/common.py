@@ -188,9 +188,10 @@ force_option = click.option(
 )
 
 
-def kept_line(kept: list[str]) -> str:
-    """The human output's line about the versions ``--force`` set aside (empty when none)."""
-    return f"\nkept your uncommitted versions as: {', '.join(kept)}" if kept else ""
+def kept_line(kept: list[str], dry_run: bool = False) -> str:
+    """The human output's line about the versions ``--force`` set aside, or would (``dry_run``);
+    empty when none."""
+    return f"\n{'would keep' if dry_run else 'kept'} your uncommitted versions as: {', '.join(kept)}" if kept else ""
 
 
 def for_terminal(text: str) -> str:

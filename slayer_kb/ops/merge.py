@@ -55,7 +55,7 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
         parted = bases[0] if bases else ""
         stopped = merge_in(store, ref, sha, written_on_either(store, (sha, before), bases), parted)
         if stopped is not None:
-            raise ConflictError(merge_conflict_message(store, ref, *stopped))
+            raise ConflictError(merge_conflict_message(store, ref, *stopped, tips=("HEAD", sha)))
         kb.reread()
         head = store.head()
         assert head is not None
@@ -169,11 +169,11 @@ def _forgotten_here(store: GitStore, parted: str, ours: str, theirs: str) -> tup
 
 
 def merge_conflict_message(store: GitStore, ref: str, paths: list[str], held: dict[str, set[int]],
-                           first: tuple[str, ...] = ()) -> str:
+                           first: tuple[str, ...] = (), *, tips: tuple[str, ...]) -> str:
     """What conflicts on ``paths`` and the steps (``held``: their stages as ``conflict_steps`` reads
-    them): after ``first`` (sync's fetch and the merge's start) when sync put the repository back,
-    else from where the merge stopped."""
-    what, steps = conflict_steps(store, paths, held, ref, "This branch", ("--theirs", "--ours"))
+    them; ``tips``: both sides' commits): after ``first`` (sync's fetch and the merge's start) when
+    sync put the repository back, else from where the merge stopped."""
+    what, steps = conflict_steps(store, paths, held, ref, "This branch", ("--theirs", "--ours"), tips=tips)
     kb = command_in(store.root)
     steps = [*cd_step(store.root), *first, *steps, f"{kb} validate", "git commit --no-edit", f"{kb} sync"]
     where = ("the repository is back as it was" if first else

@@ -32,7 +32,7 @@ from ..store.revisions import added_alike, resolve_rev
 from ..store.worktree import require_shown
 from .renumber import require_clean
 from .revalidation import Moves, finish_or_put_back
-from .snapshot import merge_bases, session_projects, written_on_both, written_on_either
+from .snapshot import files_at, merge_bases, session_projects, written_on_both, written_on_either
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -92,7 +92,8 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
         # What either side's commits wrote since they parted (this branch as it was, ``ours``).
         stopped = run(store, args, onto, written_on_either(store, (onto_commit, ours), bases) if onto_commit else None)
         if stopped is not None:
-            raise ConflictError(conflict_message(store, *stopped, onto, stopped_at=_stop(store), push=push))
+            raise ConflictError(conflict_message(store, *stopped, onto, stopped_at=_stop(store), push=push,
+                                                 tips=tuple(filter(None, ("HEAD", onto_commit, ours)))))
         kb.reread()
         head = store.head()
         assert head is not None
@@ -258,12 +259,14 @@ def _state_folder(store: GitStore) -> Path | None:
 
 
 def conflict_message(store: GitStore, paths: list[str], held: dict[str, set[int]], upstream: str,
-                     first: tuple[str, ...] = (), stopped_at: str | None = None, push: str | None = None) -> str:
+                     first: tuple[str, ...] = (), stopped_at: str | None = None, push: str | None = None, *,
+                     tips: tuple[str, ...]) -> str:
     """What conflicts on ``paths`` (repository-relative; ``held``: their stages, 2 the upstream's
     version, 3 this branch's, a side missing having deleted the file) and the steps to merge them,
     ending with ``push``: after ``first`` (sync's fetch and its rebase's start) when sync put the
-    repository back, or from where ``slayer-kb rebase`` stopped (``stopped_at``)."""
-    what, steps = conflict_steps(store, paths, held, upstream, "Your commits")
+    repository back, or from where ``slayer-kb rebase`` stopped (``stopped_at``). ``tips``: the
+    commits of both sides (``conflict_steps``)."""
+    what, steps = conflict_steps(store, paths, held, upstream, "Your commits", tips=tips)
     kb = command_in(store.root)
     steps = [*cd_step(store.root), *first, *steps, f"{kb} validate",
              f"{kb} rebase --continue (a later commit that stops says so again)", push or f"{kb} sync"]
@@ -274,13 +277,15 @@ def conflict_message(store: GitStore, paths: list[str], held: dict[str, set[int]
 
 
 def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]], other: str,
-                   ours: str, checkout: tuple[str, str] = ("--ours", "--theirs")) -> tuple[str, list[str]]:
+                   ours: str, checkout: tuple[str, str] = ("--ours", "--theirs"), *,
+                   tips: tuple[str, ...]) -> tuple[str, list[str]]:
     """What conflicts on ``paths`` (repository-relative; ``held``: their stages as ``held_stages``
     gives them, 2 ``other``'s version, 3 ``ours``), and the steps that resolve each file;
     ``checkout``: git's ``checkout`` options that take ``other``'s and ``ours``'s version (a rebase's
-    ``--ours`` is the upstream). Every path is the KB's own: slayer-kb runs in the KB's folder,
-    which may be a folder of the repository (``repo/kb/``), and git there reads paths from that
-    folder too."""
+    ``--ours`` is the upstream); ``tips``: commits whose trees hold both sides' files, where a
+    memory both created is kept under a new id only if that id is free. Every path is the KB's
+    own: slayer-kb runs in the KB's folder, which may be a folder of the repository
+    (``repo/kb/``), and git there reads paths from that folder too."""
 
     def files(group: list[str]) -> str:
         return ", ".join(p[len(store.prefix):] for p in group)
@@ -293,11 +298,15 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
     # named id given to two memories): no edit either, and both may be kept.
     created = [p for p in paths if held.get(p) == {2, 3}]
     edited = [p for p in paths if {2, 3} <= held.get(p, {2, 3}) and p not in created]
+    kept = _kept_as(store, edited)
+    edited = [p for p in edited if p not in kept]
     # A soft forget keeps the file: git holds two versions, but one side forgot, not edited.
     soft_here = [p for p in paths if {2, -3} <= held.get(p, set())]
     soft_there = [p for p in paths if {-2, 3} <= held.get(p, set())]
     sides = {p: {abs(n) for n in held.get(p, {2, 3})} & {2, 3} for p in paths}  # the versions git holds
     forgot_here = [p for p in paths if sides[p] == {2}]
+    kept_forgotten = _kept_as(store, forgot_here)
+    forgot_here = [p for p in forgot_here if p not in kept_forgotten]
     forgot_there = [p for p in paths if sides[p] == {3}]
     what: list[str] = []
     steps: list[str] = []
@@ -309,11 +318,22 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
     take_other, take_ours = checkout
     if created:
         what.append(f"{subject()} and {other} both created {files(created)}")
-        steps += [f"edit {files(created)} to keep what both sides meant{_keep_both(store, created, checkout)}",
+        steps += [f"edit {files(created)} to keep what both sides meant{_keep_both(store, created, checkout, tips)}",
                   f"git add {args(created)}"]
     if edited:
         what.append(f"{subject()} and {other} both edited {files(edited)}")
         steps += [f"edit {files(edited)} to keep what both sides meant", f"git add {args(edited)}"]
+    for path, moved in kept.items():
+        what.append(f"{subject()} changed {files([path])} again after both sides created it, and an earlier commit's "
+                    f"steps kept your version as {files([moved])}")
+        steps.append(f"move this change there: git checkout {take_ours} {args([path])} && mv {args([path, moved])} && "
+                     f"git checkout {take_other} {args([path])} && git add {args([path, moved])} (or edit "
+                     f"{files([path])} to keep what both sides meant, then git add {args([path])})")
+    for path, moved in kept_forgotten.items():
+        what.append(f"{subject()} forgot {files([path])} after both sides created it, and an earlier commit's steps "
+                    f"kept your version as {files([moved])}")
+        steps.append(f"forget that one instead: git add {args([path])} && git rm -q {args([moved])} (or git rm "
+                     f"{args([path])} to forget {other}'s)")
     if forgot_here:
         what.append(f"{subject()} forgot {files(forgot_here)}, which {other} edited")
         steps.append(f"git rm {args(forgot_here)} to keep it forgotten (or git add {args(forgot_here)} "
@@ -333,9 +353,12 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
     return "; ".join(what), steps
 
 
-def _keep_both(store: GitStore, created: list[str], checkout: tuple[str, str]) -> str:
+def _keep_both(store: GitStore, created: list[str], checkout: tuple[str, str], tips: tuple[str, ...]) -> str:
     """The alternative to merging memory files both sides created: this side's memory kept under
-    a new id (the file name is the id), the other side's at the id. Empty for other files."""
+    a new id (the file name is the id), the other side's at the id. The new id is free in every
+    commit of ``tips`` (both sides' tips: sync asks after putting the work tree back, which then
+    lacks the upstream's files), and the steps refuse to move onto a file that exists when they
+    run. Empty for other files."""
     take_other, take_ours = checkout
     moves = []
     for path in created:
@@ -343,11 +366,33 @@ def _keep_both(store: GitStore, created: list[str], checkout: tuple[str, str]) -
         if (memory_id := id_of_path(kb_path)) is None:
             continue
         folder = kb_path.rpartition("/")[0]
-        new = next(f"{folder}/{memory_id}-{n}.yaml" for n in itertools.count(2)
-                   if not (store.root / folder / f"{memory_id}-{n}.yaml").exists())
-        moves += [f"git checkout {take_ours} {words(kb_path)}", f"mv {words(kb_path, new)}",
+        # Letter case folded: two ids that differ only in it collide on macOS and Windows checkouts.
+        taken = {name.casefold() for tip in tips for name in files_at(store, tip, folder)}
+        new = next(name for n in itertools.count(2) if (name := f"{folder}/{memory_id}-{n}.yaml").casefold() not in taken)
+        moves += [f"test ! -e {words(new)}", f"git checkout {take_ours} {words(kb_path)}", f"mv {words(kb_path, new)}",
                   f"git checkout {take_other} {words(kb_path)}", f"git add {words(new)}"]
     return f" (or keep both, yours under a new id: {' && '.join(moves)})" if moves else ""
+
+
+def _kept_as(store: GitStore, edited: list[str]) -> dict[str, str]:
+    """The memory files among ``edited`` (both sides edited, or the other edited and this branch
+    forgot; repository-relative) whose base, the version this branch's commit changes, HEAD holds
+    byte for byte under another id: where an earlier commit's keep-both steps (``_keep_both``)
+    moved this branch's memory, so that this commit's change belongs there, not to the other
+    side's memory. Each such path and the other."""
+    stages = _stages(store)
+    bases = {path: stages[path][1][1] for path in edited
+             if 1 in stages.get(path, {}) and id_of_path(path[len(store.prefix):]) is not None}
+    if not bases:
+        return {}
+    folders = {path.rpartition("/")[0] for path in bases}
+    held: dict[str, str] = {}
+    out = store.git("ls-tree", "-z", "HEAD", "--", *(f"{folder}/" for folder in folders)).stdout
+    for entry in out.decode("utf-8", "surrogateescape").split("\0"):
+        if entry:
+            info, path = entry.split("\t", 1)
+            held.setdefault(info.split()[2], path)
+    return {path: held[blob] for path, blob in bases.items() if held.get(blob, path) != path}
 
 
 def _onto_name(store: GitStore) -> str:

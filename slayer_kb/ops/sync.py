@@ -453,7 +453,7 @@ def _rebase(store: GitStore, remote: str, upstream_branch: str, upstream: str, r
             # id; renumbering first makes it meet only the real conflict.
             first.append(f"{command_in(store.root)} renumber --onto {words(name)} --rewrite")
         first.append(f"{command_in(store.root)} rebase {words(name)} (it stops on the conflict)")
-        raise ConflictError(conflict_message(store, *stopped, name, tuple(first)))
+        raise ConflictError(conflict_message(store, *stopped, name, tuple(first), tips=("HEAD", upstream)))
 
 
 def _merge(store: GitStore, remote: str, name: str, upstream: str, renumbered: bool,
@@ -469,7 +469,7 @@ def _merge(store: GitStore, remote: str, name: str, upstream: str, renumbered: b
         if renumbered:
             first.append(f"{command_in(store.root)} renumber --onto {words(name)}")
         first.append(f"{command_in(store.root)} merge {words(name)} (it stops on the conflict)")
-        raise ConflictError(merge_conflict_message(store, name, *stopped, first=tuple(first)))
+        raise ConflictError(merge_conflict_message(store, name, *stopped, first=tuple(first), tips=("HEAD", upstream)))
 
 
 def _recount(kb: Context, store: GitStore, tx: Transaction, sides: tuple[str, str, str], paths: list[str]) -> None:

@@ -307,6 +307,7 @@ class GitStore:
     uncommitted = worktree.uncommitted
     index_marks = worktree.index_marks
     set_aside = worktree.set_aside
+    aside_names = worktree.aside_names
 
     def refuse_during_git_operation(self) -> None:
         """Refuse (ConflictError) to write while a merge, rebase, cherry-pick, revert or bisect

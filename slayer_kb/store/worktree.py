@@ -302,6 +302,24 @@ def _marked_message(root: Path, marked: Mapping[str, tuple[str, ...]]) -> str:
             f"({clear}), see what git status shows, then retry.")
 
 
+def aside_names(store: Repository, paths: Mapping[str, str | None]) -> list[str]:
+    """The names ``set_aside`` would keep the user's versions of ``paths`` as (a dry run's)."""
+    return [name for name, _version in _aside(store, paths)]
+
+
+def _aside(store: Repository, paths: Mapping[str, str | None]) -> list[tuple[str, str | Path]]:
+    """The free names the user's versions of ``paths`` are kept as, each with the version: the
+    staged blob where git's index holds another (``uncommitted``'s), the work tree's file."""
+    kept: list[tuple[str, str | Path]] = []
+    for path, staged in sorted(paths.items()):
+        store.check_inside(path)
+        if staged is not None:
+            kept.append((free_name(store.root, f"{path}.staged.orig"), staged))
+        if os.path.lexists(store.root / path):
+            kept.append((free_name(store.root, f"{path}.orig"), store.root / path))
+    return kept
+
+
 def set_aside(store: Repository, paths: Mapping[str, str | None]) -> list[str]:
     """``--force``: keep the user's version of each of these files beside it, and put HEAD's
     version back in the work tree and git's index (a file HEAD lacks is removed from both).
@@ -311,16 +329,12 @@ def set_aside(store: Repository, paths: Mapping[str, str | None]) -> list[str]:
     by another git command) loses nothing. Returns the names kept, KB-relative. Call under
     the lock."""
     kept: list[str] = []
-    for path, staged in sorted(paths.items()):
-        store.check_inside(path)
-        if staged is not None:
-            name = free_name(store.root, f"{path}.staged.orig")
-            put_file(store.root / name, store.objects.read("blob", staged))
-            kept.append(name)
-        if os.path.lexists(store.root / path):
-            name = free_name(store.root, f"{path}.orig")
-            keep_copy(store.root / path, store.root / name)
-            kept.append(name)
+    for name, version in _aside(store, paths):
+        if isinstance(version, str):
+            put_file(store.root / name, store.objects.read("blob", version))
+        else:
+            keep_copy(version, store.root / name)
+        kept.append(name)
     head = store.head()
     objects = store.objects
     repo_paths = {path: store.repo_path(path) for path in paths}
@@ -503,6 +517,16 @@ def missing_by_hand(store: Repository, kb_path: str) -> str | None:
     return (f"{kb_path} is missing from the work tree, and HEAD still has it: a deletion (or a move) that is not "
             f"committed. Bring the file back ({_run(store.root, f'git checkout HEAD -- {words(kb_path)}')}), or "
             f"commit the deletion ({_run(store.root, *deleting)}).")
+
+
+def added_then_deleted(store: Repository, kb_path: str) -> str:
+    """What became of the file ``kb_path`` (KB-relative) that HEAD lacks, staged in git's index
+    (``git add``) and then deleted from the work tree, and the fix: the next ``git commit`` would
+    take the staged version."""
+    return (f"{kb_path} is staged in git's index (git add) and missing from the work tree, and HEAD lacks it: "
+            "your next git commit would commit the staged version. Bring the file back "
+            f"({_run(store.root, f'git checkout -- {words(kb_path)}')}), or unstage it "
+            f"({_run(store.root, f'git rm -q --cached -- {words(kb_path)}')}).")
 
 
 def _moved(root: Path, kb_path: str, now: str, move: str) -> str:
