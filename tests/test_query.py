@@ -884,3 +884,29 @@ def test_a_formula_joining_text_with_a_bar_is_taken(example_kb_read_only: Knowle
     assert [formula_problem(f) for f in ("sum(x) | sum(y)", "count(a || b)", "sum(x & y)")] == [
         None, "Invalid Mode-B expression 'count(a || b)': invalid syntax (<unknown>, line 1)",
         "Invalid Mode-B expression 'sum(x & y)': unsupported binary operator BitAnd."]
+
+
+@pytest.mark.parametrize(("scan", "text", "refs"), [
+    (formula_references, "count_distinct(email | '-' | segment)", ["email", "segment"]),
+    (formula_references, "sum(x|'a')", ["x"]),
+    (filter_references, "status | 'x' = 'ax'", ["status"]),
+    (filter_references, "status || 'x' = 'ax'", ["status"]),
+    # A character SLayer refuses still parts a column from the string after it.
+    (filter_references, "status & 'x' = 'ax'", ["status"]),
+    (filter_references, "status ! 'x'", ["status"]),
+])
+def test_a_column_joined_to_a_string_is_read(scan: Any, text: str, refs: list[str]) -> None:
+    """A ``|`` (SLayer's concat) was no token: the column before it, then the string after it,
+    read as a typed literal (``DATE '2024-01-01'``) and the column was dropped."""
+    assert scan(text) == refs
+
+
+def test_a_query_joining_a_column_to_a_string_names_the_column(
+    example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner
+) -> None:
+    query = json.dumps({"source_model": "customers", "measures": ["count_distinct(email | '-' | segment)"],
+                        "filters": ["segment | 'x' = 'consumerx'"]})
+    proc = invoke_cli("--kb", example_kb_read_only.root, "search", "--query", query, "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout)["resolved_input_entities"] == [
+        "shop.customers", "shop.customers.email", "shop.customers.segment"]

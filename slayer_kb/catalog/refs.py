@@ -260,7 +260,9 @@ def _scan(text: str, what: str, sql: bool) -> list[str]:
     found = lexer.tokens(scanned)
     # A quote that closes nowhere: the rest is inside its string.
     unclosed = next((at for at, token in enumerate(found) if token.kind == "unclosed"), len(found))
-    tokens = [token for token in found[:unclosed] if token.kind != "other"]
+    # Every token is kept, one SLayer refuses too: dropped, it let the name before it meet the
+    # string after it, which then read as a typed literal (DATE '2024-01-01') and hid the name.
+    tokens = found[:unclosed]
     refs: dict[str, None] = {}
     stack: list[_Frame] = []
     rewritten = set() if sql else _rewritten_words(tokens, lexer.case_keywords(scanned, found))
