@@ -345,7 +345,8 @@ def test_a_crashed_commit_is_finished_without_what_a_sparse_checkout_leaves_out(
     """Memory 16 links 15; a sparse checkout leaves 16 out. A forget of 15 strips the link from
     16 in git's index and leaves it out of the work tree; killed after its update-ref, the next
     command's finish of that commit wrote 16 into the work tree and cleared its skip-worktree mark
-    (git ls-files -t: H), checking out what the person's sparse checkout leaves out."""
+    (git ls-files -t: H), checking out what the person's sparse checkout leaves out; a finish that
+    failed on another file staged the commit's version of 16 without its mark, as its command did."""
     root = indexed_example_kb.root
     git(root, "update-index", "-q", "--refresh")  # a copied repository's stat data, or git keeps the file
     git(root, "sparse-checkout", "set", "--no-cone", "/*", "!/memories/16.yaml")
@@ -354,6 +355,14 @@ def test_a_crashed_commit_is_finished_without_what_a_sparse_checkout_leaves_out(
                             capture_output=True, text=True)
     assert (killed.returncode, head(root) != before) == (3, True), killed.stderr
     assert (root / ".slayer-kb" / "journal.json").exists()
+    # A folder where the deleted 15 was: the finish fails, git's index takes the commit meanwhile.
+    (root / "memories" / "15.yaml").unlink()
+    (root / "memories" / "15.yaml" / "x").mkdir(parents=True)
+    failed = invoke_cli("--kb", root, "get", "1")
+    assert (failed.returncode, "memories/15.yaml: Is a directory." in failed.stderr) == (1, True), failed.stderr
+    assert git(root, "ls-files", "-t", "--", "memories/16.yaml") == "S memories/16.yaml\n"
+    (root / "memories" / "15.yaml" / "x").rmdir()
+    (root / "memories" / "15.yaml").rmdir()
 
     invoke_cli("--kb", root, "get", "1", check=True)  # the next command finishes the commit
     assert not (root / "memories" / "15.yaml").exists() and not (root / "memories" / "16.yaml").exists()

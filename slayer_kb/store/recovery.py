@@ -70,7 +70,8 @@ def recover(store: Store) -> None:
                 # The journal stays for the next command; git's index gets the commit's
                 # version meanwhile, so nothing staged undoes it.
                 with contextlib.suppress(StoreError):
-                    worktree.stage_blobs(store, {path: after[rp] for path, rp in zip(paths, repo_paths, strict=True)})
+                    worktree.stage_blobs(store, {path: after[rp] for path, rp in zip(paths, repo_paths, strict=True)},
+                                         marks)
                 raise next(iter(failed.values()))
             try:
                 store.stage(paths, marks)
