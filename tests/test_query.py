@@ -280,8 +280,9 @@ def test_filter_references(text: str, refs: list[str]) -> None:
 
 def test_sql_words_are_skipped_in_filters_only() -> None:
     assert filter_references("a AND b OR end") == ["a", "b"]
-    # A formula is Python: its operators name no column, but SQL's null is a name there.
-    assert formula_references("a AND b OR null") == ["a", "b", "null"]
+    # A formula is Python: its operators name no column, nor the literals SLayer 1.4.1 reads in
+    # any case (true, false, null; None as Python spells it), but any other SQL word is a name.
+    assert formula_references("a and b or end") == ["a", "b", "end"]
     assert {"and", "or", "not", "is", "null", "in", "like", "between", "case", "end"} <= SQL_WORDS
 
 
@@ -842,6 +843,8 @@ def test_the_check_and_the_reader_read_a_formula_alike(scan: Any, text: str, ref
 @pytest.mark.parametrize(("measure", "column"), [
     (r"sum(iif(status == 'it\'s', amount, 0))", "s"),
     ("sum(CASE (status) WHEN 'paid' THEN amount END)", "WHEN"),
+    ("sum(case when status is null then amount else 0 end)", "null"),
+    ("sum(CASE WHEN status IS NOT NULL THEN amount ELSE NULL END)", "NULL"),
 ])
 def test_a_query_with_what_slayer_reads_as_a_string_or_a_case_is_searched(
     measure: str, column: str, example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner
@@ -910,3 +913,17 @@ def test_a_query_joining_a_column_to_a_string_names_the_column(
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert json.loads(proc.stdout)["resolved_input_entities"] == [
         "shop.customers", "shop.customers.email", "shop.customers.segment"]
+
+
+@pytest.mark.parametrize(("scan", "text", "refs"), [
+    (formula_references, "sum(amount) + null * NULL + Null", ["amount"]),
+    (formula_references, "sum(iif(flag == TRUE, amount, FALSE))", ["flag", "amount"]),
+    (formula_references, "sum(None) + sum(none) + sum(NONE)", ["none", "NONE"]),
+    (formula_references, "sum(null.x) + sum(x.null)", ["null.x", "x.null"]),
+    (filter_references, "status = None or notes = none", ["status", "notes", "none"]),
+])
+def test_the_literals_slayer_reads_are_no_columns(scan: Any, text: str, refs: list[str]) -> None:
+    """SLayer 1.4.1 reads true, false and null in any letter case as literals, and None as Python
+    writes it; none or NONE is a column. A formula's null was tagged as a column (a query with
+    CASE WHEN x IS NULL was dropped: "Entity 'NULL' not found"), and its none was not."""
+    assert scan(text) == refs

@@ -220,10 +220,12 @@ def strip_aggregation(ref: str) -> tuple[str, bool]:
 
 _NONE = Token("", "", -1, -1)
 _SPACED_DOT = re.compile(r"(?<=[A-Za-z_])\s*\.\s*(?=[A-Za-z_])")
-# The words of a formula that name no column: Python's operators. The SQL words SLayer's Mode-B
-# parser rewrites (CASE WHEN, count(distinct x), extract(year from x)) are words only in those
-# places (:func:`_rewritten_words`); anywhere else `end` or `from` is a column like any other.
-_FORMULA_WORDS = frozenset({"and", "or", "not", "in", "is", "true", "false", "none"})
+# The words of a formula that name no column: Python's operators, and the literals SLayer's Mode-B
+# parser reads in any letter case (true, false, null; Python's None only as spelt so, a filter's
+# too: none is a column). The SQL words it rewrites (CASE WHEN, count(distinct x), extract(year
+# from x)) are words only in those places (:func:`_rewritten_words`); anywhere else `end` or `from`
+# is a column like any other.
+_FORMULA_WORDS = frozenset({"and", "or", "not", "in", "is", "true", "false", "null"})
 # The calls that take a granularity among their later arguments (SLayer's time_shift(x, -1, month)).
 _GRANULAR = frozenset({"time_shift"})
 
@@ -338,7 +340,7 @@ def _name_reference(
         return None
     if after.kind == "lit" or (before.kind == "name" and before.text.lower() == "as"):
         return None  # DATE '2024-01-01', CAST(x AS date)
-    if sql and name.lower() in SQL_WORDS:
+    if name == "None" or (sql and name.lower() in SQL_WORDS):
         return None
     if not sql and name.lower() in _FORMULA_WORDS:
         return None
