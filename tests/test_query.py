@@ -927,3 +927,25 @@ def test_the_literals_slayer_reads_are_no_columns(scan: Any, text: str, refs: li
     writes it; none or NONE is a column. A formula's null was tagged as a column (a query with
     CASE WHEN x IS NULL was dropped: "Entity 'NULL' not found"), and its none was not."""
     assert scan(text) == refs
+
+
+@pytest.mark.parametrize(("scan", "text", "refs"), [
+    (formula_references, "sum(x) # total of y", ["x"]),
+    (formula_references, "sum(amount  # net of refunds\n + qty)", ["amount", "qty"]),
+    (filter_references, "(status = 'paid'  # only paid orders\nand qty > 1)", ["status", "qty"]),
+    (filter_references, "note = 'a # b' and qty > 1", ["note", "qty"]),  # in a string, no comment
+])
+def test_a_comment_names_nothing(scan: Any, text: str, refs: list[str]) -> None:
+    """SLayer's parser is Python's, which skips a ``#`` comment to the end of its line; its words
+    were tagged, and a query with one refused (Entity 'total' not found)."""
+    assert scan(text) == refs
+
+
+@pytest.mark.parametrize("name", ["cafe\u0301", "x\u00b7y", "amounte\u0301None"])
+def test_a_name_with_a_combining_mark_is_one_name(name: str) -> None:
+    """Python reads ``cafe`` and a combining accent as one name (café, as SLayer resolves it); the
+    reader cut the name at the accent and tagged ``cafe``, where café as one character is refused."""
+    with pytest.raises(InvalidInputError) as caught:
+        formula_references(f"sum({name})")
+    assert str(caught.value) == (f"formula 'sum({name})': '{name}' is not a name SLayer can use; columns are "
+                                 "ASCII letters, digits and '_'.")
