@@ -191,3 +191,23 @@ def test_reviews_fmt_fix_names_the_file_from_where_it_ran(catalog_kb: KnowledgeB
     assert problems == [f"memories/{mid}.yaml:1: not in canonical form; run '{fix}'"]
     invoke_cli(*fix.split()[1:], check=True, cwd=tmp_path)
     assert invoke_cli("--kb", kb.root, "validate", check=True).stdout == "Checked 1 file: no problems.\n"
+
+
+def test_review_reports_the_ids_a_branch_adds_as_validate_does(catalog_kb: KnowledgeBase, invoke_cli) -> None:
+    """review checked each file's text, never its name: a branch adding kb.case and KB.Case (which
+    collide on a checkout that folds letter case), OLD.one beside old.one, and nul (a name Windows
+    reserves) had a review with no problems while validate reported each."""
+    kb = catalog_kb
+    root = kb.root
+    memory = "learning: {}\nentities:\n- shop.orders.amount\ncreated_at: '2026-01-01T00:00:00Z'\n"
+    (root / "memories" / "old.one.yaml").write_text(memory.format("already there"))
+    commit_all(root, "base")
+    base = head(kb)
+    for memory_id in ("kb.case", "KB.Case", "OLD.one", "nul"):
+        (root / "memories" / f"{memory_id}.yaml").write_text(memory.format(memory_id))
+    commit_all(root, "the branch")
+    validated = invoke_cli("--kb", root, "validate", cwd=root).stdout.splitlines()[:-1]
+    assert len(validated) == 5 and "differs only in letter case from kb.case" in validated[0], validated
+    reviewed = json_of(invoke_cli("--kb", root, "--json", "review", base, check=True, cwd=root))["problems"]
+    # Every problem validate finds but old.one's: the branch did not add it.
+    assert sorted(reviewed) == [line for line in validated if not line.startswith("memories/old.one.yaml:")]

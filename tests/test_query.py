@@ -280,8 +280,9 @@ def test_filter_references(text: str, refs: list[str]) -> None:
 
 def test_sql_words_are_skipped_in_filters_only() -> None:
     assert filter_references("a AND b OR end") == ["a", "b"]
-    # A formula is Python: its operators name no column, but SQL's null is a name there.
-    assert formula_references("a AND b OR null") == ["a", "b", "null"]
+    # A formula is Python: its operators name no column, nor the literals SLayer 1.4.1 reads in
+    # any case (true, false, null; None as Python spells it), but any other SQL word is a name.
+    assert formula_references("a and b or end") == ["a", "b", "end"]
     assert {"and", "or", "not", "is", "null", "in", "like", "between", "case", "end"} <= SQL_WORDS
 
 
@@ -842,6 +843,8 @@ def test_the_check_and_the_reader_read_a_formula_alike(scan: Any, text: str, ref
 @pytest.mark.parametrize(("measure", "column"), [
     (r"sum(iif(status == 'it\'s', amount, 0))", "s"),
     ("sum(CASE (status) WHEN 'paid' THEN amount END)", "WHEN"),
+    ("sum(case when status is null then amount else 0 end)", "null"),
+    ("sum(CASE WHEN status IS NOT NULL THEN amount ELSE NULL END)", "NULL"),
 ])
 def test_a_query_with_what_slayer_reads_as_a_string_or_a_case_is_searched(
     measure: str, column: str, example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner
@@ -884,3 +887,65 @@ def test_a_formula_joining_text_with_a_bar_is_taken(example_kb_read_only: Knowle
     assert [formula_problem(f) for f in ("sum(x) | sum(y)", "count(a || b)", "sum(x & y)")] == [
         None, "Invalid Mode-B expression 'count(a || b)': invalid syntax (<unknown>, line 1)",
         "Invalid Mode-B expression 'sum(x & y)': unsupported binary operator BitAnd."]
+
+
+@pytest.mark.parametrize(("scan", "text", "refs"), [
+    (formula_references, "count_distinct(email | '-' | segment)", ["email", "segment"]),
+    (formula_references, "sum(x|'a')", ["x"]),
+    (filter_references, "status | 'x' = 'ax'", ["status"]),
+    (filter_references, "status || 'x' = 'ax'", ["status"]),
+    # A character SLayer refuses still parts a column from the string after it.
+    (filter_references, "status & 'x' = 'ax'", ["status"]),
+    (filter_references, "status ! 'x'", ["status"]),
+])
+def test_a_column_joined_to_a_string_is_read(scan: Any, text: str, refs: list[str]) -> None:
+    """A ``|`` (SLayer's concat) was no token: the column before it, then the string after it,
+    read as a typed literal (``DATE '2024-01-01'``) and the column was dropped."""
+    assert scan(text) == refs
+
+
+def test_a_query_joining_a_column_to_a_string_names_the_column(
+    example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner
+) -> None:
+    query = json.dumps({"source_model": "customers", "measures": ["count_distinct(email | '-' | segment)"],
+                        "filters": ["segment | 'x' = 'consumerx'"]})
+    proc = invoke_cli("--kb", example_kb_read_only.root, "search", "--query", query, "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout)["resolved_input_entities"] == [
+        "shop.customers", "shop.customers.email", "shop.customers.segment"]
+
+
+@pytest.mark.parametrize(("scan", "text", "refs"), [
+    (formula_references, "sum(amount) + null * NULL + Null", ["amount"]),
+    (formula_references, "sum(iif(flag == TRUE, amount, FALSE))", ["flag", "amount"]),
+    (formula_references, "sum(None) + sum(none) + sum(NONE)", ["none", "NONE"]),
+    (formula_references, "sum(null.x) + sum(x.null)", ["null.x", "x.null"]),
+    (filter_references, "status = None or notes = none", ["status", "notes", "none"]),
+])
+def test_the_literals_slayer_reads_are_no_columns(scan: Any, text: str, refs: list[str]) -> None:
+    """SLayer 1.4.1 reads true, false and null in any letter case as literals, and None as Python
+    writes it; none or NONE is a column. A formula's null was tagged as a column (a query with
+    CASE WHEN x IS NULL was dropped: "Entity 'NULL' not found"), and its none was not."""
+    assert scan(text) == refs
+
+
+@pytest.mark.parametrize(("scan", "text", "refs"), [
+    (formula_references, "sum(x) # total of y", ["x"]),
+    (formula_references, "sum(amount  # net of refunds\n + qty)", ["amount", "qty"]),
+    (filter_references, "(status = 'paid'  # only paid orders\nand qty > 1)", ["status", "qty"]),
+    (filter_references, "note = 'a # b' and qty > 1", ["note", "qty"]),  # in a string, no comment
+])
+def test_a_comment_names_nothing(scan: Any, text: str, refs: list[str]) -> None:
+    """SLayer's parser is Python's, which skips a ``#`` comment to the end of its line; its words
+    were tagged, and a query with one refused (Entity 'total' not found)."""
+    assert scan(text) == refs
+
+
+@pytest.mark.parametrize("name", ["cafe\u0301", "x\u00b7y", "amounte\u0301None"])
+def test_a_name_with_a_combining_mark_is_one_name(name: str) -> None:
+    """Python reads ``cafe`` and a combining accent as one name (café, as SLayer resolves it); the
+    reader cut the name at the accent and tagged ``cafe``, where café as one character is refused."""
+    with pytest.raises(InvalidInputError) as caught:
+        formula_references(f"sum({name})")
+    assert str(caught.value) == (f"formula 'sum({name})': '{name}' is not a name SLayer can use; columns are "
+                                 "ASCII letters, digits and '_'.")

@@ -10,6 +10,8 @@ beside them (``<file>.orig``; a staged version that differs from both, ``<file>.
 from __future__ import annotations
 
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -379,6 +381,48 @@ def test_a_memory_a_sparse_checkout_leaves_out_is_not_called_deleted(indexed_exa
     assert "stripped it from 5 memories: 5, 6, 8," in deleted.stdout
     assert "- shop.orders.is_test\n" not in git(root, "show", "HEAD:memories/5.yaml")
     assert not (root / "memories" / "5.yaml").exists() and git(root, "status", "--porcelain") == ""
+
+# A command killed right after its commit's update-ref, before it wrote a file or staged one.
+KILLED_AFTER_PUBLISHING = """
+import os
+from slayer_kb.cli import main
+from slayer_kb.store import repo
+repo.GitStore._finish = lambda *args, **kwargs: os._exit(3)
+main()
+"""
+
+
+def test_a_crashed_commit_is_finished_without_what_a_sparse_checkout_leaves_out(
+        indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """Memory 16 links 15; a sparse checkout leaves 16 out. A forget of 15 strips the link from
+    16 in git's index and leaves it out of the work tree; killed after its update-ref, the next
+    command's finish of that commit wrote 16 into the work tree and cleared its skip-worktree mark
+    (git ls-files -t: H), checking out what the person's sparse checkout leaves out; a finish that
+    failed on another file staged the commit's version of 16 without its mark, as its command did."""
+    root = indexed_example_kb.root
+    git(root, "update-index", "-q", "--refresh")  # a copied repository's stat data, or git keeps the file
+    git(root, "sparse-checkout", "set", "--no-cone", "/*", "!/memories/16.yaml")
+    before = head(root)
+    killed = subprocess.run([sys.executable, "-c", KILLED_AFTER_PUBLISHING, "--kb", str(root), "forget", "15"],
+                            capture_output=True, text=True)
+    assert (killed.returncode, head(root) != before) == (3, True), killed.stderr
+    assert (root / ".slayer-kb" / "journal.json").exists()
+    # A folder where the deleted 15 was: the finish fails, git's index takes the commit meanwhile.
+    (root / "memories" / "15.yaml").unlink()
+    (root / "memories" / "15.yaml" / "x").mkdir(parents=True)
+    failed = invoke_cli("--kb", root, "get", "1")
+    assert (failed.returncode, "memories/15.yaml: Is a directory." in failed.stderr) == (1, True), failed.stderr
+    assert git(root, "ls-files", "-t", "--", "memories/16.yaml") == "S memories/16.yaml\n"
+    (root / "memories" / "15.yaml" / "x").rmdir()
+    (root / "memories" / "15.yaml").rmdir()
+
+    invoke_cli("--kb", root, "get", "1", check=True)  # the next command finishes the commit
+    assert not (root / "memories" / "15.yaml").exists() and not (root / "memories" / "16.yaml").exists()
+    assert git(root, "ls-files", "-t", "--", "memories/15.yaml", "memories/16.yaml") == "S memories/16.yaml\n"
+    assert git(root, "show", ":memories/16.yaml") == git(root, "show", "HEAD:memories/16.yaml")
+    assert "memory:15" not in git(root, "show", "HEAD:memories/16.yaml")
+    assert git(root, "status", "--porcelain") == ""
+    assert not (root / ".slayer-kb" / "journal.json").exists()
 
 
 def test_a_marked_file_that_holds_its_committed_version_is_rewritten(tmp_path: Path, invoke_cli: CliRunner) -> None:

@@ -38,7 +38,7 @@ def _pattern(quotes: str) -> re.Pattern[str]:
         | (?P<unclosed>[{_QUOTES}])
         | (?P<num>\.?\d[\w.]*)
         | (?P<name>[^\W\d]\w*(?:\.[^\W\d]\w*)*(?:\.\*)?)
-        | (?P<op>::|<=|>=|!=|<>|==|\|\||[-+*/%=<>(),:\[\]])
+        | (?P<op>::|<=|>=|!=|<>|==|\|\||[-+*/%=<>(),:\[\]|])
         | (?P<other>.)
         """,
         re.X | re.S,
@@ -53,7 +53,10 @@ def tokens(text: str) -> list[Token]:
     while True:
         for match in _pattern(quotes).finditer(text, at):
             kind = match.lastgroup or ""
-            if kind != "space":
+            if found and _runs_on(found[-1], kind, match):
+                last = found[-1]
+                found[-1] = Token("name", last.text + match.group(), last.start, match.end())
+            elif kind != "space":
                 found.append(Token(kind, match.group(), match.start(), match.end()))
             if kind == "unclosed" and match.group() in quotes:
                 # What follows was read to the end without the quote closing, so no later quote of
@@ -63,6 +66,23 @@ def tokens(text: str) -> list[Token]:
                 break
         else:
             return found
+
+
+def _runs_on(name: Token, kind: str, match: re.Match[str]) -> bool:
+    """Whether the token ``match`` goes on the name ``name`` ends with, as Python reads a name: a
+    character the name pattern leaves out that Python takes inside one (a combining accent, a
+    middle dot: an ``e`` and a combining acute accent are one name, é), and the letters or
+    digits right after it."""
+    if name.kind != "name" or name.end != match.start():
+        return False
+    if kind == "other":
+        return _continues_name(match.group())
+    return kind in ("name", "num") and _continues_name(name.text[-1])
+
+
+def _continues_name(char: str) -> bool:
+    """A character inside a Python name that the name pattern's ``\\w`` leaves out."""
+    return ("a" + char).isidentifier() and not re.match(r"\w", char)
 
 
 class MalformedCase(ValueError):

@@ -6,7 +6,8 @@ touches, not how to compile it:
 
 - quoted strings (Python's, as SLayer reads them: ``'it\\'s'`` is one, ``'it''s'`` two side by
   side), backquotes and ``{var}`` placeholders are dropped first, so nothing inside them is ever
-  tagged (after a quote that closes nowhere, nothing is);
+  tagged (after a quote that closes nowhere, nothing is), nor anything in a ``#`` comment, to the
+  end of its line, which Python skips;
 - an identifier directly followed by ``(`` is a function (``sum``, ``cumsum``, ``lower``, ...);
 - an identifier after ``:`` or ``::`` is an aggregation (``amount:sum``) or a cast type;
 - a keyword argument (``weight=qty``, ``partition_by=region``) is skipped with its value: it is
@@ -220,10 +221,12 @@ def strip_aggregation(ref: str) -> tuple[str, bool]:
 
 _NONE = Token("", "", -1, -1)
 _SPACED_DOT = re.compile(r"(?<=[A-Za-z_])\s*\.\s*(?=[A-Za-z_])")
-# The words of a formula that name no column: Python's operators. The SQL words SLayer's Mode-B
-# parser rewrites (CASE WHEN, count(distinct x), extract(year from x)) are words only in those
-# places (:func:`_rewritten_words`); anywhere else `end` or `from` is a column like any other.
-_FORMULA_WORDS = frozenset({"and", "or", "not", "in", "is", "true", "false", "none"})
+# The words of a formula that name no column: Python's operators, and the literals SLayer's Mode-B
+# parser reads in any letter case (true, false, null; Python's None only as spelt so, a filter's
+# too: none is a column). The SQL words it rewrites (CASE WHEN, count(distinct x), extract(year
+# from x)) are words only in those places (:func:`_rewritten_words`); anywhere else `end` or `from`
+# is a column like any other.
+_FORMULA_WORDS = frozenset({"and", "or", "not", "in", "is", "true", "false", "null"})
 # The calls that take a granularity among their later arguments (SLayer's time_shift(x, -1, month)).
 _GRANULAR = frozenset({"time_shift"})
 
@@ -258,9 +261,12 @@ def _scan(text: str, what: str, sql: bool) -> list[str]:
     # Python, so a formula, reads `customers . city` as customers.city; SQL, so a filter, does not.
     scanned = text if sql else _SPACED_DOT.sub(".", text)
     found = lexer.tokens(scanned)
+    # Every token is kept, one SLayer refuses too: dropped, it let the name before it meet the
+    # string after it, which then read as a typed literal (DATE '2024-01-01') and hid the name;
+    # but a comment's, which Python skips.
+    tokens = _uncommented(scanned, found)
     # A quote that closes nowhere: the rest is inside its string.
-    unclosed = next((at for at, token in enumerate(found) if token.kind == "unclosed"), len(found))
-    tokens = [token for token in found[:unclosed] if token.kind != "other"]
+    tokens = tokens[: next((at for at, token in enumerate(tokens) if token.kind == "unclosed"), len(tokens))]
     refs: dict[str, None] = {}
     stack: list[_Frame] = []
     rewritten = set() if sql else _rewritten_words(tokens, lexer.case_keywords(scanned, found))
@@ -282,6 +288,21 @@ def _scan(text: str, what: str, sql: bool) -> list[str]:
         elif token.text == "*" and _star(tokens, index, stack, sql, text, what):
             refs[SOURCE_MODEL] = None
     return list(refs)
+
+
+def _uncommented(text: str, found: list[Token]) -> list[Token]:
+    """``found`` without the tokens of each ``#`` comment (outside a string) to the end of its line."""
+    kept: list[Token] = []
+    comment_end = -1
+    for token in found:
+        if token.start < comment_end:
+            continue
+        if token.text == "#":
+            line_end = text.find("\n", token.start)
+            comment_end = len(text) if line_end < 0 else line_end
+            continue
+        kept.append(token)
+    return kept
 
 
 def _rewritten_words(tokens: list[Token], case_keywords: set[int]) -> set[int]:
@@ -336,7 +357,7 @@ def _name_reference(
         return None
     if after.kind == "lit" or (before.kind == "name" and before.text.lower() == "as"):
         return None  # DATE '2024-01-01', CAST(x AS date)
-    if sql and name.lower() in SQL_WORDS:
+    if name == "None" or (sql and name.lower() in SQL_WORDS):
         return None
     if not sql and name.lower() in _FORMULA_WORDS:
         return None

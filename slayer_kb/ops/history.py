@@ -256,6 +256,9 @@ def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
             continue
         before = _load_at(store, base_sha, old, old_id) if status != "A" and old_id else None
         after = _load_at(store, head_sha, new, new_id) if status != "D" and new_id else None
+        if (status == "A" or status.startswith("R")) and new_id is not None:
+            # An id the branch adds: one no memory may take, or one that collides with another at head.
+            result.problems.extend(map(str, validate.id_problems(new_id, new, context)))
         if status != "D" and new_id is not None:
             # Every problem of the file at the head, as validate reports it, in one run.
             text = text_at(store, head_sha, new)

@@ -288,6 +288,23 @@ def empty_model_files(catalog: Catalog) -> list[Problem]:
     return problems
 
 
+def id_problems(memory_id: str, name: str, context: KBContext) -> list[Problem]:
+    """The problems of the id a memory's file ``name`` gives it: one no new memory may take, or one
+    colliding with another where a checkout folds case or Unicode (review checks a branch's with it)."""
+    problems: list[Problem] = []
+    try:
+        check_new_id(memory_id)
+    except InvalidIdError as exc:
+        problems.append(Problem(name, 1, f"the file name is the id: {exc}"))
+    others = [i for i in context.folded.get(fold_id(memory_id), []) if i != memory_id]
+    if others:
+        how = ("letter case" if all(i.casefold() == memory_id.casefold() for i in others)
+               else "letter case or Unicode normalisation")
+        problems.append(Problem(name, 1, f"id '{memory_id}' differs only in {how} from {', '.join(sorted(others))}: "
+                                f"they collide on macOS and Windows checkouts; rename one: {_renaming(memory_id, context)}"))
+    return problems
+
+
 def check_file(path: Path, name: str, context: KBContext, warnings: list[Problem] | None = None) -> list[Problem]:
     """The file's problems; its warnings (timechecks.py) go to ``warnings`` when given."""
     if path.parent.name == SESSIONS_DIR:
@@ -300,20 +317,10 @@ def check_file(path: Path, name: str, context: KBContext, warnings: list[Problem
     if (why := misplaced(path)) is not None:
         add(1, why)
         return problems
-    memory_id = path.stem
-    try:
-        check_new_id(memory_id)
-    except InvalidIdError as exc:
-        add(1, f"the file name is the id: {exc}")
-    others = [i for i in context.folded.get(fold_id(memory_id), []) if i != memory_id]
-    if others:
-        how = ("letter case" if all(i.casefold() == memory_id.casefold() for i in others)
-               else "letter case or Unicode normalisation")
-        add(1, f"id '{memory_id}' differs only in {how} from {', '.join(sorted(others))}: "
-               f"they collide on macOS and Windows checkouts; rename one: {_renaming(memory_id, context)}")
+    problems.extend(id_problems(path.stem, name, context))
     text = read_text(path, add, MAX_FILE_BYTES)
     if text is not None:
-        problems.extend(check_memory_text(text, memory_id, name, context, warnings=warnings))
+        problems.extend(check_memory_text(text, path.stem, name, context, warnings=warnings))
     return problems
 
 

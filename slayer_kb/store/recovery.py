@@ -25,7 +25,8 @@ class Store(worktree.Repository, Protocol):
 
 def recover(store: Store) -> None:
     """Finish a commit that a crash interrupted after its update-ref: every file it changed
-    is made to hold the committed bytes (whatever state the crash left it in) and staged.
+    is made to hold the committed bytes (whatever state the crash left it in) and staged; one a
+    sparse checkout leaves out is only staged, still left out.
 
     If HEAD has moved on since (a plain ``git commit``, ``reset`` or ``checkout`` ran before
     any slayer-kb command), HEAD is the truth: only files the crash left half-written are
@@ -58,16 +59,22 @@ def recover(store: Store) -> None:
                 path: None if (oid := after[rp]) is None else data[oid]
                 for path, rp in zip(paths, repo_paths, strict=True)
             }
-            stale = {path: content for path, content in committed.items() if not holds(store.root / path, content)}
+            # As the command itself would have: a file a sparse checkout leaves out is staged, its
+            # mark kept, and never written into the work tree.
+            marks = worktree.index_marks(store, paths)
+            outside = worktree.left_out(store, marks, paths)
+            stale = {path: content for path, content in committed.items()
+                     if path not in outside and not holds(store.root / path, content)}
             failed = worktree.write_files(store, stale)
             if failed:
                 # The journal stays for the next command; git's index gets the commit's
                 # version meanwhile, so nothing staged undoes it.
                 with contextlib.suppress(StoreError):
-                    worktree.stage_blobs(store, {path: after[rp] for path, rp in zip(paths, repo_paths, strict=True)})
+                    worktree.stage_blobs(store, {path: after[rp] for path, rp in zip(paths, repo_paths, strict=True)},
+                                         marks)
                 raise next(iter(failed.values()))
             try:
-                store.stage(paths)
+                store.stage(paths, marks)
             except StoreError as exc:
                 raise StoreError(f"Cannot finish the commit {new[:12]} that an earlier slayer-kb command made: "
                                  f"git's index could not take its files: {exc}") from None

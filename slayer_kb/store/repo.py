@@ -411,7 +411,7 @@ class GitStore:
         with contextlib.suppress(StoreError):
             # git's index gets the commit's version all the same: left as it was, it would
             # stage the undoing of the change for the person's next `git commit`.
-            worktree.stage_blobs(self, blobs)
+            worktree.stage_blobs(self, blobs, marks)
             journal.clear(self.state)
         raise worktree.not_written(self, new, blobs, failed)
 

@@ -47,7 +47,7 @@ class Repository(Protocol):
 
     def check_inside(self, kb_path: str) -> None: ...
 
-    def stage(self, kb_paths: list[str]) -> None: ...
+    def stage(self, kb_paths: list[str], marks: IndexMarks | None = None) -> None: ...
 
     @property
     def index_file(self) -> Path: ...
@@ -275,14 +275,19 @@ def restage_marked(store: Repository, marked: Mapping[str, tuple[tuple[str, ...]
     lines = "".join(f"{mode if in_head[store.repo_path(p)] else 0} {in_head[store.repo_path(p)] or '0' * 40}"
                     f"\t{store.repo_path(p)}\0" for p, (_, mode) in sorted(marked.items()))
     store.git_writing_index("update-index", "-z", "--index-info", input=lines.encode("utf-8", "surrogateescape"))
-    kept = [p for p in sorted(marked) if in_head[store.repo_path(p)]]
-    if not kept:
+    _mark_again(store, {p: marks for p, (marks, _) in marked.items() if in_head[store.repo_path(p)]})
+
+
+def _mark_again(store: Repository, marked: Mapping[str, tuple[str, ...]]) -> None:
+    """Give these files, just put in git's index by ``--index-info`` (which drops an entry's
+    marks), each of their marks again."""
+    if not marked:
         return
     # --index-info's entries have no stat data: refreshed first, as git would.
-    store.git_writing_index("update-index", "-q", "--refresh", "--", *map(store.repo_path, kept), check=False)
-    for kind in sorted({kind for marks, _ in marked.values() for kind in marks}):
+    store.git_writing_index("update-index", "-q", "--refresh", "--", *map(store.repo_path, sorted(marked)), check=False)
+    for kind in sorted({kind for marks in marked.values() for kind in marks}):
         # One mark a call: update-index given both sets only the first.
-        again = [store.repo_path(p) for p in kept if kind in marked[p][0]]
+        again = [store.repo_path(p) for p in sorted(marked) if kind in marked[p]]
         if again:
             store.git_writing_index("update-index", f"--{kind}", "--", *again)
 
@@ -372,13 +377,16 @@ def write_files(store: Repository, contents: Mapping[str, bytes | None]) -> dict
     return failed
 
 
-def stage_blobs(store: Repository, blobs: Mapping[str, str | None]) -> None:
+def stage_blobs(store: Repository, blobs: Mapping[str, str | None], marks: IndexMarks | None = None) -> None:
     """Put these blobs (None: no file) in git's index at their paths, whatever the work tree
-    holds."""
+    holds, each file keeping the marks git's index held on it (``marks``: as this transaction
+    read them; the others read now): a sparse checkout's file stays left out."""
+    marked = marked_in_index(store, list(blobs), marks)
     null = "0" * len(store.head() or "")  # git's null id, as long as this repository's ids
     records = "".join(f"100644 {oid}\t{store.repo_path(path)}\0" if oid else f"0 {null}\t{store.repo_path(path)}\0"
                       for path, oid in blobs.items())
     store.git_writing_index("update-index", "-z", "--index-info", input=records.encode("utf-8", "surrogateescape"))
+    _mark_again(store, {path: kinds for path, (kinds, _) in marked.items() if blobs[path]})
 
 
 # Attributes under which git reads a work-tree file as other bytes than slayer-kb writes (the
