@@ -3,9 +3,10 @@
 One tokenizer serves the check of a formula (``querychecks.formula_problem``, which lowers each
 CASE as SLayer does before Python reads the rest) and the references it names (``refs``), so the
 two never read a quoted string or a CASE differently. SLayer's parser is built on Python's, so a
-string is Python's: ``'it\\'s'`` is one string (a backslash escapes the next character) and SQL's
-``'it''s'`` is two side by side, over the same text. A ``{variable}`` (filled in before SLayer
-parses) and a backquoted name are values too, whose insides name nothing.
+formula's string is Python's: ``'it\\'s'`` is one string (a backslash escapes the next character)
+and SQL's ``'it''s'`` is two side by side, over the same text. A filter's strings are read as
+SLayer's memory resolver drops them, with no escapes: ``'C:\\'`` is one. A ``{variable}`` (filled
+in before SLayer parses) and a backquoted name are values too, whose insides name nothing.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from typing import NamedTuple
 # Each quote's string; a backquoted name has no escapes.
 _SINGLE_QUOTED = r"'(?:\\.|[^'\\])*'"
 _STRINGS = {"'": _SINGLE_QUOTED, '"': r'"(?:\\.|[^"\\])*"', "`": r"`[^`]*`"}
+# A filter's, as SLayer's memory resolver drops them (``_FILTER_LITERAL_RE``): no escapes.
+_SQL_STRINGS = {"'": r"'[^']*'", '"': r'"[^"]*"', "`": _STRINGS["`"]}
 _QUOTES = "".join(_STRINGS)
 
 
@@ -28,9 +31,10 @@ class Token(NamedTuple):
 
 
 @functools.cache
-def _pattern(quotes: str) -> re.Pattern[str]:
+def _pattern(quotes: str, sql: bool) -> re.Pattern[str]:
     """The tokens, with a string only for the quotes of ``quotes``: the others close nowhere."""
-    literals = "|".join([*(_STRINGS[quote] for quote in quotes), r"\{[^{}]*\}"])
+    strings = _SQL_STRINGS if sql else _STRINGS
+    literals = "|".join([*(strings[quote] for quote in quotes), r"\{[^{}]*\}"])
     return re.compile(
         rf"""
           (?P<space>\s+)
@@ -45,13 +49,14 @@ def _pattern(quotes: str) -> re.Pattern[str]:
     )
 
 
-def tokens(text: str) -> list[Token]:
-    """``text``'s tokens, spaces left out. A quote that closes nowhere is an ``unclosed`` token and
-    the text after it is read on, as SLayer reads it."""
+def tokens(text: str, sql: bool = False) -> list[Token]:
+    """``text``'s tokens, spaces left out; ``sql``: a filter's, whose strings have no escapes. A
+    quote that closes nowhere is an ``unclosed`` token and the text after it is read on, as SLayer
+    reads it."""
     found: list[Token] = []
     quotes, at = _QUOTES, 0
     while True:
-        for match in _pattern(quotes).finditer(text, at):
+        for match in _pattern(quotes, sql).finditer(text, at):
             kind = match.lastgroup or ""
             if kind != "space":
                 found.append(Token(kind, match.group(), match.start(), match.end()))

@@ -4,9 +4,10 @@ Formulas and filters are read with the tokens of :mod:`lexer` (the ones the chec
 reads) instead of SLayer's full parser, because slayer-kb only needs to know which columns a query
 touches, not how to compile it:
 
-- quoted strings (Python's, as SLayer reads them: ``'it\\'s'`` is one, ``'it''s'`` two side by
-  side), backquotes and ``{var}`` placeholders are dropped first, so nothing inside them is ever
-  tagged (after a quote that closes nowhere, nothing is);
+- quoted strings (a formula's Python's, as SLayer's parser reads them: ``'it\\'s'`` is one,
+  ``'it''s'`` two side by side; a filter's with no escapes, as SLayer's memory resolver reads them:
+  ``'C:\\'`` is one), backquotes and ``{var}`` placeholders are dropped first, so nothing inside
+  them is ever tagged (after a quote that closes nowhere, nothing is);
 - an identifier directly followed by ``(`` is a function (``sum``, ``cumsum``, ``lower``, ...);
 - an identifier after ``:`` or ``::`` is an aggregation (``amount:sum``) or a cast type;
 - a keyword argument (``weight=qty``, ``partition_by=region``) is skipped with its value: it is
@@ -257,7 +258,7 @@ def _scan(text: str, what: str, sql: bool) -> list[str]:
         raise InvalidInputError(f"A {what} must be a string, got {kind_of(text)}.")
     # Python, so a formula, reads `customers . city` as customers.city; SQL, so a filter, does not.
     scanned = text if sql else _SPACED_DOT.sub(".", text)
-    found = lexer.tokens(scanned)
+    found = lexer.tokens(scanned, sql)
     # A quote that closes nowhere: the rest is inside its string.
     unclosed = next((at for at, token in enumerate(found) if token.kind == "unclosed"), len(found))
     tokens = [token for token in found[:unclosed] if token.kind != "other"]
