@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.catalog.catalog import load_catalog
+from slayer_kb.catalog.lexer import lower_cases
 from slayer_kb.catalog.querychecks import formula_problem
 from slayer_kb.catalog.refs import (
     SOURCE_MODEL,
@@ -884,6 +885,26 @@ def test_a_filter_with_a_string_ending_in_a_backslash_is_read_whole(
     assert (proc.returncode, found["warnings"]) == (0, []), proc.stdout
     assert found["resolved_input_entities"] == ["shop.orders", "shop.orders.status", "shop.orders.amount"]
     assert filter_references(r"status = 'C:\' and amount > 5") == ["status", "amount"]
+
+
+# SLayer's CASE tokens have no number: after `0.` a keyword is one. The lexer read `0.end` as one
+# number, and refused what SLayer and earlier releases took ("missing END.", "invalid syntax", "a
+# WHEN branch is missing its THEN."). Each lowered as SLayer 1.4.1's _rewrite_case_when lowers it.
+@pytest.mark.parametrize(("formula", "lowered"), [
+    ("sum(case when amount > 0 then amount else 0.end)", "sum(iif(amount > 0, amount, 0.))"),
+    ("sum(case when amount > 0 then 1.else 0 end)", "sum(iif(amount > 0, 1., 0))"),
+    ("sum(case when amount > 0.then 1 end)", "sum(iif(amount > 0., 1, None))"),
+])
+def test_a_number_ending_in_a_dot_before_a_case_keyword_is_read_as_slayer_reads_it(
+    formula: str, lowered: str, example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner
+) -> None:
+    assert lower_cases(formula) == lowered
+    assert (formula_problem(formula), formula_references(formula)) == (None, ["amount"])
+    query = json.dumps({"source_model": "orders", "measures": [formula]})
+    proc = invoke_cli("--kb", example_kb_read_only.root, "search", "--query", query, "--json")
+    found = json.loads(proc.stdout)
+    assert (proc.returncode, found["warnings"]) == (0, []), proc.stdout
+    assert found["resolved_input_entities"] == ["shop.orders", "shop.orders.amount"]
 
 
 @pytest.mark.parametrize("formula", ["sum(x.case) + 1)", "sum(case.x))"])

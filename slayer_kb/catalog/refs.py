@@ -264,7 +264,7 @@ def _scan(text: str, what: str, sql: bool) -> list[str]:
     tokens = [token for token in found[:unclosed] if token.kind != "other"]
     refs: dict[str, None] = {}
     stack: list[_Frame] = []
-    rewritten = set() if sql else _rewritten_words(tokens, lexer.case_keywords(scanned, found))
+    rewritten = set() if sql else _rewritten_words(tokens, lexer.case_keywords(scanned))
     for index, token in enumerate(tokens):
         if token.text in ("(", "["):
             stack.append(_open_frame(tokens, index, stack))
