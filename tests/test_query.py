@@ -907,6 +907,21 @@ def test_a_number_ending_in_a_dot_before_a_case_keyword_is_read_as_slayer_reads_
     assert found["resolved_input_entities"] == ["shop.orders", "shop.orders.amount"]
 
 
+def test_a_formula_is_read_for_references_as_far_as_slayer_reads_it(
+    example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner
+) -> None:
+    """With a CASE in it, SLayer reads a formula up to an unmatched ')' and drops the rest; the
+    reader read on, past the CASE reader's end, and took case, when, then and end for columns."""
+    formula = "sum(amount)) + case when status = 'x' then amount end"
+    assert (lower_cases(formula), formula_problem(formula), formula_references(formula)) == (
+        "sum(amount)", None, ["amount"])
+    query = json.dumps({"source_model": "orders", "measures": [formula]})
+    proc = invoke_cli("--kb", example_kb_read_only.root, "search", "--query", query, "--json")
+    found = json.loads(proc.stdout)
+    assert (proc.returncode, found["warnings"]) == (0, []), proc.stdout
+    assert found["resolved_input_entities"] == ["shop.orders", "shop.orders.amount"]
+
+
 @pytest.mark.parametrize("formula", ["sum(x.case) + 1)", "sum(case.x))"])
 def test_a_formula_naming_case_and_no_case_is_checked_whole(formula: str) -> None:
     """SLayer reads a text with no CASE keyword as it is; the check cut it at an unmatched ')' as

@@ -87,12 +87,20 @@ _CASE_TOKEN = re.compile(
 )
 
 
+class CaseReading(NamedTuple):
+    """What SLayer reads of a formula (:func:`read_cases`)."""
+
+    words: set[int]  # where the CASE keywords start
+    end: int  # where SLayer's reading stops: the first unmatched closing bracket when a CASE is in it
+
+
 def lower_cases(text: str) -> str:
     """``text`` with each CASE ... END as the ``iif(CONDITION, VALUE, ELSE)`` calls SLayer's
     Mode-B parser lowers it to before Python reads the rest (``slayer.engine.syntax._rw_case``):
     its values as written, each condition with SQL's spellings as Python's (``_sql_condition``),
     a simple CASE's as ``OPERAND == VALUE``. A CASE opens one only where a WHEN follows it
-    (SLayer's rule): ``sum(case)`` names a column. :class:`MalformedCase` for one SLayer refuses."""
+    (SLayer's rule): ``sum(case)`` names a column. With any CASE keyword, the text ends at an
+    unmatched ``)``, as SLayer slices it. :class:`MalformedCase` for one SLayer refuses."""
     if "case" not in text.lower():
         return text
     cases = _Cases(text)
@@ -102,17 +110,19 @@ def lower_cases(text: str) -> str:
     return lowered
 
 
-def case_keywords(text: str) -> set[int]:
-    """Where (the offset in ``text`` each starts at) a CASE ... END's keywords are, read as
-    :func:`lower_cases` reads them; those of a malformed one up to its fault."""
+def read_cases(text: str) -> CaseReading:
+    """Where ``text``'s CASE ... END keywords are and where SLayer stops reading it, read as
+    :func:`lower_cases` reads it; a malformed CASE's keywords up to its fault, and all the text."""
     if "case" not in text.lower():
-        return set()
+        return CaseReading(set(), len(text))
     cases = _Cases(text)
+    if "CASE" not in cases.kinds:
+        return CaseReading(set(), len(text))
     try:
-        cases.span(0, 0, frozenset())
+        _, stop = cases.span(0, 0, frozenset())
     except MalformedCase:
-        pass  # the formula's check refuses it; its references are read as far as it goes
-    return cases.keywords
+        return CaseReading(cases.words, len(text))  # the formula's check refuses it
+    return CaseReading(cases.words, cases.tokens[stop].start if stop < len(cases.tokens) else len(text))
 
 
 class _Cases:
@@ -122,7 +132,7 @@ class _Cases:
         self.text = text
         self.tokens = [Token(m.lastgroup or "", m.group(), m.start(), m.end()) for m in _CASE_TOKEN.finditer(text)]
         self.kinds = [self._keyword(token) for token in self.tokens]
-        self.keywords: set[int] = set()
+        self.words: set[int] = set()
 
     def _keyword(self, token: Token) -> str | None:
         """The CASE keyword ``token`` is, upper-cased: ASCII as typed (``caſe`` is none), touching
@@ -196,7 +206,7 @@ class _Cases:
 
     def _past(self, at: int) -> int:
         """The token after the keyword at ``tokens[at]``, which is noted."""
-        self.keywords.add(self.tokens[at].start)
+        self.words.add(self.tokens[at].start)
         return at + 1
 
 

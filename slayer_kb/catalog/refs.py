@@ -8,6 +8,8 @@ touches, not how to compile it:
   ``'it''s'`` two side by side; a filter's with no escapes, as SLayer's memory resolver reads them:
   ``'C:\\'`` is one), backquotes and ``{var}`` placeholders are dropped first, so nothing inside
   them is ever tagged (after a quote that closes nowhere, nothing is);
+- a formula with a CASE keyword is read up to an unmatched ``)``, where SLayer's CASE reader stops
+  (it drops the rest);
 - an identifier directly followed by ``(`` is a function (``sum``, ``cumsum``, ``lower``, ...);
 - an identifier after ``:`` or ``::`` is an aggregation (``amount:sum``) or a cast type;
 - a keyword argument (``weight=qty``, ``partition_by=region``) is skipped with its value: it is
@@ -258,13 +260,15 @@ def _scan(text: str, what: str, sql: bool) -> list[str]:
         raise InvalidInputError(f"A {what} must be a string, got {kind_of(text)}.")
     # Python, so a formula, reads `customers . city` as customers.city; SQL, so a filter, does not.
     scanned = text if sql else _SPACED_DOT.sub(".", text)
-    found = lexer.tokens(scanned, sql)
+    # A formula as SLayer reads it: with a CASE in it, up to an unmatched ')' (SLayer drops the rest).
+    cases = lexer.CaseReading(set(), len(scanned)) if sql else lexer.read_cases(scanned)
+    found = [token for token in lexer.tokens(scanned, sql) if token.start < cases.end]
     # A quote that closes nowhere: the rest is inside its string.
     unclosed = next((at for at, token in enumerate(found) if token.kind == "unclosed"), len(found))
     tokens = [token for token in found[:unclosed] if token.kind != "other"]
     refs: dict[str, None] = {}
     stack: list[_Frame] = []
-    rewritten = set() if sql else _rewritten_words(tokens, lexer.case_keywords(scanned))
+    rewritten = set() if sql else _rewritten_words(tokens, cases.words)
     for index, token in enumerate(tokens):
         if token.text in ("(", "["):
             stack.append(_open_frame(tokens, index, stack))
@@ -285,9 +289,9 @@ def _scan(text: str, what: str, sql: bool) -> list[str]:
     return list(refs)
 
 
-def _rewritten_words(tokens: list[Token], case_keywords: set[int]) -> set[int]:
+def _rewritten_words(tokens: list[Token], case_words: set[int]) -> set[int]:
     """Where a formula's tokens are SQL words SLayer rewrites rather than columns: the keywords of
-    a CASE ... END (found where ``case_keywords`` says they start, read as SLayer lowers them);
+    a CASE ... END (found where ``case_words`` says they start, read as SLayer lowers them);
     distinct right after ``count(`` and before a name; the unit and FROM of ``extract(year from x)``."""
     words: set[int] = set()
     for index, token in enumerate(tokens):
@@ -296,7 +300,7 @@ def _rewritten_words(tokens: list[Token], case_keywords: set[int]) -> set[int]:
         word = token.text.lower()
         before = [t.text.lower() for t in tokens[max(index - 2, 0) : index]]
         after = tokens[index + 1 : index + 3]
-        if token.start in case_keywords:
+        if token.start in case_words:
             pass
         elif word == "distinct" and before == ["count", "("] and after and after[0].kind == "name":
             pass
