@@ -3,6 +3,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from slayer_kb import KnowledgeBase
+from slayer_kb.catalog import lexer
 from slayer_kb.catalog.catalog import load_catalog
 from slayer_kb.catalog.lexer import lower_cases
 from slayer_kb.catalog.querychecks import formula_problem
@@ -920,6 +922,34 @@ def test_a_formula_is_read_for_references_as_far_as_slayer_reads_it(
     found = json.loads(proc.stdout)
     assert (proc.returncode, found["warnings"]) == (0, []), proc.stdout
     assert found["resolved_input_entities"] == ["shop.orders", "shop.orders.amount"]
+
+
+def calls_in_the_lexer(formula: str) -> int:
+    """How many calls of the lexer's functions reading ``formula`` takes: its work, counted the
+    same on any CPU."""
+    calls = 0
+
+    def count(frame: Any, event: str, _arg: Any) -> None:
+        nonlocal calls
+        calls += event == "call" and frame.f_code.co_filename == lexer.__file__
+
+    before = sys.getprofile()
+    sys.setprofile(count)
+    try:
+        formula_problem(formula)
+        formula_references(formula)
+    finally:
+        sys.setprofile(before)
+    return calls
+
+
+def test_nested_cases_are_read_in_linear_time() -> None:
+    """Each CASE looked ahead to the end for a WHEN: 48,000 characters of `case(` took 11 s."""
+    def nested(n: int) -> str:
+        return "sum(" + "case(" * n + ")" * n + ")"
+
+    small, large = calls_in_the_lexer(nested(200)), calls_in_the_lexer(nested(400))
+    assert large < 2.5 * small, f"twice the text, {large / small:.1f} times the work"
 
 
 @pytest.mark.parametrize("formula", ["sum(x.case) + 1)", "sum(case.x))"])

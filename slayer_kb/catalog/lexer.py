@@ -132,6 +132,7 @@ class _Cases:
         self.text = text
         self.tokens = [Token(m.lastgroup or "", m.group(), m.start(), m.end()) for m in _CASE_TOKEN.finditer(text)]
         self.kinds = [self._keyword(token) for token in self.tokens]
+        self.opening = self._openings()
         self.words: set[int] = set()
 
     def _keyword(self, token: Token) -> str | None:
@@ -144,20 +145,23 @@ class _Cases:
             return None
         return word.upper()
 
-    def opens(self, at: int) -> bool:
-        """Whether the CASE at ``tokens[at]`` opens one: the next keyword outside brackets is WHEN."""
-        depth = 0
-        for index in range(at + 1, len(self.tokens)):
-            bracket = _bracket(self.tokens[index])
-            if bracket == 1:
-                depth += 1
-            elif bracket == -1:
-                if not depth:
-                    return False
-                depth -= 1
-            elif depth == 0 and self.kinds[index] is not None:
-                return self.kinds[index] == "WHEN"
-        return False
+    def _openings(self) -> set[int]:
+        """The CASE tokens that open one: the next keyword outside brackets is WHEN, before an
+        unmatched closing bracket. Read right to left, noting at each depth the next keyword or
+        closing bracket, so that nested CASEs are read once, not once each."""
+        depths, depth = [], 0
+        for token in self.tokens:
+            depths.append(depth)
+            depth += _bracket(token)
+        following: dict[int, int] = {}
+        opening: set[int] = set()
+        for index in reversed(range(len(self.tokens))):
+            kind = self.kinds[index]
+            if kind == "CASE" and self.kinds[following.get(depths[index], index)] == "WHEN":
+                opening.add(index)
+            if kind is not None or _bracket(self.tokens[index]) == -1:
+                following[depths[index]] = index
+        return opening
 
     def span(self, at: int, start: int, stops: frozenset[str]) -> tuple[str, int]:
         """The text from ``start`` (token ``at``) to a keyword of ``stops`` outside brackets, an
@@ -174,7 +178,7 @@ class _Cases:
                 depth -= 1
             elif depth == 0 and kind in stops:
                 break
-            elif kind == "CASE" and self.opens(at):
+            elif at in self.opening:
                 parts.append(self.text[start : self.tokens[at].start])
                 lowered, at = self.case(at)
                 parts.append(lowered)
