@@ -274,6 +274,9 @@ def test_formula_errors(formula: str, message: str) -> None:
         ("weighted_avg(amount, weight=qty) > 5", ["amount"]),
         ("if(status = 'paid', amount, 0) > 0", ["status", "amount"]),
         ("status = 'unterminated and amount > 5", ["status"]),
+        # A typed literal's prefix before a string that closes nowhere: DATE was tagged.
+        ("x = DATE '2024-01-01", ["x"]),
+        (r"status = 'it\'s' and amount > 5", ["status"]),  # the string is 'it\', s before one unclosed
         ("", []),
     ],
 )
@@ -283,8 +286,9 @@ def test_filter_references(text: str, refs: list[str]) -> None:
 
 def test_sql_words_are_skipped_in_filters_only() -> None:
     assert filter_references("a AND b OR end") == ["a", "b"]
-    # A formula is Python: its operators name no column, but SQL's null is a name there.
-    assert formula_references("a AND b OR null") == ["a", "b", "null"]
+    # A formula is Python: its operators and constants name no column, but SQL's other words are
+    # names there.
+    assert formula_references("a AND b OR end") == ["a", "b", "end"]
     assert {"and", "or", "not", "is", "null", "in", "like", "between", "case", "end"} <= SQL_WORDS
 
 
@@ -430,7 +434,7 @@ def test_text_after_a_literal_cannot_reach_back_into_it(words: str, tail: str) -
 @given(IDENTIFIERS)
 def test_a_plain_identifier_is_its_own_reference(name: str) -> None:
     # A formula is Python: its operators and constants, in any case, name no column.
-    python_words = {"and", "or", "not", "in", "is", "true", "false", "none"}
+    python_words = {"and", "or", "not", "in", "is", "true", "false", "null", "none"}
     assert formula_references(name) == ([] if name.lower() in python_words else [name])
     assert filter_references(f"{name} > 1") == ([] if name.lower() in SQL_WORDS else [name])
 
@@ -950,6 +954,22 @@ def test_nested_cases_are_read_in_linear_time() -> None:
 
     small, large = calls_in_the_lexer(nested(200)), calls_in_the_lexer(nested(400))
     assert large < 2.5 * small, f"twice the text, {large / small:.1f} times the work"
+
+
+def test_null_in_a_formula_is_a_constant_as_slayer_reads_it(
+    example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner
+) -> None:
+    """SLayer reads null, true and false, in any case, as constants, never columns (a dotted
+    path's null is a column); a query counting nulls with CASE was refused by save and dropped by
+    search: "Entity 'null' not found"."""
+    formula = "sum(case when amount is null then 1 else 0 end)"
+    assert [formula_references(f) for f in (formula, "coalesce(max(amount), Null) + TRUE", "max(customers.NULL)")] == [
+        ["amount"], ["amount"], ["customers.NULL"]]
+    query = json.dumps({"source_model": "orders", "measures": [formula]})
+    proc = invoke_cli("--kb", example_kb_read_only.root, "search", "--query", query, "--json")
+    found = json.loads(proc.stdout)
+    assert (proc.returncode, found["warnings"]) == (0, []), proc.stdout
+    assert found["resolved_input_entities"] == ["shop.orders", "shop.orders.amount"]
 
 
 @pytest.mark.parametrize("formula", ["sum(x.case) + 1)", "sum(case.x))"])

@@ -223,10 +223,11 @@ def strip_aggregation(ref: str) -> tuple[str, bool]:
 
 _NONE = Token("", "", -1, -1)
 _SPACED_DOT = re.compile(r"(?<=[A-Za-z_])\s*\.\s*(?=[A-Za-z_])")
-# The words of a formula that name no column: Python's operators. The SQL words SLayer's Mode-B
+# The words of a formula that name no column: Python's operators, and the constants SLayer reads
+# in any case (true, false, null; none, which it takes for a column). The SQL words SLayer's Mode-B
 # parser rewrites (CASE WHEN, count(distinct x), extract(year from x)) are words only in those
 # places (:func:`_rewritten_words`); anywhere else `end` or `from` is a column like any other.
-_FORMULA_WORDS = frozenset({"and", "or", "not", "in", "is", "true", "false", "none"})
+_FORMULA_WORDS = frozenset({"and", "or", "not", "in", "is", "true", "false", "null", "none"})
 # The calls that take a granularity among their later arguments (SLayer's time_shift(x, -1, month)).
 _GRANULAR = frozenset({"time_shift"})
 
@@ -263,9 +264,9 @@ def _scan(text: str, what: str, sql: bool) -> list[str]:
     # A formula as SLayer reads it: with a CASE in it, up to an unmatched ')' (SLayer drops the rest).
     cases = lexer.CaseReading(set(), len(scanned)) if sql else lexer.read_cases(scanned)
     found = [token for token in lexer.tokens(scanned, sql) if token.start < cases.end]
-    # A quote that closes nowhere: the rest is inside its string.
-    unclosed = next((at for at, token in enumerate(found) if token.kind == "unclosed"), len(found))
-    tokens = [token for token in found[:unclosed] if token.kind != "other"]
+    # A quote that closes nowhere: the rest is inside its string (the quote kept: it opens one).
+    unclosed = next((at for at, token in enumerate(found) if token.kind == "unclosed"), len(found) - 1)
+    tokens = [token for token in found[: unclosed + 1] if token.kind != "other"]
     refs: dict[str, None] = {}
     stack: list[_Frame] = []
     rewritten = set() if sql else _rewritten_words(tokens, cases.words)
@@ -339,7 +340,7 @@ def _name_reference(
     ):
         stack[-1].keyword = True
         return None
-    if after.kind == "lit" or (before.kind == "name" and before.text.lower() == "as"):
+    if after.kind in ("lit", "unclosed") or (before.kind == "name" and before.text.lower() == "as"):
         return None  # DATE '2024-01-01', CAST(x AS date)
     if sql and name.lower() in SQL_WORDS:
         return None
