@@ -101,11 +101,9 @@ def lower_cases(text: str) -> str:
     a simple CASE's as ``OPERAND == VALUE``. A CASE opens one only where a WHEN follows it
     (SLayer's rule): ``sum(case)`` names a column. With any CASE keyword, the text ends at an
     unmatched ``)``, as SLayer slices it. :class:`MalformedCase` for one SLayer refuses."""
-    if "case" not in text.lower():
+    cases = _read(text)
+    if cases is None:
         return text
-    cases = _Cases(text)
-    if "CASE" not in cases.kinds:
-        return text  # as SLayer: with no CASE, nothing is sliced (an unmatched ')' ends a span)
     lowered, _ = cases.span(0, 0, frozenset())
     return lowered
 
@@ -113,16 +111,23 @@ def lower_cases(text: str) -> str:
 def read_cases(text: str) -> CaseReading:
     """Where ``text``'s CASE ... END keywords are and where SLayer stops reading it, read as
     :func:`lower_cases` reads it; a malformed CASE's keywords up to its fault, and all the text."""
-    if "case" not in text.lower():
-        return CaseReading(set(), len(text))
-    cases = _Cases(text)
-    if "CASE" not in cases.kinds:
+    cases = _read(text)
+    if cases is None:
         return CaseReading(set(), len(text))
     try:
         _, stop = cases.span(0, 0, frozenset())
     except MalformedCase:
         return CaseReading(cases.words, len(text))  # the formula's check refuses it
     return CaseReading(cases.words, cases.tokens[stop].start if stop < len(cases.tokens) else len(text))
+
+
+def _read(text: str) -> _Cases | None:
+    """``text``'s CASE reading; None when it has no CASE keyword, as SLayer then reads it whole (an
+    unmatched ')' ends no span)."""
+    if "case" not in text.lower():
+        return None
+    cases = _Cases(text)
+    return cases if "CASE" in cases.kinds else None
 
 
 class _Cases:
