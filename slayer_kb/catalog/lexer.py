@@ -1,11 +1,13 @@
 """A formula's or filter's tokens as SLayer 1.4.1's Mode-B parser reads them, and its CASE ... END.
 
-One tokenizer serves the check of a formula (``querychecks.formula_problem``, which lowers each
-CASE as SLayer does before Python reads the rest) and the references it names (``refs``), so the
-two never read a quoted string or a CASE differently. SLayer's parser is built on Python's, so a
-string is Python's: ``'it\\'s'`` is one string (a backslash escapes the next character) and SQL's
-``'it''s'`` is two side by side, over the same text. A ``{variable}`` (filled in before SLayer
-parses) and a backquoted name are values too, whose insides name nothing.
+One tokenizer and one CASE reader serve the check of a formula (``querychecks.formula_problem``,
+which lowers each CASE as SLayer does before Python reads the rest) and the references it names
+(``refs``), so the two never read a quoted string or a CASE differently. SLayer's parser is built on Python's, so a
+formula's string is Python's: ``'it\\'s'`` is one string (a backslash escapes the next character)
+and SQL's ``'it''s'`` is two side by side, over the same text. A filter's strings are read as
+SLayer's memory resolver drops them, with no escapes: ``'C:\\'`` is one. A ``{variable}`` (filled
+in before SLayer parses) and a backquoted name are values too, whose insides name nothing. The
+CASE reader reads SLayer's own CASE tokens (``_CASE_TOKEN``: no numbers), not these.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from typing import NamedTuple
 # Each quote's string; a backquoted name has no escapes.
 _SINGLE_QUOTED = r"'(?:\\.|[^'\\])*'"
 _STRINGS = {"'": _SINGLE_QUOTED, '"': r'"(?:\\.|[^"\\])*"', "`": r"`[^`]*`"}
+# A filter's, as SLayer's memory resolver drops them (``_FILTER_LITERAL_RE``): no escapes.
+_SQL_STRINGS = {"'": r"'[^']*'", '"': r'"[^"]*"', "`": _STRINGS["`"]}
 _QUOTES = "".join(_STRINGS)
 
 
@@ -28,9 +32,10 @@ class Token(NamedTuple):
 
 
 @functools.cache
-def _pattern(quotes: str) -> re.Pattern[str]:
+def _pattern(quotes: str, sql: bool) -> re.Pattern[str]:
     """The tokens, with a string only for the quotes of ``quotes``: the others close nowhere."""
-    literals = "|".join([*(_STRINGS[quote] for quote in quotes), r"\{[^{}]*\}"])
+    strings = _SQL_STRINGS if sql else _STRINGS
+    literals = "|".join([*(strings[quote] for quote in quotes), r"\{[^{}]*\}"])
     return re.compile(
         rf"""
           (?P<space>\s+)
@@ -45,13 +50,14 @@ def _pattern(quotes: str) -> re.Pattern[str]:
     )
 
 
-def tokens(text: str) -> list[Token]:
-    """``text``'s tokens, spaces left out. A quote that closes nowhere is an ``unclosed`` token and
-    the text after it is read on, as SLayer reads it."""
+def tokens(text: str, sql: bool = False) -> list[Token]:
+    """``text``'s tokens, spaces left out; ``sql``: a filter's, whose strings have no escapes. A
+    quote that closes nowhere is an ``unclosed`` token and the text after it is read on, as SLayer
+    reads it."""
     found: list[Token] = []
     quotes, at = _QUOTES, 0
     while True:
-        for match in _pattern(quotes).finditer(text, at):
+        for match in _pattern(quotes, sql).finditer(text, at):
             kind = match.lastgroup or ""
             if found and _runs_on(found[-1], kind, match):
                 last = found[-1]
@@ -90,7 +96,22 @@ class MalformedCase(ValueError):
 
 
 _CASE_KEYWORDS = frozenset({"CASE", "WHEN", "THEN", "ELSE", "END"})
-_NAME_TAIL = re.compile(r"[^\W\d]\w*\Z")
+# SLayer's CASE tokens (``slayer.engine.syntax._CASE_TOKEN_RE``): strings, names (a dotted path is
+# one, spaces around its dots and all) and brackets. It has no number, so in ``0.end`` the END is a
+# keyword (``0.`` is the value). A {variable} and a backquoted name are strings, as above.
+_CASE_TOKEN = re.compile(
+    rf"""(?P<lit>{_STRINGS["'"]}|{_STRINGS['"']}|{_STRINGS["`"]}|\{{[^{{}}]*\}})
+       | (?P<name>[^\W\d]\w*(?:\s*\.\s*[^\W\d]\w*)*)
+       | (?P<op>[(\[\])])""",
+    re.X | re.S,
+)
+
+
+class CaseReading(NamedTuple):
+    """What SLayer reads of a formula (:func:`read_cases`)."""
+
+    words: set[int]  # where the CASE keywords start
+    end: int  # where SLayer's reading stops: the first unmatched closing bracket when a CASE is in it
 
 
 def lower_cases(text: str) -> str:
@@ -98,81 +119,74 @@ def lower_cases(text: str) -> str:
     Mode-B parser lowers it to before Python reads the rest (``slayer.engine.syntax._rw_case``):
     its values as written, each condition with SQL's spellings as Python's (``_sql_condition``),
     a simple CASE's as ``OPERAND == VALUE``. A CASE opens one only where a WHEN follows it
-    (SLayer's rule): ``sum(case)`` names a column. :class:`MalformedCase` for one SLayer refuses."""
-    if "case" not in text.lower():
+    (SLayer's rule): ``sum(case)`` names a column. With any CASE keyword, the text ends at an
+    unmatched ``)``, as SLayer slices it. :class:`MalformedCase` for one SLayer refuses."""
+    cases = _read(text)
+    if cases is None:
         return text
-    cases = _Cases(text, tokens(text))
-    if not any(cases.keyword(at) == "CASE" for at in range(len(cases.tokens))):
-        return text  # as SLayer: with no CASE, nothing is sliced (an unmatched ')' ends a span)
     lowered, _ = cases.span(0, 0, frozenset())
     return lowered
 
 
-def case_keywords(text: str, found: list[Token]) -> set[int]:
-    """Where (the start of each token of ``found``, ``text``'s tokens) a CASE ... END's keywords
-    are, read as :func:`lower_cases` reads them; those of a malformed one up to its fault."""
-    if "case" not in text.lower():
-        return set()
-    cases = _Cases(text, found)
+def read_cases(text: str) -> CaseReading:
+    """Where ``text``'s CASE ... END keywords are and where SLayer stops reading it, read as
+    :func:`lower_cases` reads it; a malformed CASE's keywords up to its fault, and all the text."""
+    cases = _read(text)
+    if cases is None:
+        return CaseReading(set(), len(text))
     try:
-        cases.span(0, 0, frozenset())
+        _, stop = cases.span(0, 0, frozenset())
     except MalformedCase:
-        pass  # the formula's check refuses it; its references are read as far as it goes
-    return cases.keywords
+        return CaseReading(cases.words, len(text))  # the formula's check refuses it
+    return CaseReading(cases.words, cases.tokens[stop].start if stop < len(cases.tokens) else len(text))
+
+
+def _read(text: str) -> _Cases | None:
+    """``text``'s CASE reading; None when it has no CASE keyword, as SLayer then reads it whole (an
+    unmatched ')' ends no span)."""
+    if "case" not in text.lower():
+        return None
+    cases = _Cases(text)
+    return cases if "CASE" in cases.kinds else None
 
 
 class _Cases:
     """One reading of ``text``'s CASE ... END expressions, noting where their keywords are."""
 
-    def __init__(self, text: str, found: list[Token]) -> None:
+    def __init__(self, text: str) -> None:
         self.text = text
-        self.tokens = found
-        self.keywords: set[int] = set()
+        self.tokens = [Token(m.lastgroup or "", m.group(), m.start(), m.end()) for m in _CASE_TOKEN.finditer(text)]
+        self.kinds = [self._keyword(token) for token in self.tokens]
+        self.opening = self._openings()
+        self.words: set[int] = set()
 
-    def keyword(self, at: int) -> str | None:
-        """The CASE keyword ``tokens[at]`` is, upper-cased: ASCII as typed (``caſe`` is none),
-        touching no letter the name pattern leaves out (a combining mark) and no part of a dotted
-        path written with spaces (``orders . end``, which SLayer reads as one name); ``end.*`` is
-        END, then ``.*``, as SLayer reads it."""
-        kind, word, start, _end = self.tokens[at]
-        stem = word.removesuffix(".*")
-        if kind != "name" or not stem.isascii() or stem.upper() not in _CASE_KEYWORDS:
+    def _keyword(self, token: Token) -> str | None:
+        """The CASE keyword ``token`` is, upper-cased: ASCII as typed (``caſe`` is none), touching
+        no letter the name pattern leaves out (a combining mark), as SLayer's ``_case_keyword``."""
+        kind, word, start, end = token
+        if kind != "name" or not word.isascii() or word.upper() not in _CASE_KEYWORDS:
             return None
-        if any(0 <= i < len(self.text) and ("a" + self.text[i]).isidentifier() for i in (start - 1, self._end(at))):
+        if _touches_name(self.text, start - 1) or _touches_name(self.text, end):
             return None
-        if self._dot(at - 1, at - 2) or (stem == word and self._dot(at + 1, at + 2)):
-            return None
-        return stem.upper()
+        return word.upper()
 
-    def _end(self, at: int) -> int:
-        """Where the keyword at ``tokens[at]`` ends (before the ``.*`` of ``end.*``)."""
-        token = self.tokens[at]
-        return token.start + len(token.text.removesuffix(".*"))
-
-    def _dot(self, dot: int, name: int) -> bool:
-        """Whether ``tokens[dot]`` is a dot and ``tokens[name]`` a name it joins: one, or before it a
-        number that ends in one (``9a``, where SLayer's name begins at the ``a``)."""
-        if not (0 <= min(dot, name) and max(dot, name) < len(self.tokens) and self.tokens[dot].text == "."):
-            return False
-        kind, word = self.tokens[name].kind, self.tokens[name].text
-        if name < dot:  # a name before the dot ends in a letter or digit (not orders.*)
-            return _NAME_TAIL.search(word) is not None and kind in ("name", "num")
-        return kind == "name"
-
-    def opens(self, at: int) -> bool:
-        """Whether the CASE at ``tokens[at]`` opens one: the next keyword outside brackets is WHEN."""
-        depth = 0
-        for index in range(at + 1, len(self.tokens)):
-            bracket = _bracket(self.tokens[index])
-            if bracket == 1:
-                depth += 1
-            elif bracket == -1:
-                if not depth:
-                    return False
-                depth -= 1
-            elif depth == 0 and (keyword := self.keyword(index)) is not None:
-                return keyword == "WHEN"
-        return False
+    def _openings(self) -> set[int]:
+        """The CASE tokens that open one: the next keyword outside brackets is WHEN, before an
+        unmatched closing bracket. Read right to left, noting at each depth the next keyword or
+        closing bracket, so that nested CASEs are read once, not once each."""
+        depths, depth = [], 0
+        for token in self.tokens:
+            depths.append(depth)
+            depth += _bracket(token)
+        following: dict[int, int] = {}
+        opening: set[int] = set()
+        for index in reversed(range(len(self.tokens))):
+            kind = self.kinds[index]
+            if kind == "CASE" and self.kinds[following.get(depths[index], index)] == "WHEN":
+                opening.add(index)
+            if kind is not None or _bracket(self.tokens[index]) == -1:
+                following[depths[index]] = index
+        return opening
 
     def span(self, at: int, start: int, stops: frozenset[str]) -> tuple[str, int]:
         """The text from ``start`` (token ``at``) to a keyword of ``stops`` outside brackets, an
@@ -180,20 +194,20 @@ class _Cases:
         parts: list[str] = []
         depth = 0
         while at < len(self.tokens):
-            bracket = _bracket(self.tokens[at])
+            bracket, kind = _bracket(self.tokens[at]), self.kinds[at]
             if bracket == 1:
                 depth += 1
             elif bracket == -1:
                 if not depth:
                     break
                 depth -= 1
-            elif depth == 0 and self.keyword(at) in stops:
+            elif depth == 0 and kind in stops:
                 break
-            elif self.keyword(at) == "CASE" and self.opens(at):
+            elif at in self.opening:
                 parts.append(self.text[start : self.tokens[at].start])
                 lowered, at = self.case(at)
                 parts.append(lowered)
-                start = self._end(at - 1)
+                start = self.tokens[at - 1].end
                 continue
             at += 1
         parts.append(self.text[start : self.tokens[at].start if at < len(self.tokens) else len(self.text)])
@@ -201,19 +215,19 @@ class _Cases:
 
     def case(self, at: int) -> tuple[str, int]:
         """The CASE ... END at ``tokens[at]`` lowered, and the token after its END."""
-        operand, at = self.span(self._past(at), self._end(at), _CASE_KEYWORDS - {"CASE"})
+        operand, at = self.span(self._past(at), self.tokens[at].end, _CASE_KEYWORDS - {"CASE"})
         branches: list[tuple[str, str]] = []
-        while at < len(self.tokens) and self.keyword(at) == "WHEN":
-            condition, at = self.span(self._past(at), self._end(at), frozenset({"THEN"}))
-            if at >= len(self.tokens) or self.keyword(at) != "THEN":
+        while at < len(self.tokens) and self.kinds[at] == "WHEN":
+            condition, at = self.span(self._past(at), self.tokens[at].end, frozenset({"THEN"}))
+            if at >= len(self.tokens) or self.kinds[at] != "THEN":
                 raise MalformedCase("a WHEN branch is missing its THEN.")
-            value, at = self.span(self._past(at), self._end(at), frozenset({"WHEN", "ELSE", "END"}))
+            value, at = self.span(self._past(at), self.tokens[at].end, frozenset({"WHEN", "ELSE", "END"}))
             branches.append((f"{operand} == {condition}" if operand else _sql_condition(condition), value))
         lowered = "None"
-        if at < len(self.tokens) and self.keyword(at) == "ELSE":
-            otherwise, at = self.span(self._past(at), self._end(at), frozenset({"END"}))
+        if at < len(self.tokens) and self.kinds[at] == "ELSE":
+            otherwise, at = self.span(self._past(at), self.tokens[at].end, frozenset({"END"}))
             lowered = otherwise or "None"
-        if at >= len(self.tokens) or self.keyword(at) != "END":
+        if at >= len(self.tokens) or self.kinds[at] != "END":
             raise MalformedCase("missing END.")
         for condition, value in reversed(branches):
             lowered = f"iif({condition}, {value}, {lowered})"
@@ -221,8 +235,13 @@ class _Cases:
 
     def _past(self, at: int) -> int:
         """The token after the keyword at ``tokens[at]``, which is noted."""
-        self.keywords.add(self.tokens[at].start)
+        self.words.add(self.tokens[at].start)
         return at + 1
+
+
+def _touches_name(text: str, at: int) -> bool:
+    """Whether ``text[at]`` is a letter, digit or mark a name would go on with."""
+    return 0 <= at < len(text) and ("a" + text[at]).isidentifier()
 
 
 def _bracket(token: Token) -> int:

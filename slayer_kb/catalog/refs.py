@@ -4,10 +4,13 @@ Formulas and filters are read with the tokens of :mod:`lexer` (the ones the chec
 reads) instead of SLayer's full parser, because slayer-kb only needs to know which columns a query
 touches, not how to compile it:
 
-- quoted strings (Python's, as SLayer reads them: ``'it\\'s'`` is one, ``'it''s'`` two side by
-  side), backquotes and ``{var}`` placeholders are dropped first, so nothing inside them is ever
-  tagged (after a quote that closes nowhere, nothing is), nor anything in a ``#`` comment, to the
-  end of its line, which Python skips;
+- quoted strings (a formula's Python's, as SLayer's parser reads them: ``'it\\'s'`` is one,
+  ``'it''s'`` two side by side; a filter's with no escapes, as SLayer's memory resolver reads them:
+  ``'C:\\'`` is one), backquotes and ``{var}`` placeholders are dropped first, so nothing inside
+  them is ever tagged (after a quote that closes nowhere, nothing is), nor anything in a ``#``
+  comment, to the end of its line, which Python skips;
+- a formula with a CASE keyword is read up to an unmatched ``)``, where SLayer's CASE reader stops
+  (it drops the rest);
 - an identifier directly followed by ``(`` is a function (``sum``, ``cumsum``, ``lower``, ...);
 - an identifier after ``:`` or ``::`` is an aggregation (``amount:sum``) or a cast type;
 - a keyword argument (``weight=qty``, ``partition_by=region``) is skipped with its value: it is
@@ -221,12 +224,11 @@ def strip_aggregation(ref: str) -> tuple[str, bool]:
 
 _NONE = Token("", "", -1, -1)
 _SPACED_DOT = re.compile(r"(?<=[A-Za-z_])\s*\.\s*(?=[A-Za-z_])")
-# The words of a formula that name no column: Python's operators, and the literals SLayer's Mode-B
-# parser reads in any letter case (true, false, null; Python's None only as spelt so, a filter's
-# too: none is a column). The SQL words it rewrites (CASE WHEN, count(distinct x), extract(year
-# from x)) are words only in those places (:func:`_rewritten_words`); anywhere else `end` or `from`
-# is a column like any other.
-_FORMULA_WORDS = frozenset({"and", "or", "not", "in", "is", "true", "false", "null"})
+# The words of a formula that name no column: Python's operators, and the constants SLayer reads
+# in any case (true, false, null; none, which it takes for a column). The SQL words SLayer's Mode-B
+# parser rewrites (CASE WHEN, count(distinct x), extract(year from x)) are words only in those
+# places (:func:`_rewritten_words`); anywhere else `end` or `from` is a column like any other.
+_FORMULA_WORDS = frozenset({"and", "or", "not", "in", "is", "true", "false", "null", "none"})
 # The calls that take a granularity among their later arguments (SLayer's time_shift(x, -1, month)).
 _GRANULAR = frozenset({"time_shift"})
 
@@ -260,16 +262,19 @@ def _scan(text: str, what: str, sql: bool) -> list[str]:
         raise InvalidInputError(f"A {what} must be a string, got {kind_of(text)}.")
     # Python, so a formula, reads `customers . city` as customers.city; SQL, so a filter, does not.
     scanned = text if sql else _SPACED_DOT.sub(".", text)
-    found = lexer.tokens(scanned)
+    # A formula as SLayer reads it: with a CASE in it, up to an unmatched ')' (SLayer drops the rest).
+    cases = lexer.CaseReading(set(), len(scanned)) if sql else lexer.read_cases(scanned)
+    found = [token for token in lexer.tokens(scanned, sql) if token.start < cases.end]
     # Every token is kept, one SLayer refuses too: dropped, it let the name before it meet the
     # string after it, which then read as a typed literal (DATE '2024-01-01') and hid the name;
     # but a comment's, which Python skips.
     tokens = _uncommented(scanned, found)
-    # A quote that closes nowhere: the rest is inside its string.
-    tokens = tokens[: next((at for at, token in enumerate(tokens) if token.kind == "unclosed"), len(tokens))]
+    # A quote that closes nowhere: the rest is inside its string (the quote kept: it opens one).
+    unclosed = next((at for at, token in enumerate(tokens) if token.kind == "unclosed"), len(tokens) - 1)
+    tokens = tokens[: unclosed + 1]
     refs: dict[str, None] = {}
     stack: list[_Frame] = []
-    rewritten = set() if sql else _rewritten_words(tokens, lexer.case_keywords(scanned, found))
+    rewritten = set() if sql else _rewritten_words(tokens, cases.words)
     for index, token in enumerate(tokens):
         if token.text in ("(", "["):
             stack.append(_open_frame(tokens, index, stack))
@@ -305,9 +310,9 @@ def _uncommented(text: str, found: list[Token]) -> list[Token]:
     return kept
 
 
-def _rewritten_words(tokens: list[Token], case_keywords: set[int]) -> set[int]:
+def _rewritten_words(tokens: list[Token], case_words: set[int]) -> set[int]:
     """Where a formula's tokens are SQL words SLayer rewrites rather than columns: the keywords of
-    a CASE ... END (found where ``case_keywords`` says they start, read as SLayer lowers them);
+    a CASE ... END (found where ``case_words`` says they start, read as SLayer lowers them);
     distinct right after ``count(`` and before a name; the unit and FROM of ``extract(year from x)``."""
     words: set[int] = set()
     for index, token in enumerate(tokens):
@@ -316,7 +321,7 @@ def _rewritten_words(tokens: list[Token], case_keywords: set[int]) -> set[int]:
         word = token.text.lower()
         before = [t.text.lower() for t in tokens[max(index - 2, 0) : index]]
         after = tokens[index + 1 : index + 3]
-        if token.start in case_keywords:
+        if token.start in case_words:
             pass
         elif word == "distinct" and before == ["count", "("] and after and after[0].kind == "name":
             pass
@@ -355,7 +360,7 @@ def _name_reference(
     ):
         stack[-1].keyword = True
         return None
-    if after.kind == "lit" or (before.kind == "name" and before.text.lower() == "as"):
+    if after.kind in ("lit", "unclosed") or (before.kind == "name" and before.text.lower() == "as"):
         return None  # DATE '2024-01-01', CAST(x AS date)
     if name == "None" or (sql and name.lower() in SQL_WORDS):
         return None
