@@ -3,9 +3,7 @@ folder of another origin are set aside unread, and the index is rebuilt."""
 
 from __future__ import annotations
 
-import json
 import os
-import pickle
 import shutil
 import subprocess
 from pathlib import Path
@@ -13,32 +11,31 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.search.schema import FORMAT
-from testing import git, json_of, traced_git
-
-
-class Payload:
-    """Unpickling this makes a folder: proof that a pickle from the clone was opened."""
-
-    def __init__(self, target: Path) -> None:
-        self.target = target
-
-    def __reduce__(self):  # noqa: ANN204
-        return (os.mkdir, (str(self.target),))
+from testing import git, hostile_toc, json_of, traced_git
 
 
 def hostile_repo(tmp_path: Path, proof: Path) -> Path:
-    """A KB whose repository force-adds a Whoosh table of contents that is a hostile pickle."""
+    """A KB whose repository force-adds a Whoosh table of contents whose segments run code."""
     origin = tmp_path / "origin"
     kb = KnowledgeBase.init(origin)
     kb.save_observation(title="Refunds", content="refunds are counted once")
-    index = origin / ".slayer-kb" / "index"
-    index.mkdir(parents=True, exist_ok=True)
-    (index / "_MAIN_1.toc").write_bytes(pickle.dumps(Payload(proof)))
-    (index / "manifest.json").write_text(json.dumps({"format": FORMAT, "count": 1, "digest": 0, "catalog": [], "young": {}}))
-    git(origin, "add", "-f", ".slayer-kb/index/_MAIN_1.toc", ".slayer-kb/index/manifest.json")
+    hostile_toc(origin / ".slayer-kb" / "index", proof)
+    git(origin, "add", "-f", ".slayer-kb/index/_MAIN_9.toc")
     git(origin, "commit", "-q", "-m", "hostile")
     return origin
+
+
+def test_the_hostile_table_of_contents_runs_from_a_trusted_folder(tmp_path: Path, invoke_cli) -> None:  # noqa: ANN001
+    """The control for every test here: the table of contents they plant is one Whoosh opens. In
+    our own folder, untracked (the check cannot tell it from ours), the next search runs it."""
+    proof = tmp_path / "pwned"
+    kb = tmp_path / "kb"
+    KnowledgeBase.init(kb).save_observation(title="Refunds", content="refunds are counted once")
+    assert invoke_cli("--kb", kb, "search", "refunds").returncode == 0
+    hostile_toc(kb / ".slayer-kb" / "index", proof)
+    invoke_cli("--kb", kb, "search", "refunds")
+    assert proof.is_dir()
+    assert set_aside(kb) == []
 
 
 def test_a_cloned_pickle_is_never_opened(tmp_path: Path, invoke_cli) -> None:  # noqa: ANN001
@@ -46,7 +43,7 @@ def test_a_cloned_pickle_is_never_opened(tmp_path: Path, invoke_cli) -> None:  #
     origin = hostile_repo(tmp_path, proof)
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(origin), str(clone))
-    assert (clone / ".slayer-kb" / "index" / "_MAIN_1.toc").exists()
+    assert (clone / ".slayer-kb" / "index" / "_MAIN_9.toc").exists()
     proc = invoke_cli("--kb", clone, "search", "refunds", "--json")
     assert proc.returncode == 0, proc.stderr
     assert not proof.exists()
@@ -55,7 +52,8 @@ def test_a_cloned_pickle_is_never_opened(tmp_path: Path, invoke_cli) -> None:  #
     assert len(aside) == 1
     assert f"was set aside as {aside[0]} and will be rebuilt: slayer-kb did not make it here" in proc.stderr
     # The set-aside folder is left as it was, for the user to look at.
-    assert (clone / aside[0] / "index" / "_MAIN_1.toc").read_bytes() == pickle.dumps(Payload(proof))
+    hostile = (origin / ".slayer-kb" / "index" / "_MAIN_9.toc").read_bytes()
+    assert (clone / aside[0] / "index" / "_MAIN_9.toc").read_bytes() == hostile
 
 
 def test_files_a_pull_brings_into_our_folder_are_not_opened(tmp_path: Path, invoke_cli) -> None:  # noqa: ANN001
@@ -65,9 +63,7 @@ def test_files_a_pull_brings_into_our_folder_are_not_opened(tmp_path: Path, invo
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(clean), str(clone))
     assert invoke_cli("--kb", clone, "search", "refunds").returncode == 0  # our own, stamped folder
-    hostile = clean / ".slayer-kb" / "index" / "_MAIN_9.toc"
-    hostile.parent.mkdir(parents=True, exist_ok=True)
-    hostile.write_bytes(pickle.dumps(Payload(proof)))
+    hostile_toc(clean / ".slayer-kb" / "index", proof)
     git(clean, "add", "-f", ".slayer-kb/index/_MAIN_9.toc")
     git(clean, "commit", "-q", "-m", "hostile")
     git(clone, "pull", "-q", "--no-rebase")
@@ -252,12 +248,12 @@ def test_a_tracked_file_git_brings_back_without_moving_head_is_never_opened(tmp_
     assert invoke_cli("--kb", clone, "search", "refunds").returncode == 0
     assert len(set_aside(clone)) == 1
     git(clone, "checkout", "--", ".slayer-kb")
-    assert (clone / ".slayer-kb" / "index" / "_MAIN_1.toc").read_bytes() == pickle.dumps(Payload(proof))
+    assert (clone / ".slayer-kb" / "index" / "_MAIN_9.toc").is_file()
     proc = invoke_cli("--kb", clone, "search", "refunds", "--json")
     assert proc.returncode == 0, proc.stderr
     assert not proof.exists()
     assert json_of(proc)["memories"][0]["id"] == "1"
-    assert "git tracks files in it (force-added to the repository) and put index/_MAIN_1.toc there" in proc.stderr
+    assert "git tracks files in it (force-added to the repository) and put index/_MAIN_9.toc there" in proc.stderr
     assert len(set_aside(clone)) == 2
 
 
