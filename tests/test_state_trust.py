@@ -257,22 +257,43 @@ def test_a_tracked_file_git_brings_back_without_moving_head_is_never_opened(tmp_
     assert len(set_aside(clone)) == 2
 
 
-def test_a_save_of_our_own_is_not_listed_again_and_git_copies_are_still_caught(tmp_path: Path,
-                                                                               invoke_cli) -> None:  # noqa: ANN001
-    """What git tracks under the folder is listed when HEAD moved since the last check; a save's
-    own commit stages only its own paths, so the command after it lists nothing (one
-    ``git ls-files`` fewer after every write), and knows what it knew: git's copy checked out
-    into the folder after the save (HEAD staying) is still set aside unread."""
+def test_after_a_save_the_folder_is_listed_again_and_git_tracking_it_is_told_once(tmp_path: Path,
+                                                                                invoke_cli) -> None:  # noqa: ANN001
+    """A save's commit moves HEAD: the command after it lists what git tracks under the folder
+    again, but does not repeat the "git tracks" warning for the same files; the command after
+    that lists nothing; git's copy checked out into the folder is still set aside unread."""
     clone = tracking_clone(tmp_path, "file")
     assert invoke_cli("--kb", clone, "search", "refunds").returncode == 0  # the clone's folder set aside
+    told = invoke_cli("--kb", clone, "list")
+    assert "git tracks 1 file under .slayer-kb" in told.stderr, told.stderr
     saved = invoke_cli("--kb", clone, "save", "NULL means not returned", "--title", "Returns")
     assert saved.returncode == 0, saved.stderr
     with traced_git(tmp_path) as runs:
-        proc = invoke_cli("--kb", clone, "get", "1")
-    assert (proc.returncode, proc.stderr, runs("ls-files")) == (0, "", [])
+        after = invoke_cli("--kb", clone, "get", "1")
+        listed = len(runs("ls-files"))
+        again = invoke_cli("--kb", clone, "get", "1")
+    assert (after.returncode, after.stderr, listed) == (0, "", 1)
+    assert (again.returncode, again.stderr, len(runs("ls-files"))) == (0, "", 1)
     git(clone, "checkout", "--", ".slayer-kb")
     assert (clone / ".slayer-kb" / "x").read_text() == "committed by mistake\n"
     proc = invoke_cli("--kb", clone, "get", "1")
     assert proc.returncode == 0, proc.stderr
     assert "git tracks files in it (force-added to the repository) and put x there" in proc.stderr
     assert len(set_aside(clone)) == 2
+
+
+def test_a_file_staged_into_the_folder_before_a_save_is_caught_after_it(tmp_path: Path, invoke_cli) -> None:  # noqa: ANN001
+    """A check, then a file git tracks put into the folder (force-added), then a save: the
+    record of the check is not carried past the save's commit, so by the command after it at the
+    latest the folder is set aside."""
+    kb = tmp_path / "kb"
+    KnowledgeBase.init(kb).save_observation(title="Refunds", content="refunds are counted once")
+    assert invoke_cli("--kb", kb, "list").returncode == 0
+    (kb / ".slayer-kb" / "x").write_text("force-added\n")
+    git(kb, "add", "-f", ".slayer-kb/x")
+    saved = invoke_cli("--kb", kb, "save", "amounts are in cents", "--title", "Cents")
+    assert saved.returncode == 0, saved.stderr
+    listed = invoke_cli("--kb", kb, "list")
+    assert listed.returncode == 0, listed.stderr
+    assert "git tracks files in it (force-added to the repository) and put x there" in saved.stderr + listed.stderr
+    assert len(set_aside(kb)) == 1

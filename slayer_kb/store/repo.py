@@ -381,8 +381,6 @@ class GitStore:
                     "HEAD moved while slayer-kb was committing (a git command ran at the same "
                     "time); nothing was written. Retry the command."
                 )
-        if not any(path == STATE_DIR or path.startswith(STATE_DIR + "/") for path in blobs):
-            state.carry(self.state, old, new)
         in_old = objects.blobs_at(old_tree, [self.repo_path(path) for path in blobs])
         known = (marks or worktree.IndexMarks(frozenset(), {})).with_unmarked(
             path for path in blobs if in_old[self.repo_path(path)] is None)

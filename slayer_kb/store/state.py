@@ -12,8 +12,8 @@ when slayer-kb opens it. So before anything in it is read:
   a repository never matches;
 - and it must hold no file that git put there. What git tracks under the folder is listed by
   ``git ls-files`` when HEAD has moved since the last check (a pull or checkout could bring
-  tracked files into a folder that was ours; slayer-kb's own commit, which stages none of the
-  folder's paths, carries the record to its new HEAD: ``carry``) and kept, under the key's MAC,
+  tracked files into a folder that was ours; so does slayer-kb's own commit: git's index may
+  have changed before it) and kept, under the key's MAC,
   in ``checked-head``; each check then looks for those paths in the folder, and a file there with
   the very bytes (or link) git tracks is git's copy (a ``git checkout .`` or ``git stash`` brings
   one back without moving HEAD). A file of ours at a tracked path differs from git's blob.
@@ -254,17 +254,19 @@ def check(
     reason = _untrusted_reason(folder, seen, key)
     entries: Sequence[Tracked] | None = None
     if reason is None and stat.S_ISDIR(seen.st_mode):
-        now = head() or ""
-        entries = _read_checked(folder, key, now)
-        listed = entries is None
-        if entries is None:
+        now = head() or ""  # read before the listing: a change made while it runs is listed next time
+        record = _read_checked(folder, key)
+        current = record is not None and record[0] == now
+        if record is not None and current:
+            entries = record[1]
+        else:
             entries = list(tracked() or ())
             with contextlib.suppress(OSError):
                 _write_small(folder / CHECKED_HEAD, _checked_text(key, now, entries))
         copied = _git_copies(folder, entries)
         if copied is not None:
             reason = f"git tracks files in it (force-added to the repository) and put {copied} there"
-        elif listed and entries:
+        elif not current and entries and (record is None or record[1] != entries):  # told once
             warn(f"git tracks {_what(entries, shown)}, slayer-kb's derived state; slayer-kb keeps "
                  f"its own folder and ignores git's copies. {_advice(shown)}")
     if reason is not None:
@@ -272,19 +274,6 @@ def check(
             entries = list(tracked() or ())
         advice = f" git tracks {_what(entries, shown)}: {_advice(shown)}" if entries else ""
         _set_aside(folder, seen, reason, warn, advice)
-
-
-def carry(folder: Path, old: str | None, new: str) -> None:
-    """This process's own commit moved HEAD from ``old`` to ``new`` and wrote no path under the
-    folder: it stages only its own paths, so git tracks there what it tracked at ``old``. The
-    record of ``old``, if this user's, is kept for ``new``: the next command's check lists
-    nothing again (one ``git ls-files`` fewer a command after every write). A pull or checkout
-    moves HEAD otherwise, and is listed as before."""
-    key = _key()
-    entries = _read_checked(folder, key, old or "")
-    if entries is not None:
-        with contextlib.suppress(OSError):
-            _write_small(folder / CHECKED_HEAD, _checked_text(key, new, entries))
 
 
 def tracked(git: Callable[..., subprocess.CompletedProcess[bytes]], folder: str) -> list[Tracked]:
@@ -327,9 +316,9 @@ def _mac(key: bytes | None, body: str) -> str:
     return hmac.new(key, body.encode("utf-8"), hashlib.sha256).hexdigest() if key is not None else "-"
 
 
-def _read_checked(folder: Path, key: bytes | None, head: str) -> list[Tracked] | None:
-    """What git tracked under the folder at ``head``, as the last check at that HEAD wrote it;
-    None when there was none (or the file is not this user's writing: git could bring one)."""
+def _read_checked(folder: Path, key: bytes | None) -> tuple[str, list[Tracked]] | None:
+    """The HEAD of the last check, with what git tracked under the folder then; None when there
+    was none (or the file is not this user's writing: git could bring one)."""
     try:
         fd = os.open(folder / CHECKED_HEAD, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except OSError:
@@ -343,9 +332,8 @@ def _read_checked(folder: Path, key: bytes | None, head: str) -> list[Tracked] |
         return None
     try:
         found = json.loads(body)
-        if found["head"] != head:
-            return None
-        return [(str(mode), str(oid), int(size), str(path)) for mode, oid, size, path in found["tracked"]]
+        entries = [(str(mode), str(oid), int(size), str(path)) for mode, oid, size, path in found["tracked"]]
+        return str(found["head"]), entries
     except (ValueError, KeyError, TypeError):
         return None
 
