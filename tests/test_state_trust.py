@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
-from testing import git, hostile_toc, json_of, traced_git
+from testing import CliRunner, git, hostile_toc, json_of, traced_git
 
 
 def hostile_repo(tmp_path: Path, proof: Path) -> Path:
@@ -114,7 +114,7 @@ def test_a_folder_of_another_user_is_set_aside(tmp_path: Path) -> None:
     messages: list[str] = []
     from slayer_kb.store import state
 
-    state.check(tmp_path / "kb" / ".slayer-kb", lambda: None, lambda: False, messages.append)
+    state.check(tmp_path / "kb" / ".slayer-kb", lambda: None, lambda: "", lambda: [], messages.append)
     assert "it belongs to another user" in messages[0]
 
 
@@ -138,7 +138,7 @@ def test_a_folder_another_process_is_making_is_never_seen_unstamped(
         nonlocal checking
         if not checking:  # a check writes too
             checking = True
-            state.check(folder, lambda: None, lambda: False, messages.append)
+            state.check(folder, lambda: None, lambda: "", lambda: [], messages.append)
             checking = False
 
     def write_then_let_another_check(path: Path, text: str) -> None:
@@ -148,7 +148,7 @@ def test_a_folder_another_process_is_making_is_never_seen_unstamped(
 
     monkeypatch.setattr(state, "_write_small", write_then_let_another_check)
     state.make(folder)
-    state.check(folder, lambda: None, lambda: False, messages.append)
+    state.check(folder, lambda: None, lambda: "", lambda: [], messages.append)
     assert messages == []
     assert sorted(p.name for p in folder.iterdir()) == [".gitignore", "checked-head", "owner"]
     assert [p.name for p in folder.parent.iterdir() if p.name.startswith(".slayer-kb")] == [".slayer-kb"]
@@ -297,3 +297,67 @@ def test_a_file_staged_into_the_folder_before_a_save_is_caught_after_it(tmp_path
     assert listed.returncode == 0, listed.stderr
     assert "git tracks files in it (force-added to the repository) and put x there" in saved.stderr + listed.stderr
     assert len(set_aside(kb)) == 1
+
+
+def evil_branch_clone(tmp_path: Path, proof: Path, invoke_cli: CliRunner) -> Path:
+    """A clone that has used its KB (its folder checked at HEAD) and fetched a branch ``evil``
+    that force-adds a hostile table of contents under .slayer-kb/."""
+    origin = tmp_path / "origin"
+    KnowledgeBase.init(origin).save_observation(title="Refunds", content="refunds are counted once")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(origin), str(clone))
+    for command in (["search", "refunds"], ["list"]):
+        assert invoke_cli("--kb", clone, *command).returncode == 0
+    git(origin, "checkout", "-q", "-b", "evil")
+    hostile_toc(origin / ".slayer-kb" / "index", proof)
+    git(origin, "add", "-f", ".slayer-kb/index/_MAIN_9.toc")
+    git(origin, "commit", "-q", "-m", "hostile")
+    git(origin, "checkout", "-q", "-")
+    git(clone, "fetch", "-q", "origin")
+    return clone
+
+
+@pytest.mark.parametrize("brings", [["checkout", "origin/evil", "--", ".slayer-kb"],
+                                    ["merge", "-q", "--squash", "origin/evil"],
+                                    ["cherry-pick", "-n", "origin/evil"],
+                                    ["restore", "--source", "origin/evil", "--staged", "--worktree", ".slayer-kb"]],
+                         ids=["checkout", "merge-squash", "cherry-pick", "restore"])  # fmt: skip
+def test_git_files_staged_without_moving_head_are_never_opened(tmp_path: Path, invoke_cli,  # noqa: ANN001
+                                                               brings: list[str]) -> None:
+    """Trying a branch's files without committing (HEAD stays, git's index changes) puts git's
+    table of contents into our checked folder: the next command sets the folder aside unread."""
+    proof = tmp_path / "pwned"
+    clone = evil_branch_clone(tmp_path, proof, invoke_cli)
+    git(clone, *brings)
+    assert (clone / ".slayer-kb" / "index" / "_MAIN_9.toc").is_file()
+    proc = invoke_cli("--kb", clone, "search", "refunds", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert not proof.exists()
+    assert json_of(proc)["memories"][0]["id"] == "1"
+    assert "git tracks files in it (force-added to the repository) and put index/_MAIN_9.toc there" in proc.stderr
+    assert "git tracks 1 file under .slayer-kb: Stop tracking it with 'git rm -r --cached .slayer-kb'" in proc.stderr
+    assert len(set_aside(clone)) == 1
+
+
+def test_a_stash_bringing_back_a_tracked_file_after_a_pull_is_never_opened(tmp_path: Path, invoke_cli) -> None:  # noqa: ANN001
+    """The advice followed but not committed ('git rm -r --cached .slayer-kb'), a pull (HEAD
+    moves: nothing tracked under the folder then), then 'git stash': git's index and work tree
+    are HEAD's again, git's table of contents in our folder; the next command sets it aside."""
+    proof = tmp_path / "pwned"
+    origin = hostile_repo(tmp_path, proof)
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(origin), str(clone))
+    assert invoke_cli("--kb", clone, "list").returncode == 0  # the clone's folder set aside
+    git(clone, "rm", "-q", "-r", "--cached", ".slayer-kb")
+    (origin / "README").write_text("upstream\n")
+    git(origin, "add", "README")
+    git(origin, "commit", "-q", "-m", "readme")
+    git(clone, "pull", "-q", "--ff-only")
+    assert invoke_cli("--kb", clone, "list").returncode == 0
+    git(clone, "stash", "-q")
+    assert (clone / ".slayer-kb" / "index" / "_MAIN_9.toc").is_file()
+    proc = invoke_cli("--kb", clone, "search", "refunds")
+    assert proc.returncode == 0, proc.stderr
+    assert not proof.exists()
+    assert "git tracks files in it (force-added to the repository) and put index/_MAIN_9.toc there" in proc.stderr
+    assert len(set_aside(clone)) == 2

@@ -131,7 +131,8 @@ class GitStore:
         self.request: str | None = None  # the relayed request making the commits (requests.py)
         self.niceness = 0  # a relayed write's: its git work while reads go on beside it yields (priority.py)
         folder = self.repo_path(STATE_DIR)
-        state.check(self.state, self.head, lambda: state.tracked(self.git, folder), shown=folder)
+        state.check(self.state, self.head, lambda: state.index_state(self._index_file),
+                    lambda: state.tracked(self.git, folder), shown=folder)
 
     # -- paths ------------------------------------------------------------------------------
 
