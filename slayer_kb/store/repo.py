@@ -175,8 +175,9 @@ class GitStore:
         at = 0
         for name in names:
             end = out.index(b"\n", at)
-            header = out[at:end].split()
-            if len(header) != 3:
+            line = out[at:end]
+            # Known by the whole line: a name is REV:PATH, and a path may hold spaces.
+            if line == f"{name} missing".encode():
                 if missing_ok:
                     found.append(None)
                     at = end + 1
@@ -185,6 +186,10 @@ class GitStore:
                     raise StoreError(f"git object {name} is missing: this clone is shallow, and the command needs "
                                      "history it left out; run 'git fetch --unshallow', then retry.")
                 raise StoreError(f"git object {name} is missing; run 'git fsck' on the repository.")
+            header = line.split()
+            if line == f"{name} ambiguous".encode() or len(header) != 3 or not header[2].isdigit():
+                raise StoreError(f"git cat-file answered {line.decode('utf-8', 'replace')!r} for the object {name}; "
+                                 "run 'git fsck' on the repository.")
             start = end + 1
             size = int(header[2])
             found.append((header[0].decode("ascii"), header[1].decode("ascii", "replace"), out[start : start + size]))
