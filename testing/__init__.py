@@ -9,6 +9,7 @@ from .catalog import write_test_catalog
 from .cli import BLOCKED, CliRunner, Watcher, blocker, cli_runner, in_process_runner, in_the_kb, json_of
 from .example import RELEVANCE
 from .gittrace import GitRuns, traced_git
+from .hostile import hostile_toc
 from .isolation import account_home_at, isolate, read_only
 from .repos import (
     EXAMPLE_KB,
@@ -28,7 +29,7 @@ from .wait import WAIT_SECONDS, eventually
 
 __all__ = [
     "BLOCKED", "EXAMPLE_KB", "account_home_at", "GIT_ENV", "RELEVANCE", "ROOT", "WAIT_SECONDS", "CliRunner", "GitRuns", "Watcher",
-    "blocker", "cli_runner", "commit_all", "eventually", "fsck", "git", "in_process_runner", "in_the_kb", "isolate", "json_of", "lose_races",
+    "blocker", "cli_runner", "commit_all", "eventually", "fsck", "git", "hostile_toc", "in_process_runner", "in_the_kb", "isolate", "json_of", "lose_races",
     "make_catalog_kb", "make_empty_kb", "make_example_kb", "make_indexed_example_kb",
     "make_team", "read_only", "signals", "traced_git", "write_test_catalog",
 ]

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from slayer_kb import KnowledgeBase
 from slayer_kb.daemon import relay
 from slayer_kb.store.config import setting
-from testing import git
+from testing import CliRunner, git
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the files are read on Linux only")
 
@@ -135,3 +136,21 @@ def test_a_name_no_file_holds_under_a_section_every_repository_has_is_read_witho
     git(root, "config", "core.autoCRLF", "input")
     assert setting(str(root), "core.autocrlf") == "input\n"
     assert _runs(noted)[-1] == "config --get core.autocrlf"
+
+
+@pytest.mark.parametrize(("line", "converts"), [("autocrlf", True), ("autocrlf =", False)])
+def test_autocrlf_named_without_a_value_converts_as_git_says(tmp_path: Path, invoke_cli: CliRunner, line: str,
+                                                             converts: bool) -> None:
+    """A config line holding just ``autocrlf`` is true to git ("autocrlf =" false), though ``git
+    config --get`` prints an empty line for both: validate took the first for no conversion, and
+    called a checkout's CRLF memory not canonical."""
+    root = tmp_path / "kb"
+    KnowledgeBase.init(root).save_observation(title="Refunds", content="refunds are counted once")
+    memory = root / "memories" / "1.yaml"
+    memory.write_bytes(memory.read_bytes().replace(b"\n", b"\r\n"))
+    with open(root / ".git" / "config", "a", encoding="utf-8") as config:
+        config.write(f"[core]\n\t{line}\n")
+    proc = invoke_cli("--kb", root, "validate", "memories/1.yaml", cwd=root)
+    assert (proc.returncode, proc.stdout) == ((0, "Checked 1 file: no problems.\n") if converts else (
+        1, "memories/1.yaml:1: not in canonical form; run 'slayer-kb fmt memories/1.yaml'\n"
+           "1 problem in 1 file (1 file checked)\n"))

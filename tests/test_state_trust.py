@@ -3,9 +3,7 @@ folder of another origin are set aside unread, and the index is rebuilt."""
 
 from __future__ import annotations
 
-import json
 import os
-import pickle
 import shutil
 import subprocess
 from pathlib import Path
@@ -13,32 +11,31 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.search.schema import FORMAT
-from testing import git, json_of, traced_git
-
-
-class Payload:
-    """Unpickling this makes a folder: proof that a pickle from the clone was opened."""
-
-    def __init__(self, target: Path) -> None:
-        self.target = target
-
-    def __reduce__(self):  # noqa: ANN204
-        return (os.mkdir, (str(self.target),))
+from testing import CliRunner, git, hostile_toc, json_of, traced_git
 
 
 def hostile_repo(tmp_path: Path, proof: Path) -> Path:
-    """A KB whose repository force-adds a Whoosh table of contents that is a hostile pickle."""
+    """A KB whose repository force-adds a Whoosh table of contents whose segments run code."""
     origin = tmp_path / "origin"
     kb = KnowledgeBase.init(origin)
     kb.save_observation(title="Refunds", content="refunds are counted once")
-    index = origin / ".slayer-kb" / "index"
-    index.mkdir(parents=True, exist_ok=True)
-    (index / "_MAIN_1.toc").write_bytes(pickle.dumps(Payload(proof)))
-    (index / "manifest.json").write_text(json.dumps({"format": FORMAT, "count": 1, "digest": 0, "catalog": [], "young": {}}))
-    git(origin, "add", "-f", ".slayer-kb/index/_MAIN_1.toc", ".slayer-kb/index/manifest.json")
+    hostile_toc(origin / ".slayer-kb" / "index", proof)
+    git(origin, "add", "-f", ".slayer-kb/index/_MAIN_9.toc")
     git(origin, "commit", "-q", "-m", "hostile")
     return origin
+
+
+def test_the_hostile_table_of_contents_runs_from_a_trusted_folder(tmp_path: Path, invoke_cli) -> None:  # noqa: ANN001
+    """The control for every test here: the table of contents they plant is one Whoosh opens. In
+    our own folder, untracked (the check cannot tell it from ours), the next search runs it."""
+    proof = tmp_path / "pwned"
+    kb = tmp_path / "kb"
+    KnowledgeBase.init(kb).save_observation(title="Refunds", content="refunds are counted once")
+    assert invoke_cli("--kb", kb, "search", "refunds").returncode == 0
+    hostile_toc(kb / ".slayer-kb" / "index", proof)
+    invoke_cli("--kb", kb, "search", "refunds")
+    assert proof.is_dir()
+    assert set_aside(kb) == []
 
 
 def test_a_cloned_pickle_is_never_opened(tmp_path: Path, invoke_cli) -> None:  # noqa: ANN001
@@ -46,7 +43,7 @@ def test_a_cloned_pickle_is_never_opened(tmp_path: Path, invoke_cli) -> None:  #
     origin = hostile_repo(tmp_path, proof)
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(origin), str(clone))
-    assert (clone / ".slayer-kb" / "index" / "_MAIN_1.toc").exists()
+    assert (clone / ".slayer-kb" / "index" / "_MAIN_9.toc").exists()
     proc = invoke_cli("--kb", clone, "search", "refunds", "--json")
     assert proc.returncode == 0, proc.stderr
     assert not proof.exists()
@@ -55,7 +52,8 @@ def test_a_cloned_pickle_is_never_opened(tmp_path: Path, invoke_cli) -> None:  #
     assert len(aside) == 1
     assert f"was set aside as {aside[0]} and will be rebuilt: slayer-kb did not make it here" in proc.stderr
     # The set-aside folder is left as it was, for the user to look at.
-    assert (clone / aside[0] / "index" / "_MAIN_1.toc").read_bytes() == pickle.dumps(Payload(proof))
+    hostile = (origin / ".slayer-kb" / "index" / "_MAIN_9.toc").read_bytes()
+    assert (clone / aside[0] / "index" / "_MAIN_9.toc").read_bytes() == hostile
 
 
 def test_files_a_pull_brings_into_our_folder_are_not_opened(tmp_path: Path, invoke_cli) -> None:  # noqa: ANN001
@@ -65,9 +63,7 @@ def test_files_a_pull_brings_into_our_folder_are_not_opened(tmp_path: Path, invo
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(clean), str(clone))
     assert invoke_cli("--kb", clone, "search", "refunds").returncode == 0  # our own, stamped folder
-    hostile = clean / ".slayer-kb" / "index" / "_MAIN_9.toc"
-    hostile.parent.mkdir(parents=True, exist_ok=True)
-    hostile.write_bytes(pickle.dumps(Payload(proof)))
+    hostile_toc(clean / ".slayer-kb" / "index", proof)
     git(clean, "add", "-f", ".slayer-kb/index/_MAIN_9.toc")
     git(clean, "commit", "-q", "-m", "hostile")
     git(clone, "pull", "-q", "--no-rebase")
@@ -118,7 +114,7 @@ def test_a_folder_of_another_user_is_set_aside(tmp_path: Path) -> None:
     messages: list[str] = []
     from slayer_kb.store import state
 
-    state.check(tmp_path / "kb" / ".slayer-kb", lambda: None, lambda: False, messages.append)
+    state.check(tmp_path / "kb" / ".slayer-kb", lambda: None, lambda: "", lambda: [], messages.append)
     assert "it belongs to another user" in messages[0]
 
 
@@ -142,7 +138,7 @@ def test_a_folder_another_process_is_making_is_never_seen_unstamped(
         nonlocal checking
         if not checking:  # a check writes too
             checking = True
-            state.check(folder, lambda: None, lambda: False, messages.append)
+            state.check(folder, lambda: None, lambda: "", lambda: [], messages.append)
             checking = False
 
     def write_then_let_another_check(path: Path, text: str) -> None:
@@ -152,7 +148,7 @@ def test_a_folder_another_process_is_making_is_never_seen_unstamped(
 
     monkeypatch.setattr(state, "_write_small", write_then_let_another_check)
     state.make(folder)
-    state.check(folder, lambda: None, lambda: False, messages.append)
+    state.check(folder, lambda: None, lambda: "", lambda: [], messages.append)
     assert messages == []
     assert sorted(p.name for p in folder.iterdir()) == [".gitignore", "checked-head", "owner"]
     assert [p.name for p in folder.parent.iterdir() if p.name.startswith(".slayer-kb")] == [".slayer-kb"]
@@ -252,31 +248,116 @@ def test_a_tracked_file_git_brings_back_without_moving_head_is_never_opened(tmp_
     assert invoke_cli("--kb", clone, "search", "refunds").returncode == 0
     assert len(set_aside(clone)) == 1
     git(clone, "checkout", "--", ".slayer-kb")
-    assert (clone / ".slayer-kb" / "index" / "_MAIN_1.toc").read_bytes() == pickle.dumps(Payload(proof))
+    assert (clone / ".slayer-kb" / "index" / "_MAIN_9.toc").is_file()
     proc = invoke_cli("--kb", clone, "search", "refunds", "--json")
     assert proc.returncode == 0, proc.stderr
     assert not proof.exists()
     assert json_of(proc)["memories"][0]["id"] == "1"
-    assert "git tracks files in it (force-added to the repository) and put index/_MAIN_1.toc there" in proc.stderr
+    assert "git tracks files in it (force-added to the repository) and put index/_MAIN_9.toc there" in proc.stderr
     assert len(set_aside(clone)) == 2
 
 
-def test_a_save_of_our_own_is_not_listed_again_and_git_copies_are_still_caught(tmp_path: Path,
-                                                                               invoke_cli) -> None:  # noqa: ANN001
-    """What git tracks under the folder is listed when HEAD moved since the last check; a save's
-    own commit stages only its own paths, so the command after it lists nothing (one
-    ``git ls-files`` fewer after every write), and knows what it knew: git's copy checked out
-    into the folder after the save (HEAD staying) is still set aside unread."""
+def test_after_a_save_the_folder_is_listed_again_and_git_tracking_it_is_told_once(tmp_path: Path,
+                                                                                invoke_cli) -> None:  # noqa: ANN001
+    """A save's commit moves HEAD: the command after it lists what git tracks under the folder
+    again, but does not repeat the "git tracks" warning for the same files; the command after
+    that lists nothing; git's copy checked out into the folder is still set aside unread."""
     clone = tracking_clone(tmp_path, "file")
     assert invoke_cli("--kb", clone, "search", "refunds").returncode == 0  # the clone's folder set aside
+    told = invoke_cli("--kb", clone, "list")
+    assert "git tracks 1 file under .slayer-kb" in told.stderr, told.stderr
     saved = invoke_cli("--kb", clone, "save", "NULL means not returned", "--title", "Returns")
     assert saved.returncode == 0, saved.stderr
     with traced_git(tmp_path) as runs:
-        proc = invoke_cli("--kb", clone, "get", "1")
-    assert (proc.returncode, proc.stderr, runs("ls-files")) == (0, "", [])
+        after = invoke_cli("--kb", clone, "get", "1")
+        listed = len(runs("ls-files"))
+        again = invoke_cli("--kb", clone, "get", "1")
+    assert (after.returncode, after.stderr, listed) == (0, "", 1)
+    assert (again.returncode, again.stderr, len(runs("ls-files"))) == (0, "", 1)
     git(clone, "checkout", "--", ".slayer-kb")
     assert (clone / ".slayer-kb" / "x").read_text() == "committed by mistake\n"
     proc = invoke_cli("--kb", clone, "get", "1")
     assert proc.returncode == 0, proc.stderr
     assert "git tracks files in it (force-added to the repository) and put x there" in proc.stderr
+    assert len(set_aside(clone)) == 2
+
+
+def test_a_file_staged_into_the_folder_before_a_save_is_caught_after_it(tmp_path: Path, invoke_cli) -> None:  # noqa: ANN001
+    """A check, then a file git tracks put into the folder (force-added), then a save: the
+    record of the check is not carried past the save's commit, so by the command after it at the
+    latest the folder is set aside."""
+    kb = tmp_path / "kb"
+    KnowledgeBase.init(kb).save_observation(title="Refunds", content="refunds are counted once")
+    assert invoke_cli("--kb", kb, "list").returncode == 0
+    (kb / ".slayer-kb" / "x").write_text("force-added\n")
+    git(kb, "add", "-f", ".slayer-kb/x")
+    saved = invoke_cli("--kb", kb, "save", "amounts are in cents", "--title", "Cents")
+    assert saved.returncode == 0, saved.stderr
+    listed = invoke_cli("--kb", kb, "list")
+    assert listed.returncode == 0, listed.stderr
+    assert "git tracks files in it (force-added to the repository) and put x there" in saved.stderr + listed.stderr
+    assert len(set_aside(kb)) == 1
+
+
+def evil_branch_clone(tmp_path: Path, proof: Path, invoke_cli: CliRunner) -> Path:
+    """A clone that has used its KB (its folder checked at HEAD) and fetched a branch ``evil``
+    that force-adds a hostile table of contents under .slayer-kb/."""
+    origin = tmp_path / "origin"
+    KnowledgeBase.init(origin).save_observation(title="Refunds", content="refunds are counted once")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(origin), str(clone))
+    for command in (["search", "refunds"], ["list"]):
+        assert invoke_cli("--kb", clone, *command).returncode == 0
+    git(origin, "checkout", "-q", "-b", "evil")
+    hostile_toc(origin / ".slayer-kb" / "index", proof)
+    git(origin, "add", "-f", ".slayer-kb/index/_MAIN_9.toc")
+    git(origin, "commit", "-q", "-m", "hostile")
+    git(origin, "checkout", "-q", "-")
+    git(clone, "fetch", "-q", "origin")
+    return clone
+
+
+@pytest.mark.parametrize("brings", [["checkout", "origin/evil", "--", ".slayer-kb"],
+                                    ["merge", "-q", "--squash", "origin/evil"],
+                                    ["cherry-pick", "-n", "origin/evil"],
+                                    ["restore", "--source", "origin/evil", "--staged", "--worktree", ".slayer-kb"]],
+                         ids=["checkout", "merge-squash", "cherry-pick", "restore"])  # fmt: skip
+def test_git_files_staged_without_moving_head_are_never_opened(tmp_path: Path, invoke_cli,  # noqa: ANN001
+                                                               brings: list[str]) -> None:
+    """Trying a branch's files without committing (HEAD stays, git's index changes) puts git's
+    table of contents into our checked folder: the next command sets the folder aside unread."""
+    proof = tmp_path / "pwned"
+    clone = evil_branch_clone(tmp_path, proof, invoke_cli)
+    git(clone, *brings)
+    assert (clone / ".slayer-kb" / "index" / "_MAIN_9.toc").is_file()
+    proc = invoke_cli("--kb", clone, "search", "refunds", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert not proof.exists()
+    assert json_of(proc)["memories"][0]["id"] == "1"
+    assert "git tracks files in it (force-added to the repository) and put index/_MAIN_9.toc there" in proc.stderr
+    assert "git tracks 1 file under .slayer-kb: Stop tracking it with 'git rm -r --cached .slayer-kb'" in proc.stderr
+    assert len(set_aside(clone)) == 1
+
+
+def test_a_stash_bringing_back_a_tracked_file_after_a_pull_is_never_opened(tmp_path: Path, invoke_cli) -> None:  # noqa: ANN001
+    """The advice followed but not committed ('git rm -r --cached .slayer-kb'), a pull (HEAD
+    moves: nothing tracked under the folder then), then 'git stash': git's index and work tree
+    are HEAD's again, git's table of contents in our folder; the next command sets it aside."""
+    proof = tmp_path / "pwned"
+    origin = hostile_repo(tmp_path, proof)
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(origin), str(clone))
+    assert invoke_cli("--kb", clone, "list").returncode == 0  # the clone's folder set aside
+    git(clone, "rm", "-q", "-r", "--cached", ".slayer-kb")
+    (origin / "README").write_text("upstream\n")
+    git(origin, "add", "README")
+    git(origin, "commit", "-q", "-m", "readme")
+    git(clone, "pull", "-q", "--ff-only")
+    assert invoke_cli("--kb", clone, "list").returncode == 0
+    git(clone, "stash", "-q")
+    assert (clone / ".slayer-kb" / "index" / "_MAIN_9.toc").is_file()
+    proc = invoke_cli("--kb", clone, "search", "refunds")
+    assert proc.returncode == 0, proc.stderr
+    assert not proof.exists()
+    assert "git tracks files in it (force-added to the repository) and put index/_MAIN_9.toc there" in proc.stderr
     assert len(set_aside(clone)) == 2

@@ -201,6 +201,24 @@ def test_a_first_save_on_a_packed_kb_reads_git_in_one_cat_file(invoke_cli: Any, 
     assert fsck(repo).returncode == 0
 
 
+def test_the_first_save_in_a_packed_clone_of_a_kb_in_a_folder_with_a_space(invoke_cli: Any, tmp_path: Path) -> None:
+    """git cat-file answers "<name> missing" for a folder the commit lacks; with the name
+    REV:team notes/sessions that line has three words, as a found object's has, and was read as
+    one (a ValueError's traceback on the first save of the clone)."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "README").write_text("the team's repository\n")
+    git(repo, "init", "-q")
+    commit_all(repo)
+    KnowledgeBase.init(repo / "team notes")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "--no-local", str(repo), str(clone))  # packed, as a clone leaves it
+    saved = invoke_cli("--kb", clone / "team notes", "save", "amounts are in cents", "--title", "Cents")
+    assert (saved.returncode, saved.stderr) == (0, "")
+    assert "team notes/memories/1.yaml" in git(clone, "ls-tree", "-r", "--name-only", "HEAD").splitlines()
+    assert fsck(clone).returncode == 0
+
+
 def test_save_with_query_stores_cleaned_query(catalog_kb: KnowledgeBase) -> None:
     query = {
         "source_model": "orders",

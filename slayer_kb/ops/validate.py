@@ -215,7 +215,10 @@ class KBContext:
 def converts_crlf(root: Path) -> bool:
     """Whether git commits the KB's CRLF line endings as LF (``core.autocrlf`` true or input, Git
     for Windows' default): a checkout's CRLF files are then canonical, as git stores them."""
-    return setting(str(root), "core.autocrlf").strip().lower() in ("true", "yes", "on", "1", "input")
+    value = setting(str(root), "core.autocrlf")
+    if value == "\n":  # named with no value (true) or an empty one (false): git prints neither
+        value = setting(str(root), "core.autocrlf", "bool")
+    return value.strip().lower() in ("true", "yes", "on", "1", "input")
 
 
 def as_committed(text: str, crlf: bool) -> str:

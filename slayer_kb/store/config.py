@@ -21,15 +21,17 @@ _OTHER_SOURCES = ("GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_DISCOVERY_AC
                   "GIT_CEILING_DIRECTORIES")
 
 
-def setting(root: str, key: str) -> str:
+def setting(root: str, key: str, kind: str = "") -> str:
     """The value of ``key`` in git's config as seen from ``root`` (the repository's, then the
-    user's), or "" when it is not set or git cannot say."""
+    user's), as git's ``--type`` ``kind`` reads it when given, or "" when it is not set or git
+    cannot say."""
     if _surely_unset(root, key):
         return ""
     import subprocess  # here: most commands never need it, and the client starts lean
 
+    typed = [f"--type={kind}"] if kind else []
     try:
-        found = subprocess.run(["git", "config", "--get", key], cwd=root, env=git_env(),
+        found = subprocess.run(["git", "config", *typed, "--get", key], cwd=root, env=git_env(),
                                capture_output=True, text=True, check=False, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return ""

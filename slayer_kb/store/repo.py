@@ -131,7 +131,8 @@ class GitStore:
         self.request: str | None = None  # the relayed request making the commits (requests.py)
         self.niceness = 0  # a relayed write's: its git work while reads go on beside it yields (priority.py)
         folder = self.repo_path(STATE_DIR)
-        state.check(self.state, self.head, lambda: state.tracked(self.git, folder), shown=folder)
+        state.check(self.state, self.head, lambda: state.index_state(self._index_file),
+                    lambda: state.tracked(self.git, folder), shown=folder)
 
     # -- paths ------------------------------------------------------------------------------
 
@@ -174,8 +175,9 @@ class GitStore:
         at = 0
         for name in names:
             end = out.index(b"\n", at)
-            header = out[at:end].split()
-            if len(header) != 3:
+            line = out[at:end]
+            # Known by the whole line: a name is REV:PATH, and a path may hold spaces.
+            if line == f"{name} missing".encode():
                 if missing_ok:
                     found.append(None)
                     at = end + 1
@@ -184,6 +186,10 @@ class GitStore:
                     raise StoreError(f"git object {name} is missing: this clone is shallow, and the command needs "
                                      "history it left out; run 'git fetch --unshallow', then retry.")
                 raise StoreError(f"git object {name} is missing; run 'git fsck' on the repository.")
+            header = line.split()
+            if line == f"{name} ambiguous".encode() or len(header) != 3 or not header[2].isdigit():
+                raise StoreError(f"git cat-file answered {line.decode('utf-8', 'replace')!r} for the object {name}; "
+                                 "run 'git fsck' on the repository.")
             start = end + 1
             size = int(header[2])
             found.append((header[0].decode("ascii"), header[1].decode("ascii", "replace"), out[start : start + size]))
@@ -382,8 +388,6 @@ class GitStore:
                     "HEAD moved while slayer-kb was committing (a git command ran at the same "
                     "time); nothing was written. Retry the command."
                 )
-        if not any(path == STATE_DIR or path.startswith(STATE_DIR + "/") for path in blobs):
-            state.carry(self.state, old, new)
         in_old = objects.blobs_at(old_tree, [self.repo_path(path) for path in blobs])
         known = (marks or worktree.IndexMarks(frozenset(), {})).with_unmarked(
             path for path in blobs if in_old[self.repo_path(path)] is None)

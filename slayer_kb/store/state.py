@@ -11,12 +11,17 @@ when slayer-kb opens it. So before anything in it is read:
   but not the folder's inode, and an attacker does not know the key, so a folder checked out from
   a repository never matches;
 - and it must hold no file that git put there. What git tracks under the folder is listed by
-  ``git ls-files`` when HEAD has moved since the last check (a pull or checkout could bring
-  tracked files into a folder that was ours; slayer-kb's own commit, which stages none of the
-  folder's paths, carries the record to its new HEAD: ``carry``) and kept, under the key's MAC,
-  in ``checked-head``; each check then looks for those paths in the folder, and a file there with
-  the very bytes (or link) git tracks is git's copy (a ``git checkout .`` or ``git stash`` brings
-  one back without moving HEAD). A file of ours at a tracked path differs from git's blob.
+  ``git ls-files`` and kept, under the key's MAC, in ``checked-head``, bound to HEAD and to git's
+  index file (its device, inode, size, times and checksum trailer: any git command that stages
+  rewrites it). A change to either lists again: a pull or checkout moves HEAD, and ``git
+  checkout BRANCH -- .slayer-kb``, ``merge --squash``, ``cherry-pick -n``, ``stash pop`` or
+  ``apply --index`` stage git's files without moving it. Each check then looks for those paths
+  in the folder, and a file there with the very bytes (or link) git tracks is git's copy (a
+  ``git checkout .`` or ``git stash`` brings one back with neither HEAD nor the index changed).
+  A file of ours at a tracked path differs from git's blob. slayer-kb's own commit moves HEAD
+  and stages its files, so the command after it lists again. What git writes without tracking
+  it (``git restore --source`` without ``--staged``, ``checkout-index --prefix``, ``git show >
+  file``, ``git archive``) is the user's own copy, as any file put there by hand: not caught.
 
 A folder that fails is moved aside (``.slayer-kb.untrusted-<time>``, renaming the link itself,
 never following it) with a warning, and a new one is made. Nothing in it is read or deleted.
@@ -239,13 +244,15 @@ def _create(folder: Path) -> None:
 def check(
     folder: Path,
     head: Callable[[], str | None],
+    index: Callable[[], str],
     tracked: Callable[[], Sequence[Tracked]],
     warn: Callable[[str], None] = _stderr,
     shown: str = STATE_DIR,
 ) -> None:
     """Set the folder aside unless it is trusted (see the module's docstring). ``head()`` is the
-    commit HEAD names; ``tracked()`` what git tracks under the folder, named ``shown`` (its path
-    in the repository) in the advice to stop tracking it."""
+    commit HEAD names; ``index()`` the state of git's index (``index_state``); ``tracked()`` what
+    git tracks under the folder, named ``shown`` (its path in the repository) in the advice to
+    stop tracking it."""
     key = _key()
     try:
         seen = os.lstat(folder)
@@ -254,17 +261,20 @@ def check(
     reason = _untrusted_reason(folder, seen, key)
     entries: Sequence[Tracked] | None = None
     if reason is None and stat.S_ISDIR(seen.st_mode):
-        now = head() or ""
-        entries = _read_checked(folder, key, now)
-        listed = entries is None
-        if entries is None:
+        # Both read before the listing: a change made while it runs is listed next time.
+        now = (head() or "", index())
+        record = _read_checked(folder, key)
+        current = record is not None and record[:2] == now
+        if record is not None and current:
+            entries = record[2]
+        else:
             entries = list(tracked() or ())
             with contextlib.suppress(OSError):
                 _write_small(folder / CHECKED_HEAD, _checked_text(key, now, entries))
         copied = _git_copies(folder, entries)
         if copied is not None:
             reason = f"git tracks files in it (force-added to the repository) and put {copied} there"
-        elif listed and entries:
+        elif not current and entries and (record is None or record[2] != entries):  # told once
             warn(f"git tracks {_what(entries, shown)}, slayer-kb's derived state; slayer-kb keeps "
                  f"its own folder and ignores git's copies. {_advice(shown)}")
     if reason is not None:
@@ -274,17 +284,25 @@ def check(
         _set_aside(folder, seen, reason, warn, advice)
 
 
-def carry(folder: Path, old: str | None, new: str) -> None:
-    """This process's own commit moved HEAD from ``old`` to ``new`` and wrote no path under the
-    folder: it stages only its own paths, so git tracks there what it tracked at ``old``. The
-    record of ``old``, if this user's, is kept for ``new``: the next command's check lists
-    nothing again (one ``git ls-files`` fewer a command after every write). A pull or checkout
-    moves HEAD otherwise, and is listed as before."""
-    key = _key()
-    entries = _read_checked(folder, key, old or "")
-    if entries is not None:
-        with contextlib.suppress(OSError):
-            _write_small(folder / CHECKED_HEAD, _checked_text(key, new, entries))
+def index_state(path: Path) -> str:
+    """What tells one state of git's index file ``path`` from another: git writes a new file and
+    renames it into place (a new inode), and ends it with a checksum of its content (zeros under
+    ``index.skipHash``, where the rest still changes). "none" while there is no index; a value
+    never recorded when it cannot be read, so that the check lists again."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        return "none"
+    except OSError:
+        return secrets.token_hex(8)
+    with os.fdopen(fd, "rb") as handle:
+        st = os.fstat(handle.fileno())
+        if st.st_size >= 32 and stat.S_ISREG(st.st_mode):
+            handle.seek(-32, os.SEEK_END)  # the trailer: 20 bytes of SHA-1, or 32 of SHA-256
+            trailer = handle.read(32).hex()
+        else:
+            trailer = ""
+    return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{trailer}"
 
 
 def tracked(git: Callable[..., subprocess.CompletedProcess[bytes]], folder: str) -> list[Tracked]:
@@ -316,8 +334,8 @@ def _advice(shown: str) -> str:
             f"bringing it (it is yours to commit: slayer-kb never does).")
 
 
-def _checked_text(key: bytes | None, head: str, entries: Sequence[Tracked]) -> str:
-    body = json.dumps({"head": head, "tracked": [list(e) for e in entries]}, separators=(",", ":"))
+def _checked_text(key: bytes | None, now: tuple[str, str], entries: Sequence[Tracked]) -> str:
+    body = json.dumps({"head": now[0], "index": now[1], "tracked": [list(e) for e in entries]}, separators=(",", ":"))
     return f"{_mac(key, body)} {body}"
 
 
@@ -327,8 +345,8 @@ def _mac(key: bytes | None, body: str) -> str:
     return hmac.new(key, body.encode("utf-8"), hashlib.sha256).hexdigest() if key is not None else "-"
 
 
-def _read_checked(folder: Path, key: bytes | None, head: str) -> list[Tracked] | None:
-    """What git tracked under the folder at ``head``, as the last check at that HEAD wrote it;
+def _read_checked(folder: Path, key: bytes | None) -> tuple[str, str, list[Tracked]] | None:
+    """The HEAD and index state of the last check, with what git tracked under the folder then;
     None when there was none (or the file is not this user's writing: git could bring one)."""
     try:
         fd = os.open(folder / CHECKED_HEAD, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
@@ -343,9 +361,8 @@ def _read_checked(folder: Path, key: bytes | None, head: str) -> list[Tracked] |
         return None
     try:
         found = json.loads(body)
-        if found["head"] != head:
-            return None
-        return [(str(mode), str(oid), int(size), str(path)) for mode, oid, size, path in found["tracked"]]
+        entries = [(str(mode), str(oid), int(size), str(path)) for mode, oid, size, path in found["tracked"]]
+        return str(found["head"]), str(found["index"]), entries
     except (ValueError, KeyError, TypeError):
         return None
 
