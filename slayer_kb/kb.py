@@ -75,12 +75,14 @@ class KnowledgeBase(Context, EngramTools, Cascades):
 
     def replaced(self) -> str | None:
         """Why the KB's folder is not the one this process opened (deleted, moved away, or a KB
-        or clone made anew at its path), with what to do; None while it is. A long-lived process
+        or clone made anew at its path), or its state folder was set aside since (git put files
+        there: ``GitStore.recheck_state``), with what to do; None while neither. A long-lived process
         (the warm server, the MCP server) asks before each command: its index, caches and file
         monitor describe the folder it opened, and answered from the old KB in the new one."""
         now = self._identity()
         if now == self._opened:
-            return None
+            untrusted = self.store.recheck_state()  # git put files in its state folder: set aside
+            return None if untrusted is None else f"{untrusted} {_RESTART}"
         if now[0] is None:  # a KB made there next is not the one opened either: the same restart
             return f"{not_a_kb(str(self.root))} Then start this process again to open it {_RESTART}"
         return (f"The knowledge base at {self.root} is not the folder this process opened: it was deleted, "

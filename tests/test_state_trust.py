@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
-from testing import CliRunner, git, hostile_toc, json_of, traced_git
+from slayer_kb.core.errors import StoreError
+from testing import CliRunner, Watcher, eventually, git, hostile_toc, json_of, traced_git
 
 
 def hostile_repo(tmp_path: Path, proof: Path) -> Path:
@@ -361,3 +362,49 @@ def test_a_stash_bringing_back_a_tracked_file_after_a_pull_is_never_opened(tmp_p
     assert not proof.exists()
     assert "git tracks files in it (force-added to the repository) and put index/_MAIN_9.toc there" in proc.stderr
     assert len(set_aside(clone)) == 2
+
+
+def test_a_kb_held_open_never_opens_what_git_put_in_its_folder_after_it_opened(
+        tmp_path: Path, invoke_cli) -> None:  # noqa: ANN001
+    """A library user (as the MCP server) holds the KB open; git checks a branch's table of
+    contents out into the folder meanwhile. Whoosh would read it at the next search (a newer
+    generation than the one open): the search sets the folder aside first, and the KB refuses
+    from then on, saying to open it again, which rebuilds the folder."""
+    proof = tmp_path / "pwned"
+    clone = evil_branch_clone(tmp_path, proof, invoke_cli)
+    held = KnowledgeBase(clone)
+    assert [hit["id"] for hit in held.search("refunds").memories] == ["1"]
+    git(clone, "checkout", "origin/evil", "--", ".slayer-kb")
+    for _twice in range(2):
+        with pytest.raises(StoreError, match=r"^slayer-kb's state folder .*/clone/\.slayer-kb was set aside while this "
+                                             r"process had the KB open: git put files there \(see the warning\)\. Start "
+                                             r"this process again: it rebuilds the folder$"):
+            held.search("refunds")
+    assert held.replaced() is not None and "(an MCP server: restart it from its client)" in held.replaced()
+    assert not proof.exists()
+    assert len(set_aside(clone)) == 1
+    assert [hit["id"] for hit in KnowledgeBase(clone).search("refunds").memories] == ["1"]
+    assert not proof.exists()
+
+
+def test_a_warm_server_never_opens_what_git_put_in_its_folder_and_hands_the_command_back(
+        tmp_path: Path, invoke_cli, run_cli) -> None:  # noqa: ANN001
+    """The same under the warm server: the relayed search after the checkout is not answered from
+    the folder git wrote into; the server sets it aside, says so in its log and exits, and the
+    client runs the search itself on a rebuilt folder."""
+    proof = tmp_path / "pwned"
+    clone = evil_branch_clone(tmp_path, proof, invoke_cli)
+    server = Watcher(clone)
+    try:
+        server.wait_for_line("Watching")
+        assert json_of(run_cli("--kb", clone, "search", "refunds", "--json"))["memories"][0]["id"] == "1"
+        git(clone, "checkout", "origin/evil", "--", ".slayer-kb")
+        proc = run_cli("--kb", clone, "search", "refunds", "--json")
+        assert proc.returncode == 0, proc.stderr
+        assert json_of(proc)["memories"][0]["id"] == "1"
+        eventually(lambda: server.proc.poll() is not None, "the server's exit")
+    finally:
+        server.stop()
+    assert not proof.exists()
+    assert len(set_aside(clone)) == 1
+    assert any("was set aside while this process had the KB open" in line for line in server.lines), server.lines

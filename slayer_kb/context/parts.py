@@ -59,7 +59,7 @@ class Parts:
             raise NotFoundError(not_a_kb(str(self.root)))
         if (why := kb_folder_refusal(self.root)) is not None:  # --kb kb/memories: not a KB of its own
             raise NotFoundError(why)
-        self.check_folders()
+        self.check_links()
         self.author = author or os.environ.get("SLAYER_KB_AUTHOR") or None
         self.dedup_window = dedup_window
         self.max_content = min(max_content, MAX_CONTENT_CEILING)  # what a memory file may hold
@@ -102,9 +102,18 @@ class Parts:
 
     def check_folders(self) -> None:
         """Refuse the KB while its memories/ or sessions/ is a link out of it (a clone can carry
-        memories/ as a link to ~/.ssh, and every command would read through it) or a file. Checked when the
-        KB is opened and again wherever it is re-read (ensure_fresh, refresh, transaction, get),
-        since a pull can make one a link while a server holds the KB open: an lstat a folder."""
+        memories/ as a link to ~/.ssh, and every command would read through it) or a file, or once
+        its state folder was set aside (``GitStore.recheck_state``: git put files there). Checked
+        when the KB is opened and again wherever it is re-read (ensure_fresh, refresh,
+        transaction, get), since a pull or checkout can do either while a server holds the KB
+        open: an lstat a folder, and the state folder's record read."""
+        if (untrusted := self.store.recheck_state()) is not None:
+            raise StoreError(untrusted)
+        self.check_links()
+
+    def check_links(self) -> None:
+        """The memories/ and sessions/ part of ``check_folders``, which the open runs before the
+        store exists (the store checks the state folder as it opens)."""
         for folder in (MEMORIES_DIR, SESSIONS_DIR):
             if (why := unusable_folder(self.root, folder)) is not None:
                 raise StoreError(why)

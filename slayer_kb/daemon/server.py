@@ -216,11 +216,15 @@ class Server:
                     return
 
     def _replaced(self) -> bool:
-        """Whether the KB's folder is not the one this server opened (``KnowledgeBase.replaced``):
-        then it stops, said in its log, and its clients run their commands on the KB there now."""
+        """Whether the KB's folder is not the one this server opened, or its state folder was set
+        aside (``KnowledgeBase.replaced``): then it stops, said in its log, and its clients run
+        their commands on the KB there now."""
         if not self._ready.is_set() or self._runner.kb.replaced() is None:
             return False
-        self._say(f"the KB at {self.root} is not the folder this server opened (deleted, moved or replaced): exiting")
+        if (untrusted := self._runner.kb.store.recheck_state()) is not None:
+            self._say(f"{untrusted}: exiting")
+        else:
+            self._say(f"the KB at {self.root} is not the folder this server opened (deleted, moved or replaced): exiting")
         self.replaced = True
         self.stop.set()
         return True

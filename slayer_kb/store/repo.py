@@ -130,9 +130,26 @@ class GitStore:
         self.view = View()  # which thread may use the warm in-memory state now (view.py)
         self.request: str | None = None  # the relayed request making the commits (requests.py)
         self.niceness = 0  # a relayed write's: its git work while reads go on beside it yields (priority.py)
+        self._untrusted: str | None = None  # why the state folder was set aside after the open
+        self._check_state()
+
+    def _check_state(self) -> bool:
         folder = self.repo_path(STATE_DIR)
-        state.check(self.state, self.head, lambda: state.index_state(self._index_file),
-                    lambda: state.tracked(self.git, folder), shown=folder)
+        return state.check(self.state, self.head, lambda: state.index_state(self._index_file),
+                           lambda: state.tracked(self.git, folder), shown=folder)
+
+    def recheck_state(self) -> str | None:
+        """For a process that keeps the KB open (the warm server and its write process, the MCP
+        server, a library user): the state folder checked again, as at the open, before a command
+        reads the index anew, since git can put files there without HEAD moving while the process
+        runs (a checkout of a branch's files into it, a squash merge); a cheap stat and record
+        read while git's index has not changed. Once the folder was set aside, what to do, for
+        good: the index this process holds open is of the folder moved away."""
+        if self._untrusted is None and self._check_state():
+            self._untrusted = (
+                f"slayer-kb's state folder {self.state} was set aside while this process had the KB open: git "
+                "put files there (see the warning). Start this process again: it rebuilds the folder")
+        return self._untrusted
 
     # -- paths ------------------------------------------------------------------------------
 

@@ -248,8 +248,9 @@ def check(
     tracked: Callable[[], Sequence[Tracked]],
     warn: Callable[[str], None] = _stderr,
     shown: str = STATE_DIR,
-) -> None:
-    """Set the folder aside unless it is trusted (see the module's docstring). ``head()`` is the
+) -> bool:
+    """Set the folder aside unless it is trusted (see the module's docstring), and say whether it
+    was not (True: set aside, or another process did it first). ``head()`` is the
     commit HEAD names; ``index()`` the state of git's index (``index_state``); ``tracked()`` what
     git tracks under the folder, named ``shown`` (its path in the repository) in the advice to
     stop tracking it."""
@@ -257,7 +258,7 @@ def check(
     try:
         seen = os.lstat(folder)
     except FileNotFoundError:
-        return
+        return False
     reason = _untrusted_reason(folder, seen, key)
     entries: Sequence[Tracked] | None = None
     if reason is None and stat.S_ISDIR(seen.st_mode):
@@ -282,6 +283,7 @@ def check(
             entries = list(tracked() or ())
         advice = f" git tracks {_what(entries, shown)}: {_advice(shown)}" if entries else ""
         _set_aside(folder, seen, reason, warn, advice)
+    return reason is not None
 
 
 def index_state(path: Path) -> str:
