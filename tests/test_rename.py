@@ -50,7 +50,8 @@ def test_a_rename_moves_the_file_and_rewrites_every_link_in_one_commit(
         "  rewrote memory:kb.revenue-note to memory:kb.paid-revenue in 7, kb.fees\n"), "")
     assert git(root, "rev-list", f"{before}..HEAD").split() == [git(root, "rev-parse", "HEAD").strip()]
     assert git(root, "log", "-1", "--format=%B").rstrip("\n") == (
-        "memory: rename kb.revenue-note to kb.paid-revenue\n\nRewrote memory: references in 7, kb.fees")
+        "memory: rename kb.revenue-note to kb.paid-revenue\n\nRewrote memory: references in 7, kb.fees\n\n"
+        "Renamed: kb.revenue-note -> kb.paid-revenue")
     assert changed(root) == [
         "M\tmemories/7.yaml", "M\tmemories/kb.fees.yaml",
         "R\tmemories/kb.revenue-note.yaml\tmemories/kb.paid-revenue.yaml"]

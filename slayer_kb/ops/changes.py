@@ -32,6 +32,7 @@ from ..transaction import memory_change
 from . import observations
 from .finding import deleted_error
 from .history import forgotten_error
+from .renames import trailer
 from .renumber import moved, rewrote_note
 
 if TYPE_CHECKING:
@@ -223,7 +224,8 @@ def rename(kb: Context, old: str, new: str, *, force: bool = False) -> RenameRes
             raise NotFoundError(f"{str(deleted_error(memory, kb.root)).removesuffix('.')}, then rename it.")
         _check_free(kb, old, new)
         changes, rewritten, kept = tx.rewrite(lambda: moved(kb, tx, {old: new}), force)
-        commit = tx.commit(changes, f"memory: rename {old} to {new}{rewrote_note(rewritten)}")
+        # The trailer records the move, for a sync meeting links to the old id (renames.py).
+        commit = tx.commit(changes, f"memory: rename {old} to {new}{rewrote_note(rewritten)}\n\n{trailer(old, new)}")
     kb.carry_pending({old: new})
     return RenameResult(old, new, rewritten, commit, kept)
 
