@@ -225,3 +225,23 @@ def test_the_case_clash_steps_validate_gives_work_as_typed(linked_kb: KnowledgeB
     assert "- memory:KB.Fees-2\n" in (root / "memories" / "kb.gross.yaml").read_text()
     assert changed(root) == [
         "R\tmemories/KB.Fees.yaml\tmemories/KB.Fees-2.yaml", "M\tmemories/kb.gross.yaml"]
+
+
+def test_the_old_id_points_at_the_new_one(linked_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """``restore``, ``show`` and ``rename`` of the old id name the rename, not a forget whose
+    ``restore --rev`` would bring back a duplicate."""
+    root = linked_kb.root
+    invoke_cli("rename", "kb.revenue-note", "kb.paid-revenue", cwd=root, check=True)
+    commit = git(root, "rev-parse", "--short=12", "HEAD").strip()
+    said = (f"Error: Memory 'kb.revenue-note' was renamed to 'kb.paid-revenue' in commit {commit}: use that id.\n")
+    for args in (["restore", "kb.revenue-note"], ["show", "kb.revenue-note"], ["rename", "kb.revenue-note", "kb.x"]):
+        proc = invoke_cli(*args, cwd=root)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", said), args
+    # Forgotten after its rename: the new id's forget is what the old id's restore names.
+    invoke_cli("forget", "kb.paid-revenue", cwd=root, check=True)
+    forgot = git(root, "rev-parse", "--short=12", "HEAD").strip()
+    assert invoke_cli("restore", "kb.paid-revenue", cwd=root).stderr == (
+        f"Error: Memory 'kb.paid-revenue' was forgotten for good (not soft-deleted) in commit {forgot}: bring back "
+        f"its last version with 'slayer-kb restore kb.paid-revenue --rev {forgot}~1'.\n")
+    assert invoke_cli("restore", "kb.revenue-note", cwd=root).stderr == said
+
