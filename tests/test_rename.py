@@ -245,3 +245,23 @@ def test_the_old_id_points_at_the_new_one(linked_kb: KnowledgeBase, invoke_cli: 
         f"its last version with 'slayer-kb restore kb.paid-revenue --rev {forgot}~1'.\n")
     assert invoke_cli("restore", "kb.revenue-note", cwd=root).stderr == said
 
+
+def test_the_new_id_at_a_revision_before_the_rename_is_the_file_it_had(
+        linked_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """``log NEW`` lists the commits before the rename; ``show NEW --rev`` and ``restore NEW
+    --rev`` of one read the file the memory had then, its links to itself pointed at NEW."""
+    root = linked_kb.root
+    before = git(root, "rev-parse", "--short=12", "HEAD").strip()
+    invoke_cli("rename", "kb.revenue-note", "kb.paid-revenue", cwd=root, check=True)
+    invoke_cli("update", "kb.paid-revenue", "--learning", "Paid revenue is net of refunds", cwd=root, check=True)
+    assert before in invoke_cli("log", "kb.paid-revenue", cwd=root, check=True).stdout
+    shown = invoke_cli("show", "kb.paid-revenue", "--rev", before, cwd=root, check=True)
+    assert shown.stdout == (
+        f"(as of {before})\nid: kb.paid-revenue\nentities:\n  - shop.orders.amount\n  - memory:kb.revenue-note\n"
+        "created_at: 2026-01-01T00:00:00Z\n\nPaid revenue counts captured payments only\n")
+    restored = invoke_cli("restore", "kb.paid-revenue", "--rev", before, cwd=root)
+    assert (restored.returncode, restored.stderr) == (0, "")
+    assert (root / "memories" / "kb.paid-revenue.yaml").read_text() == (
+        "learning: Paid revenue counts captured payments only\nentities:\n- shop.orders.amount\n"
+        f"- memory:kb.paid-revenue\n{CREATED}")
+    assert git(root, "log", "-1", "--format=%s") == f"memory: restore kb.paid-revenue as of {before}\n"

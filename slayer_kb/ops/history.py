@@ -14,8 +14,10 @@ Decisions:
   restoring replaces the current version, as ``git checkout REV -- file`` would. The restored
   version is made live (``deleted_at`` cleared). Entities of the old version that no longer
   resolve (a dropped column, a forgotten ``memory:<id>``) are dropped with a warning, exactly as
-  the cascade that removed them would have done; the text is otherwise kept byte for byte.
-  References *to* the memory that a hard ``forget`` stripped from other memories are not put back.
+  the cascade that removed them would have done; a ``memory:<id>`` of a memory renamed since
+  points at its new id, as the rename rewrote the others' links. A memory renamed since REV is
+  read from the file it had then (the rename commit's trailer, renames.py), as ``log`` lists
+  it. The text is otherwise kept byte for byte. References *to* the memory that a hard ``forget`` stripped from other memories are not put back.
   The work tree's file is made to hold that version too, as ``git checkout REV -- file`` would:
   a file broken, edited or deleted by hand is repaired even when HEAD already has the version
   (then nothing is committed), and an edit that was never committed is discarded with a warning.
@@ -50,7 +52,8 @@ from ..store.repo import GitStore
 from ..store.revisions import resolve_rev, shallow_parting
 from ..transaction import memory_change
 from . import observations, sessions, validate
-from .renames import renamed_in
+from .renames import renamed_in, renames_between
+from .renumber import renumbered_text
 from .snapshot import CATALOG_DIRS, PRIORITY_FILE, blob_at, catalog_at, crafted, memory_ids_at, text_at
 from .teamchecks import deleted_since, gone_links
 
@@ -123,6 +126,10 @@ def _show(kb: Context, memory_id: str, rev: str | None) -> Shown:
     path = memory_path(memory_id)
     if rev is not None:
         sha = resolve_rev(kb.store, rev)
+        if blob_at(kb.store, sha, path) is None:
+            # Renamed since (``rename``): at ``rev`` the memory had its old id's file, as ``log`` lists.
+            path = memory_path(next((old for old, new in renames_between(kb.store, sha).items()
+                                     if new == memory_id), memory_id))
         text = text_at(kb.store, sha, path)
         if text is None:
             raise NotFoundError(
@@ -188,6 +195,10 @@ def restore_revision(kb: Context, memory_id: str, rev: str) -> RestoreResult:
         shown = show(kb, memory_id, rev)
         assert shown.rev is not None
         memory, text = shown.memory, shown.text
+        # Its links to memories renamed since point at their new ids, as the renames rewrote the others'.
+        relinked = renumbered_text(memory_id, text, renames_between(kb.store, shown.rev))
+        if relinked is not None:
+            memory, text = loads(relinked, memory_id), relinked
         warnings: list[str] = []
         if memory.is_deleted:
             memory = memory.evolve(deleted_at=None)
