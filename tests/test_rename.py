@@ -151,21 +151,20 @@ def test_an_id_sync_moved_on_this_clone_is_refused_either_way(linked_kb: Knowled
         proc = invoke_cli("rename", *args, cwd=linked_kb.root)
         assert (proc.returncode, proc.stderr) == (1, refusal), args
 
-def test_a_deleted_memory_is_refused_with_how_to_bring_it_back(
+def test_a_soft_deleted_memory_is_renamed_still_deleted_a_forgotten_one_is_refused(
         linked_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     root = linked_kb.root
     invoke_cli("--kb", root, "forget", "--soft", "kb.other", check=True)
-    soft = invoke_cli("rename", "kb.other", "kb.y", cwd=root)
     deleted_at = json_of(invoke_cli("--kb", root, "--json", "get", "--deleted", "kb.other"))["deleted_at"]
-    assert (soft.returncode, soft.stderr) == (1, (
-        f"Error: Memory 'kb.other' was deleted at {deleted_at}; bring it back with 'slayer-kb restore kb.other', "
-        "then rename it.\n"))
-    invoke_cli("--kb", root, "forget", "kb.other", check=True)
+    invoke_cli("rename", "kb.other", "kb.y", cwd=root, check=True)
+    assert json_of(invoke_cli("--kb", root, "--json", "get", "--deleted", "kb.y"))["deleted_at"] == deleted_at
+    assert invoke_cli("--kb", root, "get", "kb.y").stderr.startswith(f"Error: Memory 'kb.y' was deleted at {deleted_at}")
+    invoke_cli("--kb", root, "forget", "kb.y", check=True)
     forgot = git(root, "rev-parse", "--short=12", "HEAD").strip()
-    hard = invoke_cli("rename", "kb.other", "kb.y", cwd=root)
+    hard = invoke_cli("rename", "kb.y", "kb.z", cwd=root)
     assert (hard.returncode, hard.stderr) == (1, (
-        f"Error: Memory 'kb.other' was forgotten for good (not soft-deleted) in commit {forgot}: bring back its "
-        f"last version with 'slayer-kb restore kb.other --rev {forgot}~1'.\n"))
+        f"Error: Memory 'kb.y' was forgotten for good (not soft-deleted) in commit {forgot}: bring back "
+        f"its last version with 'slayer-kb restore kb.y --rev {forgot}~1'.\n"))
 
 
 def test_uncommitted_work_in_a_file_it_would_touch_is_refused_or_set_aside_with_force(
@@ -199,14 +198,19 @@ def test_uncommitted_work_in_a_file_it_would_touch_is_refused_or_set_aside_with_
 
 
 
-def test_the_case_clash_steps_validate_gives_work_as_typed(linked_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+@pytest.mark.parametrize("deleted", ["", "KB.Fees", "both"])
+def test_the_case_clash_steps_validate_gives_work_as_typed(
+        linked_kb: KnowledgeBase, invoke_cli: CliRunner, deleted: str) -> None:
     """Two ids in two letter cases (a merge brought them together): validate's steps, typed in
     the KB's folder as given (the steps for a checkout that shares one file too: here they change
-    nothing), rename one and rewrite its links, after which validate passes."""
+    nothing), rename one and rewrite its links, after which validate passes; a soft-deleted
+    memory is renamed as it is, still deleted."""
     root = linked_kb.root
     memory(linked_kb, "KB.Fees", "Fees are gross", "memory:kb.fees")
     memory(linked_kb, "kb.gross", "Gross is before fees", "memory:KB.Fees")
     commit_all(root)
+    for memory_id in {"": [], "KB.Fees": ["KB.Fees"], "both": ["KB.Fees", "kb.fees"]}[deleted]:
+        invoke_cli("forget", "--soft", memory_id, cwd=root, check=True)
     proc = invoke_cli("--kb", root, "validate", cwd=root)
     assert proc.stdout.splitlines()[0] == (
         "memories/KB.Fees.yaml:1: id 'KB.Fees' differs only in letter case from kb.fees: they collide on macOS and "
@@ -225,6 +229,7 @@ def test_the_case_clash_steps_validate_gives_work_as_typed(linked_kb: KnowledgeB
     assert "- memory:KB.Fees-2\n" in (root / "memories" / "kb.gross.yaml").read_text()
     assert changed(root) == [
         "R\tmemories/KB.Fees.yaml\tmemories/KB.Fees-2.yaml", "M\tmemories/kb.gross.yaml"]
+    assert ("deleted_at:" in (root / "memories" / "KB.Fees-2.yaml").read_text()) == bool(deleted)
 
 
 def test_the_old_id_points_at_the_new_one(linked_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:

@@ -217,11 +217,11 @@ def rename(kb: Context, old: str, new: str, *, force: bool = False) -> RenameRes
     kb.check_not_moved(new)  # an agent of this clone may hold it for the memory sync moved
     with kb.transaction() as tx:
         try:
-            memory = kb.read_with_fix(old)
+            # A soft-deleted memory is moved as it is, still deleted: its file is there, and a case
+            # clash that validate names is mended alike whether or not it is deleted.
+            kb.read_with_fix(old)
         except NotFoundError as exc:
             raise forgotten_error(kb, old, exc) from None
-        if memory.is_deleted:
-            raise NotFoundError(f"{str(deleted_error(memory, kb.root)).removesuffix('.')}, then rename it.")
         _check_free(kb, old, new)
         changes, rewritten, kept = tx.rewrite(lambda: moved(kb, tx, {old: new}), force)
         # The trailer records the move, for a sync meeting links to the old id (renames.py).
