@@ -206,9 +206,12 @@ def rename(kb: Context, old: str, new: str, *, force: bool = False) -> RenameRes
     uncommitted work are rewritten from HEAD (kept as .orig)."""
     check_existing_id(old, "to rename")
     check_id(new, "give the id to rename it to")
-    if is_auto_id(new):
+    if is_auto_id(new) or (new.isdecimal() and not new.isascii()):
+        # Before check_new_id, whose advice for other digits ('omit the id') is a save's.
+        plain = str(int(new))  # int() reads the decimal digits of every script
+        said = "is a number" if plain == new else f"reads as the number '{plain}'"
         raise InvalidIdError(
-            f"Memory id '{new}' is a number, as auto ids are: slayer-kb allocates those to new memories (one "
+            f"Memory id '{new}' {said}, as auto ids are: slayer-kb allocates those to new memories (one "
             "above every number used), they are not chosen. Give a name such as 'kb.orders-total'.")
     check_new_id(new)
     if new == old:
@@ -226,7 +229,7 @@ def rename(kb: Context, old: str, new: str, *, force: bool = False) -> RenameRes
         changes, rewritten, kept = tx.rewrite(lambda: moved(kb, tx, {old: new}), force)
         # The trailer records the move, for a sync meeting links to the old id (renames.py).
         commit = tx.commit(changes, f"memory: rename {old} to {new}{rewrote_note(rewritten)}\n\n{trailer(old, new)}")
-    kb.carry_pending({old: new})
+        kb.carry_pending({old: new})  # under the lock: a save counting a duplicate of OLD meanwhile waits
     return RenameResult(old, new, rewritten, commit, kept)
 
 
