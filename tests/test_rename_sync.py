@@ -53,3 +53,22 @@ def test_a_forget_beside_a_similar_save_is_still_a_forget(tmp_path: Path, invoke
     assert "stripped links to forgotten memories: memory:kb.old from kb.q" in proc.stdout
     assert "renamed" not in proc.stdout
     assert "memory:" not in (b / "memories" / "kb.q.yaml").read_text()
+
+
+def test_validate_against_names_a_link_to_a_memory_renamed_there(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """Before the sync: the branch's link to what the other side renamed is named as a rename,
+    with the merge that rewrites it, not as a link to a forgotten memory."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Revenue is paid orders", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "rename", "1", "kb.revenue", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "save", "b links one", "--id", "kb.q", "-e", "memory:1", check=True)
+    git(b, "fetch", "-q", "origin")
+    checked = invoke_cli("validate", "--against", "origin/main", cwd=b)
+    assert (checked.returncode, checked.stdout) == (1, (
+        "memories/kb.q.yaml:1: memory kb.q links 'memory:1', which origin/main renamed to 'kb.revenue' since this "
+        "branch parted from it; merged as it is, the link would point at nothing. Run 'git fetch origin && slayer-kb "
+        "merge origin/main': it points links to renamed memories at their new ids, in one commit\n"
+        "1 problem in 1 file (1 file checked)\n"))
