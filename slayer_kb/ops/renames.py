@@ -1,6 +1,8 @@
-"""The moves ``rename`` records: its commit ends with a ``Renamed: OLD -> NEW`` trailer, which
-``sync`` (links the other side added to OLD follow the move), ``restore OLD`` and ``show OLD``
-(pointed at NEW), and ``show NEW --rev`` (the file OLD was) read.
+"""The moves ``rename`` (and a ``renumber --onto`` commit) record: the commit ends with a
+``Renamed: OLD -> NEW`` trailer per move, which ``sync``, ``merge`` and ``rebase`` (links the
+other side added to OLD follow the move), ``validate --against`` and ``review`` (such a link named
+as a rename), ``restore OLD`` and ``show OLD`` (pointed at NEW), and ``show NEW --rev`` and
+``restore NEW --rev`` (the file OLD was) read.
 
 A trailer, not git's rename detection: git takes a memory forgotten and a similar one saved in
 one range of commits for a move, which would send a link to a forgotten memory to an unrelated
