@@ -17,7 +17,8 @@ Decisions:
   the cascade that removed them would have done; a ``memory:<id>`` of a memory renamed since
   points at its new id, as the rename rewrote the others' links. A memory renamed since REV is
   read from the file it had then (the rename commit's trailer, renames.py), as ``log`` lists
-  it. The text is otherwise kept byte for byte. References *to* the memory that a hard ``forget`` stripped from other memories are not put back.
+  it. The text is otherwise kept byte for byte. References *to* the memory that a hard
+  ``forget`` stripped from other memories are not put back.
   The work tree's file is made to hold that version too, as ``git checkout REV -- file`` would:
   a file broken, edited or deleted by hand is repaired even when HEAD already has the version
   (then nothing is committed), and an edit that was never committed is discarded with a warning.
