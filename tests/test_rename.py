@@ -259,6 +259,7 @@ def test_the_new_id_at_a_revision_before_the_rename_is_the_file_it_had(
     """``log NEW`` lists the commits before the rename; ``show NEW --rev`` and ``restore NEW
     --rev`` of one read the file the memory had then, its links to itself pointed at NEW."""
     root = linked_kb.root
+    git(root, "config", "grep.patternType", "fixed")  # the rename commits are found by a regex whatever it says
     before = git(root, "rev-parse", "--short=12", "HEAD").strip()
     invoke_cli("rename", "kb.revenue-note", "kb.paid-revenue", cwd=root, check=True)
     invoke_cli("update", "kb.paid-revenue", "--learning", "Paid revenue is net of refunds", cwd=root, check=True)

@@ -34,7 +34,9 @@ def renamed_in(store: GitStore, commit: str) -> dict[str, str]:
 def renames_between(store: GitStore, base: str, head: str = "HEAD") -> dict[str, str]:
     """{old id: the id it has at the end} for the renames the commits ``base..head`` made, in
     the order they were made (1 -> kb.a, then kb.a -> kb.b: 1 -> kb.b)."""
-    out = store.git("log", "--reverse", "-z", "--format=%H%n%B", f"--grep=^{_KEY}", head, f"^{base}", "--").stdout
+    # Basic regex whatever grep.patternType says (fixed strings would match no "^").
+    out = store.git("log", "--reverse", "-z", "--format=%H%n%B", "--basic-regexp", f"--grep=^{_KEY}", head, f"^{base}",
+                    "--").stdout
     final: dict[str, str] = {}
     for entry in filter(None, out.decode("utf-8", "replace").split("\0")):
         commit, _, message = entry.strip("\n").partition("\n")
