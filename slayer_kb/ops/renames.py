@@ -19,6 +19,8 @@ from ..store.repo import GitStore
 
 _KEY = "Renamed: "
 _TRAILER = re.compile(rf"^{_KEY}(\S+) -> (\S+)$", re.MULTILINE)
+# No signature lines (log.showSignature in the user's config) among the messages read.
+_LOG = ("-c", "log.showSignature=false", "log")
 
 
 def trailer(old: str, new: str) -> str:
@@ -28,15 +30,16 @@ def trailer(old: str, new: str) -> str:
 
 def renamed_in(store: GitStore, commit: str) -> dict[str, str]:
     """{old id: new id} that ``commit`` records and made (see the module doc)."""
-    return _checked(store, commit, store.git("log", "-1", "--format=%B", commit).stdout.decode("utf-8", "replace"))
+    message = store.git(*_LOG, "-1", "--format=%B", commit).stdout.decode("utf-8", "replace")
+    return _checked(store, commit, message)
 
 
 def renames_between(store: GitStore, base: str, head: str = "HEAD") -> dict[str, str]:
     """{old id: the id it has at the end} for the renames the commits ``base..head`` made, in
     the order they were made (1 -> kb.a, then kb.a -> kb.b: 1 -> kb.b)."""
     # Basic regex whatever grep.patternType says (fixed strings would match no "^").
-    out = store.git("log", "--reverse", "-z", "--format=%H%n%B", "--basic-regexp", f"--grep=^{_KEY}", head, f"^{base}",
-                    "--").stdout
+    out = store.git(*_LOG, "--reverse", "-z", "--format=%H%n%B", "--basic-regexp", f"--grep=^{_KEY}", head,
+                    f"^{base}", "--").stdout
     final: dict[str, str] = {}
     for entry in filter(None, out.decode("utf-8", "replace").split("\0")):
         commit, _, message = entry.strip("\n").partition("\n")
