@@ -50,7 +50,8 @@ def test_a_rename_moves_the_file_and_rewrites_every_link_in_one_commit(
         "  rewrote memory:kb.revenue-note to memory:kb.paid-revenue in 7, kb.fees\n"), "")
     assert git(root, "rev-list", f"{before}..HEAD").split() == [git(root, "rev-parse", "HEAD").strip()]
     assert git(root, "log", "-1", "--format=%B").rstrip("\n") == (
-        "memory: rename kb.revenue-note to kb.paid-revenue\n\nRewrote memory: references in 7, kb.fees")
+        "memory: rename kb.revenue-note to kb.paid-revenue\n\nRewrote memory: references in 7, kb.fees\n\n"
+        "Renamed: kb.revenue-note -> kb.paid-revenue")
     assert changed(root) == [
         "M\tmemories/7.yaml", "M\tmemories/kb.fees.yaml",
         "R\tmemories/kb.revenue-note.yaml\tmemories/kb.paid-revenue.yaml"]
@@ -122,6 +123,9 @@ def test_where_the_file_system_names_both_spellings_one_file_the_two_steps_are_g
     (["7", ""], "Memory id must not be empty; give the id to rename it to."),
     (["kb.fees", "12"], "Memory id '12' is a number, as auto ids are: slayer-kb allocates those to new memories "
                         "(one above every number used), they are not chosen. Give a name such as 'kb.orders-total'."),
+    (["kb.fees", "１２"], "Memory id '１２' reads as the number '12', as auto ids are: slayer-kb allocates those to new "
+                         "memories (one above every number used), they are not chosen. Give a name such as "
+                         "'kb.orders-total'."),
     (["7", "nul.notes"], "Memory id 'nul.notes' begins with 'nul', a device name Windows reserves (CON, PRN, AUX, "
                          "NUL, COM1-9, LPT1-9, in any letter case, also before a '.' as in nul.txt): its file cannot "
                          "exist on Windows. Choose another id, e.g. 'kb.nul.notes'."),
@@ -150,21 +154,20 @@ def test_an_id_sync_moved_on_this_clone_is_refused_either_way(linked_kb: Knowled
         proc = invoke_cli("rename", *args, cwd=linked_kb.root)
         assert (proc.returncode, proc.stderr) == (1, refusal), args
 
-def test_a_deleted_memory_is_refused_with_how_to_bring_it_back(
+def test_a_soft_deleted_memory_is_renamed_still_deleted_a_forgotten_one_is_refused(
         linked_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     root = linked_kb.root
     invoke_cli("--kb", root, "forget", "--soft", "kb.other", check=True)
-    soft = invoke_cli("rename", "kb.other", "kb.y", cwd=root)
     deleted_at = json_of(invoke_cli("--kb", root, "--json", "get", "--deleted", "kb.other"))["deleted_at"]
-    assert (soft.returncode, soft.stderr) == (1, (
-        f"Error: Memory 'kb.other' was deleted at {deleted_at}; bring it back with 'slayer-kb restore kb.other', "
-        "then rename it.\n"))
-    invoke_cli("--kb", root, "forget", "kb.other", check=True)
+    invoke_cli("rename", "kb.other", "kb.y", cwd=root, check=True)
+    assert json_of(invoke_cli("--kb", root, "--json", "get", "--deleted", "kb.y"))["deleted_at"] == deleted_at
+    assert invoke_cli("--kb", root, "get", "kb.y").stderr.startswith(f"Error: Memory 'kb.y' was deleted at {deleted_at}")
+    invoke_cli("--kb", root, "forget", "kb.y", check=True)
     forgot = git(root, "rev-parse", "--short=12", "HEAD").strip()
-    hard = invoke_cli("rename", "kb.other", "kb.y", cwd=root)
+    hard = invoke_cli("rename", "kb.y", "kb.z", cwd=root)
     assert (hard.returncode, hard.stderr) == (1, (
-        f"Error: Memory 'kb.other' was forgotten for good (not soft-deleted) in commit {forgot}: bring back its "
-        f"last version with 'slayer-kb restore kb.other --rev {forgot}~1'.\n"))
+        f"Error: Memory 'kb.y' was forgotten for good (not soft-deleted) in commit {forgot}: bring back "
+        f"its last version with 'slayer-kb restore kb.y --rev {forgot}~1'.\n"))
 
 
 def test_uncommitted_work_in_a_file_it_would_touch_is_refused_or_set_aside_with_force(
@@ -198,14 +201,19 @@ def test_uncommitted_work_in_a_file_it_would_touch_is_refused_or_set_aside_with_
 
 
 
-def test_the_case_clash_steps_validate_gives_work_as_typed(linked_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+@pytest.mark.parametrize("deleted", ["", "KB.Fees", "both"])
+def test_the_case_clash_steps_validate_gives_work_as_typed(
+        linked_kb: KnowledgeBase, invoke_cli: CliRunner, deleted: str) -> None:
     """Two ids in two letter cases (a merge brought them together): validate's steps, typed in
     the KB's folder as given (the steps for a checkout that shares one file too: here they change
-    nothing), rename one and rewrite its links, after which validate passes."""
+    nothing), rename one and rewrite its links, after which validate passes; a soft-deleted
+    memory is renamed as it is, still deleted."""
     root = linked_kb.root
     memory(linked_kb, "KB.Fees", "Fees are gross", "memory:kb.fees")
     memory(linked_kb, "kb.gross", "Gross is before fees", "memory:KB.Fees")
     commit_all(root)
+    for memory_id in {"": [], "KB.Fees": ["KB.Fees"], "both": ["KB.Fees", "kb.fees"]}[deleted]:
+        invoke_cli("forget", "--soft", memory_id, cwd=root, check=True)
     proc = invoke_cli("--kb", root, "validate", cwd=root)
     assert proc.stdout.splitlines()[0] == (
         "memories/KB.Fees.yaml:1: id 'KB.Fees' differs only in letter case from kb.fees: they collide on macOS and "
@@ -224,3 +232,45 @@ def test_the_case_clash_steps_validate_gives_work_as_typed(linked_kb: KnowledgeB
     assert "- memory:KB.Fees-2\n" in (root / "memories" / "kb.gross.yaml").read_text()
     assert changed(root) == [
         "R\tmemories/KB.Fees.yaml\tmemories/KB.Fees-2.yaml", "M\tmemories/kb.gross.yaml"]
+    assert ("deleted_at:" in (root / "memories" / "KB.Fees-2.yaml").read_text()) == bool(deleted)
+
+
+def test_the_old_id_points_at_the_new_one(linked_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """``restore``, ``show`` and ``rename`` of the old id name the rename, not a forget whose
+    ``restore --rev`` would bring back a duplicate."""
+    root = linked_kb.root
+    invoke_cli("rename", "kb.revenue-note", "kb.paid-revenue", cwd=root, check=True)
+    commit = git(root, "rev-parse", "--short=12", "HEAD").strip()
+    said = (f"Error: Memory 'kb.revenue-note' was renamed to 'kb.paid-revenue' in commit {commit}: use that id.\n")
+    for args in (["restore", "kb.revenue-note"], ["show", "kb.revenue-note"], ["rename", "kb.revenue-note", "kb.x"]):
+        proc = invoke_cli(*args, cwd=root)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", said), args
+    # Forgotten after its rename: the new id's forget is what the old id's restore names.
+    invoke_cli("forget", "kb.paid-revenue", cwd=root, check=True)
+    forgot = git(root, "rev-parse", "--short=12", "HEAD").strip()
+    assert invoke_cli("restore", "kb.paid-revenue", cwd=root).stderr == (
+        f"Error: Memory 'kb.paid-revenue' was forgotten for good (not soft-deleted) in commit {forgot}: bring back "
+        f"its last version with 'slayer-kb restore kb.paid-revenue --rev {forgot}~1'.\n")
+    assert invoke_cli("restore", "kb.revenue-note", cwd=root).stderr == said
+
+
+def test_the_new_id_at_a_revision_before_the_rename_is_the_file_it_had(
+        linked_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """``log NEW`` lists the commits before the rename; ``show NEW --rev`` and ``restore NEW
+    --rev`` of one read the file the memory had then, its links to itself pointed at NEW."""
+    root = linked_kb.root
+    git(root, "config", "grep.patternType", "fixed")  # the rename commits are found by a regex whatever it says
+    before = git(root, "rev-parse", "--short=12", "HEAD").strip()
+    invoke_cli("rename", "kb.revenue-note", "kb.paid-revenue", cwd=root, check=True)
+    invoke_cli("update", "kb.paid-revenue", "--learning", "Paid revenue is net of refunds", cwd=root, check=True)
+    assert before in invoke_cli("log", "kb.paid-revenue", cwd=root, check=True).stdout
+    shown = invoke_cli("show", "kb.paid-revenue", "--rev", before, cwd=root, check=True)
+    assert shown.stdout == (
+        f"(as of {before})\nid: kb.paid-revenue\nentities:\n  - shop.orders.amount\n  - memory:kb.revenue-note\n"
+        "created_at: 2026-01-01T00:00:00Z\n\nPaid revenue counts captured payments only\n")
+    restored = invoke_cli("restore", "kb.paid-revenue", "--rev", before, cwd=root)
+    assert (restored.returncode, restored.stderr) == (0, "")
+    assert (root / "memories" / "kb.paid-revenue.yaml").read_text() == (
+        "learning: Paid revenue counts captured payments only\nentities:\n- shop.orders.amount\n"
+        f"- memory:kb.paid-revenue\n{CREATED}")
+    assert git(root, "log", "-1", "--format=%s") == f"memory: restore kb.paid-revenue as of {before}\n"

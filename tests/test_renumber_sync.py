@@ -81,6 +81,17 @@ def test_renumber_then_merge_keeps_both_memories(diverged: tuple[KnowledgeBase, 
     assert kb.save_memory("after merge", ["orders.amount"]).memory_id == "5"
 
 
+def test_the_new_id_at_a_revision_before_the_renumber_is_the_file_it_had(diverged: tuple[KnowledgeBase, str]) -> None:
+    """``log 4`` lists the feature's save of 2; ``show 4 --rev`` of it reads that file, as after a rename."""
+    kb, main = diverged
+    before = git(kb.root, "rev-parse", "HEAD").strip()
+    renumber(kb, main)
+    shown = KnowledgeBase(kb.root).history.show("4", rev=before)
+    assert (shown.memory.id, shown.memory.learning) == ("4", "Feature: status values")
+    assert git(kb.root, "log", "-1", "--format=%B") == (
+        f"memory: renumber 2 -> 4 (onto {main})\n\nRewrote memory: references in 3\n\nRenamed: 2 -> 4\n")
+
+
 def test_an_id_renumber_moved_refuses_and_names_both_memories(diverged: tuple[KnowledgeBase, str],
                                                               invoke_cli) -> None:
     """An agent of this clone still holds 2 from its save's reply; after 'renumber' (the step a

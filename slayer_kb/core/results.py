@@ -401,6 +401,7 @@ class MergeResult:
     deduplicated: dict[str, str] = field(default_factory=dict)  # this branch's memory -> REF's, one save made on both
     unlinked: dict[str, list[str]] = field(default_factory=dict)  # memory -> forgotten ids stripped (unlinks.py)
     cascaded: dict[str, list[str]] = field(default_factory=dict)  # memory -> deleted entities stripped (unlinks.py)
+    relinked: dict[str, dict[str, str]] = field(default_factory=dict)  # memory -> {renamed id: new id} (unlinks.py)
     # What sync's revalidation would say of the branch's memories on top of REF (revalidation.py):
     # the problems it refuses to push, and the stale and untouched invalid example queries it lets through.
     problems: list[str] = field(default_factory=list)
@@ -412,7 +413,7 @@ class MergeResult:
     def to_json(self) -> dict[str, Any]:
         return {"ref": self.ref, "action": self.action, "head": self.head, "push": self.push, "merged": self.folded,
                 "deduplicated": self.deduplicated,
-                "unlinked": self.unlinked, "cascaded": self.cascaded, "problems": self.problems,
+                "unlinked": self.unlinked, "cascaded": self.cascaded, "relinked": self.relinked, "problems": self.problems,
                 "stale_queries": self.stale_queries, "untouched_queries": self.untouched_queries,
                 "session_projects": self.session_projects}
 
@@ -429,6 +430,7 @@ class RebaseResult:
     deduplicated: dict[str, str] = field(default_factory=dict)  # ... the upstream's, one save made on both
     unlinked: dict[str, list[str]] = field(default_factory=dict)  # memory -> forgotten ids stripped (unlinks.py)
     cascaded: dict[str, list[str]] = field(default_factory=dict)  # memory -> deleted entities stripped (unlinks.py)
+    relinked: dict[str, dict[str, str]] = field(default_factory=dict)  # memory -> {renamed id: new id} (unlinks.py)
     problems: list[str] = field(default_factory=list)  # as MergeResult's
     stale_queries: list[str] = field(default_factory=list)
     untouched_queries: list[str] = field(default_factory=list)
@@ -437,7 +439,7 @@ class RebaseResult:
     def to_json(self) -> dict[str, Any]:
         return {"onto": self.onto, "action": self.action, "head": self.head, "push": self.push, "merged": self.merged,
                 "deduplicated": self.deduplicated,
-                "unlinked": self.unlinked, "cascaded": self.cascaded, "problems": self.problems,
+                "unlinked": self.unlinked, "cascaded": self.cascaded, "relinked": self.relinked, "problems": self.problems,
                 "stale_queries": self.stale_queries, "untouched_queries": self.untouched_queries,
                 "session_projects": self.session_projects}
 
@@ -462,6 +464,7 @@ class SyncResult:
     dropped: list[str] = field(default_factory=list)
     unlinked: dict[str, list[str]] = field(default_factory=dict)  # memory -> forgotten ids stripped (unlinks.py)
     cascaded: dict[str, list[str]] = field(default_factory=dict)  # memory -> deleted entities stripped (unlinks.py)
+    relinked: dict[str, dict[str, str]] = field(default_factory=dict)  # memory -> {renamed id: new id} (unlinks.py)
     # Memories pushed whose example query names what the catalog no longer has (sync's revalidation).
     stale_queries: list[str] = field(default_factory=list)
     # Problems (path:line: message) of invalid example queries pushed as the upstream had them:
@@ -483,7 +486,7 @@ class SyncResult:
                 "given_up": self.given_up, "renumbered": self.renumbered, "merged": self.merged,
                 "deduplicated": self.deduplicated,
                 "resolved": self.resolved, "unforgotten": self.unforgotten, "dropped": self.dropped, "unlinked": self.unlinked,
-                "cascaded": self.cascaded, "stale_queries": self.stale_queries,
+                "cascaded": self.cascaded, "relinked": self.relinked, "stale_queries": self.stale_queries,
                 "untouched_queries": self.untouched_queries, "session_projects": self.session_projects, "attempts": self.attempts,
                 "head": self.head,
                 "timings": self.timings}

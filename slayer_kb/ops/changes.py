@@ -32,6 +32,7 @@ from ..transaction import memory_change
 from . import observations
 from .finding import deleted_error
 from .history import forgotten_error
+from .renames import trailer
 from .renumber import moved, rewrote_note
 
 if TYPE_CHECKING:
@@ -205,9 +206,12 @@ def rename(kb: Context, old: str, new: str, *, force: bool = False) -> RenameRes
     uncommitted work are rewritten from HEAD (kept as .orig)."""
     check_existing_id(old, "to rename")
     check_id(new, "give the id to rename it to")
-    if is_auto_id(new):
+    if is_auto_id(new) or (new.isdecimal() and not new.isascii()):
+        # Before check_new_id, whose advice for other digits ('omit the id') is a save's.
+        plain = str(int(new))  # int() reads the decimal digits of every script
+        said = "is a number" if plain == new else f"reads as the number '{plain}'"
         raise InvalidIdError(
-            f"Memory id '{new}' is a number, as auto ids are: slayer-kb allocates those to new memories (one "
+            f"Memory id '{new}' {said}, as auto ids are: slayer-kb allocates those to new memories (one "
             "above every number used), they are not chosen. Give a name such as 'kb.orders-total'.")
     check_new_id(new)
     if new == old:
@@ -216,15 +220,16 @@ def rename(kb: Context, old: str, new: str, *, force: bool = False) -> RenameRes
     kb.check_not_moved(new)  # an agent of this clone may hold it for the memory sync moved
     with kb.transaction() as tx:
         try:
-            memory = kb.read_with_fix(old)
+            # A soft-deleted memory is moved as it is, still deleted: its file is there, and a case
+            # clash that validate names is mended alike whether or not it is deleted.
+            kb.read_with_fix(old)
         except NotFoundError as exc:
             raise forgotten_error(kb, old, exc) from None
-        if memory.is_deleted:
-            raise NotFoundError(f"{str(deleted_error(memory, kb.root)).removesuffix('.')}, then rename it.")
         _check_free(kb, old, new)
         changes, rewritten, kept = tx.rewrite(lambda: moved(kb, tx, {old: new}), force)
-        commit = tx.commit(changes, f"memory: rename {old} to {new}{rewrote_note(rewritten)}")
-    kb.carry_pending({old: new})
+        # The trailer records the move, for a sync meeting links to the old id (renames.py).
+        commit = tx.commit(changes, f"memory: rename {old} to {new}{rewrote_note(rewritten)}\n\n{trailer(old, new)}")
+        kb.carry_pending({old: new})  # under the lock: a save counting a duplicate of OLD meanwhile waits
     return RenameResult(old, new, rewritten, commit, kept)
 
 

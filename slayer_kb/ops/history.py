@@ -6,14 +6,19 @@ tree, except ``restore_revision`` which writes one memory back as a new commit.
 Decisions:
 
 - ``show ID`` without ``--rev`` shows the file as it is now, or, for a memory that was deleted,
-  its last committed version (with ``deleted_in`` naming the commit that removed it).
+  its last committed version (with ``deleted_in`` naming the commit that removed it); for one a
+  ``rename`` moved (its commit's trailer, renames.py), an error naming the new id, as
+  ``restore ID`` gives: its last version is the renamed memory's.
 - ``restore ID --rev REV`` brings back the version at REV whether or not the id exists now: the
   file name is the id, so a memory with that id *is* that memory (auto ids are never reused) and
   restoring replaces the current version, as ``git checkout REV -- file`` would. The restored
   version is made live (``deleted_at`` cleared). Entities of the old version that no longer
   resolve (a dropped column, a forgotten ``memory:<id>``) are dropped with a warning, exactly as
-  the cascade that removed them would have done; the text is otherwise kept byte for byte.
-  References *to* the memory that a hard ``forget`` stripped from other memories are not put back.
+  the cascade that removed them would have done; a ``memory:<id>`` of a memory renamed since
+  points at its new id, as the rename rewrote the others' links. A memory renamed since REV is
+  read from the file it had then (the rename commit's trailer, renames.py), as ``log`` lists
+  it. The text is otherwise kept byte for byte. References *to* the memory that a hard
+  ``forget`` stripped from other memories are not put back.
   The work tree's file is made to hold that version too, as ``git checkout REV -- file`` would:
   a file broken, edited or deleted by hand is repaired even when HEAD already has the version
   (then nothing is committed), and an edit that was never committed is discarded with a warning.
@@ -48,6 +53,8 @@ from ..store.repo import GitStore
 from ..store.revisions import resolve_rev, shallow_parting
 from ..transaction import memory_change
 from . import observations, sessions, validate
+from .renames import renamed_in, renames_between
+from .renumber import renumbered_text
 from .snapshot import CATALOG_DIRS, PRIORITY_FILE, blob_at, catalog_at, crafted, memory_ids_at, text_at
 from .teamchecks import deleted_since, gone_links
 
@@ -120,6 +127,10 @@ def _show(kb: Context, memory_id: str, rev: str | None) -> Shown:
     path = memory_path(memory_id)
     if rev is not None:
         sha = resolve_rev(kb.store, rev)
+        if blob_at(kb.store, sha, path) is None:
+            # Renamed since (``rename``): at ``rev`` the memory had its old id's file, as ``log`` lists.
+            path = memory_path(next((old for old, new in renames_between(kb.store, sha).items()
+                                     if new == memory_id), memory_id))
         text = text_at(kb.store, sha, path)
         if text is None:
             raise NotFoundError(
@@ -133,23 +144,36 @@ def _show(kb: Context, memory_id: str, rev: str | None) -> Shown:
     deleting = last_deletion(kb.store, memory_id)
     if deleting is None:
         raise no_memory(memory_id, kb.memory_exists, "No memory with id '{}', now or in the history")
+    if (renamed := _renamed_error(kb.store, memory_id, deleting)) is not None:
+        raise renamed  # its last version is the renamed memory's: no deleted memory to show
     text = text_at(kb.store, f"{deleting}^", path)
     assert text is not None
     return Shown(loads(text, memory_id, f"{deleting}^:{path}"), text, f"{deleting}^", deleting)
 
 
 def forgotten_error(kb: Context, memory_id: str, missing: NotFoundError) -> NotFoundError:
-    """``restore ID``'s error for an id with no file: one a commit deleted (a forget without
-    --soft) is told the ``--rev`` that brings it back; any other, ``missing`` as it is."""
+    """``restore ID``'s error for an id with no file: one a commit renamed is told its new id;
+    one a commit deleted (a forget without --soft) is told the ``--rev`` that brings it back; any
+    other, ``missing`` as it is."""
     if blob_at(kb.store, "HEAD", memory_path(memory_id)) is not None:
         return missing  # HEAD has it: moved or deleted by hand, which ``missing`` says
     deleting = last_deletion(kb.store, memory_id)
     if deleting is None:
         return missing
+    if (renamed := _renamed_error(kb.store, memory_id, deleting)) is not None:
+        return renamed  # 'restore --rev' would bring back a duplicate of the renamed memory
     said = f"Memory '{memory_id}' was forgotten for good (not soft-deleted) in commit {deleting[:12]}"
     fix = f"'{command(kb.root)} restore {words(memory_id)} --rev {deleting[:12]}~1'"
     return NotFoundError(f"{said}: bring back its last version with {fix}.",
                          tool_message=f"{said}; the tools cannot bring it back, a person can: {fix}.")
+
+
+def _renamed_error(store: GitStore, memory_id: str, deleting: str) -> NotFoundError | None:
+    """The error for an id that ``deleting`` (the commit that removed its file) renamed, if it did."""
+    new = renamed_in(store, deleting).get(memory_id)
+    if new is None:
+        return None
+    return NotFoundError(f"Memory '{memory_id}' was renamed to '{new}' in commit {deleting[:12]}: use that id.")
 
 
 def last_deletion(store: GitStore, memory_id: str) -> str | None:
@@ -172,6 +196,10 @@ def restore_revision(kb: Context, memory_id: str, rev: str) -> RestoreResult:
         shown = show(kb, memory_id, rev)
         assert shown.rev is not None
         memory, text = shown.memory, shown.text
+        # Its links to memories renamed since point at their new ids, as the renames rewrote the others'.
+        relinked = renumbered_text(memory_id, text, renames_between(kb.store, shown.rev))
+        if relinked is not None:
+            memory, text = loads(relinked, memory_id), relinked
         warnings: list[str] = []
         if memory.is_deleted:
             memory = memory.evolve(deleted_at=None)

@@ -68,7 +68,7 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
                                                            written_on_both(store, parted, (sha, before)))
             # What sync does once the upstream is in: the same fixes, and its revalidation named.
             checked = finish_or_put_back(kb, store, tx, sha, parted, Moves(result.folded, result.unlinked, result.cascaded,
-                                                                           result.deduplicated), before, head)
+                                                                           result.deduplicated, result.relinked), before, head)
             result.problems, result.stale_queries = checked.problems, checked.stale_queries
             result.untouched_queries = checked.untouched_queries
             kb.record_moves(result.folded, "merge")

@@ -114,7 +114,7 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
                   f"({git_command(store.root, f'reset --keep {head}')} takes them back).") if action == CONTINUE else ""
         with kb.transaction() as tx:
             checked = finish_or_put_back(kb, store, tx, onto_commit, parted, Moves(
-                result.merged, result.unlinked, result.cascaded, result.deduplicated), ours, head, undone)
+                result.merged, result.unlinked, result.cascaded, result.deduplicated, result.relinked), ours, head, undone)
         result.problems, result.stale_queries = checked.problems, checked.stale_queries
         result.untouched_queries = checked.untouched_queries
         kb.record_moves(result.merged, "rebase")

@@ -39,6 +39,7 @@ from ..core.text import listed
 from ..store.repo import Change, GitStore
 from ..store.revisions import resolve_rev, same_memory
 from ..store.worktree import reset_keep
+from .renames import trailer
 from .snapshot import blob_at, memory_ids_at
 
 if TYPE_CHECKING:
@@ -284,7 +285,9 @@ def renumber_commit(kb: Context, tx: Transaction, mapping: dict[str, str],
     moves = ", ".join(f"{old} -> {new}" for old, new in mapping.items())
     # A change git's index hides (a mark) would go into the commit, or be deleted: refused.
     tx.rewrite(lambda: (changes, None))
-    return tx.commit(changes, f"memory: renumber {moves} (onto {onto}){rewrote_note(rewritten)}"), rewritten
+    # Each move recorded as rename's is (renames.py): 'show 4 --rev' of a revision before it follows it.
+    recorded = "\n".join(trailer(old, new) for old, new in mapping.items())
+    return tx.commit(changes, f"memory: renumber {moves} (onto {onto}){rewrote_note(rewritten)}\n\n{recorded}"), rewritten
 
 
 def moved(kb: Context, tx: Transaction, mapping: dict[str, str]) -> tuple[list[Change], list[str]]:

@@ -61,6 +61,7 @@ class Moves:
     unlinked: dict[str, list[str]]  # memory -> forgotten ids stripped
     cascaded: dict[str, list[str]]  # memory -> deleted entities stripped
     deduplicated: dict[str, str]  # this branch's memory -> the other side's, one save made on both
+    relinked: dict[str, dict[str, str]]  # memory -> {renamed id: its new id} of the links rewritten
 
 
 def finish(kb: Context, store: GitStore, tx: Transaction, other: str, parted: str, moves: Moves,
@@ -75,7 +76,7 @@ def finish(kb: Context, store: GitStore, tx: Transaction, other: str, parted: st
         return sorted(added_since(store, parted, other), key=id_sort_key) if parted else []
 
     folded = fold_duplicates(kb, tx, added, theirs, moves.deduplicated) or folded
-    if (parted and strip_gone(kb, store, tx, parted, moves.unlinked, moves.cascaded)) or folded:
+    if (parted and strip_gone(kb, store, tx, parted, moves.unlinked, moves.cascaded, moves.relinked)) or folded:
         top = on_top(store, other)
     return revalidate(kb, store, other, top)
 

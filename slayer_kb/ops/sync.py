@@ -328,7 +328,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
         # The last attempt's commits are undone with it, so is what they said they did: its
         # renumbering, folds, strips and merged files are made again, or not, against this upstream.
         for done in (result.renumbered, result.merged, result.deduplicated, result.unlinked, result.cascaded,
-                     result.resolved, result.unforgotten, result.dropped, result.session_projects):
+                     result.relinked, result.resolved, result.unforgotten, result.dropped, result.session_projects):
             done.clear()
         index.back_to(head, start)
         parted = store.git("merge-base", upstream, start, check=False).stdout.decode().strip()
@@ -340,6 +340,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
         rename(moved, mapping)
     for stripped in (result.unlinked, result.cascaded):
         rename(stripped, mapping)
+    rename(result.relinked, mapping)
     # Recorded before the branch moves: killed in between, a command on the old id refuses (until
     # the next sync renumbers again) rather than answer with the upstream's memory.
     noted.note(result)
@@ -369,7 +370,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     result.action = "merged" if merges else "rebased"
     if parted:
         _recount(kb, store, tx, (parted, upstream, ours), both)
-    moves = Moves(result.merged, result.unlinked, result.cascaded, result.deduplicated)
+    moves = Moves(result.merged, result.unlinked, result.cascaded, result.deduplicated, result.relinked)
     _refuse(kb, finish(kb, store, tx, upstream, parted, moves, index.catch_up), result)
 
 
@@ -382,7 +383,7 @@ def _finish_merge_by_hand(kb: Context, store: GitStore, tx: Transaction, upstrea
         return
     parted = store.git("merge-base", f"{merge}^1", f"{merge}^2", check=False).stdout.decode().strip()
     if parted:
-        strip_gone(kb, store, tx, parted, result.unlinked, result.cascaded)
+        strip_gone(kb, store, tx, parted, result.unlinked, result.cascaded, result.relinked)
 
 
 def _count(store: GitStore, tip: str, exclude: str) -> int:

@@ -30,6 +30,7 @@ from ..core.problems import Problem, command, git_command, shell_word, shown
 from ..core.session import SESSIONS_DIR
 from ..store.repo import GitStore, find_toplevel
 from ..store.revisions import resolve_rev, same_memory, shallow_parting
+from .renames import renames_between
 from .snapshot import NO_BLOB, blobs_at, catalog_changed, deleted_entities, entities_of, under, written_since
 
 MEMORIES = "memories"
@@ -354,14 +355,18 @@ def gone_links(store: GitStore, base: str, against: str, against_sha: str, mine:
     if not any(new for _i, _name, new in found):
         return []
     fix = fix_command(store, root, f"merge {shell_word(against)}", against)
+    # A memory ``against`` renamed (and still has) is no forget: the merge points the link at its new id.
+    renamed = {old: new for old, new in renames_between(store, base, against_sha).items()
+               if f"{_LINK}{old}" in gone and _tree_blobs(store, against_sha, "", [store.repo_path(f"{MEMORIES}/{new}.yaml")])}
     problems = []
     for memory_id, name, new in found:
-        problems += [Problem(
-            name, 1,
-            f"memory {memory_id} links 'memory:{i}', which {against} forgot since this branch parted from "
-            f"it; merged as it is, the link would point at nothing. Run '{fix}': it strips links to "
-            "forgotten memories, in one commit",
-        ) for i in sorted((e[len(_LINK):] for e in new if e.startswith(_LINK)), key=lambda i: (len(i), i))]
+        for i in sorted((e[len(_LINK):] for e in new if e.startswith(_LINK)), key=lambda i: (len(i), i)):
+            what, does = ((f"renamed to '{renamed[i]}'", "points links to renamed memories at their new ids")
+                          if i in renamed else ("forgot", "strips links to forgotten memories"))
+            problems.append(Problem(
+                name, 1,
+                f"memory {memory_id} links 'memory:{i}', which {against} {what} since this branch parted from "
+                f"it; merged as it is, the link would point at nothing. Run '{fix}': it {does}, in one commit"))
         problems += [Problem(
             name, 1,
             f"memory {memory_id} links '{entity}', which {against} deleted from the catalog since this branch "

@@ -7,6 +7,9 @@ clone holds: a memory the other side added or changed meanwhile arrives linking 
 ``slayer-kb rebase``, such links are stripped, one commit for forgotten memories (``memory: strip
 links to forgotten 5 from 6``) and one for deleted entities (``memory: strip deleted shop.orders
 from 6``), as the delete would have stripped them had the memory been there; the caller says which.
+A link to a memory a side renamed (``rename`` records the move, renames.py) is not stripped but
+pointed at the new id, in a commit of its own (``memory: rewrite links to renamed 1 as kb.revenue
+in 6``), as the rename would have rewritten it.
 
 Every memory at HEAD is looked at, not only those changed since the sides parted: a memory
 pushed before a merge committed by hand, or on a sync's retry, links across commits that the
@@ -19,11 +22,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..core.errors import KBError
-from ..core.locate import MEMORIES_DIR, id_of_path
+from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.memory import Memory, loads, with_entities
 from ..store.repo import Change, GitStore
 from ..transaction import Transaction, memory_change
-from .snapshot import CATALOG_DIRS, absent_at_head, deleted_entities, under
+from .renames import renames_between
+from .snapshot import CATALOG_DIRS, absent_at_head, blob_at, deleted_entities, under
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -32,11 +36,12 @@ _LINK = "memory:"
 
 
 def strip_gone(kb: Context, store: GitStore, tx: Transaction, parted: str, unlinked: dict[str, list[str]],
-               cascaded: dict[str, list[str]]) -> bool:
+               cascaded: dict[str, list[str]], relinked: dict[str, dict[str, str]]) -> bool:
     """Strip from the memories at HEAD their links to memories that were there at ``parted``
     (where the sides parted) and are gone at HEAD (a side forgot them), and the catalog entities
-    that were there and are gone (a side deleted them); True when it made a commit, ``unlinked``
-    given each memory's forgotten ids and ``cascaded`` its deleted entities."""
+    that were there and are gone (a side deleted them); point those to a memory a side renamed at
+    its new id. True when it made a commit, ``unlinked`` given each memory's forgotten ids,
+    ``cascaded`` its deleted entities and ``relinked`` its renamed ids ({old: new})."""
     folders = [store.repo_path(f"{MEMORIES_DIR}/"), *(store.repo_path(f"{d}/") for d in CATALOG_DIRS)]
     out = store.git("diff", "--name-status", "-z", "--no-renames", "--diff-filter=DM", parted, "HEAD", "--",
                     *folders).stdout.decode("utf-8", "surrogateescape").split("\0")
@@ -49,27 +54,60 @@ def strip_gone(kb: Context, store: GitStore, tx: Transaction, parted: str, unlin
         elif memory_id is None and path.endswith(".yaml"):
             catalog_changed.add(path[len(store.prefix):])
     made = False
+    # A side renamed it (and the new id is still there): its links follow, as the rename's did.
+    moved = {old: new for old, new in renames_between(store, parted).items()
+             if old in forgotten and blob_at(store, "HEAD", memory_path(new)) is not None} if forgotten else {}
+    if moved:
+        found_moved = _relink(kb, store, tx, moved)
+        relinked.update(found_moved)
+        made = bool(found_moved)
+        forgotten -= set(moved)
     if forgotten:
         links = {_LINK + memory_id for memory_id in forgotten}
         found = _strip(kb, store, tx, sorted(links), links.__contains__, lambda gone: (
-            f"memory: strip links to forgotten {', '.join(sorted({e[len(_LINK):] for e in gone}, key=_order))}"))
+            f"memory: strip links to forgotten {', '.join(sorted({e[len(_LINK):] for e in gone}, key=_order))} from"))
         unlinked.update({m: [e[len(_LINK):] for e in entities] for m, entities in found.items()})
-        made = bool(found)
+        made = made or bool(found)
     deleted = deleted_entities(store, parted, "HEAD", catalog_changed)
     if deleted:
         # The delete's roots (shop.orders, not each of its columns): what the commit names and grep looks for.
         roots = sorted(e for e in deleted if not under(e.rpartition(".")[0], deleted))
         found = _strip(kb, store, tx, roots, lambda e: under(e, deleted), lambda gone: (
-            f"memory: strip deleted {', '.join(r for r in roots if any(_under_root(e, r) for e in gone))}"))
+            f"memory: strip deleted {', '.join(r for r in roots if any(_under_root(e, r) for e in gone))} from"))
         cascaded.update(found)
         made = made or bool(found)
     return made
 
 
+def _relink(kb: Context, store: GitStore, tx: Transaction, moved: dict[str, str]) -> dict[str, dict[str, str]]:
+    """One commit pointing every ``memory:<old>`` at HEAD at ``moved``'s new id; each rewritten
+    memory's {old: new}."""
+
+    def fix(entity: str) -> str:
+        old = entity[len(_LINK):]
+        return _LINK + moved[old] if entity.startswith(_LINK) and old in moved else entity
+
+    def subject(changed: set[str]) -> str:
+        olds = sorted((e[len(_LINK):] for e in changed), key=_order)
+        return f"memory: rewrite links to renamed {', '.join(f'{old} as {moved[old]}' for old in olds)} in"
+
+    found = _rewrite(kb, store, tx, sorted(_LINK + old for old in moved), fix, subject)
+    return {m: {e[len(_LINK):]: moved[e[len(_LINK):]] for e in entities} for m, entities in found.items()}
+
+
 def _strip(kb: Context, store: GitStore, tx: Transaction, patterns: list[str], gone: Callable[[str], bool],
            subject: Callable[[set[str]], str]) -> dict[str, list[str]]:
     """One commit stripping the entities ``gone`` says from every memory at HEAD that holds one
-    (found by ``git grep`` of ``patterns``); each rewritten memory's stripped entities."""
+    (found by ``git grep`` of ``patterns``; ``subject`` the message up to the memories' ids);
+    each rewritten memory's stripped entities."""
+    return _rewrite(kb, store, tx, patterns, lambda entity: None if gone(entity) else entity, subject)
+
+
+def _rewrite(kb: Context, store: GitStore, tx: Transaction, patterns: list[str], fix: Callable[[str], str | None],
+             subject: Callable[[set[str]], str]) -> dict[str, list[str]]:
+    """One commit giving every memory at HEAD that holds an entity ``fix`` changes (found by
+    ``git grep`` of ``patterns``) what ``fix`` makes of it (None: dropped); each rewritten
+    memory's entities that changed, as they were."""
     if not patterns:
         return {}
     args = [arg for pattern in patterns for arg in ("-e", pattern)]
@@ -86,16 +124,18 @@ def _strip(kb: Context, store: GitStore, tx: Transaction, patterns: list[str], g
             held = at_head.get(memory_id)
             text = held.decode("utf-8") if held is not None else None
             memory, text = (loads(text, memory_id), text) if text is not None else kb.read_with_text(memory_id)
-            kept = [entity for entity in memory.entities if not gone(entity)]
-            if len(kept) < len(memory.entities):
+            fixed = [fix(entity) for entity in memory.entities]
+            if fixed != memory.entities:
+                # A link rewritten to one the memory holds already is held once.
+                kept = list(dict.fromkeys(e for e in fixed if e is not None))
                 changes.append(memory_change(memory, with_entities(text, memory, kept)))
                 rewritten[memory_id] = memory.evolve(entities=kept)
-                found[memory_id] = [e for e in memory.entities if gone(e)]
+                found[memory_id] = [e for e in memory.entities if fix(e) != e]
     if changes:
-        stripped = {e for entities in found.values() for e in entities}
+        changed = {e for entities in found.values() for e in entities}
         # A change git's index hides (a mark) would go into the commit: refused, as a forget refuses it.
         tx.rewrite(lambda: (changes, None))
-        tx.commit(changes, f"{subject(stripped)} from {', '.join(found)}", rewritten)
+        tx.commit(changes, f"{subject(changed)} {', '.join(found)}", rewritten)
     return found
 
 

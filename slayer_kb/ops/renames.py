@@ -1,0 +1,60 @@
+"""The moves ``rename`` (and a ``renumber --onto`` commit) record: the commit ends with a
+``Renamed: OLD -> NEW`` trailer per move, which ``sync``, ``merge`` and ``rebase`` (links the
+other side added to OLD follow the move), ``validate --against`` and ``review`` (such a link named
+as a rename), ``restore OLD`` and ``show OLD`` (pointed at NEW), and ``show NEW --rev`` and
+``restore NEW --rev`` (the file OLD was) read.
+
+A trailer, not git's rename detection: git takes a memory forgotten and a similar one saved in
+one range of commits for a move, which would send a link to a forgotten memory to an unrelated
+one. A trailer counts only when its commit did delete ``memories/OLD.yaml`` and add
+``memories/NEW.yaml``, so a message typed by hand, or one whose ids a renumbering changed, moves
+nothing."""
+
+from __future__ import annotations
+
+import re
+
+from ..core.locate import MEMORIES_DIR, memory_path
+from ..store.repo import GitStore
+
+_KEY = "Renamed: "
+_TRAILER = re.compile(rf"^{_KEY}(\S+) -> (\S+)$", re.MULTILINE)
+# No signature lines (log.showSignature in the user's config) among the messages read.
+_LOG = ("-c", "log.showSignature=false", "log")
+
+
+def trailer(old: str, new: str) -> str:
+    """The line a rename commit's message ends with."""
+    return f"{_KEY}{old} -> {new}"
+
+
+def renamed_in(store: GitStore, commit: str) -> dict[str, str]:
+    """{old id: new id} that ``commit`` records and made (see the module doc)."""
+    message = store.git(*_LOG, "-1", "--format=%B", commit).stdout.decode("utf-8", "replace")
+    return _checked(store, commit, message)
+
+
+def renames_between(store: GitStore, base: str, head: str = "HEAD") -> dict[str, str]:
+    """{old id: the id it has at the end} for the renames the commits ``base..head`` made, in
+    the order they were made (1 -> kb.a, then kb.a -> kb.b: 1 -> kb.b)."""
+    # Basic regex whatever grep.patternType says (fixed strings would match no "^").
+    out = store.git(*_LOG, "--reverse", "-z", "--format=%H%n%B", "--basic-regexp", f"--grep=^{_KEY}", head,
+                    f"^{base}", "--").stdout
+    final: dict[str, str] = {}
+    for entry in filter(None, out.decode("utf-8", "replace").split("\0")):
+        commit, _, message = entry.strip("\n").partition("\n")
+        for old, new in _checked(store, commit, message).items():
+            final = {was: (new if now == old else now) for was, now in final.items()}
+            final[old] = new
+    return {old: new for old, new in final.items() if old != new}
+
+
+def _checked(store: GitStore, commit: str, message: str) -> dict[str, str]:
+    pairs = dict(_TRAILER.findall(message))
+    if not pairs:
+        return {}
+    out = store.git("diff-tree", "--no-commit-id", "-r", "-z", "--no-renames", "--name-status", "--root", commit,
+                    "--", store.repo_path(f"{MEMORIES_DIR}/")).stdout.decode("utf-8", "surrogateescape").split("\0")
+    made = {(status, path[len(store.prefix):]) for status, path in zip(out[::2], out[1::2], strict=False)}
+    return {old: new for old, new in pairs.items()
+            if ("D", memory_path(old)) in made and ("A", memory_path(new)) in made}
