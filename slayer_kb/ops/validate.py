@@ -23,9 +23,8 @@ the catalog (after a cascade the query keeps its text, SLayer's rule, and search
 stale references; validate reports the same thing, with the fix). Soft-deleted memories, which
 search never shows, are not checked for it. With ``--against REF``, auto ids this branch added
 that REF already uses are reported too, with the command that renumbers them, and so are links the
-branch added to memories REF forgot or to entities REF deleted from the catalog since
-(``slayer-kb merge REF`` strips them) and a topic key
-held by more than one live memory (teamchecks.py); validating the whole KB then checks only
+branch added to memories REF forgot or to entities REF deleted from the catalog since (``slayer-kb
+merge REF`` strips them) and a topic key held by more than one live memory (teamchecks.py); validating the whole KB then checks only
 the files the branch changed since it parted from REF and the memories a changed datasource or
 model file can reach (``teamchecks.catalog_reach``), unless ``priority.yaml`` changed or a
 memory was removed (and looks for a key's other holders only when those files hold one: a key
