@@ -81,13 +81,18 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         monitor describe the folder it opened, and answered from the old KB in the new one."""
         now = self._identity()
         if now == self._opened:
-            untrusted = self.store.recheck_state()  # git put files in its state folder: set aside
+            untrusted = self.state_set_aside()
             return None if untrusted is None else f"{untrusted} {_RESTART}"
         if now[0] is None:  # a KB made there next is not the one opened either: the same restart
             return f"{not_a_kb(str(self.root))} Then start this process again to open it {_RESTART}"
         return (f"The knowledge base at {self.root} is not the folder this process opened: it was deleted, "
                 "moved or replaced since (a clone made again at its path). Start this process again to open "
                 f"the one there now {_RESTART}")
+
+    def state_set_aside(self) -> str | None:
+        """Why the state folder was set aside since the open (git put files there:
+        ``GitStore.recheck_state``, checked here), or None."""
+        return self.store.recheck_state()
 
     # -- creation ---------------------------------------------------------------------------
 

@@ -53,11 +53,13 @@ def test_a_first_bulk_sync_answers_by_words_and_the_background_makes_the_same_ve
     # Where no filler would make them, a bulk write makes the static vectors with the words.
     monkeypatch.setenv("SLAYER_KB_NO_FILLER", "1")
     eager = KnowledgeBase(make_example_kb(tmp_path / "eager"))
+    eager.store.ensure_state_dir()
     eager.index.sync()
     assert eager.index.coverage() == (0, 34, 0, 0)
     monkeypatch.delenv("SLAYER_KB_NO_FILLER")
 
     clone = KnowledgeBase(make_example_kb(tmp_path / "clone"))
+    clone.store.ensure_state_dir()  # as a command makes it (stamped) before its index: searched below
     clone.index.sync()
     assert started == [clone.root]  # the filler is asked for, once the rows are committed
     assert clone.index.coverage() == (0, 34, 34, 0)

@@ -221,7 +221,7 @@ class Server:
         their commands on the KB there now."""
         if not self._ready.is_set() or self._runner.kb.replaced() is None:
             return False
-        if (untrusted := self._runner.kb.store.recheck_state()) is not None:
+        if (untrusted := self._runner.kb.state_set_aside()) is not None:
             self._say(f"{untrusted}: exiting")
         else:
             self._say(f"the KB at {self.root} is not the folder this server opened (deleted, moved or replaced): exiting")
