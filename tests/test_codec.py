@@ -103,6 +103,7 @@ def test_a_bulk_write_pauses_the_garbage_collector_only_while_it_runs(tmp_path: 
     assert 128 <= writing.pool_mb() <= 1024
 
 
+@pytest.mark.slow  # fault injection (slow suite, .ci/run)
 def test_a_worker_killed_during_a_bulk_write_is_an_error_not_a_silent_loss(tmp_path: Path) -> None:
     folder = tmp_path / "ix"
     folder.mkdir()

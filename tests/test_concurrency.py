@@ -43,6 +43,7 @@ def check_outcome(kb: KnowledgeBase, expected: int) -> None:
     assert kb.search(entities=["orders.amount"], limit=1000).memories.__len__() == expected
 
 
+@pytest.mark.slow  # fault injection (slow suite, .ci/run)
 def test_four_writers_share_nothing(catalog_kb: KnowledgeBase) -> None:
     run_writers(catalog_kb.root, 4, 5)
     check_outcome(catalog_kb, 20)

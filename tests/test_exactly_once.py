@@ -27,7 +27,8 @@ from slayer_kb.store import requests
 from slayer_kb.store.repo import Change
 from testing import Watcher, eventually, git, in_process_runner
 
-pytestmark = pytest.mark.skipif(not relay.SUPPORTED, reason="commands are relayed on POSIX systems only")
+# Kills of servers and write processes (fault injection: the slow suite, .ci/run).
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not relay.SUPPORTED, reason="commands are relayed on POSIX systems only")]
 
 # Kills the pid named in .git/kill-at-<state> (one shot: the file goes) when a ref transaction
 # reaches that state; at "prepared" it also aborts the transaction, as a kill before update-ref.

@@ -37,6 +37,10 @@ from testing import commit_all, eventually, fsck, git, make_catalog_kb
 CREATED = "created_at: '2026-01-01T00:00:00Z'\n"
 PROBE = "probe"
 
+# Fault injection (the slow suite, .ci/run): truncated and deleted files, killed writers.
+pytestmark = pytest.mark.slow
+
+
 # -- SIGKILL trials ---------------------------------------------------------------------------
 
 # A worker is first "the next command" after the previous trial's kill: it saves the probe memory
@@ -346,7 +350,6 @@ def run_trials(root: Path, trials: int, seed: int, stats: FaultStats) -> None:
     assert fsck(root).returncode == 0
 
 
-@pytest.mark.slow
 @pytest.mark.timeout(1200)  # 220 trials take 4-6 minutes beside the other slow tests: a bound for a hang
 def test_sigkill_at_random_moments(tmp_path: Path) -> None:
     """220 trials on two small KBs at once (one per core)."""

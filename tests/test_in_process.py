@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from slayer_kb import KnowledgeBase
 from testing import CliRunner, git
 
@@ -42,6 +44,7 @@ def outcome(proc: subprocess.CompletedProcess[str]) -> tuple[int, str, str]:
     return proc.returncode, proc.stdout, proc.stderr
 
 
+@pytest.mark.slow  # every command twice, as a process and in process: 12 s (slow suite, .ci/run)
 def test_in_process_runs_print_what_a_process_prints(
     run_cli: CliRunner, invoke_cli: CliRunner, example_kb: KnowledgeBase, tmp_path: Path
 ) -> None:

@@ -369,6 +369,7 @@ def test_the_client_takes_an_answer_only_from_its_own_user(example_kb: Knowledge
         other.wait(timeout=60)
 
 
+@pytest.mark.slow  # fault injection (slow suite, .ci/run)
 def test_a_server_slow_to_acknowledge_on_a_loaded_machine_is_waited_for(example_kb: KnowledgeBase) -> None:
     # A client that gave a live server up would run the command beside it, in a second process.
     late = fake_watcher(example_kb.root, "late")

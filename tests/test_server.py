@@ -557,6 +557,7 @@ def test_a_read_beside_shows_paths_from_the_clients_folder(servers: Servers, tmp
 # -- idle exit, upgrades, crashes ----------------------------------------------------------------
 
 
+@pytest.mark.slow  # fault injection (slow suite, .ci/run)
 def test_a_server_exits_when_idle(servers: Servers, tmp_path: Path) -> None:
     root = make_indexed_example_kb(tmp_path / "kb")
     servers.run(root, "list", "--limit", "1", env=servers.env(SLAYER_KB_SERVER_IDLE="1"))
@@ -581,6 +582,7 @@ def test_a_command_that_meets_a_stopping_server_starts_the_next(servers: Servers
     assert servers.wait_up(root)["pid"] != old
 
 
+@pytest.mark.slow  # fault injection (slow suite, .ci/run)
 def test_a_server_exits_when_its_kb_is_deleted(servers: Servers, tmp_path: Path) -> None:
     root = make_indexed_example_kb(tmp_path / "kb")
     servers.run(root, "list", "--limit", "1")
@@ -590,6 +592,7 @@ def test_a_server_exits_when_its_kb_is_deleted(servers: Servers, tmp_path: Path)
     servers.wait_down(up["pid"])
 
 
+@pytest.mark.slow  # fault injection (slow suite, .ci/run)
 def test_a_kb_replaced_at_its_path_is_never_answered_from_the_old_one(servers: Servers, tmp_path: Path) -> None:
     # `rm -rf kb && git clone URL kb` while a server holds the old KB open: it answered from the
     # old index (34 memories listed in a KB of none) and mixed the two (`stats`: the old
@@ -608,6 +611,7 @@ def test_a_kb_replaced_at_its_path_is_never_answered_from_the_old_one(servers: S
     assert f"the KB at {root} is not the folder this server opened (deleted, moved or replaced): exiting" in log
 
 
+@pytest.mark.slow  # fault injection (slow suite, .ci/run)
 def test_a_watch_of_a_kb_replaced_at_its_path_stops_saying_why(tmp_path: Path) -> None:
     root = make_indexed_example_kb(tmp_path / "kb")
     watch = Watcher(root)
@@ -731,6 +735,7 @@ def test_stdin_read_for_a_server_that_refuses_goes_to_the_command(servers: Serve
         watch.wait(timeout=WAIT_SECONDS)
 
 
+@pytest.mark.slow  # fault injection (slow suite, .ci/run)
 def test_a_server_killed_during_a_write_leaves_it_to_the_client(servers: Servers, tmp_path: Path) -> None:
     root = make_indexed_example_kb(tmp_path / "kb")
     # Files old enough to trust and an index built: the server's own syncs never take the lock.

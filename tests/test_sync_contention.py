@@ -24,6 +24,9 @@ from slayer_kb.ops.sync import sync
 from slayer_kb.store import indexlock
 from testing import eventually, git, lose_races, make_team
 
+# Fault injection and contention (slow suite, .ci/run): kills, hung remotes, held locks.
+pytestmark = pytest.mark.slow
+
 TURN = "refs/slayer-kb/turn/main"
 
 
@@ -165,7 +168,6 @@ def test_a_turn_that_stood_too_long_is_taken_over(diverged, monkeypatch) -> None
 
 # A load run (-m slow): the default run loses the same races on cue (lose_races) and checks
 # each attempt, the turn and the linear history (test_every_attempt_says_where_its_time_went).
-@pytest.mark.slow
 def test_clones_syncing_at_once_all_land_once_in_a_linear_history(tmp_path: Path) -> None:
     """A real race: four clones' syncs as processes at the same time. Every memory reaches the
     remote once, no merge commit is made, and every clone ends at the remote's main."""
@@ -399,7 +401,6 @@ def test_a_rebase_stopped_part_way_by_the_index_lock_goes_on_where_it_stopped(tm
     assert git(bare, "rev-parse", "main") == git(b, "rev-parse", "HEAD~3")
 
 
-@pytest.mark.slow
 def test_syncs_with_the_server_on_while_saves_arrive_over_mcp_lose_no_id(tmp_path: Path) -> None:
     """An agent saves over MCP (a ``slayer-kb mcp`` process) without a pause while its clone's CLI
     syncs again and again (relayed to the clone's warm server) and another clone saves, upserts

@@ -202,6 +202,7 @@ def test_a_fetch_that_fails_for_a_local_reason_is_not_taken_for_a_renamed_branch
 KILL_THE_SYNC = "#!/bin/sh\nkill -9 $(ps -o ppid= -p $PPID)\nsleep 5\nexit 1\n"
 
 
+@pytest.mark.slow  # fault injection (slow suite, .ci/run)
 def test_a_sync_killed_in_its_push_still_says_where_a_folded_memory_went(team, run_cli, invoke_cli) -> None:
     """B's sync folded B's memory 101 into A's 1 (one topic key), then was killed (kill -9) while
     it pushed. The moves were recorded only after the push: B's agent, holding 101, was told
@@ -267,6 +268,7 @@ def _both_save_memory_1(a: Path, b: Path) -> None:
     assert KnowledgeBase(b).save_memory("B: one", ["orders.amount"]).memory_id == "1"
 
 
+@pytest.mark.slow  # fault injection (slow suite, .ci/run)
 def test_a_sync_killed_once_it_renumbered_says_where_the_memory_went(team, run_cli, invoke_cli) -> None:
     """Sequential ids: B's 1 collided with A's 1 and B's sync renumbered it, then was killed
     (kill -9) before it pushed. The move was not recorded: 'get 1' on B answered with A's memory,

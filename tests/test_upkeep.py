@@ -252,6 +252,7 @@ def slow_but(default: float, *delays: float) -> list[object]:
     return [pytest.param(delay, marks=() if delay == default else pytest.mark.slow) for delay in delays]
 
 
+@pytest.mark.slow  # fault injection (slow suite, .ci/run)
 @pytest.mark.parametrize("delay", slow_but(0.05, 0.0, 0.05, 0.2))
 def test_a_killed_upkeep_loses_nothing(tmp_path: Path, delay: float) -> None:
     kb = KnowledgeBase.init(tmp_path / "kb")
@@ -272,6 +273,7 @@ def test_a_killed_upkeep_loses_nothing(tmp_path: Path, delay: float) -> None:
     assert fsck(kb.root).returncode == 0
 
 
+@pytest.mark.slow  # fault injection (slow suite, .ci/run)
 @pytest.mark.parametrize("delay", slow_but(0.3, 0.1, 0.3, 0.6, 1.0))
 def test_a_compaction_killed_at_any_moment_loses_nothing(tmp_path: Path, delay: float) -> None:
     """SIGKILL while the job imports, builds its segment, or swaps it in: the index answers as

@@ -67,6 +67,7 @@ def kill_during_rebuild(root: Path) -> list[int]:
     return found if isinstance(found, list) else []
 
 
+@pytest.mark.slow  # fault injection (slow suite, .ci/run)
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_workers_die_with_a_killed_parent_and_the_next_write_works(tmp_path: Path) -> None:
     root = big_kb(tmp_path / "kb")
