@@ -248,13 +248,7 @@ def test_a_tracked_file_git_brings_back_without_moving_head_is_never_opened(tmp_
     assert invoke_cli("--kb", clone, "search", "refunds").returncode == 0
     assert invoke_cli("--kb", clone, "search", "refunds").returncode == 0
     assert len(set_aside(clone)) == 1
-    git(clone, "checkout", "--", ".slayer-kb")
-    assert (clone / ".slayer-kb" / "index" / "_MAIN_9.toc").is_file()
-    proc = invoke_cli("--kb", clone, "search", "refunds", "--json")
-    assert proc.returncode == 0, proc.stderr
-    assert not proof.exists()
-    assert json_of(proc)["memories"][0]["id"] == "1"
-    assert "git tracks files in it (force-added to the repository) and put index/_MAIN_9.toc there" in proc.stderr
+    searched_after(invoke_cli, clone, proof, ["checkout", "--", ".slayer-kb"])
     assert len(set_aside(clone)) == 2
 
 
@@ -300,6 +294,19 @@ def test_a_file_staged_into_the_folder_before_a_save_is_caught_after_it(tmp_path
     assert len(set_aside(kb)) == 1
 
 
+def searched_after(invoke_cli: CliRunner, clone: Path, proof: Path, brings: list[str]) -> subprocess.CompletedProcess[str]:
+    """``git BRINGS`` puts git's hostile table of contents into the clone's folder; the search
+    after it answers, the payload not run, and says why the folder was set aside."""
+    git(clone, *brings)
+    assert (clone / ".slayer-kb" / "index" / "_MAIN_9.toc").is_file()
+    proc = invoke_cli("--kb", clone, "search", "refunds", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert not proof.exists()
+    assert json_of(proc)["memories"][0]["id"] == "1"
+    assert "git tracks files in it (force-added to the repository) and put index/_MAIN_9.toc there" in proc.stderr
+    return proc
+
+
 def evil_branch_clone(tmp_path: Path, proof: Path, invoke_cli: CliRunner) -> Path:
     """A clone that has used its KB (its folder checked at HEAD) and fetched a branch ``evil``
     that force-adds a hostile table of contents under .slayer-kb/."""
@@ -329,13 +336,7 @@ def test_git_files_staged_without_moving_head_are_never_opened(tmp_path: Path, i
     table of contents into our checked folder: the next command sets the folder aside unread."""
     proof = tmp_path / "pwned"
     clone = evil_branch_clone(tmp_path, proof, invoke_cli)
-    git(clone, *brings)
-    assert (clone / ".slayer-kb" / "index" / "_MAIN_9.toc").is_file()
-    proc = invoke_cli("--kb", clone, "search", "refunds", "--json")
-    assert proc.returncode == 0, proc.stderr
-    assert not proof.exists()
-    assert json_of(proc)["memories"][0]["id"] == "1"
-    assert "git tracks files in it (force-added to the repository) and put index/_MAIN_9.toc there" in proc.stderr
+    proc = searched_after(invoke_cli, clone, proof, brings)
     assert "git tracks 1 file under .slayer-kb: Stop tracking it with 'git rm -r --cached .slayer-kb'" in proc.stderr
     assert len(set_aside(clone)) == 1
 
