@@ -13,9 +13,10 @@ Existing files that break these rules stay readable, so they can still be fixed 
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 
 from .errors import InvalidIdError, NotFoundError
 from .locate import id_of_memory_file
@@ -283,6 +284,12 @@ def fold_id(memory_id: str) -> str:
     if memory_id.isascii():
         return memory_id.lower()
     return unicodedata.normalize("NFD", unicodedata.normalize("NFD", memory_id).casefold())
+
+
+def free_variant(memory_id: str, folded: Collection[str]) -> str:
+    """The first ``ID-2``, ``ID-3``, ... whose ``fold_id`` is not in ``folded`` (the folded ids
+    it must not collide with): the id rename, sync's keep-both steps and validate suggest."""
+    return next(name for n in itertools.count(2) if fold_id(name := f"{memory_id}-{n}") not in folded)
 
 
 def case_conflict(memory_id: str, existing: Iterable[str]) -> str | None:

@@ -19,6 +19,7 @@ from ..core.ids import (
     check_new_id,
     fold_id,
     folded_difference,
+    free_variant,
     is_auto_id,
     shown_id,
 )
@@ -240,8 +241,7 @@ def _check_free(kb: Context, old: str, new: str) -> None:
     if os.path.lexists(kb.path_of(new)):
         if fold_id(new) == fold_id(old) and _one_file(kb.path_of(old), kb.path_of(new)):
             # A file system that folds case (macOS, Windows): deleting the one name deletes both.
-            folded = {fold_id(i) for i in ids}
-            step = next(f"{old}-{n}" for n in range(2, len(ids) + 3) if fold_id(f"{old}-{n}") not in folded)
+            step = free_variant(old, {fold_id(i) for i in ids})
             run = command(kb.root)
             raise InvalidInputError(
                 f"This file system names {memory_path(old)} and {memory_path(new)} as one file (it folds letter "

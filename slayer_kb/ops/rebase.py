@@ -18,10 +18,10 @@ topic keys folded, links to what the other side forgot or deleted stripped, prob
 
 from __future__ import annotations
 
-import itertools
 from typing import TYPE_CHECKING
 
 from ..core.errors import ConflictError, InvalidInputError, StoreError
+from ..core.ids import fold_id, free_variant
 from ..core.locate import id_of_path
 from ..core.problems import cd_step, command, command_in, git_command, words
 from ..core.results import RebaseResult
@@ -361,14 +361,16 @@ def _keep_both(store: GitStore, created: list[str], checkout: tuple[str, str], t
     run. Empty for other files."""
     take_other, take_ours = checkout
     moves = []
+    taken: dict[str, set[str]] = {}  # a folder's ids on every tip, folded as macOS and Windows fold them
     for path in created:
         kb_path = path[len(store.prefix):]
         if (memory_id := id_of_path(kb_path)) is None:
             continue
         folder = kb_path.rpartition("/")[0]
-        # Letter case folded: two ids that differ only in it collide on macOS and Windows checkouts.
-        taken = {name.casefold() for tip in tips for name in files_at(store, tip, folder)}
-        new = next(name for n in itertools.count(2) if (name := f"{folder}/{memory_id}-{n}.yaml").casefold() not in taken)
+        if folder not in taken:
+            taken[folder] = {fold_id(i) for tip in tips for name in files_at(store, tip, folder)
+                             if (i := id_of_path(name)) is not None}
+        new = f"{folder}/{free_variant(memory_id, taken[folder])}.yaml"
         moves += [f"test ! -e {words(new)}", f"git checkout {take_ours} {words(kb_path)}", f"mv {words(kb_path, new)}",
                   f"git checkout {take_other} {words(kb_path)}", f"git add {words(new)}"]
     return f" (or keep both, yours under a new id: {' && '.join(moves)})" if moves else ""

@@ -35,7 +35,6 @@ of every file is reported in one run.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 import unicodedata
 from collections.abc import Iterator, Sequence
@@ -54,7 +53,7 @@ from ..catalog.slayerquery import check_query
 from ..core import yamlio
 from ..core.errors import InvalidIdError, KBError, MemoryFileError, ResolutionError
 from ..core.fileio import NotRegularFile, TooLarge, not_a_file, read_regular, unusable_folder
-from ..core.ids import check_id, check_new_id, fold_id
+from ..core.ids import check_id, check_new_id, fold_id, free_variant
 from ..core.memory import (
     MAX_FILE_BYTES,
     TIME_KEYS,
@@ -332,7 +331,7 @@ def _renaming(memory_id: str, context: KBContext) -> str:
     file (a checkout that folds case), it must hold this memory's version before, and the others'
     are checked out again after, the move having taken the one file."""
     stem = unicodedata.normalize("NFC", memory_id)
-    new = next(f"{stem}-{n}" for n in itertools.count(2) if fold_id(f"{stem}-{n}") not in context.folded)
+    new = free_variant(stem, context.folded)
     others = sorted(f"{MEMORIES}/{i}.yaml" for i in context.folded[fold_id(memory_id)] if i != memory_id)
     own = words(f"{MEMORIES}/{memory_id}.yaml")
     return (f"{context.command} rename {words(memory_id, new)} (it rewrites the memory:{memory_id} links; where the "
