@@ -631,3 +631,25 @@ def test_a_cache_that_cannot_be_written_starts_one_marking_filler_a_day(
         assert json.loads(searched.stdout)["memories"][0]["title"] == NOTES[0][0]
         eventually(lambda: not filler.filling(empty_kb.root), "the filler to exit", 60)
     assert (started, marked.exists() and marked.read_text()) == ([True], f"{sentences.today()}\n")
+
+
+@pytest.mark.usefixtures("encoder_on")
+def test_a_kb_held_warm_with_no_filler_of_its_own_marks_its_texts_used(empty_kb: KnowledgeBase,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The MCP server holds its KB warm and runs no filler thread: its searches, warm, never had
+    the KB's texts marked used, so an MCP session's KB looked least used. Its first search of a
+    day starts the marking filler, as a one-shot search does; once the day is marked, none."""
+    _made(empty_kb)
+    marked = empty_kb.index.dir / "cache-marked-day"
+    marked.write_text(f"{sentences.today() - 3}\n")
+    monkeypatch.delenv("SLAYER_KB_NO_MARKS")  # the isolation's
+    started: list[Path] = []
+    monkeypatch.setattr(filler, "start", started.append)
+    empty_kb.sentences_in_background = True  # as the MCP server's KB: _made had made them here
+    empty_kb.keep_warm()
+    assert empty_kb.search("newsletter images").memories[0]["title"] == NOTES[0][0]
+    assert started == [empty_kb.root]
+    marked.write_text(f"{sentences.today()}\n")  # the filler marked them
+    empty_kb.search("newsletter images")
+    empty_kb.search("images")
+    assert started == [empty_kb.root]

@@ -76,6 +76,7 @@ class Index(Reads, Meaning, Filling):
         self._content_hash = content_hash
         self._load_catalog = load_catalog
         self._ix: windex.Index | None = None
+        self._marked_on = 0  # the day this process saw the KB's texts marked used (want_marks)
         self.forget_searcher()  # none yet: what a searcher caches starts empty
         self._leaves = Leaves()
         self._filters = {}  # the filters searches used, by their repr (``Reads.reopen``)
@@ -104,13 +105,19 @@ class Index(Reads, Meaning, Filling):
         self._auto_top = None  # the next monitor counts its generations from the start again
 
     def want_marks(self) -> None:
-        """A search in a process that makes no sentence vectors itself (no warm server): when
-        the KB's texts were not marked used today (``mark_used``), a detached filler marks them,
-        off the search's path (``want_sentences``). A search's own look-ups mark nothing, so a KB
-        only searched would look least used; this costs it a file read a search, and a process
-        once a day. ``SLAYER_KB_NO_MARKS`` turns it off (the tests' isolation: each test has a
-        cache of its own, which no other KB evicts from)."""
-        if not self.warm and not os.environ.get("SLAYER_KB_NO_MARKS") and not sentences.marked_today(self.dir / MARKED_FILE):
+        """A search in a process that makes no sentence vectors itself (a one-shot command, the
+        MCP server; not the warm server, whose filler marks them): when the KB's texts were not
+        marked used today (``mark_used``), a detached filler marks them, off the search's path
+        (``want_sentences``). A search's own look-ups mark nothing, so a KB only searched would
+        look least used; this costs a file read a search until the day is marked (then none that
+        day in a process that stays), and a process once a day. ``SLAYER_KB_NO_MARKS`` turns it
+        off (the tests' isolation: each test has a cache of its own, which no other KB evicts from)."""
+        day = sentences.today()
+        if not self.background_vectors or os.environ.get("SLAYER_KB_NO_MARKS") or self._marked_on == day:
+            return
+        if sentences.marked_today(self.dir / MARKED_FILE):
+            self._marked_on = day
+        else:
             self.want_sentences()
 
     def warm_up(self) -> None:
