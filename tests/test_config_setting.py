@@ -136,6 +136,9 @@ def test_a_name_no_file_holds_under_a_section_every_repository_has_is_read_witho
     git(root, "config", "core.autoCRLF", "input")
     assert setting(str(root), "core.autocrlf") == "input\n"
     assert _runs(noted)[-1] == "config --get core.autocrlf"
+    # A subsection's header is [remote "origin"]: such a key is always asked of git.
+    git(root, "remote", "add", "origin", "https://example.com/kb.git")
+    assert setting(str(root), "remote.origin.url") == "https://example.com/kb.git\n"
 
 
 @pytest.mark.parametrize(("line", "converts"), [("autocrlf", True), ("autocrlf =", False)])

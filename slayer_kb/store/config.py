@@ -48,7 +48,8 @@ def _surely_unset(root: str, key: str) -> bool:
     repository's top folder)."""
     section, _, name = key.lower().rpartition(".")
     home = os.environ.get("HOME")
-    if not sys.platform.startswith("linux") or not home or not section or any(
+    # A subsection (remote.origin.url) is spelt [remote "origin"] in a file: not looked for here.
+    if not sys.platform.startswith("linux") or not home or not section or "." in section or any(
             os.environ.get(name) is not None for name in _OTHER_SOURCES):
         return False
     dotgit = os.path.join(root, ".git")
