@@ -225,7 +225,8 @@ def strip_aggregation(ref: str) -> tuple[str, bool]:
 _NONE = Token("", "", -1, -1)
 _SPACED_DOT = re.compile(r"(?<=[A-Za-z_])\s*\.\s*(?=[A-Za-z_])")
 # The words of a formula that name no column: Python's operators, and the constants SLayer reads
-# in any case (true, false, null; none, which it takes for a column). The SQL words SLayer's Mode-B
+# in any case (true, false, null; and none, which SLayer takes for a column and slayer-kb does not,
+# as earlier releases did not: docs/fidelity.md). The SQL words SLayer's Mode-B
 # parser rewrites (CASE WHEN, count(distinct x), extract(year from x)) are words only in those
 # places (:func:`_rewritten_words`); anywhere else `end` or `from` is a column like any other.
 _FORMULA_WORDS = frozenset({"and", "or", "not", "in", "is", "true", "false", "null", "none"})

@@ -301,7 +301,7 @@ class IdLeases:
         return ((f"+{NAMESPACE}*:{SEEN}{remote_name}/*", f"+{CLAIMS}*:{SEEN_CLAIMS}{remote_name}/*"),
                 (f"{SEEN}{remote_name}/", f"{SEEN_CLAIMS}{remote_name}/"))
 
-    def keep(self, seen: Mapping[int, str], claimed: Mapping[int, str] | None = None) -> list[str]:
+    def keep(self, seen: Mapping[int, str], claimed: Mapping[int, str]) -> list[str]:
         """For ``sync``, right after its fetch (before a renumbering draws ids): check this clone's
         blocks against ``seen``, the remote's block refs as the fetch copied them (block ->
         commit), and its claims against ``claimed``, the remote's claims (``_keep``). The spans of
@@ -312,7 +312,7 @@ class IdLeases:
         with self._locked():
             held = self._load(remote)
             before = copy.deepcopy(held)
-            given_up = self._keep(remote, held, seen, claimed or {})
+            given_up = self._keep(remote, held, seen, claimed)
             if held != before:  # a sync that finds every block as the clone left it writes nothing
                 self._save(held)
         return [_span(k) for k in given_up]
