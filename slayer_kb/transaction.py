@@ -209,17 +209,10 @@ class Transaction:
         """The memory files git's index holds as added (``git add``) that HEAD lacks and that are
         gone from the work tree (``present``: its memory folder's names), each id with the staged
         blob: the person's next ``git commit`` takes that version, so a link in it counts as in a
-        file deleted by hand, which ``rewrite`` refuses. One ``git diff-index``, no stat."""
-        store = self.store
-        out = store.git("diff-index", "--cached", "--raw", "-z", "--no-renames", "--diff-filter=A", "HEAD", "--",
-                        store.repo_path(f"{MEMORIES_DIR}/")).stdout.split(b"\0")
-        added: dict[str, str] = {}
-        for meta, path in zip(out[0::2], out[1::2], strict=False):
-            kb_path = path.decode("utf-8", "surrogateescape")[len(store.prefix):]
-            memory_id = id_of_path(kb_path)
-            if memory_id is not None and memory_id not in found and path.rpartition(b"/")[2] not in present:
-                added[memory_id] = meta.split()[3].decode()
-        return added
+        file deleted by hand, which ``rewrite`` refuses (``GitStore.staged_new``)."""
+        return {memory_id: blob for path, blob in self.store.staged_new([f"{MEMORIES_DIR}/"]).items()
+                if (memory_id := id_of_path(path)) is not None and memory_id not in found
+                and os.fsencode(path.rpartition("/")[2]) not in present}
 
     def referrers(self, entities: list[str]) -> Iterator[tuple[str, Memory, str]]:
         """(id, memory, file text) of every memory, soft-deleted ones too, whose entity list
@@ -327,8 +320,13 @@ class Transaction:
         holds work that is not committed, for an operation that has no ``--force``."""
         if not os.path.lexists(self.kb.root / path):
             # Gone from the work tree but not from HEAD: a deletion or a move not committed, said
-            # as a read of the file says it.
-            if (gone := missing_by_hand(self.store, path)) is not None:
+            # as a read of the file says it; or never committed, but staged (git add) and then
+            # deleted, as ``rewrite`` says it: a commit here would stage its version over the
+            # person's and bring back the file they deleted.
+            gone = missing_by_hand(self.store, path)
+            if gone is None and path in self.store.staged_new([path]):
+                gone = added_then_deleted(self.store, path)
+            if gone is not None:
                 raise ConflictError(f"{gone.removesuffix('.')}, then retry. Nothing was done: slayer-kb never "
                                     "commits work you have not committed.")
         elif self._uncommitted([path]):

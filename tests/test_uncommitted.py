@@ -174,6 +174,30 @@ def test_a_memory_added_then_deleted_by_hand_is_not_passed_by(
     assert invoke_cli("--kb", root, "forget", "3", check=True).stdout == "Forgot memory 3\n"
 
 
+def test_a_save_over_a_memory_added_then_deleted_by_hand_refuses(
+        catalog_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """5 is staged (git add) and then deleted from the work tree; HEAD lacks it. A save over it
+    (--id 5) committed a new 5, replacing the staged version in git's index and bringing back the
+    file the person deleted, where forget's rewrite refuses the same file: it refuses in the same
+    words, and saves once the person unstaged it."""
+    root = catalog_kb.root
+    (root / "memories" / "5.yaml").write_text(memory("Five.", "shop.orders"))
+    git(root, "add", "memories/5.yaml")
+    (root / "memories" / "5.yaml").unlink()
+    before = head(root)
+    cd = f"cd {shlex.quote(str(root))}; "
+    proc = invoke_cli("--kb", root, "save", "--id", "5", "Over it.", "-e", "shop.orders")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
+        "Error: memories/5.yaml is staged in git's index (git add) and missing from the work tree, and HEAD lacks "
+        f"it: your next git commit would commit the staged version. Bring the file back ({cd}git checkout -- "
+        f"memories/5.yaml), or unstage it ({cd}git rm -q --cached -- memories/5.yaml), then retry. Nothing was "
+        "done: slayer-kb never commits work you have not committed.\n"))
+    assert (head(root), git(root, "status", "--porcelain")) == (before, "AD memories/5.yaml\n")
+    assert not (root / "memories" / "5.yaml").exists()
+    git(root, "rm", "-q", "--cached", "--", "memories/5.yaml")
+    assert invoke_cli("--kb", root, "save", "--id", "5", "Over it.", "-e", "shop.orders", check=True).returncode == 0
+
+
 def test_a_dry_run_of_prune_says_the_real_run_would_refuse(unfinished: Path, invoke_cli: CliRunner) -> None:
     """prune --dry-run listed 1, 2 and 4 as memories it would strip, exit 0, while prune refused
     them all: a dry run says what the run would do, its refusal in the same words."""

@@ -329,6 +329,7 @@ class GitStore:
     # What the work tree and git's index hold that HEAD does not (worktree.py).
     uncommitted = worktree.uncommitted
     index_marks = worktree.index_marks
+    staged_new = worktree.staged_new
     set_aside = worktree.set_aside
     aside_names = worktree.aside_names
 

@@ -527,6 +527,22 @@ def missing_by_hand(store: Repository, kb_path: str) -> str | None:
             f"commit the deletion ({_run(store.root, *deleting)}).")
 
 
+def staged_new(store: Repository, kb_paths: Sequence[str]) -> dict[str, str]:
+    """Those of ``kb_paths`` (files, or folders ending in '/') that git's index holds as added
+    (``git add``) and HEAD lacks, KB-relative, each with its staged blob: the person's next
+    ``git commit`` takes that version. One ``git diff-index``, no stat."""
+    out = store.git("diff-index", "--cached", "--raw", "-z", "--no-renames", "--diff-filter=A", "HEAD", "--",
+                    *_pathspecs(store, kb_paths), env=STATUS_ENV).stdout.split(b"\0")
+    files = {p for p in kb_paths if not p.endswith("/")}
+    folders = tuple(p for p in kb_paths if p.endswith("/"))
+    added: dict[str, str] = {}
+    for meta, repo_path in zip(out[0::2], out[1::2], strict=False):  # ":MODE MODE OLD NEW A", then the path
+        path = repo_path.decode("utf-8", "surrogateescape")[len(store.prefix):]
+        if path in files or path.startswith(folders):
+            added[path] = meta.split()[3].decode()
+    return added
+
+
 def added_then_deleted(store: Repository, kb_path: str) -> str:
     """What became of the file ``kb_path`` (KB-relative) that HEAD lacks, staged in git's index
     (``git add``) and then deleted from the work tree, and the fix: the next ``git commit`` would
