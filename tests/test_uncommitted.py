@@ -406,6 +406,24 @@ def test_a_memory_a_sparse_checkout_leaves_out_is_not_called_deleted(indexed_exa
     assert "- shop.orders.is_test\n" not in git(root, "show", "HEAD:memories/5.yaml")
     assert not (root / "memories" / "5.yaml").exists() and git(root, "status", "--porcelain") == ""
 
+def test_a_save_leaves_out_the_session_file_a_sparse_checkout_leaves_out(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """A sparse checkout leaves sessions/s1.yaml out; a save with --session s1 commits a new version
+    of it. The commit's finish read its marks two ways: what to leave out of the work tree from the
+    transaction's reading alone (which had not read the session file), what to stage from a second
+    reading. It wrote the file into the work tree and git's index lost its mark (git ls-files -t:
+    H), checking out what the person's sparse checkout leaves out."""
+    root = make_catalog_kb(tmp_path / "kb")
+    invoke_cli("--kb", root, "save", "First.", "-e", "shop.orders", "--session", "s1", "--project", "p", check=True)
+    git(root, "update-index", "-q", "--refresh")  # a copied repository's stat data, or git keeps the file
+    git(root, "sparse-checkout", "set", "--no-cone", "/*", "!/sessions/s1.yaml")
+    assert not (root / "sessions" / "s1.yaml").exists()
+    # The save reads no session file there and makes one (another project: a change in any second).
+    invoke_cli("--kb", root, "save", "Second.", "-e", "shop.orders", "--session", "s1", "--project", "q", check=True)
+    assert git(root, "show", "--name-only", "--format=", "HEAD") == "memories/2.yaml\nsessions/s1.yaml\n"
+    assert git(root, "ls-files", "-t", "--", "sessions/s1.yaml") == "S sessions/s1.yaml\n"
+    assert not (root / "sessions" / "s1.yaml").exists() and git(root, "status", "--porcelain") == ""
+
+
 # A command killed right after its commit's update-ref, before it wrote a file or staged one.
 KILLED_AFTER_PUBLISHING = """
 import os

@@ -420,6 +420,9 @@ class GitStore:
         """Write the published commit ``new``'s files (``contents``) into the work tree, stage
         its ``blobs`` (path -> blob, None: no file) in git's index, and close the journal; a
         WorkTreeError says which files could not be written and how to finish."""
+        # One reading of the marks for what is left out and what is staged: a file the caller's
+        # marks do not cover is read now, once, for both.
+        marks = worktree.marks_of(self, contents, marks)
         outside = worktree.left_out(self, marks, contents)
         failed = worktree.write_files(self, {path: data for path, data in contents.items() if path not in outside})
         if not failed:

@@ -217,13 +217,12 @@ def _changed_marked(store: Repository, marks: IndexMarks) -> dict[str, tuple[str
     return {path: marks for path, (marks, *_) in marked.items()}
 
 
-def left_out(store: Repository, marks: IndexMarks | None, kb_paths: Iterable[str]) -> set[str]:
+def left_out(store: Repository, marks: IndexMarks, kb_paths: Iterable[str]) -> set[str]:
     """Those of ``kb_paths`` a sparse checkout leaves out: marked skip-worktree alone (in
-    ``marks``, as read under this command's lock) and absent from the work tree. A commit that
-    changes one stages its new version, marked as before, and leaves it out of the work tree,
-    as git's own merge and rebase do."""
-    found = marks.found if marks is not None else {}
-    return {path for path in kb_paths if _sparse_gap(store, path, found.get(path, ((),))[0])}
+    ``marks``, read under this command's lock and covering them: ``marks_of``) and absent from
+    the work tree. A commit that changes one stages its new version, marked as before, and leaves
+    it out of the work tree, as git's own merge and rebase do."""
+    return {path for path in kb_paths if _sparse_gap(store, path, marks.found.get(path, ((),))[0])}
 
 
 def _sparse_gap(store: Repository, path: str, kinds: tuple[str, ...]) -> bool:
@@ -249,17 +248,26 @@ def require_shown(store: Repository, parted: str, sha: str) -> None:
         raise ConflictError(_marked_message(store.root, marked))
 
 
+def marks_of(store: Repository, kb_paths: Iterable[str], read: IndexMarks | None = None) -> IndexMarks:
+    """git's index marks on the files ``kb_paths``: as this transaction read them (``read``),
+    and those of the files it does not cover read now. At most one ``git ls-files``."""
+    unread = [path for path in kb_paths if read is None or not read.covers(path)]
+    if read is not None and not unread:
+        return read
+    now = index_marks(store, unread)
+    if read is None:
+        return now
+    # ``read`` names its paths: one reading every file (None) covers them all.
+    return IndexMarks((read.paths or frozenset()) | frozenset(unread), {**read.found, **now.found})
+
+
 def marked_in_index(store: Repository, kb_paths: Sequence[str],
                     read: IndexMarks | None = None) -> dict[str, tuple[tuple[str, ...], str]]:
     """Those of the files ``kb_paths`` that git's index marks, each with (its marks, its index's
-    mode), for ``restage_marked``: as this transaction read them (``read``), else read now, just
-    before they are staged. At most one ``git ls-files``, for the files ``read`` does not cover."""
-    found = dict(read.found) if read is not None else {}
-    unread = [path for path in kb_paths if read is None or not read.covers(path)]
-    if unread:
-        found.update(index_marks(store, unread).found)
+    mode), for ``restage_marked``: as ``marks_of`` reads them, just before they are staged."""
     wanted = set(kb_paths)
-    return {path: (marks, mode) for path, (marks, mode, _) in found.items() if path in wanted}
+    return {path: (marks, mode) for path, (marks, mode, _) in marks_of(store, kb_paths, read).found.items()
+            if path in wanted}
 
 
 def restage_marked(store: Repository, marked: Mapping[str, tuple[tuple[str, ...], str]]) -> None:
