@@ -107,8 +107,6 @@ class Transaction:
         # git's index marks on the files the next commit rewrites, as the check that it may read
         # them: its staging needs them too. Read again in each transaction, never kept longer.
         self._marks: IndexMarks | None = None
-        # A dry run of --force: the memories whose files the run would set aside, read as HEAD has them.
-        self._as_at_head: frozenset[str] = frozenset()
 
     @property
     def kb(self) -> Workspace:
@@ -143,14 +141,15 @@ class Transaction:
 
     # -- reading ---------------------------------------------------------------------------------
 
-    def read_matching(self, query: Lookup) -> Iterator[tuple[Memory, str]]:
+    def read_matching(self, query: Lookup, at_head: frozenset[str] = frozenset()) -> Iterator[tuple[Memory, str]]:
         """The memories ``query`` finds, in id order, each with its file's text: those the index
         holds (a file that broke since the index read it is skipped: it is no memory to edit),
-        and HEAD's version of each memory the index cannot read (``_committed_of_unread``). The
-        index's parsed copy is used where the file still hashes the same, so reading thousands
-        parses only what changed."""
+        and HEAD's version of each memory the index cannot read (``_committed_of_unread``), and
+        of each of ``at_head`` (a dry run's plan: the files its run would set aside). The index's
+        parsed copy is used where the file still hashes the same, so reading thousands parses
+        only what changed."""
         kb = self.kb
-        docs = sorted((doc for doc in self.index.documents(query, limit=None) if doc["id"] not in self._as_at_head),
+        docs = sorted((doc for doc in self.index.documents(query, limit=None) if doc["id"] not in at_head),
                       key=lambda d: id_sort_key(d["id"]))
         hashes = self.index.file_hashes([d["id"] for d in docs])
 
@@ -159,17 +158,18 @@ class Transaction:
                 with contextlib.suppress(KBError):
                     yield kb.read_with_text(doc["id"], (hashes.get(doc["id"]), doc["data"]))
 
-        unread = self._committed_of_unread(query, {doc["id"] for doc in docs})
+        unread = self._committed_of_unread(query, {doc["id"] for doc in docs}, at_head)
         yield from heapq.merge(indexed(), unread, key=lambda found: id_sort_key(found[0].id))
 
-    def _committed_of_unread(self, query: Lookup, found: set[str]) -> Iterator[tuple[Memory, str]]:
+    def _committed_of_unread(self, query: Lookup, found: set[str], at_head: frozenset[str]
+                             ) -> Iterator[tuple[Memory, str]]:
         """HEAD's version, with its text, of each memory the index cannot read where ``query``
         finds it, in id order: its file broke since it was committed (an edit by hand,
         unfinished), or is gone from the work tree (deleted or moved by hand and not committed,
         or left out by a sparse checkout). Yet a commit builds on HEAD's version: a forget or a
         cascade that passed it by left HEAD's links to what it deleted. Rewriting a file holding
         the user's uncommitted work (an edit, a deletion) is what ``rewrite`` refuses. So is each
-        memory a dry run of ``--force`` reads as HEAD has it (``_as_at_head``)."""
+        of ``at_head``."""
         from .search import lookups  # with the index it queries: see Context.index
 
         store = self.store
@@ -179,7 +179,7 @@ class Transaction:
         tree = objects.tree_of(head)
         unread = {memory_id: store.repo_path(problem.path) for problem in self.kb.problems
                   if (memory_id := id_of_path(problem.path)) is not None and memory_id not in found}
-        unread.update((memory_id, store.repo_path(memory_path(memory_id))) for memory_id in self._as_at_head)
+        unread.update((memory_id, store.repo_path(memory_path(memory_id))) for memory_id in at_head)
         # HEAD's memory files the work tree lacks: one listing of each, compared as bytes (a
         # decode a name costs more than the listing at 100,000 files), no stat, no git process.
         try:
@@ -191,8 +191,8 @@ class Transaction:
                 memory_id = id_of_path(f"{MEMORIES_DIR}/{name.decode('utf-8', 'surrogateescape')}")
                 if memory_id is not None and memory_id not in found:
                     unread[memory_id] = store.repo_path(memory_path(memory_id))
-        at_head = objects.blobs_at(tree, unread.values()) if unread else {}
-        blobs = {memory_id: at_head[path] for memory_id, path in unread.items()}
+        in_head = objects.blobs_at(tree, unread.values()) if unread else {}
+        blobs = {memory_id: in_head[path] for memory_id, path in unread.items()}
         blobs.update(self._added_then_deleted(present, found))
         # One read for all of them (a packed blob read alone is a git process each).
         held = objects.read_many("blob", [blob for blob in blobs.values() if blob is not None])
@@ -333,30 +333,18 @@ class Transaction:
             raise ConflictError(_uncommitted_message([path], force_hint=False))
 
     def rewrite(
-        self, plan: Callable[[], tuple[list[Change], T]], force: bool = False, *, dry_run: bool = False
+        self, plan: Callable[[], tuple[list[Change], T]], force: bool = False
     ) -> tuple[list[Change], T, list[str]]:
         """``plan()`` (the changes to existing files, and whatever else it worked out), refused
         (``ConflictError``) when a file it rewrites or deletes differs from HEAD in the work tree
         or git's index, or is one HEAD lacks; nothing is done then. With ``force``, those files
         are set aside (``GitStore.set_aside``: the user's version kept as ``<file>.orig``, HEAD's
         put back) and ``plan()`` runs again from HEAD's versions. Returns (changes, the rest of
-        what ``plan`` gave, the names kept). ``dry_run``: refused as the run would be, so a dry
-        run says so; with ``force``, nothing is set aside: ``plan()`` runs again reading those
-        memories as HEAD has them, and the names are those the run would keep."""
+        what ``plan`` gave, the names kept)."""
         kb = self.kb
         changes, extra = plan()
-        dirty = self._uncommitted([c.path for c in changes])
+        dirty = self._rewritable(changes)
         kept: list[str] = []
-        gone = sorted(path for path in dirty if not os.path.lexists(kb.root / path))
-        if gone:
-            raise ConflictError(self._deleted_message(gone))
-        if dirty and force and dry_run:
-            self._as_at_head = frozenset(memory_ids_of(list(dirty)))
-            try:
-                changes, extra = plan()
-            finally:
-                self._as_at_head = frozenset()
-            return changes, extra, self.store.aside_names(dirty)
         if dirty and force:
             kept = self.store.set_aside(dirty)
             self._reindex(memory_ids_of(list(dirty)))
@@ -365,10 +353,33 @@ class Transaction:
             changes, extra = plan()
             dirty = self._uncommitted([c.path for c in changes])
         if dirty:
-            # An MCP tool has no --force: its client hears the rest of the advice.
-            raise ConflictError(_uncommitted_message(sorted(dirty), force_hint=True),
-                                tool_message=_uncommitted_message(sorted(dirty), force_hint=False))
+            raise _refused(dirty)
         return changes, extra, kept
+
+    def dry_rewrite(
+        self, plan: Callable[[frozenset[str]], tuple[list[Change], T]], force: bool = False
+    ) -> tuple[list[Change], T, list[str]]:
+        """``rewrite`` as its dry run: nothing is set aside, and it is refused as the run would
+        be, so a dry run says so. ``plan`` is given the ids of the memories to read as HEAD has
+        them (``read_matching``'s ``at_head``): none, then, with ``force``, those whose files the
+        run would set aside; the names are those the run would keep them as."""
+        changes, extra = plan(frozenset())
+        dirty = self._rewritable(changes)
+        if dirty and force:
+            changes, extra = plan(frozenset(memory_ids_of(list(dirty))))
+            return changes, extra, self.store.aside_names(dirty)
+        if dirty:
+            raise _refused(dirty)
+        return changes, extra, []
+
+    def _rewritable(self, changes: list[Change]) -> dict[str, str | None]:
+        """The files of ``changes`` that hold uncommitted work (``_uncommitted``); refused
+        (``ConflictError``) when one is deleted or moved by hand, ``--force`` or not."""
+        dirty = self._uncommitted([c.path for c in changes])
+        gone = sorted(path for path in dirty if not os.path.lexists(self.kb.root / path))
+        if gone:
+            raise ConflictError(self._deleted_message(gone))
+        return dirty
 
     def _deleted_message(self, paths: list[str]) -> str:
         """Why a rewrite of ``paths``, deleted or moved by hand and not committed, is refused,
@@ -458,6 +469,13 @@ class Transaction:
 def memory_ids_of(paths: list[str]) -> list[str]:
     """The ids of the memory files among ``paths`` (relative to the KB)."""
     return [memory_id for memory_id in map(id_of_path, paths) if memory_id is not None]
+
+
+def _refused(dirty: Mapping[str, str | None]) -> ConflictError:
+    """The refusal of a rewrite of the files ``dirty``, which hold uncommitted work."""
+    # An MCP tool has no --force: its client hears the rest of the advice.
+    return ConflictError(_uncommitted_message(sorted(dirty), force_hint=True),
+                         tool_message=_uncommitted_message(sorted(dirty), force_hint=False))
 
 
 def _uncommitted_message(paths: list[str], force_hint: bool) -> str:

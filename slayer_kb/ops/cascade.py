@@ -266,11 +266,12 @@ def _strip(
     gone: Callable[[str], bool],
     changes: list[Change],
     memories: dict[str, Memory],
+    at_head: frozenset[str] = frozenset(),
 ) -> dict[str, list[str]]:
     """Append a rewrite of every memory holding an entity ``gone`` says to strip (and the
-    rewritten memory to ``memories``)."""
+    rewritten memory to ``memories``); those of ``at_head`` as HEAD has them (a dry run's)."""
     stripped: dict[str, list[str]] = {}
-    for memory, text in tx.read_matching(matches):
+    for memory, text in tx.read_matching(matches, at_head):
         removed = [e for e in memory.entities if gone(e)]
         if removed:
             kept = [e for e in memory.entities if not gone(e)]
@@ -297,7 +298,7 @@ def prune(kb: Context, dry_run: bool = False, *, force: bool = False) -> Cascade
     refused as the run would be). ``force``: files holding uncommitted work are rewritten from
     HEAD (``Transaction.rewrite``)."""
 
-    def plan() -> tuple[list[Change], tuple[dict[str, Memory], dict[str, list[str]]]]:
+    def plan(at_head: frozenset[str] = frozenset()) -> tuple[list[Change], tuple[dict[str, Memory], dict[str, list[str]]]]:
         dangling = sorted(e for e in _stored_entities(kb) if not _live(kb, e))
         changes: list[Change] = []
         memories: dict[str, Memory] = {}
@@ -305,12 +306,12 @@ def prune(kb: Context, dry_run: bool = False, *, force: bool = False) -> Cascade
         if dangling:
             gone = set(dangling)
             matches = lookups.tagged(dangling)
-            stripped = _strip(tx, matches, gone.__contains__, changes, memories)
+            stripped = _strip(tx, matches, gone.__contains__, changes, memories, at_head)
         return changes, (memories, stripped)
 
     with kb.transaction() as tx:
         _refuse_a_skipped_catalog_file(kb)
-        changes, (memories, stripped), kept = tx.rewrite(plan, force, dry_run=dry_run)
+        changes, (memories, stripped), kept = tx.dry_rewrite(plan, force) if dry_run else tx.rewrite(plan, force)
         rewritten = list(stripped)
         commit = None
         if changes and not dry_run:
