@@ -194,16 +194,31 @@ class Transaction:
         in_head = objects.blobs_at(tree, unread.values()) if unread else {}
         blobs = {memory_id: in_head[path] for memory_id, path in unread.items()}
         blobs.update(self._added_then_deleted(present, found))
+        for memory, text in self._parsed(blobs):
+            if lookups.holds(query, memory.entities):
+                yield memory, text
+
+    def committed(self, memory_ids: Iterable[str]) -> Iterator[tuple[Memory, str]]:
+        """HEAD's version, with its text, of each of ``memory_ids`` that HEAD holds and that
+        parses, in id order."""
+        store = self.store
+        paths = {memory_id: store.repo_path(memory_path(memory_id)) for memory_id in memory_ids}
+        if not paths or (head := self.head()) is None:
+            return
+        objects = store.objects
+        in_head = objects.blobs_at(objects.tree_of(head), paths.values())
+        yield from self._parsed({memory_id: in_head[path] for memory_id, path in paths.items()})
+
+    def _parsed(self, blobs: Mapping[str, str | None]) -> Iterator[tuple[Memory, str]]:
+        """The memory each blob holds (id -> blob; None: never committed, no link of HEAD's to
+        leave behind), with its text, in id order; one that does not parse is passed by."""
         # One read for all of them (a packed blob read alone is a git process each).
-        held = objects.read_many("blob", [blob for blob in blobs.values() if blob is not None])
+        held = self.store.objects.read_many("blob", [blob for blob in blobs.values() if blob is not None])
         for memory_id in sorted(blobs, key=id_sort_key):
-            if (blob := blobs[memory_id]) is None:
-                continue  # never committed: no link of HEAD's to leave behind
-            with contextlib.suppress(KBError, UnicodeDecodeError):
-                text = held[blob].decode("utf-8")
-                memory = loads(text, memory_id)
-                if lookups.holds(query, memory.entities):
-                    yield memory, text
+            if (blob := blobs[memory_id]) is not None:
+                with contextlib.suppress(KBError, UnicodeDecodeError):
+                    text = held[blob].decode("utf-8")
+                    yield loads(text, memory_id), text
 
     def _added_then_deleted(self, present: set[bytes], found: set[str]) -> dict[str, str]:
         """The memory files git's index holds as added (``git add``) that HEAD lacks and that are

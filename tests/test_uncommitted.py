@@ -148,6 +148,26 @@ def test_every_rewriting_operation_refuses(unfinished: Path) -> None:
     assert "WIP" not in git(root, "show", "HEAD:memories/1.yaml")
 
 
+def test_a_dry_run_of_prune_force_lists_the_links_only_head_still_has(
+        catalog_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """HEAD's 1 links shop.refunds.amount and shop.refunds.id, both gone; the person's edit of 1
+    dropped the second. prune --force sets the edit aside and strips both from HEAD's 1; its dry
+    run listed only the first, the one the work tree's version still links."""
+    root = catalog_kb.root
+    (root / "memories" / "1.yaml").write_text(memory("One.", "shop.refunds.amount", "shop.refunds.id"))
+    commit_all(root, "one")
+    git(root, "rm", "-q", "models/shop/refunds.yaml")
+    git(root, "commit", "-q", "-m", "refunds gone by hand")
+    (root / "memories" / "1.yaml").write_text(WIP)
+    before = head(root)
+    dry = invoke_cli("--kb", root, "prune", "--dry-run", "--force", check=True)
+    assert dry.stdout == ("Would strip from memory 1: shop.refunds.amount, shop.refunds.id\n"
+                          "would keep your uncommitted versions as: memories/1.yaml.orig\n")
+    assert (head(root), (root / "memories" / "1.yaml").read_text()) == (before, WIP)
+    run = invoke_cli("--kb", root, "prune", "--force", check=True)
+    assert run.stdout.startswith("Stripped from memory 1: shop.refunds.amount, shop.refunds.id\n"), run.stdout
+
+
 def test_a_memory_added_then_deleted_by_hand_is_not_passed_by(
         catalog_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     """5 links memory:3, is staged (git add) and then deleted from the work tree; HEAD lacks it:

@@ -299,7 +299,10 @@ def prune(kb: Context, dry_run: bool = False, *, force: bool = False) -> Cascade
     HEAD (``Transaction.rewrite``)."""
 
     def plan(at_head: frozenset[str] = frozenset()) -> tuple[list[Change], tuple[dict[str, Memory], dict[str, list[str]]]]:
-        dangling = sorted(e for e in _stored_entities(kb) if not _live(kb, e))
+        # A dry run reads HEAD's versions of the files its run sets aside (and then indexes):
+        # the links only they hold are the run's to strip too.
+        held = _stored_entities(kb) | {e for memory, _ in tx.committed(at_head) for e in memory.entities}
+        dangling = sorted(e for e in held if not _live(kb, e))
         changes: list[Change] = []
         memories: dict[str, Memory] = {}
         stripped: dict[str, list[str]] = {}
