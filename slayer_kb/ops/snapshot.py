@@ -31,24 +31,30 @@ def blob_at(store: GitStore, rev: str, kb_path: str) -> bytes | None:
 
 
 def blobs_at(store: GitStore, wanted: list[tuple[str, str]]) -> list[bytes | None]:
-    """``blob_at`` of each ``(rev, kb_path)``, from one ``git cat-file --batch`` (a process per
-    file is tens of ms on a busy machine). The KB's file names hold no newline."""
-    names = [f"{rev}:{store.repo_path(kb_path)}" for rev, kb_path in wanted]
-    out = store.git("cat-file", "--batch", input="".join(name + "\n" for name in names).encode()).stdout
-    found: list[bytes | None] = []
-    at = 0
-    for _name in names:
-        end = out.index(b"\n", at)
-        header = out[at:end].split()
-        # "SHA TYPE SIZE", else "NAME missing": no such file at that commit (a NAME with one
-        # space in it, 'team kb/memories/1.yaml', makes that three words too).
-        if len(header) != 3 or not header[2].isdigit():
-            found.append(None)
-            at = end + 1
-            continue
-        size = int(header[2])
-        found.append(out[end + 1 : end + 1 + size] if header[1] == b"blob" else None)
-        at = end + 1 + size + 1
+    """``blob_at`` of each ``(rev, kb_path)``, from one ``git cat-file --batch``
+    (``GitStore.cat_files``; a process per file is tens of ms on a busy machine). The KB's file
+    names hold no newline; cat-file reads a name a line, so a KB whose folder's path holds one
+    is asked for by its tree's id at each revision (``_kb_trees``)."""
+    if not wanted:
+        return []
+    folders = _kb_trees(store, list(dict.fromkeys(rev for rev, _ in wanted))) if "\n" in store.prefix else None
+    names = [f"{rev}:{store.repo_path(path)}" if folders is None else f"{folders[rev]}:{path}" if folders[rev] else None
+             for rev, path in wanted]
+    asked = [name for name in names if name is not None]
+    found = iter(store.cat_files(asked, missing_ok=True) if asked else [])
+    return [None if name is None or (blob := next(found)) is None or blob[1] != "blob" else blob[2] for name in names]
+
+
+def _kb_trees(store: GitStore, revs: list[str]) -> dict[str, str | None]:
+    """The id of the KB folder's tree at each of ``revs`` (None: not there), walked down to from
+    the root tree by id."""
+    objects = store.objects
+    found: dict[str, str | None] = {}
+    for rev, root in zip(revs, store.cat_files([f"{rev}^{{tree}}" for rev in revs], missing_ok=True), strict=True):
+        tree = None if root is None else root[0]
+        for part in filter(None, store.prefix.split("/")):
+            tree = None if tree is None else objects.tree(tree).subtree(part.encode("utf-8", "surrogateescape"))
+        found[rev] = tree
     return found
 
 

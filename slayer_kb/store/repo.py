@@ -182,11 +182,12 @@ class GitStore:
         """Take git's answer to ``_WHERE``, asked in the folder ``ran_in``."""
         objects_dir, git_dir, common_dir, index = (Path(os.path.normpath(ran_in / p)) for p in (where[0], *where[2:]))
         self._git_dirs, self._index_file = (git_dir, common_dir), index
-        self._objects = ObjectStore(objects_dir, where[1], self._cat_files, self._index_pack)
+        self._objects = ObjectStore(objects_dir, where[1], self.cat_files, self._index_pack)
 
-    def _cat_files(self, names: list[str], missing_ok: bool = False) -> list[Named | None]:
-        """``(id, kind, data)`` of each object ``names`` names (an id, or ``REV:PATH``), from one
-        ``git cat-file --batch``; None for one git has not when ``missing_ok``."""
+    def cat_files(self, names: list[str], missing_ok: bool = False) -> list[Named | None]:
+        """``(id, kind, data)`` of each object ``names`` names (an id, or ``REV:PATH``; no newline),
+        from one ``git cat-file --batch`` (a process per object is tens of ms on a busy machine);
+        None for one git has not (no such file at that commit) when ``missing_ok``."""
         out = self.git("cat-file", "--batch", input="".join(name + "\n" for name in names).encode()).stdout
         found: list[Named | None] = []
         at = 0
