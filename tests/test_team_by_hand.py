@@ -1952,6 +1952,26 @@ def test_ids_two_clones_gave_in_two_letter_cases_are_renamed_by_the_steps_given(
     assert json_of(invoke_cli("--kb", b, "--json", "get", "KB.Case-2", check=True))["learning"] == "Case two"
 
 
+@pytest.mark.parametrize("left_out", ["KB.Case", "kb.case"])
+def test_ids_in_two_letter_cases_clash_where_a_sparse_checkout_leaves_one_out(
+        tmp_path: Path, invoke_cli: CliRunner, left_out: str) -> None:
+    """As above, but b's sparse checkout leaves one of the two files out: the check after the
+    rebase knew only the work tree's ids, and the sync pushed the clash."""
+    bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "--id", "kb.case", "Case one", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", b, "save", "--id", "KB.Case", "Case two", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(b, "update-index", "-q", "--refresh")  # a copied clone's stat data, or git keeps the file
+    git(b, "sparse-checkout", "set", "--no-cone", "/*", f"!/memories/{left_out}.yaml")
+    refused = invoke_cli("--kb", b, "sync")
+    assert (refused.returncode, refused.stderr.splitlines()[1]) == (1, (
+        "memories/KB.Case.yaml:1: id 'KB.Case' differs only in letter case from kb.case: they collide on macOS and "
+        "Windows checkouts; rename one: slayer-kb rename KB.Case KB.Case-2 (it rewrites the memory:KB.Case links; "
+        "where the two share one file, as on macOS, run git checkout HEAD -- memories/KB.Case.yaml before it and git "
+        "checkout HEAD -- memories/kb.case.yaml after it)")), refused.stderr
+    assert git(bare, "ls-tree", "--name-only", "main", "memories/").split() == ["memories/kb.case.yaml"]
+
+
 def test_keeping_both_in_a_syncs_merge_takes_an_id_free_upstream(tmp_path: Path, invoke_cli: CliRunner) -> None:
     """b's branch holds a merge, so its sync merges the upstream, which has kb.rule and
     kb.rule-2: the keep-both steps named kb.rule-2, free only in the work tree sync had put back."""

@@ -27,7 +27,7 @@ import yaml
 
 from ..core import yamlio
 from ..core.errors import KBError, StoreError
-from ..core.ids import id_sort_key
+from ..core.ids import fold_id, id_sort_key
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.problems import INVALID_QUERY, STALE_QUERY, Problem, git_command, shown
 from ..store.repo import GitStore
@@ -35,9 +35,9 @@ from ..store.worktree import reset_keep
 from ..transaction import Transaction
 from .folds import fold_duplicates, fold_topic_keys
 from .renumber import added_since
-from .snapshot import absent_at_head, blobs_at
+from .snapshot import absent_at_head, blobs_at, memory_ids_at
 from .unlinks import strip_gone
-from .validate import KBContext, check_memory_text, validate
+from .validate import KBContext, check_memory_text, id_problems, validate
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -124,15 +124,23 @@ def on_top(store: GitStore, other: str) -> dict[str, str]:
 
 def revalidate(kb: Context, store: GitStore, other: str, ids: dict[str, str]) -> Revalidated:
     """``validate`` the memories ``ids`` names (``on_top`` of ``other``), each file named from where
-    the user is; one the work tree lacks as HEAD holds it (``snapshot.absent_at_head``)."""
+    the user is; one the work tree lacks as HEAD holds it (``snapshot.absent_at_head``). An id is
+    checked against HEAD's ids as well as the work tree's: a checkout that folds case collides
+    with a file a sparse checkout leaves out all the same."""
     absent = absent_at_head(store, kb.root, sorted(ids))
     paths = [Path(shown(kb.root / memory_path(i))) for i in sorted(ids) if i not in absent]
     found = validate(paths).problems if paths else []
-    if absent:
-        context = KBContext.of(kb.root)
-        for memory_id, held in absent.items():
-            found += check_memory_text((held or b"").decode("utf-8", "replace"), memory_id,
-                                       shown(kb.root / memory_path(memory_id)), context)
+    listed = KBContext.of(kb.root)
+    context = KBContext(listed.catalog, listed.ids | memory_ids_at(store, "HEAD"), listed.command, listed.crlf,
+                        listed.root)
+    for memory_id in sorted(ids):
+        name = shown(kb.root / memory_path(memory_id))
+        if memory_id in absent:
+            found += id_problems(memory_id, name, context)
+            found += check_memory_text((absent[memory_id] or b"").decode("utf-8", "replace"), memory_id, name, context)
+        elif len(listed.folded.get(fold_id(memory_id), [])) <= 1:
+            # validate saw no twin in the work tree: one left out of it may clash.
+            found += [p for p in id_problems(memory_id, name, context) if p not in found]
     untouched = _untouched(store, other, [p for p in found if p.kind == INVALID_QUERY
                                           and ids.get(Path(p.path).stem) == "M"])
     return Revalidated([str(p) for p in found if p.kind != STALE_QUERY and p not in untouched],
