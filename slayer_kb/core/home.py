@@ -9,9 +9,10 @@ import pwd
 from pathlib import Path
 
 
-def home() -> Path | None:
-    """``$HOME`` (as ``~`` expands), when it is a folder; else None."""
-    path = os.path.expanduser("~")
+def home(expanded: str | None = None) -> Path | None:
+    """``$HOME`` (as ``~`` expands; ``expanded``: as another environment expands it, a warm
+    server's client's), when it is a folder; else None."""
+    path = os.path.expanduser("~") if expanded is None else expanded
     return Path(path) if os.path.isabs(path) and os.path.isdir(path) else None
 
 

@@ -463,23 +463,25 @@ def _relay(conn: _socket.socket, argv: list[str], root: str, command: str, start
     offered = reads_stdin(argv)
     if offered and (_isatty(sys.stdin) or sys.stdin is None):
         return Outcome(None)  # typed at a terminal: read by the command itself, here
-    taken: list[bytes] = []
-    outcome = _exchange(conn, argv, root, command, start, offered, taken)
-    if outcome.code is None and taken:
-        # The command runs here after all: it reads the bytes this process already took.
-        import io
+    return _exchange(conn, argv, root, command, start, offered)
 
-        original = sys.stdin
-        sys.stdin = io.TextIOWrapper(io.BytesIO(taken[0]), encoding=original.encoding, errors=original.errors,
-                                     newline="\n")
-    return outcome
+
+def _take_stdin() -> bytes:
+    """stdin's bytes (one more than the most a command takes: ``yes | slayer-kb save -`` is read
+    for ever), put back as ``sys.stdin``: should the command run here after all, it reads them."""
+    import io
+
+    taken = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
+    original = sys.stdin
+    sys.stdin = io.TextIOWrapper(io.BytesIO(taken), encoding=original.encoding, errors=original.errors, newline="\n")
+    return taken
 
 
 def _exchange(conn: _socket.socket, argv: list[str], root: str, command: str, start: str | None,
-              offered: bool, taken: list[bytes]) -> Outcome:
+              offered: bool) -> Outcome:
     """The request sent and its answer printed. ``offered``: the command may read stdin, which
     the server asks for (``INPUT``) only once the command got past its argument checks, as a
-    process of its own reads it; what was read is put in ``taken``."""
+    process of its own reads it (``_take_stdin``)."""
     umask = os.umask(0o077)
     os.umask(umask)
     try:
@@ -492,6 +494,7 @@ def _exchange(conn: _socket.socket, argv: list[str], root: str, command: str, st
         "stdin": None, "input": offered, "request": os.urandom(16).hex(),
     }
     began = False
+    taken: bytes | None = None
     try:
         send_frame(conn, dumps(request))
         conn.settimeout(SILENT_SECONDS)
@@ -502,11 +505,11 @@ def _exchange(conn: _socket.socket, argv: list[str], root: str, command: str, st
                 if not began and time.monotonic() > give_up:
                     return Outcome(None)  # still not its turn: run it here (the server will not)
                 continue
-            if tag == INPUT and offered and not taken and not began:
-                taken.append(sys.stdin.buffer.read(MAX_STDIN_BYTES + 1))  # `yes | slayer-kb save -` read for ever
-                if len(taken[0]) > MAX_STDIN_BYTES:
+            if tag == INPUT and offered and taken is None and not began:
+                taken = _take_stdin()
+                if len(taken) > MAX_STDIN_BYTES:
                     return Outcome(None, start)  # run here, to be refused
-                send_frame(conn, taken[0])
+                send_frame(conn, taken)
             elif tag == START:
                 conn.sendall(GO)
                 began = True

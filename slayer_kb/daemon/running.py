@@ -211,11 +211,12 @@ class Runner:
         # The store holds what a relayed write is (its request id) and the view a read beside it uses.
         self._store = kb.store
         # The process's own settings, before any command's environment replaced them: a read
-        # beside a command in its turn goes by them, whatever that command put in os.environ.
-        self._own = dict(os.environ)
+        # beside a command in its turn goes by them, whatever that command put in os.environ, and
+        # so does the server's sentence filler (``SentenceFiller``'s ``own``).
+        self.own: Mapping[str, str] = dict(os.environ)
         # The only settings that change what search, get or list print: search by meaning (and by
         # the sentence encoder) turned off. The others are the server's, a write's, or the cache's.
-        self._printed = switches.taken(self._own)
+        self._printed = switches.taken(self.own)
         _install_streams()
 
     def goes_beside(self, request: dict[str, Any]) -> bool:
@@ -309,7 +310,7 @@ class Runner:
         it prints are as typed from the client's folder (a ``cd`` step of a fix)."""
         command = _Command(request)
         with self._store.view.reading(self.kb.catalog), problems.user_folder(request["cwd"], command.env.get("SLAYER_KB")), \
-                _thread_streams(command.stdin, command.stdout, command.stderr), switches.given(self._own):
+                _thread_streams(command.stdin, command.stdout, command.stderr), switches.given(self.own):
             code = command.run(self.kb, beside=True, checked=True)
         return code, _merged(command.chunks)
 

@@ -152,7 +152,7 @@ class Server:
         self.busy.view = self._runner.view
         self.writer = WriteProcess(self.root, self._say)
         # Sentence vectors are made off the save path, between and after commands.
-        self.sentences = SentenceFiller(kb.index, lambda: self.busy, after=self.warm)
+        self.sentences = SentenceFiller(kb.index, lambda: self.busy, after=self.warm, own=self._runner.own)
         self.sentences.start()
         with self._count:
             self._last = time.monotonic()  # the idle time counts from here

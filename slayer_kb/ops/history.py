@@ -257,8 +257,7 @@ def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
     paths = [store.repo_path(p) for p in (f"{MEMORIES_DIR}/", f"{SESSIONS_DIR}/", *(f"{d}/" for d in CATALOG_DIRS), PRIORITY_FILE)]
     proc = store.git("diff", "--raw", "-z", "-M", base_sha, head_sha, "--", *paths)
     head_catalog = catalog_at(store, head_sha)
-    context = validate.KBContext(head_catalog, memory_ids_at(store, head_sha), command(store.root),
-                                 root=store.root)
+    context = validate.KBContext(head_catalog, memory_ids_at(store, head_sha), command(store.root), store.root)
     links: dict[str, tuple[str, set[str]]] = {}  # id -> (path, its entities), of memories at head
     for status, old, new, mode in _raw_changes(proc.stdout, store.prefix):
         folder = new.partition("/")[0]

@@ -131,8 +131,8 @@ def revalidate(kb: Context, store: GitStore, other: str, ids: dict[str, str]) ->
     paths = [Path(shown(kb.root / memory_path(i))) for i in sorted(ids) if i not in absent]
     found = validate(paths).problems if paths else []
     listed = KBContext.of(kb.root)
-    context = KBContext(listed.catalog, listed.ids | memory_ids_at(store, "HEAD"), listed.command, listed.crlf,
-                        listed.root)
+    context = KBContext(listed.catalog, listed.ids | memory_ids_at(store, "HEAD"), listed.command, listed.root,
+                        listed.crlf)
     for memory_id in sorted(ids):
         name = shown(kb.root / memory_path(memory_id))
         if memory_id in absent:

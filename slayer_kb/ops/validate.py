@@ -190,12 +190,11 @@ class KBContext:
     """What checking a memory needs to know about its KB, computed once per KB: its catalog and
     memory ids, on disk (:meth:`of`) or at a commit (review, history.py)."""
 
-    def __init__(self, catalog: Catalog, ids: set[str], command: str = "slayer-kb", crlf: bool = False,
-                 root: Path | None = None) -> None:
+    def __init__(self, catalog: Catalog, ids: set[str], command: str, root: Path, crlf: bool = False) -> None:
         self.catalog = catalog
         self.ids = ids
         self.command = command  # slayer-kb as a fix runs it (problems.command)
-        self.root = root or Path.cwd()  # the KB's folder, where a fix's git runs (problems.git_command)
+        self.root = root  # the KB's folder, where a fix's git runs (problems.git_command)
         self.crlf = crlf  # converts_crlf
         folded: dict[str, list[str]] = {}
         for memory_id in self.ids:
@@ -206,8 +205,8 @@ class KBContext:
     @classmethod
     def of(cls, root: Path) -> KBContext:
         names = _listing(root / MEMORIES)
-        return cls(_catalog(root), {name[:-5] for name in names if name.endswith(".yaml")}, command(root),
-                   converts_crlf(root), root)
+        return cls(_catalog(root), {name[:-5] for name in names if name.endswith(".yaml")}, command(root), root,
+                   converts_crlf(root))
 
 
 def converts_crlf(root: Path) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from typing import Any
@@ -34,13 +34,15 @@ def made_here() -> bool:
 
 class SentenceFiller:
     def __init__(
-        self, index: Index, guard: Callable[[], AbstractContextManager[Any]], after: threading.Event | None = None
+        self, index: Index, guard: Callable[[], AbstractContextManager[Any]], after: threading.Event | None = None,
+        own: Mapping[str, str] | None = None,
     ) -> None:
         self._index = index
         self._here = made_here()
-        # The server's own settings, which this thread goes by while a command in its turn has
-        # its client's in os.environ (switches.py).
-        self._own = dict(os.environ)
+        # The server's own settings (``own``: as its runner read them; else this process's now),
+        # which this thread goes by while a command in its turn has its client's in os.environ
+        # (switches.py).
+        self._own = dict(os.environ) if own is None else own
         index.background_vectors = not self._here  # this thread makes them, if it runs
         self._claim: int | None = None  # filler.LOCK, held from the first pass on
         self._after = after  # the server's first sync and warm-up: the first pass waits for them

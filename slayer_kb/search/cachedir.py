@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..core.errors import InvalidInputError
+from ..core.home import home
 from ..core.inputs import whole_number
 from . import switches
 
@@ -71,8 +72,8 @@ def made() -> Path:
     env = switches.environ()
     where = folder(env)
     chosen = env.get("SLAYER_KB_CACHE") or env.get("XDG_CACHE_HOME", "")
-    home = _expanded("~", env)
-    if not os.path.isabs(_expanded(chosen, env)) and not (os.path.isabs(home) and os.path.isdir(home)):
-        raise FileNotFoundError(f"no home folder {home} to keep {where} in")
+    expanded = _expanded("~", env)
+    if not os.path.isabs(_expanded(chosen, env)) and home(expanded) is None:
+        raise FileNotFoundError(f"no home folder {expanded} to keep {where} in")
     where.mkdir(parents=True, exist_ok=True, mode=0o700)
     return where
