@@ -149,7 +149,7 @@ class Transaction:
         parsed copy is used where the file still hashes the same, so reading thousands parses
         only what changed."""
         kb = self.kb
-        docs = sorted((doc for doc in self.index.documents(query, limit=None) if doc["id"] not in at_head),
+        docs = sorted((doc for doc in self.index.documents(query.query, limit=None) if doc["id"] not in at_head),
                       key=lambda d: id_sort_key(d["id"]))
         hashes = self.index.file_hashes([d["id"] for d in docs])
 
@@ -170,8 +170,6 @@ class Transaction:
         cascade that passed it by left HEAD's links to what it deleted. Rewriting a file holding
         the user's uncommitted work (an edit, a deletion) is what ``rewrite`` refuses. So is each
         of ``at_head``."""
-        from .search import lookups  # with the index it queries: see Context.index
-
         store = self.store
         if (head := self.head()) is None:
             return
@@ -195,7 +193,7 @@ class Transaction:
         blobs = {memory_id: in_head[path] for memory_id, path in unread.items()}
         blobs.update(self._added_then_deleted(present, found))
         for memory, text in self._parsed(blobs):
-            if lookups.holds(query, memory.entities):
+            if query.holds(memory.entities):
                 yield memory, text
 
     def committed(self, memory_ids: Iterable[str]) -> Iterator[tuple[Memory, str]]:

@@ -172,7 +172,8 @@ class Parts:
     ) -> list[Document]:
         """The index's stored documents matching ``query`` and ``restriction``
         (``Index.documents``)."""
-        return cast("list[Document]", self.index.documents(query, restriction, limit=limit, sort_newest=sort_newest))
+        return cast("list[Document]", self.index.documents(None if query is None else query.query, restriction,
+                                                           limit=limit, sort_newest=sort_newest))
 
     def indexed_terms(self, field: str) -> set[str]:
         """Every term the index holds in ``field`` (terms of deleted documents may linger)."""
