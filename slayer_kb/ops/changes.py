@@ -28,12 +28,12 @@ from ..core.locate import memory_path
 from ..core.memory import Memory, utc_now, with_entities
 from ..core.problems import command, words
 from ..core.results import ChangeResult, ForgetResult, RenameResult
+from ..store.renames import trailer
 from ..store.repo import Change
 from ..transaction import memory_change
 from . import observations
 from .finding import deleted_error
 from .history import forgotten_error
-from .renames import trailer
 from .renumber import moved, rewrote_note
 
 if TYPE_CHECKING:

@@ -28,9 +28,9 @@ from ..core.ids import is_auto_id
 from ..core.memory import MAX_FILE_BYTES, loads
 from ..core.problems import Problem, command, git_command, shell_word, shown
 from ..core.session import SESSIONS_DIR
+from ..store.renames import renames_between
 from ..store.repo import GitStore, find_toplevel
 from ..store.revisions import resolve_rev, same_memory, shallow_parting
-from .renames import renames_between
 from .snapshot import NO_BLOB, blobs_at, catalog_changed, deleted_entities, entities_of, under, written_since
 
 MEMORIES = "memories"

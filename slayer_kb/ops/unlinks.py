@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING
 from ..core.errors import KBError
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.memory import Memory, loads, with_entities
+from ..store.renames import renames_between
 from ..store.repo import Change, GitStore
 from ..transaction import Transaction, memory_change
-from .renames import renames_between
 from .snapshot import CATALOG_DIRS, absent_at_head, blob_at, deleted_entities, under
 
 if TYPE_CHECKING:

@@ -2,7 +2,8 @@
 ``Renamed: OLD -> NEW`` trailer per move, which ``sync``, ``merge`` and ``rebase`` (links the
 other side added to OLD follow the move), ``validate --against`` and ``review`` (such a link named
 as a rename), ``restore OLD`` and ``show OLD`` (pointed at NEW), and ``show NEW --rev`` and
-``restore NEW --rev`` (the file OLD was) read.
+``restore NEW --rev`` (the file OLD was) read; and every command given OLD (``get``, ``update``,
+``forget``, ``edit``, ``timeline``, their MCP tools: ``renamed_away``) says where it went.
 
 A trailer, not git's rename detection: git takes a memory forgotten and a similar one saved in
 one range of commits for a move, which would send a link to a forgotten memory to an unrelated
@@ -15,7 +16,8 @@ from __future__ import annotations
 import re
 
 from ..core.locate import MEMORIES_DIR, memory_path
-from ..store.repo import GitStore
+from .gitenv import LITERAL_PATHS
+from .repo import GitStore
 
 _KEY = "Renamed: "
 _TRAILER = re.compile(rf"^{_KEY}(\S+) -> (\S+)$", re.MULTILINE)
@@ -32,6 +34,25 @@ def renamed_in(store: GitStore, commit: str) -> dict[str, str]:
     """{old id: new id} that ``commit`` records and made (see the module doc)."""
     message = store.git(*_LOG, "-1", "--format=%B", commit).stdout.decode("utf-8", "replace")
     return _checked(store, commit, message)
+
+
+def last_deletion(store: GitStore, memory_id: str) -> str | None:
+    """The last commit that deleted the memory's file (a forget, or a rename moving it), if any."""
+    if store.head() is None:
+        return None
+    proc = store.git("log", "-1", "--format=%H", "--diff-filter=D", "HEAD", "--",
+                     store.repo_path(memory_path(memory_id)), env=LITERAL_PATHS)
+    return proc.stdout.decode().strip() or None
+
+
+def renamed_away(store: GitStore, memory_id: str, deleting: str | None = None) -> str | None:
+    """What any command given ``memory_id`` says when the commit that last deleted its file
+    (``deleting``, found when not given) renamed it: the new id and that commit; else None."""
+    deleting = deleting or last_deletion(store, memory_id)
+    new = renamed_in(store, deleting).get(memory_id) if deleting else None
+    if deleting is None or new is None:
+        return None
+    return f"Memory '{memory_id}' was renamed to '{new}' in commit {deleting[:12]}: use that id."
 
 
 def renames_between(store: GitStore, base: str, head: str = "HEAD") -> dict[str, str]:
