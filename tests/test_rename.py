@@ -14,6 +14,7 @@ from mcp import ClientSession
 
 from slayer_kb import KnowledgeBase
 from testing import CliRunner, commit_all, git, json_of
+from testing.gittrace import traced_git
 from testing.mcp import error, with_server_in_process
 
 CREATED = "created_at: '2026-01-01T00:00:00Z'\n"
@@ -285,8 +286,10 @@ def test_the_new_id_at_a_revision_before_the_rename_is_the_file_it_had(
     assert shown.stdout == (
         f"(as of {before})\nid: kb.paid-revenue\nentities:\n  - shop.orders.amount\n  - memory:kb.revenue-note\n"
         "created_at: 2026-01-01T00:00:00Z\n\nPaid revenue counts captured payments only\n")
-    restored = invoke_cli("restore", "kb.paid-revenue", "--rev", before, cwd=root)
+    with traced_git(root.parent) as runs:
+        restored = invoke_cli("restore", "kb.paid-revenue", "--rev", before, cwd=root)
     assert (restored.returncode, restored.stderr) == (0, "")
+    assert len(runs("log --reverse")) == 1  # the renames since REV, read once for the file and its links
     assert (root / "memories" / "kb.paid-revenue.yaml").read_text() == (
         "learning: Paid revenue counts captured payments only\nentities:\n- shop.orders.amount\n"
         f"- memory:kb.paid-revenue\n{CREATED}")

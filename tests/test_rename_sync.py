@@ -72,3 +72,27 @@ def test_validate_against_names_a_link_to_a_memory_renamed_there(tmp_path: Path,
         "branch parted from it; merged as it is, the link would point at nothing. Run 'git fetch origin && slayer-kb "
         "merge origin/main': it points links to renamed memories at their new ids, in one commit\n"
         "1 problem in 1 file (1 file checked)\n"))
+
+
+def test_a_link_to_a_memory_renamed_then_forgotten_is_a_link_to_a_forgotten_one(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """The move is followed only to a memory that is still there: renamed and then forgotten,
+    the other clone's link is named and stripped as a link to a forgotten memory."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Revenue is paid orders", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "rename", "1", "kb.revenue", check=True)
+    invoke_cli("--kb", a, "forget", "kb.revenue", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "save", "b links one", "--id", "kb.q", "-e", "memory:1", "-e", "shop.orders", check=True)
+    git(b, "fetch", "-q", "origin")
+    checked = invoke_cli("validate", "--against", "origin/main", cwd=b)
+    assert checked.stdout.splitlines()[0] == (
+        "memories/kb.q.yaml:1: memory kb.q links 'memory:1', which origin/main forgot since this branch parted from "
+        "it; merged as it is, the link would point at nothing. Run 'git fetch origin && slayer-kb merge origin/main': "
+        "it strips links to forgotten memories, in one commit")
+    proc = invoke_cli("--kb", b, "sync", check=True)
+    assert "stripped links to forgotten memories: memory:1 from kb.q" in proc.stdout
+    assert "renamed" not in proc.stdout
+    assert (b / "memories" / "kb.q.yaml").read_text().startswith("learning: b links one\nentities:\n- shop.orders\n")

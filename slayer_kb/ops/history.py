@@ -32,6 +32,7 @@ Decisions:
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 import textwrap
 from collections.abc import Callable, Iterator
@@ -122,15 +123,18 @@ def show(kb: Context, memory_id: str, rev: str | None = None) -> Shown:
     return shown
 
 
-def _show(kb: Context, memory_id: str, rev: str | None) -> Shown:
+def _show(kb: Context, memory_id: str, rev: str | None,
+          renames: Callable[[str], dict[str, str]] | None = None) -> Shown:
+    """``show``'s answer; ``renames``: the renames since a commit (``renames_between``), given by
+    a caller that reads them anyway."""
     check_existing_id(memory_id, "to show")
     path = memory_path(memory_id)
     if rev is not None:
         sha = resolve_rev(kb.store, rev)
         if blob_at(kb.store, sha, path) is None:
             # Renamed since (``rename``): at ``rev`` the memory had its old id's file, as ``log`` lists.
-            path = memory_path(next((old for old, new in renames_between(kb.store, sha).items()
-                                     if new == memory_id), memory_id))
+            since = renames(sha) if renames else renames_between(kb.store, sha)
+            path = memory_path(next((old for old, new in since.items() if new == memory_id), memory_id))
         text = text_at(kb.store, sha, path)
         if text is None:
             raise NotFoundError(
@@ -173,11 +177,12 @@ def restore_revision(kb: Context, memory_id: str, rev: str) -> RestoreResult:
     check_existing_id(memory_id, "to restore")
     kb.check_not_moved(memory_id)  # it would write over the memory the id names now
     with kb.transaction() as tx:
-        shown = show(kb, memory_id, rev)
+        renames = functools.cache(functools.partial(renames_between, kb.store))  # read once, by _show and here
+        shown = _show(kb, memory_id, rev, renames)
         assert shown.rev is not None
         memory, text = shown.memory, shown.text
         # Its links to memories renamed since point at their new ids, as the renames rewrote the others'.
-        relinked = renumbered_text(memory_id, text, renames_between(kb.store, shown.rev))
+        relinked = renumbered_text(memory_id, text, renames(shown.rev))
         if relinked is not None:
             memory, text = loads(relinked, memory_id), relinked
         warnings: list[str] = []

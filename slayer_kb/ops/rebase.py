@@ -298,14 +298,15 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
     # named id given to two memories): no edit either, and both may be kept.
     created = [p for p in paths if held.get(p) == {2, 3}]
     edited = [p for p in paths if {2, 3} <= held.get(p, {2, 3}) and p not in created]
-    kept = _kept_as(store, edited)
-    edited = [p for p in edited if p not in kept]
     # A soft forget keeps the file: git holds two versions, but one side forgot, not edited.
     soft_here = [p for p in paths if {2, -3} <= held.get(p, set())]
     soft_there = [p for p in paths if {-2, 3} <= held.get(p, set())]
     sides = {p: {abs(n) for n in held.get(p, {2, 3})} & {2, 3} for p in paths}  # the versions git holds
     forgot_here = [p for p in paths if sides[p] == {2}]
-    kept_forgotten = _kept_as(store, forgot_here)
+    kept_at = _kept_as(store, edited + forgot_here)  # one read of the stages for both
+    kept = {p: kept_at[p] for p in edited if p in kept_at}
+    kept_forgotten = {p: kept_at[p] for p in forgot_here if p in kept_at}
+    edited = [p for p in edited if p not in kept]
     forgot_here = [p for p in forgot_here if p not in kept_forgotten]
     forgot_there = [p for p in paths if sides[p] == {3}]
     what: list[str] = []

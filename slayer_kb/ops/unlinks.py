@@ -22,12 +22,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..core.errors import KBError
-from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
+from ..core.locate import MEMORIES_DIR, id_of_path
 from ..core.memory import Memory, loads, with_entities
-from ..store.renames import renames_between
+from ..store.renames import renamed_to_live
 from ..store.repo import Change, GitStore
 from ..transaction import Transaction, memory_change
-from .snapshot import CATALOG_DIRS, absent_at_head, blob_at, deleted_entities, under
+from .snapshot import CATALOG_DIRS, absent_at_head, deleted_entities, under
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -55,8 +55,7 @@ def strip_gone(kb: Context, store: GitStore, tx: Transaction, parted: str, unlin
             catalog_changed.add(path[len(store.prefix):])
     made = False
     # A side renamed it (and the new id is still there): its links follow, as the rename's did.
-    moved = {old: new for old, new in renames_between(store, parted).items()
-             if old in forgotten and blob_at(store, "HEAD", memory_path(new)) is not None} if forgotten else {}
+    moved = renamed_to_live(store, parted, "HEAD", forgotten) if forgotten else {}
     if moved:
         found_moved = _relink(kb, store, tx, moved)
         relinked.update(found_moved)

@@ -14,6 +14,7 @@ nothing."""
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
 from ..core.locate import MEMORIES_DIR, memory_path
 from .gitenv import LITERAL_PATHS
@@ -53,6 +54,19 @@ def renamed_away(store: GitStore, memory_id: str, deleting: str | None = None) -
     if deleting is None or new is None:
         return None
     return f"Memory '{memory_id}' was renamed to '{new}' in commit {deleting[:12]}: use that id."
+
+
+def renamed_to_live(store: GitStore, base: str, head: str, olds: Collection[str]) -> dict[str, str]:
+    """{old: new} of the ids among ``olds`` that ``base..head`` renamed and whose new id still
+    has its file at ``head``: a link to such an old id follows the move; one to an id renamed and
+    then forgotten is a link to a forgotten memory."""
+    moved = {old: new for old, new in renames_between(store, base, head).items() if old in olds}
+    if not moved:
+        return {}
+    out = store.git("ls-tree", "-z", "--name-only", head, "--", *(store.repo_path(memory_path(new))
+                                                                   for new in moved.values()), env=LITERAL_PATHS).stdout
+    there = {path[len(store.prefix):] for path in out.decode("utf-8", "surrogateescape").split("\0") if path}
+    return {old: new for old, new in moved.items() if memory_path(new) in there}
 
 
 def renames_between(store: GitStore, base: str, head: str = "HEAD") -> dict[str, str]:
