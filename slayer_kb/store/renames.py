@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
+from dataclasses import dataclass
 
 from ..core.locate import MEMORIES_DIR, memory_path
 from .gitenv import LITERAL_PATHS
@@ -56,17 +57,37 @@ def renamed_away(store: GitStore, memory_id: str, deleting: str | None = None) -
     return f"Memory '{memory_id}' was renamed to '{new}' in commit {deleting[:12]}: use that id."
 
 
-def renamed_to_live(store: GitStore, base: str, head: str, olds: Collection[str]) -> dict[str, str]:
-    """{old: new} of the ids among ``olds`` that ``base..head`` renamed and whose new id still
-    has its file at ``head``: a link to such an old id follows the move; one to an id renamed and
-    then forgotten is a link to a forgotten memory."""
-    moved = {old: new for old, new in renames_between(store, base, head).items() if old in olds}
+@dataclass(frozen=True)
+class Renamed:
+    """The ids among some asked of that commits renamed: {old: new} by whether the new id still
+    has its file (``live``: a link to the old id follows the move) or not (``gone``: renamed,
+    then forgotten, or the rename undone by a conflict resolved by hand: a link to either id is
+    a link to a forgotten memory)."""
+
+    live: dict[str, str]
+    gone: dict[str, str]
+
+
+def renamed_since(store: GitStore, base: str, head: str, olds: Collection[str], also: str = "") -> Renamed:
+    """``Renamed`` of the ids among ``olds`` that ``base..head`` renamed (and ``base..also``: a
+    branch as it was before a rebase replayed it), the new id's file looked for at ``head``."""
+    moved = {old: new for tip in filter(None, (also, head)) for old, new in renames_between(store, base, tip).items()
+             if old in olds}
     if not moved:
-        return {}
+        return Renamed({}, {})
     out = store.git("ls-tree", "-z", "--name-only", head, "--", *(store.repo_path(memory_path(new))
                                                                    for new in moved.values()), env=LITERAL_PATHS).stdout
     there = {path[len(store.prefix):] for path in out.decode("utf-8", "surrogateescape").split("\0") if path}
-    return {old: new for old, new in moved.items() if memory_path(new) in there}
+    live = {old: new for old, new in moved.items() if memory_path(new) in there}
+    return Renamed(live, {old: new for old, new in moved.items() if old not in live})
+
+
+def renamed_on_either(store: GitStore, base: str, tips: tuple[str, ...]) -> bool:
+    """Whether a commit of ``base..tip`` for any of ``tips`` records a rename (one git process;
+    its files not checked): sync's replay, which takes a deleted file for a forget, leaves them to
+    git's rebase, which follows a moved file."""
+    return bool(store.git(*_LOG, "-1", "--format=%H", "--basic-regexp", f"--grep=^{_KEY}", *tips, f"^{base}",
+                          "--").stdout.strip())
 
 
 def renames_between(store: GitStore, base: str, head: str = "HEAD") -> dict[str, str]:
