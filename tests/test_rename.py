@@ -10,9 +10,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from mcp import ClientSession
 
 from slayer_kb import KnowledgeBase
 from testing import CliRunner, commit_all, git, json_of
+from testing.gittrace import traced_git
+from testing.mcp import error, with_server_in_process
 
 CREATED = "created_at: '2026-01-01T00:00:00Z'\n"
 
@@ -70,7 +73,8 @@ def test_a_rename_moves_the_file_and_rewrites_every_link_in_one_commit(
     linking = json_of(invoke_cli("--kb", root, "--json", "search", "-e", "memory:kb.paid-revenue", check=True))
     assert sorted(h["id"] for h in linking["memories"]) == ["7", "kb.fees", "kb.paid-revenue"]
     gone = invoke_cli("--kb", root, "get", "kb.revenue-note")
-    assert (gone.returncode, gone.stderr) == (1, "Error: No memory with id 'kb.revenue-note'.\n")
+    assert (gone.returncode, gone.stderr) == (1, (
+        f"Error: Memory 'kb.revenue-note' was renamed to 'kb.paid-revenue' in commit {git(root, 'rev-parse', '--short=12', 'HEAD').strip()}: use that id.\n"))
     assert invoke_cli("--kb", root, "validate").stdout == "Checked 4 files: no problems.\n"
 
 
@@ -236,15 +240,29 @@ def test_the_case_clash_steps_validate_gives_work_as_typed(
 
 
 def test_the_old_id_points_at_the_new_one(linked_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
-    """``restore``, ``show`` and ``rename`` of the old id name the rename, not a forget whose
-    ``restore --rev`` would bring back a duplicate."""
+    """Every command and MCP tool given the old id names the rename, in one wording: not "no
+    memory" (an agent holding the old id would take it for lost), nor a forget whose ``restore
+    --rev`` would bring back a duplicate, nor ``edit``'s advice to save a new memory under it."""
     root = linked_kb.root
     invoke_cli("rename", "kb.revenue-note", "kb.paid-revenue", cwd=root, check=True)
     commit = git(root, "rev-parse", "--short=12", "HEAD").strip()
-    said = (f"Error: Memory 'kb.revenue-note' was renamed to 'kb.paid-revenue' in commit {commit}: use that id.\n")
-    for args in (["restore", "kb.revenue-note"], ["show", "kb.revenue-note"], ["rename", "kb.revenue-note", "kb.x"]):
+    renamed = f"Memory 'kb.revenue-note' was renamed to 'kb.paid-revenue' in commit {commit}: use that id."
+    said = f"Error: {renamed}\n"
+    for args in (["restore", "kb.revenue-note"], ["show", "kb.revenue-note"], ["rename", "kb.revenue-note", "kb.x"],
+                 ["get", "kb.revenue-note"], ["update", "kb.revenue-note", "--title", "x"],
+                 ["forget", "kb.revenue-note"], ["forget", "--soft", "kb.revenue-note"], ["edit", "kb.revenue-note"],
+                 ["timeline", "kb.revenue-note"]):
         proc = invoke_cli(*args, cwd=root)
         assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", said), args
+
+    async def tools(session: ClientSession) -> list[str]:
+        calls = [("mem_get_observation", {"id": "kb.revenue-note"}), ("mem_update", {"id": "kb.revenue-note", "title": "x"}),
+                 ("mem_delete", {"id": "kb.revenue-note"}), ("forget_memory", {"id": "kb.revenue-note"}),
+                 ("mem_restore", {"id": "kb.revenue-note"}), ("mem_timeline", {"observation_id": "kb.revenue-note"})]
+        return [await error(session, tool, **arguments) for tool, arguments in calls]
+
+    assert with_server_in_process(root, tools) == [renamed] * 6
+    assert git(root, "rev-parse", "--short=12", "HEAD").strip() == commit
     # Forgotten after its rename: the new id's forget is what the old id's restore names.
     invoke_cli("forget", "kb.paid-revenue", cwd=root, check=True)
     forgot = git(root, "rev-parse", "--short=12", "HEAD").strip()
@@ -268,8 +286,10 @@ def test_the_new_id_at_a_revision_before_the_rename_is_the_file_it_had(
     assert shown.stdout == (
         f"(as of {before})\nid: kb.paid-revenue\nentities:\n  - shop.orders.amount\n  - memory:kb.revenue-note\n"
         "created_at: 2026-01-01T00:00:00Z\n\nPaid revenue counts captured payments only\n")
-    restored = invoke_cli("restore", "kb.paid-revenue", "--rev", before, cwd=root)
+    with traced_git(root.parent) as runs:
+        restored = invoke_cli("restore", "kb.paid-revenue", "--rev", before, cwd=root)
     assert (restored.returncode, restored.stderr) == (0, "")
+    assert len(runs("log --reverse")) == 1  # the renames since REV, read once for the file and its links
     assert (root / "memories" / "kb.paid-revenue.yaml").read_text() == (
         "learning: Paid revenue counts captured payments only\nentities:\n- shop.orders.amount\n"
         f"- memory:kb.paid-revenue\n{CREATED}")

@@ -72,3 +72,158 @@ def test_validate_against_names_a_link_to_a_memory_renamed_there(tmp_path: Path,
         "branch parted from it; merged as it is, the link would point at nothing. Run 'git fetch origin && slayer-kb "
         "merge origin/main': it points links to renamed memories at their new ids, in one commit\n"
         "1 problem in 1 file (1 file checked)\n"))
+
+
+def test_a_link_to_a_memory_renamed_then_forgotten_is_a_link_to_a_forgotten_one(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """The move is followed only to a memory that is still there: renamed and then forgotten,
+    the other clone's link is named and stripped as a link to a forgotten memory."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Revenue is paid orders", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "rename", "1", "kb.revenue", check=True)
+    invoke_cli("--kb", a, "forget", "kb.revenue", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "save", "b links one", "--id", "kb.q", "-e", "memory:1", "-e", "shop.orders", check=True)
+    git(b, "fetch", "-q", "origin")
+    checked = invoke_cli("validate", "--against", "origin/main", cwd=b)
+    assert checked.stdout.splitlines()[0] == (
+        "memories/kb.q.yaml:1: memory kb.q links 'memory:1', which origin/main forgot since this branch parted from "
+        "it; merged as it is, the link would point at nothing. Run 'git fetch origin && slayer-kb merge origin/main': "
+        "it strips links to forgotten memories, in one commit")
+    proc = invoke_cli("--kb", b, "sync", check=True)
+    assert "stripped links to forgotten memories: memory:1 from kb.q" in proc.stdout
+    assert "renamed" not in proc.stdout
+    assert (b / "memories" / "kb.q.yaml").read_text().startswith("learning: b links one\nentities:\n- shop.orders\n")
+
+
+def _renamed_on_a(tmp_path: Path, invoke_cli: CliRunner, *on_b: str) -> tuple[Path, Path]:
+    """Memory 1 (linked by kb.l) on both clones; clone a renames it to kb.a, clone b runs
+    ``on_b`` on it as another author (two equal changes made alike would be one commit)."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Revenue is paid orders", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "save", "links it", "--id", "kb.l", "-e", "memory:1", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "rename", "1", "kb.a", check=True)
+    invoke_cli("--kb", b, "--author", "Bee <bee@example.com>", *on_b, check=True)
+    return a, b
+
+
+def _typed(invoke_cli: CliRunner, message: str) -> list[str]:
+    """The steps of a refusal, typed as written (the words before ' to keep' or ' (' are the
+    command); what each slayer-kb step printed."""
+    said = []
+    here = Path()
+    for step in message.split(" To merge by hand: ", 1)[1].strip().removesuffix(".").split("; "):
+        typed = step.split(" (")[0].split(" to keep")[0]
+        if typed.startswith("cd "):
+            here = Path(typed[3:])
+        elif typed.startswith("git "):
+            git(here, *typed.split()[1:])
+        else:
+            proc = invoke_cli(*typed.split()[1:], cwd=here)
+            said.append(proc.stdout + proc.stderr)
+    return said
+
+
+def _files(clone: Path) -> dict[str, str]:
+    return {path.name: path.read_text() for path in sorted((clone / "memories").glob("*.yaml"))}
+
+
+@pytest.mark.parametrize("renamer_first", [True, False])
+def test_two_renames_of_one_memory_to_two_ids_say_so_and_the_steps_keep_one(
+        tmp_path: Path, invoke_cli: CliRunner, renamer_first: bool) -> None:
+    a, b = _renamed_on_a(tmp_path, invoke_cli, "rename", "1", "kb.b")
+    first, second = (a, b) if renamer_first else (b, a)
+    invoke_cli("--kb", first, "sync", check=True)
+    head = git(second, "rev-parse", "HEAD")
+    stopped = invoke_cli("--kb", second, "sync")
+    mine, theirs = ("kb.b", "kb.a") if renamer_first else ("kb.a", "kb.b")
+    assert (stopped.returncode, stopped.stderr) == (1, (
+        f"Error: Your commits renamed memories/1.yaml to {mine}, and origin/main renamed it to {theirs}; the "
+        f"repository is back as it was. To merge by hand: cd {second}; git fetch origin; slayer-kb rebase origin/main "
+        f"(it stops on the conflict); git reset -q --hard to keep origin/main's id {theirs} (it drops your rename; "
+        f"once synced, slayer-kb rename {theirs} {mine} gives the memory yours); slayer-kb validate; slayer-kb "
+        "rebase --continue (a later commit that stops says so again); slayer-kb sync.\n"))
+    assert git(second, "rev-parse", "HEAD") == head  # nothing lost: the rename is still there
+    said = _typed(invoke_cli, stopped.stderr.removeprefix("Error: "))
+    assert said[-1] == "Synced main with origin: up to date, 0 pulled, 0 pushed.\n"
+    renamed = f"learning: links it\nentities:\n- memory:{theirs}\n"
+    assert list(_files(second)) == [f"{theirs}.yaml", "kb.l.yaml"]
+    assert _files(second)["kb.l.yaml"].startswith(renamed)
+    # The rename the step names gives it this clone's id, for both clones.
+    invoke_cli("--kb", second, "rename", theirs, mine, check=True)
+    invoke_cli("--kb", second, "sync", check=True)
+    invoke_cli("--kb", first, "sync", check=True)
+    for clone in (first, second):
+        assert list(_files(clone)) == [f"{mine}.yaml", "kb.l.yaml"]
+        assert _files(clone)["kb.l.yaml"].startswith(f"learning: links it\nentities:\n- memory:{mine}\n")
+        assert invoke_cli("--kb", clone, "validate", check=True).stdout.endswith("no problems.\n")
+
+
+def test_two_renames_of_one_memory_to_one_id_sync_cleanly(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    a, b = _renamed_on_a(tmp_path, invoke_cli, "rename", "1", "kb.a")
+    invoke_cli("--kb", a, "sync", check=True)
+    proc = invoke_cli("--kb", b, "sync")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, (
+        "Synced main with origin: rebased, 1 pulled, 0 pushed.\n"
+        "  merged both sides of: memories/1.yaml, memories/kb.a.yaml, memories/kb.l.yaml\n"), "")
+    assert _files(a) == _files(b)
+    assert list(_files(b)) == ["kb.a.yaml", "kb.l.yaml"]
+
+
+@pytest.mark.parametrize("renamer_first", [True, False])
+@pytest.mark.parametrize("soft", [False, True])
+def test_a_rename_against_an_edit_or_a_soft_forget_keeps_both(
+        tmp_path: Path, invoke_cli: CliRunner, renamer_first: bool, soft: bool) -> None:
+    """Git's rebase follows the move: the other clone's edit or soft forget lands in the renamed
+    file (the in-process replay took the move for a forget, which beat a soft forget)."""
+    change = ("forget", "--soft", "1") if soft else ("update", "1", "--content", "edited on b")
+    a, b = _renamed_on_a(tmp_path, invoke_cli, *change)
+    first, second = (a, b) if renamer_first else (b, a)
+    invoke_cli("--kb", first, "sync", check=True)
+    proc = invoke_cli("--kb", second, "sync")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, (
+        "Synced main with origin: rebased, 1 pulled, 1 pushed.\n  merged both sides of: memories/1.yaml\n"), "")
+    invoke_cli("--kb", first, "sync", check=True)
+    for clone in (first, second):
+        files = _files(clone)
+        assert list(files) == ["kb.a.yaml", "kb.l.yaml"]
+        assert ("deleted_at:" in files["kb.a.yaml"]) == soft
+        assert files["kb.a.yaml"].startswith("learning: Revenue is paid orders\n" if soft else "learning: edited on b\n")
+        assert files["kb.l.yaml"].startswith("learning: links it\nentities:\n- memory:kb.a\n")
+
+
+@pytest.mark.parametrize("keep", ["forgotten", "renamed"])
+@pytest.mark.parametrize("renamer_first", [True, False])
+def test_a_rename_against_a_forget_says_so_and_either_step_leaves_no_dangling_link(
+        tmp_path: Path, invoke_cli: CliRunner, renamer_first: bool, keep: str) -> None:
+    a, b = _renamed_on_a(tmp_path, invoke_cli, "forget", "1")
+    first, second = (a, b) if renamer_first else (b, a)
+    invoke_cli("--kb", first, "sync", check=True)
+    stopped = invoke_cli("--kb", second, "sync")
+    start = f"the repository is back as it was. To merge by hand: cd {second}; git fetch origin; slayer-kb rebase " \
+            "origin/main (it stops on the conflict); "
+    end = "; slayer-kb validate; slayer-kb rebase --continue (a later commit that stops says so again); slayer-kb sync."
+    forget = "git rm memories/kb.a.yaml to keep it forgotten, the links to it stripped as the rebase goes on"
+    if renamer_first:
+        said = (f"Your commits forgot memories/1.yaml, which origin/main renamed to kb.a; {start}{forget} (or git add "
+                f"memories/kb.a.yaml to keep it, renamed){end}")
+    else:
+        said = (f"origin/main forgot memories/1.yaml, which your commits renamed to kb.a; {start}git add "
+                "memories/kb.a.yaml to keep it, renamed (or git rm memories/kb.a.yaml to let it go, the links to it "
+                f"stripped as the rebase goes on){end}")
+    assert (stopped.returncode, stopped.stderr) == (1, f"Error: {said}\n")
+    # Either way out, typed as written; the other choice is the one in parentheses.
+    steps = said if (keep == "forgotten") == renamer_first else said.replace("git add", "git ADD").replace(
+        "git rm", "git add").replace("git ADD", "git rm")
+    _typed(invoke_cli, steps)
+    invoke_cli("--kb", first, "sync", check=True)
+    for clone in (first, second):
+        files = _files(clone)
+        assert list(files) == (["kb.l.yaml"] if keep == "forgotten" else ["kb.a.yaml", "kb.l.yaml"])
+        links = "" if keep == "forgotten" else "entities:\n- memory:kb.a\n"
+        assert files["kb.l.yaml"].startswith(f"learning: links it\n{links}created_at:")
+        assert invoke_cli("--kb", clone, "validate", check=True).stdout.endswith("no problems.\n")

@@ -34,6 +34,7 @@ from ..core.memory import MAX_FILE_BYTES, Memory, loads, too_large
 from ..core.problems import command, shown, words
 from ..core.results import SyncReport
 from ..store.moves import note, refusal
+from ..store.renames import renamed_away
 from ..store.worktree import missing_by_hand
 from ..transaction import Transaction
 from .parts import Parts
@@ -188,9 +189,10 @@ class Context(Parts):
 
     def why_missing(self, memory_id: str) -> str | None:
         """Why the memory's file is not there, and the fix: moved or deleted by hand and not
-        committed (``missing_by_hand``, a git process) or under another extension; None when
-        there is no sign of it (no such memory)."""
-        return missing_by_hand(self.store, memory_path(memory_id)) or self._misnamed(memory_id)
+        committed (``missing_by_hand``, a git process), under another extension, or renamed by a
+        commit (``renamed_away``: the new id); None when there is no sign of it (no such memory)."""
+        return (missing_by_hand(self.store, memory_path(memory_id)) or self._misnamed(memory_id)
+                or renamed_away(self.store, memory_id))
 
     def _misnamed(self, memory_id: str) -> str | None:
         """The id's file under another extension (``50.yml``, ``50.YAML``), which no command reads

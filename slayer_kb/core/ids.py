@@ -17,6 +17,7 @@ import itertools
 import re
 import unicodedata
 from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
 
 from .errors import InvalidIdError, NotFoundError
 from .locate import id_of_memory_file
@@ -173,13 +174,36 @@ def highest_auto_file(names: list[str]) -> int:
     return int(max(i for i in found if len(i) == width))
 
 
-def check_new_id(memory_id: object, existing: Iterable[str] = ()) -> str:
-    """Return ``memory_id`` if a new memory may take it, else raise :class:`InvalidIdError`.
+@dataclass(frozen=True)
+class NewIdAdvice:
+    """What a command that gives a memory a new id says of one it cannot take: a save's words by
+    default (an id may be a number, and a memory whose id differs only in letter case may be the
+    one meant). ``numbers``: refuse every id that reads as a number, with this fix (a rename's
+    ids are names); ``clash``: the error for an id ``case_conflict`` matched, ``{new}``,
+    ``{other}`` (shown escaped where it passed no check) and ``{difference}`` filled in."""
+
+    numbers: str | None = None
+    clash: str = ("Memory id '{new}' conflicts with existing '{other}': ids that differ only in {difference} "
+                  "collide on macOS and Windows checkouts. Use the existing id or another name.")
+
+
+SAVE_ADVICE = NewIdAdvice()
+
+
+def check_new_id(memory_id: object, existing: Iterable[str] = (), advice: NewIdAdvice = SAVE_ADVICE) -> str:
+    """Return ``memory_id`` if a new memory may take it, else raise :class:`InvalidIdError` with
+    the caller's ``advice``.
 
     On top of :func:`check_id`: the id is in Unicode NFC, is no Windows device name, and names
-    no file that an id of ``existing`` names on macOS or Windows (see :func:`case_conflict`).
+    no file that an id of ``existing`` names on macOS or Windows (see :func:`check_no_clash`).
     """
     memory_id = check_id(memory_id)
+    if advice.numbers is not None and (is_auto_id(memory_id) or (memory_id.isdecimal() and not memory_id.isascii())):
+        plain = str(int(memory_id))  # int() reads the decimal digits of every script
+        said = "is a number" if plain == memory_id else f"reads as the number '{plain}'"
+        raise InvalidIdError(
+            f"Memory id '{memory_id}' {said}, as auto ids are: slayer-kb allocates those to new memories (one "
+            f"above every number used), they are not chosen. {advice.numbers}")
     if not unicodedata.is_normalized("NFC", memory_id):
         composed = unicodedata.normalize("NFC", memory_id)
         raise InvalidIdError(
@@ -203,25 +227,27 @@ def check_new_id(memory_id: object, existing: Iterable[str] = ()) -> str:
             f"would count on from it. Use a number of at most {MAX_AUTO_DIGITS} digits, a name such as "
             "'kb.orders-total', or omit the id to get an auto id."
         )
-    other = case_conflict(memory_id, existing)
-    if other is not None:
-        shown_other = shown_id(other)  # an existing id passed no check
-        raise InvalidIdError(
-            f"Memory id '{memory_id}' conflicts with existing '{shown_other}': ids that differ only in "
-            f"{folded_difference(memory_id, other)} collide on macOS and Windows checkouts. Use the existing id or "
-            "another name."
-        )
+    check_no_clash(memory_id, existing, advice)
     return memory_id
 
 
-def shown_id(memory_id: str) -> str:
+def check_no_clash(memory_id: str, existing: Iterable[str], advice: NewIdAdvice = SAVE_ADVICE) -> None:
+    """Refuse, in ``advice``'s words, a new id that names one file with an id of ``existing`` on
+    macOS and Windows checkouts (:func:`case_conflict`)."""
+    other = case_conflict(memory_id, existing)
+    if other is not None:
+        raise InvalidIdError(advice.clash.format(new=memory_id, other=_shown_id(other),
+                                                 difference=_folded_difference(memory_id, other)))
+
+
+def _shown_id(memory_id: str) -> str:
     """An existing id as a message shows it: one that passed no check (decomposed, invisible
     characters) with escapes."""
     plain = memory_id.isprintable() and unicodedata.is_normalized("NFC", memory_id)
     return memory_id if plain else ascii(memory_id)[1:-1]
 
 
-def folded_difference(memory_id: str, other: str) -> str:
+def _folded_difference(memory_id: str, other: str) -> str:
     """How two ids that ``case_conflict`` matched differ: what macOS and Windows fold away."""
     if unicodedata.normalize("NFC", other) == memory_id:
         return "Unicode normalisation (composed or decomposed accents)"

@@ -13,27 +13,25 @@ from typing import TYPE_CHECKING, Any
 from ..core import engram
 from ..core.errors import InvalidIdError, InvalidInputError, MemoryFileError, NotFoundError, ResolutionError
 from ..core.ids import (
-    case_conflict,
+    NewIdAdvice,
     check_existing_id,
     check_id,
     check_new_id,
+    check_no_clash,
     fold_id,
-    folded_difference,
     free_variant,
-    is_auto_id,
-    shown_id,
 )
 from ..core.inputs import check_description, check_unicode
 from ..core.locate import memory_path
 from ..core.memory import Memory, utc_now, with_entities
 from ..core.problems import command, words
 from ..core.results import ChangeResult, ForgetResult, RenameResult
+from ..store.renames import trailer
 from ..store.repo import Change
 from ..transaction import memory_change
 from . import observations
 from .finding import deleted_error
 from .history import forgotten_error
-from .renames import trailer
 from .renumber import moved, rewrote_note
 
 if TYPE_CHECKING:
@@ -201,20 +199,19 @@ def restore(kb: Context, memory_id: str) -> ChangeResult:
     return ChangeResult(kb.get(memory_id).to_dict(), "restored", warnings)
 
 
+# A rename gives a name (numbers are auto ids, allocated), and a memory it would clash with is another memory.
+_RENAME_ADVICE = NewIdAdvice(
+    numbers="Give a name such as 'kb.orders-total'.",
+    clash="Memory id '{new}' is taken on macOS and Windows checkouts: '{other}' differs from it only in {difference}, "
+          "and the two name one file there. Choose another id.")
+
+
 def rename(kb: Context, old: str, new: str, *, force: bool = False) -> RenameResult:
     """Give memory ``old`` the id ``new``: its file moved (git sees a rename) and every
     ``memory:<old>`` reference pointed at ``new``, in one commit. ``force``: files holding
     uncommitted work are rewritten from HEAD (kept as .orig)."""
     check_existing_id(old, "to rename")
-    check_id(new, "give the id to rename it to")
-    if is_auto_id(new) or (new.isdecimal() and not new.isascii()):
-        # Before check_new_id, whose advice for other digits ('omit the id') is a save's.
-        plain = str(int(new))  # int() reads the decimal digits of every script
-        said = "is a number" if plain == new else f"reads as the number '{plain}'"
-        raise InvalidIdError(
-            f"Memory id '{new}' {said}, as auto ids are: slayer-kb allocates those to new memories (one "
-            "above every number used), they are not chosen. Give a name such as 'kb.orders-total'.")
-    check_new_id(new)
+    check_new_id(check_id(new, "give the id to rename it to"), advice=_RENAME_ADVICE)
     if new == old:
         raise InvalidInputError(f"Memory '{old}' has that id already; nothing to rename.")
     kb.check_not_moved(old)
@@ -248,11 +245,7 @@ def _check_free(kb: Context, old: str, new: str) -> None:
                 f"case), so '{old}' cannot become '{new}' in one move: rename it in two, '{run} rename "
                 f"{words(old, step)}' then '{run} rename {words(step, new)}'.")
         raise InvalidIdError(f"Memory id '{new}' is taken: {memory_path(new)} exists. Choose another id.")
-    other = case_conflict(new, ids)
-    if other is not None:
-        raise InvalidIdError(
-            f"Memory id '{new}' is taken on macOS and Windows checkouts: '{shown_id(other)}' differs from it only in "
-            f"{folded_difference(new, other)}, and the two name one file there. Choose another id.")
+    check_no_clash(new, ids, _RENAME_ADVICE)
 
 
 def _one_file(a: Path, b: Path) -> bool:

@@ -32,6 +32,7 @@ Decisions:
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 import textwrap
 from collections.abc import Callable, Iterator
@@ -49,11 +50,11 @@ from ..core.review import MemoryChange, Review
 from ..core.session import SESSIONS_DIR, Session, id_of_file
 from ..core.session import loads as load_session
 from ..store.gitenv import LITERAL_PATHS
+from ..store.renames import last_deletion, renamed_away, renames_between
 from ..store.repo import GitStore
 from ..store.revisions import resolve_rev, shallow_parting
 from ..transaction import memory_change
 from . import observations, sessions, validate
-from .renames import renamed_in, renames_between
 from .renumber import renumbered_text
 from .snapshot import CATALOG_DIRS, PRIORITY_FILE, blob_at, catalog_at, crafted, memory_ids_at, text_at
 from .teamchecks import deleted_since, gone_links
@@ -122,15 +123,18 @@ def show(kb: Context, memory_id: str, rev: str | None = None) -> Shown:
     return shown
 
 
-def _show(kb: Context, memory_id: str, rev: str | None) -> Shown:
+def _show(kb: Context, memory_id: str, rev: str | None,
+          renames: Callable[[str], dict[str, str]] | None = None) -> Shown:
+    """``show``'s answer; ``renames``: the renames since a commit (``renames_between``), given by
+    a caller that reads them anyway."""
     check_existing_id(memory_id, "to show")
     path = memory_path(memory_id)
     if rev is not None:
         sha = resolve_rev(kb.store, rev)
         if blob_at(kb.store, sha, path) is None:
             # Renamed since (``rename``): at ``rev`` the memory had its old id's file, as ``log`` lists.
-            path = memory_path(next((old for old, new in renames_between(kb.store, sha).items()
-                                     if new == memory_id), memory_id))
+            since = renames(sha) if renames else renames_between(kb.store, sha)
+            path = memory_path(next((old for old, new in since.items() if new == memory_id), memory_id))
         text = text_at(kb.store, sha, path)
         if text is None:
             raise NotFoundError(
@@ -144,8 +148,8 @@ def _show(kb: Context, memory_id: str, rev: str | None) -> Shown:
     deleting = last_deletion(kb.store, memory_id)
     if deleting is None:
         raise no_memory(memory_id, kb.memory_exists, "No memory with id '{}', now or in the history")
-    if (renamed := _renamed_error(kb.store, memory_id, deleting)) is not None:
-        raise renamed  # its last version is the renamed memory's: no deleted memory to show
+    if (renamed := renamed_away(kb.store, memory_id, deleting)) is not None:
+        raise NotFoundError(renamed)  # its last version is the renamed memory's: no deleted memory to show
     text = text_at(kb.store, f"{deleting}^", path)
     assert text is not None
     return Shown(loads(text, memory_id, f"{deleting}^:{path}"), text, f"{deleting}^", deleting)
@@ -160,32 +164,12 @@ def forgotten_error(kb: Context, memory_id: str, missing: NotFoundError) -> NotF
     deleting = last_deletion(kb.store, memory_id)
     if deleting is None:
         return missing
-    if (renamed := _renamed_error(kb.store, memory_id, deleting)) is not None:
-        return renamed  # 'restore --rev' would bring back a duplicate of the renamed memory
+    if (renamed := renamed_away(kb.store, memory_id, deleting)) is not None:
+        return NotFoundError(renamed)  # 'restore --rev' would bring back a duplicate of the renamed memory
     said = f"Memory '{memory_id}' was forgotten for good (not soft-deleted) in commit {deleting[:12]}"
     fix = f"'{command(kb.root)} restore {words(memory_id)} --rev {deleting[:12]}~1'"
     return NotFoundError(f"{said}: bring back its last version with {fix}.",
                          tool_message=f"{said}; the tools cannot bring it back, a person can: {fix}.")
-
-
-def _renamed_error(store: GitStore, memory_id: str, deleting: str) -> NotFoundError | None:
-    """The error for an id that ``deleting`` (the commit that removed its file) renamed, if it did."""
-    new = renamed_in(store, deleting).get(memory_id)
-    if new is None:
-        return None
-    return NotFoundError(f"Memory '{memory_id}' was renamed to '{new}' in commit {deleting[:12]}: use that id.")
-
-
-def last_deletion(store: GitStore, memory_id: str) -> str | None:
-    if store.head() is None:
-        return None
-    proc = store.git(
-        "log", "-1", "--format=%H", "--diff-filter=D", "HEAD", "--",
-        store.repo_path(memory_path(memory_id)), env=LITERAL_PATHS,
-    )
-    return proc.stdout.decode().strip() or None
-
-
 
 
 def restore_revision(kb: Context, memory_id: str, rev: str) -> RestoreResult:
@@ -193,11 +177,12 @@ def restore_revision(kb: Context, memory_id: str, rev: str) -> RestoreResult:
     check_existing_id(memory_id, "to restore")
     kb.check_not_moved(memory_id)  # it would write over the memory the id names now
     with kb.transaction() as tx:
-        shown = show(kb, memory_id, rev)
+        renames = functools.cache(functools.partial(renames_between, kb.store))  # read once, by _show and here
+        shown = _show(kb, memory_id, rev, renames)
         assert shown.rev is not None
         memory, text = shown.memory, shown.text
         # Its links to memories renamed since point at their new ids, as the renames rewrote the others'.
-        relinked = renumbered_text(memory_id, text, renames_between(kb.store, shown.rev))
+        relinked = renumbered_text(memory_id, text, renames(shown.rev))
         if relinked is not None:
             memory, text = loads(relinked, memory_id), relinked
         warnings: list[str] = []

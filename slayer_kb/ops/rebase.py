@@ -22,11 +22,12 @@ from typing import TYPE_CHECKING
 
 from ..core.errors import ConflictError, InvalidInputError, StoreError
 from ..core.ids import fold_id, free_variant
-from ..core.locate import id_of_path
+from ..core.locate import id_of_path, memory_path
 from ..core.problems import cd_step, command, command_in, git_command, words
 from ..core.results import RebaseResult
 from ..store import mergedriver
 from ..store.gitenv import LITERAL_PATHS
+from ..store.renames import renames_between
 from ..store.repo import GitStore
 from ..store.revisions import added_alike, resolve_rev
 from ..store.worktree import require_shown
@@ -298,16 +299,30 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
     # named id given to two memories): no edit either, and both may be kept.
     created = [p for p in paths if held.get(p) == {2, 3}]
     edited = [p for p in paths if {2, 3} <= held.get(p, {2, 3}) and p not in created]
-    kept = _kept_as(store, edited)
-    edited = [p for p in edited if p not in kept]
     # A soft forget keeps the file: git holds two versions, but one side forgot, not edited.
     soft_here = [p for p in paths if {2, -3} <= held.get(p, set())]
     soft_there = [p for p in paths if {-2, 3} <= held.get(p, set())]
     sides = {p: {abs(n) for n in held.get(p, {2, 3})} & {2, 3} for p in paths}  # the versions git holds
     forgot_here = [p for p in paths if sides[p] == {2}]
-    kept_forgotten = _kept_as(store, forgot_here)
+    kept_at = _kept_as(store, edited + forgot_here)  # one read of the stages for both
+    kept = {p: kept_at[p] for p in edited if p in kept_at}
+    kept_forgotten = {p: kept_at[p] for p in forgot_here if p in kept_at}
+    edited = [p for p in edited if p not in kept]
     forgot_here = [p for p in forgot_here if p not in kept_forgotten]
     forgot_there = [p for p in paths if sides[p] == {3}]
+    # A memory one side renamed: git holds its new file on that side alone, as if forgotten on the other.
+    was = _renamed_from(store, forgot_here + forgot_there, tips)
+    # Both renamed one memory, to two ids: in a rebase, dropping this branch's rename keeps the
+    # other's (a merge cannot drop it: its two files are left to the steps of a forget).
+    both = [(here, there) for here in forgot_here for there in forgot_there if here in was and was[here] == was.get(there)]
+    if checkout != ("--ours", "--theirs"):
+        was = {p: old for p, old in was.items() if not any(p in pair for pair in both)}
+        both = []
+    paired = {p for pair in both for p in pair}
+    renamed_there = [p for p in forgot_here if p in was and p not in paired]
+    renamed_here = [p for p in forgot_there if p in was and p not in paired]
+    forgot_here = [p for p in forgot_here if p not in was]
+    forgot_there = [p for p in forgot_there if p not in was]
     what: list[str] = []
     steps: list[str] = []
 
@@ -334,6 +349,19 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
                     f"kept your version as {files([moved])}")
         steps.append(f"forget that one instead: git add {args([path])} && git rm -q {args([moved])} (or git rm "
                      f"{args([path])} to forget {other}'s)")
+    for here, there in both:  # ``here``: the other's new file, ``there`` this branch's
+        theirs, mine = (_id(store, p) for p in (here, there))
+        what.append(f"{subject()} renamed {files([was[here]])} to {mine}, and {other} renamed it to {theirs}")
+        steps.append(f"git reset -q --hard to keep {other}'s id {theirs} (it drops your rename; once synced, "
+                     f"{command_in(store.root)} rename {words(theirs, mine)} gives the memory yours)")
+    for path in renamed_there:
+        what.append(f"{subject()} forgot {files([was[path]])}, which {other} renamed to {_id(store, path)}")
+        steps.append(f"git rm {args([path])} to keep it forgotten, the links to it stripped as the rebase goes on "
+                     f"(or git add {args([path])} to keep it, renamed)")
+    for path in renamed_here:
+        what.append(f"{other} forgot {files([was[path]])}, which {ours.lower()} renamed to {_id(store, path)}")
+        steps.append(f"git add {args([path])} to keep it, renamed (or git rm {args([path])} to let it go, the "
+                     "links to it stripped as the rebase goes on)")
     if forgot_here:
         what.append(f"{subject()} forgot {files(forgot_here)}, which {other} edited")
         steps.append(f"git rm {args(forgot_here)} to keep it forgotten (or git add {args(forgot_here)} "
@@ -351,6 +379,26 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
         steps += [f"git checkout {take_ours} {args(soft_there)} to keep your edit (or git checkout {take_other} "
                   f"{args(soft_there)} to let it stay forgotten)", f"git add {args(soft_there)}"]
     return "; ".join(what), steps
+
+
+def _renamed_from(store: GitStore, paths: list[str], tips: tuple[str, ...]) -> dict[str, str]:
+    """Of ``paths`` (repository-relative memory files git holds on one side only), those a
+    ``rename`` commit of a side made since ``tips`` parted (its trailer), each with the path of the
+    file it was."""
+    ids = {p: id_of_path(p[len(store.prefix):]) for p in paths}
+    if not any(ids.values()):
+        return {}
+    base = store.git("merge-base", "--octopus", *tips, check=False).stdout.decode().strip()
+    if not base:
+        return {}
+    old_of = {new: old for tip in dict.fromkeys(tips) for old, new in renames_between(store, base, tip).items()}
+    return {p: store.repo_path(memory_path(old_of[i])) for p, i in ids.items() if i in old_of}
+
+
+def _id(store: GitStore, path: str) -> str:
+    memory_id = id_of_path(path[len(store.prefix):])
+    assert memory_id is not None
+    return memory_id
 
 
 def _keep_both(store: GitStore, created: list[str], checkout: tuple[str, str], tips: tuple[str, ...]) -> str:

@@ -36,10 +36,10 @@ from ..core.memory import loads, with_entities
 from ..core.problems import command, git_command
 from ..core.results import RenumberResult
 from ..core.text import listed
+from ..store.renames import trailer
 from ..store.repo import Change, GitStore
 from ..store.revisions import resolve_rev, same_memory
 from ..store.worktree import reset_keep
-from .renames import trailer
 from .snapshot import blob_at, memory_ids_at
 
 if TYPE_CHECKING:

@@ -28,9 +28,9 @@ from ..core.ids import is_auto_id
 from ..core.memory import MAX_FILE_BYTES, loads
 from ..core.problems import Problem, command, git_command, shell_word, shown
 from ..core.session import SESSIONS_DIR
+from ..store.renames import renamed_since
 from ..store.repo import GitStore, find_toplevel
 from ..store.revisions import resolve_rev, same_memory, shallow_parting
-from .renames import renames_between
 from .snapshot import NO_BLOB, blobs_at, catalog_changed, deleted_entities, entities_of, under, written_since
 
 MEMORIES = "memories"
@@ -356,8 +356,7 @@ def gone_links(store: GitStore, base: str, against: str, against_sha: str, mine:
         return []
     fix = fix_command(store, root, f"merge {shell_word(against)}", against)
     # A memory ``against`` renamed (and still has) is no forget: the merge points the link at its new id.
-    renamed = {old: new for old, new in renames_between(store, base, against_sha).items()
-               if f"{_LINK}{old}" in gone and _tree_blobs(store, against_sha, "", [store.repo_path(f"{MEMORIES}/{new}.yaml")])}
+    renamed = renamed_since(store, base, against_sha, {e[len(_LINK):] for e in gone}).live
     problems = []
     for memory_id, name, new in found:
         for i in sorted((e[len(_LINK):] for e in new if e.startswith(_LINK)), key=lambda i: (len(i), i)):

@@ -22,12 +22,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..core.errors import KBError
-from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
+from ..core.locate import MEMORIES_DIR, id_of_path
 from ..core.memory import Memory, loads, with_entities
+from ..store.renames import Renamed, renamed_since
 from ..store.repo import Change, GitStore
 from ..transaction import Transaction, memory_change
-from .renames import renames_between
-from .snapshot import CATALOG_DIRS, absent_at_head, blob_at, deleted_entities, under
+from .snapshot import CATALOG_DIRS, absent_at_head, deleted_entities, under
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -36,12 +36,15 @@ _LINK = "memory:"
 
 
 def strip_gone(kb: Context, store: GitStore, tx: Transaction, parted: str, unlinked: dict[str, list[str]],
-               cascaded: dict[str, list[str]], relinked: dict[str, dict[str, str]]) -> bool:
+               cascaded: dict[str, list[str]], relinked: dict[str, dict[str, str]], before: str = "") -> bool:
     """Strip from the memories at HEAD their links to memories that were there at ``parted``
     (where the sides parted) and are gone at HEAD (a side forgot them), and the catalog entities
     that were there and are gone (a side deleted them); point those to a memory a side renamed at
-    its new id. True when it made a commit, ``unlinked`` given each memory's forgotten ids,
-    ``cascaded`` its deleted entities and ``relinked`` its renamed ids ({old: new})."""
+    its new id, and strip the new id's links too where that memory is gone (renamed on one side,
+    forgotten on the other, the forget kept by hand). ``before``: this branch as it was before a
+    rebase replayed it, whose renames a conflict resolved by hand may have undone. True when it
+    made a commit, ``unlinked`` given each memory's forgotten ids, ``cascaded`` its deleted
+    entities and ``relinked`` its renamed ids ({old: new})."""
     folders = [store.repo_path(f"{MEMORIES_DIR}/"), *(store.repo_path(f"{d}/") for d in CATALOG_DIRS)]
     out = store.git("diff", "--name-status", "-z", "--no-renames", "--diff-filter=DM", parted, "HEAD", "--",
                     *folders).stdout.decode("utf-8", "surrogateescape").split("\0")
@@ -55,13 +58,13 @@ def strip_gone(kb: Context, store: GitStore, tx: Transaction, parted: str, unlin
             catalog_changed.add(path[len(store.prefix):])
     made = False
     # A side renamed it (and the new id is still there): its links follow, as the rename's did.
-    moved = {old: new for old, new in renames_between(store, parted).items()
-             if old in forgotten and blob_at(store, "HEAD", memory_path(new)) is not None} if forgotten else {}
-    if moved:
-        found_moved = _relink(kb, store, tx, moved)
+    renamed = renamed_since(store, parted, "HEAD", forgotten, before) if forgotten else Renamed({}, {})
+    if renamed.live:
+        found_moved = _relink(kb, store, tx, renamed.live)
         relinked.update(found_moved)
         made = bool(found_moved)
-        forgotten -= set(moved)
+        forgotten -= set(renamed.live)
+    forgotten |= set(renamed.gone.values())
     if forgotten:
         links = {_LINK + memory_id for memory_id in forgotten}
         found = _strip(kb, store, tx, sorted(links), links.__contains__, lambda gone: (

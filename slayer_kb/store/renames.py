@@ -1,0 +1,116 @@
+"""The moves ``rename`` (and a ``renumber --onto`` commit) record: the commit ends with a
+``Renamed: OLD -> NEW`` trailer per move, which ``sync``, ``merge`` and ``rebase`` (links the
+other side added to OLD follow the move), ``validate --against`` and ``review`` (such a link named
+as a rename), ``restore OLD`` and ``show OLD`` (pointed at NEW), and ``show NEW --rev`` and
+``restore NEW --rev`` (the file OLD was) read; and every command given OLD (``get``, ``update``,
+``forget``, ``edit``, ``timeline``, their MCP tools: ``renamed_away``) says where it went.
+
+A trailer, not git's rename detection: git takes a memory forgotten and a similar one saved in
+one range of commits for a move, which would send a link to a forgotten memory to an unrelated
+one. A trailer counts only when its commit did delete ``memories/OLD.yaml`` and add
+``memories/NEW.yaml``, so a message typed by hand, or one whose ids a renumbering changed, moves
+nothing."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from ..core.locate import MEMORIES_DIR, memory_path
+from .gitenv import LITERAL_PATHS
+from .repo import GitStore
+
+_KEY = "Renamed: "
+_TRAILER = re.compile(rf"^{_KEY}(\S+) -> (\S+)$", re.MULTILINE)
+# No signature lines (log.showSignature in the user's config) among the messages read.
+_LOG = ("-c", "log.showSignature=false", "log")
+
+
+def trailer(old: str, new: str) -> str:
+    """The line a rename commit's message ends with."""
+    return f"{_KEY}{old} -> {new}"
+
+
+def renamed_in(store: GitStore, commit: str) -> dict[str, str]:
+    """{old id: new id} that ``commit`` records and made (see the module doc)."""
+    message = store.git(*_LOG, "-1", "--format=%B", commit).stdout.decode("utf-8", "replace")
+    return _checked(store, commit, message)
+
+
+def last_deletion(store: GitStore, memory_id: str) -> str | None:
+    """The last commit that deleted the memory's file (a forget, or a rename moving it), if any."""
+    if store.head() is None:
+        return None
+    proc = store.git("log", "-1", "--format=%H", "--diff-filter=D", "HEAD", "--",
+                     store.repo_path(memory_path(memory_id)), env=LITERAL_PATHS)
+    return proc.stdout.decode().strip() or None
+
+
+def renamed_away(store: GitStore, memory_id: str, deleting: str | None = None) -> str | None:
+    """What any command given ``memory_id`` says when the commit that last deleted its file
+    (``deleting``, found when not given) renamed it: the new id and that commit; else None."""
+    deleting = deleting or last_deletion(store, memory_id)
+    new = renamed_in(store, deleting).get(memory_id) if deleting else None
+    if deleting is None or new is None:
+        return None
+    return f"Memory '{memory_id}' was renamed to '{new}' in commit {deleting[:12]}: use that id."
+
+
+@dataclass(frozen=True)
+class Renamed:
+    """The ids among some asked of that commits renamed: {old: new} by whether the new id still
+    has its file (``live``: a link to the old id follows the move) or not (``gone``: renamed,
+    then forgotten, or the rename undone by a conflict resolved by hand: a link to either id is
+    a link to a forgotten memory)."""
+
+    live: dict[str, str]
+    gone: dict[str, str]
+
+
+def renamed_since(store: GitStore, base: str, head: str, olds: Collection[str], also: str = "") -> Renamed:
+    """``Renamed`` of the ids among ``olds`` that ``base..head`` renamed (and ``base..also``: a
+    branch as it was before a rebase replayed it), the new id's file looked for at ``head``."""
+    moved = {old: new for tip in filter(None, (also, head)) for old, new in renames_between(store, base, tip).items()
+             if old in olds}
+    if not moved:
+        return Renamed({}, {})
+    out = store.git("ls-tree", "-z", "--name-only", head, "--", *(store.repo_path(memory_path(new))
+                                                                   for new in moved.values()), env=LITERAL_PATHS).stdout
+    there = {path[len(store.prefix):] for path in out.decode("utf-8", "surrogateescape").split("\0") if path}
+    live = {old: new for old, new in moved.items() if memory_path(new) in there}
+    return Renamed(live, {old: new for old, new in moved.items() if old not in live})
+
+
+def renamed_on_either(store: GitStore, base: str, tips: tuple[str, ...]) -> bool:
+    """Whether a commit of ``base..tip`` for any of ``tips`` records a rename (one git process;
+    its files not checked): sync's replay, which takes a deleted file for a forget, leaves them to
+    git's rebase, which follows a moved file."""
+    return bool(store.git(*_LOG, "-1", "--format=%H", "--basic-regexp", f"--grep=^{_KEY}", *tips, f"^{base}",
+                          "--").stdout.strip())
+
+
+def renames_between(store: GitStore, base: str, head: str = "HEAD") -> dict[str, str]:
+    """{old id: the id it has at the end} for the renames the commits ``base..head`` made, in
+    the order they were made (1 -> kb.a, then kb.a -> kb.b: 1 -> kb.b)."""
+    # Basic regex whatever grep.patternType says (fixed strings would match no "^").
+    out = store.git(*_LOG, "--reverse", "-z", "--format=%H%n%B", "--basic-regexp", f"--grep=^{_KEY}", head,
+                    f"^{base}", "--").stdout
+    final: dict[str, str] = {}
+    for entry in filter(None, out.decode("utf-8", "replace").split("\0")):
+        commit, _, message = entry.strip("\n").partition("\n")
+        for old, new in _checked(store, commit, message).items():
+            final = {was: (new if now == old else now) for was, now in final.items()}
+            final[old] = new
+    return {old: new for old, new in final.items() if old != new}
+
+
+def _checked(store: GitStore, commit: str, message: str) -> dict[str, str]:
+    pairs = dict(_TRAILER.findall(message))
+    if not pairs:
+        return {}
+    out = store.git("diff-tree", "--no-commit-id", "-r", "-z", "--no-renames", "--name-status", "--root", commit,
+                    "--", store.repo_path(f"{MEMORIES_DIR}/")).stdout.decode("utf-8", "surrogateescape").split("\0")
+    made = {(status, path[len(store.prefix):]) for status, path in zip(out[::2], out[1::2], strict=False)}
+    return {old: new for old, new in pairs.items()
+            if ("D", memory_path(old)) in made and ("A", memory_path(new)) in made}
