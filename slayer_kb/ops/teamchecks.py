@@ -414,8 +414,11 @@ def plain_merge_conflicts(compared: Branch) -> list[Problem]:
     fix = ""  # one fix for every file (its remote costs two git processes), made when one is named
     for kb_path in sorted(stopped):
         folder, _, name = kb_path.partition("/")
+        # An auto id both sides added for two memories is ``id_collisions``'s; one memory both
+        # added (a squash or rebase merge of the branch, edited since) is a merge's to join.
         if not _merged(kb_path) or (folder == MEMORIES and is_auto_id(name[:-5])
-                                    and ours.get(kb_path, ("",))[0] == NO_BLOB):
+                                    and ours.get(kb_path, ("",))[0] == NO_BLOB
+                                    and not same_memory(store, kb_path, base, head, against_sha)):
             continue
         kind, merges = _MERGES[folder]
         fix = fix or fix_command(store, compared.root, f"merge {shell_word(compared.against)}", compared.against)

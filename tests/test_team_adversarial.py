@@ -1,0 +1,58 @@
+"""A team's clones driven as a stranger would drive them (branches per agent, squash merges,
+clones saving before they sync), each test the reproduction of a defect such a run found: what
+the user sees, and that the advice given works when typed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from testing import CliRunner, git, in_process_runner, in_the_kb, make_team
+
+
+@pytest.fixture
+def invoke_cli() -> CliRunner:
+    """Every command typed in the clone's folder, as a user would."""
+    return in_the_kb(in_process_runner())
+
+
+def test_validate_against_names_a_squash_merged_memory_the_branch_edited_since(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # main squash-merged the agent's memory 1; the agent then revised it on its branch. Both
+    # histories added memory 1 (one memory: no id collision), under two commits, so git's merge
+    # base lacks it and the reviewer's plain 'git merge' of the branch stops on an add/add. The
+    # review's check passed it ("no problems") as if it were an id collision, which it is not.
+    _bare, (agent, reviewer) = make_team(tmp_path)
+    git(agent, "switch", "-q", "-c", "agent-a")
+    invoke_cli("--kb", agent, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "merge", "-q", "--squash", "origin/agent-a")
+    git(reviewer, "commit", "-q", "-m", "Squash agent-a")
+    git(reviewer, "push", "-q", "origin", "main")
+    invoke_cli("--kb", agent, "update", "1", "--content", "Refund reasons: free text, grouped by hand", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "switch", "-q", "--detach", "origin/agent-a")
+    checked = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
+    assert (checked.returncode, checked.stdout) == (1, (
+        "memories/1.yaml:1: origin/main wrote this memory too since this branch parted from it, in lines git's "
+        "merge cannot join: a plain git merge of this branch stops on it. Run 'git fetch origin && slayer-kb merge "
+        "origin/main': it merges both sides' revisions of a topic key, and fields each side changed alone, and "
+        "stops on two edits of one field (two memories under one id among them) with the steps to merge by hand\n"
+        "1 problem in 1 file (1 file checked)\n"))
+
+    # The fix, typed by the agent, makes the reviewer's plain merge go through with the agent's edit.
+    git(agent, "fetch", "-q", "origin")
+    merged = invoke_cli("--kb", agent, "merge", "origin/main", check=True)
+    assert merged.stdout == "Merged origin/main; run slayer-kb sync to push.\n"
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "switch", "-q", "--detach", "origin/agent-a")
+    again = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
+    assert (again.returncode, again.stdout) == (0, "Checked 1 file: no problems.\n")
+    git(reviewer, "switch", "-q", "main")
+    git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge agent-a")
+    assert "Refund reasons: free text, grouped by hand" in (reviewer / "memories" / "1.yaml").read_text()
