@@ -56,3 +56,43 @@ def test_validate_against_names_a_squash_merged_memory_the_branch_edited_since(
     git(reviewer, "switch", "-q", "main")
     git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge agent-a")
     assert "Refund reasons: free text, grouped by hand" in (reviewer / "memories" / "1.yaml").read_text()
+
+
+def test_validate_against_names_a_forget_a_plain_merge_would_undo(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # main squash-merged the agent's memories 1 and 2; the agent then forgot 2 on its branch. git's
+    # merge base is older than memory 2, so the reviewer's plain 'git merge' saw main add it and the
+    # branch leave it alone, and kept it: the forget the agent was told of undone, and the check
+    # (and the review) said nothing of it.
+    _bare, (agent, reviewer) = make_team(tmp_path)
+    git(agent, "switch", "-q", "-c", "agent-a")
+    invoke_cli("--kb", agent, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
+    invoke_cli("--kb", agent, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "merge", "-q", "--squash", "origin/agent-a")
+    git(reviewer, "commit", "-q", "-m", "Squash agent-a")
+    git(reviewer, "push", "-q", "origin", "main")
+    invoke_cli("--kb", agent, "forget", "2", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "switch", "-q", "--detach", "origin/agent-a")
+    checked = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
+    assert (checked.returncode, checked.stdout) == (1, (
+        "memories/2.yaml:1: this branch forgot memory 2 after origin/main took it in from this branch (a squash "
+        "or rebase merge, under commits of its own): a plain git merge of this branch keeps it, since git's merge "
+        "base is older than the memory. Run 'git fetch origin && slayer-kb merge origin/main': it keeps the "
+        "memory forgotten\n"
+        "1 problem in 1 file (1 file checked)\n"))
+
+    git(agent, "fetch", "-q", "origin")
+    invoke_cli("--kb", agent, "merge", "origin/main", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "switch", "-q", "--detach", "origin/agent-a")
+    again = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
+    assert (again.returncode, again.stdout) == (0, "Checked 1 file: no problems.\n")
+    git(reviewer, "switch", "-q", "main")
+    git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge agent-a")
+    assert git(reviewer, "ls-files", "memories/1.yaml", "memories/2.yaml").split() == ["memories/1.yaml"]
+

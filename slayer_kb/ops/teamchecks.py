@@ -1,8 +1,8 @@
 """What a team's branches must agree on, checked by ``validate``: auto ids that two branches
 allocated for different memories (``--against REF``), links a branch added to memories REF forgot
 or entities REF deleted from the catalog since, memory and session files both sides changed that a
-plain ``git merge`` stops on (all three ``--against REF``), and topic keys held by more than one
-memory.
+plain ``git merge`` stops on and forgets it would undo (all three ``--against REF``), and topic
+keys held by more than one memory.
 With ``--against REF`` only the files the branch changed need the per-file checks
 (``branch_files``), the rest having been checked where they came from.
 
@@ -396,7 +396,8 @@ def plain_merge_conflicts(compared: Branch) -> list[Problem]:
     """Memory and session files this branch's commits wrote that the revision compared with wrote
     too since they parted, in lines git's merge cannot join (a forget against an edit among
     them): a plain ``git merge`` of the branch (a pull request's merge button, where no merge
-    driver of slayer-kb's runs) stops on them. ``slayer-kb merge REF`` on the branch merges them
+    driver of slayer-kb's runs) stops on them; and the memories it forgot that such a merge
+    would keep (``_undone_forgets``). ``slayer-kb merge REF`` on the branch merges them
     as sync does, or stops on them for a person. An auto id both sides added is
     ``id_collisions``'s to name (its fix is a renumbering)."""
     store, base, against_sha = compared.store, compared.base, compared.against_sha
@@ -404,13 +405,13 @@ def plain_merge_conflicts(compared: Branch) -> list[Problem]:
     if base is None or head is None or against_sha == base:
         return []
     ours, theirs = (written_since(store, base, rev) for rev in (head, against_sha))
+    problems = _undone_forgets(compared, head, ours, theirs)
     both = {path for path in ours.keys() & theirs.keys() if ours[path][1] != theirs[path][1] and _merged(path)}
     if not both:
-        return []
+        return problems
     stopped = merge_tree_stops(store, head, against_sha)
     if stopped is None:  # git before 2.38: one merge-file a file, renames not followed
         stopped = _merge_file_stops(store, ours, theirs, both)
-    problems = []
     fix = ""  # one fix for every file (its remote costs two git processes), made when one is named
     for kb_path in sorted(stopped):
         folder, _, name = kb_path.partition("/")
@@ -428,6 +429,32 @@ def plain_merge_conflicts(compared: Branch) -> list[Problem]:
             f"cannot join: a plain git merge of this branch stops on it. Run '{fix}': {merges}",
         ))
     return problems
+
+
+def _undone_forgets(compared: Branch, head: str, ours: dict[str, tuple[str, str]],
+                    theirs: dict[str, tuple[str, str]]) -> list[Problem]:
+    """Memories this branch added and then forgot after the revision compared with took them in
+    by a squash or rebase merge (the very same file added under commits of its own,
+    ``same_memory``). git's merge base is older than the memory, so a plain ``git merge`` sees
+    that revision add it and the branch leave it alone, and keeps it without a word;
+    ``slayer-kb merge`` keeps it forgotten."""
+    store, base = compared.store, compared.base
+    # Added by the revision, absent where they parted and at HEAD (so not in ``ours``).
+    taken_in = {path for path, (before, _after) in theirs.items()
+                if before == NO_BLOB and path not in ours and path.startswith(f"{MEMORIES}/") and _merged(path)}
+    if not taken_in or base is None:
+        return []
+    forgot = sorted(taken_in & set(store.added_paths(base, head, under=f"{MEMORIES}/")))
+    forgot = [path for path in forgot if same_memory(store, path, base, head, compared.against_sha)]
+    if not forgot:
+        return []
+    fix = fix_command(store, compared.root, f"merge {shell_word(compared.against)}", compared.against)
+    return [Problem(
+        shown(compared.root / path), 1,
+        f"this branch forgot memory {path[len(MEMORIES) + 1:-5]} after {compared.against} took it in from this "
+        "branch (a squash or rebase merge, under commits of its own): a plain git merge of this branch keeps it, "
+        f"since git's merge base is older than the memory. Run '{fix}': it keeps the memory forgotten",
+    ) for path in forgot]
 
 
 def merge_tree_stops(store: GitStore, head: str, against_sha: str) -> set[str] | None:
