@@ -96,3 +96,47 @@ def test_validate_against_names_a_forget_a_plain_merge_would_undo(tmp_path: Path
     git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge agent-a")
     assert git(reviewer, "ls-files", "memories/1.yaml", "memories/2.yaml").split() == ["memories/1.yaml"]
 
+
+
+def test_validate_against_names_a_link_ref_added_to_a_memory_the_branch_forgot(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # Agent A forgot memory 1 on its branch while agent B's branch, merged into main first, added
+    # memory 101 linking memory:1. The check of A's branch passed it, and the reviewer's plain
+    # merge made a main whose memory 101 links nothing: 'validate' fails there.
+    _bare, (a, b, reviewer) = make_team(tmp_path, clones=3)
+    invoke_cli("--kb", a, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    for clone in (b, reviewer):
+        git(clone, "pull", "-q", "origin", "main")
+    git(a, "switch", "-q", "-c", "agent-a")
+    invoke_cli("--kb", a, "forget", "1", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(b, "switch", "-q", "-c", "agent-b")
+    saved = invoke_cli("--kb", b, "save", "Group refunds by hand (see 1)", "-e", "shop.refunds.amount", "-e", "memory:1",
+                       check=True)
+    assert saved.stdout.startswith("Saved memory 101 (created)")
+    invoke_cli("--kb", b, "sync", check=True)
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "merge", "-q", "--no-ff", "origin/agent-b", "-m", "Merge agent-b")
+    git(reviewer, "push", "-q", "origin", "main")
+
+    git(reviewer, "switch", "-q", "--detach", "origin/agent-a")
+    checked = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
+    assert (checked.returncode, checked.stdout) == (1, (
+        "memories/101.yaml:1: memory 101, which origin/main added or changed since this branch parted from it, "
+        "links 'memory:1', which this branch forgot; merged as it is, the link would point at nothing. Run 'git "
+        "fetch origin && slayer-kb merge origin/main': it strips links to forgotten memories, in one commit\n"
+        "1 problem in 1 file (0 files checked)\n"))
+
+    git(a, "fetch", "-q", "origin")
+    merged = invoke_cli("--kb", a, "merge", "origin/main", check=True)
+    assert merged.stdout == ("Merged origin/main; run slayer-kb sync to push.\n"
+                             "  stripped links to forgotten memories: memory:1 from 101\n")
+    invoke_cli("--kb", a, "sync", check=True)
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "switch", "-q", "--detach", "origin/agent-a")
+    assert invoke_cli("--kb", reviewer, "validate", "--against", "origin/main").returncode == 0
+    git(reviewer, "switch", "-q", "main")
+    git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge agent-a")
+    assert invoke_cli("--kb", reviewer, "validate").returncode == 0
+
