@@ -140,3 +140,29 @@ def test_validate_against_names_a_link_ref_added_to_a_memory_the_branch_forgot(
     git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge agent-a")
     assert invoke_cli("--kb", reviewer, "validate").returncode == 0
 
+
+def test_a_forget_holds_against_another_clones_strip_of_its_links(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # Memory 2 links memory:1. Clone A forgot 2 and synced; clone B forgot 1, which stripped
+    # memory:1 from 2, an edit of 2 only in the links a forget takes along. B's sync stopped on
+    # "origin/main forgot memories/2.yaml, which your commits edited", for a person, and B's other
+    # saves stayed off the remote until one came: every later sync stopped the same way.
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
+    invoke_cli("--kb", a, "save", "Group them by hand (see 1)", "-e", "shop.refunds.amount", "-e", "memory:1",
+               check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "forget", "2", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    forgot = invoke_cli("--kb", b, "forget", "1", check=True)
+    assert forgot.stdout == "Forgot memory 1\n  stripped memory:1 from 2\n"
+    invoke_cli("--kb", b, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
+
+    synced = invoke_cli("--kb", b, "sync")
+    assert (synced.returncode, synced.stdout, synced.stderr) == (
+        0, "Synced main with origin: rebased, 1 pulled, 2 pushed.\n  merged both sides of: memories/2.yaml\n", "")
+    assert git(b, "ls-files", "memories").split() == ["memories/101.yaml"]
+    assert git(b, "status", "--porcelain") == ""
+    invoke_cli("--kb", a, "sync", check=True)
+    assert git(a, "ls-files", "memories").split() == ["memories/101.yaml"]
+    assert invoke_cli("--kb", a, "validate").returncode == 0
