@@ -38,9 +38,10 @@ def plain_merge_conflicts(compared: Branch) -> list[Problem]:
     """Memory and session files this branch's commits wrote that the revision compared with wrote
     too since they parted, in lines git's merge cannot join (a forget against an edit among
     them): a plain ``git merge`` of the branch (a pull request's merge button, where no merge
-    driver of slayer-kb's runs) stops on them; and the memories it forgot that such a merge
-    would keep (``_undone_forgets``). ``slayer-kb merge REF`` on the branch merges them
-    as sync does, or stops on them for a person. An auto id both sides added is
+    driver of slayer-kb's runs) stops on them; the memories it forgot that such a merge would
+    keep (``_undone_forgets``), and the links the revision gained to them
+    (``_links_to_own_forgets``). ``slayer-kb merge REF`` on the branch merges them as sync
+    does, or stops on them for a person. An auto id both sides added for two memories is
     ``id_collisions``'s to name (its fix is a renumbering)."""
     store, base, against_sha = compared.store, compared.base, compared.against_sha
     head = store.head()
