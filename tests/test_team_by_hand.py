@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from slayer_kb.ops import observations, rebase, teamchecks
+from slayer_kb.ops import observations, plainmerge, rebase
 from slayer_kb.store.leases import BLOCK
 from testing import CliRunner, git, in_process_runner, in_the_kb, json_of, lose_races, make_team, traced_git
 
@@ -853,7 +853,7 @@ def test_validate_against_main_names_the_files_a_plain_merge_of_the_branch_would
     # 'validate --against origin/main' passed agent-b, and GitHub's merge of it stopped on both files.
     # The same answers from git 2.38's merge-tree and, before it, a merge-file a file.
     if not merge_tree:
-        monkeypatch.setattr(teamchecks, "merge_tree_stops", lambda *args: None)  # as git < 2.38 answers
+        monkeypatch.setattr(plainmerge, "merge_tree_stops", lambda *args: None)  # as git < 2.38 answers
     _bare, (a, b, reviewer) = make_team(tmp_path, clones=3)
     topic = ("--title", "Cache TTL", "--project", "api", "--topic-key", "decision/cache-ttl")
     invoke_cli("--kb", a, "save", "Cache TTL is 60 s", *topic, check=True)
@@ -1839,7 +1839,7 @@ def test_a_rename_against_an_edit_is_a_stop_only_where_git_cannot_follow_it(
     merge-tree (git 2.38+) it is git's answer; before, a merge-file a file cannot follow a rename
     (docs/teams.md says so)."""
     if not merge_tree:
-        monkeypatch.setattr(teamchecks, "merge_tree_stops", lambda *args: None)  # as git < 2.38 answers
+        monkeypatch.setattr(plainmerge, "merge_tree_stops", lambda *args: None)  # as git < 2.38 answers
     _bare, (a,) = make_team(tmp_path, clones=1)
     invoke_cli("--kb", a, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
     git(a, "switch", "-q", "-c", "side")

@@ -112,10 +112,12 @@ def forget_holds(base: Memory, kept: Memory, forgot: Dated, committed: Dated) ->
     holds. The later of the two does, as for a soft forget (``_forgotten``), an edit by hand dated
     by its commit (``committed``: a person's edit made after the forget must not vanish behind
     the ``updated_at`` it left as it was); a forget never loses a tie, nor to a change of the
-    memory's links alone (then no date is asked). None for a memory without a topic key (or one
-    that changed key), or a forget or an edit by hand git cannot date: for a person."""
+    memory's links alone (then no date is asked). Any memory's forget holds against a strip of
+    its links alone (another forget's or a catalog delete's cascade), which leaves nothing to
+    keep. None for another change of a memory without a topic key (or one that changed key), or
+    a forget or an edit by hand git cannot date: for a person."""
     if not (base.topic_key and base.topic_key == kept.topic_key):
-        return None
+        return True if not revised(base, kept) and set(kept.entities) <= set(base.entities) else None
     if not revised(base, kept):
         return True  # only its links changed (another forget's strip): no revision to keep
     if (written := _written(base, kept, committed)) is None or (forgot_at := forgot()) is None:

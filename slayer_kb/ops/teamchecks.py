@@ -1,8 +1,8 @@
 """What a team's branches must agree on, checked by ``validate``: auto ids that two branches
 allocated for different memories (``--against REF``), links a branch added to memories REF forgot
-or entities REF deleted from the catalog since, memory and session files both sides changed that a
-plain ``git merge`` stops on (all three ``--against REF``), and topic keys held by more than one
-memory.
+or entities REF deleted from the catalog since (both ``--against REF``), and topic keys held by
+more than one memory; what a plain ``git merge`` of the branch stops on or gets wrong is
+plainmerge.py's.
 With ``--against REF`` only the files the branch changed need the per-file checks
 (``branch_files``), the rest having been checked where they came from.
 
@@ -12,7 +12,6 @@ Each check returns problems of a whole file (line 1).
 from __future__ import annotations
 
 import re
-import tempfile
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,10 +30,10 @@ from ..core.session import SESSIONS_DIR
 from ..store.renames import renamed_since
 from ..store.repo import GitStore, find_toplevel
 from ..store.revisions import resolve_rev, same_memory, shallow_parting
-from .snapshot import NO_BLOB, blobs_at, catalog_changed, deleted_entities, entities_of, under, written_since
+from .snapshot import blobs_at, catalog_changed, deleted_entities, entities_of, under
 
 MEMORIES = "memories"
-_LINK = "memory:"
+LINK = "memory:"
 # A memory's stored query, its key as any YAML writes it ('query:', '"query" :'), for git grep -E.
 _QUERY_KEY = "query[\"']?[[:space:]]*:"
 _TOPIC_FIELDS = re.compile(r"^(topic_key|project|scope|deleted_at): *(.*)$", re.MULTILINE)
@@ -336,11 +335,11 @@ def gone_links(store: GitStore, base: str, against: str, against_sha: str, mine:
     that parted from ``against`` at ``base``; ``present`` says whether the branch holds a memory
     id, ``deleted`` the entities ``against`` deleted (``deleted_since``); ``root`` the KB's folder,
     which the fix names (``fix_command``)."""
-    linked = {i[len(_LINK):] for _name, links in mine.values() for i in links if i.startswith(_LINK)}
-    gone = {f"{_LINK}{i}" for i in _forgotten(store, base, against_sha, linked) if present(i)} if linked else set()
+    linked = {i[len(LINK):] for _name, links in mine.values() for i in links if i.startswith(LINK)}
+    gone = {f"{LINK}{i}" for i in _forgotten(store, base, against_sha, linked) if present(i)} if linked else set()
 
     def lost(entity: str) -> bool:
-        return entity in gone or (not entity.startswith(_LINK) and under(entity, deleted))
+        return entity in gone or (not entity.startswith(LINK) and under(entity, deleted))
 
     mine = {memory_id: found for memory_id, found in mine.items() if any(map(lost, found[1]))}
     if not mine:
@@ -350,16 +349,16 @@ def gone_links(store: GitStore, base: str, against: str, against_sha: str, mine:
     texts = store.objects.read_many("blob", before.values())
     found = []  # (id, shown name, the links it gained to what is gone)
     for memory_id, (name, links) in sorted(mine.items()):
-        old = _links_in(texts[before[memory_id]].decode("utf-8", "replace"), memory_id) if memory_id in before else set()
+        old = links_in(texts[before[memory_id]].decode("utf-8", "replace"), memory_id) if memory_id in before else set()
         found.append((memory_id, name, {e for e in links - old if lost(e)}))
     if not any(new for _i, _name, new in found):
         return []
     fix = fix_command(store, root, f"merge {shell_word(against)}", against)
     # A memory ``against`` renamed (and still has) is no forget: the merge points the link at its new id.
-    renamed = renamed_since(store, base, against_sha, {e[len(_LINK):] for e in gone}).live
+    renamed = renamed_since(store, base, against_sha, {e[len(LINK):] for e in gone}).live
     problems = []
     for memory_id, name, new in found:
-        for i in sorted((e[len(_LINK):] for e in new if e.startswith(_LINK)), key=lambda i: (len(i), i)):
+        for i in sorted((e[len(LINK):] for e in new if e.startswith(LINK)), key=lambda i: (len(i), i)):
             what, does = ((f"renamed to '{renamed[i]}'", "points links to renamed memories at their new ids")
                           if i in renamed else ("forgot", "strips links to forgotten memories"))
             problems.append(Problem(
@@ -371,92 +370,8 @@ def gone_links(store: GitStore, base: str, against: str, against_sha: str, mine:
             f"memory {memory_id} links '{entity}', which {against} deleted from the catalog since this branch "
             f"parted from it; merged as it is, the link would point at nothing. Run '{fix}': it strips links "
             "to deleted entities, as the delete would have, in one commit",
-        ) for entity in sorted(e for e in new if not e.startswith(_LINK))]
+        ) for entity in sorted(e for e in new if not e.startswith(LINK))]
     return problems
-
-
-# What ``slayer-kb merge`` does with each kind of file a plain git merge stops on.
-_MERGES = {
-    MEMORIES: ("memory", "it merges both sides' revisions of a topic key, and fields each side changed alone, and "
-                         "stops on two edits of one field (two memories under one id among them) with the steps "
-                         "to merge by hand"),
-    SESSIONS_DIR: ("session file", "it merges both sides' sessions (their prompts, the earliest start, the latest "
-                                   "end)"),
-}
-
-
-def _merged(kb_path: str) -> bool:
-    """Whether the KB's merge driver merges ``kb_path``: a ``.yaml`` file in memories/ or sessions/."""
-    folder, _, name = kb_path.partition("/")
-    return folder in _MERGES and "/" not in name and name.endswith(".yaml")
-
-
-def plain_merge_conflicts(compared: Branch) -> list[Problem]:
-    """Memory and session files this branch's commits wrote that the revision compared with wrote
-    too since they parted, in lines git's merge cannot join (a forget against an edit among
-    them): a plain ``git merge`` of the branch (a pull request's merge button, where no merge
-    driver of slayer-kb's runs) stops on them. ``slayer-kb merge REF`` on the branch merges them
-    as sync does, or stops on them for a person. An auto id both sides added is
-    ``id_collisions``'s to name (its fix is a renumbering)."""
-    store, base, against_sha = compared.store, compared.base, compared.against_sha
-    head = store.head()
-    if base is None or head is None or against_sha == base:
-        return []
-    ours, theirs = (written_since(store, base, rev) for rev in (head, against_sha))
-    both = {path for path in ours.keys() & theirs.keys() if ours[path][1] != theirs[path][1] and _merged(path)}
-    if not both:
-        return []
-    stopped = merge_tree_stops(store, head, against_sha)
-    if stopped is None:  # git before 2.38: one merge-file a file, renames not followed
-        stopped = _merge_file_stops(store, ours, theirs, both)
-    problems = []
-    fix = ""  # one fix for every file (its remote costs two git processes), made when one is named
-    for kb_path in sorted(stopped):
-        folder, _, name = kb_path.partition("/")
-        if not _merged(kb_path) or (folder == MEMORIES and is_auto_id(name[:-5])
-                                    and ours.get(kb_path, ("",))[0] == NO_BLOB):
-            continue
-        kind, merges = _MERGES[folder]
-        fix = fix or fix_command(store, compared.root, f"merge {shell_word(compared.against)}", compared.against)
-        problems.append(Problem(
-            shown(compared.root / kb_path), 1,
-            f"{compared.against} wrote this {kind} too since this branch parted from it, in lines git's merge "
-            f"cannot join: a plain git merge of this branch stops on it. Run '{fix}': {merges}",
-        ))
-    return problems
-
-
-def merge_tree_stops(store: GitStore, head: str, against_sha: str) -> set[str] | None:
-    """The KB paths of the KB's files a merge of ``head`` and ``against_sha`` stops on, as git's
-    merge finds them (renames followed), in one ``git merge-tree --write-tree`` (git 2.38+; it
-    writes the merged objects, nothing else). None where git has no such command."""
-    proc = store.git("merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", head, against_sha,
-                     check=False)
-    if proc.returncode not in (0, 1):
-        return None
-    names = proc.stdout.decode("utf-8", "surrogateescape").split("\0")[1:]
-    return {name[len(store.prefix):] for name in names if name.startswith(store.prefix) and name}
-
-
-def _merge_file_stops(store: GitStore, ours: dict[str, tuple[str, str]], theirs: dict[str, tuple[str, str]],
-                      both: set[str]) -> set[str]:
-    """``merge_tree_stops`` for git before 2.38: each file in ``both`` merged by a ``git
-    merge-file``, each version written once, under a name of its own. A rename is not followed:
-    one side's rename against the other's edit is a deletion against an edit here."""
-    texts = store.objects.read_many("blob", {blob for path in both for blob in (*ours[path], theirs[path][1])}
-                                    - {NO_BLOB})
-    stopped = set()
-    with tempfile.TemporaryDirectory(prefix="slayer-kb-merge-") as folder:
-        for number, path in enumerate(sorted(both)):
-            (before, mine), after = ours[path], theirs[path][1]
-            if NO_BLOB not in (mine, after):  # else a forget against an edit: git stops on it
-                versions = [Path(folder, f"{number}.{side}") for side in ("ours", "base", "theirs")]
-                for version, blob in zip(versions, (mine, before, after), strict=True):
-                    version.write_bytes(texts.get(blob, b""))
-                if store.git("merge-file", "-q", "-p", *map(str, versions), check=False).returncode == 0:
-                    continue
-            stopped.add(path)
-    return stopped
 
 
 def fix_command(store: GitStore, root: Path, args: str, against: str) -> str:
@@ -495,10 +410,10 @@ def _links_of(path: Path, marks: tuple[str, ...]) -> set[str]:
         text = read_regular(path, limit=MAX_FILE_BYTES).decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return set()
-    return _links_in(text, path.stem) if any(mark in text for mark in marks) else set()
+    return links_in(text, path.stem) if any(mark in text for mark in marks) else set()
 
 
-def _links_in(text: str, memory_id: str) -> set[str]:
+def links_in(text: str, memory_id: str) -> set[str]:
     """The entities (``memory:<id>`` among them) a memory's text links; none for text that does
     not parse."""
     try:

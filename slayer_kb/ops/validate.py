@@ -75,6 +75,7 @@ from ..core.session import loads as load_session
 from ..store.config import setting
 from ..store.listing import RACY_SECONDS
 from ..store.repo import STATE_DIR, GitStore
+from .plainmerge import plain_merge_conflicts
 from .schema_words import item_line, memory_problems, read_times, session_problems
 from .teamchecks import (
     branch,
@@ -82,7 +83,6 @@ from .teamchecks import (
     holds_a_topic_key,
     id_collisions,
     links_to_gone,
-    plain_merge_conflicts,
     topic_key_holders,
     topic_key_twins,
     topic_keys_taken,

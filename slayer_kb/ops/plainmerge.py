@@ -1,0 +1,174 @@
+"""What a plain ``git merge`` of a branch into the revision it is compared with (a pull request's
+merge button, where no merge driver of slayer-kb's runs) stops on or gets wrong, for
+``validate --against REF``: memory and session files both sides wrote in lines git cannot join,
+forgets such a merge would undo, and links it would leave pointing at a memory the branch forgot.
+``slayer-kb merge REF`` on the branch handles each as ``sync`` does."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from ..core.ids import is_auto_id
+from ..core.problems import Problem, shell_word, shown
+from ..core.session import SESSIONS_DIR
+from ..store.renames import renames_between
+from ..store.repo import GitStore
+from ..store.revisions import same_memory
+from .snapshot import NO_BLOB, written_since
+from .teamchecks import LINK, MEMORIES, Branch, fix_command, links_in
+
+# What ``slayer-kb merge`` does with each kind of file a plain git merge stops on.
+_MERGES = {
+    MEMORIES: ("memory", "it merges both sides' revisions of a topic key, and fields each side changed alone, and "
+                         "stops on two edits of one field (two memories under one id among them) with the steps "
+                         "to merge by hand"),
+    SESSIONS_DIR: ("session file", "it merges both sides' sessions (their prompts, the earliest start, the latest "
+                                   "end)"),
+}
+
+
+def _merged(kb_path: str) -> bool:
+    """Whether the KB's merge driver merges ``kb_path``: a ``.yaml`` file in memories/ or sessions/."""
+    folder, _, name = kb_path.partition("/")
+    return folder in _MERGES and "/" not in name and name.endswith(".yaml")
+
+
+def plain_merge_conflicts(compared: Branch) -> list[Problem]:
+    """Memory and session files this branch's commits wrote that the revision compared with wrote
+    too since they parted, in lines git's merge cannot join (a forget against an edit among
+    them): a plain ``git merge`` of the branch (a pull request's merge button, where no merge
+    driver of slayer-kb's runs) stops on them; the memories it forgot that such a merge would
+    keep (``_undone_forgets``), and the links the revision gained to them
+    (``_links_to_own_forgets``). ``slayer-kb merge REF`` on the branch merges them as sync
+    does, or stops on them for a person. An auto id both sides added for two memories is
+    ``id_collisions``'s to name (its fix is a renumbering)."""
+    store, base, against_sha = compared.store, compared.base, compared.against_sha
+    head = store.head()
+    if base is None or head is None or against_sha == base:
+        return []
+    ours, theirs = (written_since(store, base, rev) for rev in (head, against_sha))
+    problems = _undone_forgets(compared, head, ours, theirs) + _links_to_own_forgets(compared, head, ours, theirs)
+    both = {path for path in ours.keys() & theirs.keys() if ours[path][1] != theirs[path][1] and _merged(path)}
+    if not both:
+        return problems
+    stopped = merge_tree_stops(store, head, against_sha)
+    if stopped is None:  # git before 2.38: one merge-file a file, renames not followed
+        stopped = _merge_file_stops(store, ours, theirs, both)
+    fix = ""  # one fix for every file (its remote costs two git processes), made when one is named
+    for kb_path in sorted(stopped):
+        folder, _, name = kb_path.partition("/")
+        # An auto id both sides added for two memories is ``id_collisions``'s; one memory both
+        # added (a squash or rebase merge of the branch, edited since) is a merge's to join.
+        if not _merged(kb_path) or (folder == MEMORIES and is_auto_id(name[:-5])
+                                    and ours.get(kb_path, ("",))[0] == NO_BLOB
+                                    and not same_memory(store, kb_path, base, head, against_sha)):
+            continue
+        kind, merges = _MERGES[folder]
+        fix = fix or fix_command(store, compared.root, f"merge {shell_word(compared.against)}", compared.against)
+        problems.append(Problem(
+            shown(compared.root / kb_path), 1,
+            f"{compared.against} wrote this {kind} too since this branch parted from it, in lines git's merge "
+            f"cannot join: a plain git merge of this branch stops on it. Run '{fix}': {merges}",
+        ))
+    return problems
+
+
+def _undone_forgets(compared: Branch, head: str, ours: dict[str, tuple[str, str]],
+                    theirs: dict[str, tuple[str, str]]) -> list[Problem]:
+    """Memories this branch added and then forgot after the revision compared with took them in
+    by a squash or rebase merge (the very same file added under commits of its own,
+    ``same_memory``). git's merge base is older than the memory, so a plain ``git merge`` sees
+    that revision add it and the branch leave it alone, and keeps it without a word;
+    ``slayer-kb merge`` keeps it forgotten."""
+    store, base = compared.store, compared.base
+    # Added by the revision, absent where they parted and at HEAD (so not in ``ours``).
+    taken_in = {path for path, (before, _after) in theirs.items()
+                if before == NO_BLOB and path not in ours and path.startswith(f"{MEMORIES}/") and _merged(path)}
+    if not taken_in or base is None:
+        return []
+    forgot = sorted(taken_in & set(store.added_paths(base, head, under=f"{MEMORIES}/")))
+    forgot = [path for path in forgot if same_memory(store, path, base, head, compared.against_sha)]
+    if not forgot:
+        return []
+    fix = fix_command(store, compared.root, f"merge {shell_word(compared.against)}", compared.against)
+    return [Problem(
+        shown(compared.root / path), 1,
+        f"this branch forgot memory {path[len(MEMORIES) + 1:-5]} after {compared.against} took it in from this "
+        "branch (a squash or rebase merge, under commits of its own): a plain git merge of this branch keeps it, "
+        f"since git's merge base is older than the memory. Run '{fix}': it keeps the memory forgotten",
+    ) for path in forgot]
+
+
+def _links_to_own_forgets(compared: Branch, head: str, ours: dict[str, tuple[str, str]],
+                          theirs: dict[str, tuple[str, str]]) -> list[Problem]:
+    """Links the revision compared with gained since they parted, in memories it added or
+    changed, to memories this branch forgot (or renamed): the branch's forget stripped the links
+    its clone held, not these, so a plain ``git merge`` makes a tree whose memory links nothing
+    (and fails ``validate``). ``slayer-kb merge REF`` strips them, or points them at the new id."""
+    store, base = compared.store, compared.base
+    forgot = {path[len(MEMORIES) + 1:-5] for path, (before, after) in ours.items()
+              if path.startswith(f"{MEMORIES}/") and _merged(path) and before != NO_BLOB and after == NO_BLOB}
+    if not forgot or base is None:
+        return []
+    changed = {path: blobs for path, blobs in theirs.items()
+               if path.startswith(f"{MEMORIES}/") and _merged(path) and blobs[1] != NO_BLOB}
+    texts = store.objects.read_many("blob", {blob for blobs in changed.values() for blob in blobs} - {NO_BLOB})
+    found = []  # (the memory's path, its id, the forgotten ids it gained links to)
+    for path, (before, after) in sorted(changed.items()):
+        text, memory_id = texts[after].decode("utf-8", "replace"), path[len(MEMORIES) + 1:-5]
+        if not any(f"{LINK}{i}" in text for i in forgot):
+            continue
+        old = links_in(texts[before].decode("utf-8", "replace"), memory_id) if before != NO_BLOB else set()
+        gained = sorted((e[len(LINK):] for e in links_in(text, memory_id) - old
+                         if e.startswith(LINK) and e[len(LINK):] in forgot), key=lambda i: (len(i), i))
+        if gained:
+            found.append((path, memory_id, gained))
+    if not found:
+        return []
+    renamed = renames_between(store, base, head)
+    fix = fix_command(store, compared.root, f"merge {shell_word(compared.against)}", compared.against)
+    problems = []
+    for path, memory_id, gained in found:
+        for i in gained:
+            what, does = ((f"renamed to '{renamed[i]}'", "points links to renamed memories at their new ids")
+                          if i in renamed else ("forgot", "strips links to forgotten memories"))
+            problems.append(Problem(
+                shown(compared.root / path), 1,
+                f"memory {memory_id}, which {compared.against} added or changed since this branch parted from it, "
+                f"links 'memory:{i}', which this branch {what}; merged as it is, the link would point at nothing. "
+                f"Run '{fix}': it {does}, in one commit"))
+    return problems
+
+
+def merge_tree_stops(store: GitStore, head: str, against_sha: str) -> set[str] | None:
+    """The KB paths of the KB's files a merge of ``head`` and ``against_sha`` stops on, as git's
+    merge finds them (renames followed), in one ``git merge-tree --write-tree`` (git 2.38+; it
+    writes the merged objects, nothing else). None where git has no such command."""
+    proc = store.git("merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", head, against_sha,
+                     check=False)
+    if proc.returncode not in (0, 1):
+        return None
+    names = proc.stdout.decode("utf-8", "surrogateescape").split("\0")[1:]
+    return {name[len(store.prefix):] for name in names if name.startswith(store.prefix) and name}
+
+
+def _merge_file_stops(store: GitStore, ours: dict[str, tuple[str, str]], theirs: dict[str, tuple[str, str]],
+                      both: set[str]) -> set[str]:
+    """``merge_tree_stops`` for git before 2.38: each file in ``both`` merged by a ``git
+    merge-file``, each version written once, under a name of its own. A rename is not followed:
+    one side's rename against the other's edit is a deletion against an edit here."""
+    texts = store.objects.read_many("blob", {blob for path in both for blob in (*ours[path], theirs[path][1])}
+                                    - {NO_BLOB})
+    stopped = set()
+    with tempfile.TemporaryDirectory(prefix="slayer-kb-merge-") as folder:
+        for number, path in enumerate(sorted(both)):
+            (before, mine), after = ours[path], theirs[path][1]
+            if NO_BLOB not in (mine, after):  # else a forget against an edit: git stops on it
+                versions = [Path(folder, f"{number}.{side}") for side in ("ours", "base", "theirs")]
+                for version, blob in zip(versions, (mine, before, after), strict=True):
+                    version.write_bytes(texts.get(blob, b""))
+                if store.git("merge-file", "-q", "-p", *map(str, versions), check=False).returncode == 0:
+                    continue
+            stopped.add(path)
+    return stopped

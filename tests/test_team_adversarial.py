@@ -1,0 +1,168 @@
+"""A team's clones driven as a stranger would drive them (branches per agent, squash merges,
+clones saving before they sync), each test the reproduction of a defect such a run found: what
+the user sees, and that the advice given works when typed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from testing import CliRunner, git, in_process_runner, in_the_kb, make_team
+
+
+@pytest.fixture
+def invoke_cli() -> CliRunner:
+    """Every command typed in the clone's folder, as a user would."""
+    return in_the_kb(in_process_runner())
+
+
+def test_validate_against_names_a_squash_merged_memory_the_branch_edited_since(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # main squash-merged the agent's memory 1; the agent then revised it on its branch. Both
+    # histories added memory 1 (one memory: no id collision), under two commits, so git's merge
+    # base lacks it and the reviewer's plain 'git merge' of the branch stops on an add/add. The
+    # review's check passed it ("no problems") as if it were an id collision, which it is not.
+    _bare, (agent, reviewer) = make_team(tmp_path)
+    git(agent, "switch", "-q", "-c", "agent-a")
+    invoke_cli("--kb", agent, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "merge", "-q", "--squash", "origin/agent-a")
+    git(reviewer, "commit", "-q", "-m", "Squash agent-a")
+    git(reviewer, "push", "-q", "origin", "main")
+    invoke_cli("--kb", agent, "update", "1", "--content", "Refund reasons: free text, grouped by hand", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "switch", "-q", "--detach", "origin/agent-a")
+    checked = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
+    assert (checked.returncode, checked.stdout) == (1, (
+        "memories/1.yaml:1: origin/main wrote this memory too since this branch parted from it, in lines git's "
+        "merge cannot join: a plain git merge of this branch stops on it. Run 'git fetch origin && slayer-kb merge "
+        "origin/main': it merges both sides' revisions of a topic key, and fields each side changed alone, and "
+        "stops on two edits of one field (two memories under one id among them) with the steps to merge by hand\n"
+        "1 problem in 1 file (1 file checked)\n"))
+
+    # The fix, typed by the agent, makes the reviewer's plain merge go through with the agent's edit.
+    git(agent, "fetch", "-q", "origin")
+    merged = invoke_cli("--kb", agent, "merge", "origin/main", check=True)
+    assert merged.stdout == "Merged origin/main; run slayer-kb sync to push.\n"
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "switch", "-q", "--detach", "origin/agent-a")
+    again = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
+    assert (again.returncode, again.stdout) == (0, "Checked 1 file: no problems.\n")
+    git(reviewer, "switch", "-q", "main")
+    git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge agent-a")
+    assert "Refund reasons: free text, grouped by hand" in (reviewer / "memories" / "1.yaml").read_text()
+
+
+def test_validate_against_names_a_forget_a_plain_merge_would_undo(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # main squash-merged the agent's memories 1 and 2; the agent then forgot 2 on its branch. git's
+    # merge base is older than memory 2, so the reviewer's plain 'git merge' saw main add it and the
+    # branch leave it alone, and kept it: the forget the agent was told of undone, and the check
+    # (and the review) said nothing of it.
+    _bare, (agent, reviewer) = make_team(tmp_path)
+    git(agent, "switch", "-q", "-c", "agent-a")
+    invoke_cli("--kb", agent, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
+    invoke_cli("--kb", agent, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "merge", "-q", "--squash", "origin/agent-a")
+    git(reviewer, "commit", "-q", "-m", "Squash agent-a")
+    git(reviewer, "push", "-q", "origin", "main")
+    invoke_cli("--kb", agent, "forget", "2", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "switch", "-q", "--detach", "origin/agent-a")
+    checked = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
+    assert (checked.returncode, checked.stdout) == (1, (
+        "memories/2.yaml:1: this branch forgot memory 2 after origin/main took it in from this branch (a squash "
+        "or rebase merge, under commits of its own): a plain git merge of this branch keeps it, since git's merge "
+        "base is older than the memory. Run 'git fetch origin && slayer-kb merge origin/main': it keeps the "
+        "memory forgotten\n"
+        "1 problem in 1 file (1 file checked)\n"))
+
+    git(agent, "fetch", "-q", "origin")
+    invoke_cli("--kb", agent, "merge", "origin/main", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "switch", "-q", "--detach", "origin/agent-a")
+    again = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
+    assert (again.returncode, again.stdout) == (0, "Checked 1 file: no problems.\n")
+    git(reviewer, "switch", "-q", "main")
+    git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge agent-a")
+    assert git(reviewer, "ls-files", "memories/1.yaml", "memories/2.yaml").split() == ["memories/1.yaml"]
+
+
+
+def test_validate_against_names_a_link_ref_added_to_a_memory_the_branch_forgot(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # Agent A forgot memory 1 on its branch while agent B's branch, merged into main first, added
+    # memory 101 linking memory:1. The check of A's branch passed it, and the reviewer's plain
+    # merge made a main whose memory 101 links nothing: 'validate' fails there.
+    _bare, (a, b, reviewer) = make_team(tmp_path, clones=3)
+    invoke_cli("--kb", a, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    for clone in (b, reviewer):
+        git(clone, "pull", "-q", "origin", "main")
+    git(a, "switch", "-q", "-c", "agent-a")
+    invoke_cli("--kb", a, "forget", "1", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(b, "switch", "-q", "-c", "agent-b")
+    saved = invoke_cli("--kb", b, "save", "Group refunds by hand (see 1)", "-e", "shop.refunds.amount", "-e", "memory:1",
+                       check=True)
+    assert saved.stdout.startswith("Saved memory 101 (created)")
+    invoke_cli("--kb", b, "sync", check=True)
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "merge", "-q", "--no-ff", "origin/agent-b", "-m", "Merge agent-b")
+    git(reviewer, "push", "-q", "origin", "main")
+
+    git(reviewer, "switch", "-q", "--detach", "origin/agent-a")
+    checked = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
+    assert (checked.returncode, checked.stdout) == (1, (
+        "memories/101.yaml:1: memory 101, which origin/main added or changed since this branch parted from it, "
+        "links 'memory:1', which this branch forgot; merged as it is, the link would point at nothing. Run 'git "
+        "fetch origin && slayer-kb merge origin/main': it strips links to forgotten memories, in one commit\n"
+        "1 problem in 1 file (0 files checked)\n"))
+
+    git(a, "fetch", "-q", "origin")
+    merged = invoke_cli("--kb", a, "merge", "origin/main", check=True)
+    assert merged.stdout == ("Merged origin/main; run slayer-kb sync to push.\n"
+                             "  stripped links to forgotten memories: memory:1 from 101\n")
+    invoke_cli("--kb", a, "sync", check=True)
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "switch", "-q", "--detach", "origin/agent-a")
+    assert invoke_cli("--kb", reviewer, "validate", "--against", "origin/main").returncode == 0
+    git(reviewer, "switch", "-q", "main")
+    git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge agent-a")
+    assert invoke_cli("--kb", reviewer, "validate").returncode == 0
+
+
+def test_a_forget_holds_against_another_clones_strip_of_its_links(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # Memory 2 links memory:1. Clone A forgot 2 and synced; clone B forgot 1, which stripped
+    # memory:1 from 2, an edit of 2 only in the links a forget takes along. B's sync stopped on
+    # "origin/main forgot memories/2.yaml, which your commits edited", for a person, and B's other
+    # saves stayed off the remote until one came: every later sync stopped the same way.
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
+    invoke_cli("--kb", a, "save", "Group them by hand (see 1)", "-e", "shop.refunds.amount", "-e", "memory:1",
+               check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "forget", "2", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    forgot = invoke_cli("--kb", b, "forget", "1", check=True)
+    assert forgot.stdout == "Forgot memory 1\n  stripped memory:1 from 2\n"
+    invoke_cli("--kb", b, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
+
+    synced = invoke_cli("--kb", b, "sync")
+    assert (synced.returncode, synced.stdout, synced.stderr) == (
+        0, "Synced main with origin: rebased, 1 pulled, 2 pushed.\n  merged both sides of: memories/2.yaml\n", "")
+    assert git(b, "ls-files", "memories").split() == ["memories/101.yaml"]
+    assert git(b, "status", "--porcelain") == ""
+    invoke_cli("--kb", a, "sync", check=True)
+    assert git(a, "ls-files", "memories").split() == ["memories/101.yaml"]
+    assert invoke_cli("--kb", a, "validate").returncode == 0
