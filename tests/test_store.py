@@ -676,36 +676,52 @@ def test_a_reservation_holds_real_disk_blocks(tmp_path: Path, monkeypatch: pytes
     assert st.st_blocks * 512 >= st.st_size  # blocks, not a sparse hole
 
 
-def test_head_read_from_the_ref_files_is_what_git_says(tmp_path: Path) -> None:
+def test_head_branch_and_tips_read_from_the_ref_files_are_what_git_says(tmp_path: Path) -> None:
+    """HEAD's commit, its branch and a remote-tracking ref's commit are read from git's files,
+    loose or packed, with no git process (one each before; a sync asked for all three); git
+    is asked only where the files are not plain (a symbolic ref, a peeled tag)."""
     from slayer_kb.store.repo import GitStore
 
-    def agrees(path: Path) -> str | None:
+    def ask(path: Path, *args: str) -> str:  # git's answer, failed or not
+        return subprocess.run(["git", *args], cwd=path, capture_output=True, text=True).stdout.strip()
+
+    def agrees(path: Path, tracking: str = "refs/remotes/origin/main") -> str | None:
         store = GitStore(path)
-        expected = subprocess.run(["git", "rev-parse", "-q", "--verify", "HEAD^{commit}"], cwd=path,
-                                  capture_output=True, text=True).stdout.strip() or None
-        assert store.head() == expected
-        return expected
+        with traced_git(tmp_path) as runs:
+            read = (store.head(), store.branch(), store.tip(tracking))
+        said = [ask(path, "rev-parse", "-q", "--verify", f"{rev}^{{commit}}") or None for rev in ("HEAD", tracking)]
+        branch = ask(path, "symbolic-ref", "-q", "--short", "HEAD")
+        assert read == (said[0], branch, said[1] or "")
+        assert runs("") == []
+        return said[0]
 
     root = tmp_path / "repo"
     root.mkdir()
-    git(root, "init", "-q")
+    git(root, "init", "-q", "-b", "main")
     assert agrees(root) is None  # unborn branch
     (root / "kb").mkdir()
     (root / "kb" / "a.txt").write_text("a\n")
     commit_all(root)
     first = agrees(root)
     assert first is not None and agrees(root / "kb") == first  # a KB in a folder of the repo
-    assert GitStore(root)._loose_head() == first  # the loose ref was read, not git asked
-    git(root, "pack-refs", "--all")  # packed: git answers
-    assert GitStore(root)._loose_head() is None and agrees(root) == first
+    git(root, "update-ref", "refs/remotes/origin/main", first)
+    assert agrees(root) == first
+    git(root, "pack-refs", "--all")  # packed, as a clone leaves them
+    assert agrees(root) == first
     (root / "b.txt").write_text("b\n")
     commit_all(root)
-    second = agrees(root)
+    second = agrees(root)  # the branch loose again, above its packed line
     git(root, "checkout", "-q", "--detach", first)
     assert agrees(root) == first
     git(root, "worktree", "add", "-q", "-b", "wt", str(tmp_path / "other"), second)  # its branch ref is in the main repository
-    assert GitStore(tmp_path / "other")._loose_head() == second
     assert agrees(tmp_path / "other") == second
+    git(root, "tag", "-a", "-m", "a tag", "v1", first)
+    git(root, "update-ref", "refs/remotes/origin/main", "v1")  # a tag object: peeled by git
+    git(root, "pack-refs", "--all")
+    store = GitStore(root)
+    with traced_git(tmp_path) as runs:
+        assert store.tip("refs/remotes/origin/main") == first
+    assert len(runs("rev-parse")) == 1
     sha256 = tmp_path / "sha256"
     subprocess.run(["git", "init", "-q", "--object-format=sha256", str(sha256)], check=True)
     (sha256 / "a.txt").write_text("a\n")
