@@ -1671,6 +1671,21 @@ def test_a_merge_attribute_on_a_file_neither_side_wrote_stops_no_merge(tmp_path:
         assert git(b, "show", "HEAD:memories/2.yaml").startswith("learning: Refunds are rows with negative amounts\n")
 
 
+def test_a_sync_reads_its_branch_and_its_upstreams_tip_from_git_s_files(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # A sync asked git for its branch (symbolic-ref) and for the upstream as the last fetch saw
+    # it (rev-parse): one process each, which reading .git/HEAD and the ref's file answers.
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", b, "save", "Shipping fees include VAT", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
+    with traced_git(tmp_path) as runs:
+        synced = json_of(invoke_cli("--kb", a, "--json", "sync", check=True))
+    assert (synced["branch"], synced["pulled"], synced["pushed"]) == ("main", 1, 1)
+    assert git(a, "rev-parse", "HEAD") == git(a, "rev-parse", "origin/main")
+    # Nor is rev-parse asked where the repository is, as the KB opens (discover.py).
+    assert (runs("rev-parse"), runs("symbolic-ref")) == ([], [])
+
+
 UNION = ("The repository's gitattributes give {} 'merge=union', which git ranks above slayer-kb's merge driver, so "
          "git would not merge memories and sessions as records (union writes a memory's keys twice); nothing was "
          "merged. Remove that line from .gitattributes and commit the change (or from .git/info/attributes), then "

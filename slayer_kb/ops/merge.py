@@ -59,7 +59,7 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
         kb.reread()
         head = store.head()
         assert head is not None
-        branch = store.git("symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.decode().strip()
+        branch = store.branch()
         result = MergeResult(ref, "up to date" if head == before else "fast-forward" if head == sha else "merged", head,
                              push_step(kb.shared_remote(), branch, 0, store.root))
         if result.action == "merged":

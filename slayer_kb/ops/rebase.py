@@ -68,7 +68,7 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
             # By its commit: a name git would read as an option (-x) is refused, not passed on.
             onto_commit = resolve_rev(store, upstream)
             args = ["-q", onto_commit]
-            branch = store.git("symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.decode().strip()
+            branch = store.branch()
             pushed = _pushed(store, remote, branch, "HEAD", onto_commit)
             ours = store.head() or ""
             bases = merge_bases(store, (ours, onto_commit))
@@ -183,8 +183,8 @@ def _marked_message(root: Path, paths: list[str]) -> str:
 def _pushed(store: GitStore, remote: str, branch: str, head: str, onto: str) -> int:
     """How many of the commits a rebase of ``branch`` (at ``head``) onto ``onto`` rewrites are
     already on its remote branch, the one ``sync`` pushes to, of the same name; 0 for a detached HEAD."""
-    tracking = f"refs/remotes/{remote}/{branch}"
-    if not branch or store.git("rev-parse", "-q", "--verify", tracking, check=False).returncode:
+    tracking = store.tip(f"refs/remotes/{remote}/{branch}") if branch else ""
+    if not tracking:
         return 0
     tip = store.git("merge-base", head, tracking, check=False).stdout.decode().strip()
     return int(store.git("rev-list", "--count", tip, f"^{onto}").stdout.decode().strip() or 0) if tip else 0

@@ -94,7 +94,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
     result = SyncResult(remote, "")
     laps = _Laps(result.timings)
     store.refuse_during_git_operation()  # a rebase left stopped detaches HEAD: named first
-    branch = store.git("symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.decode().strip()
+    branch = store.branch()
     if not branch:
         raise InvalidInputError(f"HEAD is detached; check out a branch ({git_command(store.root, 'switch NAME')}) "
                                 "before syncing.")
@@ -117,7 +117,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
     fetch = Fetch(store, kb.leases, remote, upstream_branch, tracking, turn)
     head = store.head()
     upstream = ""
-    known = _tip(store, tracking) if head is not None else ""  # the upstream as the last fetch saw it
+    known = store.tip(tracking) if head is not None else ""  # the upstream as the last fetch saw it
     fetched = bool(known) and head == known
     if fetched:
         # Nothing of this branch's own to push, as the last fetch knew it: with nothing to pull
@@ -275,10 +275,6 @@ def _top_up(kb: Context, fetch: Fetch, result: SyncResult) -> None:
     result.given_up = fetch.given_up
     with contextlib.suppress(KBError):
         kb.top_up_leases()
-
-
-def _tip(store: GitStore, ref: str) -> str:
-    return store.git("rev-parse", "-q", "--verify", f"{ref}^{{commit}}", check=False).stdout.decode().strip()
 
 
 def _upstream_branch(kb: Context, branch: str, remote: str) -> str:
