@@ -1,0 +1,44 @@
+"""What agents and reviewers read back from a KB with hand-broken files and from odd values
+given to a write: a skipped memory file named in the words ``get`` uses for it, counted where
+the memories are counted, and a value with nothing visible in it taken as blank wherever a blank
+is. Each case runs the command in this process (``invoke_cli``) and checks what it prints, its
+exit code and what it committed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from slayer_kb import KnowledgeBase
+from testing import CliRunner, commit_all, git, json_of
+
+NOT_UTF8 = "memories/4.yaml: cannot be read: it is not UTF-8 text (invalid start byte at byte 0)"
+
+
+def break_memory_files(root: Path) -> None:
+    """Memory 4 made binary, memory 5 given a key no memory has; committed, as a bad merge would."""
+    (root / "memories" / "4.yaml").write_bytes(b"\xff\xfe\x00bad")
+    (root / "memories" / "5.yaml").write_text("learning: hi\nbogus_key: 1\n")
+    commit_all(root, "hand-broken memory files")
+
+
+SKIPPED = [f"{NOT_UTF8} (skipped)",
+           "memories/5.yaml:2: unknown key 'bogus_key' (allowed keys: title, type, learning, description, "
+           "entities, query, project, scope, topic_key, session_id, revision_count, duplicate_count, "
+           "created_at, updated_at, deleted_at) (skipped)"]
+
+
+def test_a_skipped_binary_memory_file_is_named_as_get_names_it(indexed_example_kb: KnowledgeBase,
+                                                                invoke_cli: CliRunner) -> None:
+    """``list``, ``search`` and ``reindex`` named a binary file with Python's codec message
+    ('utf-8' codec can't decode byte 0xff in position 0), where ``get`` and ``validate`` say it
+    plainly."""
+    root = indexed_example_kb.root
+    break_memory_files(root)
+    head = git(root, "rev-parse", "HEAD")
+    got = invoke_cli("--kb", root, "get", "4")
+    assert got.returncode == 1 and got.stderr.startswith(f"Error: {NOT_UTF8}. Edit ")
+    assert json_of(invoke_cli("--kb", root, "--json", "list"))["warnings"] == SKIPPED
+    assert json_of(invoke_cli("--kb", root, "--json", "search", "refunds"))["warnings"][:2] == SKIPPED
+    assert json_of(invoke_cli("--kb", root, "--json", "reindex"))["problems"][0] == NOT_UTF8
+    assert git(root, "rev-parse", "HEAD") == head and git(root, "status", "--porcelain") == ""
+
