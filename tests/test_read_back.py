@@ -42,3 +42,17 @@ def test_a_skipped_binary_memory_file_is_named_as_get_names_it(indexed_example_k
     assert json_of(invoke_cli("--kb", root, "--json", "reindex"))["problems"][0] == NOT_UTF8
     assert git(root, "rev-parse", "HEAD") == head and git(root, "status", "--porcelain") == ""
 
+
+def test_stats_names_the_memory_files_it_could_not_count(indexed_example_kb: KnowledgeBase,
+                                                         invoke_cli: CliRunner) -> None:
+    """``stats`` (and ``mem_stats``) counted the readable memories only, without a word of the
+    files it skipped, as ``list`` and ``search`` name them."""
+    root = indexed_example_kb.root
+    break_memory_files(root)
+    head = git(root, "rev-parse", "HEAD")
+    stats = invoke_cli("--kb", root, "--json", "stats")
+    assert stats.returncode == 0 and json_of(stats)["memories"] == 32
+    assert json_of(stats)["warnings"] == SKIPPED
+    shown = invoke_cli("--kb", root, "stats")
+    assert shown.stdout.endswith("".join(f"\nwarning: {line}" for line in SKIPPED) + "\n")
+    assert git(root, "rev-parse", "HEAD") == head and git(root, "status", "--porcelain") == ""

@@ -400,6 +400,7 @@ def stats(kb: Context) -> Stats:
         "types": dict(sorted(types.items())),
         "search_by_meaning": kb.meaning_status(),
     }
-    if files.warnings:
-        stats["warnings"] = files.warnings
+    # The memories counted are those read: the files skipped are named, as list and search do.
+    if warnings := skipped(kb) + files.warnings:
+        stats["warnings"] = warnings
     return stats
