@@ -56,3 +56,19 @@ def test_stats_names_the_memory_files_it_could_not_count(indexed_example_kb: Kno
     shown = invoke_cli("--kb", root, "stats")
     assert shown.stdout.endswith("".join(f"\nwarning: {line}" for line in SKIPPED) + "\n")
     assert git(root, "rev-parse", "HEAD") == head and git(root, "status", "--porcelain") == ""
+
+
+def test_an_update_to_a_title_of_nothing_visible_clears_it_as_a_blank_one_does(
+        indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """``update --title ''`` (or blanks) clears a title, and a save refuses a title with nothing
+    visible in it as blank; but an update stored a zero-width space or a control character as the
+    title, which every listing then showed as an empty-looking one."""
+    root = indexed_example_kb.root
+    for title in ("\u200b", "\x01 \u200e"):
+        updated = invoke_cli("--kb", root, "--json", "update", "25", "--title", title)
+        assert updated.returncode == 0, updated.stderr
+        assert (json_of(updated)["title"], json_of(updated)["action"]) == (None, "updated")
+        assert "title:" not in (root / "memories" / "25.yaml").read_text()
+        git(root, "reset", "-q", "--hard", "HEAD~1")
+    refused = invoke_cli("--kb", root, "save", "x", "--title", "\u200b")
+    assert (refused.returncode, refused.stderr) == (1, "Error: title is required and must not be blank.\n")

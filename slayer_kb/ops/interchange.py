@@ -388,7 +388,7 @@ def _observation(kb: Context, obs: dict[str, Any], memory_id: str, where: str, w
         return None
     try:
         kb.check_learning(content, "content")
-        title = engram.check_title(engram.redact_private(obs.get("title") or "")) or None
+        title = engram.given_title(obs.get("title") or "")
         check_unicode(obs, "the observation")
         project = engram.given_project(obs["project"]) if isinstance(obs.get("project"), str) else None
         topic_key = engram.given_topic_key(obs["topic_key"]) if isinstance(obs.get("topic_key"), str) else None
