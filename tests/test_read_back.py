@@ -72,3 +72,23 @@ def test_an_update_to_a_title_of_nothing_visible_clears_it_as_a_blank_one_does(
         git(root, "reset", "-q", "--hard", "HEAD~1")
     refused = invoke_cli("--kb", root, "save", "x", "--title", "\u200b")
     assert (refused.returncode, refused.stderr) == (1, "Error: title is required and must not be blank.\n")
+
+
+def test_a_long_catalog_name_or_revision_is_quoted_back_cut_to_100_characters(
+        example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """An error quotes at most 100 characters of a value it was given, with its length; but an
+    unknown leaf or model of a delete, and an unknown revision (``show --rev``, ``review``,
+    ``validate --against``, ...), came back whole: 5,000 characters given, 5,000 printed."""
+    root = example_kb_read_only.root
+    long = "x" * 300
+    cut = f"{'x' * 100!r}... (300 characters)"
+    for args, error in (
+            (("delete-leaf", f"shop.orders.{long}"),
+             f"Model 'shop.orders' has no column, measure or aggregation {cut}. Its leaves: "),
+            (("delete-model", long), f"Unknown model {cut}: no datasource has a model of that name."),
+            (("delete-model", f"shop.{long}"), f"Unknown model {cut} in datasource 'shop'. Its models: "),
+            (("show", "12", "--rev", long), f"Unknown revision {cut}: give a commit, branch or tag"),
+    ):
+        proc = invoke_cli("--kb", root, "--json", *args)
+        assert proc.returncode == 1 and proc.stderr.startswith(f"Error: {error}"), (args, proc.stderr)
+        assert json_of(proc)["error"]["message"].startswith(error) and len(proc.stderr) < 600
