@@ -92,3 +92,14 @@ def test_a_long_catalog_name_or_revision_is_quoted_back_cut_to_100_characters(
         proc = invoke_cli("--kb", root, "--json", *args)
         assert proc.returncode == 1 and proc.stderr.startswith(f"Error: {error}"), (args, proc.stderr)
         assert json_of(proc)["error"]["message"].startswith(error) and len(proc.stderr) < 600
+
+
+def test_a_missing_choice_under_json_is_named_in_one_line(invoke_cli: CliRunner) -> None:
+    """click lists the choices of a missing argument one per line, tab-indented; under --json
+    that came out as 'Choose from:\\n\\tbash,\\n\\tzsh,\\n\\tfish Try ...', where every other usage
+    error is one line."""
+    proc = invoke_cli("--json", "completion")
+    assert proc.returncode == 2 and "Choose from:\n\tbash,\n" in proc.stderr  # click's own text, as ever
+    assert json_of(proc) == {"error": {"type": "usage", "message": (
+        "Missing argument '{bash|zsh|fish}'. Choose from: bash, zsh, fish. Try 'slayer-kb completion --help' "
+        "for help.")}}
