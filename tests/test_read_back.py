@@ -103,3 +103,15 @@ def test_a_missing_choice_under_json_is_named_in_one_line(invoke_cli: CliRunner)
     assert json_of(proc) == {"error": {"type": "usage", "message": (
         "Missing argument '{bash|zsh|fish}'. Choose from: bash, zsh, fish. Try 'slayer-kb completion --help' "
         "for help.")}}
+
+
+def test_sync_to_a_long_remote_name_it_lacks_quotes_it_cut(example_kb_read_only: KnowledgeBase,
+                                                           invoke_cli: CliRunner) -> None:
+    """``sync --remote`` with a name no remote has printed the name twice, whole (10,000 characters
+    for a 5,000-character name); it is quoted cut, and the fix names it NAME."""
+    root = example_kb_read_only.root
+    proc = invoke_cli("--kb", root, "--json", "sync", "--remote", "r" * 300)
+    assert (proc.returncode, proc.stderr) == (1, (
+        f"Error: No git remote named {'r' * 100!r}... (300 characters); add one (git -C {root} remote add NAME "
+        "URL) or pass --remote.\n"))
+    assert json_of(proc)["error"]["type"] == "invalid_input"
