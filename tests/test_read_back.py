@@ -115,3 +115,16 @@ def test_sync_to_a_long_remote_name_it_lacks_quotes_it_cut(example_kb_read_only:
         f"Error: No git remote named {'r' * 100!r}... (300 characters); add one (git -C {root} remote add NAME "
         "URL) or pass --remote.\n"))
     assert json_of(proc)["error"]["type"] == "invalid_input"
+
+
+def test_timeline_of_a_broken_memory_file_says_how_to_fix_it_as_get_does(indexed_example_kb: KnowledgeBase,
+                                                                         invoke_cli: CliRunner) -> None:
+    """``get 5`` of a file with a key no memory has names the fix (edit it, validate); ``timeline
+    5`` named the problem only."""
+    root = indexed_example_kb.root
+    break_memory_files(root)
+    got = invoke_cli("--kb", root, "get", "5")
+    assert got.returncode == 1 and f"Edit {root}/memories/5.yaml to fix it" in got.stderr
+    for args in (("timeline", "5"), ("--json", "timeline", "5")):
+        proc = invoke_cli("--kb", root, *args)
+        assert (proc.returncode, proc.stderr) == (1, got.stderr), args

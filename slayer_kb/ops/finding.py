@@ -355,7 +355,7 @@ def timeline(kb: Context, memory_id: str, before: int = 5, after: int = 5) -> Ti
     check_existing_id(memory_id, "whose session neighbours to show")
     kb.ensure_fresh()
     try:
-        focus = kb.read(memory_id, explain=True)
+        focus = kb.read_with_fix(memory_id)
     except NotFoundError:
         kb.check_not_moved(memory_id)  # merged away: say where the memory went
         raise
