@@ -128,3 +128,21 @@ def test_timeline_of_a_broken_memory_file_says_how_to_fix_it_as_get_does(indexed
     for args in (("timeline", "5"), ("--json", "timeline", "5")):
         proc = invoke_cli("--kb", root, *args)
         assert (proc.returncode, proc.stderr) == (1, got.stderr), args
+
+
+def test_import_slayer_of_a_slayer_kb_knowledge_base_says_it_is_one(example_kb_read_only: KnowledgeBase,
+                                                                     invoke_cli: CliRunner, tmp_path: Path) -> None:
+    """``import-slayer`` given a slayer-kb KB (memories/<id>.yaml, not SLayer's memories/<id>.md)
+    said 'From kb: 0 imported.' and exited 0: the memories the user meant to bring were not read,
+    unsaid. It says what the folder is and the export that makes SLayer's form of it."""
+    source = example_kb_read_only.root
+    target = tmp_path / "other"
+    (target / "memories").mkdir(parents=True)
+    proc = invoke_cli("--kb", source, "--json", "import-slayer", source)
+    assert (proc.returncode, proc.stderr) == (1, (
+        f"Error: {source} is a slayer-kb knowledge base (memories/<id>.yaml), not a SLayer storage folder "
+        f"(memories/<id>.md): write its memories as SLayer's with 'slayer-kb --kb {source} export-slayer DIR', "
+        "then import DIR.\n"))
+    assert json_of(proc)["error"]["type"] == "invalid_input"
+    empty = invoke_cli("--kb", source, "--json", "import-slayer", target)  # SLayer's, with no memory yet
+    assert empty.returncode == 0 and json_of(empty)["imported"] == []
