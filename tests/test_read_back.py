@@ -156,3 +156,15 @@ def test_a_summary_over_the_limit_is_told_the_commands_that_keep_it(example_kb_r
     assert (proc.returncode, proc.stderr) == (1, (
         "Error: summary is 69999 bytes; the limit is 65536 bytes. Keep the session's summary short; save the "
         f"details with 'slayer-kb --kb {root} session-summary' or 'slayer-kb --kb {root} save --title'.\n"))
+
+
+def test_show_of_a_broken_memory_file_says_how_to_fix_it_as_get_does(indexed_example_kb: KnowledgeBase,
+                                                                     invoke_cli: CliRunner) -> None:
+    """``show 5`` (the file as it is now) named the problem of a file with a key no memory has,
+    without the fix ``get 5`` gives."""
+    root = indexed_example_kb.root
+    break_memory_files(root)
+    got = invoke_cli("--kb", root, "get", "5")
+    assert got.returncode == 1 and f"Edit {root}/memories/5.yaml to fix it" in got.stderr
+    shown = invoke_cli("--kb", root, "--json", "show", "5")
+    assert (shown.returncode, shown.stderr) == (1, got.stderr)
