@@ -64,7 +64,7 @@ The main `--json` documents (the MCP tools return the same fields as structured 
 | `search` | `memories`, `example_queries`, `entities`, `resolved_input_entities`, `warnings`, `notes` (how the answer was made, nothing to act on) |
 | `list` | `memories` (and `warnings`: files skipped, a filter no memory matches) |
 | `context` | `text` (and `warnings`: the project or scope of an empty digest that no memory has, a misspelt name) |
-| `stats` | `memories`, `sessions`, `prompts`, `projects`, `types`, `search_by_meaning` (and `warnings`: session files skipped) |
+| `stats` | `memories`, `sessions`, `prompts`, `projects`, `types`, `search_by_meaning` (and `warnings`: memory, session and catalog files skipped) |
 | `delete-model`, `delete-datasource`, `delete-leaf`, `prune` | `deleted`, `commit`, `rewritten`; the deletes' `stale_queries` (example-query memories whose stored query names what was deleted: [format.md](format.md#entity-references)), `prune`'s `stripped`, `dry_run` |
 | `validate`, `fmt` | `ok`, `checked`, `problems` (each `path`, `line`, `message` and `kind`: `stale_query` for an example query naming what the catalog no longer has, which `sync` pushes, `invalid_query` for one that is not a SlayerQuery, which `sync` pushes only where the branch left it as the upstream has it, else `null`), `reformatted` (`fmt`'s files rewritten, or with `--check` that would be; `[]` from `validate`), `warnings` (`validate`'s, shaped as `problems`: a time more than a day ahead, valid but sorted first until then; `[]` from `fmt`) |
 | `review` | `base`, `head`, `merge_base`, the changes and `problems` ([review.md](review.md#what-the-review-comment-shows)) |

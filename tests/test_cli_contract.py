@@ -877,7 +877,7 @@ def test_a_global_option_after_the_command_is_told_to_go_before_it(invoke_cli: C
     assert proc.stderr.endswith(f"\nError: {said}\n")
     asked = invoke_cli(*args, "--json")
     assert (asked.returncode, json.loads(asked.stdout)) == (2, {"error": {"type": "usage", "message": (
-        f"{said} Try 'slayer-kb {command} --help' for help.")}})
+        f"{said}{'' if said.endswith('.') else '.'} Try 'slayer-kb {command} --help' for help.")}})
 
 
 # -- help and completion --------------------------------------------------------------------------

@@ -248,6 +248,10 @@ def _print_usage_json(error: click.UsageError) -> None:
     stdout; click then prints its usage text on stderr and exits 2, as without ``--json``."""
     # A group given no command: click's message is the group's whole help, which stderr shows.
     message = "Missing command." if isinstance(error, _NO_COMMAND) else error.format_message()
+    # click lists a missing argument's choices one a line, tab-indented: one line here.
+    message = message.replace("\n\t", " ")
+    if not message.endswith((".", "?")):
+        message += "."
     if error.ctx is not None:
         option = max(error.ctx.help_option_names, key=len)  # as click names it on stderr
         message += f" Try '{error.ctx.command_path} {option}' for help."

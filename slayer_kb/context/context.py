@@ -251,20 +251,32 @@ class Context(Parts):
         try:
             return self.read(memory_id, explain=True)
         except MemoryFileError as exc:
-            path = self.path_of(memory_id)
-            if exc.names_fix:
-                raise
-            if path.is_symlink() or not path.is_file():  # a link, a FIFO, a folder: nothing to edit
-                raise MemoryFileError(exc.path, exc.line, f"{exc.message}; move it out of {MEMORIES_DIR}/ by hand, "
-                                      "then retry", names_fix=True) from None
-            problem = exc.message.rstrip(".")
-            # The person's fix runs from where they ran the command (--kb from elsewhere).
-            run = command(self.root)
-            fix = f"Edit {shown(path)} to fix it, then check it with '{run} validate'"
-            edit = f"(or run '{run} edit {words(memory_id)}', which checks it on close)"
-            raise MemoryFileError(exc.path, exc.line, f"{problem}. {fix} {edit}.",
-                                  tool_message=f"{problem}. Edit {exc.path} to fix it, then check it with "
-                                               "'slayer-kb validate'.") from None
+            raise self._with_fix(memory_id, exc) from None
+
+    def read_text_with_fix(self, memory_id: str) -> tuple[Memory, str]:
+        """``read_with_text`` for a command a person runs on this memory (show): a file that
+        cannot be read says how to fix it, as ``read_with_fix`` says it."""
+        try:
+            return self.read_with_text(memory_id, explain=True)
+        except MemoryFileError as exc:
+            raise self._with_fix(memory_id, exc) from None
+
+    def _with_fix(self, memory_id: str, exc: MemoryFileError) -> MemoryFileError:
+        """``exc``, the problem of memory ``memory_id``'s file now, with how to fix it."""
+        path = self.path_of(memory_id)
+        if exc.names_fix:
+            return exc
+        if path.is_symlink() or not path.is_file():  # a link, a FIFO, a folder: nothing to edit
+            return MemoryFileError(exc.path, exc.line, f"{exc.message}; move it out of {MEMORIES_DIR}/ by hand, "
+                                   "then retry", names_fix=True)
+        problem = exc.message.rstrip(".")
+        # The person's fix runs from where they ran the command (--kb from elsewhere).
+        run = command(self.root)
+        fix = f"Edit {shown(path)} to fix it, then check it with '{run} validate'"
+        edit = f"(or run '{run} edit {words(memory_id)}', which checks it on close)"
+        return MemoryFileError(exc.path, exc.line, f"{problem}. {fix} {edit}.",
+                               tool_message=f"{problem}. Edit {exc.path} to fix it, then check it with "
+                                            "'slayer-kb validate'.")
 
     def check_not_moved(self, memory_id: str) -> None:
         """Refuse an id that ``sync`` moved on this clone (``store/moves.py``), naming both

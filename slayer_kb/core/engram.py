@@ -13,6 +13,7 @@ import unicodedata
 from collections.abc import Iterable
 
 from slayer_kb.core.errors import InvalidInputError
+from slayer_kb.core.inputs import blank
 from slayer_kb.core.memory import RECOGNISED_TYPES as RECOGNISED_TYPES  # re-exported: the rules name them
 from slayer_kb.core.memory import canonical_type
 from slayer_kb.core.text import shown_value
@@ -188,6 +189,14 @@ def check_title(title: str) -> str:
             "and put the detail in the content."
         )
     return title
+
+
+def given_title(title: str) -> str | None:
+    """A title an update or an import stores: private spans redacted, trimmed, checked
+    (``check_title``); one with nothing visible in it (a zero-width space) is none, as ''
+    is: the blank a save refuses as a title."""
+    title = check_title(redact_private(title))
+    return None if blank(title) else title
 
 
 # A type names its family outright; no type appears twice, so lookup order is irrelevant.

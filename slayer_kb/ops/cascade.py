@@ -111,7 +111,7 @@ def delete_leaf(kb: Context, ref: str, *, force: bool = False) -> CascadeResult:
         kind = model.leaf_kind(leaf)
         if kind is None:
             raise NotFoundError(
-                f"Model '{model.entity}' has no column, measure or aggregation '{leaf}'. "
+                f"Model '{model.entity}' has no column, measure or aggregation {shown_value(leaf)}. "
                 f"Its leaves: {sorted(model.leaves())}."
             )
         path = _kb_path(kb, model.path, "rewrite")
@@ -160,13 +160,13 @@ def _find_model(kb: Context, model: str, datasource: str | None) -> Model:
         found = _find_datasource(kb, datasource).models.get(name)
         if found is None:
             raise NotFoundError(
-                f"Unknown model '{name}' in datasource '{datasource}'. "
+                f"Unknown model {shown_value(name)} in datasource '{datasource}'. "
                 f"Its models: {sorted(kb.catalog.datasources[datasource].models)}."
             )
         return found
     candidates = kb.catalog.models_named(name)
     if not candidates:
-        raise NotFoundError(f"Unknown model '{name}': no datasource has a model of that name.")
+        raise NotFoundError(f"Unknown model {shown_value(name)}: no datasource has a model of that name.")
     if len(candidates) > 1:
         raise AmbiguousEntityError(
             f"Model '{name}' exists in datasources {sorted(m.datasource for m in candidates)}; "

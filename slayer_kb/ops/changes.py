@@ -77,7 +77,7 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
             if "learning" in given:
                 changes["learning"] = kb.check_learning(engram.redact_private(given["learning"]), tool_name="content")
             if "title" in given:
-                changes["title"] = engram.check_title(engram.redact_private(given["title"])) or None
+                changes["title"] = engram.given_title(given["title"])
             if "type" in given:
                 changes["type"] = engram.given_type(given["type"])
             if "description" in given:

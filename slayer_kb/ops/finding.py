@@ -355,7 +355,7 @@ def timeline(kb: Context, memory_id: str, before: int = 5, after: int = 5) -> Ti
     check_existing_id(memory_id, "whose session neighbours to show")
     kb.ensure_fresh()
     try:
-        focus = kb.read(memory_id, explain=True)
+        focus = kb.read_with_fix(memory_id)
     except NotFoundError:
         kb.check_not_moved(memory_id)  # merged away: say where the memory went
         raise
@@ -400,6 +400,7 @@ def stats(kb: Context) -> Stats:
         "types": dict(sorted(types.items())),
         "search_by_meaning": kb.meaning_status(),
     }
-    if files.warnings:
-        stats["warnings"] = files.warnings
+    # The memories counted are those read: the files skipped are named, as list and search do.
+    if warnings := skipped(kb) + files.warnings:
+        stats["warnings"] = warnings
     return stats

@@ -143,7 +143,7 @@ def _show(kb: Context, memory_id: str, rev: str | None,
             )
         return Shown(loads(text, memory_id, f"{rev}:{path}"), text, sha)
     if (kb.memories_dir / f"{memory_id}.yaml").is_file():
-        memory, text = kb.read_with_text(memory_id)
+        memory, text = kb.read_text_with_fix(memory_id)
         return Shown(memory, text, None)
     deleting = last_deletion(kb.store, memory_id)
     if deleting is None:

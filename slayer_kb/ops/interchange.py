@@ -164,6 +164,13 @@ def _slayer_rows(folder: Path, result: ImportResult) -> list[tuple[str, dict[str
             f"{folder} is not a SLayer storage folder: it has neither memories/<id>.md files "
             "nor memories.yaml."
         )
+    if not rows and not listing.is_file() and any(memories.glob("*.yaml")):
+        # A slayer-kb KB given for SLayer's storage: its memories would be left unread, unsaid.
+        raise InvalidInputError(
+            f"{folder} is a slayer-kb knowledge base (memories/<id>.yaml), not a SLayer storage folder "
+            f"(memories/<id>.md): write its memories as SLayer's with '{problems.command(folder)} export-slayer "
+            "DIR', then import DIR."
+        )
     return rows
 
 
@@ -388,7 +395,7 @@ def _observation(kb: Context, obs: dict[str, Any], memory_id: str, where: str, w
         return None
     try:
         kb.check_learning(content, "content")
-        title = engram.check_title(engram.redact_private(obs.get("title") or "")) or None
+        title = engram.given_title(obs.get("title") or "")
         check_unicode(obs, "the observation")
         project = engram.given_project(obs["project"]) if isinstance(obs.get("project"), str) else None
         topic_key = engram.given_topic_key(obs["topic_key"]) if isinstance(obs.get("topic_key"), str) else None

@@ -256,10 +256,11 @@ def end(kb: Context, session_id: Any, summary: Any = None) -> SessionResult:
     if summary is not None:
         summary = engram.redact_private(summary) or None
         if summary is not None and len(summary.encode("utf-8")) > MAX_SUMMARY:
-            raise InvalidInputError(
-                f"summary is {len(summary.encode('utf-8'))} bytes; the limit is {MAX_SUMMARY} bytes. "
-                "Keep the session's summary short; save the details with mem_session_summary or mem_save."
-            )
+            said = (f"summary is {len(summary.encode('utf-8'))} bytes; the limit is {MAX_SUMMARY} bytes. "
+                    "Keep the session's summary short; save the details with ")
+            run = command(kb.root)  # the command line's advice in commands, a client's in tools
+            raise InvalidInputError(f"{said}'{run} session-summary' or '{run} save --title'.",
+                                    tool_message=f"{said}mem_session_summary or mem_save.")
     warnings = []
     with kb.transaction(sync=False) as tx:
         now = utc_now()

@@ -46,6 +46,7 @@ from ..core.merging import merge_topic_revisions
 from ..core.problems import cd_step, command, command_in, git_command, words
 from ..core.results import SyncResult
 from ..core.session import SESSIONS_DIR
+from ..core.text import MAX_SHOWN, shown_value
 from ..store.moves import MovedIds
 from ..store.renames import renamed_on_either
 from ..store.replay import forgets, replay
@@ -103,13 +104,14 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
     # server's sync asks git nothing before the fetch.
     if not remote or remote[0] == "-" or any(ch.isspace() or ch in _NOT_IN_NAMES for ch in remote):
         raise InvalidInputError(
-            f"{remote!r} is not a git remote's name (empty, starting with '-', or holding a space or one of "
+            f"{shown_value(remote)} is not a git remote's name (empty, starting with '-', or holding a space or one of "
             f"{_NOT_IN_NAMES}); pass --remote with one that 'git remote -v' lists."
         )
     if kb.git_setting(f"remote.{remote}.url") is None:
+        name = remote if len(remote) <= MAX_SHOWN else "NAME"  # the fix is not to carry it whole either
         raise InvalidInputError(
-            f"No git remote named '{remote}'; add one ({git_command(store.root, f'remote add {remote} URL')}) or pass "
-            "--remote."
+            f"No git remote named {shown_value(remote)}; add one ({git_command(store.root, f'remote add {name} URL')}) "
+            "or pass --remote."
         )
     upstream_branch = _upstream_branch(kb, branch, remote)
     tracking = f"refs/remotes/{remote}/{upstream_branch}"

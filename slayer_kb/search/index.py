@@ -20,7 +20,7 @@ from whoosh import index as windex
 
 from ..catalog.cache import catalog_signature, same_signature
 from ..catalog.catalog import Catalog
-from ..core.errors import MemoryFileError, StoreError
+from ..core.errors import MemoryFileError, StoreError, unreadable
 from ..core.ids import highest_auto_file, highest_auto_id
 from ..core.locate import MEMORIES_DIR, memory_path
 from ..core.memory import Memory, loads
@@ -485,7 +485,7 @@ class Index(Reads, Meaning, Filling):
             except MemoryFileError as exc:
                 return exc
             except UnicodeDecodeError as exc:
-                return MemoryFileError(rel, None, f"is not UTF-8 text: {exc}")
+                return unreadable(rel, exc)
         writer.add_document(**memory_document(memory, self._content_hash(memory.learning)))
         return memory
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..core.errors import InvalidInputError, NotFoundError, StoreError
 from ..core.problems import git_command
+from ..core.text import shown_value
 from .gitenv import LITERAL_PATHS
 
 if TYPE_CHECKING:
@@ -17,11 +18,12 @@ if TYPE_CHECKING:
 def resolve_rev(store: GitStore, rev: str) -> str:
     """The commit ``rev`` names, or an error that says what to pass instead."""
     if not rev or rev.startswith("-"):
-        raise InvalidInputError(f"'{rev}' is not a revision; give a commit, branch or tag (e.g. HEAD~1).")
+        raise InvalidInputError(f"{shown_value(rev)} is not a revision; give a commit, branch or tag (e.g. HEAD~1).")
     proc = store.git("rev-parse", "-q", "--verify", "--end-of-options", f"{rev}^{{commit}}", check=False)
     sha = proc.stdout.decode().strip()
     if proc.returncode != 0 or not sha:
-        raise NotFoundError(f"Unknown revision '{rev}': give a commit, branch or tag (see '{git_command(store.root, 'log')}').")
+        raise NotFoundError(f"Unknown revision {shown_value(rev)}: give a commit, branch or tag (see "
+                            f"'{git_command(store.root, 'log')}').")
     return sha
 
 

@@ -1,0 +1,170 @@
+"""What agents and reviewers read back from a KB with hand-broken files and from odd values
+given to a write: a skipped memory file named in the words ``get`` uses for it, counted where
+the memories are counted, and a value with nothing visible in it taken as blank wherever a blank
+is. Each case runs the command in this process (``invoke_cli``) and checks what it prints, its
+exit code and what it committed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from slayer_kb import KnowledgeBase
+from testing import CliRunner, commit_all, git, json_of
+
+NOT_UTF8 = "memories/4.yaml: cannot be read: it is not UTF-8 text (invalid start byte at byte 0)"
+
+
+def break_memory_files(root: Path) -> None:
+    """Memory 4 made binary, memory 5 given a key no memory has; committed, as a bad merge would."""
+    (root / "memories" / "4.yaml").write_bytes(b"\xff\xfe\x00bad")
+    (root / "memories" / "5.yaml").write_text("learning: hi\nbogus_key: 1\n")
+    commit_all(root, "hand-broken memory files")
+
+
+SKIPPED = [f"{NOT_UTF8} (skipped)",
+           "memories/5.yaml:2: unknown key 'bogus_key' (allowed keys: title, type, learning, description, "
+           "entities, query, project, scope, topic_key, session_id, revision_count, duplicate_count, "
+           "created_at, updated_at, deleted_at) (skipped)"]
+
+
+def test_a_skipped_binary_memory_file_is_named_as_get_names_it(indexed_example_kb: KnowledgeBase,
+                                                                invoke_cli: CliRunner) -> None:
+    """``list``, ``search`` (and ``reindex``) named a binary file with Python's codec message
+    ('utf-8' codec can't decode byte 0xff in position 0), where ``get`` and ``validate`` say it
+    plainly."""
+    root = indexed_example_kb.root
+    break_memory_files(root)
+    head = git(root, "rev-parse", "HEAD")
+    got = invoke_cli("--kb", root, "get", "4")
+    assert got.returncode == 1 and got.stderr.startswith(f"Error: {NOT_UTF8}. Edit ")
+    assert json_of(invoke_cli("--kb", root, "--json", "list"))["warnings"] == SKIPPED
+    assert json_of(invoke_cli("--kb", root, "--json", "search", "refunds"))["warnings"][:2] == SKIPPED
+    assert git(root, "rev-parse", "HEAD") == head and git(root, "status", "--porcelain") == ""
+
+
+def test_stats_names_the_memory_files_it_could_not_count(indexed_example_kb: KnowledgeBase,
+                                                         invoke_cli: CliRunner) -> None:
+    """``stats`` (and ``mem_stats``) counted the readable memories only, without a word of the
+    files it skipped, as ``list`` and ``search`` name them."""
+    root = indexed_example_kb.root
+    break_memory_files(root)
+    head = git(root, "rev-parse", "HEAD")
+    stats = invoke_cli("--kb", root, "--json", "stats")
+    assert stats.returncode == 0 and json_of(stats)["memories"] == 32
+    assert json_of(stats)["warnings"] == SKIPPED
+    shown = invoke_cli("--kb", root, "stats")
+    assert shown.stdout.endswith("".join(f"\nwarning: {line}" for line in SKIPPED) + "\n")
+    assert git(root, "rev-parse", "HEAD") == head and git(root, "status", "--porcelain") == ""
+
+
+def test_an_update_to_a_title_of_nothing_visible_clears_it_as_a_blank_one_does(
+        indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """``update --title ''`` (or blanks) clears a title, and a save refuses a title with nothing
+    visible in it as blank; but an update stored a zero-width space or a control character as the
+    title, which every listing then showed as an empty-looking one."""
+    root = indexed_example_kb.root
+    for title in ("\u200b", "\x01 \u200e"):
+        updated = invoke_cli("--kb", root, "--json", "update", "25", "--title", title)
+        assert updated.returncode == 0, updated.stderr
+        assert (json_of(updated)["title"], json_of(updated)["action"]) == (None, "updated")
+        assert "title:" not in (root / "memories" / "25.yaml").read_text()
+        git(root, "reset", "-q", "--hard", "HEAD~1")
+    refused = invoke_cli("--kb", root, "save", "x", "--title", "\u200b")
+    assert (refused.returncode, refused.stderr) == (1, "Error: title is required and must not be blank.\n")
+
+
+def test_a_long_catalog_name_or_revision_is_quoted_back_cut_to_100_characters(
+        example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """An error quotes at most 100 characters of a value it was given, with its length; but an
+    unknown leaf or model of a delete, and an unknown revision (``show --rev``, ``review``,
+    ``validate --against``, ...), came back whole: 5,000 characters given, 5,000 printed."""
+    root = example_kb_read_only.root
+    long = "x" * 300
+    cut = f"{'x' * 100!r}... (300 characters)"
+    for args, error in (
+            (("delete-leaf", f"shop.orders.{long}"),
+             f"Model 'shop.orders' has no column, measure or aggregation {cut}. Its leaves: "),
+            (("delete-model", long), f"Unknown model {cut}: no datasource has a model of that name."),
+            (("delete-model", f"shop.{long}"), f"Unknown model {cut} in datasource 'shop'. Its models: "),
+            (("show", "12", "--rev", long), f"Unknown revision {cut}: give a commit, branch or tag"),
+    ):
+        proc = invoke_cli("--kb", root, "--json", *args)
+        assert proc.returncode == 1 and proc.stderr.startswith(f"Error: {error}"), (args, proc.stderr)
+        assert json_of(proc)["error"]["message"].startswith(error) and len(proc.stderr) < 600
+
+
+def test_a_missing_choice_under_json_is_named_in_one_line(invoke_cli: CliRunner) -> None:
+    """click lists the choices of a missing argument one per line, tab-indented; under --json
+    that came out as 'Choose from:\\n\\tbash,\\n\\tzsh,\\n\\tfish Try ...', where every other usage
+    error is one line."""
+    proc = invoke_cli("--json", "completion")
+    assert proc.returncode == 2 and "Choose from:\n\tbash,\n" in proc.stderr  # click's own text, as ever
+    assert json_of(proc) == {"error": {"type": "usage", "message": (
+        "Missing argument '{bash|zsh|fish}'. Choose from: bash, zsh, fish. Try 'slayer-kb completion --help' "
+        "for help.")}}
+
+
+def test_sync_to_a_long_remote_name_it_lacks_quotes_it_cut(example_kb_read_only: KnowledgeBase,
+                                                           invoke_cli: CliRunner) -> None:
+    """``sync --remote`` with a name no remote has printed the name twice, whole (10,000 characters
+    for a 5,000-character name); it is quoted cut, and the fix names it NAME."""
+    root = example_kb_read_only.root
+    proc = invoke_cli("--kb", root, "--json", "sync", "--remote", "r" * 300)
+    assert (proc.returncode, proc.stderr) == (1, (
+        f"Error: No git remote named {'r' * 100!r}... (300 characters); add one (git -C {root} remote add NAME "
+        "URL) or pass --remote.\n"))
+    assert json_of(proc)["error"]["type"] == "invalid_input"
+
+
+def test_timeline_of_a_broken_memory_file_says_how_to_fix_it_as_get_does(indexed_example_kb: KnowledgeBase,
+                                                                         invoke_cli: CliRunner) -> None:
+    """``get 5`` of a file with a key no memory has names the fix (edit it, validate); ``timeline
+    5`` named the problem only."""
+    root = indexed_example_kb.root
+    break_memory_files(root)
+    got = invoke_cli("--kb", root, "get", "5")
+    assert got.returncode == 1 and f"Edit {root}/memories/5.yaml to fix it" in got.stderr
+    for args in (("timeline", "5"), ("--json", "timeline", "5")):
+        proc = invoke_cli("--kb", root, *args)
+        assert (proc.returncode, proc.stderr) == (1, got.stderr), args
+
+
+def test_import_slayer_of_a_slayer_kb_knowledge_base_says_it_is_one(example_kb_read_only: KnowledgeBase,
+                                                                     invoke_cli: CliRunner, tmp_path: Path) -> None:
+    """``import-slayer`` given a slayer-kb KB (memories/<id>.yaml, not SLayer's memories/<id>.md)
+    said 'From kb: 0 imported.' and exited 0: the memories the user meant to bring were not read,
+    unsaid. It says what the folder is and the export that makes SLayer's form of it."""
+    source = example_kb_read_only.root
+    target = tmp_path / "other"
+    (target / "memories").mkdir(parents=True)
+    proc = invoke_cli("--kb", source, "--json", "import-slayer", source)
+    assert (proc.returncode, proc.stderr) == (1, (
+        f"Error: {source} is a slayer-kb knowledge base (memories/<id>.yaml), not a SLayer storage folder "
+        f"(memories/<id>.md): write its memories as SLayer's with 'slayer-kb --kb {source} export-slayer DIR', "
+        "then import DIR.\n"))
+    assert json_of(proc)["error"]["type"] == "invalid_input"
+    empty = invoke_cli("--kb", source, "--json", "import-slayer", target)  # SLayer's, with no memory yet
+    assert empty.returncode == 0 and json_of(empty)["imported"] == []
+
+
+def test_a_summary_over_the_limit_is_told_the_commands_that_keep_it(example_kb_read_only: KnowledgeBase,
+                                                                     invoke_cli: CliRunner) -> None:
+    """``session-end --summary`` over the limit told the command line's user to 'save the details
+    with mem_session_summary or mem_save', tools a shell has not; it names the commands."""
+    root = example_kb_read_only.root
+    proc = invoke_cli("--kb", root, "--json", "session-end", "s1", "--summary", "-", input="word " * 14000)
+    assert (proc.returncode, proc.stderr) == (1, (
+        "Error: summary is 69999 bytes; the limit is 65536 bytes. Keep the session's summary short; save the "
+        f"details with 'slayer-kb --kb {root} session-summary' or 'slayer-kb --kb {root} save --title'.\n"))
+
+
+def test_show_of_a_broken_memory_file_says_how_to_fix_it_as_get_does(indexed_example_kb: KnowledgeBase,
+                                                                     invoke_cli: CliRunner) -> None:
+    """``show 5`` (the file as it is now) named the problem of a file with a key no memory has,
+    without the fix ``get 5`` gives."""
+    root = indexed_example_kb.root
+    break_memory_files(root)
+    got = invoke_cli("--kb", root, "get", "5")
+    assert got.returncode == 1 and f"Edit {root}/memories/5.yaml to fix it" in got.stderr
+    shown = invoke_cli("--kb", root, "--json", "show", "5")
+    assert (shown.returncode, shown.stderr) == (1, got.stderr)
