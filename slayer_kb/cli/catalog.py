@@ -81,7 +81,7 @@ def delete_leaf(settings: Settings, leaf: str, force: bool) -> None:
 
     \b
     Example:
-      slayer-kb delete-leaf shop.orders.cost
+      slayer-kb delete-leaf shop.orders.shipping_fee
     """
     _emit_cascade(settings, settings.kb().delete_leaf(leaf, force=force), "leaf")
 

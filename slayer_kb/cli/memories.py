@@ -302,7 +302,7 @@ def rename(settings: Settings, old: str, new: str, force: bool) -> None:
 
     \b
     Example:
-      slayer-kb rename kb.revenue-note kb.paid-revenue
+      slayer-kb rename kb.paid-revenue kb.revenue.paid
     """
     result = settings.kb().rename(old, new, force=force)
     emit(settings, result.to_json(), lambda: renamed_text(result))
