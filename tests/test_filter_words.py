@@ -1,0 +1,39 @@
+"""A filter's words as SLayer 1.4.1's memory resolver reads them (``_extract_filter_tokens``):
+which SQL words name no column, and what a SQL comment does to the reading."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from slayer_kb.catalog.refs import filter_references
+from testing import CliRunner, commit_all, make_catalog_kb
+
+# SLayer 1.4.1's _FILTER_TOKEN_BLACKLIST: in a filter, these alone name no column.
+SLAYER_FILTER_WORDS = {
+    "and", "or", "not", "is", "null", "in", "like", "between", "true", "false", "case", "when",
+    "then", "else", "end", "exists", "coalesce", "nullif", "cast", "ln", "log", "log2", "log10",
+    "exp", "sqrt", "pow", "power", "abs", "round", "floor", "ceil", "ceiling", "current_date",
+    "current_timestamp", "now",
+}
+
+
+@pytest.mark.parametrize("word", sorted(SLAYER_FILTER_WORDS))
+def test_the_words_slayer_skips_in_a_filter_name_no_column(word: str) -> None:
+    assert filter_references(f"x > 1 and {word} > 2 and {word.upper()} < 3") == ["x"]
+
+
+def test_a_column_named_like_a_sql_word_is_linked_from_a_filter(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """SLayer reads ``desc``, ``offset``, ``interval`` in a filter as columns (its engine too): a
+    column so named was not linked, a tag silently missing."""
+    root = make_catalog_kb(tmp_path / "kb")
+    with (root / "models" / "shop" / "refunds.yaml").open("a", encoding="utf-8") as model:
+        model.write("- {name: desc, type: TEXT}\n- {name: offset, type: INT}\n- {name: interval, type: INT}\n")
+    commit_all(root, "columns named like SQL words")
+    query = {"source_model": "refunds", "filters": ["desc = 'late' and offset > 1", "interval between 1 and 5"]}
+    proc = invoke_cli("--kb", root, "save", "refunds by delay", "--query", json.dumps(query), "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout)["resolved_entities"] == [
+        "shop.refunds", "shop.refunds.desc", "shop.refunds.offset", "shop.refunds.interval"]
