@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from slayer_kb import KnowledgeBase
 from slayer_kb.catalog.refs import filter_references
 from testing import CliRunner, commit_all, make_catalog_kb
 
@@ -37,3 +38,23 @@ def test_a_column_named_like_a_sql_word_is_linked_from_a_filter(tmp_path: Path, 
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert json.loads(proc.stdout)["resolved_entities"] == [
         "shop.refunds", "shop.refunds.desc", "shop.refunds.offset", "shop.refunds.interval"]
+
+
+@pytest.mark.parametrize(("text", "opener", "reading"), [
+    ("amount > 5 /* don't */ and qty > 1", "/*", ""),
+    ("amount > 5 -- it's big\n and status = 'x'", "--", "two minus signs, and "),
+    ("amount > 5 -- big", "--", "two minus signs, and "),
+])
+def test_a_sql_comment_in_a_filter_is_refused(
+    example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner, text: str, opener: str, reading: str
+) -> None:
+    """SLayer reads no SQL comment in a filter: its resolver tags the comment's words (``don``,
+    ``t``) and its engine cannot parse it. A quote in one opened a string that ran to the end, so
+    the columns after it (``qty``, ``status``) went untagged and the query was saved."""
+    query = json.dumps({"source_model": "orders", "filters": [text]})
+    proc = invoke_cli("--kb", example_kb_read_only.root, "save", "a filter with a comment", "--query", query)
+    assert proc.returncode != 0
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"Error: filters[0]: filter {text!r}: '{opener}' opens no comment in a filter: SLayer reads "
+        f"{reading}the text after it as part of the filter. Remove the comment."
+    )

@@ -29,6 +29,7 @@ containing ``-`` cannot be written inside a formula or filter (it can as a plain
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -277,6 +278,8 @@ def _scan(text: str, what: str, sql: bool) -> list[str]:
     # A quote that closes nowhere: the rest is inside its string (the quote kept: it opens one).
     unclosed = next((at for at, token in enumerate(tokens) if token.kind == "unclosed"), len(tokens) - 1)
     tokens = tokens[: unclosed + 1]
+    if sql:
+        _refuse_sql_comment(tokens, text, what)
     refs: dict[str, None] = {}
     stack: list[_Frame] = []
     rewritten = set() if sql else _rewritten_words(tokens, cases.words)
@@ -313,6 +316,23 @@ def _uncommented(text: str, found: list[Token]) -> list[Token]:
             continue
         kept.append(token)
     return kept
+
+
+# SQL's comment openers, and what SLayer's engine (Python) reads in their stead.
+_SQL_COMMENTS = {("-", "-"): "two minus signs, and ", ("/", "*"): ""}
+
+
+def _refuse_sql_comment(tokens: list[Token], text: str, what: str) -> None:
+    """Refuse a filter's SQL comment (outside a string): SLayer's resolver reads its words as
+    columns and its engine does not parse it, and a quote in it (``-- it's``) would open a string
+    that hides the columns after it."""
+    for first, second in itertools.pairwise(tokens):
+        reading = _SQL_COMMENTS.get((first.text, second.text))
+        if reading is not None and first.end == second.start:
+            raise InvalidInputError(
+                f"{what} {text!r}: '{first.text}{second.text}' opens no comment in a filter: SLayer "
+                f"reads {reading}the text after it as part of the filter. Remove the comment."
+            )
 
 
 def _rewritten_words(tokens: list[Token], case_words: set[int]) -> set[int]:
