@@ -146,7 +146,7 @@ def _parsed(text: str) -> ast.Expression | str:
 # extract(year from x); and CASE ... END, which the check reads as iif calls (``lexer.lower_cases``).
 _COLON_AGGREGATION = re.compile(r"(?:\*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:\.\*)?):[A-Za-z_]\w*")
 _COUNTED_STAR = re.compile(r"(\(\s*|\.)\*(?=\s*[),])")
-_SQL_SPELLING = re.compile(r"\b(?:extract\s*\(\s*\w+\s+from|count\s*\(\s*distinct)\s+", re.I)
+_SQL_SPELLING = re.compile(r"\b(?:extract\s*\(\s*(?:\w+|'[^']*'|\"[^\"]*\")\s+from|count\s*\(\s*distinct)\s+", re.I)
 _SPACED_COLON = re.compile(r"(?<=[\w*])\s*:\s*(?=[A-Za-z_])")
 
 
@@ -169,11 +169,12 @@ def formula_problem(text: str) -> str | None:
         probe = lower_cases(text)
     except MalformedCase as exc:
         return f"Malformed CASE expression in {text!r}: {exc}"
+    lowered = probe
     probe = _COLON_AGGREGATION.sub("_agg", probe)
     probe = _COUNTED_STAR.sub(lambda m: m.group(1) + "_star", probe)
     probe = _SQL_SPELLING.sub(lambda m: m.group().split("(")[0] + "(", probe)
     parsed = _parsed(probe)
-    problem = parsed if isinstance(parsed, str) else _operator_problem(parsed)
+    problem = parsed if isinstance(parsed, str) else _operator_problem(parsed) or _extract_problem(lowered)
     if problem is None:
         return None
     unspaced = _SPACED_COLON.sub(":", text)
@@ -210,9 +211,74 @@ _UNSUPPORTED = (
 )
 
 
+# SLayer 1.4.1's aggregations (``BUILTIN_AGGREGATIONS``, in any case, and the aliases
+# ``normalize_aggregation_name`` maps to them) and transforms (``ALL_TRANSFORMS``, as written), which
+# take the value they aggregate or transform as their first positional argument.
+_AGGREGATIONS = frozenset(
+    """avg corr count count_distinct count_distinct_approx covar_pop covar_samp first last max median min
+    percentile stddev_pop stddev_samp sum var_pop var_samp weighted_avg countd countdistinct
+    approx_count_distinct countdistinctapprox stddev var variance""".split()
+)
+_TRANSFORMS = frozenset(
+    """change change_pct consecutive_periods cumsum dense_rank first lag last lead ntile percent_rank rank
+    time_shift""".split()
+)
+# The literals SLayer reads (``type(value).__name__`` names any other in its message).
+_LITERALS = (type(None), bool, int, float, str)
+
+
+def _node_problem(node: ast.AST) -> str | None:
+    """What SLayer's parser refuses in one node Python parses: an aggregation or transform with no
+    value to work on, a literal it has no type for (``1j``), ``~``, an attribute of what is no name."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.args:
+        name = node.func.id
+        if name.lower() in _AGGREGATIONS:
+            return f"aggregation {name!r} requires a value argument, e.g. {name}(column)."
+        if name in _TRANSFORMS:
+            return f"transform {name!r} requires at least one positional argument (the value to transform)."
+    if isinstance(node, ast.Constant) and not isinstance(node.value, _LITERALS):
+        return f"unsupported literal type {type(node.value).__name__}."
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
+        return "unsupported unary operator Invert."
+    if isinstance(node, ast.Attribute):
+        base = node.value
+        while isinstance(base, ast.Attribute):
+            base = base.value
+        if not isinstance(base, ast.Name):
+            return f"unsupported attribute base {type(base).__name__}."
+    return None
+
+
+# extract's part, as SLayer's date_part() takes it: one of its parts or an alias of one.
+_EXTRACT_PART = re.compile(r"\bextract\s*\(\s*(\w+|'[^']*'|\"[^\"]*\")\s+from\s", re.I)
+_DATE_PARTS = ("year", "iso_year", "quarter", "month", "week", "day", "day_of_week", "day_of_year", "hour",
+               "minute", "second")
+_DATE_PART_ALIASES = {
+    "isodow": "day_of_week", "doy": "day_of_year", "dayofyear": "day_of_year", "isoyear": "iso_year",
+    "isoweek": "week", "iso_week": "week", "weekofyear": "week", "dayofmonth": "day", "day_of_month": "day",
+}
+_AMBIGUOUS_WEEKDAYS = ("weekday", "dayofweek", "dow")
+
+
+def _extract_problem(text: str) -> str | None:
+    """An ``extract(part from x)`` whose part SLayer's ``date_part()`` does not take, in its words."""
+    for found in _EXTRACT_PART.finditer(text):
+        part = found.group(1).strip("'\"")
+        word = part.lower()
+        if word in _AMBIGUOUS_WEEKDAYS:
+            return (f"{part!r} has conflicting weekday numberings across databases; write date_part('day_of_week', "
+                    "x) (ISO, Monday = 1 … Sunday = 7) or date_part('day_of_week', x) % 7 (Sunday = 0 … Saturday = 6).")
+        if _DATE_PART_ALIASES.get(word, word) not in _DATE_PARTS:
+            return f"unknown date_part() part {part!r}; accepted: {', '.join(_DATE_PARTS)}."
+    return None
+
+
 def _operator_problem(tree: ast.Expression) -> str | None:
     """What Python parses and SLayer does not (``sum(amount) ^ 2``, ``x[0]``), in SLayer's words."""
     for node in ast.walk(tree):
+        problem = _node_problem(node)
+        if problem is not None:
+            return problem
         if isinstance(node, ast.BinOp) and not isinstance(node.op, _BINARY):
             return f"unsupported binary operator {type(node.op).__name__}."
         if isinstance(node, ast.Compare) and len(node.ops) > 1:

@@ -341,7 +341,7 @@ def _rewritten_words(tokens: list[Token], case_words: set[int]) -> set[int]:
     distinct right after ``count(`` and before a name; the unit and FROM of ``extract(year from x)``."""
     words: set[int] = set()
     for index, token in enumerate(tokens):
-        if token.kind != "name":
+        if token.kind not in ("name", "lit"):  # extract's unit may be quoted: extract('month' from x)
             continue
         word = token.text.lower()
         before = [t.text.lower() for t in tokens[max(index - 2, 0) : index]]
