@@ -60,3 +60,28 @@ def test_extract_with_a_quoted_part_names_its_value_only() -> None:
     from slayer_kb.catalog.refs import formula_references
 
     assert formula_references("max(Extract('month' FROM created_at))") == ["created_at"]
+
+
+@pytest.mark.parametrize(("formula", "words"), [
+    ("sum(amount) + mean()", "Function 'mean' is not allowed in Mode B."),
+    ("sum(amount) + (1, 2)", "unsupported AST node Tuple."),
+    ("sum(amount) * [1]", "unsupported AST node List."),
+    ("sum(iif(status in status, amount, 0))", "the right-hand side of ``in`` / ``not in`` must be a tuple/list "
+     "literal (e.g. ``status in ('a', 'b')``) or a time-point string (``created_at in '2025-Q1'``); got Name."),
+    ("sum(iif(qty in (qty, 1), amount, 0))", "every element on the right-hand side of ``in`` / ``not in`` must "
+     "be a literal (string, number, or boolean); got Ref."),
+    ("sum(iif(qty in (), amount, 0))", "empty tuple is not allowed on the right-hand side of ``in`` / ``not in`` "
+     "(dialect-dependent SQL); use a non-empty literal tuple."),
+])
+def test_more_that_slayers_parser_refuses(formula: str, words: str) -> None:
+    problem = formula_problem(formula)
+    assert problem is not None and problem.startswith(f"Invalid Mode-B expression {formula!r}: {words}")
+
+
+@pytest.mark.parametrize("formula", [
+    "sum(iif(status in ('a', 'b'), amount, 0))", "sum(iif(qty in [-1, None, True], amount, 0))",
+    "sum(iif(created_at in '2025-Q1', amount, 0))", "coalesce(sum(amount), now())",
+    "sum(amount) # extract(nothing from here)", "amount:weighted_avg(weight=qty)",
+])
+def test_what_slayers_parser_takes_is_taken_too(formula: str) -> None:
+    assert formula_problem(formula) is None

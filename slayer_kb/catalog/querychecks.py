@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 from ..core.errors import InvalidInputError
 from ..core.text import kind_of
 from .lexer import MalformedCase, lower_cases
+from .modeb import AGGREGATED, extract_problem, node_problem
 
 # The alias map of likely slips whose nearest spelling is not the intended key.
 _MEANT = {
@@ -170,11 +171,11 @@ def formula_problem(text: str) -> str | None:
     except MalformedCase as exc:
         return f"Malformed CASE expression in {text!r}: {exc}"
     lowered = probe
-    probe = _COLON_AGGREGATION.sub("_agg", probe)
+    probe = _COLON_AGGREGATION.sub(AGGREGATED, probe)
     probe = _COUNTED_STAR.sub(lambda m: m.group(1) + "_star", probe)
     probe = _SQL_SPELLING.sub(lambda m: m.group().split("(")[0] + "(", probe)
     parsed = _parsed(probe)
-    problem = parsed if isinstance(parsed, str) else _operator_problem(parsed) or _extract_problem(lowered)
+    problem = parsed if isinstance(parsed, str) else node_problem(parsed) or extract_problem(lowered)
     if problem is None:
         return None
     unspaced = _SPACED_COLON.sub(":", text)
@@ -197,101 +198,6 @@ def _distinct_misused(text: str) -> bool:
         if found.group(1).lower() != "count" or found.group(2) in ("", ")", "*", ","):
             return True
     return _DISTINCT_LATER.search(text) is not None
-
-
-# The binary operators SLayer's Mode-B parser takes: arithmetic, and | (SQL's ||, which it
-# reads as concat(x, y)); ^ & << >> @ it refuses.
-_BINARY = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Mod, ast.Pow, ast.FloorDiv, ast.BitOr)
-
-
-# Python that SLayer's Mode-B parser does not take: subscripts, lambdas, containers, comprehensions.
-_UNSUPPORTED = (
-    ast.Subscript, ast.Lambda, ast.Dict, ast.Set, ast.ListComp, ast.SetComp, ast.DictComp,
-    ast.GeneratorExp, ast.NamedExpr, ast.Starred, ast.JoinedStr,
-)
-
-
-# SLayer 1.4.1's aggregations (``BUILTIN_AGGREGATIONS``, in any case, and the aliases
-# ``normalize_aggregation_name`` maps to them) and transforms (``ALL_TRANSFORMS``, as written), which
-# take the value they aggregate or transform as their first positional argument.
-_AGGREGATIONS = frozenset(
-    """avg corr count count_distinct count_distinct_approx covar_pop covar_samp first last max median min
-    percentile stddev_pop stddev_samp sum var_pop var_samp weighted_avg countd countdistinct
-    approx_count_distinct countdistinctapprox stddev var variance""".split()
-)
-_TRANSFORMS = frozenset(
-    """change change_pct consecutive_periods cumsum dense_rank first lag last lead ntile percent_rank rank
-    time_shift""".split()
-)
-# The literals SLayer reads (``type(value).__name__`` names any other in its message).
-_LITERALS = (type(None), bool, int, float, str)
-
-
-def _node_problem(node: ast.AST) -> str | None:
-    """What SLayer's parser refuses in one node Python parses: an aggregation or transform with no
-    value to work on, a literal it has no type for (``1j``), ``~``, an attribute of what is no name."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.args:
-        name = node.func.id
-        if name.lower() in _AGGREGATIONS:
-            return f"aggregation {name!r} requires a value argument, e.g. {name}(column)."
-        if name in _TRANSFORMS:
-            return f"transform {name!r} requires at least one positional argument (the value to transform)."
-    if isinstance(node, ast.Constant) and not isinstance(node.value, _LITERALS):
-        return f"unsupported literal type {type(node.value).__name__}."
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
-        return "unsupported unary operator Invert."
-    if isinstance(node, ast.Attribute):
-        base = node.value
-        while isinstance(base, ast.Attribute):
-            base = base.value
-        if not isinstance(base, ast.Name):
-            return f"unsupported attribute base {type(base).__name__}."
-    return None
-
-
-# extract's part, as SLayer's date_part() takes it: one of its parts or an alias of one.
-_EXTRACT_PART = re.compile(r"\bextract\s*\(\s*(\w+|'[^']*'|\"[^\"]*\")\s+from\s", re.I)
-_DATE_PARTS = ("year", "iso_year", "quarter", "month", "week", "day", "day_of_week", "day_of_year", "hour",
-               "minute", "second")
-_DATE_PART_ALIASES = {
-    "isodow": "day_of_week", "doy": "day_of_year", "dayofyear": "day_of_year", "isoyear": "iso_year",
-    "isoweek": "week", "iso_week": "week", "weekofyear": "week", "dayofmonth": "day", "day_of_month": "day",
-}
-_AMBIGUOUS_WEEKDAYS = ("weekday", "dayofweek", "dow")
-
-
-def _extract_problem(text: str) -> str | None:
-    """An ``extract(part from x)`` whose part SLayer's ``date_part()`` does not take, in its words."""
-    for found in _EXTRACT_PART.finditer(text):
-        part = found.group(1).strip("'\"")
-        word = part.lower()
-        if word in _AMBIGUOUS_WEEKDAYS:
-            return (f"{part!r} has conflicting weekday numberings across databases; write date_part('day_of_week', "
-                    "x) (ISO, Monday = 1 … Sunday = 7) or date_part('day_of_week', x) % 7 (Sunday = 0 … Saturday = 6).")
-        if _DATE_PART_ALIASES.get(word, word) not in _DATE_PARTS:
-            return f"unknown date_part() part {part!r}; accepted: {', '.join(_DATE_PARTS)}."
-    return None
-
-
-def _operator_problem(tree: ast.Expression) -> str | None:
-    """What Python parses and SLayer does not (``sum(amount) ^ 2``, ``x[0]``), in SLayer's words."""
-    for node in ast.walk(tree):
-        problem = _node_problem(node)
-        if problem is not None:
-            return problem
-        if isinstance(node, ast.BinOp) and not isinstance(node.op, _BINARY):
-            return f"unsupported binary operator {type(node.op).__name__}."
-        if isinstance(node, ast.Compare) and len(node.ops) > 1:
-            return ("chained comparisons are not supported. Each Cmp must be a single comparison; split (e.g.) "
-                    "`1 < x < 10` into `1 < x and x < 10`.")
-        if isinstance(node, ast.IfExp):
-            return (
-                "the Python conditional 'x if cond else y' is not supported. Use SQL "
-                "'CASE WHEN cond THEN x ELSE y END' or iif(cond, x, y)."
-            )
-        if isinstance(node, _UNSUPPORTED):
-            return f"unsupported AST node {type(node).__name__}."
-    return None
 
 
 def slayer_type(value: Any) -> str:
