@@ -62,6 +62,33 @@ def test_extract_with_a_quoted_part_names_its_value_only() -> None:
     assert formula_references("max(Extract('month' FROM created_at))") == ["created_at"]
 
 
+@pytest.mark.parametrize(("formula", "word"), [("true:count", "true"), ("sum(amount) + not:avg", "not"),
+                                               ("None:count", "None")])
+def test_a_colon_aggregation_of_a_word_aggregates_a_column(
+    example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner, formula: str, word: str
+) -> None:
+    """SLayer reads ``x:agg`` as the column x aggregated, whatever its name: ``true:count`` counts a
+    column named true. The reader skipped the word as a constant and saved the query untagged."""
+    query = json.dumps({"source_model": "orders", "measures": [formula]})
+    proc = invoke_cli("--kb", example_kb_read_only.root, "save", "a formula", "--query", query)
+    assert proc.returncode != 0
+    assert proc.stderr.strip().splitlines()[-1].startswith(
+        f"Error: measures[0] {formula!r}: Entity {word!r} not found in any datasource")
+
+
+@pytest.mark.parametrize(("text", "refs"), [
+    ("amount:sum > 1 and created_at::date = '2024-01-01'", ["amount", "created_at"]),
+    ("amount: sum > 1", ["amount", "sum"]),
+    ("created_at :: date > '2024-01-01'", ["created_at", "date"]),
+])
+def test_a_filters_colon_drops_only_the_word_right_after_it(text: str, refs: list[str]) -> None:
+    """SLayer's resolver drops ``:agg`` and ``::type`` from a filter only written together
+    (``_FILTER_AGG_SUFFIX_RE``); a word after a spaced colon is a column, as there."""
+    from slayer_kb.catalog.refs import filter_references
+
+    assert filter_references(text) == refs
+
+
 @pytest.mark.parametrize(("formula", "words"), [
     ("sum(amount) + mean()", "Function 'mean' is not allowed in Mode B."),
     ("sum(amount) + (1, 2)", "unsupported AST node Tuple."),

@@ -376,7 +376,8 @@ def _name_reference(
     name = tokens[index].text
     before = tokens[index - 1] if index >= 1 else _NONE
     after = tokens[index + 1] if index + 1 < len(tokens) else _NONE
-    if after.text == "(" or before.text in (":", "::"):
+    # A filter's :agg and ::type, as SLayer's resolver drops them, are written together.
+    if after.text == "(" or (before.text in (":", "::") and not (sql and before.end < tokens[index].start)):
         return None  # a function, an aggregation name or a cast type
     if (
         after.text == "="
@@ -387,9 +388,11 @@ def _name_reference(
         return None
     if after.kind in ("lit", "unclosed") or (before.kind == "name" and before.text.lower() == "as"):
         return None  # DATE '2024-01-01', CAST(x AS date)
-    if name == "None" or (sql and name.lower() in SQL_WORDS):
+    # A formula's x:agg aggregates the column x, whatever its name (SLayer's true:count counts one).
+    aggregated = not sql and after.text == ":" and after.start == tokens[index].end
+    if not aggregated and (name == "None" or (sql and name.lower() in SQL_WORDS)):
         return None
-    if not sql and name.lower() in _FORMULA_WORDS:
+    if not aggregated and not sql and name.lower() in _FORMULA_WORDS:
         return None
     if not sql and before.text == "," and name in GRANULARITIES and stack and stack[-1].func in _GRANULAR:
         return None  # a transform's granularity: time_shift(sum(amount), -1, month)
