@@ -58,3 +58,16 @@ def test_a_sql_comment_in_a_filter_is_refused(
         f"Error: filters[0]: filter {text!r}: '{opener}' opens no comment in a filter: SLayer reads "
         f"{reading}the text after it as part of the filter. Remove the comment."
     )
+
+
+def test_a_backquoted_name_in_a_filter_is_refused(example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """SLayer's resolver reads the name inside backquotes (it tags ``status``) and its engine cannot
+    parse them; the reader took the backquoted name for a value and saved the query untagged."""
+    text = "`status` = 'paid' and amount > 1"
+    query = json.dumps({"source_model": "orders", "filters": [text]})
+    proc = invoke_cli("--kb", example_kb_read_only.root, "save", "a backquoted name", "--query", query)
+    assert proc.returncode != 0
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"Error: filters[0]: filter {text!r}: a backquote quotes no name in a filter: SLayer's engine "
+        "cannot parse it. Write the name bare: status.")
+    assert filter_references("status = 'a`b'") == ["status"]  # in a string, a backquote is a character

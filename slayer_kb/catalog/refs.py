@@ -279,7 +279,7 @@ def _scan(text: str, what: str, sql: bool) -> list[str]:
     unclosed = next((at for at, token in enumerate(tokens) if token.kind == "unclosed"), len(tokens) - 1)
     tokens = tokens[: unclosed + 1]
     if sql:
-        _refuse_sql_comment(tokens, text, what)
+        _refuse_sql_only(tokens, text, what)
     refs: dict[str, None] = {}
     stack: list[_Frame] = []
     rewritten = set() if sql else _rewritten_words(tokens, cases.words)
@@ -322,10 +322,16 @@ def _uncommented(text: str, found: list[Token]) -> list[Token]:
 _SQL_COMMENTS = {("-", "-"): "two minus signs, and ", ("/", "*"): ""}
 
 
-def _refuse_sql_comment(tokens: list[Token], text: str, what: str) -> None:
-    """Refuse a filter's SQL comment (outside a string): SLayer's resolver reads its words as
-    columns and its engine does not parse it, and a quote in it (``-- it's``) would open a string
-    that hides the columns after it."""
+def _refuse_sql_only(tokens: list[Token], text: str, what: str) -> None:
+    """Refuse a filter's SQL comment and backquoted name (outside a string): SLayer's resolver
+    reads their words as columns and its engine does not parse them; a quote in a comment
+    (``-- it's``) would open a string that hides the columns after it."""
+    quoted = next((token for token in tokens if token.kind == "lit" and token.text.startswith("`")), None)
+    if quoted is not None:
+        raise InvalidInputError(
+            f"{what} {text!r}: a backquote quotes no name in a filter: SLayer's engine cannot parse it. "
+            f"Write the name bare: {quoted.text.strip('`')}."
+        )
     for first, second in itertools.pairwise(tokens):
         reading = _SQL_COMMENTS.get((first.text, second.text))
         if reading is not None and first.end == second.start:
