@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 from ..core.errors import InvalidInputError
 from ..core.text import kind_of
 from .lexer import MalformedCase, lower_cases
+from .modeb import AGGREGATED, extract_problem, node_problem
 
 # The alias map of likely slips whose nearest spelling is not the intended key.
 _MEANT = {
@@ -146,7 +147,7 @@ def _parsed(text: str) -> ast.Expression | str:
 # extract(year from x); and CASE ... END, which the check reads as iif calls (``lexer.lower_cases``).
 _COLON_AGGREGATION = re.compile(r"(?:\*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:\.\*)?):[A-Za-z_]\w*")
 _COUNTED_STAR = re.compile(r"(\(\s*|\.)\*(?=\s*[),])")
-_SQL_SPELLING = re.compile(r"\b(?:extract\s*\(\s*\w+\s+from|count\s*\(\s*distinct)\s+", re.I)
+_SQL_SPELLING = re.compile(r"\b(?:extract\s*\(\s*(?:\w+|'[^']*'|\"[^\"]*\")\s+from|count\s*\(\s*distinct)\s+", re.I)
 _SPACED_COLON = re.compile(r"(?<=[\w*])\s*:\s*(?=[A-Za-z_])")
 
 
@@ -169,11 +170,12 @@ def formula_problem(text: str) -> str | None:
         probe = lower_cases(text)
     except MalformedCase as exc:
         return f"Malformed CASE expression in {text!r}: {exc}"
-    probe = _COLON_AGGREGATION.sub("_agg", probe)
+    lowered = probe
+    probe = _COLON_AGGREGATION.sub(AGGREGATED, probe)
     probe = _COUNTED_STAR.sub(lambda m: m.group(1) + "_star", probe)
     probe = _SQL_SPELLING.sub(lambda m: m.group().split("(")[0] + "(", probe)
     parsed = _parsed(probe)
-    problem = parsed if isinstance(parsed, str) else _operator_problem(parsed)
+    problem = parsed if isinstance(parsed, str) else node_problem(parsed) or extract_problem(lowered)
     if problem is None:
         return None
     unspaced = _SPACED_COLON.sub(":", text)
@@ -196,36 +198,6 @@ def _distinct_misused(text: str) -> bool:
         if found.group(1).lower() != "count" or found.group(2) in ("", ")", "*", ","):
             return True
     return _DISTINCT_LATER.search(text) is not None
-
-
-# The binary operators SLayer's Mode-B parser takes: arithmetic, and | (SQL's ||, which it
-# reads as concat(x, y)); ^ & << >> @ it refuses.
-_BINARY = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Mod, ast.Pow, ast.FloorDiv, ast.BitOr)
-
-
-# Python that SLayer's Mode-B parser does not take: subscripts, lambdas, containers, comprehensions.
-_UNSUPPORTED = (
-    ast.Subscript, ast.Lambda, ast.Dict, ast.Set, ast.ListComp, ast.SetComp, ast.DictComp,
-    ast.GeneratorExp, ast.NamedExpr, ast.Starred, ast.JoinedStr,
-)
-
-
-def _operator_problem(tree: ast.Expression) -> str | None:
-    """What Python parses and SLayer does not (``sum(amount) ^ 2``, ``x[0]``), in SLayer's words."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.BinOp) and not isinstance(node.op, _BINARY):
-            return f"unsupported binary operator {type(node.op).__name__}."
-        if isinstance(node, ast.Compare) and len(node.ops) > 1:
-            return ("chained comparisons are not supported. Each Cmp must be a single comparison; split (e.g.) "
-                    "`1 < x < 10` into `1 < x and x < 10`.")
-        if isinstance(node, ast.IfExp):
-            return (
-                "the Python conditional 'x if cond else y' is not supported. Use SQL "
-                "'CASE WHEN cond THEN x ELSE y END' or iif(cond, x, y)."
-            )
-        if isinstance(node, _UNSUPPORTED):
-            return f"unsupported AST node {type(node).__name__}."
-    return None
 
 
 def slayer_type(value: Any) -> str:

@@ -29,6 +29,7 @@ containing ``-`` cannot be written inside a formula or filter (it can as a plain
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -52,13 +53,17 @@ SOURCE_MODEL = "*"
 # The longest entity reference taken (characters): ``shop.orders.amount:sum`` is 22.
 MAX_REFERENCE = 1000
 
+# The words of a filter that name no column: SLayer 1.4.1's memory resolver skips these alone
+# (``_FILTER_TOKEN_BLACKLIST``) and reads every other word as a column, as its engine does where
+# the filter parses (a column named ``desc`` or ``offset``); a word SQL has and SLayer not
+# (``ilike``, ``interval``) is a column neither finds, unless a string follows it (a typed
+# literal's prefix, below). And ``as``, which with the type after it is a cast's
+# (``CAST(x AS date)``): a Python keyword, no column SLayer's engine could read.
 SQL_WORDS = frozenset(
     """
-    and or not xor is null in like ilike rlike regexp glob similar escape between true false
-    unknown case when then else end as asc desc nulls distinct exists all any some interval to
-    select from where group by having order limit offset union intersect except join on with
-    over partition filter within collate div mod
-    current_date current_time current_timestamp localtime localtimestamp
+    and or not is null in like between true false case when then else end exists as
+    coalesce nullif cast ln log log2 log10 exp sqrt pow power abs round floor ceil ceiling
+    current_date current_timestamp now
     """.split()
 )
 
@@ -273,6 +278,8 @@ def _scan(text: str, what: str, sql: bool) -> list[str]:
     # A quote that closes nowhere: the rest is inside its string (the quote kept: it opens one).
     unclosed = next((at for at, token in enumerate(tokens) if token.kind == "unclosed"), len(tokens) - 1)
     tokens = tokens[: unclosed + 1]
+    if sql:
+        _refuse_sql_only(tokens, text, what)
     refs: dict[str, None] = {}
     stack: list[_Frame] = []
     rewritten = set() if sql else _rewritten_words(tokens, cases.words)
@@ -311,13 +318,36 @@ def _uncommented(text: str, found: list[Token]) -> list[Token]:
     return kept
 
 
+# SQL's comment openers, and what SLayer's engine (Python) reads in their stead.
+_SQL_COMMENTS = {("-", "-"): "two minus signs, and ", ("/", "*"): ""}
+
+
+def _refuse_sql_only(tokens: list[Token], text: str, what: str) -> None:
+    """Refuse a filter's SQL comment and backquoted name (outside a string): SLayer's resolver
+    reads their words as columns and its engine does not parse them; a quote in a comment
+    (``-- it's``) would open a string that hides the columns after it."""
+    quoted = next((token for token in tokens if token.kind == "lit" and token.text.startswith("`")), None)
+    if quoted is not None:
+        raise InvalidInputError(
+            f"{what} {text!r}: a backquote quotes no name in a filter: SLayer's engine cannot parse it. "
+            f"Write the name bare: {quoted.text.strip('`')}."
+        )
+    for first, second in itertools.pairwise(tokens):
+        reading = _SQL_COMMENTS.get((first.text, second.text))
+        if reading is not None and first.end == second.start:
+            raise InvalidInputError(
+                f"{what} {text!r}: '{first.text}{second.text}' opens no comment in a filter: SLayer "
+                f"reads {reading}the text after it as part of the filter. Remove the comment."
+            )
+
+
 def _rewritten_words(tokens: list[Token], case_words: set[int]) -> set[int]:
     """Where a formula's tokens are SQL words SLayer rewrites rather than columns: the keywords of
     a CASE ... END (found where ``case_words`` says they start, read as SLayer lowers them);
     distinct right after ``count(`` and before a name; the unit and FROM of ``extract(year from x)``."""
     words: set[int] = set()
     for index, token in enumerate(tokens):
-        if token.kind != "name":
+        if token.kind not in ("name", "lit"):  # extract's unit may be quoted: extract('month' from x)
             continue
         word = token.text.lower()
         before = [t.text.lower() for t in tokens[max(index - 2, 0) : index]]
@@ -352,7 +382,8 @@ def _name_reference(
     name = tokens[index].text
     before = tokens[index - 1] if index >= 1 else _NONE
     after = tokens[index + 1] if index + 1 < len(tokens) else _NONE
-    if after.text == "(" or before.text in (":", "::"):
+    # A filter's :agg and ::type, as SLayer's resolver drops them, are written together.
+    if after.text == "(" or (before.text in (":", "::") and not (sql and before.end < tokens[index].start)):
         return None  # a function, an aggregation name or a cast type
     if (
         after.text == "="
@@ -363,9 +394,11 @@ def _name_reference(
         return None
     if after.kind in ("lit", "unclosed") or (before.kind == "name" and before.text.lower() == "as"):
         return None  # DATE '2024-01-01', CAST(x AS date)
-    if name == "None" or (sql and name.lower() in SQL_WORDS):
+    # A formula's x:agg aggregates the column x, whatever its name (SLayer's true:count counts one).
+    aggregated = not sql and after.text == ":" and after.start == tokens[index].end
+    if not aggregated and (name == "None" or (sql and name.lower() in SQL_WORDS)):
         return None
-    if not sql and name.lower() in _FORMULA_WORDS:
+    if not aggregated and not sql and name.lower() in _FORMULA_WORDS:
         return None
     if not sql and before.text == "," and name in GRANULARITIES and stack and stack[-1].func in _GRANULAR:
         return None  # a transform's granularity: time_shift(sum(amount), -1, month)

@@ -1,0 +1,164 @@
+"""What SLayer 1.4.1's Mode-B parser (``slayer.engine.syntax.parse_expr``) refuses in a formula
+that Python parses, in its words: the check of a formula (``querychecks.formula_problem``) parses
+it with Python first, then asks :func:`node_problem` and :func:`extract_problem`."""
+
+from __future__ import annotations
+
+import ast
+
+from . import lexer
+
+# What the check writes for a colon aggregation (``amount:sum``) before Python reads the formula;
+# called, it has its arguments after the colon's (``amount:weighted_avg(weight=qty)``).
+AGGREGATED = "_agg"
+
+# The binary operators SLayer's Mode-B parser takes: arithmetic, and | (SQL's ||, which it
+# reads as concat(x, y)); ^ & << >> @ it refuses.
+_BINARY = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Mod, ast.Pow, ast.FloorDiv, ast.BitOr)
+
+# Python that SLayer's Mode-B parser does not take: subscripts, lambdas, containers, comprehensions
+# (a tuple or list only as the right-hand side of ``in``).
+_UNSUPPORTED = (
+    ast.Subscript, ast.Lambda, ast.Dict, ast.Set, ast.ListComp, ast.SetComp, ast.DictComp,
+    ast.GeneratorExp, ast.NamedExpr, ast.Starred, ast.JoinedStr, ast.Tuple, ast.List,
+)
+
+# SLayer 1.4.1's aggregations (``BUILTIN_AGGREGATIONS``, in any case, and the aliases
+# ``normalize_aggregation_name`` maps to them) and transforms (``ALL_TRANSFORMS``, as written), which
+# take the value they aggregate or transform as their first positional argument; and its scalar
+# functions (any case), which may take none. Any other name called with no argument is unknown
+# (with one, SLayer defers it to a custom aggregation of the model).
+_AGGREGATIONS = frozenset(
+    """avg corr count count_distinct count_distinct_approx covar_pop covar_samp first last max median min
+    percentile stddev_pop stddev_samp sum var_pop var_samp weighted_avg countd countdistinct
+    approx_count_distinct countdistinctapprox stddev var variance""".split()
+)
+_TRANSFORMS = frozenset(
+    """change change_pct consecutive_periods cumsum dense_rank first lag last lead ntile percent_rank rank
+    time_shift""".split()
+)
+_SCALARS = frozenset(
+    """abs ceil ceiling coalesce concat current_date date_add date_diff date_part exp floor greatest ifnull
+    iif instr interval least length like ln log log10 log2 lower ltrim mod now nullif pow power replace round
+    rtrim sign sqrt substr substring trim trunc upper""".split()
+)
+# The literals SLayer reads (``type(value).__name__`` names any other in its message).
+_LITERALS = (type(None), bool, int, float, str)
+_IN = (
+    "the right-hand side of ``in`` / ``not in`` must be a tuple/list literal (e.g. ``status in ('a', 'b')``) "
+    "or a time-point string (``created_at in '2025-Q1'``)"
+)
+# SLayer's names for what an element of ``in``'s tuple may not be.
+_SLAYER_NODES = {ast.Name: "Ref", ast.Attribute: "DottedRef"}
+
+
+def node_problem(tree: ast.Expression) -> str | None:
+    """What Python parses and SLayer does not (``sum(amount) ^ 2``, ``x[0]``, ``sum()``), in
+    SLayer's words; None when it takes every node."""
+    allowed: set[int] = set()  # the tuples and lists on the right of an ``in``
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
+            problem = _in_problem(node.comparators[0])
+            if problem is not None:
+                return problem
+            allowed.add(id(node.comparators[0]))
+        problem = _node_problem(node)
+        if problem is not None and id(node) not in allowed:
+            return problem
+    return None
+
+
+def _in_problem(right: ast.expr) -> str | None:
+    """What SLayer refuses on the right of ``in``: anything but a literal tuple, list or string."""
+    if isinstance(right, ast.Constant) and isinstance(right.value, str):
+        return None
+    if not isinstance(right, (ast.Tuple, ast.List)):
+        return f"{_IN}; got {type(right).__name__}."
+    if not right.elts:
+        return ("empty tuple is not allowed on the right-hand side of ``in`` / ``not in`` (dialect-dependent "
+                "SQL); use a non-empty literal tuple.")
+    for element in right.elts:
+        value = element.operand if isinstance(element, ast.UnaryOp) and isinstance(element.op, ast.USub) else element
+        if not isinstance(value, ast.Constant):
+            got = _SLAYER_NODES.get(type(value), "an expression")
+            return ("every element on the right-hand side of ``in`` / ``not in`` must be a literal (string, number, "
+                    f"or boolean); got {got}.")
+    return None
+
+
+def _node_problem(node: ast.AST) -> str | None:
+    """What SLayer's parser refuses in one node."""
+    if isinstance(node, ast.BinOp) and not isinstance(node.op, _BINARY):
+        return f"unsupported binary operator {type(node.op).__name__}."
+    if isinstance(node, ast.Compare) and len(node.ops) > 1:
+        return ("chained comparisons are not supported. Each Cmp must be a single comparison; split (e.g.) "
+                "`1 < x < 10` into `1 < x and x < 10`.")
+    if isinstance(node, ast.IfExp):
+        return (
+            "the Python conditional 'x if cond else y' is not supported. Use SQL "
+            "'CASE WHEN cond THEN x ELSE y END' or iif(cond, x, y)."
+        )
+    if isinstance(node, _UNSUPPORTED):
+        return f"unsupported AST node {type(node).__name__}."
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.args:
+        return _empty_call(node.func.id)
+    if isinstance(node, ast.Constant) and not isinstance(node.value, _LITERALS):
+        return f"unsupported literal type {type(node.value).__name__}."
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
+        return "unsupported unary operator Invert."
+    if isinstance(node, ast.Attribute):
+        base = node.value
+        while isinstance(base, ast.Attribute):
+            base = base.value
+        if not isinstance(base, ast.Name):
+            return f"unsupported attribute base {type(base).__name__}."
+    return None
+
+
+def _empty_call(name: str) -> str | None:
+    """Why SLayer refuses ``name()``, a call with no positional argument; None when it takes it."""
+    if name == AGGREGATED:
+        return None
+    if name.lower() in _AGGREGATIONS:
+        return f"aggregation {name!r} requires a value argument, e.g. {name}(column)."
+    if name in _TRANSFORMS:
+        return f"transform {name!r} requires at least one positional argument (the value to transform)."
+    if name.lower() in _SCALARS:
+        return None
+    return (f"Function {name!r} is not allowed in Mode B. It takes the scalar functions "
+            f"({', '.join(sorted(_SCALARS))}), transforms and aggregations (`sum(revenue)`).")
+
+
+# extract's part, as SLayer's date_part() takes it: one of its parts or an alias of one.
+_DATE_PARTS = ("year", "iso_year", "quarter", "month", "week", "day", "day_of_week", "day_of_year", "hour",
+               "minute", "second")
+_DATE_PART_ALIASES = {
+    "isodow": "day_of_week", "doy": "day_of_year", "dayofyear": "day_of_year", "isoyear": "iso_year",
+    "isoweek": "week", "iso_week": "week", "weekofyear": "week", "dayofmonth": "day", "day_of_month": "day",
+}
+_AMBIGUOUS_WEEKDAYS = ("weekday", "dayofweek", "dow")
+
+
+def extract_problem(text: str) -> str | None:
+    """An ``extract(part from x)`` (outside strings and ``#`` comments) whose part SLayer's
+    ``date_part()`` does not take, in its words."""
+    tokens = lexer.tokens(text)
+    comment_end = -1
+    for index, token in enumerate(tokens):
+        if token.start < comment_end:
+            continue
+        if token.text == "#":
+            line_end = text.find("\n", token.start)
+            comment_end = len(text) if line_end < 0 else line_end
+            continue
+        window = [t.text.lower() for t in tokens[index : index + 4]]
+        if len(window) < 4 or window[0] != "extract" or window[1] != "(" or window[3] != "from":
+            continue
+        part = tokens[index + 2].text.strip("'\"")
+        word = part.lower()
+        if word in _AMBIGUOUS_WEEKDAYS:
+            return (f"{part!r} has conflicting weekday numberings across databases; write date_part('day_of_week', "
+                    "x) (ISO, Monday = 1 … Sunday = 7) or date_part('day_of_week', x) % 7 (Sunday = 0 … Saturday = 6).")
+        if _DATE_PART_ALIASES.get(word, word) not in _DATE_PARTS:
+            return f"unknown date_part() part {part!r}; accepted: {', '.join(_DATE_PARTS)}."
+    return None

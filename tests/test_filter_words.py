@@ -1,0 +1,73 @@
+"""A filter's words as SLayer 1.4.1's memory resolver reads them (``_extract_filter_tokens``):
+which SQL words name no column, and what a SQL comment does to the reading."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from slayer_kb import KnowledgeBase
+from slayer_kb.catalog.refs import filter_references
+from testing import CliRunner, commit_all, make_catalog_kb
+
+# SLayer 1.4.1's _FILTER_TOKEN_BLACKLIST: in a filter, these alone name no column.
+SLAYER_FILTER_WORDS = {
+    "and", "or", "not", "is", "null", "in", "like", "between", "true", "false", "case", "when",
+    "then", "else", "end", "exists", "coalesce", "nullif", "cast", "ln", "log", "log2", "log10",
+    "exp", "sqrt", "pow", "power", "abs", "round", "floor", "ceil", "ceiling", "current_date",
+    "current_timestamp", "now",
+}
+
+
+@pytest.mark.parametrize("word", sorted(SLAYER_FILTER_WORDS))
+def test_the_words_slayer_skips_in_a_filter_name_no_column(word: str) -> None:
+    assert filter_references(f"x > 1 and {word} > 2 and {word.upper()} < 3") == ["x"]
+
+
+def test_a_column_named_like_a_sql_word_is_linked_from_a_filter(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """SLayer reads ``desc``, ``offset``, ``interval`` in a filter as columns (its engine too): a
+    column so named was not linked, a tag silently missing."""
+    root = make_catalog_kb(tmp_path / "kb")
+    with (root / "models" / "shop" / "refunds.yaml").open("a", encoding="utf-8") as model:
+        model.write("- {name: desc, type: TEXT}\n- {name: offset, type: INT}\n- {name: interval, type: INT}\n")
+    commit_all(root, "columns named like SQL words")
+    query = {"source_model": "refunds", "filters": ["desc = 'late' and offset > 1", "interval between 1 and 5"]}
+    proc = invoke_cli("--kb", root, "save", "refunds by delay", "--query", json.dumps(query), "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout)["resolved_entities"] == [
+        "shop.refunds", "shop.refunds.desc", "shop.refunds.offset", "shop.refunds.interval"]
+
+
+@pytest.mark.parametrize(("text", "opener", "reading"), [
+    ("amount > 5 /* don't */ and qty > 1", "/*", ""),
+    ("amount > 5 -- it's big\n and status = 'x'", "--", "two minus signs, and "),
+    ("amount > 5 -- big", "--", "two minus signs, and "),
+])
+def test_a_sql_comment_in_a_filter_is_refused(
+    example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner, text: str, opener: str, reading: str
+) -> None:
+    """SLayer reads no SQL comment in a filter: its resolver tags the comment's words (``don``,
+    ``t``) and its engine cannot parse it. A quote in one opened a string that ran to the end, so
+    the columns after it (``qty``, ``status``) went untagged and the query was saved."""
+    query = json.dumps({"source_model": "orders", "filters": [text]})
+    proc = invoke_cli("--kb", example_kb_read_only.root, "save", "a filter with a comment", "--query", query)
+    assert proc.returncode != 0
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"Error: filters[0]: filter {text!r}: '{opener}' opens no comment in a filter: SLayer reads "
+        f"{reading}the text after it as part of the filter. Remove the comment."
+    )
+
+
+def test_a_backquoted_name_in_a_filter_is_refused(example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """SLayer's resolver reads the name inside backquotes (it tags ``status``) and its engine cannot
+    parse them; the reader took the backquoted name for a value and saved the query untagged."""
+    text = "`status` = 'paid' and amount > 1"
+    query = json.dumps({"source_model": "orders", "filters": [text]})
+    proc = invoke_cli("--kb", example_kb_read_only.root, "save", "a backquoted name", "--query", query)
+    assert proc.returncode != 0
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"Error: filters[0]: filter {text!r}: a backquote quotes no name in a filter: SLayer's engine "
+        "cannot parse it. Write the name bare: status.")
+    assert filter_references("status = 'a`b'") == ["status"]  # in a string, a backquote is a character

@@ -1,0 +1,114 @@
+"""Measure formulas SLayer 1.4.1's Mode-B parser refuses that Python parses: save and validate
+refuse them in SLayer's words (found by the differential pass against SLayer's parse_expr)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from slayer_kb import KnowledgeBase
+from slayer_kb.catalog.querychecks import formula_problem
+from testing import CliRunner
+
+PARTS = "year, iso_year, quarter, month, week, day, day_of_week, day_of_year, hour, minute, second"
+
+# SLayer 1.4.1's own words for each (recorded with its parse_expr).
+REFUSED = [
+    ("sum(amount) + sum()", "aggregation 'sum' requires a value argument, e.g. sum(column)."),
+    ("Sum() * 2", "aggregation 'Sum' requires a value argument, e.g. Sum(column)."),
+    ("weighted_avg(weight=qty)", "aggregation 'weighted_avg' requires a value argument, e.g. weighted_avg(column)."),
+    ("countd() + 1", "aggregation 'countd' requires a value argument, e.g. countd(column)."),
+    ("cumsum() + sum(amount)", "transform 'cumsum' requires at least one positional argument (the value to transform)."),
+    ("sum(amount) * 1j", "unsupported literal type complex."),
+    ("sum(...)", "unsupported literal type ellipsis."),
+    ("~ sum(amount)", "unsupported unary operator Invert."),
+    ("sum(amount).x", "unsupported attribute base Call."),
+    ("sum(amount) + (1).real", "unsupported attribute base Constant."),
+    ("max(extract(cost from created_at))", f"unknown date_part() part 'cost'; accepted: {PARTS}."),
+    ("max(EXTRACT(Dow FROM created_at))", "'Dow' has conflicting weekday numberings across databases; write "
+     "date_part('day_of_week', x) (ISO, Monday = 1 … Sunday = 7) or date_part('day_of_week', x) % 7 "
+     "(Sunday = 0 … Saturday = 6)."),
+]
+
+
+@pytest.mark.parametrize(("formula", "words"), REFUSED)
+def test_save_refuses_what_slayers_parser_refuses(
+    example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner, formula: str, words: str
+) -> None:
+    """Python parses each of these, so the check took them and the query was saved; SLayer's
+    parser refuses them, so SLayer could not run it."""
+    query = json.dumps({"source_model": "orders", "measures": [formula]})
+    proc = invoke_cli("--kb", example_kb_read_only.root, "save", "a formula", "--query", query)
+    assert proc.returncode != 0
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"Error: measures[0].formula: Invalid Mode-B expression {formula!r}: {words}")
+
+
+@pytest.mark.parametrize("formula", [
+    "sum(amount) + count(*)", "count(distinct status)", "max(extract(year from created_at))",
+    "max(extract(dayofyear from created_at))", "max(Extract('month' FROM created_at))", "lower(status)",
+    "coalesce()", "sum(amount) + 1e5 + 0x1f", "time_shift(sum(amount), -1, month)", "amount:sum + -qty:sum",
+    "sum(customers.regions.name)", "weighted_avg(amount, weight=qty)",
+])
+def test_what_slayers_parser_takes_is_taken(formula: str) -> None:
+    assert formula_problem(formula) is None
+
+
+def test_extract_with_a_quoted_part_names_its_value_only() -> None:
+    """SLayer takes extract's part quoted (``extract('month' from x)``); its FROM was tagged."""
+    from slayer_kb.catalog.refs import formula_references
+
+    assert formula_references("max(Extract('month' FROM created_at))") == ["created_at"]
+
+
+@pytest.mark.parametrize(("formula", "word"), [("true:count", "true"), ("sum(amount) + not:avg", "not"),
+                                               ("None:count", "None")])
+def test_a_colon_aggregation_of_a_word_aggregates_a_column(
+    example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner, formula: str, word: str
+) -> None:
+    """SLayer reads ``x:agg`` as the column x aggregated, whatever its name: ``true:count`` counts a
+    column named true. The reader skipped the word as a constant and saved the query untagged."""
+    query = json.dumps({"source_model": "orders", "measures": [formula]})
+    proc = invoke_cli("--kb", example_kb_read_only.root, "save", "a formula", "--query", query)
+    assert proc.returncode != 0
+    assert proc.stderr.strip().splitlines()[-1].startswith(
+        f"Error: measures[0] {formula!r}: Entity {word!r} not found in any datasource")
+
+
+@pytest.mark.parametrize(("text", "refs"), [
+    ("amount:sum > 1 and created_at::date = '2024-01-01'", ["amount", "created_at"]),
+    ("amount: sum > 1", ["amount", "sum"]),
+    ("created_at :: date > '2024-01-01'", ["created_at", "date"]),
+])
+def test_a_filters_colon_drops_only_the_word_right_after_it(text: str, refs: list[str]) -> None:
+    """SLayer's resolver drops ``:agg`` and ``::type`` from a filter only written together
+    (``_FILTER_AGG_SUFFIX_RE``); a word after a spaced colon is a column, as there."""
+    from slayer_kb.catalog.refs import filter_references
+
+    assert filter_references(text) == refs
+
+
+@pytest.mark.parametrize(("formula", "words"), [
+    ("sum(amount) + mean()", "Function 'mean' is not allowed in Mode B."),
+    ("sum(amount) + (1, 2)", "unsupported AST node Tuple."),
+    ("sum(amount) * [1]", "unsupported AST node List."),
+    ("sum(iif(status in status, amount, 0))", "the right-hand side of ``in`` / ``not in`` must be a tuple/list "
+     "literal (e.g. ``status in ('a', 'b')``) or a time-point string (``created_at in '2025-Q1'``); got Name."),
+    ("sum(iif(qty in (qty, 1), amount, 0))", "every element on the right-hand side of ``in`` / ``not in`` must "
+     "be a literal (string, number, or boolean); got Ref."),
+    ("sum(iif(qty in (), amount, 0))", "empty tuple is not allowed on the right-hand side of ``in`` / ``not in`` "
+     "(dialect-dependent SQL); use a non-empty literal tuple."),
+])
+def test_more_that_slayers_parser_refuses(formula: str, words: str) -> None:
+    problem = formula_problem(formula)
+    assert problem is not None and problem.startswith(f"Invalid Mode-B expression {formula!r}: {words}")
+
+
+@pytest.mark.parametrize("formula", [
+    "sum(iif(status in ('a', 'b'), amount, 0))", "sum(iif(qty in [-1, None, True], amount, 0))",
+    "sum(iif(created_at in '2025-Q1', amount, 0))", "coalesce(sum(amount), now())",
+    "sum(amount) # extract(nothing from here)", "amount:weighted_avg(weight=qty)",
+])
+def test_what_slayers_parser_takes_is_taken_too(formula: str) -> None:
+    assert formula_problem(formula) is None
