@@ -54,7 +54,7 @@ def test_save_writes_one_canonical_file_in_one_commit(catalog_kb: KnowledgeBase)
 def test_a_kb_asks_git_where_its_repository_is_in_one_process(where: str, monkeypatch: pytest.MonkeyPatch,
                                                               tmp_path: Path) -> None:
     """Where the repository is, and where it keeps its objects, git folders and index: one
-    ``git rev-parse`` as the KB opens where git is asked, for a KB at the top of its repository or in a folder of it.
+    ``git rev-parse`` as the KB opens, for a KB at the top of its repository or in a folder of it.
     A path git prints on two lines (a folder named with a newline) is asked again as before, in two, and
     the save still lands; so it does when the name is not UTF-8 too (the second asking read it as
     UTF-8 alone: a traceback, UnicodeDecodeError)."""
@@ -65,18 +65,11 @@ def test_a_kb_asks_git_where_its_repository_is_in_one_process(where: str, monkey
         root = make_catalog_kb(tmp_path / names.get(where, "kb"))
     trace = tmp_path / "git-trace"
     monkeypatch.setenv("GIT_TRACE", str(trace))
-    # A plain repository is found from its folders (discover.py), a name not UTF-8 by git; with
-    # GIT_CEILING_DIRECTORIES set, git is asked.
-    for n, ceiling in enumerate((None, "")):
-        if ceiling is not None:
-            monkeypatch.setenv("GIT_CEILING_DIRECTORIES", ceiling)
-        trace.unlink(missing_ok=True)
-        assert KnowledgeBase(root).save_memory("NULL means not returned", ["orders.amount"]).memory_id == str(n + 1)
-        asked = [line for line in trace.read_text(errors="replace").splitlines()
-                 if "built-in: git rev-parse" in line and ("--show-toplevel" in line or "--git-path" in line)]
-        by_git = ceiling is not None or where == "newline, not UTF-8"
-        assert len(asked) == (0 if not by_git else 3 if where.startswith("newline") else 1), asked
+    assert KnowledgeBase(root).save_memory("NULL means not returned", ["orders.amount"]).memory_id == "1"
     monkeypatch.delenv("GIT_TRACE")
+    asked = [line for line in trace.read_text(errors="replace").splitlines()
+             if "built-in: git rev-parse" in line and ("--show-toplevel" in line or "--git-path" in line)]
+    assert len(asked) == (3 if where.startswith("newline") else 1), asked
     assert git(root, "log", "-1", "--format=%s").startswith("memory: ")
     assert git(root, "status", "--porcelain") == ""
 
@@ -163,8 +156,6 @@ def test_validate_against_a_ref_asks_git_each_question_once(invoke_cli: Any, mon
     invoke_cli("--kb", a, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
     trace = tmp_path / "git-trace"
     monkeypatch.setenv("GIT_TRACE", str(trace))
-    # Found by git, not from its folders (discover.py asks git with this set): a second look shows.
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", "")
     checked = invoke_cli("--kb", a, "validate", "--against", "origin/main", check=True)
     monkeypatch.delenv("GIT_TRACE")
     assert checked.stdout == "Checked 1 file: no problems.\n"
@@ -182,8 +173,6 @@ def test_fmt_of_the_kb_asks_git_where_its_repository_is_once(catalog_kb: Knowled
     path.write_text("created_at: '2026-01-01T00:00:00Z'\nlearning: Amounts are in cents\n")
     trace = tmp_path / "git-trace"
     monkeypatch.setenv("GIT_TRACE", str(trace))
-    # Found by git, not from its folders (discover.py asks git with this set): a second look shows.
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", "")
     formatted = invoke_cli("fmt", cwd=catalog_kb.root, check=True)
     monkeypatch.delenv("GIT_TRACE")
     assert formatted.stdout == "reformatted memories/7.yaml\n1 of 1 files needed formatting\n"
@@ -738,40 +727,6 @@ def test_head_branch_and_tips_read_from_the_ref_files_are_what_git_says(tmp_path
     (sha256 / "a.txt").write_text("a\n")
     commit_all(sha256)
     assert len(agrees(sha256) or "") == 64
-
-
-def test_a_plain_repository_is_found_from_its_folders_as_git_finds_it(tmp_path: Path) -> None:
-    """A KB opened asked git where its repository is (``rev-parse``), the one git process of a
-    search or a ``get``: a plain repository is found from its folders, with git's answer, and
-    git is asked wherever the case is not plain."""
-    from slayer_kb.store.discover import where
-    from slayer_kb.store.repo import _WHERE, GitStore
-
-    def said(path: Path) -> list[str]:
-        proc = subprocess.run(["git", "rev-parse", "--show-toplevel", *_WHERE], cwd=path, capture_output=True)
-        lines = proc.stdout.decode().splitlines()
-        return [line if at == 2 else os.path.normpath(path / line) for at, line in enumerate(lines)]  # 2: the format
-
-    root = tmp_path / "repo"
-    (root / "team" / "notes").mkdir(parents=True)
-    git(root, "init", "-q")
-    (root / "team" / "notes" / "a.txt").write_text("a\n")
-    commit_all(root)
-    for path in (root, root / "team", root / "team" / "notes"):
-        found = where(path)
-        assert found == said(path)
-        with traced_git(tmp_path) as runs:
-            assert GitStore(path).top == root
-        assert runs("rev-parse") == []
-    git(root, "worktree", "add", "-q", "-b", "other", str(tmp_path / "other"))  # a .git file
-    sha256 = tmp_path / "sha256"
-    git(tmp_path, "init", "-q", "--object-format=sha256", str(sha256))  # an extension
-    moved = tmp_path / "moved"
-    git(tmp_path, "init", "-q", str(moved))
-    git(moved, "config", "core.worktree", str(root / "team"))
-    for path in (tmp_path / "other", sha256, moved, root / ".git" / "refs", tmp_path):
-        assert where(path) is None, path
-    assert GitStore(tmp_path / "other").top == tmp_path / "other"  # git answers
 
 
 def test_put_file_leaves_the_file_alone_on_an_error_it_does_not_expect(tmp_path: Path) -> None:

@@ -1682,8 +1682,8 @@ def test_a_sync_reads_its_branch_and_its_upstreams_tip_from_git_s_files(tmp_path
         synced = json_of(invoke_cli("--kb", a, "--json", "sync", check=True))
     assert (synced["branch"], synced["pulled"], synced["pushed"]) == ("main", 1, 1)
     assert git(a, "rev-parse", "HEAD") == git(a, "rev-parse", "origin/main")
-    # Nor is rev-parse asked where the repository is, as the KB opens (discover.py).
-    assert (runs("rev-parse"), runs("symbolic-ref")) == ([], [])
+    # The KB's open asks where the repository is; nothing else is asked of rev-parse.
+    assert ([run.split()[1] for run in runs("rev-parse")], runs("symbolic-ref")) == (["--show-toplevel"], [])
 
 
 UNION = ("The repository's gitattributes give {} 'merge=union', which git ranks above slayer-kb's merge driver, so "

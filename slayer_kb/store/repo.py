@@ -30,7 +30,7 @@ from ..core.fileio import refuses_folders
 from ..core.problems import words
 from ..core.results import LogEntry
 from ..core.text import shown_controls
-from . import discover, gitstate, indexlock, journal, reffiles, requests, state, upkeep, worktree
+from . import gitstate, indexlock, journal, reffiles, requests, state, upkeep, worktree
 from .bounded import explain, git_timeout, hung, run_bounded
 from .files import reserved_space, why_unwritable
 from .gitenv import git_env
@@ -94,9 +94,9 @@ class GitStore:
 
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
-        # Where it is and keeps its files: from its folders where plain (discover.py), else in
-        # one git process (an error or a newline in a path: two).
-        located = discover.where(self.root) or self._where()
+        # Where it is and keeps its files, in one git process (an error or a newline in a path: two).
+        proc = run_git(["rev-parse", "--show-toplevel", *_WHERE], self.root, check=False)
+        located = proc.stdout.decode("utf-8", "surrogateescape").splitlines() if proc.returncode == 0 else []
         top = Path(located[0]) if len(located) == 6 else find_toplevel(self.root)
         if top is None:
             if (why := refuses_folders(self.root)) is not None:  # init could not make .git there
@@ -130,10 +130,6 @@ class GitStore:
         self.niceness = 0  # a relayed write's: its git work while reads go on beside it yields (priority.py)
         self._untrusted: str | None = None  # why the state folder was set aside after the open
         self._check_state()
-
-    def _where(self) -> list[str]:
-        proc = run_git(["rev-parse", "--show-toplevel", *_WHERE], self.root, check=False)
-        return proc.stdout.decode("utf-8", "surrogateescape").splitlines() if proc.returncode == 0 else []
 
     def _check_state(self) -> bool:
         folder = self.repo_path(STATE_DIR)
