@@ -727,6 +727,16 @@ def test_head_branch_and_tips_read_from_the_ref_files_are_what_git_says(tmp_path
     (sha256 / "a.txt").write_text("a\n")
     commit_all(sha256)
     assert len(agrees(sha256) or "") == 64
+    # HEAD a symbolic link (core.preferSymlinkRefs), and a tag named as the branch: git is asked,
+    # and the branch is still main (git's --short would say heads/main, and sync push there).
+    linked = tmp_path / "linked"
+    git(tmp_path, "-c", "core.preferSymlinkRefs=true", "init", "-q", "-b", "main", str(linked))
+    assert (linked / ".git" / "HEAD").is_symlink()
+    (linked / "a.txt").write_text("a\n")
+    commit_all(linked)
+    git(linked, "tag", "main")
+    store = GitStore(linked)
+    assert (store.branch(), store.head()) == ("main", ask(linked, "rev-parse", "HEAD"))
 
 
 def test_put_file_leaves_the_file_alone_on_an_error_it_does_not_expect(tmp_path: Path) -> None:

@@ -34,8 +34,10 @@ def branch(git_dir: Path) -> str | None:
 
 
 def _head(git_dir: Path) -> bytes | None:
+    path = git_dir / "HEAD"
     try:
-        return (git_dir / "HEAD").read_bytes().strip()
+        # A symbolic link (core.preferSymlinkRefs) names its branch by where it points: git's to read.
+        return None if path.is_symlink() else path.read_bytes().strip()
     except OSError:
         return None
 
@@ -46,8 +48,11 @@ def commit(common_dir: Path, ref: str) -> str | None:
     holds it (a branch with no commit yet, a remote not fetched)."""
     if not ref.startswith(_PLAIN) or ".." in ref or (common_dir / "reftable").exists():
         return None
+    loose = common_dir / ref
+    if loose.is_symlink():  # a ref linked to another (core.preferSymlinkRefs): git resolves it
+        return None
     try:
-        value = (common_dir / ref).read_bytes().strip()
+        value = loose.read_bytes().strip()
     except FileNotFoundError:
         value = None
     except OSError:  # a folder where the file would be, or unreadable: git knows

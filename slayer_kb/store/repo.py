@@ -270,7 +270,9 @@ class GitStore:
         found = reffiles.branch(self.git_dirs()[0])
         if found is not None:
             return found
-        return self.git("symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.decode().strip()
+        # Not --short, which says heads/main when a tag is named main too.
+        named = self.git("symbolic-ref", "-q", "HEAD", check=False).stdout.decode().strip()
+        return named.removeprefix("refs/heads/")
 
     def tip(self, ref: str) -> str:
         """The commit the branch or remote-tracking ref ``ref`` names, '' when there is none."""
