@@ -114,6 +114,10 @@ def test_sync_to_a_long_remote_name_it_lacks_quotes_it_cut(example_kb_read_only:
         f"Error: No git remote named {'r' * 100!r}... (300 characters); add one (git -C {root} remote add NAME "
         "URL) or pass --remote.\n"))
     assert json_of(proc)["error"]["type"] == "invalid_input"
+    # A shorter name is given whole, quoted so that the step works when pasted.
+    proc = invoke_cli("--kb", root, "sync", "--remote", "o;rm")
+    assert (proc.returncode, proc.stderr) == (1, (
+        f"Error: No git remote named 'o;rm'; add one (git -C {root} remote add 'o;rm' URL) or pass --remote.\n"))
 
 
 def test_timeline_of_a_broken_memory_file_says_how_to_fix_it_as_get_does(indexed_example_kb: KnowledgeBase,

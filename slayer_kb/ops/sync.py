@@ -43,7 +43,7 @@ from ..core.errors import ConflictError, IndexLockedError, InvalidInputError, KB
 from ..core.locate import id_of_path
 from ..core.memory import Memory, loads
 from ..core.merging import merge_topic_revisions
-from ..core.problems import cd_step, command, command_in, git_command, words
+from ..core.problems import cd_step, command, command_in, git_command, shell_word, words
 from ..core.results import SyncResult
 from ..core.session import SESSIONS_DIR
 from ..core.text import MAX_SHOWN, shown_value
@@ -108,7 +108,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
             f"{_NOT_IN_NAMES}); pass --remote with one that 'git remote -v' lists."
         )
     if kb.git_setting(f"remote.{remote}.url") is None:
-        name = remote if len(remote) <= MAX_SHOWN else "NAME"  # the fix is not to carry it whole either
+        name = shell_word(remote) if len(remote) <= MAX_SHOWN else "NAME"  # the fix is not to carry it whole either
         raise InvalidInputError(
             f"No git remote named {shown_value(remote)}; add one ({git_command(store.root, f'remote add {name} URL')}) "
             "or pass --remote."
