@@ -230,7 +230,7 @@ def test_import_engram_says_why_each_record_is_skipped_or_changed(empty_kb: Know
         "engram.json: session 1 is not an object; skipped.",
         "engram.json: session 2 has no 'id'; skipped.",
         "engram.json: prompt 1: content is 150 bytes, over the limit of 100: only its first 85 bytes were kept, then "
-        "'... [truncated]'. Save the rest as memories (mem_save), or raise the limit with SLAYER_KB_MAX_CONTENT "
+        "'... [truncated]'. Save the rest as memories (slayer-kb save, the mem_save tool), or raise the limit with SLAYER_KB_MAX_CONTENT "
         "(bytes).",
     ]
     prompts = yaml.safe_load((kb.root / "sessions" / "s1.yaml").read_text())["prompts"]

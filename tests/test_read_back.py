@@ -154,12 +154,13 @@ def test_import_slayer_of_a_slayer_kb_knowledge_base_says_it_is_one(example_kb_r
 def test_a_summary_over_the_limit_is_told_the_commands_that_keep_it(example_kb_read_only: KnowledgeBase,
                                                                      invoke_cli: CliRunner) -> None:
     """``session-end --summary`` over the limit told the command line's user to 'save the details
-    with mem_session_summary or mem_save', tools a shell has not; it names the commands."""
+    with mem_session_summary or mem_save', tools a shell has not; it names the command, with the
+    session (without it the details went to the project's default session)."""
     root = example_kb_read_only.root
     proc = invoke_cli("--kb", root, "--json", "session-end", "s1", "--summary", "-", input="word " * 14000)
     assert (proc.returncode, proc.stderr) == (1, (
         "Error: summary is 69999 bytes; the limit is 65536 bytes. Keep the session's summary short; save the "
-        f"details with 'slayer-kb --kb {root} session-summary' or 'slayer-kb --kb {root} save --title'.\n"))
+        f"details with 'slayer-kb --kb {root} save --title TITLE --session s1', each under the limit.\n"))
 
 
 def test_show_of_a_broken_memory_file_says_how_to_fix_it_as_get_does(indexed_example_kb: KnowledgeBase,

@@ -161,7 +161,7 @@ def test_a_long_prompt_is_cut_at_the_content_limit(empty_kb: KnowledgeBase) -> N
 def test_a_cut_prompt_says_so(empty_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     """A 5 MB prompt was cut to the limit with nothing said but the marker in the file."""
     warning = ("content is 200000 bytes, over the limit of 65536: only its first 65521 bytes were kept, then "
-               "'... [truncated]'. Save the rest as memories (mem_save), or raise the limit with "
+               "'... [truncated]'. Save the rest as memories (slayer-kb save, the mem_save tool), or raise the limit with "
                "SLAYER_KB_MAX_CONTENT (bytes).")
     proc = invoke_cli("--kb", empty_kb.root, "--json", "save-prompt", "-", input="p" * 200_000)
     assert (proc.returncode, json_of(proc)["warnings"], proc.stderr) == (0, [warning], "")

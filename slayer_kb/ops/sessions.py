@@ -259,7 +259,9 @@ def end(kb: Context, session_id: Any, summary: Any = None) -> SessionResult:
             said = (f"summary is {len(summary.encode('utf-8'))} bytes; the limit is {MAX_SUMMARY} bytes. "
                     "Keep the session's summary short; save the details with ")
             run = command(kb.root)  # the command line's advice in commands, a client's in tools
-            raise InvalidInputError(f"{said}'{run} session-summary' or '{run} save --title'.",
+            # --session: else they go to the project's default session
+            raise InvalidInputError(f"{said}'{run} save --title TITLE --session {shell_word(session_id)}', "
+                                    "each under the limit.",
                                     tool_message=f"{said}mem_session_summary or mem_save.")
     warnings = []
     with kb.transaction(sync=False) as tx:
@@ -312,7 +314,7 @@ def _cut_prompt(text: str, limit: int, what: str, warnings: list[str]) -> str:
     kept = data[: limit - len(TRUNCATED)].decode("utf-8", "ignore")
     warnings.append(f"{what} is {len(data)} bytes, over the limit of {limit}: only its first "
                     f"{len(kept.encode('utf-8'))} bytes were kept, then {TRUNCATED!r}. Save the rest as memories "
-                    "(mem_save), or raise the limit with SLAYER_KB_MAX_CONTENT (bytes).")
+                    "(slayer-kb save, the mem_save tool), or raise the limit with SLAYER_KB_MAX_CONTENT (bytes).")
     return kept + TRUNCATED
 
 
