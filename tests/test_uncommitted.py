@@ -218,6 +218,36 @@ def test_a_save_over_a_memory_added_then_deleted_by_hand_refuses(
     assert invoke_cli("--kb", root, "save", "--id", "5", "Over it.", "-e", "shop.orders", check=True).returncode == 0
 
 
+def test_a_save_on_a_branch_with_no_commit_yet_saves(catalog_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """On an orphan branch (HEAD unborn, git's index and the work tree kept), the check for a
+    file staged and then deleted asked git to compare git's index with HEAD, which is not there:
+    a save --id failed "bad revision 'HEAD'". Before the first commit every staged file is new."""
+    root = catalog_kb.root
+    git(root, "checkout", "-q", "--orphan", "fresh")
+    proc = invoke_cli("--kb", root, "save", "--id", "kb.new", "New.", "-e", "shop.orders")
+    assert (proc.returncode, proc.stdout.splitlines()[0]) == (0, "Saved memory kb.new (created)")
+    assert git(root, "log", "--format=%s", "fresh") == "memory: save kb.new\n"
+    assert "memories/kb.new.yaml" in git(root, "ls-tree", "-r", "--name-only", "fresh")
+
+
+@pytest.mark.parametrize("args, said", [
+    (["session-end", "s9"], 'Session "s9" completed\nwarning: session \'s9\' was never started; it is recorded '
+                            "as started and ended now\n"),
+    (["save-prompt", "hello", "--session", "s8"], 'Prompt saved: "hello"\n'),
+])
+def test_a_session_command_in_a_repository_with_no_commit_records_it(
+        tmp_path: Path, invoke_cli: CliRunner, args: list[str], said: str) -> None:
+    """A fresh git init, no commit: session-end of a session never started, and save-prompt,
+    failed "bad revision 'HEAD'"; they record the session in the first commit."""
+    root = tmp_path / "kb"
+    root.mkdir()
+    git(root, "init", "-q")
+    (root / "memories").mkdir()
+    proc = invoke_cli("--kb", root, *args)
+    assert (proc.returncode, proc.stdout) == (0, said)
+    assert git(root, "ls-tree", "-r", "--name-only", "HEAD") == f"sessions/{args[-1]}.yaml\n"
+
+
 def test_a_dry_run_of_prune_says_the_real_run_would_refuse(unfinished: Path, invoke_cli: CliRunner) -> None:
     """prune --dry-run listed 1, 2 and 4 as memories it would strip, exit 0, while prune refused
     them all: a dry run says what the run would do, its refusal in the same words."""
