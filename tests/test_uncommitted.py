@@ -248,6 +248,21 @@ def test_a_session_command_in_a_repository_with_no_commit_records_it(
     assert git(root, "ls-tree", "-r", "--name-only", "HEAD") == f"sessions/{args[-1]}.yaml\n"
 
 
+def test_an_intent_to_add_file_deleted_by_hand_is_not_called_staged(
+        catalog_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """A file marked with git add -N (intent to add: no version staged) and then deleted: a save
+    over its id was refused with "your next git commit would commit the staged version", which
+    git would not do; the save goes ahead."""
+    root = catalog_kb.root
+    (root / "memories" / "kb.five.yaml").write_text("draft\n")
+    git(root, "add", "-N", "memories/kb.five.yaml")
+    (root / "memories" / "kb.five.yaml").unlink()
+    proc = invoke_cli("--kb", root, "save", "--id", "kb.five", "Five.", "-e", "shop.orders")
+    assert (proc.returncode, proc.stdout.splitlines()[0]) == (0, "Saved memory kb.five (created)")
+    assert git(root, "show", "HEAD:memories/kb.five.yaml").startswith("learning: Five.\n")
+    assert git(root, "status", "--porcelain") == ""
+
+
 def test_a_dry_run_of_prune_says_the_real_run_would_refuse(unfinished: Path, invoke_cli: CliRunner) -> None:
     """prune --dry-run listed 1, 2 and 4 as memories it would strip, exit 0, while prune refused
     them all: a dry run says what the run would do, its refusal in the same words."""
