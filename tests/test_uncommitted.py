@@ -168,6 +168,32 @@ def test_a_dry_run_of_prune_force_lists_the_links_only_head_still_has(
     assert run.stdout.startswith("Stripped from memory 1: shop.refunds.amount, shop.refunds.id\n"), run.stdout
 
 
+def test_prune_force_refuses_a_file_only_head_s_versions_bring_in_before_it_sets_any_aside(
+        catalog_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """As above, and 2 (linking shop.refunds.id) is broken by hand: only HEAD's 1 brings the
+    link, and so 2, into prune's plan. The dry run listed "Would strip from memory 2", exit 0; the
+    run wrote 1.yaml.orig, put HEAD's 1 back, then refused "nothing was done", suggesting --force.
+    Both refuse, naming 2 and why, with nothing touched."""
+    root = catalog_kb.root
+    (root / "memories" / "1.yaml").write_text(memory("One.", "shop.refunds.amount", "shop.refunds.id"))
+    (root / "memories" / "2.yaml").write_text(memory("Two.", "shop.refunds.id"))
+    commit_all(root, "one two")
+    git(root, "rm", "-q", "models/shop/refunds.yaml")
+    git(root, "commit", "-q", "-m", "refunds gone by hand")
+    (root / "memories" / "1.yaml").write_text(WIP)
+    (root / "memories" / "2.yaml").write_text("learning: [unclosed\n")
+    before = head(root)
+    refusal = ("Error: memories/2.yaml has changes that are not committed (in the work tree or git's index, or never "
+               "committed at all), and this command would rewrite it once --force put back HEAD's version of "
+               "memories/1.yaml; slayer-kb never commits work you have not committed, so nothing was done. Commit or "
+               "stash it (git stash -u) and retry.\n")
+    for args in (["--dry-run", "--force"], ["--force"]):
+        proc = invoke_cli("--kb", root, "prune", *args)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", refusal)
+        assert git(root, "status", "--porcelain") == " M memories/1.yaml\n M memories/2.yaml\n"
+        assert (head(root), (root / "memories" / "1.yaml").read_text()) == (before, WIP)
+
+
 def test_a_memory_added_then_deleted_by_hand_is_not_passed_by(
         catalog_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     """5 links memory:3, is staged (git add) and then deleted from the work tree; HEAD lacks it:
