@@ -449,6 +449,16 @@ class GitStore:
         self.git_dirs()  # asked of git once
         return self._index_file
 
+    def may_leave_out(self) -> bool:
+        """Whether git's index may mark a file skip-worktree, as a sparse checkout does for the
+        files it leaves out of the work tree: not a version 2 index, which cannot hold the mark
+        (git writes version 3 while an entry holds it). Its first 8 bytes, not a git process."""
+        try:
+            with open(self.index_file, "rb") as index:
+                return index.read(8) != b"DIRC\0\0\0\2"
+        except OSError:
+            return True  # unreadable: the caller checks as if files were left out
+
     def _index_lock(self) -> Path:
         return self.index_file.with_name(f"{self.index_file.name}.lock")
 
