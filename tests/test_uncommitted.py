@@ -497,21 +497,30 @@ def test_a_memory_a_sparse_checkout_leaves_out_is_not_called_deleted(indexed_exa
     assert "- shop.orders.is_test\n" not in git(root, "show", "HEAD:memories/5.yaml")
     assert not (root / "memories" / "5.yaml").exists() and git(root, "status", "--porcelain") == ""
 
-def test_a_save_leaves_out_the_session_file_a_sparse_checkout_leaves_out(tmp_path: Path, invoke_cli: CliRunner) -> None:
-    """A sparse checkout leaves sessions/s1.yaml out; a save with --session s1 commits a new version
-    of it. The commit's finish read its marks two ways: what to leave out of the work tree from the
-    transaction's reading alone (which had not read the session file), what to stage from a second
-    reading. It wrote the file into the work tree and git's index lost its mark (git ls-files -t:
-    H), checking out what the person's sparse checkout leaves out."""
+def test_a_save_keeps_the_session_a_sparse_checkout_leaves_out(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """A sparse checkout leaves sessions/s1.yaml out; a save with --session s1 read no session
+    file, made a new one and committed it over HEAD's: its project, start and prompts lost. The
+    memory is saved and HEAD's session kept, still left out; a command on the session itself
+    refuses, saying how to check it out."""
     root = make_catalog_kb(tmp_path / "kb")
     invoke_cli("--kb", root, "save", "First.", "-e", "shop.orders", "--session", "s1", "--project", "p", check=True)
+    invoke_cli("--kb", root, "save-prompt", "an important prompt", "--session", "s1", check=True)
+    session = git(root, "show", "HEAD:sessions/s1.yaml")
     git(root, "update-index", "-q", "--refresh")  # a copied repository's stat data, or git keeps the file
     git(root, "sparse-checkout", "set", "--no-cone", "/*", "!/sessions/s1.yaml")
     assert not (root / "sessions" / "s1.yaml").exists()
-    # The save reads no session file there and makes one (another project: a change in any second).
     invoke_cli("--kb", root, "save", "Second.", "-e", "shop.orders", "--session", "s1", "--project", "q", check=True)
-    assert git(root, "show", "--name-only", "--format=", "HEAD") == "memories/2.yaml\nsessions/s1.yaml\n"
-    assert git(root, "ls-files", "-t", "--", "sessions/s1.yaml") == "S sessions/s1.yaml\n"
+    assert git(root, "show", "--name-only", "--format=", "HEAD") == "memories/2.yaml\n"
+    assert git(root, "show", "HEAD:sessions/s1.yaml") == session
+    before = head(root)
+    for args in (["save-prompt", "another", "--session", "s1"], ["session-end", "s1"]):
+        proc = invoke_cli("--kb", root, *args)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
+            "Error: sessions/s1.yaml is not checked out: git's index marks it skip-worktree (as a sparse checkout "
+            "does for the files it leaves out), and HEAD has it. Check it out (add it to the sparse checkout, or run "
+            "git sparse-checkout disable), then retry. Nothing was done: slayer-kb never commits work you have "
+            "not committed.\n")), args
+    assert (head(root), git(root, "ls-files", "-t", "--", "sessions/s1.yaml")) == (before, "S sessions/s1.yaml\n")
     assert not (root / "sessions" / "s1.yaml").exists() and git(root, "status", "--porcelain") == ""
 
 
