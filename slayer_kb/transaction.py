@@ -346,19 +346,24 @@ class Transaction:
             raise ConflictError(_uncommitted_message([path], force_hint=False))
 
     def rewrite(
-        self, plan: Callable[[], tuple[list[Change], T]], force: bool = False
+        self, plan: Callable[[], tuple[list[Change], T]], force: bool = False,
+        ahead: Callable[[frozenset[str]], tuple[list[Change], object]] | None = None,
     ) -> tuple[list[Change], T, list[str]]:
         """``plan()`` (the changes to existing files, and whatever else it worked out), refused
         (``ConflictError``) when a file it rewrites or deletes differs from HEAD in the work tree
         or git's index, or is one HEAD lacks; nothing is done then. With ``force``, those files
         are set aside (``GitStore.set_aside``: the user's version kept as ``<file>.orig``, HEAD's
-        put back) and ``plan()`` runs again from HEAD's versions. Returns (changes, the rest of
-        what ``plan`` gave, the names kept)."""
+        put back) and ``plan()`` runs again from HEAD's versions. ``ahead``: the plan as
+        ``dry_rewrite`` takes it, for a plan whose files HEAD's versions may change (prune's);
+        the files it adds are checked before any is set aside, so a refusal changes nothing.
+        Returns (changes, the rest of what ``plan`` gave, the names kept)."""
         kb = self.kb
         changes, extra = plan()
         dirty = self._rewritable(changes)
         kept: list[str] = []
         if dirty and force:
+            if ahead is not None:
+                self._refuse_beyond(ahead(frozenset(memory_ids_of(list(dirty))))[0], dirty)
             kept = self.store.set_aside(dirty)
             self._reindex(memory_ids_of(list(dirty)))
             kb.recheck_catalog()
@@ -366,7 +371,7 @@ class Transaction:
             changes, extra = plan()
             dirty = self._uncommitted([c.path for c in changes])
         if dirty:
-            raise _refused(dirty)
+            raise _refused(dirty, kept)
         return changes, extra, kept
 
     def dry_rewrite(
@@ -380,10 +385,22 @@ class Transaction:
         dirty = self._rewritable(changes)
         if dirty and force:
             changes, extra = plan(frozenset(memory_ids_of(list(dirty))))
+            self._refuse_beyond(changes, dirty)
             return changes, extra, self.store.aside_names(dirty)
         if dirty:
             raise _refused(dirty)
         return changes, extra, []
+
+    def _refuse_beyond(self, changes: list[Change], aside: Mapping[str, str | None]) -> None:
+        """Refuse the files of ``changes``, planned from HEAD's versions of the files ``aside``
+        (those ``--force`` sets aside), that hold uncommitted work and are not set aside: a plan
+        from HEAD's versions may rewrite files the first plan did not, and ``--force`` sets aside
+        only the first plan's."""
+        beyond = {path: blob for path, blob in self._uncommitted([c.path for c in changes]).items()
+                  if path not in aside}
+        if beyond:
+            message = _uncommitted_message(sorted(beyond), force_hint=False, aside=sorted(aside))
+            raise ConflictError(message)
 
     def _rewritable(self, changes: list[Change]) -> dict[str, str | None]:
         """The files of ``changes`` that hold uncommitted work (``_uncommitted``); refused
@@ -484,14 +501,21 @@ def memory_ids_of(paths: list[str]) -> list[str]:
     return [memory_id for memory_id in map(id_of_path, paths) if memory_id is not None]
 
 
-def _refused(dirty: Mapping[str, str | None]) -> ConflictError:
-    """The refusal of a rewrite of the files ``dirty``, which hold uncommitted work."""
+def _refused(dirty: Mapping[str, str | None], kept: list[str] | None = None) -> ConflictError:
+    """The refusal of a rewrite of the files ``dirty``, which hold uncommitted work (``kept``:
+    the names ``--force`` already kept the user's versions of other files as)."""
+    if kept:
+        return ConflictError(_uncommitted_message(sorted(dirty), force_hint=False, kept=kept))
     # An MCP tool has no --force: its client hears the rest of the advice.
     return ConflictError(_uncommitted_message(sorted(dirty), force_hint=True),
                          tool_message=_uncommitted_message(sorted(dirty), force_hint=False))
 
 
-def _uncommitted_message(paths: list[str], force_hint: bool) -> str:
+def _uncommitted_message(paths: list[str], force_hint: bool, aside: list[str] | None = None,
+                         kept: list[str] | None = None) -> str:
+    """Why a rewrite of ``paths`` is refused, and the fix; ``aside``: the files ``--force`` would
+    set aside, from whose HEAD versions the command would rewrite ``paths``; ``kept``: the names
+    it kept the user's versions of them as, HEAD's put back, before it found ``paths``."""
     one = len(paths) == 1
     them, has = ("it", "has") if one else ("them", "have")
     how = f"Commit or stash {them} (git stash -u)"
@@ -500,6 +524,13 @@ def _uncommitted_message(paths: list[str], force_hint: bool) -> str:
                 f"{'version' if one else 'versions'} as {paths[0] + '.orig' if one else '<file>.orig'}.")
     else:
         how += " and retry."
+    why = f"this command would rewrite {them}"
+    if aside:
+        why += f" once --force put back HEAD's {'version' if len(aside) == 1 else 'versions'} of {listed(aside)}"
+    done = "so nothing was done"
+    if kept:
+        done = (f"so nothing was committed; --force had already kept your {'version' if len(kept) == 1 else 'versions'} "
+                f"of the files it set aside as {listed(kept)} and put back HEAD's")
     return (f"{listed(paths)} {has} changes that are not committed (in the work tree or git's index, or "
-            f"never committed at all), and this command would rewrite {them}; slayer-kb never commits "
-            f"work you have not committed, so nothing was done. {how}")
+            f"never committed at all), and {why}; slayer-kb never commits "
+            f"work you have not committed, {done}. {how}")

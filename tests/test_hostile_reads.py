@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
-from testing import CliRunner, commit_all, git, json_of
+from testing import CliRunner, commit_all, git, json_of, make_team
 
 
 def skipped(root: Path) -> list[str]:
@@ -528,6 +528,49 @@ def test_a_revisions_catalog_links_are_read_as_the_work_trees_are(indexed_exampl
     assert (reviewed["catalog"]["models_added"], reviewed["problems"]) == (["shop.customers_dim"], [out])
     assert invoke_cli("--kb", root, "validate", cwd=root).stdout == (
         f"{out.replace(': is a', ':1: catalog: is a', 1)}\n1 problem in 1 file (40 files checked)\n")
+
+
+ODD_NAMES = [pytest.param(b"a\nb.yaml", id="newline"), pytest.param(b"a\xffb.yaml", id="not-utf8")]
+
+
+def _odd_model(shop: Path, name: bytes) -> None:
+    """A copy of orders.yaml as model orders_odd, in the file ``name`` (bytes: it need not be UTF-8)."""
+    odd = (shop / "orders.yaml").read_text().replace("name: orders", "name: orders_odd", 1)
+    Path(os.path.join(os.fsencode(shop), name).decode("utf-8", "surrogateescape")).write_text(odd)
+
+
+@pytest.mark.parametrize("name", ODD_NAMES)
+def test_review_reads_a_catalog_file_whatever_its_name(catalog_kb: KnowledgeBase, invoke_cli: CliRunner,
+                                                       name: bytes) -> None:
+    """A model file a pull request adds as models/shop/a<newline>b.yaml stopped review with a
+    false "run 'git fsck'" (git cat-file reads a REV:PATH name a line); one named with bytes that
+    are not UTF-8 crashed it with UnicodeEncodeError. It reads both: the model is added."""
+    root = catalog_kb.root
+    base = git(root, "rev-parse", "HEAD").strip()
+    _odd_model(root / "models" / "shop", name)
+    commit_all(root, "an odd name")
+    proc = invoke_cli("--kb", root, "--json", "review", base)
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert json.loads(proc.stdout)["catalog"]["models_added"] == ["shop.orders_odd"]
+
+
+def test_sync_reads_a_catalog_file_named_with_a_newline(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """Both clones hold models/shop/a<newline>b.yaml; upstream then deletes a model, which a
+    sync's cascade reads both catalogs for: it stopped with a false "run 'git fsck'"."""
+    _bare, (a, b) = make_team(tmp_path)
+    _odd_model(a / "models" / "shop", b"a\nb.yaml")
+    commit_all(a, "a model file named with a newline")
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    git(a, "rm", "-q", "models/shop/regions.yaml")
+    git(a, "commit", "-q", "-m", "regions gone")
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "save", "B.", "-e", "shop.orders", check=True)
+    proc = invoke_cli("--kb", b, "sync")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "Synced main with origin: rebased, 1 pulled, 1 pushed.\n", "")
+    assert git(b, "ls-tree", "--name-only", "origin/main", "models/shop/") == (
+        '"models/shop/a\\nb.yaml"\nmodels/shop/countries.yaml\nmodels/shop/customers.yaml\n'
+        "models/shop/orders.yaml\nmodels/shop/refunds.yaml\n")
 
 
 def test_a_crafted_tree_naming_a_folder_twice_links_nothing_through_it(indexed_example_kb: KnowledgeBase,

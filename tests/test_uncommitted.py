@@ -168,6 +168,32 @@ def test_a_dry_run_of_prune_force_lists_the_links_only_head_still_has(
     assert run.stdout.startswith("Stripped from memory 1: shop.refunds.amount, shop.refunds.id\n"), run.stdout
 
 
+def test_prune_force_refuses_a_file_only_head_s_versions_bring_in_before_it_sets_any_aside(
+        catalog_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """As above, and 2 (linking shop.refunds.id) is broken by hand: only HEAD's 1 brings the
+    link, and so 2, into prune's plan. The dry run listed "Would strip from memory 2", exit 0; the
+    run wrote 1.yaml.orig, put HEAD's 1 back, then refused "nothing was done", suggesting --force.
+    Both refuse, naming 2 and why, with nothing touched."""
+    root = catalog_kb.root
+    (root / "memories" / "1.yaml").write_text(memory("One.", "shop.refunds.amount", "shop.refunds.id"))
+    (root / "memories" / "2.yaml").write_text(memory("Two.", "shop.refunds.id"))
+    commit_all(root, "one two")
+    git(root, "rm", "-q", "models/shop/refunds.yaml")
+    git(root, "commit", "-q", "-m", "refunds gone by hand")
+    (root / "memories" / "1.yaml").write_text(WIP)
+    (root / "memories" / "2.yaml").write_text("learning: [unclosed\n")
+    before = head(root)
+    refusal = ("Error: memories/2.yaml has changes that are not committed (in the work tree or git's index, or never "
+               "committed at all), and this command would rewrite it once --force put back HEAD's version of "
+               "memories/1.yaml; slayer-kb never commits work you have not committed, so nothing was done. Commit or "
+               "stash it (git stash -u) and retry.\n")
+    for args in (["--dry-run", "--force"], ["--force"]):
+        proc = invoke_cli("--kb", root, "prune", *args)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", refusal)
+        assert git(root, "status", "--porcelain") == " M memories/1.yaml\n M memories/2.yaml\n"
+        assert (head(root), (root / "memories" / "1.yaml").read_text()) == (before, WIP)
+
+
 def test_a_memory_added_then_deleted_by_hand_is_not_passed_by(
         catalog_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     """5 links memory:3, is staged (git add) and then deleted from the work tree; HEAD lacks it:
@@ -216,6 +242,51 @@ def test_a_save_over_a_memory_added_then_deleted_by_hand_refuses(
     assert not (root / "memories" / "5.yaml").exists()
     git(root, "rm", "-q", "--cached", "--", "memories/5.yaml")
     assert invoke_cli("--kb", root, "save", "--id", "5", "Over it.", "-e", "shop.orders", check=True).returncode == 0
+
+
+def test_a_save_on_a_branch_with_no_commit_yet_saves(catalog_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """On an orphan branch (HEAD unborn, git's index and the work tree kept), the check for a
+    file staged and then deleted asked git to compare git's index with HEAD, which is not there:
+    a save --id failed "bad revision 'HEAD'". Before the first commit every staged file is new."""
+    root = catalog_kb.root
+    git(root, "checkout", "-q", "--orphan", "fresh")
+    proc = invoke_cli("--kb", root, "save", "--id", "kb.new", "New.", "-e", "shop.orders")
+    assert (proc.returncode, proc.stdout.splitlines()[0]) == (0, "Saved memory kb.new (created)")
+    assert git(root, "log", "--format=%s", "fresh") == "memory: save kb.new\n"
+    assert "memories/kb.new.yaml" in git(root, "ls-tree", "-r", "--name-only", "fresh")
+
+
+@pytest.mark.parametrize("args, said", [
+    (["session-end", "s9"], 'Session "s9" completed\nwarning: session \'s9\' was never started; it is recorded '
+                            "as started and ended now\n"),
+    (["save-prompt", "hello", "--session", "s8"], 'Prompt saved: "hello"\n'),
+])
+def test_a_session_command_in_a_repository_with_no_commit_records_it(
+        tmp_path: Path, invoke_cli: CliRunner, args: list[str], said: str) -> None:
+    """A fresh git init, no commit: session-end of a session never started, and save-prompt,
+    failed "bad revision 'HEAD'"; they record the session in the first commit."""
+    root = tmp_path / "kb"
+    root.mkdir()
+    git(root, "init", "-q")
+    (root / "memories").mkdir()
+    proc = invoke_cli("--kb", root, *args)
+    assert (proc.returncode, proc.stdout) == (0, said)
+    assert git(root, "ls-tree", "-r", "--name-only", "HEAD") == f"sessions/{args[-1]}.yaml\n"
+
+
+def test_an_intent_to_add_file_deleted_by_hand_is_not_called_staged(
+        catalog_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """A file marked with git add -N (intent to add: no version staged) and then deleted: a save
+    over its id was refused with "your next git commit would commit the staged version", which
+    git would not do; the save goes ahead."""
+    root = catalog_kb.root
+    (root / "memories" / "kb.five.yaml").write_text("draft\n")
+    git(root, "add", "-N", "memories/kb.five.yaml")
+    (root / "memories" / "kb.five.yaml").unlink()
+    proc = invoke_cli("--kb", root, "save", "--id", "kb.five", "Five.", "-e", "shop.orders")
+    assert (proc.returncode, proc.stdout.splitlines()[0]) == (0, "Saved memory kb.five (created)")
+    assert git(root, "show", "HEAD:memories/kb.five.yaml").startswith("learning: Five.\n")
+    assert git(root, "status", "--porcelain") == ""
 
 
 def test_a_dry_run_of_prune_says_the_real_run_would_refuse(unfinished: Path, invoke_cli: CliRunner) -> None:
@@ -426,21 +497,30 @@ def test_a_memory_a_sparse_checkout_leaves_out_is_not_called_deleted(indexed_exa
     assert "- shop.orders.is_test\n" not in git(root, "show", "HEAD:memories/5.yaml")
     assert not (root / "memories" / "5.yaml").exists() and git(root, "status", "--porcelain") == ""
 
-def test_a_save_leaves_out_the_session_file_a_sparse_checkout_leaves_out(tmp_path: Path, invoke_cli: CliRunner) -> None:
-    """A sparse checkout leaves sessions/s1.yaml out; a save with --session s1 commits a new version
-    of it. The commit's finish read its marks two ways: what to leave out of the work tree from the
-    transaction's reading alone (which had not read the session file), what to stage from a second
-    reading. It wrote the file into the work tree and git's index lost its mark (git ls-files -t:
-    H), checking out what the person's sparse checkout leaves out."""
+def test_a_save_keeps_the_session_a_sparse_checkout_leaves_out(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """A sparse checkout leaves sessions/s1.yaml out; a save with --session s1 read no session
+    file, made a new one and committed it over HEAD's: its project, start and prompts lost. The
+    memory is saved and HEAD's session kept, still left out; a command on the session itself
+    refuses, saying how to check it out."""
     root = make_catalog_kb(tmp_path / "kb")
     invoke_cli("--kb", root, "save", "First.", "-e", "shop.orders", "--session", "s1", "--project", "p", check=True)
+    invoke_cli("--kb", root, "save-prompt", "an important prompt", "--session", "s1", check=True)
+    session = git(root, "show", "HEAD:sessions/s1.yaml")
     git(root, "update-index", "-q", "--refresh")  # a copied repository's stat data, or git keeps the file
     git(root, "sparse-checkout", "set", "--no-cone", "/*", "!/sessions/s1.yaml")
     assert not (root / "sessions" / "s1.yaml").exists()
-    # The save reads no session file there and makes one (another project: a change in any second).
     invoke_cli("--kb", root, "save", "Second.", "-e", "shop.orders", "--session", "s1", "--project", "q", check=True)
-    assert git(root, "show", "--name-only", "--format=", "HEAD") == "memories/2.yaml\nsessions/s1.yaml\n"
-    assert git(root, "ls-files", "-t", "--", "sessions/s1.yaml") == "S sessions/s1.yaml\n"
+    assert git(root, "show", "--name-only", "--format=", "HEAD") == "memories/2.yaml\n"
+    assert git(root, "show", "HEAD:sessions/s1.yaml") == session
+    before = head(root)
+    for args in (["save-prompt", "another", "--session", "s1"], ["session-end", "s1"]):
+        proc = invoke_cli("--kb", root, *args)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
+            "Error: sessions/s1.yaml is not checked out: git's index marks it skip-worktree (as a sparse checkout "
+            "does for the files it leaves out), and HEAD has it. Check it out (add it to the sparse checkout, or run "
+            "git sparse-checkout disable), then retry. Nothing was done: slayer-kb never commits work you have "
+            "not committed.\n")), args
+    assert (head(root), git(root, "ls-files", "-t", "--", "sessions/s1.yaml")) == (before, "S sessions/s1.yaml\n")
     assert not (root / "sessions" / "s1.yaml").exists() and git(root, "status", "--porcelain") == ""
 
 

@@ -173,11 +173,15 @@ def _load_all(kb: Context) -> SessionFiles:
 def ensure(tx: Transaction, session_id: str, project: str | None, directory: str | None = None,
            now: str | None = None) -> tuple[Session, list[Change]]:
     """The session, made when it has no file, an empty project or directory filled in when one
-    is given (Engram's ``CreateSession``); and the change to commit, if any, in ``tx``."""
+    is given (Engram's ``CreateSession``); and the change to commit, if any, in ``tx``, whose
+    file is checked to hold no uncommitted work (``Transaction.require_committed``)."""
     kb = tx.kb
     path = session_path(session_id)
     existing = read(kb, session_id)
     if existing is None:
+        # No file, yet HEAD may hold the session: one a sparse checkout leaves out, or deleted by
+        # hand. A new one would replace it (its project, start, prompts): refused, with the fix.
+        tx.require_committed(path)
         _check_no_case_twin(kb, session_id)
         session = Session(session_id, now or utc_now(), project or None, directory or None)
         return session, [change(session)]
@@ -269,7 +273,8 @@ def end(kb: Context, session_id: Any, summary: Any = None) -> SessionResult:
         session, made = ensure(tx, session_id, None, now=now)
         if made:
             warnings.append(f"session '{session_id}' was never started; it is recorded as started and ended now")
-        tx.require_committed(session.path)
+        else:  # a change ``ensure`` makes is checked there
+            tx.require_committed(session.path)
         if summary and session.summary and summary != session.summary:
             when = f" (ended at {session.ended_at})" if session.ended_at else ""
             shows = git_command(kb.root, f"log -p {shell_word(session.path)}")  # run where the user is
@@ -290,8 +295,9 @@ def save_prompt(kb: Context, content: Any, session_id: Any = None, project: Any 
     content = _cut_prompt(engram.redact_private(content), kb.max_content, "content", warnings)
     with kb.transaction(sync=False) as tx:
         now = utc_now()
-        session, _ = ensure(tx, session_id, project, now=now)
-        tx.require_committed(session.path)
+        session, made = ensure(tx, session_id, project, now=now)
+        if not made:  # a change ``ensure`` makes is checked there
+            tx.require_committed(session.path)
         prompt = Prompt(now, content, project if project and project != session.project else None)
         session = replace(session, prompts=[*session.prompts, prompt])
         commit = tx.commit([change(session)], f"session: prompt in {session_id}")

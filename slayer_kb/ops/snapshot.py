@@ -32,30 +32,30 @@ def blob_at(store: GitStore, rev: str, kb_path: str) -> bytes | None:
 
 def blobs_at(store: GitStore, wanted: list[tuple[str, str]]) -> list[bytes | None]:
     """``blob_at`` of each ``(rev, kb_path)``, from one ``git cat-file --batch``
-    (``GitStore.cat_files``; a process per file is tens of ms on a busy machine). The KB's file
-    names hold no newline; cat-file reads a name a line, so a KB whose folder's path holds one
-    is asked for by its tree's id at each revision (``_kb_trees``)."""
+    (``GitStore.cat_files``; a process per file is tens of ms on a busy machine). cat-file reads
+    a ``REV:PATH`` name a line, so where a path holds a newline (a file a pull request added,
+    or the KB's folder) each file is found by walking the trees by id (``_blob_ids``)."""
     if not wanted:
         return []
-    folders = _kb_trees(store, list(dict.fromkeys(rev for rev, _ in wanted))) if "\n" in store.prefix else None
-    names = [f"{rev}:{store.repo_path(path)}" if folders is None else f"{folders[rev]}:{path}" if folders[rev] else None
-             for rev, path in wanted]
+    paths = [store.repo_path(path) for _, path in wanted]
+    if any("\n" in path for path in paths):
+        names: list[str | None] = _blob_ids(store, [rev for rev, _ in wanted], paths)
+    else:
+        names = [f"{rev}:{path}" for (rev, _), path in zip(wanted, paths, strict=True)]
     asked = [name for name in names if name is not None]
     found = iter(store.cat_files(asked, missing_ok=True) if asked else [])
     return [None if name is None or (blob := next(found)) is None or blob[1] != "blob" else blob[2] for name in names]
 
 
-def _kb_trees(store: GitStore, revs: list[str]) -> dict[str, str | None]:
-    """The id of the KB folder's tree at each of ``revs`` (None: not there), walked down to from
-    the root tree by id."""
+def _blob_ids(store: GitStore, revs: list[str], paths: list[str]) -> list[str | None]:
+    """The blob id of each repository path of ``paths`` at the rev beside it (None: not there),
+    walked down to from each rev's root tree by id."""
+    unique = list(dict.fromkeys(revs))
+    answers = store.cat_files([f"{rev}^{{tree}}" for rev in unique], missing_ok=True)
+    roots = {rev: None if answer is None else answer[0] for rev, answer in zip(unique, answers, strict=True)}
     objects = store.objects
-    found: dict[str, str | None] = {}
-    for rev, root in zip(revs, store.cat_files([f"{rev}^{{tree}}" for rev in revs], missing_ok=True), strict=True):
-        tree = None if root is None else root[0]
-        for part in filter(None, store.prefix.split("/")):
-            tree = None if tree is None else objects.tree(tree).subtree(part.encode("utf-8", "surrogateescape"))
-        found[rev] = tree
-    return found
+    return [None if (root := roots[rev]) is None else objects.blobs_at(root, [path])[path]
+            for rev, path in zip(revs, paths, strict=True)]
 
 
 # A raw diff's blob for the side that lacks the file.

@@ -186,14 +186,16 @@ class GitStore:
         """``(id, kind, data)`` of each object ``names`` names (an id, or ``REV:PATH``; no newline),
         from one ``git cat-file --batch`` (a process per object is tens of ms on a busy machine);
         None for one git has not (no such file at that commit) when ``missing_ok``."""
-        out = self.git("cat-file", "--batch", input="".join(name + "\n" for name in names).encode()).stdout
+        # A path git gave as bytes that are not UTF-8 comes back to it as those bytes.
+        out = self.git("cat-file", "--batch",
+                       input="".join(name + "\n" for name in names).encode("utf-8", "surrogateescape")).stdout
         found: list[Named | None] = []
         at = 0
         for name in names:
             end = out.index(b"\n", at)
             line = out[at:end]
             # Known by the whole line: a name is REV:PATH, and a path may hold spaces.
-            if line == f"{name} missing".encode():
+            if line == f"{name} missing".encode("utf-8", "surrogateescape"):
                 if missing_ok:
                     found.append(None)
                     at = end + 1
@@ -203,7 +205,7 @@ class GitStore:
                                      "history it left out; run 'git fetch --unshallow', then retry.")
                 raise StoreError(f"git object {name} is missing; run 'git fsck' on the repository.")
             header = line.split()
-            if line == f"{name} ambiguous".encode() or len(header) != 3 or not header[2].isdigit():
+            if line == f"{name} ambiguous".encode("utf-8", "surrogateescape") or len(header) != 3 or not header[2].isdigit():
                 raise StoreError(f"git cat-file answered {line.decode('utf-8', 'replace')!r} for the object {name}; "
                                  "run 'git fsck' on the repository.")
             start = end + 1
@@ -448,6 +450,16 @@ class GitStore:
         """git's index (``--git-path index``: GIT_INDEX_FILE, a linked worktree's own)."""
         self.git_dirs()  # asked of git once
         return self._index_file
+
+    def may_leave_out(self) -> bool:
+        """Whether git's index may mark a file skip-worktree, as a sparse checkout does for the
+        files it leaves out of the work tree: not a version 2 index, which cannot hold the mark
+        (git writes version 3 while an entry holds it). Its first 8 bytes, not a git process."""
+        try:
+            with open(self.index_file, "rb") as index:
+                return index.read(8) != b"DIRC\0\0\0\2"
+        except OSError:
+            return True  # unreadable: the caller checks as if files were left out
 
     def _index_lock(self) -> Path:
         return self.index_file.with_name(f"{self.index_file.name}.lock")

@@ -538,9 +538,14 @@ def missing_by_hand(store: Repository, kb_path: str) -> str | None:
 def staged_new(store: Repository, kb_paths: Sequence[str]) -> dict[str, str]:
     """Those of ``kb_paths`` (files, or folders ending in '/') that git's index holds as added
     (``git add``) and HEAD lacks, KB-relative, each with its staged blob: the person's next
-    ``git commit`` takes that version. One ``git diff-index``, no stat."""
-    out = store.git("diff-index", "--cached", "--raw", "-z", "--no-renames", "--diff-filter=A", "HEAD", "--",
-                    *_pathspecs(store, kb_paths), env=STATUS_ENV).stdout.split(b"\0")
+    ``git commit`` takes that version. One ``git diff-index``, no stat. Before the first commit
+    (a fresh ``git init``, an orphan branch) every staged file counts as added. An intent-to-add
+    entry (``git add -N``) stages no version, so it is not one."""
+    # The empty tree, written if absent, is what an unborn HEAD's commit would be compared with.
+    base = store.head() or store.objects.write("tree", b"")
+    out = store.git("diff-index", "--cached", "--raw", "-z", "--no-renames", "--diff-filter=A",
+                    "--ita-invisible-in-index", base, "--", *_pathspecs(store, kb_paths),
+                    env=STATUS_ENV).stdout.split(b"\0")
     files = {p for p in kb_paths if not p.endswith("/")}
     folders = tuple(p for p in kb_paths if p.endswith("/"))
     added: dict[str, str] = {}
