@@ -4,6 +4,7 @@ command run in this process (``invoke_cli``), git as git. The rename commit reco
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -227,3 +228,30 @@ def test_a_rename_against_a_forget_says_so_and_either_step_leaves_no_dangling_li
         links = "" if keep == "forgotten" else "entities:\n- memory:kb.a\n"
         assert files["kb.l.yaml"].startswith(f"learning: links it\n{links}created_at:")
         assert invoke_cli("--kb", clone, "validate", check=True).stdout.endswith("no problems.\n")
+
+
+def test_an_unrelated_rename_leaves_a_forget_against_an_upsert_to_the_replay(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """A rename of another memory beside a forget that a later upsert of its topic key undoes:
+    the sync finishes as without the rename (git's rebase, taken for any rename, stopped on it)."""
+    _bare, (a, b) = make_team(tmp_path)
+    key = ("--title", "Auth", "--type", "decision", "--project", "api", "--topic-key", "architecture/auth-model")
+    invoke_cli("--kb", a, "save", "JWT", *key, check=True)
+    invoke_cli("--kb", a, "save", "Revenue is paid orders", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "forget", "1", check=True)
+    # Dated an hour back: the upsert below is the later of the two, with no second to wait for.
+    git(a, "commit", "-q", "--amend", "--no-edit", f"--date={int(time.time()) - 3600} +0000")
+    invoke_cli("--kb", a, "rename", "2", "kb.two", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "save", "JWT, 15 min expiry", *key, check=True)
+    proc = invoke_cli("--kb", b, "sync")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, (
+        "Synced main with origin: rebased, 2 pulled, 1 pushed.\n"
+        "  merged both sides of: memories/1.yaml\n"
+        "  kept, its forget undone by a later upsert of its topic key or edit: 1\n"), "")
+    invoke_cli("--kb", a, "sync", check=True)
+    for clone in (a, b):
+        assert list(_files(clone)) == ["1.yaml", "kb.two.yaml"]
+        assert "learning: JWT, 15 min expiry\n" in _files(clone)["1.yaml"]

@@ -82,12 +82,17 @@ def renamed_since(store: GitStore, base: str, head: str, olds: Collection[str], 
     return Renamed(live, {old: new for old, new in moved.items() if old not in live})
 
 
-def renamed_on_either(store: GitStore, base: str, tips: tuple[str, ...]) -> bool:
-    """Whether a commit of ``base..tip`` for any of ``tips`` records a rename (one git process;
-    its files not checked): sync's replay, which takes a deleted file for a forget, leaves them to
-    git's rebase, which follows a moved file."""
-    return bool(store.git(*_LOG, "-1", "--format=%H", "--basic-regexp", f"--grep=^{_KEY}", *tips, f"^{base}",
-                          "--").stdout.strip())
+def rename_meets(store: GitStore, base: str, tips: tuple[str, str]) -> bool:
+    """Whether a memory one of ``tips`` renamed since ``base`` had its old file changed (edited,
+    forgotten, renamed) by the other: sync's replay, which takes a deleted file for a forget, leaves
+    those to git's rebase, which follows a moved file. A rename the other side did not touch
+    replays as it is, and the replay's other rules (a forget undone by a later upsert) stay."""
+    for tip, other in (tips, tips[::-1]):
+        olds = renames_between(store, base, tip)
+        if olds and store.git("diff", "--name-only", "--no-renames", base, other, "--",
+                              *(store.repo_path(memory_path(old)) for old in olds), env=LITERAL_PATHS).stdout.strip():
+            return True
+    return False
 
 
 def renames_between(store: GitStore, base: str, head: str = "HEAD") -> dict[str, str]:
