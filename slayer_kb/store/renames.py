@@ -47,14 +47,32 @@ def last_deletion(store: GitStore, memory_id: str) -> str | None:
     return proc.stdout.decode().strip() or None
 
 
-def renamed_away(store: GitStore, memory_id: str, deleting: str | None = None) -> str | None:
-    """What any command given ``memory_id`` says when the commit that last deleted its file
-    (``deleting``, found when not given) renamed it: the new id and that commit; else None."""
-    deleting = deleting or last_deletion(store, memory_id)
-    new = renamed_in(store, deleting).get(memory_id) if deleting else None
-    if deleting is None or new is None:
-        return None
-    return f"Memory '{memory_id}' was renamed to '{new}' in commit {deleting[:12]}: use that id."
+@dataclass(frozen=True)
+class Away:
+    """Where an id a commit renamed went: each move in order (the new id, its commit), and the
+    commit that then deleted the last id's file without moving it (a forget for good), if one did."""
+
+    moves: tuple[tuple[str, str], ...]
+    forgotten: str | None
+
+
+def renamed_away(store: GitStore, memory_id: str, deleting: str | None = None) -> Away | None:
+    """Where ``memory_id`` went when the commit that last deleted its file (``deleting``, found
+    when not given) renamed it, followed through later renames (1 -> kb.b, then kb.b -> kb.c:
+    kb.c, since kb.b is gone too) to an id whose file HEAD holds, or that a commit forgot; None
+    when that commit did not rename it."""
+    moves: list[tuple[str, str]] = []
+    at = memory_id
+    while (deleting := deleting or last_deletion(store, at)) is not None:
+        new = renamed_in(store, deleting).get(at)
+        if new is None:
+            break
+        moves.append((new, deleting))
+        held = store.git("cat-file", "-e", f"HEAD:{store.repo_path(memory_path(new))}", check=False).returncode == 0
+        if held or new == memory_id or len(moves) > 100:  # a chain back to the start, or absurdly long: stop
+            return Away(tuple(moves), None)
+        at, deleting = new, None
+    return Away(tuple(moves), deleting) if moves else None
 
 
 @dataclass(frozen=True)
