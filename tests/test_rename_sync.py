@@ -255,3 +255,48 @@ def test_an_unrelated_rename_leaves_a_forget_against_an_upsert_to_the_replay(
     for clone in (a, b):
         assert list(_files(clone)) == ["1.yaml", "kb.two.yaml"]
         assert "learning: JWT, 15 min expiry\n" in _files(clone)["1.yaml"]
+
+
+def test_a_rename_then_another_against_a_rename_names_each_stop_and_the_steps_finish(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """1 -> kb.b -> kb.c on this clone, 1 -> kb.a on the other: the rebase replays the two
+    renames one by one, and each stop names two renames (kb.b was taken for an edit, and the
+    file both deleted, held by git at its base alone, for nothing)."""
+    a, b = _renamed_on_a(tmp_path, invoke_cli, "rename", "1", "kb.b")
+    invoke_cli("--kb", b, "--author", "Bee <bee@example.com>", "rename", "kb.b", "kb.c", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    stopped = invoke_cli("--kb", b, "sync")
+    assert stopped.stderr.startswith("Error: Your commits renamed memories/1.yaml to kb.b, and origin/main renamed "
+                                     "it to kb.a; the repository is back as it was.")
+    git(b, "fetch", "-q", "origin")
+    assert "Error: Your commits renamed memories/1.yaml to kb.b, and origin/main renamed it to kb.a; the rebase " \
+           "stopped at commit 1 of 2" in invoke_cli("rebase", "origin/main", cwd=b).stderr
+    git(b, "reset", "-q", "--hard")
+    second = invoke_cli("rebase", "--continue", cwd=b)
+    assert second.stderr.startswith("Error: Your commits renamed memories/1.yaml to kb.c, and origin/main renamed it "
+                                    "to kb.a; the rebase stopped at commit 2 of 2")
+    assert "git reset -q --hard to keep origin/main's id kb.a" in second.stderr
+    git(b, "reset", "-q", "--hard")
+    invoke_cli("rebase", "--continue", cwd=b, check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    assert list(_files(b)) == ["kb.a.yaml", "kb.l.yaml"]
+    assert git(b, "status", "--porcelain") == ""
+
+
+def test_a_merge_of_two_renames_names_the_file_both_deleted_and_its_step(
+        tmp_path: Path, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``slayer-kb merge`` meeting two renames of one memory: git holds memories/1.yaml at its
+    base alone (both deleted it); named, with the git rm that lets ``git commit`` go on."""
+    a, b = _renamed_on_a(tmp_path, invoke_cli, "rename", "1", "kb.b")
+    invoke_cli("--kb", a, "sync", check=True)
+    git(b, "fetch", "-q", "origin")
+    stopped = invoke_cli("merge", "origin/main", cwd=b)
+    assert stopped.returncode == 1
+    message = stopped.stderr.removeprefix("Error: ")
+    assert "; this branch and origin/main both moved or forgot memories/1.yaml; the merge stopped" in message
+    assert "; git rm -q memories/1.yaml (neither side keeps it); slayer-kb validate; git commit --no-edit;" in message
+    monkeypatch.chdir(b)  # the steps have no cd: the merge ran here
+    _typed(invoke_cli, message)  # git commit --no-edit among them: it fails while a path is unmerged
+    assert git(b, "log", "-1", "--format=%p").count(" ") == 1  # the merge, committed
+    assert git(b, "ls-files", "-u") == ""
+    assert list(_files(b)) == ["kb.b.yaml", "kb.l.yaml"]

@@ -116,16 +116,32 @@ def rename_meets(store: GitStore, base: str, tips: tuple[str, str]) -> bool:
 def renames_between(store: GitStore, base: str, head: str = "HEAD") -> dict[str, str]:
     """{old id: the id it has at the end} for the renames the commits ``base..head`` made, in
     the order they were made (1 -> kb.a, then kb.a -> kb.b: 1 -> kb.b)."""
+    final: dict[str, str] = {}
+    for old, new in _moves(store, base, head):
+        final = {was: (new if now == old else now) for was, now in final.items()}
+        final[old] = new
+    return {old: new for old, new in final.items() if old != new}
+
+
+def first_ids(store: GitStore, base: str, head: str = "HEAD") -> dict[str, str]:
+    """{every id the renames of ``base..head`` gave, one a later rename moved on too: the id it
+    had at ``base``} (1 -> kb.b, then kb.b -> kb.c: kb.b and kb.c were 1)."""
+    first: dict[str, str] = {}
+    for old, new in _moves(store, base, head):
+        first[new] = first.get(old, old)
+    return {new: old for new, old in first.items() if old != new}
+
+
+def _moves(store: GitStore, base: str, head: str) -> list[tuple[str, str]]:
+    """The (old id, new id) of each rename ``base..head`` made, oldest first."""
     # Basic regex whatever grep.patternType says (fixed strings would match no "^").
     out = store.git(*_LOG, "--reverse", "-z", "--format=%H%n%B", "--basic-regexp", f"--grep=^{_KEY}", head,
                     f"^{base}", "--").stdout
-    final: dict[str, str] = {}
+    moves: list[tuple[str, str]] = []
     for entry in filter(None, out.decode("utf-8", "replace").split("\0")):
         commit, _, message = entry.strip("\n").partition("\n")
-        for old, new in _checked(store, commit, message).items():
-            final = {was: (new if now == old else now) for was, now in final.items()}
-            final[old] = new
-    return {old: new for old, new in final.items() if old != new}
+        moves += _checked(store, commit, message).items()
+    return moves
 
 
 def _checked(store: GitStore, commit: str, message: str) -> dict[str, str]:
