@@ -300,3 +300,20 @@ def test_a_merge_of_two_renames_names_the_file_both_deleted_and_its_step(
     assert git(b, "log", "-1", "--format=%p").count(" ") == 1  # the merge, committed
     assert git(b, "ls-files", "-u") == ""
     assert list(_files(b)) == ["kb.b.yaml", "kb.l.yaml"]
+
+
+def test_a_link_to_the_rename_the_steps_drop_follows_the_kept_one(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """This clone renamed 1 to kb.b and then linked kb.b; the other's rename to kb.a is kept
+    (``git reset -q --hard``): the link to kb.b points at kb.a, not at nothing."""
+    a, b = _renamed_on_a(tmp_path, invoke_cli, "rename", "1", "kb.b")
+    invoke_cli("--kb", b, "save", "links the renamed one", "--id", "kb.q", "-e", "memory:kb.b", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    stopped = invoke_cli("--kb", b, "sync")
+    assert "git reset -q --hard to keep origin/main's id kb.a" in stopped.stderr
+    said = _typed(invoke_cli, stopped.stderr.removeprefix("Error: "))
+    assert said[-2:] == ["Rebased onto origin/main; run slayer-kb sync to push.\n"
+                         "  rewrote links to renamed memories: memory:kb.b -> memory:kb.a in kb.q\n",
+                         "Synced main with origin: pushed, 0 pulled, 2 pushed.\n"]
+    assert list(_files(b)) == ["kb.a.yaml", "kb.l.yaml", "kb.q.yaml"]
+    assert "entities:\n- memory:kb.a\n" in _files(b)["kb.q.yaml"]
+    assert invoke_cli("--kb", b, "validate", check=True).stdout.endswith("no problems.\n")

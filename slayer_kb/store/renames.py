@@ -88,9 +88,14 @@ class Renamed:
 
 def renamed_since(store: GitStore, base: str, head: str, olds: Collection[str], also: str = "") -> Renamed:
     """``Renamed`` of the ids among ``olds`` that ``base..head`` renamed (and ``base..also``: a
-    branch as it was before a rebase replayed it), the new id's file looked for at ``head``."""
-    moved = {old: new for tip in filter(None, (also, head)) for old, new in renames_between(store, base, tip).items()
-             if old in olds}
+    branch as it was before a rebase replayed it), the new id's file looked for at ``head``. An
+    id both renamed, each to its own, is ``head``'s; and the id ``also`` gave it (its rename
+    dropped by a conflict's steps, ``git reset -q --hard``) moves there too: a link this branch
+    made to it follows the kept rename."""
+    mine = renames_between(store, base, also) if also else {}
+    kept = renames_between(store, base, head)
+    moved = {old: new for old, new in {**mine, **kept}.items() if old in olds}
+    moved |= {mine[old]: kept[old] for old in list(moved) if old in mine and old in kept and mine[old] != kept[old]}
     if not moved:
         return Renamed({}, {})
     out = store.git("ls-tree", "-z", "--name-only", head, "--", *(store.repo_path(memory_path(new))
