@@ -233,7 +233,8 @@ def test_a_rename_against_a_forget_says_so_and_either_step_leaves_no_dangling_li
 def test_an_unrelated_rename_leaves_a_forget_against_an_upsert_to_the_replay(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """A rename of another memory beside a forget that a later upsert of its topic key undoes:
-    the sync finishes as without the rename (git's rebase, taken for any rename, stopped on it)."""
+    the sync finishes as without the rename (git's rebase, taken for any rename, stopped on it,
+    and ran the clone's pre-rebase hook)."""
     _bare, (a, b) = make_team(tmp_path)
     key = ("--title", "Auth", "--type", "decision", "--project", "api", "--topic-key", "architecture/auth-model")
     invoke_cli("--kb", a, "save", "JWT", *key, check=True)
@@ -246,6 +247,10 @@ def test_an_unrelated_rename_leaves_a_forget_against_an_upsert_to_the_replay(
     invoke_cli("--kb", a, "rename", "2", "kb.two", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     invoke_cli("--kb", b, "save", "JWT, 15 min expiry", *key, check=True)
+    # A pre-rebase hook refusing every rebase: the replay is no git rebase, so it runs not.
+    hook = b / ".git" / "hooks" / "pre-rebase"
+    hook.write_text("#!/bin/sh\necho refused by hook >&2\nexit 1\n")
+    hook.chmod(0o755)
     proc = invoke_cli("--kb", b, "sync")
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, (
         "Synced main with origin: rebased, 2 pulled, 1 pushed.\n"
