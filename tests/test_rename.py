@@ -269,7 +269,10 @@ def test_the_old_id_points_at_the_new_one(linked_kb: KnowledgeBase, invoke_cli: 
     assert invoke_cli("restore", "kb.paid-revenue", cwd=root).stderr == (
         f"Error: Memory 'kb.paid-revenue' was forgotten for good (not soft-deleted) in commit {forgot}: bring back "
         f"its last version with 'slayer-kb restore kb.paid-revenue --rev {forgot}~1'.\n")
-    assert invoke_cli("restore", "kb.revenue-note", cwd=root).stderr == said
+    assert invoke_cli("restore", "kb.revenue-note", cwd=root).stderr == (
+        f"Error: Memory 'kb.revenue-note' was renamed to 'kb.paid-revenue' in commit {commit}, and then forgotten "
+        f"for good in commit {forgot}: bring its last version back with 'slayer-kb restore kb.paid-revenue --rev "
+        f"{forgot}~1'.\n")
 
 
 def test_the_new_id_at_a_revision_before_the_rename_is_the_file_it_had(
@@ -294,3 +297,29 @@ def test_the_new_id_at_a_revision_before_the_rename_is_the_file_it_had(
         "learning: Paid revenue counts captured payments only\nentities:\n- shop.orders.amount\n"
         f"- memory:kb.paid-revenue\n{CREATED}")
     assert git(root, "log", "-1", "--format=%s") == f"memory: restore kb.paid-revenue as of {before}\n"
+
+
+def test_an_id_renamed_twice_names_its_last_id_and_a_forget_after(
+        linked_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """``7`` renamed to kb.b, then kb.b to kb.c: ``7`` names kb.c (kb.b is gone too), and once
+    kb.c is forgotten, that, with the way back, not "use that id"."""
+    root = linked_kb.root
+
+    def head() -> str:
+        return git(root, "rev-parse", "--short=12", "HEAD").strip()
+
+    invoke_cli("rename", "7", "kb.b", cwd=root, check=True)
+    first = head()
+    invoke_cli("rename", "kb.b", "kb.c", cwd=root, check=True)
+    second = head()
+    moved = f"Memory '7' was renamed to 'kb.b' in commit {first}, then to 'kb.c' in commit {second}"
+    assert invoke_cli("get", "7", cwd=root).stderr == f"Error: {moved}: use that id.\n"
+    invoke_cli("forget", "--soft", "kb.c", cwd=root, check=True)
+    assert invoke_cli("update", "7", "--content", "x", cwd=root).stderr == (
+        f"Error: {moved}, and then forgotten (soft-deleted): bring it back with 'slayer-kb restore kb.c' "
+        "(MCP: mem_restore).\n")
+    invoke_cli("restore", "kb.c", cwd=root, check=True)
+    invoke_cli("forget", "kb.c", cwd=root, check=True)
+    assert invoke_cli("get", "7", cwd=root).stderr == (
+        f"Error: {moved}, and then forgotten for good in commit {head()}: bring its last version back with "
+        f"'slayer-kb restore kb.c --rev {head()}~1'.\n")

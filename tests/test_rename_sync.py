@@ -4,6 +4,7 @@ command run in this process (``invoke_cli``), git as git. The rename commit reco
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -227,3 +228,97 @@ def test_a_rename_against_a_forget_says_so_and_either_step_leaves_no_dangling_li
         links = "" if keep == "forgotten" else "entities:\n- memory:kb.a\n"
         assert files["kb.l.yaml"].startswith(f"learning: links it\n{links}created_at:")
         assert invoke_cli("--kb", clone, "validate", check=True).stdout.endswith("no problems.\n")
+
+
+def test_an_unrelated_rename_leaves_a_forget_against_an_upsert_to_the_replay(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """A rename of another memory beside a forget that a later upsert of its topic key undoes:
+    the sync finishes as without the rename (git's rebase, taken for any rename, stopped on it,
+    and ran the clone's pre-rebase hook)."""
+    _bare, (a, b) = make_team(tmp_path)
+    key = ("--title", "Auth", "--type", "decision", "--project", "api", "--topic-key", "architecture/auth-model")
+    invoke_cli("--kb", a, "save", "JWT", *key, check=True)
+    invoke_cli("--kb", a, "save", "Revenue is paid orders", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "forget", "1", check=True)
+    # Dated an hour back: the upsert below is the later of the two, with no second to wait for.
+    git(a, "commit", "-q", "--amend", "--no-edit", f"--date={int(time.time()) - 3600} +0000")
+    invoke_cli("--kb", a, "rename", "2", "kb.two", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "save", "JWT, 15 min expiry", *key, check=True)
+    # A pre-rebase hook refusing every rebase: the replay is no git rebase, so it runs not.
+    hook = b / ".git" / "hooks" / "pre-rebase"
+    hook.write_text("#!/bin/sh\necho refused by hook >&2\nexit 1\n")
+    hook.chmod(0o755)
+    proc = invoke_cli("--kb", b, "sync")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, (
+        "Synced main with origin: rebased, 2 pulled, 1 pushed.\n"
+        "  merged both sides of: memories/1.yaml\n"
+        "  kept, its forget undone by a later upsert of its topic key or edit: 1\n"), "")
+    invoke_cli("--kb", a, "sync", check=True)
+    for clone in (a, b):
+        assert list(_files(clone)) == ["1.yaml", "kb.two.yaml"]
+        assert "learning: JWT, 15 min expiry\n" in _files(clone)["1.yaml"]
+
+
+def test_a_rename_then_another_against_a_rename_names_each_stop_and_the_steps_finish(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """1 -> kb.b -> kb.c on this clone, 1 -> kb.a on the other: the rebase replays the two
+    renames one by one, and each stop names two renames (kb.b was taken for an edit, and the
+    file both deleted, held by git at its base alone, for nothing)."""
+    a, b = _renamed_on_a(tmp_path, invoke_cli, "rename", "1", "kb.b")
+    invoke_cli("--kb", b, "--author", "Bee <bee@example.com>", "rename", "kb.b", "kb.c", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    stopped = invoke_cli("--kb", b, "sync")
+    assert stopped.stderr.startswith("Error: Your commits renamed memories/1.yaml to kb.b, and origin/main renamed "
+                                     "it to kb.a; the repository is back as it was.")
+    git(b, "fetch", "-q", "origin")
+    assert "Error: Your commits renamed memories/1.yaml to kb.b, and origin/main renamed it to kb.a; the rebase " \
+           "stopped at commit 1 of 2" in invoke_cli("rebase", "origin/main", cwd=b).stderr
+    git(b, "reset", "-q", "--hard")
+    second = invoke_cli("rebase", "--continue", cwd=b)
+    assert second.stderr.startswith("Error: Your commits renamed memories/1.yaml to kb.c, and origin/main renamed it "
+                                    "to kb.a; the rebase stopped at commit 2 of 2")
+    assert "git reset -q --hard to keep origin/main's id kb.a" in second.stderr
+    git(b, "reset", "-q", "--hard")
+    invoke_cli("rebase", "--continue", cwd=b, check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    assert list(_files(b)) == ["kb.a.yaml", "kb.l.yaml"]
+    assert git(b, "status", "--porcelain") == ""
+
+
+def test_a_merge_of_two_renames_names_the_file_both_deleted_and_its_step(
+        tmp_path: Path, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``slayer-kb merge`` meeting two renames of one memory: git holds memories/1.yaml at its
+    base alone (both deleted it); named, with the git rm that lets ``git commit`` go on."""
+    a, b = _renamed_on_a(tmp_path, invoke_cli, "rename", "1", "kb.b")
+    invoke_cli("--kb", a, "sync", check=True)
+    git(b, "fetch", "-q", "origin")
+    stopped = invoke_cli("merge", "origin/main", cwd=b)
+    assert stopped.returncode == 1
+    message = stopped.stderr.removeprefix("Error: ")
+    assert "; this branch and origin/main both moved or forgot memories/1.yaml; the merge stopped" in message
+    assert "; git rm -q memories/1.yaml (neither side keeps it); slayer-kb validate; git commit --no-edit;" in message
+    monkeypatch.chdir(b)  # the steps have no cd: the merge ran here
+    _typed(invoke_cli, message)  # git commit --no-edit among them: it fails while a path is unmerged
+    assert git(b, "log", "-1", "--format=%p").count(" ") == 1  # the merge, committed
+    assert git(b, "ls-files", "-u") == ""
+    assert list(_files(b)) == ["kb.b.yaml", "kb.l.yaml"]
+
+
+def test_a_link_to_the_rename_the_steps_drop_follows_the_kept_one(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """This clone renamed 1 to kb.b and then linked kb.b; the other's rename to kb.a is kept
+    (``git reset -q --hard``): the link to kb.b points at kb.a, not at nothing."""
+    a, b = _renamed_on_a(tmp_path, invoke_cli, "rename", "1", "kb.b")
+    invoke_cli("--kb", b, "save", "links the renamed one", "--id", "kb.q", "-e", "memory:kb.b", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    stopped = invoke_cli("--kb", b, "sync")
+    assert "git reset -q --hard to keep origin/main's id kb.a" in stopped.stderr
+    said = _typed(invoke_cli, stopped.stderr.removeprefix("Error: "))
+    assert said[-2:] == ["Rebased onto origin/main; run slayer-kb sync to push.\n"
+                         "  rewrote links to renamed memories: memory:kb.b -> memory:kb.a in kb.q\n",
+                         "Synced main with origin: pushed, 0 pulled, 2 pushed.\n"]
+    assert list(_files(b)) == ["kb.a.yaml", "kb.l.yaml", "kb.q.yaml"]
+    assert "entities:\n- memory:kb.a\n" in _files(b)["kb.q.yaml"]
+    assert invoke_cli("--kb", b, "validate", check=True).stdout.endswith("no problems.\n")

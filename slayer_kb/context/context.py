@@ -192,7 +192,26 @@ class Context(Parts):
         committed (``missing_by_hand``, a git process), under another extension, or renamed by a
         commit (``renamed_away``: the new id); None when there is no sign of it (no such memory)."""
         return (missing_by_hand(self.store, memory_path(memory_id)) or self._misnamed(memory_id)
-                or renamed_away(self.store, memory_id))
+                or self.renamed_away(memory_id))
+
+    def renamed_away(self, memory_id: str, deleting: str | None = None) -> str | None:
+        """What any command given ``memory_id`` says when the commit that last deleted its file
+        (``deleting``, found when not given) renamed it: the id it has now (``store.renames
+        .renamed_away``), or that it was then forgotten and the way back; else None."""
+        away = renamed_away(self.store, memory_id, deleting)
+        if away is None:
+            return None
+        said = f"Memory '{memory_id}' was renamed " + ", then ".join(
+            f"to '{new}' in commit {commit[:12]}" for new, commit in away.moves)
+        final = away.moves[-1][0]
+        if away.forgotten:
+            return (f"{said}, and then forgotten for good in commit {away.forgotten[:12]}: bring its last version "
+                    f"back with '{command(self.root)} restore {words(final)} --rev {away.forgotten[:12]}~1'.")
+        with contextlib.suppress(KBError):  # unreadable: the command given the new id says why
+            if self.read_with_text(final)[0].deleted_at:
+                return (f"{said}, and then forgotten (soft-deleted): bring it back with "
+                        f"'{command(self.root)} restore {words(final)}' (MCP: mem_restore).")
+        return f"{said}: use that id."
 
     def _misnamed(self, memory_id: str) -> str | None:
         """The id's file under another extension (``50.yml``, ``50.YAML``), which no command reads

@@ -50,7 +50,7 @@ from ..core.review import MemoryChange, Review
 from ..core.session import SESSIONS_DIR, Session, id_of_file
 from ..core.session import loads as load_session
 from ..store.gitenv import LITERAL_PATHS
-from ..store.renames import last_deletion, renamed_away, renames_between
+from ..store.renames import last_deletion, renames_between
 from ..store.repo import GitStore
 from ..store.revisions import resolve_rev, shallow_parting
 from ..transaction import memory_change
@@ -148,7 +148,7 @@ def _show(kb: Context, memory_id: str, rev: str | None,
     deleting = last_deletion(kb.store, memory_id)
     if deleting is None:
         raise no_memory(memory_id, kb.memory_exists, "No memory with id '{}', now or in the history")
-    if (renamed := renamed_away(kb.store, memory_id, deleting)) is not None:
+    if (renamed := kb.renamed_away(memory_id, deleting)) is not None:
         raise NotFoundError(renamed)  # its last version is the renamed memory's: no deleted memory to show
     text = text_at(kb.store, f"{deleting}^", path)
     assert text is not None
@@ -164,7 +164,7 @@ def forgotten_error(kb: Context, memory_id: str, missing: NotFoundError) -> NotF
     deleting = last_deletion(kb.store, memory_id)
     if deleting is None:
         return missing
-    if (renamed := renamed_away(kb.store, memory_id, deleting)) is not None:
+    if (renamed := kb.renamed_away(memory_id, deleting)) is not None:
         return NotFoundError(renamed)  # 'restore --rev' would bring back a duplicate of the renamed memory
     said = f"Memory '{memory_id}' was forgotten for good (not soft-deleted) in commit {deleting[:12]}"
     fix = f"'{command(kb.root)} restore {words(memory_id)} --rev {deleting[:12]}~1'"

@@ -27,7 +27,7 @@ from ..core.problems import cd_step, command, command_in, git_command, words
 from ..core.results import RebaseResult
 from ..store import mergedriver
 from ..store.gitenv import LITERAL_PATHS
-from ..store.renames import renames_between
+from ..store.renames import first_ids
 from ..store.repo import GitStore
 from ..store.revisions import added_alike, resolve_rev
 from ..store.worktree import require_shown
@@ -323,6 +323,9 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
     renamed_here = [p for p in forgot_there if p in was and p not in paired]
     forgot_here = [p for p in forgot_here if p not in was]
     forgot_there = [p for p in forgot_there if p not in was]
+    # Git holds only the base: both sides deleted the file (two renames of it, or a rename and a
+    # forget). A rebase's reset step for two renames puts it back; else it is to be removed.
+    gone = [p for p in paths if not sides[p]] if not both else []
     what: list[str] = []
     steps: list[str] = []
 
@@ -378,6 +381,9 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
         what.append(f"{other} forgot {files(soft_there)} (forget --soft), which {ours.lower()} edited")
         steps += [f"git checkout {take_ours} {args(soft_there)} to keep your edit (or git checkout {take_other} "
                   f"{args(soft_there)} to let it stay forgotten)", f"git add {args(soft_there)}"]
+    if gone:
+        what.append(f"{subject()} and {other} both moved or forgot {files(gone)}")
+        steps.append(f"git rm -q {args(gone)} (neither side keeps it)")
     return "; ".join(what), steps
 
 
@@ -391,7 +397,8 @@ def _renamed_from(store: GitStore, paths: list[str], tips: tuple[str, ...]) -> d
     base = store.git("merge-base", "--octopus", *tips, check=False).stdout.decode().strip()
     if not base:
         return {}
-    old_of = {new: old for tip in dict.fromkeys(tips) for old, new in renames_between(store, base, tip).items()}
+    # An id a later rename moved on counts too: the rebase replays the rename commits one by one.
+    old_of = {new: old for tip in dict.fromkeys(tips) for new, old in first_ids(store, base, tip).items()}
     return {p: store.repo_path(memory_path(old_of[i])) for p, i in ids.items() if i in old_of}
 
 

@@ -48,7 +48,7 @@ from ..core.results import SyncResult
 from ..core.session import SESSIONS_DIR
 from ..core.text import MAX_SHOWN, shown_value
 from ..store.moves import MovedIds
-from ..store.renames import renamed_on_either
+from ..store.renames import rename_meets
 from ..store.replay import forgets, replay
 from ..store.repo import Change, GitStore
 from ..store.worktree import reset_keep
@@ -355,9 +355,9 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     both = written_on_both(store, parted, (upstream, "HEAD")) if parted else []
     if merges:
         _merge(store, remote, name, upstream, bool(mapping), written_on_either(store, (upstream, ours), bases), parted)
-    elif (parted and renamed_on_either(store, parted, (upstream, ours))) or (tip := replay(store, upstream, ours)) is None:
-        # A renamed memory (``rename``'s trailer): git's rebase follows the move, the replay would
-        # take it for a forget and let it win over the other side's soft forget or edit.
+    elif (parted and rename_meets(store, parted, (upstream, ours))) or (tip := replay(store, upstream, ours)) is None:
+        # A renamed memory the other side changed (``rename``'s trailer): git's rebase follows the
+        # move, the replay would take it for a forget and let it win over a soft forget or edit.
         _rebase(store, remote, upstream_branch, upstream, bool(mapping),
                 written_on_either(store, (upstream, ours), bases))
     else:

@@ -47,14 +47,32 @@ def last_deletion(store: GitStore, memory_id: str) -> str | None:
     return proc.stdout.decode().strip() or None
 
 
-def renamed_away(store: GitStore, memory_id: str, deleting: str | None = None) -> str | None:
-    """What any command given ``memory_id`` says when the commit that last deleted its file
-    (``deleting``, found when not given) renamed it: the new id and that commit; else None."""
-    deleting = deleting or last_deletion(store, memory_id)
-    new = renamed_in(store, deleting).get(memory_id) if deleting else None
-    if deleting is None or new is None:
-        return None
-    return f"Memory '{memory_id}' was renamed to '{new}' in commit {deleting[:12]}: use that id."
+@dataclass(frozen=True)
+class Away:
+    """Where an id a commit renamed went: each move in order (the new id, its commit), and the
+    commit that then deleted the last id's file without moving it (a forget for good), if one did."""
+
+    moves: tuple[tuple[str, str], ...]
+    forgotten: str | None
+
+
+def renamed_away(store: GitStore, memory_id: str, deleting: str | None = None) -> Away | None:
+    """Where ``memory_id`` went when the commit that last deleted its file (``deleting``, found
+    when not given) renamed it, followed through later renames (1 -> kb.b, then kb.b -> kb.c:
+    kb.c, since kb.b is gone too) to an id whose file HEAD holds, or that a commit forgot; None
+    when that commit did not rename it."""
+    moves: list[tuple[str, str]] = []
+    at = memory_id
+    while (deleting := deleting or last_deletion(store, at)) is not None:
+        new = renamed_in(store, deleting).get(at)
+        if new is None:
+            break
+        moves.append((new, deleting))
+        held = store.git("cat-file", "-e", f"HEAD:{store.repo_path(memory_path(new))}", check=False).returncode == 0
+        if held or new == memory_id or len(moves) > 100:  # a chain back to the start, or absurdly long: stop
+            return Away(tuple(moves), None)
+        at, deleting = new, None
+    return Away(tuple(moves), deleting) if moves else None
 
 
 @dataclass(frozen=True)
@@ -70,9 +88,14 @@ class Renamed:
 
 def renamed_since(store: GitStore, base: str, head: str, olds: Collection[str], also: str = "") -> Renamed:
     """``Renamed`` of the ids among ``olds`` that ``base..head`` renamed (and ``base..also``: a
-    branch as it was before a rebase replayed it), the new id's file looked for at ``head``."""
-    moved = {old: new for tip in filter(None, (also, head)) for old, new in renames_between(store, base, tip).items()
-             if old in olds}
+    branch as it was before a rebase replayed it), the new id's file looked for at ``head``. An
+    id both renamed, each to its own, is ``head``'s; and the id ``also`` gave it (its rename
+    dropped by a conflict's steps, ``git reset -q --hard``) moves there too: a link this branch
+    made to it follows the kept rename."""
+    mine = renames_between(store, base, also) if also else {}
+    kept = renames_between(store, base, head)
+    moved = {old: new for old, new in {**mine, **kept}.items() if old in olds}
+    moved |= {mine[old]: kept[old] for old in list(moved) if old in mine and old in kept and mine[old] != kept[old]}
     if not moved:
         return Renamed({}, {})
     out = store.git("ls-tree", "-z", "--name-only", head, "--", *(store.repo_path(memory_path(new))
@@ -82,27 +105,48 @@ def renamed_since(store: GitStore, base: str, head: str, olds: Collection[str], 
     return Renamed(live, {old: new for old, new in moved.items() if old not in live})
 
 
-def renamed_on_either(store: GitStore, base: str, tips: tuple[str, ...]) -> bool:
-    """Whether a commit of ``base..tip`` for any of ``tips`` records a rename (one git process;
-    its files not checked): sync's replay, which takes a deleted file for a forget, leaves them to
-    git's rebase, which follows a moved file."""
-    return bool(store.git(*_LOG, "-1", "--format=%H", "--basic-regexp", f"--grep=^{_KEY}", *tips, f"^{base}",
-                          "--").stdout.strip())
+def rename_meets(store: GitStore, base: str, tips: tuple[str, str]) -> bool:
+    """Whether a memory one of ``tips`` renamed since ``base`` had its old file changed (edited,
+    forgotten, renamed) by the other: sync's replay, which takes a deleted file for a forget, leaves
+    those to git's rebase, which follows a moved file. A rename the other side did not touch
+    replays as it is, and the replay's other rules (a forget undone by a later upsert) stay."""
+    for tip, other in (tips, tips[::-1]):
+        olds = renames_between(store, base, tip)
+        if olds and store.git("diff", "--name-only", "--no-renames", base, other, "--",
+                              *(store.repo_path(memory_path(old)) for old in olds), env=LITERAL_PATHS).stdout.strip():
+            return True
+    return False
 
 
 def renames_between(store: GitStore, base: str, head: str = "HEAD") -> dict[str, str]:
     """{old id: the id it has at the end} for the renames the commits ``base..head`` made, in
     the order they were made (1 -> kb.a, then kb.a -> kb.b: 1 -> kb.b)."""
+    final: dict[str, str] = {}
+    for old, new in _moves(store, base, head):
+        final = {was: (new if now == old else now) for was, now in final.items()}
+        final[old] = new
+    return {old: new for old, new in final.items() if old != new}
+
+
+def first_ids(store: GitStore, base: str, head: str = "HEAD") -> dict[str, str]:
+    """{every id the renames of ``base..head`` gave, one a later rename moved on too: the id it
+    had at ``base``} (1 -> kb.b, then kb.b -> kb.c: kb.b and kb.c were 1)."""
+    first: dict[str, str] = {}
+    for old, new in _moves(store, base, head):
+        first[new] = first.get(old, old)
+    return {new: old for new, old in first.items() if old != new}
+
+
+def _moves(store: GitStore, base: str, head: str) -> list[tuple[str, str]]:
+    """The (old id, new id) of each rename ``base..head`` made, oldest first."""
     # Basic regex whatever grep.patternType says (fixed strings would match no "^").
     out = store.git(*_LOG, "--reverse", "-z", "--format=%H%n%B", "--basic-regexp", f"--grep=^{_KEY}", head,
                     f"^{base}", "--").stdout
-    final: dict[str, str] = {}
+    moves: list[tuple[str, str]] = []
     for entry in filter(None, out.decode("utf-8", "replace").split("\0")):
         commit, _, message = entry.strip("\n").partition("\n")
-        for old, new in _checked(store, commit, message).items():
-            final = {was: (new if now == old else now) for was, now in final.items()}
-            final[old] = new
-    return {old: new for old, new in final.items() if old != new}
+        moves += _checked(store, commit, message).items()
+    return moves
 
 
 def _checked(store: GitStore, commit: str, message: str) -> dict[str, str]:
