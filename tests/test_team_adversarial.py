@@ -166,3 +166,42 @@ def test_a_forget_holds_against_another_clones_strip_of_its_links(tmp_path: Path
     invoke_cli("--kb", a, "sync", check=True)
     assert git(a, "ls-files", "memories").split() == ["memories/101.yaml"]
     assert invoke_cli("--kb", a, "validate").returncode == 0
+
+
+def test_a_restore_against_another_clones_forget_goes_to_a_person(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # A soft-forgot memory 1 and synced; B forgot it for good; A then restored it. The restore only
+    # clears deleted_at (and stamps updated_at), which the strip rule took for no change: A's sync
+    # dropped the memory A had just brought back and told A nothing.
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
+    invoke_cli("--kb", a, "forget", "1", "--soft", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", b, "forget", "1", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "restore", "1", check=True)
+
+    synced = invoke_cli("--kb", a, "sync")
+    assert synced.returncode == 1
+    assert "origin/main forgot memories/1.yaml, which your commits edited" in synced.stderr
+    assert git(a, "ls-files", "memories").split() == ["memories/1.yaml"]
+
+
+def test_an_entity_dropped_by_hand_against_another_clones_forget_goes_to_a_person(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # A forgot memory 1; B's 'update 1 -e' dropped one of its entities on purpose. Only a strip of
+    # links to memories B's own side forgot is a forget's cascade; this edit was taken for one
+    # and lost, with only "merged both sides of" printed.
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Refunds in cents", "-e", "shop.refunds.amount", "-e", "shop.orders.amount",
+               check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "forget", "1", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "update", "1", "-e", "shop.refunds.amount", check=True)
+
+    synced = invoke_cli("--kb", b, "sync")
+    assert synced.returncode == 1
+    assert "origin/main forgot memories/1.yaml, which your commits edited" in synced.stderr
+    assert git(b, "ls-files", "memories").split() == ["memories/1.yaml"]
