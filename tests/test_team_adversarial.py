@@ -205,3 +205,77 @@ def test_an_entity_dropped_by_hand_against_another_clones_forget_goes_to_a_perso
     assert synced.returncode == 1
     assert "origin/main forgot memories/1.yaml, which your commits edited" in synced.stderr
     assert git(b, "ls-files", "memories").split() == ["memories/1.yaml"]
+
+
+def _squash_merge(reviewer: Path) -> None:
+    """The reviewer squash-merges agent-a into main and pushes it."""
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "merge", "-q", "--squash", "origin/agent-a")
+    git(reviewer, "commit", "-q", "-m", "Squash agent-a")
+    git(reviewer, "push", "-q", "origin", "main")
+
+
+def _check_agent_a(invoke_cli: CliRunner, reviewer: Path) -> tuple[int, str]:
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "switch", "-q", "--detach", "origin/agent-a")
+    checked = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
+    return checked.returncode, checked.stdout
+
+
+def test_validate_against_names_a_forget_of_a_memory_updated_before_the_squash(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # The agent saved memory 2 and updated it before main squash-merged the branch (the squash
+    # holds the updated text, not the first the branch added), then forgot it. same_memory
+    # compared the first blob each side added, so the forget a plain merge undoes went unnamed.
+    _bare, (agent, reviewer) = make_team(tmp_path)
+    git(agent, "switch", "-q", "-c", "agent-a")
+    invoke_cli("--kb", agent, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
+    invoke_cli("--kb", agent, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", agent, "update", "2", "--content", "Amounts are in cents, always", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    _squash_merge(reviewer)
+    invoke_cli("--kb", agent, "forget", "2", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+
+    assert _check_agent_a(invoke_cli, reviewer) == (1, (
+        "memories/2.yaml:1: this branch forgot memory 2 after origin/main took it in from this branch (a squash "
+        "or rebase merge, under commits of its own): a plain git merge of this branch keeps it, since git's merge "
+        "base is older than the memory. Run 'git fetch origin && slayer-kb merge origin/main': it keeps the "
+        "memory forgotten\n"
+        "1 problem in 1 file (1 file checked)\n"))
+    git(agent, "fetch", "-q", "origin")
+    invoke_cli("--kb", agent, "merge", "origin/main", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    assert _check_agent_a(invoke_cli, reviewer) == (0, "Checked 1 file: no problems.\n")
+    git(reviewer, "switch", "-q", "main")
+    git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge agent-a")
+    assert git(reviewer, "ls-files", "memories").split() == ["memories/1.yaml"]
+
+
+def test_validate_against_names_an_edit_of_a_memory_updated_before_the_squash(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # As above, but the agent edited memory 1 again after the squash: the plain merge's add/add stop
+    # was called an id collision, and its renumber advice made memory 1 twice (as 1 and 101).
+    _bare, (agent, reviewer) = make_team(tmp_path)
+    git(agent, "switch", "-q", "-c", "agent-a")
+    invoke_cli("--kb", agent, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
+    invoke_cli("--kb", agent, "update", "1", "--content", "Refund reasons are free text v2", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    _squash_merge(reviewer)
+    invoke_cli("--kb", agent, "update", "1", "--content", "Refund reasons v3", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+
+    assert _check_agent_a(invoke_cli, reviewer) == (1, (
+        "memories/1.yaml:1: origin/main wrote this memory too since this branch parted from it, in lines git's "
+        "merge cannot join: a plain git merge of this branch stops on it. Run 'git fetch origin && slayer-kb merge "
+        "origin/main': it merges both sides' revisions of a topic key, and fields each side changed alone, and "
+        "stops on two edits of one field (two memories under one id among them) with the steps to merge by hand\n"
+        "1 problem in 1 file (1 file checked)\n"))
+    git(agent, "fetch", "-q", "origin")
+    invoke_cli("--kb", agent, "merge", "origin/main", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    assert _check_agent_a(invoke_cli, reviewer) == (0, "Checked 1 file: no problems.\n")
+    git(reviewer, "switch", "-q", "main")
+    git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge agent-a")
+    assert git(reviewer, "ls-files", "memories").split() == ["memories/1.yaml"]
+    assert "Refund reasons v3" in (reviewer / "memories" / "1.yaml").read_text()

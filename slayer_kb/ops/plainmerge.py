@@ -13,7 +13,7 @@ from ..core.ids import is_auto_id
 from ..core.problems import Problem, shell_word, shown
 from ..core.session import SESSIONS_DIR
 from ..store.repo import GitStore
-from ..store.revisions import same_memory
+from ..store.revisions import same_memories
 from .renames import renames_between
 from .snapshot import NO_BLOB, written_since
 from .teamchecks import LINK, MEMORIES, Branch, fix_command, links_in
@@ -56,13 +56,14 @@ def plain_merge_conflicts(compared: Branch) -> list[Problem]:
     if stopped is None:  # git before 2.38: one merge-file a file, renames not followed
         stopped = _merge_file_stops(store, ours, theirs, both)
     fix = ""  # one fix for every file (its remote costs two git processes), made when one is named
+    # An auto id both sides added for two memories is ``id_collisions``'s; one memory both added
+    # (a squash or rebase merge of the branch, edited since) is a merge's to join.
+    added = [path for path in stopped if path.startswith(f"{MEMORIES}/") and _merged(path)
+             and is_auto_id(path[len(MEMORIES) + 1:-5]) and ours.get(path, ("",))[0] == NO_BLOB]
+    alike = same_memories(store, added, base, head, against_sha)
     for kb_path in sorted(stopped):
-        folder, _, name = kb_path.partition("/")
-        # An auto id both sides added for two memories is ``id_collisions``'s; one memory both
-        # added (a squash or rebase merge of the branch, edited since) is a merge's to join.
-        if not _merged(kb_path) or (folder == MEMORIES and is_auto_id(name[:-5])
-                                    and ours.get(kb_path, ("",))[0] == NO_BLOB
-                                    and not same_memory(store, kb_path, base, head, against_sha)):
+        folder = kb_path.partition("/")[0]
+        if not _merged(kb_path) or (kb_path in added and kb_path not in alike):
             continue
         kind, merges = _MERGES[folder]
         fix = fix or fix_command(store, compared.root, f"merge {shell_word(compared.against)}", compared.against)
@@ -78,7 +79,7 @@ def _undone_forgets(compared: Branch, head: str, ours: dict[str, tuple[str, str]
                     theirs: dict[str, tuple[str, str]]) -> list[Problem]:
     """Memories this branch added and then forgot after the revision compared with took them in
     by a squash or rebase merge (the very same file added under commits of its own,
-    ``same_memory``). git's merge base is older than the memory, so a plain ``git merge`` sees
+    ``same_memories``). git's merge base is older than the memory, so a plain ``git merge`` sees
     that revision add it and the branch leave it alone, and keeps it without a word;
     ``slayer-kb merge`` keeps it forgotten."""
     store, base = compared.store, compared.base
@@ -88,7 +89,7 @@ def _undone_forgets(compared: Branch, head: str, ours: dict[str, tuple[str, str]
     if not taken_in or base is None:
         return []
     forgot = sorted(taken_in & set(store.added_paths(base, head, under=f"{MEMORIES}/")))
-    forgot = [path for path in forgot if same_memory(store, path, base, head, compared.against_sha)]
+    forgot = sorted(same_memories(store, forgot, base, head, compared.against_sha))
     if not forgot:
         return []
     fix = fix_command(store, compared.root, f"merge {shell_word(compared.against)}", compared.against)

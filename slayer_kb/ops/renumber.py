@@ -37,7 +37,7 @@ from ..core.problems import command, git_command
 from ..core.results import RenumberResult
 from ..core.text import listed
 from ..store.repo import Change, GitStore
-from ..store.revisions import resolve_rev, same_memory
+from ..store.revisions import resolve_rev, same_memories
 from ..store.worktree import reset_keep
 from .renames import trailer
 from .snapshot import blob_at, memory_ids_at
@@ -103,8 +103,9 @@ def _collisions(store: GitStore, onto: str, parted: str | None,
     # A memory both sides first added as one blob is one memory under two commits (a rebase
     # replayed it, or it was cherry-picked or squash-merged), not two to tell apart.
     def collides(ids: set[str]) -> list[str]:
-        return sorted((i for i in ids & theirs if is_auto_id(i)
-                       and not same_memory(store, f"{MEMORIES_DIR}/{i}.yaml", base, head, onto_sha)), key=int)
+        both = sorted(i for i in ids & theirs if is_auto_id(i))
+        alike = same_memories(store, [f"{MEMORIES_DIR}/{i}.yaml" for i in both], base, head, onto_sha)
+        return sorted((i for i in both if f"{MEMORIES_DIR}/{i}.yaml" not in alike), key=int)
 
     colliding = collides(ours)
     moved: dict[str, str] = {}

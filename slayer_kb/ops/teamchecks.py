@@ -28,7 +28,7 @@ from ..core.memory import MAX_FILE_BYTES, loads
 from ..core.problems import Problem, command, git_command, shell_word, shown
 from ..core.session import SESSIONS_DIR
 from ..store.repo import GitStore, find_toplevel
-from ..store.revisions import resolve_rev, same_memory, shallow_parting
+from ..store.revisions import resolve_rev, same_memories, shallow_parting
 from .renames import renames_between
 from .snapshot import blobs_at, catalog_changed, deleted_entities, entities_of, under
 
@@ -90,16 +90,12 @@ def id_collisions(compared: Branch, files: dict[Path, str]) -> list[Problem]:
     # commit is the same memory, whatever merge base git picks after criss-cross merges.
     head = store.head()
     added = {p[len(MEMORIES) + 1:-5] for p in store.added_paths(head, against_sha, MEMORIES + "/")} if head else set()
-    clashes = []
-    for memory_id in sorted(candidates, key=lambda i: (len(i), i)):
-        path, name = ours[memory_id]
-        if memory_id not in added:
-            continue
-        local = store.git("hash-object", "--no-filters", "--", str(path)).stdout.decode().strip()
-        if local == theirs[memory_id] or (
-                head is not None and same_memory(store, f"{MEMORIES}/{memory_id}.yaml", base, head, against_sha)):
-            continue  # the same memory on both sides (merged, cherry-picked or replayed)
-        clashes.append((memory_id, name))
+    ids = sorted((i for i in candidates if i in added), key=lambda i: (len(i), i))
+    local = store.git("hash-object", "--no-filters", "--", *(str(ours[i][0]) for i in ids)).stdout.decode().split()
+    apart = [i for i, blob in zip(ids, local, strict=True) if blob != theirs[i]]
+    # The same memory on both sides (merged, cherry-picked or replayed) is no clash.
+    alike = same_memories(store, [f"{MEMORIES}/{i}.yaml" for i in apart], base, head, against_sha) if head else set()
+    clashes = [(i, ours[i][1]) for i in apart if f"{MEMORIES}/{i}.yaml" not in alike]
     if not clashes:
         return []
     fix = fix_command(store, root, f"renumber --onto {shell_word(against)}", against)
