@@ -279,3 +279,37 @@ def test_validate_against_names_an_edit_of_a_memory_updated_before_the_squash(
     git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge agent-a")
     assert git(reviewer, "ls-files", "memories").split() == ["memories/1.yaml"]
     assert "Refund reasons v3" in (reviewer / "memories" / "1.yaml").read_text()
+
+
+def test_a_link_main_gained_to_a_squash_merged_memory_the_branch_forgot_is_named_and_stripped(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # main squash-merged memory 2 and then saved 101 linking memory:2; the agent forgot 2 on its
+    # branch. The check counted only forgets of memories held where the sides parted (2 is
+    # younger), and the advised 'slayer-kb merge origin/main' left 101 linking nothing, which the
+    # agent's next sync then refused.
+    _bare, (agent, reviewer) = make_team(tmp_path)
+    git(agent, "switch", "-q", "-c", "agent-a")
+    invoke_cli("--kb", agent, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
+    invoke_cli("--kb", agent, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    _squash_merge(reviewer)
+    invoke_cli("--kb", reviewer, "save", "See 2", "-e", "shop.orders.amount", "-e", "memory:2", check=True)
+    git(reviewer, "push", "-q", "origin", "main")
+    invoke_cli("--kb", agent, "forget", "2", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+
+    code, out = _check_agent_a(invoke_cli, reviewer)
+    assert (code, out.splitlines()[::2]) == (1, [
+        "memories/101.yaml:1: memory 101, which origin/main added or changed since this branch parted from it, "
+        "links 'memory:2', which this branch forgot; merged as it is, the link would point at nothing. Run "
+        "'git fetch origin && slayer-kb merge origin/main': it strips links to forgotten memories, in one commit",
+        "2 problems in 2 files (1 file checked)"])
+    git(agent, "fetch", "-q", "origin")
+    merged = invoke_cli("--kb", agent, "merge", "origin/main", check=True)
+    assert merged.stdout == "Merged origin/main; run slayer-kb sync to push.\n  stripped links to forgotten memories: memory:2 from 101\n"
+    assert invoke_cli("--kb", agent, "validate").returncode == 0
+    invoke_cli("--kb", agent, "sync", check=True)
+    assert _check_agent_a(invoke_cli, reviewer) == (0, "Checked 2 files: no problems.\n")
+    git(reviewer, "switch", "-q", "main")
+    git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge agent-a")
+    assert invoke_cli("--kb", reviewer, "validate").returncode == 0

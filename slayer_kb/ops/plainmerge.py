@@ -48,7 +48,8 @@ def plain_merge_conflicts(compared: Branch) -> list[Problem]:
     if base is None or head is None or against_sha == base:
         return []
     ours, theirs = (written_since(store, base, rev) for rev in (head, against_sha))
-    problems = _undone_forgets(compared, head, ours, theirs) + _links_to_own_forgets(compared, head, ours, theirs)
+    undone = _undone_forgets(compared, head, ours, theirs)
+    problems = _undone_problems(compared, undone) + _links_to_own_forgets(compared, head, ours, theirs, undone)
     both = {path for path in ours.keys() & theirs.keys() if ours[path][1] != theirs[path][1] and _merged(path)}
     if not both:
         return problems
@@ -76,9 +77,9 @@ def plain_merge_conflicts(compared: Branch) -> list[Problem]:
 
 
 def _undone_forgets(compared: Branch, head: str, ours: dict[str, tuple[str, str]],
-                    theirs: dict[str, tuple[str, str]]) -> list[Problem]:
-    """Memories this branch added and then forgot after the revision compared with took them in
-    by a squash or rebase merge (the very same file added under commits of its own,
+                    theirs: dict[str, tuple[str, str]]) -> list[str]:
+    """The memories this branch added and then forgot after the revision compared with took them
+    in by a squash or rebase merge (the very same memory added under commits of its own,
     ``same_memories``). git's merge base is older than the memory, so a plain ``git merge`` sees
     that revision add it and the branch leave it alone, and keeps it without a word;
     ``slayer-kb merge`` keeps it forgotten."""
@@ -89,27 +90,33 @@ def _undone_forgets(compared: Branch, head: str, ours: dict[str, tuple[str, str]
     if not taken_in or base is None:
         return []
     forgot = sorted(taken_in & set(store.added_paths(base, head, under=f"{MEMORIES}/")))
-    forgot = sorted(same_memories(store, forgot, base, head, compared.against_sha))
-    if not forgot:
+    return sorted(same_memories(store, forgot, base, head, compared.against_sha))
+
+
+def _undone_problems(compared: Branch, undone: list[str]) -> list[Problem]:
+    """One problem for each of ``_undone_forgets``'s memories."""
+    if not undone:
         return []
-    fix = fix_command(store, compared.root, f"merge {shell_word(compared.against)}", compared.against)
+    fix = fix_command(compared.store, compared.root, f"merge {shell_word(compared.against)}", compared.against)
     return [Problem(
         shown(compared.root / path), 1,
         f"this branch forgot memory {path[len(MEMORIES) + 1:-5]} after {compared.against} took it in from this "
         "branch (a squash or rebase merge, under commits of its own): a plain git merge of this branch keeps it, "
         f"since git's merge base is older than the memory. Run '{fix}': it keeps the memory forgotten",
-    ) for path in forgot]
+    ) for path in undone]
 
 
 def _links_to_own_forgets(compared: Branch, head: str, ours: dict[str, tuple[str, str]],
-                          theirs: dict[str, tuple[str, str]]) -> list[Problem]:
+                          theirs: dict[str, tuple[str, str]], undone: list[str]) -> list[Problem]:
     """Links the revision compared with gained since they parted, in memories it added or
-    changed, to memories this branch forgot (or renamed): the branch's forget stripped the links
-    its clone held, not these, so a plain ``git merge`` makes a tree whose memory links nothing
-    (and fails ``validate``). ``slayer-kb merge REF`` strips them, or points them at the new id."""
+    changed, to memories this branch forgot (or renamed), ``undone``'s among them (taken in by
+    that revision, then forgot): the branch's forget stripped the links its clone held, not these,
+    so a plain ``git merge`` makes a tree whose memory links nothing (and fails ``validate``).
+    ``slayer-kb merge REF`` strips them, or points them at the new id."""
     store, base = compared.store, compared.base
     forgot = {path[len(MEMORIES) + 1:-5] for path, (before, after) in ours.items()
               if path.startswith(f"{MEMORIES}/") and _merged(path) and before != NO_BLOB and after == NO_BLOB}
+    forgot |= {path[len(MEMORIES) + 1:-5] for path in undone}
     if not forgot or base is None:
         return []
     changed = {path: blobs for path, blobs in theirs.items()
