@@ -313,3 +313,29 @@ def test_a_link_main_gained_to_a_squash_merged_memory_the_branch_forgot_is_named
     git(reviewer, "switch", "-q", "main")
     git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge agent-a")
     assert invoke_cli("--kb", reviewer, "validate").returncode == 0
+
+
+@pytest.mark.parametrize("command", [("merge", "origin/main"), ("rebase", "--rewrite-pushed", "origin/main")])
+def test_merge_and_rebase_take_a_forget_against_the_other_sides_strip_of_its_links(
+        tmp_path: Path, invoke_cli: CliRunner, command: tuple[str, ...]) -> None:
+    # The branch forgot memory 2; main forgot 1, which stripped memory:1 from 2. Sync takes the
+    # forget (the strip leaves nothing to keep), but 'slayer-kb merge' and 'rebase', which
+    # validate's advice names, stopped on "forgot memories/2.yaml, which origin/main edited".
+    _bare, (a, reviewer) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
+    invoke_cli("--kb", a, "save", "Group them by hand (see 1)", "-e", "shop.refunds.amount", "-e", "memory:1",
+               check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(reviewer, "pull", "-q", "origin", "main")
+    git(a, "switch", "-q", "-c", "agent-a")
+    invoke_cli("--kb", a, "forget", "2", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", reviewer, "forget", "1", check=True)
+    git(reviewer, "push", "-q", "origin", "main")
+    git(a, "fetch", "-q", "origin")
+
+    done = invoke_cli("--kb", a, *command)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert git(a, "ls-files", "memories").split() == []
+    assert git(a, "status", "--porcelain") == ""
+    assert invoke_cli("--kb", a, "validate").returncode == 0

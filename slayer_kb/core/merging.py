@@ -21,10 +21,9 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from .engram import content_hash
+from .locate import MEMORY_LINK
 from .memory import FIELD_NAMES, Memory, time_order
 from .session import Prompt, Session
-
-MEMORY_LINK = "memory:"  # an entity naming another memory, which a forget of it strips
 
 
 def merge_sessions(base: Session | None, ours: Session, theirs: Session) -> Session:

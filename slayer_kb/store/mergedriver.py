@@ -213,6 +213,13 @@ def forget_holds(path: str, base: str, kept: str, dated: tuple[Dated, Dated],
     return True if merging.soft_forgot(was, now) else merging.forget_holds(was, now, *dated, cascade)
 
 
+def cascade_stripped(path: str, base: str, kept: str, cascade: Callable[[frozenset[str]], bool]) -> bool:
+    """Whether ``kept`` is the memory ``base`` with no change but its side's forget cascade: only
+    ``memory:`` links removed, to memories ``cascade`` says that side forgot (``merging.stripped``)."""
+    versions = _memories(path, base, kept)
+    return versions is not None and (removed := merging.stripped(*versions)) is not None and cascade(removed)
+
+
 def soft_forgotten(path: str, base: str, text: str) -> bool:
     """Whether ``text`` is the memory ``base`` with only ``deleted_at`` set (``forget --soft``)."""
     versions = _memories(path, base, text)

@@ -31,13 +31,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
-from ..core.merging import MEMORY_LINK
+from ..core.locate import MEMORIES_DIR, id_of_path
 from ..core.session import SESSIONS_DIR
 from . import mergedriver
 from .gitenv import LITERAL_PATHS
 from .repo import GitStore
-from .revisions import added_alike
+from .revisions import added_alike, forgot_at
 
 _FILE = "100644"
 _ABSENT = "000000"
@@ -185,14 +184,11 @@ def _forget_holds(store: GitStore, change: _Change, current: str | None, commits
     texts = store.objects.read_many("blob", {change.old, kept})
     forgot_in, kept_in = (commits[1], commits[0]) if change.new is None else commits
 
-    def cascade(links: frozenset[str]) -> bool:  # the kept side forgot what they named: its forget's strip
-        paths = [store.prefix + memory_path(link[len(MEMORY_LINK):]) for link in links]
-        return all(blob is None for blob in store.objects.blobs_at(store.objects.tree_of(kept_in), paths).values())
-
     return mergedriver.forget_holds(change.path, texts[change.old].decode("utf-8", "replace"),
                                     texts[kept].decode("utf-8", "replace"),
                                     (lambda: mergedriver.changed_at(_git(store), forgot_in, change.path),
-                                     lambda: mergedriver.changed_at(_git(store), kept_in, change.path)), cascade)
+                                     lambda: mergedriver.changed_at(_git(store), kept_in, change.path)),
+                                    forgot_at(store, kept_in))
 
 
 def _git(store: GitStore) -> Callable[[list[str]], bytes]:

@@ -4,9 +4,11 @@ and one message when it names no commit, for every command. Kept free of heavy i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..core.errors import InvalidInputError, NotFoundError, StoreError
+from ..core.locate import MEMORY_LINK, memory_path
 from ..core.problems import git_command
 from .gitenv import LITERAL_PATHS
 
@@ -94,3 +96,14 @@ def added_version(store: GitStore, kb_path: str, rev: str = "HEAD") -> tuple[str
     if len(fields) < 4:
         return None
     return subject, store.objects.read("blob", fields[3]).decode("utf-8", "replace")
+
+
+def forgot_at(store: GitStore, rev: str) -> Callable[[frozenset[str]], bool]:
+    """Whether commit ``rev`` lacks every memory the given ``memory:`` links name: a side's strip
+    of them was its own forget's cascade (``merging.stripped``)."""
+
+    def forgot(links: frozenset[str]) -> bool:
+        paths = [store.repo_path(memory_path(link[len(MEMORY_LINK):])) for link in links]
+        return all(blob is None for blob in store.objects.blobs_at(store.objects.tree_of(rev), paths).values())
+
+    return forgot
