@@ -339,3 +339,26 @@ def test_merge_and_rebase_take_a_forget_against_the_other_sides_strip_of_its_lin
     assert git(a, "ls-files", "memories").split() == []
     assert git(a, "status", "--porcelain") == ""
     assert invoke_cli("--kb", a, "validate").returncode == 0
+
+
+def test_validate_against_passes_a_memory_main_renamed_that_linked_a_memory_the_branch_forgot(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # Memory 2 links memory:1; the branch forgot 1 (stripping the link from its 2) while main
+    # renamed 2 to kb.grouping. The check read the renamed file as a new one and named its old
+    # link as one main gained, though the plain merge follows the rename and validates.
+    _bare, (a, reviewer) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
+    invoke_cli("--kb", a, "save", "Group them by hand (see 1)", "-e", "shop.refunds.amount", "-e", "memory:1",
+               check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(reviewer, "pull", "-q", "origin", "main")
+    git(a, "switch", "-q", "-c", "agent-a")
+    invoke_cli("--kb", a, "forget", "1", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", reviewer, "rename", "2", "kb.grouping", check=True)
+    git(reviewer, "push", "-q", "origin", "main")
+
+    assert _check_agent_a(invoke_cli, reviewer) == (0, "Checked 1 file: no problems.\n")
+    git(reviewer, "switch", "-q", "main")
+    git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge agent-a")
+    assert invoke_cli("--kb", reviewer, "validate").returncode == 0

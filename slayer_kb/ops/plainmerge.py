@@ -119,15 +119,22 @@ def _links_to_own_forgets(compared: Branch, head: str, ours: dict[str, tuple[str
     forgot |= {path[len(MEMORIES) + 1:-5] for path in undone}
     if not forgot or base is None:
         return []
-    changed = {path: blobs for path, blobs in theirs.items()
-               if path.startswith(f"{MEMORIES}/") and _merged(path) and blobs[1] != NO_BLOB}
-    texts = store.objects.read_many("blob", {blob for blobs in changed.values() for blob in blobs} - {NO_BLOB})
+    memories = {path: blobs for path, blobs in theirs.items() if path.startswith(f"{MEMORIES}/") and _merged(path)}
+    changed = {path: blobs for path, blobs in memories.items() if blobs[1] != NO_BLOB}
+    texts = store.objects.read_many("blob", {blob for blobs in memories.values() for blob in blobs} - {NO_BLOB})
+    moved: dict[str, str] | None = None  # {new id: old id} of the revision's renames, asked once if needed
     found = []  # (the memory's path, its id, the forgotten ids it gained links to)
     for path, (before, after) in sorted(changed.items()):
         text, memory_id = texts[after].decode("utf-8", "replace"), path[len(MEMORIES) + 1:-5]
         if not any(f"{LINK}{i}" in text for i in forgot):
             continue
-        old = links_in(texts[before].decode("utf-8", "replace"), memory_id) if before != NO_BLOB else set()
+        was = memory_id
+        if before == NO_BLOB:  # added there, or a memory it renamed: its links are the old file's
+            if moved is None:
+                moved = {new: old for old, new in renames_between(store, base, compared.against_sha).items()}
+            was = moved.get(memory_id, memory_id)
+            before = memories.get(f"{MEMORIES}/{was}.yaml", (NO_BLOB,))[0]
+        old = links_in(texts[before].decode("utf-8", "replace"), was) if before != NO_BLOB else set()
         gained = sorted((e[len(LINK):] for e in links_in(text, memory_id) - old
                          if e.startswith(LINK) and e[len(LINK):] in forgot), key=lambda i: (len(i), i))
         if gained:
