@@ -362,3 +362,93 @@ def test_validate_against_passes_a_memory_main_renamed_that_linked_a_memory_the_
     git(reviewer, "switch", "-q", "main")
     git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge agent-a")
     assert invoke_cli("--kb", reviewer, "validate").returncode == 0
+
+
+def _squash_merged_two(invoke_cli: CliRunner, tmp_path: Path, *topic: str) -> tuple[Path, Path]:
+    """An agent's branch saving memories 1 and 2 (2 under ``topic``'s options), squash-merged into main."""
+    _bare, (agent, reviewer) = make_team(tmp_path)
+    git(agent, "switch", "-q", "-c", "agent-a")
+    invoke_cli("--kb", agent, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
+    invoke_cli("--kb", agent, "save", "Amounts are in cents", "-e", "shop.orders.amount", *topic, check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    _squash_merge(reviewer)
+    return agent, reviewer
+
+
+def test_validate_against_says_a_forget_main_edited_after_the_squash_stops_the_merge(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # main edited memory 2 after squash-merging it; the branch forgot 2. The advice said 'slayer-kb
+    # merge' "keeps the memory forgotten"; it stops on the forget against main's edit.
+    agent, reviewer = _squash_merged_two(invoke_cli, tmp_path)
+    invoke_cli("--kb", reviewer, "update", "2", "--content", "Amounts are in cents (reviewed)", check=True)
+    git(reviewer, "push", "-q", "origin", "main")
+    invoke_cli("--kb", agent, "forget", "2", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+
+    assert _check_agent_a(invoke_cli, reviewer) == (1, (
+        "memories/2.yaml:1: this branch forgot memory 2 after origin/main took it in from this branch (a squash "
+        "or rebase merge, under commits of its own) and edited it: a plain git merge of this branch keeps that "
+        "edit without a word, since git's merge base is older than the memory. Run 'git fetch origin && "
+        "slayer-kb merge origin/main': it stops on the forget against the edit, with the steps to keep either\n"
+        "1 problem in 1 file (1 file checked)\n"))
+    git(agent, "fetch", "-q", "origin")
+    merged = invoke_cli("--kb", agent, "merge", "origin/main")
+    assert (merged.returncode, merged.stderr.startswith(
+        "Error: This branch forgot memories/2.yaml, which origin/main edited; the merge stopped")) == (1, True)
+
+
+def test_validate_against_names_a_rename_after_the_squash_as_a_rename(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # The branch renamed squash-merged memory 2 to kb.cents: named as "this branch forgot memory 2",
+    # though the plain merge keeps it under both ids.
+    agent, reviewer = _squash_merged_two(invoke_cli, tmp_path)
+    invoke_cli("--kb", agent, "rename", "2", "kb.cents", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+
+    assert _check_agent_a(invoke_cli, reviewer) == (1, (
+        "memories/2.yaml:1: this branch renamed memory 2 to 'kb.cents' after origin/main took it in from this "
+        "branch (a squash or rebase merge, under commits of its own): a plain git merge of this branch keeps it "
+        "under both ids, since git's merge base is older than the memory. Run 'git fetch origin && slayer-kb "
+        "merge origin/main': it keeps it as kb.cents alone\n"
+        "1 problem in 1 file (2 files checked)\n"))
+    git(agent, "fetch", "-q", "origin")
+    invoke_cli("--kb", agent, "merge", "origin/main", check=True)
+    assert git(agent, "ls-files", "memories").split() == ["memories/1.yaml", "memories/kb.cents.yaml"]
+
+
+def test_validate_against_names_no_link_in_a_memory_the_branch_forgot_itself(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # The branch forgot 1 and 2; main edited 2 to link memory:1. Besides the stop on 2 (a forget
+    # against main's edit) the check named main's link from 2 to 1, in a memory the branch forgot.
+    _bare, (a, reviewer) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
+    invoke_cli("--kb", a, "save", "Amounts in cents", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(reviewer, "pull", "-q", "origin", "main")
+    git(a, "switch", "-q", "-c", "agent-a")
+    invoke_cli("--kb", a, "forget", "1", check=True)
+    invoke_cli("--kb", a, "forget", "2", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", reviewer, "update", "2", "-e", "shop.orders.amount", "-e", "memory:1", check=True)
+    git(reviewer, "push", "-q", "origin", "main")
+
+    code, out = _check_agent_a(invoke_cli, reviewer)
+    assert (code, [line.split(":")[0] for line in out.splitlines()]) == (1, ["memories/2.yaml", "1 problem in 1 file (0 files checked)"])
+    assert "wrote this memory too" in out
+
+
+def test_validate_against_names_no_topic_key_holder_the_branch_forgot_after_the_squash(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # The branch forgot squash-merged topic memory 2 and saved the key anew (memory 3). Besides the
+    # forget, the check said 'slayer-kb merge' "folds this memory into 2", which it does not: the
+    # merge keeps 2 forgotten and 3 as it is.
+    topic = ("--title", "Cache TTL", "--project", "api", "--topic-key", "decision/cache-ttl")
+    agent, reviewer = _squash_merged_two(invoke_cli, tmp_path, *topic)
+    invoke_cli("--kb", agent, "forget", "2", check=True)
+    invoke_cli("--kb", agent, "save", "Cache TTL is 30 s", *topic, check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+
+    code, out = _check_agent_a(invoke_cli, reviewer)
+    assert (code, [line.split(":")[0] for line in out.splitlines()]) == (1, ["memories/2.yaml", "1 problem in 1 file (3 files checked)"])
+    git(agent, "fetch", "-q", "origin")
+    invoke_cli("--kb", agent, "merge", "origin/main", check=True)
+    assert git(agent, "ls-files", "memories").split() == ["memories/1.yaml", "memories/3.yaml"]

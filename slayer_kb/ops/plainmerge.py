@@ -49,7 +49,8 @@ def plain_merge_conflicts(compared: Branch) -> list[Problem]:
         return []
     ours, theirs = (written_since(store, base, rev) for rev in (head, against_sha))
     undone = _undone_forgets(compared, head, ours, theirs)
-    problems = _undone_problems(compared, undone) + _links_to_own_forgets(compared, head, ours, theirs, undone)
+    problems = (_undone_problems(compared, head, theirs, undone)
+                + _links_to_own_forgets(compared, head, ours, theirs, list(undone)))
     both = {path for path in ours.keys() & theirs.keys() if ours[path][1] != theirs[path][1] and _merged(path)}
     if not both:
         return problems
@@ -77,33 +78,51 @@ def plain_merge_conflicts(compared: Branch) -> list[Problem]:
 
 
 def _undone_forgets(compared: Branch, head: str, ours: dict[str, tuple[str, str]],
-                    theirs: dict[str, tuple[str, str]]) -> list[str]:
-    """The memories this branch added and then forgot after the revision compared with took them
-    in by a squash or rebase merge (the very same memory added under commits of its own,
-    ``same_memories``). git's merge base is older than the memory, so a plain ``git merge`` sees
-    that revision add it and the branch leave it alone, and keeps it without a word;
-    ``slayer-kb merge`` keeps it forgotten."""
+                    theirs: dict[str, tuple[str, str]]) -> dict[str, str]:
+    """The memories this branch added and then forgot (or renamed) after the revision compared
+    with took them in by a squash or rebase merge (the very same memory added under commits of
+    its own, ``same_memories``), each with the version both sides held. git's merge base is older
+    than the memory, so a plain ``git merge`` sees that revision add it and the branch leave it
+    alone, and keeps it without a word; ``slayer-kb merge`` keeps it forgotten (or renamed), or
+    stops on a forget against that revision's edit of it."""
     store, base = compared.store, compared.base
     # Added by the revision, absent where they parted and at HEAD (so not in ``ours``).
     taken_in = {path for path, (before, _after) in theirs.items()
                 if before == NO_BLOB and path not in ours and path.startswith(f"{MEMORIES}/") and _merged(path)}
     if not taken_in or base is None:
-        return []
+        return {}
     forgot = sorted(taken_in & set(store.added_paths(base, head, under=f"{MEMORIES}/")))
-    return sorted(same_memories(store, forgot, base, head, compared.against_sha))
+    return same_memories(store, forgot, base, head, compared.against_sha)
 
 
-def _undone_problems(compared: Branch, undone: list[str]) -> list[Problem]:
-    """One problem for each of ``_undone_forgets``'s memories."""
-    if not undone:
+def _undone_problems(compared: Branch, head: str, theirs: dict[str, tuple[str, str]],
+                     undone: dict[str, str]) -> list[Problem]:
+    """One problem for each of ``_undone_forgets``'s memories: a rename, a forget of a memory
+    the revision compared with edited since it took it in, or a plain forget."""
+    if not undone or compared.base is None:
         return []
-    fix = fix_command(compared.store, compared.root, f"merge {shell_word(compared.against)}", compared.against)
-    return [Problem(
-        shown(compared.root / path), 1,
-        f"this branch forgot memory {path[len(MEMORIES) + 1:-5]} after {compared.against} took it in from this "
-        "branch (a squash or rebase merge, under commits of its own): a plain git merge of this branch keeps it, "
-        f"since git's merge base is older than the memory. Run '{fix}': it keeps the memory forgotten",
-    ) for path in undone]
+    store, against = compared.store, compared.against
+    renamed = renames_between(store, compared.base, head)
+    fix = fix_command(store, compared.root, f"merge {shell_word(against)}", against)
+    taken = (f"after {against} took it in from this branch (a squash or rebase merge, under commits of its "
+             "own)")
+    problems = []
+    for path, shared in sorted(undone.items()):
+        memory_id = path[len(MEMORIES) + 1:-5]
+        if memory_id in renamed:
+            new = renamed[memory_id]
+            what = (f"this branch renamed memory {memory_id} to '{new}' {taken}: a plain git merge of this branch "
+                    f"keeps it under both ids", f"it keeps it as {new} alone")
+        elif theirs[path][1] != shared:
+            what = (f"this branch forgot memory {memory_id} {taken} and edited it: a plain git merge of this "
+                    "branch keeps that edit without a word",
+                    "it stops on the forget against the edit, with the steps to keep either")
+        else:
+            what = (f"this branch forgot memory {memory_id} {taken}: a plain git merge of this branch keeps it",
+                    "it keeps the memory forgotten")
+        problems.append(Problem(shown(compared.root / path), 1,
+                                f"{what[0]}, since git's merge base is older than the memory. Run '{fix}': {what[1]}"))
+    return problems
 
 
 def _links_to_own_forgets(compared: Branch, head: str, ours: dict[str, tuple[str, str]],
@@ -126,8 +145,8 @@ def _links_to_own_forgets(compared: Branch, head: str, ours: dict[str, tuple[str
     found = []  # (the memory's path, its id, the forgotten ids it gained links to)
     for path, (before, after) in sorted(changed.items()):
         text, memory_id = texts[after].decode("utf-8", "replace"), path[len(MEMORIES) + 1:-5]
-        if not any(f"{LINK}{i}" in text for i in forgot):
-            continue
+        if memory_id in forgot or not any(f"{LINK}{i}" in text for i in forgot):
+            continue  # a memory the branch forgot itself is a forget against an edit: a stop of its own
         was = memory_id
         if before == NO_BLOB:  # added there, or a memory it renamed: its links are the old file's
             if moved is None:

@@ -281,6 +281,14 @@ def topic_keys_taken(compared: Branch, files: dict[Path, str]) -> list[Problem]:
     taken = [(where, name) for _memory_id, (where, name) in sorted(mine.items()) if where in holders]
     if not taken:
         return []
+    # A holder this branch added itself (REF took it in by a squash or rebase merge) is its own
+    # memory, not a second holder: forgotten here, the merge keeps it forgotten.
+    own = same_memories(store, [f"{MEMORIES}/{i}.yaml" for where, _name in taken for i in holders[where]], base, head,
+                        compared.against_sha)
+    holders = {where: kept for where, ids in holders.items() if (kept := [i for i in ids if f"{MEMORIES}/{i}.yaml" not in own])}
+    taken = [(where, name) for where, name in taken if where in holders]
+    if not taken:
+        return []
     fix = fix_command(store, compared.root, f"merge {shell_word(compared.against)}", compared.against)
     problems = []
     for where, name in taken:

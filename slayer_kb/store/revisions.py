@@ -39,19 +39,27 @@ def shallow_parting(store: GitStore, rev: str, head: str = "HEAD") -> StoreError
                       "fetch-depth: 0), then retry.")
 
 
-def same_memories(store: GitStore, kb_paths: list[str], base: str | None, ours: str, theirs: str) -> set[str]:
+def same_memories(store: GitStore, kb_paths: list[str], base: str | None, ours: str, theirs: str) -> dict[str, str]:
     """Of the files ``kb_paths``, those that commit ``ours`` added since ``base`` (None: in all its
-    history) and ``theirs`` added in commits ``ours`` lacks as one memory: one side first added a
-    version the other's history of the file held (a commit replayed by a rebase or cherry-picked
-    under another hash, or a squash merge, which adds the branch's last version of the file),
-    whatever either side changed since. Two ``git log`` walks for all of them."""
+    history) and ``theirs`` added in commits ``ours`` lacks as one memory, each with the version
+    both sides' changes start from: one side first added a version the other's history of the file
+    held (a commit replayed by a rebase or cherry-picked under another hash, or a squash merge,
+    which adds the branch's last version of the file), whatever either side changed since. Two
+    ``git log`` walks for all of them."""
     if not kb_paths:
-        return set()
+        return {}
     paths = {store.repo_path(path): path for path in kb_paths}
     mine = _histories(store, [ours] if base is None else [ours, f"^{base}"], list(paths))
     other = _histories(store, [theirs, f"^{ours}"], list(paths))
-    return {paths[path] for path in paths
-            if path in mine and path in other and (mine[path][0] in other[path][1] or other[path][0] in mine[path][1])}
+    shared = {path: _shared(mine.get(path), other.get(path)) for path in paths}
+    return {paths[path]: blob for path, blob in shared.items() if blob is not None}
+
+
+def _shared(mine: tuple[str, set[str]] | None, other: tuple[str, set[str]] | None) -> str | None:
+    """The version one side first added that the other's history held (``_histories``' entries)."""
+    if mine is None or other is None:
+        return None
+    return mine[0] if mine[0] in other[1] else other[0] if other[0] in mine[1] else None
 
 
 def _histories(store: GitStore, revs: list[str], paths: list[str]) -> dict[str, tuple[str, set[str]]]:
@@ -80,10 +88,7 @@ def added_alike(store: GitStore, path: str, ours: str, theirs: str) -> str | Non
     ``same_memories`` matches them): the version both sides' edits start from, which git's merge
     base (from before either added it) does not hold. None otherwise."""
     mine = _histories(store, [ours, f"^{theirs}"], [path]).get(path)
-    other = _histories(store, [theirs, f"^{ours}"], [path]).get(path) if mine else None
-    if mine is None or other is None:
-        return None
-    return mine[0] if mine[0] == other[0] or mine[0] in other[1] else other[0] if other[0] in mine[1] else None
+    return _shared(mine, _histories(store, [theirs, f"^{ours}"], [path]).get(path) if mine else None)
 
 
 def added_version(store: GitStore, kb_path: str, rev: str = "HEAD") -> tuple[str, str] | None:
