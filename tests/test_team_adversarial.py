@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, git, in_process_runner, in_the_kb, make_team
+from testing import CliRunner, git, in_process_runner, in_the_kb, make_team, traced_git
 
 
 @pytest.fixture
@@ -452,3 +452,31 @@ def test_validate_against_names_no_topic_key_holder_the_branch_forgot_after_the_
     git(agent, "fetch", "-q", "origin")
     invoke_cli("--kb", agent, "merge", "origin/main", check=True)
     assert git(agent, "ls-files", "memories").split() == ["memories/1.yaml", "memories/3.yaml"]
+
+
+def test_validate_against_walks_the_history_once_for_all_squash_merged_memories(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # Each squash-merged memory the branch edited or forgot cost two 'git log --full-history'
+    # walks, done again for id collisions, and a hash-object each, and the fix's remote was
+    # asked up to three times: 30 memories, 165 git processes where 103 had done.
+    _bare, (agent, reviewer) = make_team(tmp_path)
+    git(agent, "switch", "-q", "-c", "agent-a")
+    for n in range(6):
+        invoke_cli("--kb", agent, "save", f"Fact number {n}", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    _squash_merge(reviewer)
+    for n in ("1", "2", "3"):
+        invoke_cli("--kb", agent, "update", n, "--content", f"Fact {n} revised", check=True)
+    for n in ("4", "5", "6"):
+        invoke_cli("--kb", agent, "forget", n, check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "switch", "-q", "--detach", "origin/agent-a")
+
+    with traced_git(tmp_path) as runs:
+        checked = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
+    assert checked.stdout.endswith("6 problems in 6 files (3 files checked)\n")
+    # Two walks (one a side) for the id collisions' and the plain merge's stops, asked once for
+    # both, and two for the forgets: none a memory.
+    walks = [run for run in runs("log") if "--raw" in run]
+    assert (len(walks), len(runs("hash-object")), len(runs("remote"))) == (4, 1, 1)

@@ -13,10 +13,9 @@ from ..core.ids import is_auto_id
 from ..core.problems import Problem, shell_word, shown
 from ..core.session import SESSIONS_DIR
 from ..store.repo import GitStore
-from ..store.revisions import same_memories
 from .renames import renames_between
 from .snapshot import NO_BLOB, written_since
-from .teamchecks import LINK, MEMORIES, Branch, fix_command, links_in
+from .teamchecks import LINK, MEMORIES, Branch, links_in
 
 # What ``slayer-kb merge`` does with each kind of file a plain git merge stops on.
 _MERGES = {
@@ -62,13 +61,13 @@ def plain_merge_conflicts(compared: Branch) -> list[Problem]:
     # (a squash or rebase merge of the branch, edited since) is a merge's to join.
     added = [path for path in stopped if path.startswith(f"{MEMORIES}/") and _merged(path)
              and is_auto_id(path[len(MEMORIES) + 1:-5]) and ours.get(path, ("",))[0] == NO_BLOB]
-    alike = same_memories(store, added, base, head, against_sha)
+    alike = compared.same_memories(added, head)
     for kb_path in sorted(stopped):
         folder = kb_path.partition("/")[0]
         if not _merged(kb_path) or (kb_path in added and kb_path not in alike):
             continue
         kind, merges = _MERGES[folder]
-        fix = fix or fix_command(store, compared.root, f"merge {shell_word(compared.against)}", compared.against)
+        fix = fix or compared.fix(f"merge {shell_word(compared.against)}")
         problems.append(Problem(
             shown(compared.root / kb_path), 1,
             f"{compared.against} wrote this {kind} too since this branch parted from it, in lines git's merge "
@@ -92,7 +91,7 @@ def _undone_forgets(compared: Branch, head: str, ours: dict[str, tuple[str, str]
     if not taken_in or base is None:
         return {}
     forgot = sorted(taken_in & set(store.added_paths(base, head, under=f"{MEMORIES}/")))
-    return same_memories(store, forgot, base, head, compared.against_sha)
+    return compared.same_memories(forgot, head)
 
 
 def _undone_problems(compared: Branch, head: str, theirs: dict[str, tuple[str, str]],
@@ -103,7 +102,7 @@ def _undone_problems(compared: Branch, head: str, theirs: dict[str, tuple[str, s
         return []
     store, against = compared.store, compared.against
     renamed = renames_between(store, compared.base, head)
-    fix = fix_command(store, compared.root, f"merge {shell_word(against)}", against)
+    fix = compared.fix(f"merge {shell_word(against)}")
     taken = (f"after {against} took it in from this branch (a squash or rebase merge, under commits of its "
              "own)")
     problems = []
@@ -161,7 +160,7 @@ def _links_to_own_forgets(compared: Branch, head: str, ours: dict[str, tuple[str
     if not found:
         return []
     renamed = renames_between(store, base, head)
-    fix = fix_command(store, compared.root, f"merge {shell_word(compared.against)}", compared.against)
+    fix = compared.fix(f"merge {shell_word(compared.against)}")
     problems = []
     for path, memory_id, gained in found:
         for i in gained:

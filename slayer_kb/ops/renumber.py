@@ -100,8 +100,8 @@ def _collisions(store: GitStore, onto: str, parted: str | None,
     # What REF added in commits this branch does not have: a memory both sides have from one
     # commit is the same memory, whatever merge base git picks (criss-cross merges).
     theirs = _ids(store.added_paths(head, onto_sha, under))
-    # A memory both sides first added as one blob is one memory under two commits (a rebase
-    # replayed it, or it was cherry-picked or squash-merged), not two to tell apart.
+    # A memory one side first added as a version the other's history held is one memory under
+    # two commits (a rebase replayed it, or it was cherry-picked or squash-merged), not two.
     def collides(ids: set[str]) -> list[str]:
         both = sorted(i for i in ids & theirs if is_auto_id(i))
         alike = same_memories(store, [f"{MEMORIES_DIR}/{i}.yaml" for i in both], base, head, onto_sha)
