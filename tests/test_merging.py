@@ -162,15 +162,29 @@ def test_a_forget_of_a_topic_key_against_a_change_the_later_holds_but_links_alon
     def never() -> str:
         raise AssertionError("asked for a commit's date")
 
-    assert [forget_holds(base, upserted, lambda at=at: at, never)
+    def forgot(links: frozenset[str]) -> bool:  # the unlinking side forgot what its links named
+        return links == {"memory:2"}
+
+    assert [forget_holds(base, upserted, lambda at=at: at, never, forgot)
             for at in ("2026-11-29T20:00:04Z", "2026-11-29T20:00:05Z", None)] == [False, True, None]
     # Links alone, or no topic key: answered without dating the forget (a git log each).
-    assert forget_holds(base, unlinked, never, never) is True
-    assert forget_holds(base.evolve(topic_key=None), upserted.evolve(topic_key=None), never, never) is None
+    assert forget_holds(base, unlinked, never, never, forgot) is True
+    assert forget_holds(base.evolve(topic_key=None), unlinked.evolve(topic_key=None), never, never, forgot) is True
+    assert forget_holds(base.evolve(topic_key=None), upserted.evolve(topic_key=None), never, never, forgot) is None
+    # A link dropped while its memory stayed, an entity dropped, a restore: not a forget's strip.
+    plain = base.evolve(topic_key=None)
+    soft = plain.evolve(deleted_at="2026-11-29T20:00:01Z")
+    for was, kept in ((plain, unlinked.evolve(topic_key=None)), (plain, plain.evolve(entities=["memory:2"])),
+                      (soft, plain.evolve(updated_at="2026-11-29T20:00:09Z"))):
+        assert forget_holds(was, kept, never, never, lambda links: links == {"memory:9"}) is None
+    # A topic key's restore is weighed by its date, as any revision: the later holds.
+    restored = base.evolve(deleted_at=None, updated_at="2026-11-29T20:00:09Z")
+    assert forget_holds(base.evolve(deleted_at="2026-11-29T20:00:01Z"), restored,
+                        lambda: "2026-11-29T20:00:05Z", never, forgot) is False
     # The driver's own reading of the two versions: a soft forget is forgotten both ways, a strip
     # of links holds the forget; neither dates a commit.
     texts = [dumps(m) for m in (base, base.evolve(deleted_at="2026-11-29T20:00:02Z"), unlinked)]
-    assert [mergedriver.forget_holds("memories/1.yaml", texts[0], kept, (never, never)) for kept in texts[1:]] == [
+    assert [mergedriver.forget_holds("memories/1.yaml", texts[0], kept, (never, never), forgot) for kept in texts[1:]] == [
         True, True]
 
 
@@ -200,7 +214,7 @@ def test_a_forget_against_an_edit_by_hand_dates_the_edit_by_its_commit() -> None
     base = memory(1, "2026-11-29T20:00:00Z", "base")
     by_hand = base.evolve(learning="edited by hand")
     forgot_at = "2026-11-29T20:00:05Z"
-    assert [forget_holds(base, by_hand, lambda: forgot_at, lambda at=at: at)
+    assert [forget_holds(base, by_hand, lambda: forgot_at, lambda at=at: at, lambda _links: False)
             for at in ("2026-11-29T20:00:09Z", "2026-11-29T20:00:05Z", "2026-11-29T20:00:03Z", None)] == [
         False, True, True, None]  # git cannot date the edit: a person decides
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, git, in_process_runner, in_the_kb, make_team
+from testing import CliRunner, git, in_process_runner, in_the_kb, make_team, traced_git
 
 
 @pytest.fixture
@@ -166,3 +166,317 @@ def test_a_forget_holds_against_another_clones_strip_of_its_links(tmp_path: Path
     invoke_cli("--kb", a, "sync", check=True)
     assert git(a, "ls-files", "memories").split() == ["memories/101.yaml"]
     assert invoke_cli("--kb", a, "validate").returncode == 0
+
+
+def test_a_restore_against_another_clones_forget_goes_to_a_person(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # A soft-forgot memory 1 and synced; B forgot it for good; A then restored it. The restore only
+    # clears deleted_at (and stamps updated_at), which the strip rule took for no change: A's sync
+    # dropped the memory A had just brought back and told A nothing.
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
+    invoke_cli("--kb", a, "forget", "1", "--soft", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", b, "forget", "1", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "restore", "1", check=True)
+
+    synced = invoke_cli("--kb", a, "sync")
+    assert synced.returncode == 1
+    assert "origin/main forgot memories/1.yaml, which your commits edited" in synced.stderr
+    assert git(a, "ls-files", "memories").split() == ["memories/1.yaml"]
+
+
+def test_an_entity_dropped_by_hand_against_another_clones_forget_goes_to_a_person(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # A forgot memory 1; B's 'update 1 -e' dropped one of its entities on purpose. Only a strip of
+    # links to memories B's own side forgot is a forget's cascade; this edit was taken for one
+    # and lost, with only "merged both sides of" printed.
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Refunds in cents", "-e", "shop.refunds.amount", "-e", "shop.orders.amount",
+               check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "forget", "1", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "update", "1", "-e", "shop.refunds.amount", check=True)
+
+    synced = invoke_cli("--kb", b, "sync")
+    assert synced.returncode == 1
+    assert "origin/main forgot memories/1.yaml, which your commits edited" in synced.stderr
+    assert git(b, "ls-files", "memories").split() == ["memories/1.yaml"]
+
+
+def _squash_merge(reviewer: Path) -> None:
+    """The reviewer squash-merges agent-a into main and pushes it."""
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "merge", "-q", "--squash", "origin/agent-a")
+    git(reviewer, "commit", "-q", "-m", "Squash agent-a")
+    git(reviewer, "push", "-q", "origin", "main")
+
+
+def _check_agent_a(invoke_cli: CliRunner, reviewer: Path) -> tuple[int, str]:
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "switch", "-q", "--detach", "origin/agent-a")
+    checked = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
+    return checked.returncode, checked.stdout
+
+
+def test_validate_against_names_a_forget_of_a_memory_updated_before_the_squash(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # The agent saved memory 2 and updated it before main squash-merged the branch (the squash
+    # holds the updated text, not the first the branch added), then forgot it. same_memory
+    # compared the first blob each side added, so the forget a plain merge undoes went unnamed.
+    _bare, (agent, reviewer) = make_team(tmp_path)
+    git(agent, "switch", "-q", "-c", "agent-a")
+    invoke_cli("--kb", agent, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
+    invoke_cli("--kb", agent, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", agent, "update", "2", "--content", "Amounts are in cents, always", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    _squash_merge(reviewer)
+    invoke_cli("--kb", agent, "forget", "2", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+
+    assert _check_agent_a(invoke_cli, reviewer) == (1, (
+        "memories/2.yaml:1: this branch forgot memory 2 after origin/main took it in from this branch (a squash "
+        "or rebase merge, under commits of its own): a plain git merge of this branch keeps it, since git's merge "
+        "base is older than the memory. Run 'git fetch origin && slayer-kb merge origin/main': it keeps the "
+        "memory forgotten\n"
+        "1 problem in 1 file (1 file checked)\n"))
+    git(agent, "fetch", "-q", "origin")
+    invoke_cli("--kb", agent, "merge", "origin/main", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    assert _check_agent_a(invoke_cli, reviewer) == (0, "Checked 1 file: no problems.\n")
+    git(reviewer, "switch", "-q", "main")
+    git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge agent-a")
+    assert git(reviewer, "ls-files", "memories").split() == ["memories/1.yaml"]
+
+
+def test_validate_against_names_an_edit_of_a_memory_updated_before_the_squash(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # As above, but the agent edited memory 1 again after the squash: the plain merge's add/add stop
+    # was called an id collision, and its renumber advice made memory 1 twice (as 1 and 101).
+    _bare, (agent, reviewer) = make_team(tmp_path)
+    git(agent, "switch", "-q", "-c", "agent-a")
+    invoke_cli("--kb", agent, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
+    invoke_cli("--kb", agent, "update", "1", "--content", "Refund reasons are free text v2", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    _squash_merge(reviewer)
+    invoke_cli("--kb", agent, "update", "1", "--content", "Refund reasons v3", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+
+    assert _check_agent_a(invoke_cli, reviewer) == (1, (
+        "memories/1.yaml:1: origin/main wrote this memory too since this branch parted from it, in lines git's "
+        "merge cannot join: a plain git merge of this branch stops on it. Run 'git fetch origin && slayer-kb merge "
+        "origin/main': it merges both sides' revisions of a topic key, and fields each side changed alone, and "
+        "stops on two edits of one field (two memories under one id among them) with the steps to merge by hand\n"
+        "1 problem in 1 file (1 file checked)\n"))
+    git(agent, "fetch", "-q", "origin")
+    invoke_cli("--kb", agent, "merge", "origin/main", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    assert _check_agent_a(invoke_cli, reviewer) == (0, "Checked 1 file: no problems.\n")
+    git(reviewer, "switch", "-q", "main")
+    git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge agent-a")
+    assert git(reviewer, "ls-files", "memories").split() == ["memories/1.yaml"]
+    assert "Refund reasons v3" in (reviewer / "memories" / "1.yaml").read_text()
+
+
+def test_a_link_main_gained_to_a_squash_merged_memory_the_branch_forgot_is_named_and_stripped(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # main squash-merged memory 2 and then saved 101 linking memory:2; the agent forgot 2 on its
+    # branch. The check counted only forgets of memories held where the sides parted (2 is
+    # younger), and the advised 'slayer-kb merge origin/main' left 101 linking nothing, which the
+    # agent's next sync then refused.
+    _bare, (agent, reviewer) = make_team(tmp_path)
+    git(agent, "switch", "-q", "-c", "agent-a")
+    invoke_cli("--kb", agent, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
+    invoke_cli("--kb", agent, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    _squash_merge(reviewer)
+    invoke_cli("--kb", reviewer, "save", "See 2", "-e", "shop.orders.amount", "-e", "memory:2", check=True)
+    git(reviewer, "push", "-q", "origin", "main")
+    invoke_cli("--kb", agent, "forget", "2", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+
+    code, out = _check_agent_a(invoke_cli, reviewer)
+    assert (code, out.splitlines()[::2]) == (1, [
+        "memories/101.yaml:1: memory 101, which origin/main added or changed since this branch parted from it, "
+        "links 'memory:2', which this branch forgot; merged as it is, the link would point at nothing. Run "
+        "'git fetch origin && slayer-kb merge origin/main': it strips links to forgotten memories, in one commit",
+        "2 problems in 2 files (1 file checked)"])
+    git(agent, "fetch", "-q", "origin")
+    merged = invoke_cli("--kb", agent, "merge", "origin/main", check=True)
+    assert merged.stdout == "Merged origin/main; run slayer-kb sync to push.\n  stripped links to forgotten memories: memory:2 from 101\n"
+    assert invoke_cli("--kb", agent, "validate").returncode == 0
+    invoke_cli("--kb", agent, "sync", check=True)
+    assert _check_agent_a(invoke_cli, reviewer) == (0, "Checked 2 files: no problems.\n")
+    git(reviewer, "switch", "-q", "main")
+    git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge agent-a")
+    assert invoke_cli("--kb", reviewer, "validate").returncode == 0
+
+
+@pytest.mark.parametrize("command", [("merge", "origin/main"), ("rebase", "--rewrite-pushed", "origin/main")])
+def test_merge_and_rebase_take_a_forget_against_the_other_sides_strip_of_its_links(
+        tmp_path: Path, invoke_cli: CliRunner, command: tuple[str, ...]) -> None:
+    # The branch forgot memory 2; main forgot 1, which stripped memory:1 from 2. Sync takes the
+    # forget (the strip leaves nothing to keep), but 'slayer-kb merge' and 'rebase', which
+    # validate's advice names, stopped on "forgot memories/2.yaml, which origin/main edited".
+    _bare, (a, reviewer) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
+    invoke_cli("--kb", a, "save", "Group them by hand (see 1)", "-e", "shop.refunds.amount", "-e", "memory:1",
+               check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(reviewer, "pull", "-q", "origin", "main")
+    git(a, "switch", "-q", "-c", "agent-a")
+    invoke_cli("--kb", a, "forget", "2", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", reviewer, "forget", "1", check=True)
+    git(reviewer, "push", "-q", "origin", "main")
+    git(a, "fetch", "-q", "origin")
+
+    done = invoke_cli("--kb", a, *command)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert git(a, "ls-files", "memories").split() == []
+    assert git(a, "status", "--porcelain") == ""
+    assert invoke_cli("--kb", a, "validate").returncode == 0
+
+
+def test_validate_against_passes_a_memory_main_renamed_that_linked_a_memory_the_branch_forgot(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # Memory 2 links memory:1; the branch forgot 1 (stripping the link from its 2) while main
+    # renamed 2 to kb.grouping. The check read the renamed file as a new one and named its old
+    # link as one main gained, though the plain merge follows the rename and validates.
+    _bare, (a, reviewer) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
+    invoke_cli("--kb", a, "save", "Group them by hand (see 1)", "-e", "shop.refunds.amount", "-e", "memory:1",
+               check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(reviewer, "pull", "-q", "origin", "main")
+    git(a, "switch", "-q", "-c", "agent-a")
+    invoke_cli("--kb", a, "forget", "1", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", reviewer, "rename", "2", "kb.grouping", check=True)
+    git(reviewer, "push", "-q", "origin", "main")
+
+    assert _check_agent_a(invoke_cli, reviewer) == (0, "Checked 1 file: no problems.\n")
+    git(reviewer, "switch", "-q", "main")
+    git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge agent-a")
+    assert invoke_cli("--kb", reviewer, "validate").returncode == 0
+
+
+def _squash_merged_two(invoke_cli: CliRunner, tmp_path: Path, *topic: str) -> tuple[Path, Path]:
+    """An agent's branch saving memories 1 and 2 (2 under ``topic``'s options), squash-merged into main."""
+    _bare, (agent, reviewer) = make_team(tmp_path)
+    git(agent, "switch", "-q", "-c", "agent-a")
+    invoke_cli("--kb", agent, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
+    invoke_cli("--kb", agent, "save", "Amounts are in cents", "-e", "shop.orders.amount", *topic, check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    _squash_merge(reviewer)
+    return agent, reviewer
+
+
+def test_validate_against_says_a_forget_main_edited_after_the_squash_stops_the_merge(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # main edited memory 2 after squash-merging it; the branch forgot 2. The advice said 'slayer-kb
+    # merge' "keeps the memory forgotten"; it stops on the forget against main's edit.
+    agent, reviewer = _squash_merged_two(invoke_cli, tmp_path)
+    invoke_cli("--kb", reviewer, "update", "2", "--content", "Amounts are in cents (reviewed)", check=True)
+    git(reviewer, "push", "-q", "origin", "main")
+    invoke_cli("--kb", agent, "forget", "2", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+
+    assert _check_agent_a(invoke_cli, reviewer) == (1, (
+        "memories/2.yaml:1: this branch forgot memory 2 after origin/main took it in from this branch (a squash "
+        "or rebase merge, under commits of its own) and edited it: a plain git merge of this branch keeps that "
+        "edit without a word, since git's merge base is older than the memory. Run 'git fetch origin && "
+        "slayer-kb merge origin/main': it stops on the forget against the edit, with the steps to keep either\n"
+        "1 problem in 1 file (1 file checked)\n"))
+    git(agent, "fetch", "-q", "origin")
+    merged = invoke_cli("--kb", agent, "merge", "origin/main")
+    assert (merged.returncode, merged.stderr.startswith(
+        "Error: This branch forgot memories/2.yaml, which origin/main edited; the merge stopped")) == (1, True)
+
+
+def test_validate_against_names_a_rename_after_the_squash_as_a_rename(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # The branch renamed squash-merged memory 2 to kb.cents: named as "this branch forgot memory 2",
+    # though the plain merge keeps it under both ids.
+    agent, reviewer = _squash_merged_two(invoke_cli, tmp_path)
+    invoke_cli("--kb", agent, "rename", "2", "kb.cents", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+
+    assert _check_agent_a(invoke_cli, reviewer) == (1, (
+        "memories/2.yaml:1: this branch renamed memory 2 to 'kb.cents' after origin/main took it in from this "
+        "branch (a squash or rebase merge, under commits of its own): a plain git merge of this branch keeps it "
+        "under both ids, since git's merge base is older than the memory. Run 'git fetch origin && slayer-kb "
+        "merge origin/main': it keeps it as kb.cents alone\n"
+        "1 problem in 1 file (2 files checked)\n"))
+    git(agent, "fetch", "-q", "origin")
+    invoke_cli("--kb", agent, "merge", "origin/main", check=True)
+    assert git(agent, "ls-files", "memories").split() == ["memories/1.yaml", "memories/kb.cents.yaml"]
+
+
+def test_validate_against_names_no_link_in_a_memory_the_branch_forgot_itself(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # The branch forgot 1 and 2; main edited 2 to link memory:1. Besides the stop on 2 (a forget
+    # against main's edit) the check named main's link from 2 to 1, in a memory the branch forgot.
+    _bare, (a, reviewer) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
+    invoke_cli("--kb", a, "save", "Amounts in cents", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(reviewer, "pull", "-q", "origin", "main")
+    git(a, "switch", "-q", "-c", "agent-a")
+    invoke_cli("--kb", a, "forget", "1", check=True)
+    invoke_cli("--kb", a, "forget", "2", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", reviewer, "update", "2", "-e", "shop.orders.amount", "-e", "memory:1", check=True)
+    git(reviewer, "push", "-q", "origin", "main")
+
+    code, out = _check_agent_a(invoke_cli, reviewer)
+    assert (code, [line.split(":")[0] for line in out.splitlines()]) == (1, ["memories/2.yaml", "1 problem in 1 file (0 files checked)"])
+    assert "wrote this memory too" in out
+
+
+def test_validate_against_names_no_topic_key_holder_the_branch_forgot_after_the_squash(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # The branch forgot squash-merged topic memory 2 and saved the key anew (memory 3). Besides the
+    # forget, the check said 'slayer-kb merge' "folds this memory into 2", which it does not: the
+    # merge keeps 2 forgotten and 3 as it is.
+    topic = ("--title", "Cache TTL", "--project", "api", "--topic-key", "decision/cache-ttl")
+    agent, reviewer = _squash_merged_two(invoke_cli, tmp_path, *topic)
+    invoke_cli("--kb", agent, "forget", "2", check=True)
+    invoke_cli("--kb", agent, "save", "Cache TTL is 30 s", *topic, check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+
+    code, out = _check_agent_a(invoke_cli, reviewer)
+    assert (code, [line.split(":")[0] for line in out.splitlines()]) == (1, ["memories/2.yaml", "1 problem in 1 file (3 files checked)"])
+    git(agent, "fetch", "-q", "origin")
+    invoke_cli("--kb", agent, "merge", "origin/main", check=True)
+    assert git(agent, "ls-files", "memories").split() == ["memories/1.yaml", "memories/3.yaml"]
+
+
+def test_validate_against_walks_the_history_once_for_all_squash_merged_memories(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # Each squash-merged memory the branch edited or forgot cost two 'git log --full-history'
+    # walks, done again for id collisions, and a hash-object each, and the fix's remote was
+    # asked up to three times: 30 memories, 165 git processes where 103 had done.
+    _bare, (agent, reviewer) = make_team(tmp_path)
+    git(agent, "switch", "-q", "-c", "agent-a")
+    for n in range(6):
+        invoke_cli("--kb", agent, "save", f"Fact number {n}", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    _squash_merge(reviewer)
+    for n in ("1", "2", "3"):
+        invoke_cli("--kb", agent, "update", n, "--content", f"Fact {n} revised", check=True)
+    for n in ("4", "5", "6"):
+        invoke_cli("--kb", agent, "forget", n, check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "switch", "-q", "--detach", "origin/agent-a")
+
+    with traced_git(tmp_path) as runs:
+        checked = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
+    assert checked.stdout.endswith("6 problems in 6 files (3 files checked)\n")
+    # Two walks (one a side) for the id collisions' and the plain merge's stops, asked once for
+    # both, and two for the forgets: none a memory.
+    walks = [run for run in runs("log") if "--raw" in run]
+    assert (len(walks), len(runs("hash-object")), len(runs("remote"))) == (4, 1, 1)

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 MEMORIES_DIR = "memories"
+MEMORY_LINK = "memory:"  # an entity naming another memory, which a forget of it strips
 
 
 def memory_path(memory_id: str) -> str:

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from .engram import content_hash
+from .locate import MEMORY_LINK
 from .memory import FIELD_NAMES, Memory, time_order
 from .session import Prompt, Session
 
@@ -106,23 +107,37 @@ def merge_topic_revisions(base: Memory | None, ours: Memory, theirs: Memory,
     )
 
 
-def forget_holds(base: Memory, kept: Memory, forgot: Dated, committed: Dated) -> bool | None:
-    """For a topic-key memory one side forgot (deleted its file: ``forget``) while the other
-    changed it (an upsert, an edit by hand): whether the forget, made when ``forgot`` says,
-    holds. The later of the two does, as for a soft forget (``_forgotten``), an edit by hand dated
+def forget_holds(base: Memory, kept: Memory, forgot: Dated, committed: Dated,
+                 cascade: Callable[[frozenset[str]], bool]) -> bool | None:
+    """For a memory one side forgot (deleted its file: ``forget``) while the other changed it:
+    whether the forget, made when ``forgot`` says, holds. Any memory's forget holds against a
+    cascade's strip (``cascade``: whether the changing side forgot every memory the links it
+    removed named), which leaves nothing to keep. For a topic-key memory (an upsert, an edit by
+    hand) the later of the two does, as for a soft forget (``_forgotten``), an edit by hand dated
     by its commit (``committed``: a person's edit made after the forget must not vanish behind
     the ``updated_at`` it left as it was); a forget never loses a tie, nor to a change of the
-    memory's links alone (then no date is asked). Any memory's forget holds against a strip of
-    its links alone (another forget's or a catalog delete's cascade), which leaves nothing to
-    keep. None for another change of a memory without a topic key (or one that changed key), or
-    a forget or an edit by hand git cannot date: for a person."""
+    memory's links alone (then no date is asked). None for another change of a memory without a
+    topic key (a restore, an entity dropped on purpose), or a forget or an edit by hand git cannot
+    date: for a person."""
+    if (removed := stripped(base, kept)) is not None and cascade(removed):
+        return True
     if not (base.topic_key and base.topic_key == kept.topic_key):
-        return True if not revised(base, kept) and set(kept.entities) <= set(base.entities) else None
-    if not revised(base, kept):
-        return True  # only its links changed (another forget's strip): no revision to keep
+        return None
+    if not revised(base, kept) and kept.deleted_at == base.deleted_at:
+        return True  # only its links changed: no revision to keep
     if (written := _written(base, kept, committed)) is None or (forgot_at := forgot()) is None:
         return None
     return time_order(forgot_at) >= time_order(written)
+
+
+def stripped(base: Memory, kept: Memory) -> frozenset[str] | None:
+    """The ``memory:`` links ``kept`` removed from ``base`` when that is all it changed (a forget's
+    cascade: ``updated_at`` stamped, nothing else); None for any other change (a restore, an
+    edit, an entity dropped or added)."""
+    if revised(base, kept) or kept.deleted_at != base.deleted_at or not set(kept.entities) <= set(base.entities):
+        return None
+    removed = frozenset(base.entities) - frozenset(kept.entities)
+    return removed if all(link.startswith(MEMORY_LINK) for link in removed) else None
 
 
 def revised(base: Memory, side: Memory) -> bool:

@@ -14,9 +14,8 @@ from ..core.problems import Problem, shell_word, shown
 from ..core.session import SESSIONS_DIR
 from ..store.renames import renames_between
 from ..store.repo import GitStore
-from ..store.revisions import same_memory
 from .snapshot import NO_BLOB, written_since
-from .teamchecks import LINK, MEMORIES, Branch, fix_command, links_in
+from .teamchecks import LINK, MEMORIES, Branch, links_in
 
 # What ``slayer-kb merge`` does with each kind of file a plain git merge stops on.
 _MERGES = {
@@ -48,7 +47,9 @@ def plain_merge_conflicts(compared: Branch) -> list[Problem]:
     if base is None or head is None or against_sha == base:
         return []
     ours, theirs = (written_since(store, base, rev) for rev in (head, against_sha))
-    problems = _undone_forgets(compared, head, ours, theirs) + _links_to_own_forgets(compared, head, ours, theirs)
+    undone = _undone_forgets(compared, head, ours, theirs)
+    problems = (_undone_problems(compared, head, theirs, undone)
+                + _links_to_own_forgets(compared, head, ours, theirs, list(undone)))
     both = {path for path in ours.keys() & theirs.keys() if ours[path][1] != theirs[path][1] and _merged(path)}
     if not both:
         return problems
@@ -56,16 +57,17 @@ def plain_merge_conflicts(compared: Branch) -> list[Problem]:
     if stopped is None:  # git before 2.38: one merge-file a file, renames not followed
         stopped = _merge_file_stops(store, ours, theirs, both)
     fix = ""  # one fix for every file (its remote costs two git processes), made when one is named
+    # An auto id both sides added for two memories is ``id_collisions``'s; one memory both added
+    # (a squash or rebase merge of the branch, edited since) is a merge's to join.
+    added = [path for path in stopped if path.startswith(f"{MEMORIES}/") and _merged(path)
+             and is_auto_id(path[len(MEMORIES) + 1:-5]) and ours.get(path, ("",))[0] == NO_BLOB]
+    alike = compared.same_memories(added, head)
     for kb_path in sorted(stopped):
-        folder, _, name = kb_path.partition("/")
-        # An auto id both sides added for two memories is ``id_collisions``'s; one memory both
-        # added (a squash or rebase merge of the branch, edited since) is a merge's to join.
-        if not _merged(kb_path) or (folder == MEMORIES and is_auto_id(name[:-5])
-                                    and ours.get(kb_path, ("",))[0] == NO_BLOB
-                                    and not same_memory(store, kb_path, base, head, against_sha)):
+        folder = kb_path.partition("/")[0]
+        if not _merged(kb_path) or (kb_path in added and kb_path not in alike):
             continue
         kind, merges = _MERGES[folder]
-        fix = fix or fix_command(store, compared.root, f"merge {shell_word(compared.against)}", compared.against)
+        fix = fix or compared.fix(f"merge {shell_word(compared.against)}")
         problems.append(Problem(
             shown(compared.root / kb_path), 1,
             f"{compared.against} wrote this {kind} too since this branch parted from it, in lines git's merge "
@@ -75,51 +77,82 @@ def plain_merge_conflicts(compared: Branch) -> list[Problem]:
 
 
 def _undone_forgets(compared: Branch, head: str, ours: dict[str, tuple[str, str]],
-                    theirs: dict[str, tuple[str, str]]) -> list[Problem]:
-    """Memories this branch added and then forgot after the revision compared with took them in
-    by a squash or rebase merge (the very same file added under commits of its own,
-    ``same_memory``). git's merge base is older than the memory, so a plain ``git merge`` sees
-    that revision add it and the branch leave it alone, and keeps it without a word;
-    ``slayer-kb merge`` keeps it forgotten."""
+                    theirs: dict[str, tuple[str, str]]) -> dict[str, str]:
+    """The memories this branch added and then forgot (or renamed) after the revision compared
+    with took them in by a squash or rebase merge (the very same memory added under commits of
+    its own, ``same_memories``), each with the version both sides held. git's merge base is older
+    than the memory, so a plain ``git merge`` sees that revision add it and the branch leave it
+    alone, and keeps it without a word; ``slayer-kb merge`` keeps it forgotten (or renamed), or
+    stops on a forget against that revision's edit of it."""
     store, base = compared.store, compared.base
     # Added by the revision, absent where they parted and at HEAD (so not in ``ours``).
     taken_in = {path for path, (before, _after) in theirs.items()
                 if before == NO_BLOB and path not in ours and path.startswith(f"{MEMORIES}/") and _merged(path)}
     if not taken_in or base is None:
-        return []
+        return {}
     forgot = sorted(taken_in & set(store.added_paths(base, head, under=f"{MEMORIES}/")))
-    forgot = [path for path in forgot if same_memory(store, path, base, head, compared.against_sha)]
-    if not forgot:
+    return compared.same_memories(forgot, head)
+
+
+def _undone_problems(compared: Branch, head: str, theirs: dict[str, tuple[str, str]],
+                     undone: dict[str, str]) -> list[Problem]:
+    """One problem for each of ``_undone_forgets``'s memories: a rename, a forget of a memory
+    the revision compared with edited since it took it in, or a plain forget."""
+    if not undone or compared.base is None:
         return []
-    fix = fix_command(store, compared.root, f"merge {shell_word(compared.against)}", compared.against)
-    return [Problem(
-        shown(compared.root / path), 1,
-        f"this branch forgot memory {path[len(MEMORIES) + 1:-5]} after {compared.against} took it in from this "
-        "branch (a squash or rebase merge, under commits of its own): a plain git merge of this branch keeps it, "
-        f"since git's merge base is older than the memory. Run '{fix}': it keeps the memory forgotten",
-    ) for path in forgot]
+    store, against = compared.store, compared.against
+    renamed = renames_between(store, compared.base, head)
+    fix = compared.fix(f"merge {shell_word(against)}")
+    taken = (f"after {against} took it in from this branch (a squash or rebase merge, under commits of its "
+             "own)")
+    problems = []
+    for path, shared in sorted(undone.items()):
+        memory_id = path[len(MEMORIES) + 1:-5]
+        if memory_id in renamed:
+            new = renamed[memory_id]
+            what = (f"this branch renamed memory {memory_id} to '{new}' {taken}: a plain git merge of this branch "
+                    f"keeps it under both ids", f"it keeps it as {new} alone")
+        elif theirs[path][1] != shared:
+            what = (f"this branch forgot memory {memory_id} {taken} and edited it: a plain git merge of this "
+                    "branch keeps that edit without a word",
+                    "it stops on the forget against the edit, with the steps to keep either")
+        else:
+            what = (f"this branch forgot memory {memory_id} {taken}: a plain git merge of this branch keeps it",
+                    "it keeps the memory forgotten")
+        problems.append(Problem(shown(compared.root / path), 1,
+                                f"{what[0]}, since git's merge base is older than the memory. Run '{fix}': {what[1]}"))
+    return problems
 
 
 def _links_to_own_forgets(compared: Branch, head: str, ours: dict[str, tuple[str, str]],
-                          theirs: dict[str, tuple[str, str]]) -> list[Problem]:
+                          theirs: dict[str, tuple[str, str]], undone: list[str]) -> list[Problem]:
     """Links the revision compared with gained since they parted, in memories it added or
-    changed, to memories this branch forgot (or renamed): the branch's forget stripped the links
-    its clone held, not these, so a plain ``git merge`` makes a tree whose memory links nothing
-    (and fails ``validate``). ``slayer-kb merge REF`` strips them, or points them at the new id."""
+    changed, to memories this branch forgot (or renamed), ``undone``'s among them (taken in by
+    that revision, then forgot): the branch's forget stripped the links its clone held, not these,
+    so a plain ``git merge`` makes a tree whose memory links nothing (and fails ``validate``).
+    ``slayer-kb merge REF`` strips them, or points them at the new id."""
     store, base = compared.store, compared.base
     forgot = {path[len(MEMORIES) + 1:-5] for path, (before, after) in ours.items()
               if path.startswith(f"{MEMORIES}/") and _merged(path) and before != NO_BLOB and after == NO_BLOB}
+    forgot |= {path[len(MEMORIES) + 1:-5] for path in undone}
     if not forgot or base is None:
         return []
-    changed = {path: blobs for path, blobs in theirs.items()
-               if path.startswith(f"{MEMORIES}/") and _merged(path) and blobs[1] != NO_BLOB}
-    texts = store.objects.read_many("blob", {blob for blobs in changed.values() for blob in blobs} - {NO_BLOB})
+    memories = {path: blobs for path, blobs in theirs.items() if path.startswith(f"{MEMORIES}/") and _merged(path)}
+    changed = {path: blobs for path, blobs in memories.items() if blobs[1] != NO_BLOB}
+    texts = store.objects.read_many("blob", {blob for blobs in memories.values() for blob in blobs} - {NO_BLOB})
+    moved: dict[str, str] | None = None  # {new id: old id} of the revision's renames, asked once if needed
     found = []  # (the memory's path, its id, the forgotten ids it gained links to)
     for path, (before, after) in sorted(changed.items()):
         text, memory_id = texts[after].decode("utf-8", "replace"), path[len(MEMORIES) + 1:-5]
-        if not any(f"{LINK}{i}" in text for i in forgot):
-            continue
-        old = links_in(texts[before].decode("utf-8", "replace"), memory_id) if before != NO_BLOB else set()
+        if memory_id in forgot or not any(f"{LINK}{i}" in text for i in forgot):
+            continue  # a memory the branch forgot itself is a forget against an edit: a stop of its own
+        was = memory_id
+        if before == NO_BLOB:  # added there, or a memory it renamed: its links are the old file's
+            if moved is None:
+                moved = {new: old for old, new in renames_between(store, base, compared.against_sha).items()}
+            was = moved.get(memory_id, memory_id)
+            before = memories.get(f"{MEMORIES}/{was}.yaml", (NO_BLOB,))[0]
+        old = links_in(texts[before].decode("utf-8", "replace"), was) if before != NO_BLOB else set()
         gained = sorted((e[len(LINK):] for e in links_in(text, memory_id) - old
                          if e.startswith(LINK) and e[len(LINK):] in forgot), key=lambda i: (len(i), i))
         if gained:
@@ -127,7 +160,7 @@ def _links_to_own_forgets(compared: Branch, head: str, ours: dict[str, tuple[str
     if not found:
         return []
     renamed = renames_between(store, base, head)
-    fix = fix_command(store, compared.root, f"merge {shell_word(compared.against)}", compared.against)
+    fix = compared.fix(f"merge {shell_word(compared.against)}")
     problems = []
     for path, memory_id, gained in found:
         for i in gained:

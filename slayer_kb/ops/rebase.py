@@ -29,7 +29,7 @@ from ..store import mergedriver
 from ..store.gitenv import LITERAL_PATHS
 from ..store.renames import first_ids
 from ..store.repo import GitStore
-from ..store.revisions import added_alike, resolve_rev
+from ..store.revisions import added_alike, forgot_at, resolve_rev
 from ..store.worktree import require_shown
 from .renumber import require_clean
 from .revalidation import Moves, finish_or_put_back
@@ -485,11 +485,12 @@ def settle(store: GitStore, paths: list[str], incoming: str) -> bool:
     """Merge each of ``paths`` that HEAD and ``incoming`` (``REBASE_HEAD``, ``MERGE_HEAD``) added
     as one memory (a pull request merged by squash or rebase, then edited on one side) from the
     version both added, which git's merge base lacks, so it stopped on an add/add; and let go
-    each memory one side forgot (deleted) and the other only soft-forgot, as sync's replay does
-    (both forgot it); whether every path was settled. Edits on both sides stay a conflict,
-    unless the KB's merge driver merges them (a topic key)."""
+    each memory one side forgot (deleted) and the other only soft-forgot or stripped of its links
+    to memories it forgot, as sync's replay does (nothing to keep); whether every path was
+    settled. Edits on both sides stay a conflict, unless the KB's merge driver merges them (a
+    topic key)."""
     stages = _stages(store)
-    forgotten = _both_forgot(store, {p: blobs for p, blobs in stages.items() if p in paths})
+    forgotten = _both_forgot(store, {p: blobs for p, blobs in stages.items() if p in paths}, incoming)
     if forgotten:
         store.git_writing_index("rm", "-q", "-f", "--", *forgotten, env=LITERAL_PATHS)
     settled = len(forgotten)
@@ -501,16 +502,19 @@ def settle(store: GitStore, paths: list[str], incoming: str) -> bool:
     return settled == len(paths)
 
 
-def _both_forgot(store: GitStore, stages: dict[str, dict[int, tuple[str, str]]]) -> list[str]:
+def _both_forgot(store: GitStore, stages: dict[str, dict[int, tuple[str, str]]], incoming: str) -> list[str]:
     """The memory files among ``stages`` (their unmerged stages) that one side deleted (a
-    ``forget``: git holds the base and one side) while the other only set ``deleted_at``."""
-    deleted = {path: (blobs[1][1], blobs[2 if 2 in blobs else 3][1]) for path, blobs in stages.items()
-               if set(blobs) in ({1, 2}, {1, 3}) and path.startswith(store.prefix)
+    ``forget``: git holds the base and one side) while the other only set ``deleted_at``, or only
+    stripped its links to memories that other side forgot (HEAD's at stage 2, ``incoming``'s at 3)."""
+    deleted = {path: (blobs[1][1], blobs[2 if 2 in blobs else 3][1], "HEAD" if 2 in blobs else incoming)
+               for path, blobs in stages.items() if set(blobs) in ({1, 2}, {1, 3}) and path.startswith(store.prefix)
                and id_of_path(path[len(store.prefix):]) is not None}
     texts = {oid: text.decode("utf-8", "replace") for oid, text in store.objects.read_many(
-        "blob", {blob for pair in deleted.values() for blob in pair}).items()}
-    return [path for path, (base, kept) in deleted.items()
-            if mergedriver.soft_forgotten(path, texts[base], texts[kept])]
+        "blob", {blob for base, kept, _side in deleted.values() for blob in (base, kept)}).items()}
+
+    return [path for path, (base, kept, side) in deleted.items()
+            if mergedriver.soft_forgotten(path, texts[base], texts[kept])
+            or mergedriver.cascade_stripped(path, texts[base], texts[kept], forgot_at(store, side))]
 
 
 def merge_from(store: GitStore, path: str, mode: str, blobs: tuple[str, str, str]) -> bool:

@@ -38,7 +38,7 @@ from ..core.results import RenumberResult
 from ..core.text import listed
 from ..store.renames import trailer
 from ..store.repo import Change, GitStore
-from ..store.revisions import resolve_rev, same_memory
+from ..store.revisions import resolve_rev, same_memories
 from ..store.worktree import reset_keep
 from .snapshot import blob_at, memory_ids_at
 
@@ -100,11 +100,12 @@ def _collisions(store: GitStore, onto: str, parted: str | None,
     # What REF added in commits this branch does not have: a memory both sides have from one
     # commit is the same memory, whatever merge base git picks (criss-cross merges).
     theirs = _ids(store.added_paths(head, onto_sha, under))
-    # A memory both sides first added as one blob is one memory under two commits (a rebase
-    # replayed it, or it was cherry-picked or squash-merged), not two to tell apart.
+    # A memory one side first added as a version the other's history held is one memory under
+    # two commits (a rebase replayed it, or it was cherry-picked or squash-merged), not two.
     def collides(ids: set[str]) -> list[str]:
-        return sorted((i for i in ids & theirs if is_auto_id(i)
-                       and not same_memory(store, f"{MEMORIES_DIR}/{i}.yaml", base, head, onto_sha)), key=int)
+        both = sorted(i for i in ids & theirs if is_auto_id(i))
+        alike = same_memories(store, [f"{MEMORIES_DIR}/{i}.yaml" for i in both], base, head, onto_sha)
+        return sorted((i for i in both if f"{MEMORIES_DIR}/{i}.yaml" not in alike), key=int)
 
     colliding = collides(ours)
     moved: dict[str, str] = {}

@@ -65,11 +65,13 @@ class Moves:
 
 
 def finish(kb: Context, store: GitStore, tx: Transaction, other: str, parted: str, moves: Moves,
-           catch_up: Callable[[], None], before: str = "") -> Revalidated:
+           catch_up: Callable[[], None], before: str = "", merged_in: bool = False) -> Revalidated:
     """Fix and check the branch at HEAD, the other side's commit ``other`` in (see the module doc);
     ``parted``: where the sides parted ("" for no common ancestor: nothing to strip). ``catch_up``
     brings the index, which finds a topic key's holders, to HEAD; ``before``: the branch before
-    git merged or rebased it (``strip_gone``)."""
+    git merged or rebased it (``strip_gone``). ``merged_in``: ``other`` came in by ``slayer-kb
+    merge`` or ``rebase``, perhaps holding a squash of memories this branch forgot since: links
+    to them go too."""
     top = on_top(store, other)
     added = [i for i, status in top.items() if status == "A"]
     folded = fold_topic_keys(kb, tx, added, moves.folded, catch_up)
@@ -77,7 +79,8 @@ def finish(kb: Context, store: GitStore, tx: Transaction, other: str, parted: st
         return sorted(added_since(store, parted, other), key=id_sort_key) if parted else []
 
     folded = fold_duplicates(kb, tx, added, theirs, moves.deduplicated) or folded
-    if (parted and strip_gone(kb, store, tx, parted, moves.unlinked, moves.cascaded, moves.relinked, before)) or folded:
+    if (parted and strip_gone(kb, store, tx, parted, moves.unlinked, moves.cascaded, moves.relinked, before,
+                              other if merged_in else "")) or folded:
         top = on_top(store, other)
     return revalidate(kb, store, other, top)
 
@@ -93,7 +96,7 @@ def finish_or_put_back(kb: Context, store: GitStore, tx: Transaction, other: str
     stays, and the refusal says so. The refusal is raised as it was, what followed added."""
     moved = store.head() != made
     try:
-        return finish(kb, store, tx, other, parted, moves, lambda: None, before)
+        return finish(kb, store, tx, other, parted, moves, lambda: None, before, merged_in=True)
     except KBError as exc:
         if moved:
             exc.args = (f"{exc} The branch was not put back where it was before the merge or rebase: a commit was "

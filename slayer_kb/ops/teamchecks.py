@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import yaml
@@ -29,7 +30,7 @@ from ..core.problems import Problem, command, git_command, shell_word, shown
 from ..core.session import SESSIONS_DIR
 from ..store.renames import renamed_since
 from ..store.repo import GitStore, find_toplevel
-from ..store.revisions import resolve_rev, same_memory, shallow_parting
+from ..store.revisions import resolve_rev, same_memories, shallow_parting
 from .snapshot import blobs_at, catalog_changed, deleted_entities, entities_of, under
 
 MEMORIES = "memories"
@@ -49,6 +50,24 @@ class Branch:
     against: str
     against_sha: str
     base: str | None  # where HEAD parted from ``against``; None: no common ancestor
+    alike: dict[str, str | None] = field(default_factory=dict, compare=False, repr=False)  # same_memories' answers
+
+    def same_memories(self, kb_paths: list[str], head: str) -> dict[str, str]:
+        """``revisions.same_memories`` of ``head`` and ``against``: each path asked of git once for
+        all the checks (the id collisions and the plain-merge stops ask of the same files)."""
+        if ask := [path for path in dict.fromkeys(kb_paths) if path not in self.alike]:
+            found = same_memories(self.store, ask, self.base, head, self.against_sha)
+            self.alike.update({path: found.get(path) for path in ask})
+        return {path: blob for path in kb_paths if (blob := self.alike[path]) is not None}
+
+    @cached_property
+    def remote(self) -> str | None:
+        """The remote whose tracking branch ``against`` names (``_remote_of``), asked of git once."""
+        return _remote_of(self.store, self.against)
+
+    def fix(self, args: str) -> str:
+        """``fix_command`` of ``args``, the remote asked of git once for all the checks."""
+        return _after_fetch(self.root, args, self.remote)
 
 
 def branch(root: Path, against: str, opened: GitStore | None = None) -> Branch:
@@ -68,8 +87,7 @@ def branch(root: Path, against: str, opened: GitStore | None = None) -> Branch:
 def id_collisions(compared: Branch, files: dict[Path, str]) -> list[Problem]:
     """Auto ids this branch added (among ``files``, path -> shown name) that the revision it is
     compared with used for another memory."""
-    root, store, against, against_sha, base = (compared.root, compared.store, compared.against,
-                                                 compared.against_sha, compared.base)
+    store, against, against_sha, base = compared.store, compared.against, compared.against_sha, compared.base
     memories = store.repo_path(MEMORIES + "/")
     if base is None:
         raise shallow_parting(store, against) or StoreError(f"'{against}' and HEAD have no common ancestor; "
@@ -90,19 +108,15 @@ def id_collisions(compared: Branch, files: dict[Path, str]) -> list[Problem]:
     # commit is the same memory, whatever merge base git picks after criss-cross merges.
     head = store.head()
     added = {p[len(MEMORIES) + 1:-5] for p in store.added_paths(head, against_sha, MEMORIES + "/")} if head else set()
-    clashes = []
-    for memory_id in sorted(candidates, key=lambda i: (len(i), i)):
-        path, name = ours[memory_id]
-        if memory_id not in added:
-            continue
-        local = store.git("hash-object", "--no-filters", "--", str(path)).stdout.decode().strip()
-        if local == theirs[memory_id] or (
-                head is not None and same_memory(store, f"{MEMORIES}/{memory_id}.yaml", base, head, against_sha)):
-            continue  # the same memory on both sides (merged, cherry-picked or replayed)
-        clashes.append((memory_id, name))
+    ids = sorted((i for i in candidates if i in added), key=lambda i: (len(i), i))
+    local = store.git("hash-object", "--no-filters", "--", *(str(ours[i][0]) for i in ids)).stdout.decode().split()
+    apart = [i for i, blob in zip(ids, local, strict=True) if blob != theirs[i]]
+    # The same memory on both sides (merged, cherry-picked or replayed) is no clash.
+    alike = compared.same_memories([f"{MEMORIES}/{i}.yaml" for i in apart], head) if head else {}
+    clashes = [(i, ours[i][1]) for i in apart if f"{MEMORIES}/{i}.yaml" not in alike]
     if not clashes:
         return []
-    fix = fix_command(store, root, f"renumber --onto {shell_word(against)}", against)
+    fix = compared.fix(f"renumber --onto {shell_word(against)}")
     return [Problem(
         name, 1,
         f"auto id '{memory_id}' was added on this branch, but {against} already uses it for "
@@ -285,7 +299,14 @@ def topic_keys_taken(compared: Branch, files: dict[Path, str]) -> list[Problem]:
     taken = [(where, name) for _memory_id, (where, name) in sorted(mine.items()) if where in holders]
     if not taken:
         return []
-    fix = fix_command(store, compared.root, f"merge {shell_word(compared.against)}", compared.against)
+    # A holder this branch added itself (REF took it in by a squash or rebase merge) is its own
+    # memory, not a second holder: forgotten here, the merge keeps it forgotten.
+    own = compared.same_memories([f"{MEMORIES}/{i}.yaml" for where, _name in taken for i in holders[where]], head)
+    holders = {where: kept for where, ids in holders.items() if (kept := [i for i in ids if f"{MEMORIES}/{i}.yaml" not in own])}
+    taken = [(where, name) for where, name in taken if where in holders]
+    if not taken:
+        return []
+    fix = compared.fix(f"merge {shell_word(compared.against)}")
     problems = []
     for where, name in taken:
         key, project, _scope = where
@@ -379,8 +400,11 @@ def fix_command(store: GitStore, root: Path, args: str, against: str) -> str:
     a problem found against the revision ``against``, after ``git fetch REMOTE`` when that revision
     is a remote-tracking branch: whoever runs the fix on the branch (an agent reading CI's review)
     may hold an older copy of it, against which the fix finds nothing to do."""
+    return _after_fetch(root, args, _remote_of(store, against))
+
+
+def _after_fetch(root: Path, args: str, remote: str | None) -> str:
     fix = f"{command(root)} {args}"
-    remote = _remote_of(store, against)
     return fix if remote is None else f"{git_command(root, 'fetch ' + shell_word(remote))} && {fix}"
 
 

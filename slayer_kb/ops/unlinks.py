@@ -36,15 +36,18 @@ _LINK = "memory:"
 
 
 def strip_gone(kb: Context, store: GitStore, tx: Transaction, parted: str, unlinked: dict[str, list[str]],
-               cascaded: dict[str, list[str]], relinked: dict[str, dict[str, str]], before: str = "") -> bool:
+               cascaded: dict[str, list[str]], relinked: dict[str, dict[str, str]], before: str = "",
+               other: str = "") -> bool:
     """Strip from the memories at HEAD their links to memories that were there at ``parted``
     (where the sides parted) and are gone at HEAD (a side forgot them), and the catalog entities
     that were there and are gone (a side deleted them); point those to a memory a side renamed at
     its new id, and strip the new id's links too where that memory is gone (renamed on one side,
     forgotten on the other, the forget kept by hand). ``before``: this branch as it was before a
-    rebase replayed it, whose renames a conflict resolved by hand may have undone. True when it
-    made a commit, ``unlinked`` given each memory's forgotten ids, ``cascaded`` its deleted
-    entities and ``relinked`` its renamed ids ({old: new})."""
+    rebase replayed it, whose renames a conflict resolved by hand may have undone. ``other``: the
+    commit merged in, whose memories HEAD lacks this side forgot too, younger than ``parted`` as
+    they may be (taken in by a squash merge, then forgotten here). True when it made a commit,
+    ``unlinked`` given each memory's forgotten ids, ``cascaded`` its deleted entities and
+    ``relinked`` its renamed ids ({old: new})."""
     folders = [store.repo_path(f"{MEMORIES_DIR}/"), *(store.repo_path(f"{d}/") for d in CATALOG_DIRS)]
     out = store.git("diff", "--name-status", "-z", "--no-renames", "--diff-filter=DM", parted, "HEAD", "--",
                     *folders).stdout.decode("utf-8", "surrogateescape").split("\0")
@@ -56,6 +59,10 @@ def strip_gone(kb: Context, store: GitStore, tx: Transaction, parted: str, unlin
             forgotten.add(memory_id)
         elif memory_id is None and path.endswith(".yaml"):
             catalog_changed.add(path[len(store.prefix):])
+    if other:
+        out = store.git("diff", "--name-only", "-z", "--no-renames", "--diff-filter=D", other, "HEAD", "--",
+                        store.repo_path(f"{MEMORIES_DIR}/")).stdout.decode("utf-8", "surrogateescape").split("\0")
+        forgotten.update(i for i in (id_of_path(path[len(store.prefix):]) for path in out if path) if i is not None)
     made = False
     # A side renamed it (and the new id is still there): its links follow, as the rename's did.
     renamed = renamed_since(store, parted, "HEAD", forgotten, before) if forgotten else Renamed({}, {})

@@ -198,17 +198,26 @@ def _both_sides(current: str, other: str, labels: tuple[str, str]) -> str:
     return "".join([*mine[:head], *middle, *mine[len(mine) - tail:]])
 
 
-def forget_holds(path: str, base: str, kept: str, dated: tuple[Dated, Dated]) -> bool | None:
+def forget_holds(path: str, base: str, kept: str, dated: tuple[Dated, Dated],
+                 cascade: Callable[[frozenset[str]], bool]) -> bool | None:
     """Whether one side's forget (its file deleted) of the memory ``base`` holds against the other
     side's version ``kept``: it does when ``kept`` only soft-forgot it (both forgot it), else as
-    ``merging.forget_holds`` weighs a topic key's two actions; ``dated``: when the forget and
-    ``kept`` were committed, asked only where the times decide. None when a person decides (no
-    topic key, a version that does not parse, a forget or an edit by hand git cannot date)."""
+    ``merging.forget_holds`` weighs a cascade's strip (``cascade``) and a topic key's two actions;
+    ``dated``: when the forget and ``kept`` were committed, asked only where the times decide.
+    None when a person decides (another change without a topic key, a version that does not
+    parse, a forget or an edit by hand git cannot date)."""
     versions = _memories(path, base, kept)
     if versions is None:
         return None
     was, now = versions
-    return True if merging.soft_forgot(was, now) else merging.forget_holds(was, now, *dated)
+    return True if merging.soft_forgot(was, now) else merging.forget_holds(was, now, *dated, cascade)
+
+
+def cascade_stripped(path: str, base: str, kept: str, cascade: Callable[[frozenset[str]], bool]) -> bool:
+    """Whether ``kept`` is the memory ``base`` with no change but its side's forget cascade: only
+    ``memory:`` links removed, to memories ``cascade`` says that side forgot (``merging.stripped``)."""
+    versions = _memories(path, base, kept)
+    return versions is not None and (removed := merging.stripped(*versions)) is not None and cascade(removed)
 
 
 def soft_forgotten(path: str, base: str, text: str) -> bool:

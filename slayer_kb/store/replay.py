@@ -36,7 +36,7 @@ from ..core.session import SESSIONS_DIR
 from . import mergedriver
 from .gitenv import LITERAL_PATHS
 from .repo import GitStore
-from .revisions import added_alike
+from .revisions import added_alike, forgot_at
 
 _FILE = "100644"
 _ABSENT = "000000"
@@ -183,10 +183,12 @@ def _forget_holds(store: GitStore, change: _Change, current: str | None, commits
         return None
     texts = store.objects.read_many("blob", {change.old, kept})
     forgot_in, kept_in = (commits[1], commits[0]) if change.new is None else commits
+
     return mergedriver.forget_holds(change.path, texts[change.old].decode("utf-8", "replace"),
                                     texts[kept].decode("utf-8", "replace"),
                                     (lambda: mergedriver.changed_at(_git(store), forgot_in, change.path),
-                                     lambda: mergedriver.changed_at(_git(store), kept_in, change.path)))
+                                     lambda: mergedriver.changed_at(_git(store), kept_in, change.path)),
+                                    forgot_at(store, kept_in))
 
 
 def _git(store: GitStore) -> Callable[[list[str]], bytes]:

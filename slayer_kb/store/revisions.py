@@ -4,9 +4,11 @@ and one message when it names no commit, for every command. Kept free of heavy i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..core.errors import InvalidInputError, NotFoundError, StoreError
+from ..core.locate import MEMORY_LINK, memory_path
 from ..core.problems import git_command
 from ..core.text import shown_value
 from .gitenv import LITERAL_PATHS
@@ -39,21 +41,56 @@ def shallow_parting(store: GitStore, rev: str, head: str = "HEAD") -> StoreError
                       "fetch-depth: 0), then retry.")
 
 
-def same_memory(store: GitStore, kb_path: str, base: str | None, ours: str, theirs: str) -> bool:
-    """Whether the file ``kb_path`` that commit ``ours`` added since ``base`` (None: in all its
-    history) and the one ``theirs`` added in commits ``ours`` lacks are one memory: both histories
-    first added the very same blob (a commit replayed by a rebase, cherry-picked or squash-merged
-    under another hash), whatever either side changed since."""
-    mine = _first_added(store, [ours] if base is None else [ours, f"^{base}"], kb_path)
-    return mine is not None and mine == _first_added(store, [theirs, f"^{ours}"], kb_path)
+def same_memories(store: GitStore, kb_paths: list[str], base: str | None, ours: str, theirs: str) -> dict[str, str]:
+    """Of the files ``kb_paths``, those that commit ``ours`` added since ``base`` (None: in all its
+    history) and ``theirs`` added in commits ``ours`` lacks as one memory, each with the version
+    both sides' changes start from: one side first added a version the other's history of the file
+    held (a commit replayed by a rebase or cherry-picked under another hash, or a squash merge,
+    which adds the branch's last version of the file), whatever either side changed since. Two
+    ``git log`` walks for all of them."""
+    if not kb_paths:
+        return {}
+    paths = {store.repo_path(path): path for path in kb_paths}
+    mine = _histories(store, [ours] if base is None else [ours, f"^{base}"], list(paths))
+    other = _histories(store, [theirs, f"^{ours}"], list(paths))
+    shared = {path: _shared(mine.get(path), other.get(path)) for path in paths}
+    return {paths[path]: blob for path, blob in shared.items() if blob is not None}
+
+
+def _shared(mine: tuple[str, set[str]] | None, other: tuple[str, set[str]] | None) -> str | None:
+    """The version one side first added that the other's history held (``_histories``' entries)."""
+    if mine is None or other is None:
+        return None
+    return mine[0] if mine[0] in other[1] else other[0] if other[0] in mine[1] else None
+
+
+def _histories(store: GitStore, revs: list[str], paths: list[str]) -> dict[str, tuple[str, set[str]]]:
+    """For each of ``paths`` (repository-relative) that a commit among ``revs`` added: (the blob
+    the oldest such commit gave it, every blob those commits gave it), from one ``git log``."""
+    proc = store.git("log", "--format=", "--raw", "-z", "--no-abbrev", "--no-renames", "--full-history", "--reverse",
+                     *revs, "--", *paths, check=False, env=LITERAL_PATHS)
+    found: dict[str, tuple[str, set[str]]] = {}
+    tokens = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
+    for token, path in zip(tokens, tokens[1:], strict=False):
+        fields = token.lstrip("\n").split()
+        if not (fields and fields[0].startswith(":") and len(fields) == 5):
+            continue
+        blob, status = fields[3], fields[4]
+        if path not in found:
+            if status == "A":
+                found[path] = (blob, {blob})
+        elif status != "D":
+            found[path][1].add(blob)
+    return found
 
 
 def added_alike(store: GitStore, path: str, ours: str, theirs: str) -> str | None:
-    """The blob both ``ours`` and ``theirs`` first added at ``path`` (repository-relative) in
-    commits the other lacks, when they added the same one: the version both sides' edits start
-    from, which git's merge base (from before either added it) does not hold. None otherwise."""
-    mine = _added_first(store, [ours, f"^{theirs}"], path)
-    return mine if mine is not None and mine == _added_first(store, [theirs, f"^{ours}"], path) else None
+    """The version of the file ``path`` (repository-relative) that ``ours`` or ``theirs`` first
+    added in commits the other lacks, when the other's history of it held that version too (as
+    ``same_memories`` matches them): the version both sides' edits start from, which git's merge
+    base (from before either added it) does not hold. None otherwise."""
+    mine = _histories(store, [ours, f"^{theirs}"], [path]).get(path)
+    return _shared(mine, _histories(store, [theirs, f"^{ours}"], [path]).get(path) if mine else None)
 
 
 def added_version(store: GitStore, kb_path: str, rev: str = "HEAD") -> tuple[str, str] | None:
@@ -68,16 +105,12 @@ def added_version(store: GitStore, kb_path: str, rev: str = "HEAD") -> tuple[str
     return subject, store.objects.read("blob", fields[3]).decode("utf-8", "replace")
 
 
-def _first_added(store: GitStore, revs: list[str], kb_path: str) -> str | None:
-    """The blob the oldest commit among ``revs`` that added ``kb_path`` gave it."""
-    return _added_first(store, revs, store.repo_path(kb_path))
+def forgot_at(store: GitStore, rev: str) -> Callable[[frozenset[str]], bool]:
+    """Whether commit ``rev`` lacks every memory the given ``memory:`` links name: a side's strip
+    of them was its own forget's cascade (``merging.stripped``)."""
 
+    def forgot(links: frozenset[str]) -> bool:
+        paths = [store.repo_path(memory_path(link[len(MEMORY_LINK):])) for link in links]
+        return all(blob is None for blob in store.objects.blobs_at(store.objects.tree_of(rev), paths).values())
 
-def _added_first(store: GitStore, revs: list[str], path: str) -> str | None:
-    proc = store.git("log", "--format=", "--raw", "--no-abbrev", "--no-renames", "--diff-filter=A",
-                     "--full-history", "--reverse", *revs, "--", path, check=False, env=LITERAL_PATHS)
-    for line in proc.stdout.decode("utf-8", "surrogateescape").splitlines():
-        fields = line.split()
-        if line.startswith(":") and len(fields) > 3:
-            return fields[3]
-    return None
+    return forgot
