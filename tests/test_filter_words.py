@@ -63,3 +63,30 @@ def test_a_backquoted_name_in_a_filter_is_refused(example_kb_read_only: Knowledg
         f"Error: filters[0]: filter {text!r}: a backquote quotes no name in a filter: SLayer's engine "
         "cannot parse it. Write the name bare: status.")
     assert filter_references("status = 'a`b'") == ["status"]  # in a string, a backquote is a character
+
+
+@pytest.mark.parametrize(("key", "text", "problem"), [
+    ("filters", "count(distinct customer_id) > 5", "'distinct' names no column: SLayer reads no count(distinct ...) "
+     "in a filter: write 'customer_id:count_distinct' or 'count_distinct(customer_id)'."),
+    ("filters", "status is distinct from 'x'", "'distinct' names no column: SLayer's filters have no DISTINCT; for "
+     "'a IS DISTINCT FROM b' write 'a != b'."),
+    ("filters", "status = 'x' order by amount desc", "'order' names no column: a filter orders no rows; give the "
+     "order in the query's 'order'."),
+    ("filters", "created_at < current_time", "'current_time' names no column: SLayer has no such function; write "
+     "current_timestamp or now()."),
+    ("filters", "created_at < localtimestamp", "'localtimestamp' names no column: SLayer has no such function; "
+     "write current_timestamp or now()."),
+    ("filters", "amount : sum > 1", "'sum' names no column: write 'amount:sum', with no spaces around the colon."),
+    ("filters", "created_at:: date = '2024-01-01'", "'date' names no column: write 'created_at::date', with no "
+     "spaces around the colon."),
+])
+def test_a_word_no_catalog_has_is_refused_with_its_fix(
+    example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner, key: str, text: str, problem: str
+) -> None:
+    """SLayer's resolver reads these words as columns and finds none; refused as a stale
+    reference, they read as a column the catalog dropped, with a "Did you mean" of columns
+    spelled alike (distinct -> shop.orders.discount_amount), though no catalog makes them right."""
+    query = json.dumps({"source_model": "orders", key: [text]})
+    proc = invoke_cli("--kb", example_kb_read_only.root, "save", "a word", "--query", query)
+    assert proc.returncode != 0
+    assert proc.stderr.strip().splitlines()[-1] == f"Error: {key}[0] {text!r}: {problem}"

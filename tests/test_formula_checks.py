@@ -64,16 +64,18 @@ def test_extract_with_a_quoted_part_names_its_value_only() -> None:
 
 @pytest.mark.parametrize(("formula", "word"), [("true:count", "true"), ("sum(amount) + not:avg", "not"),
                                                ("None:count", "None")])
-def test_a_colon_aggregation_of_a_word_aggregates_a_column(
+def test_a_colon_aggregation_of_a_python_word_is_refused_naming_the_fix(
     example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner, formula: str, word: str
 ) -> None:
-    """SLayer reads ``x:agg`` as the column x aggregated, whatever its name: ``true:count`` counts a
-    column named true. The reader skipped the word as a constant and saved the query untagged."""
+    """SLayer reads ``x:agg`` as the column x aggregated, whatever its name, and finds no column
+    true. Refused as not found, it read as stale (a column the catalog dropped: sync pushed it,
+    search said re-save, which fails); it is the query's own slip."""
     query = json.dumps({"source_model": "orders", "measures": [formula]})
     proc = invoke_cli("--kb", example_kb_read_only.root, "save", "a formula", "--query", query)
     assert proc.returncode != 0
-    assert proc.stderr.strip().splitlines()[-1].startswith(
-        f"Error: measures[0] {formula!r}: Entity {word!r} not found in any datasource")
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"Error: measures[0] {formula!r}: {word!r} names no column: it is a word of SLayer's formulas "
+        "(Python's); name a column before ':' ('*:count' counts rows).")
 
 
 @pytest.mark.parametrize(("text", "refs"), [

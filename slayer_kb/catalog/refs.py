@@ -34,10 +34,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from ..core.errors import InvalidInputError, KBError, ReferenceFormError
+from ..core.errors import InvalidInputError, KBError, ReferenceFormError, ResolutionError
 from ..core.nesting import check_depth
 from ..core.text import kind_of, shown_value
-from . import lexer
+from . import lexer, sqlwords
 from .lexer import Token
 from .querychecks import formula_problem, unspaced_colon
 from .querycolumns import GRANULARITIES
@@ -495,13 +495,20 @@ def query_entities(query: Any, resolver: Resolves) -> tuple[list[str], list[str]
             try:
                 resolution = resolver.resolve(ref, source)
             except KBError as exc:
-                raise _in_context(exc, item, refs) from None
+                raise _in_context(_word_slip(exc, ref, item), item, refs) from None
             entities[resolution.entity] = None
             warnings.update(dict.fromkeys(resolution.warnings))
     return list(entities), list(warnings)
 
 
 _SCANS = {"formula": formula_references, "filter": filter_references}
+
+
+def _word_slip(exc: KBError, ref: str, item: Item) -> KBError:
+    """A word not found that no catalog could have (``distinct``, ``amount : sum``): refused as
+    the query's slip, with its fix and no suggestions, rather than as a stale tag."""
+    fix = sqlwords.fix_for(ref, item.text, item.kind) if type(exc) is ResolutionError else None
+    return exc if fix is None else ReferenceFormError(f"{ref!r} names no column: {fix}.")
 
 
 def _in_context(exc: KBError, item: Item, refs: list[str]) -> KBError:
