@@ -66,8 +66,8 @@ def test_a_backquoted_name_in_a_filter_is_refused(example_kb_read_only: Knowledg
 
 
 @pytest.mark.parametrize(("key", "text", "problem"), [
-    ("filters", "count(distinct customer_id) > 5", "'distinct' names no column: SLayer reads no count(distinct ...) "
-     "in a filter: write 'customer_id:count_distinct' or 'count_distinct(customer_id)'."),
+    ("filters", "count(distinct customer_id) > 5", "'distinct' names no column: SLayer's memory resolver reads it as a "
+     "column in a filter (its engine runs count(distinct ...)); write 'customer_id:count_distinct' or 'count_distinct(customer_id)'."),
     ("filters", "status is distinct from 'x'", "'distinct' names no column: SLayer's filters have no DISTINCT; for "
      "'a IS DISTINCT FROM b' write 'a != b'."),
     ("filters", "status = 'x' order by amount desc", "'order' names no column: a filter orders no rows; give the "
@@ -76,6 +76,8 @@ def test_a_backquoted_name_in_a_filter_is_refused(example_kb_read_only: Knowledg
      "current_timestamp or now()."),
     ("filters", "created_at < localtimestamp", "'localtimestamp' names no column: SLayer has no such function; "
      "write current_timestamp or now()."),
+    ("filters", "desc:count > 1", "'desc' names no column: it is a word of SQL; name a column before ':' "
+     "('*:count' counts rows)."),
     ("filters", "amount : sum > 1", "'sum' names no column: write 'amount:sum', with no spaces around the colon."),
     ("filters", "created_at:: date = '2024-01-01'", "'date' names no column: write 'created_at::date', with no "
      "spaces around the colon."),

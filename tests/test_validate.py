@@ -601,7 +601,8 @@ def test_what_older_releases_took_is_invalid_with_its_fix_not_stale(
         "'*:COUNT' is not a valid entity reference; use 'count(*)' to refer to a model's row count.); "
         "fix or remove the query with 'slayer-kb edit 3'",
         "memories/4.yaml:2: attached query is not a valid SlayerQuery (filters[0] 'count(distinct customer_id) > 5': "
-        "'distinct' names no column: SLayer reads no count(distinct ...) in a filter: write "
+        "'distinct' names no column: SLayer's memory resolver reads it as a column in a filter (its "
+        "engine runs count(distinct ...)); write "
         "'customer_id:count_distinct' or 'count_distinct(customer_id)'.); fix or remove the query with "
         "'slayer-kb edit 4'",
         "3 problems in 3 files (4 files checked)",

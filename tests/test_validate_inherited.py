@@ -13,8 +13,9 @@ OLD_QUERIES = {
     "m-true": ("True count", "measures", "true:count"),
 }
 FIX = {
-    "m-cd": "filters[0] 'count(distinct customer_id) > 5': 'distinct' names no column: SLayer reads no "
-            "count(distinct ...) in a filter: write 'customer_id:count_distinct' or 'count_distinct(customer_id)'.",
+    "m-cd": "filters[0] 'count(distinct customer_id) > 5': 'distinct' names no column: SLayer's memory "
+            "resolver reads it as a column in a filter (its engine runs count(distinct ...)); write "
+            "'customer_id:count_distinct' or 'count_distinct(customer_id)'.",
     "m-true": "measures[0] 'true:count': 'true' names no column: it is a word of SLayer's formulas (Python's); "
               "name a column before ':' ('*:count' counts rows).",
 }

@@ -30,13 +30,16 @@ def fix_for(word: str, text: str, kind: str) -> str | None:
         name, colon = spaced.group(1), spaced.group(3)
         return f"write '{name}{colon}{word}', with no spaces around the colon"
     lower = word.lower()
-    if re.search(rf"(?<!:)\b{bare}:\w", text) and lower in _PYTHON_WORDS:
-        return "it is a word of SLayer's formulas (Python's); name a column before ':' ('*:count' counts rows)"
+    if re.search(rf"(?<!:)\b{bare}:\w", text):
+        if lower in _PYTHON_WORDS:
+            return "it is a word of SLayer's formulas (Python's); name a column before ':' ('*:count' counts rows)"
+        if lower in _ORDER_WORDS | _CLOCK_WORDS | {"distinct"}:
+            return "it is a word of SQL; name a column before ':' ('*:count' counts rows)"
     distinct = re.search(r"count\s*\(\s*distinct\s+([\w.]+)\s*\)", text, re.IGNORECASE)
     if lower == "distinct" and distinct and kind == "filter":
         column = distinct.group(1)
-        return (f"SLayer reads no count(distinct ...) in a filter: write '{column}:count_distinct' or "
-                f"'count_distinct({column})'")
+        return (f"SLayer's memory resolver reads it as a column in a filter (its engine runs count(distinct "
+                f"...)); write '{column}:count_distinct' or 'count_distinct({column})'")
     if lower == "distinct":
         return "SLayer's filters have no DISTINCT; for 'a IS DISTINCT FROM b' write 'a != b'"
     if lower in _ORDER_WORDS:
