@@ -29,6 +29,12 @@ REFUSED = [
     ("max(EXTRACT(Dow FROM created_at))", "'Dow' has conflicting weekday numberings across databases; write "
      "date_part('day_of_week', x) (ISO, Monday = 1 … Sunday = 7) or date_part('day_of_week', x) % 7 "
      "(Sunday = 0 … Saturday = 6)."),
+    ("max(date_part('dow', created_at))", "'dow' has conflicting weekday numberings across databases; write "
+     "date_part('day_of_week', x) (ISO, Monday = 1 … Sunday = 7) or date_part('day_of_week', x) % 7 "
+     "(Sunday = 0 … Saturday = 6)."),
+    ("max(date_part('epoch', created_at))", f"unknown date_part() part 'epoch'; accepted: {PARTS}."),
+    ("max(status.upper())", "the method call status.upper(...) calls 'upper', which is not an aggregation; write "
+     "the functional form, e.g. upper."),
 ]
 
 
@@ -49,7 +55,7 @@ def test_save_refuses_what_slayers_parser_refuses(
     "sum(amount) + count(*)", "count(distinct status)", "max(extract(year from created_at))",
     "max(extract(dayofyear from created_at))", "max(Extract('month' FROM created_at))", "lower(status)",
     "coalesce()", "sum(amount) + 1e5 + 0x1f", "time_shift(sum(amount), -1, month)", "amount:sum + -qty:sum",
-    "sum(customers.regions.name)", "weighted_avg(amount, weight=qty)",
+    "sum(customers.regions.name)", "weighted_avg(amount, weight=qty)", "max(date_part('year', created_at))",
 ])
 def test_what_slayers_parser_takes_is_taken(formula: str) -> None:
     assert formula_problem(formula) is None
