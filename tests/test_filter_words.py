@@ -1,5 +1,5 @@
 """A filter's words as SLayer 1.4.1's memory resolver reads them (``_extract_filter_tokens``):
-which SQL words name no column, and what a SQL comment does to the reading."""
+which SQL words name no column, and what SQL's comment openers are to it."""
 
 from __future__ import annotations
 
@@ -40,24 +40,16 @@ def test_a_column_named_like_a_sql_word_is_linked_from_a_filter(tmp_path: Path, 
         "shop.refunds", "shop.refunds.desc", "shop.refunds.offset", "shop.refunds.interval"]
 
 
-@pytest.mark.parametrize(("text", "opener", "reading"), [
-    ("amount > 5 /* don't */ and qty > 1", "/*", ""),
-    ("amount > 5 -- it's big\n and status = 'x'", "--", "two minus signs, and "),
-    ("amount > 5 -- big", "--", "two minus signs, and "),
-])
-def test_a_sql_comment_in_a_filter_is_refused(
-    example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner, text: str, opener: str, reading: str
-) -> None:
-    """SLayer reads no SQL comment in a filter: its resolver tags the comment's words (``don``,
-    ``t``) and its engine cannot parse it. A quote in one opened a string that ran to the end, so
-    the columns after it (``qty``, ``status``) went untagged and the query was saved."""
-    query = json.dumps({"source_model": "orders", "filters": [text]})
-    proc = invoke_cli("--kb", example_kb_read_only.root, "save", "a filter with a comment", "--query", query)
-    assert proc.returncode != 0
-    assert proc.stderr.strip().splitlines()[-1] == (
-        f"Error: filters[0]: filter {text!r}: '{opener}' opens no comment in a filter: SLayer reads "
-        f"{reading}the text after it as part of the filter. Remove the comment."
-    )
+def test_dashes_and_slash_star_in_a_filter_are_operators(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """SLayer's resolver and engine read ``--`` as two minus signs and ``/*`` as a division by
+    ``*:count``: these filters were refused as SQL comments, though SLayer saves and runs them."""
+    filters = ["amount:sum/*:count > 10", "sum(amount)/*:count > 10", "amount > --5", "amount--1 > 0",
+               "amount > 5 -- 10"]
+    query = json.dumps({"source_model": "orders", "filters": filters})
+    proc = invoke_cli("--kb", make_catalog_kb(tmp_path / "kb"), "save", "a filter with dashes", "--query", query,
+                      "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout)["resolved_entities"] == ["shop.orders", "shop.orders.amount"]
 
 
 def test_a_backquoted_name_in_a_filter_is_refused(example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner) -> None:
@@ -71,3 +63,32 @@ def test_a_backquoted_name_in_a_filter_is_refused(example_kb_read_only: Knowledg
         f"Error: filters[0]: filter {text!r}: a backquote quotes no name in a filter: SLayer's engine "
         "cannot parse it. Write the name bare: status.")
     assert filter_references("status = 'a`b'") == ["status"]  # in a string, a backquote is a character
+
+
+@pytest.mark.parametrize(("key", "text", "problem"), [
+    ("filters", "count(distinct customer_id) > 5", "'distinct' names no column: SLayer's memory resolver reads it as a "
+     "column in a filter (its engine runs count(distinct ...)); write 'customer_id:count_distinct' or 'count_distinct(customer_id)'."),
+    ("filters", "status is distinct from 'x'", "'distinct' names no column: SLayer's filters have no DISTINCT; for "
+     "'a IS DISTINCT FROM b' write 'a != b'."),
+    ("filters", "status = 'x' order by amount desc", "'order' names no column: a filter orders no rows; give the "
+     "order in the query's 'order'."),
+    ("filters", "created_at < current_time", "'current_time' names no column: SLayer has no such function; write "
+     "current_timestamp or now()."),
+    ("filters", "created_at < localtimestamp", "'localtimestamp' names no column: SLayer has no such function; "
+     "write current_timestamp or now()."),
+    ("filters", "desc:count > 1", "'desc' names no column: it is a word of SQL; name a column before ':' "
+     "('*:count' counts rows)."),
+    ("filters", "amount : sum > 1", "'sum' names no column: write 'amount:sum', with no spaces around the colon."),
+    ("filters", "created_at:: date = '2024-01-01'", "'date' names no column: write 'created_at::date', with no "
+     "spaces around the colon."),
+])
+def test_a_word_no_catalog_has_is_refused_with_its_fix(
+    example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner, key: str, text: str, problem: str
+) -> None:
+    """SLayer's resolver reads these words as columns and finds none; refused as a stale
+    reference, they read as a column the catalog dropped, with a "Did you mean" of columns
+    spelled alike (distinct -> shop.orders.discount_amount), though no catalog makes them right."""
+    query = json.dumps({"source_model": "orders", key: [text]})
+    proc = invoke_cli("--kb", example_kb_read_only.root, "save", "a word", "--query", query)
+    assert proc.returncode != 0
+    assert proc.stderr.strip().splitlines()[-1] == f"Error: {key}[0] {text!r}: {problem}"

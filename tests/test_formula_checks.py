@@ -29,6 +29,12 @@ REFUSED = [
     ("max(EXTRACT(Dow FROM created_at))", "'Dow' has conflicting weekday numberings across databases; write "
      "date_part('day_of_week', x) (ISO, Monday = 1 … Sunday = 7) or date_part('day_of_week', x) % 7 "
      "(Sunday = 0 … Saturday = 6)."),
+    ("max(date_part('dow', created_at))", "'dow' has conflicting weekday numberings across databases; write "
+     "date_part('day_of_week', x) (ISO, Monday = 1 … Sunday = 7) or date_part('day_of_week', x) % 7 "
+     "(Sunday = 0 … Saturday = 6)."),
+    ("max(date_part('epoch', created_at))", f"unknown date_part() part 'epoch'; accepted: {PARTS}."),
+    ("max(status.upper())", "the method call status.upper(...) calls 'upper', which is not an aggregation; write "
+     "the functional form, e.g. upper."),
 ]
 
 
@@ -49,7 +55,7 @@ def test_save_refuses_what_slayers_parser_refuses(
     "sum(amount) + count(*)", "count(distinct status)", "max(extract(year from created_at))",
     "max(extract(dayofyear from created_at))", "max(Extract('month' FROM created_at))", "lower(status)",
     "coalesce()", "sum(amount) + 1e5 + 0x1f", "time_shift(sum(amount), -1, month)", "amount:sum + -qty:sum",
-    "sum(customers.regions.name)", "weighted_avg(amount, weight=qty)",
+    "sum(customers.regions.name)", "weighted_avg(amount, weight=qty)", "max(date_part('year', created_at))",
 ])
 def test_what_slayers_parser_takes_is_taken(formula: str) -> None:
     assert formula_problem(formula) is None
@@ -64,16 +70,18 @@ def test_extract_with_a_quoted_part_names_its_value_only() -> None:
 
 @pytest.mark.parametrize(("formula", "word"), [("true:count", "true"), ("sum(amount) + not:avg", "not"),
                                                ("None:count", "None")])
-def test_a_colon_aggregation_of_a_word_aggregates_a_column(
+def test_a_colon_aggregation_of_a_python_word_is_refused_naming_the_fix(
     example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner, formula: str, word: str
 ) -> None:
-    """SLayer reads ``x:agg`` as the column x aggregated, whatever its name: ``true:count`` counts a
-    column named true. The reader skipped the word as a constant and saved the query untagged."""
+    """SLayer reads ``x:agg`` as the column x aggregated, whatever its name, and finds no column
+    true. Refused as not found, it read as stale (a column the catalog dropped: sync pushed it,
+    search said re-save, which fails); it is the query's own slip."""
     query = json.dumps({"source_model": "orders", "measures": [formula]})
     proc = invoke_cli("--kb", example_kb_read_only.root, "save", "a formula", "--query", query)
     assert proc.returncode != 0
-    assert proc.stderr.strip().splitlines()[-1].startswith(
-        f"Error: measures[0] {formula!r}: Entity {word!r} not found in any datasource")
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"Error: measures[0] {formula!r}: {word!r} names no column: it is a word of SLayer's formulas "
+        "(Python's); name a column before ':' ('*:count' counts rows).")
 
 
 @pytest.mark.parametrize(("text", "refs"), [

@@ -582,12 +582,14 @@ def test_what_older_releases_took_is_invalid_with_its_fix_not_stale(
     catalog_kb: KnowledgeBase, invoke_cli
 ) -> None:
     """Forms slayer-kb took before it read formulas as SLayer does: no catalog change made them
-    fail, and re-saving fails too, so they are invalid queries (with the fix), never stale."""
+    fail, and re-saving fails too, so they are invalid queries (with the fix), never stale (a SQL
+    word SLayer looks up as a column, distinct, was reported stale: sync pushed it as such)."""
     kb, root = catalog_kb, catalog_kb.root
     query = "query:\n  source_model: orders\n  {}:\n  - {}\n"
     write(kb, "1.yaml", "learning: Spaced colon\n" + query.format("measures", "'amount : sum'") + CREATED)
     write(kb, "2.yaml", "learning: Upper count\n" + query.format("filters", "COUNT(*) > 10") + CREATED)
     write(kb, "3.yaml", "learning: Upper count\n" + query.format("measures", "COUNT(*)") + CREATED)
+    write(kb, "4.yaml", "learning: Repeat buyers\n" + query.format("filters", "count(distinct customer_id) > 5") + CREATED)
     commit_all(root, "written by an older release")
     proc = invoke_cli("validate", cwd=root)
     assert (proc.returncode, proc.stderr) == (1, "")
@@ -598,7 +600,12 @@ def test_what_older_releases_took_is_invalid_with_its_fix_not_stale(
         "memories/3.yaml:2: attached query is not a valid SlayerQuery (measures[0]: formula 'COUNT(*)': "
         "'*:COUNT' is not a valid entity reference; use 'count(*)' to refer to a model's row count.); "
         "fix or remove the query with 'slayer-kb edit 3'",
-        "2 problems in 2 files (3 files checked)",
+        "memories/4.yaml:2: attached query is not a valid SlayerQuery (filters[0] 'count(distinct customer_id) > 5': "
+        "'distinct' names no column: SLayer's memory resolver reads it as a column in a filter (its "
+        "engine runs count(distinct ...)); write "
+        "'customer_id:count_distinct' or 'count_distinct(customer_id)'.); fix or remove the query with "
+        "'slayer-kb edit 4'",
+        "3 problems in 3 files (4 files checked)",
     ]
     proc = invoke_cli("search", "upper count", cwd=root)
     assert (proc.returncode, proc.stdout, proc.stderr) == (

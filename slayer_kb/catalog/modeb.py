@@ -102,6 +102,13 @@ def _node_problem(node: ast.AST) -> str | None:
         return f"unsupported AST node {type(node).__name__}."
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.args:
         return _empty_call(node.func.id)
+    # x.agg() is SLayer's method form of an aggregation; a scalar or transform so called is not
+    # (a custom aggregation's name is the catalog's, unknown here: taken).
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
+            and (node.func.attr.lower() in _SCALARS or node.func.attr in _TRANSFORMS):
+        attr = node.func.attr
+        return (f"the method call {ast.unparse(node.func.value)}.{attr}(...) calls {attr!r}, which is not an "
+                f"aggregation; write the functional form, e.g. {attr}.")
     if isinstance(node, ast.Constant) and not isinstance(node.value, _LITERALS):
         return f"unsupported literal type {type(node.value).__name__}."
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
@@ -140,8 +147,8 @@ _AMBIGUOUS_WEEKDAYS = ("weekday", "dayofweek", "dow")
 
 
 def extract_problem(text: str) -> str | None:
-    """An ``extract(part from x)`` (outside strings and ``#`` comments) whose part SLayer's
-    ``date_part()`` does not take, in its words."""
+    """An ``extract(part from x)`` or ``date_part('part', x)`` (outside strings and ``#``
+    comments) whose part SLayer's ``date_part()`` does not take, in its words."""
     tokens = lexer.tokens(text)
     comment_end = -1
     for index, token in enumerate(tokens):
@@ -152,7 +159,11 @@ def extract_problem(text: str) -> str | None:
             comment_end = len(text) if line_end < 0 else line_end
             continue
         window = [t.text.lower() for t in tokens[index : index + 4]]
-        if len(window) < 4 or window[0] != "extract" or window[1] != "(" or window[3] != "from":
+        # extract(part from x), or date_part('part', x) with the part quoted, as SLayer checks both.
+        if len(window) < 4 or window[1] != "(" or (window[0], window[3]) not in (("extract", "from"),
+                                                                                 ("date_part", ",")):
+            continue
+        if window[0] == "date_part" and tokens[index + 2].kind != "lit":
             continue
         part = tokens[index + 2].text.strip("'\"")
         word = part.lower()

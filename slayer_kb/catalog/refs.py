@@ -29,16 +29,15 @@ containing ``-`` cannot be written inside a formula or filter (it can as a plain
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from ..core.errors import InvalidInputError, KBError, ReferenceFormError
+from ..core.errors import InvalidInputError, KBError, ReferenceFormError, ResolutionError
 from ..core.nesting import check_depth
 from ..core.text import kind_of, shown_value
-from . import lexer
+from . import lexer, sqlwords
 from .lexer import Token
 from .querychecks import formula_problem, unspaced_colon
 from .querycolumns import GRANULARITIES
@@ -279,7 +278,7 @@ def _scan(text: str, what: str, sql: bool) -> list[str]:
     unclosed = next((at for at, token in enumerate(tokens) if token.kind == "unclosed"), len(tokens) - 1)
     tokens = tokens[: unclosed + 1]
     if sql:
-        _refuse_sql_only(tokens, text, what)
+        _refuse_backquote(tokens, text, what)
     refs: dict[str, None] = {}
     stack: list[_Frame] = []
     rewritten = set() if sql else _rewritten_words(tokens, cases.words)
@@ -318,27 +317,15 @@ def _uncommented(text: str, found: list[Token]) -> list[Token]:
     return kept
 
 
-# SQL's comment openers, and what SLayer's engine (Python) reads in their stead.
-_SQL_COMMENTS = {("-", "-"): "two minus signs, and ", ("/", "*"): ""}
-
-
-def _refuse_sql_only(tokens: list[Token], text: str, what: str) -> None:
-    """Refuse a filter's SQL comment and backquoted name (outside a string): SLayer's resolver
-    reads their words as columns and its engine does not parse them; a quote in a comment
-    (``-- it's``) would open a string that hides the columns after it."""
+def _refuse_backquote(tokens: list[Token], text: str, what: str) -> None:
+    """Refuse a filter's backquoted name (outside a string): SLayer's resolver reads the name and
+    its engine does not parse the backquotes."""
     quoted = next((token for token in tokens if token.kind == "lit" and token.text.startswith("`")), None)
     if quoted is not None:
         raise InvalidInputError(
             f"{what} {text!r}: a backquote quotes no name in a filter: SLayer's engine cannot parse it. "
             f"Write the name bare: {quoted.text.strip('`')}."
         )
-    for first, second in itertools.pairwise(tokens):
-        reading = _SQL_COMMENTS.get((first.text, second.text))
-        if reading is not None and first.end == second.start:
-            raise InvalidInputError(
-                f"{what} {text!r}: '{first.text}{second.text}' opens no comment in a filter: SLayer "
-                f"reads {reading}the text after it as part of the filter. Remove the comment."
-            )
 
 
 def _rewritten_words(tokens: list[Token], case_words: set[int]) -> set[int]:
@@ -508,13 +495,20 @@ def query_entities(query: Any, resolver: Resolves) -> tuple[list[str], list[str]
             try:
                 resolution = resolver.resolve(ref, source)
             except KBError as exc:
-                raise _in_context(exc, item, refs) from None
+                raise _in_context(_word_slip(exc, ref, item), item, refs) from None
             entities[resolution.entity] = None
             warnings.update(dict.fromkeys(resolution.warnings))
     return list(entities), list(warnings)
 
 
 _SCANS = {"formula": formula_references, "filter": filter_references}
+
+
+def _word_slip(exc: KBError, ref: str, item: Item) -> KBError:
+    """A word not found that no catalog could have (``distinct``, ``amount : sum``): refused as
+    the query's slip, with its fix and no suggestions, rather than as a stale tag."""
+    fix = sqlwords.fix_for(ref, item.text, item.kind) if type(exc) is ResolutionError else None
+    return exc if fix is None else ReferenceFormError(f"{ref!r} names no column: {fix}.")
 
 
 def _in_context(exc: KBError, item: Item, refs: list[str]) -> KBError:

@@ -147,8 +147,9 @@ def validate_cmd(settings: Settings, paths: tuple[str, ...], against: str | None
     PATH is a memory or session file, a memories/ or sessions/ folder or a KB (default: the
     whole KB). A catalog file
     stands for every memory of its KB. Prints 'path:line: message' lines; exits 1 on any problem.
-    A warning (a memory's time more than a day in the future) is printed as 'path:line: warning:
-    message' and fails nothing.
+    A warning (a memory's time more than a day in the future; with --against or a catalog file
+    named, a query problem the same query has where the branch started) is printed as
+    'path:line: warning: message' and fails nothing.
 
     \b
     Examples:

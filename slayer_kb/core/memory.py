@@ -168,6 +168,15 @@ def calendar_time(year: int, month: int, day: int, hour: int, minute: int, secon
 # Dumping
 
 
+def first_difference(text: str, canonical: str) -> int:
+    """The first line (1-based) where ``text`` differs from its canonical form."""
+    lines, wanted = text.splitlines(keepends=True), canonical.splitlines(keepends=True)
+    for number, (have, want) in enumerate(zip(lines, wanted, strict=False), 1):
+        if have != want:
+            return number
+    return min(len(lines), len(wanted)) + 1 if lines else 1
+
+
 def dumps(memory: Memory) -> str:
     """The canonical file text of ``memory``."""
     parts: list[str] = []

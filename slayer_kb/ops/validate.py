@@ -28,8 +28,8 @@ merge REF`` strips them) and a topic key held by more than one live memory (team
 the files the branch changed since it parted from REF and the memories a changed datasource or
 model file can reach (``teamchecks.catalog_reach``), unless ``priority.yaml`` changed or a
 memory was removed (and looks for a key's other holders only when those files hold one: a key
-held twice among files the branch left alone was checked where they came from). Every problem
-of every file is reported in one run.
+held twice among files the branch left alone was checked where they came from). A query problem
+the branch inherits is a warning (inherited.py). Every problem of every file is reported in one run.
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ from ..core.memory import (
     alias_line,
     check_conflict_markers,
     dumps,
+    first_difference,
     key_line,
     loads,
     too_deep_for_parser,
@@ -75,6 +76,7 @@ from ..core.session import loads as load_session
 from ..store.config import setting
 from ..store.listing import RACY_SECONDS
 from ..store.repo import STATE_DIR, GitStore
+from .inherited import inherited_as_warnings
 from .plainmerge import plain_merge_conflicts
 from .schema_words import item_line, memory_problems, read_times, session_problems
 from .teamchecks import (
@@ -102,6 +104,7 @@ class _Target:
     root: Path
     files: dict[Path, str] = field(default_factory=dict)  # absolute path -> shown path
     everything: bool = False
+    hook: bool = False  # a catalog file named, as pre-commit names a commit's: inherited.py
 
 
 def targets(paths: Sequence[Path], problems: list[Problem]) -> dict[Path, _Target]:
@@ -126,7 +129,8 @@ def targets(paths: Sequence[Path], problems: list[Problem]) -> dict[Path, _Targe
         elif path.parent.name == MEMORIES:
             target(path.parent.parent).files[path] = str(given)
         elif _catalog_root(path) is not None:
-            target(_catalog_root(path)).everything = True  # type: ignore[arg-type]
+            kb = target(_catalog_root(path))  # type: ignore[arg-type]
+            kb.everything = kb.hook = True
         elif path.parent.name == SESSIONS_DIR:
             target(path.parent.parent).files[path] = str(given)
         elif not path.exists():
@@ -255,10 +259,13 @@ def validate(paths: Sequence[Path], against: str | None = None, opened: GitStore
             for p in context.catalog.problems
         )
         report.problems.extend(empty_model_files(context.catalog))
+        found: list[Problem] = []
         for path, name in sorted({**target.files, **reached}.items()):
             report.checked += 1
-            report.problems.extend(check_file(path, name, context, report.warnings) if path in target.files
-                                   else reference_problems(path, name, context))
+            found.extend(check_file(path, name, context, report.warnings) if path in target.files
+                         else reference_problems(path, name, context))
+        report.problems.extend(inherited_as_warnings(found, report.warnings, compared, target.hook, target.root,
+                                                     context.ids))
         # A key held twice needs every holder, not just the branch's files.
         holders = target.files
         if changed is not None and compared is not None and holds_a_topic_key(changed.own):
@@ -438,7 +445,7 @@ def _text_problems(text: str, memory_id: str, name: str, context: KBContext, typ
         return problems  # fmt cannot rewrite a file that breaks the schema
     canonical = dumps(memory)
     if canonical != as_committed(text, context.crlf):
-        line = _first_difference(text, canonical)
+        line = first_difference(text, canonical)
         differs = text.splitlines()[line - 1:line]
         # A key read in NFC (memory.COMPOSED_KEYS) looks the same decomposed: say why it differs.
         why = "" if unicodedata.is_normalized("NFC", "".join(differs)) else " (decomposed Unicode, as macOS writes it)"
@@ -489,7 +496,7 @@ def check_session_file(path: Path, name: str, context: KBContext) -> list[Proble
         return problems
     canonical = dump_session(session)
     if canonical != as_committed(text, context.crlf):
-        add(_first_difference(text, canonical), f"not in canonical form; run 'slayer-kb fmt {shell_word(name)}'")
+        add(first_difference(text, canonical), f"not in canonical form; run 'slayer-kb fmt {shell_word(name)}'")
     return problems
 
 
@@ -588,11 +595,3 @@ def _unresolved(entity: str, context: KBContext, memory_id: str) -> str:
     except KBError as exc:
         return f"entity '{entity}' does not resolve: {exc}"
     return f"entity '{entity}' is not canonical; write '{canonical}'"
-
-
-def _first_difference(text: str, canonical: str) -> int:
-    lines, wanted = text.splitlines(keepends=True), canonical.splitlines(keepends=True)
-    for number, (have, want) in enumerate(zip(lines, wanted, strict=False), 1):
-        if have != want:
-            return number
-    return min(len(lines), len(wanted)) + 1 if lines else 1

@@ -1,0 +1,93 @@
+"""Query problems a branch inherits, which ``validate`` reports as warnings, not failures.
+
+``validate --against REF`` checks what a branch changed, and the pre-commit hook's validate of a
+catalog file every memory of the KB. A memory's example query may fail there though the branch
+never touched it: written by an earlier release that took forms this one refuses (``amount :
+sum``, ``count(distinct x)`` in a filter), it fails every pull request of a team, one that only
+adds a column included, until someone rewrites memories nobody touched. So a query problem that
+the same query already has at the base (where the branch parted from REF; HEAD for the hook),
+checked against the base's catalog with this release's rules, is a warning naming the memory and
+its fix. A query the branch wrote or changed, or one a catalog change of the branch broke, still
+fails.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..catalog.catalog import Catalog
+from ..catalog.refs import query_entities
+from ..catalog.resolve import Resolver
+from ..core import yamlio
+from ..core.errors import KBError
+from ..core.fileio import NotRegularFile, TooLarge, read_regular
+from ..core.ids import check_id
+from ..core.locate import memory_path
+from ..core.memory import MAX_FILE_BYTES, alias_line
+from ..core.problems import INVALID_QUERY, STALE_QUERY, Problem
+from ..store.repo import GitStore, find_toplevel
+from .snapshot import blobs_at, catalog_at
+from .teamchecks import Branch
+
+
+def inherited_as_warnings(problems: list[Problem], warnings: list[Problem], compared: Branch | None,
+                          hook: bool, root: Path, ids: set[str]) -> list[Problem]:
+    """``problems`` of the KB at ``root`` without the query problems it inherits from the base,
+    which go to ``warnings``. The base: where the branch parted from ``compared``'s revision;
+    HEAD when ``hook`` (a catalog file named, as pre-commit names the files of a commit)."""
+    ours = [p for p in problems if p.kind in (INVALID_QUERY, STALE_QUERY)]
+    base = _base(compared, hook, root) if ours else None
+    if base is None:
+        return problems
+    store, rev, label = base
+    wanted = [(rev, memory_path(Path(p.path).stem)) for p in ours]
+    catalog: list[Catalog] = []  # read from git once, and only where a query is the same there
+    inherited = set()
+    for problem, data in zip(ours, blobs_at(store, wanted), strict=True):
+        query = _query(data)
+        if query is None or query != _query(_read(root / memory_path(Path(problem.path).stem))):
+            continue
+        catalog = catalog or [catalog_at(store, rev)]
+        try:
+            query_entities(query, Resolver(catalog[0], ids.__contains__, check_id))
+        except KBError:
+            inherited.add(id(problem))
+    warnings.extend(Problem(p.path, p.line, f"{p.message}; the query is so at {label} already: not this "
+                            "branch's doing, so it fails nothing", p.kind) for p in ours if id(p) in inherited)
+    return [p for p in problems if id(p) not in inherited]
+
+
+def _base(compared: Branch | None, hook: bool, root: Path) -> tuple[GitStore, str, str] | None:
+    """The repository, the revision to compare with and its name as shown; None: nothing to
+    compare with (no --against and no catalog file named, or no git repository or commit)."""
+    if compared is not None:
+        return compared.store, compared.base or compared.against_sha, compared.against
+    if not hook or find_toplevel(root) is None:
+        return None
+    store = GitStore(root)
+    if store.git("rev-parse", "--verify", "-q", "HEAD^{commit}", check=False).returncode != 0:
+        return None
+    return store, "HEAD", "HEAD"
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return read_regular(path, limit=MAX_FILE_BYTES)
+    except (OSError, NotRegularFile, TooLarge):
+        return None
+
+
+def _query(data: bytes | None) -> Any:
+    """The ``query`` of a memory file's bytes; None where there is none or it does not parse."""
+    if data is None:
+        return None
+    try:
+        text = data.decode("utf-8")
+        # An alias can expand to gigabytes: never parsed (check_file says so of the branch's file).
+        fields = yamlio.load(text) if alias_line(text) is None else None
+    except (UnicodeDecodeError, yaml.YAMLError, RecursionError):
+        return None
+    return fields.get("query") if isinstance(fields, dict) else None

@@ -1,0 +1,64 @@
+"""An example query an earlier release took and this one refuses fails no branch that left it alone:
+``validate --against`` and the pre-commit hook's validate of a catalog file report it as a warning."""
+
+from __future__ import annotations
+
+from slayer_kb import KnowledgeBase
+from testing import commit_all, git
+
+CREATED = "created_at: '2026-01-01T00:00:00Z'\n"
+# As an earlier release saved them: it took these queries, this one refuses them.
+OLD_QUERIES = {
+    "m-cd": ("Repeat buyers", "filters", "count(distinct customer_id) > 5"),
+    "m-true": ("True count", "measures", "true:count"),
+}
+FIX = {
+    "m-cd": "filters[0] 'count(distinct customer_id) > 5': 'distinct' names no column: SLayer's memory "
+            "resolver reads it as a column in a filter (its engine runs count(distinct ...)); write "
+            "'customer_id:count_distinct' or 'count_distinct(customer_id)'.",
+    "m-true": "measures[0] 'true:count': 'true' names no column: it is a word of SLayer's formulas (Python's); "
+              "name a column before ':' ('*:count' counts rows).",
+}
+
+
+def memory(learning: str, key: str, item: str) -> str:
+    return f"learning: {learning}\nquery:\n  source_model: orders\n  {key}:\n  - {item}\n{CREATED}"
+
+
+def test_a_query_already_refused_at_the_base_fails_no_branch(catalog_kb: KnowledgeBase, invoke_cli) -> None:
+    """Upgrading failed every pull request of a team: one that only added a column to a model
+    failed CI's 'validate --against origin/main' on memories nobody touched, and the pre-commit
+    hook's 'validate models/shop/orders.yaml' blocked every catalog commit."""
+    root = catalog_kb.root
+    for memory_id, (learning, key, item) in OLD_QUERIES.items():
+        (root / "memories" / f"{memory_id}.yaml").write_text(memory(learning, key, item), encoding="utf-8")
+    (root / "memories" / "m-fine.yaml").write_text(memory("Fine", "measures", "amount:sum"), encoding="utf-8")
+    commit_all(root, "saved by an earlier release")
+    git(root, "branch", "-M", "main")
+    git(root, "checkout", "-q", "-b", "feature")
+    model = root / "models" / "shop" / "orders.yaml"
+    text = model.read_text(encoding="utf-8")
+    amount = "- {name: amount, sql: amount, type: DOUBLE, description: Order total in EUR}\n"
+    model.write_text(text.replace(amount, amount + "- {name: note, type: TEXT}\n"), encoding="utf-8")
+
+    def warning(memory_id: str, line: int, at: str) -> str:
+        return (f"memories/{memory_id}.yaml:{line}: warning: attached query is not a valid SlayerQuery "
+                f"({FIX[memory_id]}); fix or remove the query with 'slayer-kb edit {memory_id}'; the query is "
+                f"so at {at} already: not this branch's doing, so it fails nothing")
+
+    # The hook, before the commit: the catalog file stands for every memory, compared with HEAD.
+    proc = invoke_cli("validate", "models/shop/orders.yaml", cwd=root)
+    assert (proc.returncode, proc.stdout.splitlines()) == (0, [
+        warning("m-cd", 2, "HEAD"), warning("m-true", 2, "HEAD"), "Checked 3 files: no problems, 2 warnings."])
+    commit_all(root, "a column")
+    proc = invoke_cli("validate", "--against", "main", cwd=root)
+    assert (proc.returncode, proc.stdout.splitlines()) == (0, [
+        warning("m-cd", 2, "main"), warning("m-true", 2, "main"), "Checked 3 files: no problems, 2 warnings."])
+    # A query the branch writes so still fails; a plain validate checks everything, as before.
+    fine = root / "memories" / "m-fine.yaml"
+    fine.write_text(memory("Fine", "filters", "count(distinct customer_id) > 5"), encoding="utf-8")
+    proc = invoke_cli("validate", "--against", "main", cwd=root)
+    assert (proc.returncode, proc.stdout.splitlines()[0], proc.stdout.splitlines()[-1]) == (
+        1, f"memories/m-fine.yaml:2: attached query is not a valid SlayerQuery ({FIX['m-cd']}); fix or remove "
+        "the query with 'slayer-kb edit m-fine'", "1 problem in 1 file (3 files checked), 2 warnings")
+    assert invoke_cli("validate", cwd=root).stdout.splitlines()[-1] == "3 problems in 3 files (3 files checked)"
