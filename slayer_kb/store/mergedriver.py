@@ -219,7 +219,7 @@ def cascade_stripped(path: str, base: str, kept: str, cascade: Callable[[frozens
     versions = _memories(path, base, kept)
     # Nothing removed is no cascade: a file git stops on unchanged is one the other side moved
     # (a rename against the forget), which goes to a person.
-    return versions is not None and bool(removed := merging.stripped(*versions)) and cascade(removed)
+    return versions is not None and bool(removed := merging.stripped(*versions) or frozenset()) and cascade(removed)
 
 
 def soft_forgotten(path: str, base: str, text: str) -> bool:
