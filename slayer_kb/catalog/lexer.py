@@ -74,6 +74,21 @@ def tokens(text: str, sql: bool = False) -> list[Token]:
             return found
 
 
+def uncommented(text: str, found: list[Token]) -> list[Token]:
+    """``found`` without the tokens of each ``#`` comment (outside a string) to the end of its line."""
+    kept: list[Token] = []
+    comment_end = -1
+    for token in found:
+        if token.start < comment_end:
+            continue
+        if token.text == "#":
+            line_end = text.find("\n", token.start)
+            comment_end = len(text) if line_end < 0 else line_end
+            continue
+        kept.append(token)
+    return kept
+
+
 def _runs_on(name: Token, kind: str, match: re.Match[str]) -> bool:
     """Whether the token ``match`` goes on the name ``name`` ends with, as Python reads a name: a
     character the name pattern leaves out that Python takes inside one (a combining accent, a

@@ -149,15 +149,8 @@ _AMBIGUOUS_WEEKDAYS = ("weekday", "dayofweek", "dow")
 def extract_problem(text: str) -> str | None:
     """An ``extract(part from x)`` or ``date_part('part', x)`` (outside strings and ``#``
     comments) whose part SLayer's ``date_part()`` does not take, in its words."""
-    tokens = lexer.tokens(text)
-    comment_end = -1
-    for index, token in enumerate(tokens):
-        if token.start < comment_end:
-            continue
-        if token.text == "#":
-            line_end = text.find("\n", token.start)
-            comment_end = len(text) if line_end < 0 else line_end
-            continue
+    tokens = lexer.uncommented(text, lexer.tokens(text))
+    for index in range(len(tokens)):
         window = [t.text.lower() for t in tokens[index : index + 4]]
         # extract(part from x), or date_part('part', x) with the part quoted, as SLayer checks both.
         if len(window) < 4 or window[1] != "(" or (window[0], window[3]) not in (("extract", "from"),

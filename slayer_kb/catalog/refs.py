@@ -273,7 +273,7 @@ def _scan(text: str, what: str, sql: bool) -> list[str]:
     # Every token is kept, one SLayer refuses too: dropped, it let the name before it meet the
     # string after it, which then read as a typed literal (DATE '2024-01-01') and hid the name;
     # but a comment's, which Python skips.
-    tokens = _uncommented(scanned, found)
+    tokens = lexer.uncommented(scanned, found)
     # A quote that closes nowhere: the rest is inside its string (the quote kept: it opens one).
     unclosed = next((at for at, token in enumerate(tokens) if token.kind == "unclosed"), len(tokens) - 1)
     tokens = tokens[: unclosed + 1]
@@ -301,20 +301,6 @@ def _scan(text: str, what: str, sql: bool) -> list[str]:
             refs[SOURCE_MODEL] = None
     return list(refs)
 
-
-def _uncommented(text: str, found: list[Token]) -> list[Token]:
-    """``found`` without the tokens of each ``#`` comment (outside a string) to the end of its line."""
-    kept: list[Token] = []
-    comment_end = -1
-    for token in found:
-        if token.start < comment_end:
-            continue
-        if token.text == "#":
-            line_end = text.find("\n", token.start)
-            comment_end = len(text) if line_end < 0 else line_end
-            continue
-        kept.append(token)
-    return kept
 
 
 def _refuse_backquote(tokens: list[Token], text: str, what: str) -> None:
