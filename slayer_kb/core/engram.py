@@ -192,9 +192,9 @@ def check_title(title: str) -> str:
 
 
 def given_title(title: str) -> str | None:
-    """A title an update or an import stores: private spans redacted, trimmed, checked
+    """A title a save, an update or an import stores: private spans redacted, trimmed, checked
     (``check_title``); one with nothing visible in it (a zero-width space) is none, as ''
-    is: the blank a save refuses as a title."""
+    is (a save refuses it)."""
     title = check_title(redact_private(title))
     return None if blank(title) else title
 

@@ -133,11 +133,12 @@ def forget_holds(base: Memory, kept: Memory, forgot: Dated, committed: Dated,
 def stripped(base: Memory, kept: Memory) -> frozenset[str] | None:
     """The ``memory:`` links ``kept`` removed from ``base`` when that is all it changed (a forget's
     cascade: ``updated_at`` stamped, nothing else); None for any other change (a restore, an
-    edit, an entity dropped or added)."""
+    edit, an entity dropped or added) and for none (a file git stops on unchanged is one the
+    other side moved: a rename against the forget, which goes to a person)."""
     if revised(base, kept) or kept.deleted_at != base.deleted_at or not set(kept.entities) <= set(base.entities):
         return None
     removed = frozenset(base.entities) - frozenset(kept.entities)
-    return removed if all(link.startswith(MEMORY_LINK) for link in removed) else None
+    return removed if removed and all(link.startswith(MEMORY_LINK) for link in removed) else None
 
 
 def revised(base: Memory, side: Memory) -> bool:

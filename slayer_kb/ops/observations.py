@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import engram
 from ..core.errors import ConflictError, InvalidInputError
-from ..core.inputs import blank, check_description, check_unicode
+from ..core.inputs import check_description, check_unicode
 from ..core.locate import memory_path
 from ..core.memory import Memory, parse_time, utc_now
 from ..core.results import SaveResult
@@ -38,10 +38,11 @@ def save(
                         ("scope", scope), ("topic_key", topic_key), ("session_id", session_id),
                         ("entities", entities), ("description", description)):
         check_unicode(value, name)
-    title = engram.check_title(engram.redact_private(title or ""))
-    content = engram.redact_private(content or "")
-    if blank(title):
+    given = engram.given_title(title or "")
+    if given is None:
         raise InvalidInputError("title is required and must not be blank.")
+    title = given
+    content = engram.redact_private(content or "")
     kb.check_learning(content, "content")
     scope_notes = engram.scope_warnings(scope)
     scope = engram.normalize_scope(scope)

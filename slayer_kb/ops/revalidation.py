@@ -65,13 +65,12 @@ class Moves:
 
 
 def finish(kb: Context, store: GitStore, tx: Transaction, other: str, parted: str, moves: Moves,
-           catch_up: Callable[[], None], before: str = "", merged_in: bool = False) -> Revalidated:
+           catch_up: Callable[[], None], before: str = "") -> Revalidated:
     """Fix and check the branch at HEAD, the other side's commit ``other`` in (see the module doc);
     ``parted``: where the sides parted ("" for no common ancestor: nothing to strip). ``catch_up``
     brings the index, which finds a topic key's holders, to HEAD; ``before``: the branch before
-    git merged or rebased it (``strip_gone``). ``merged_in``: ``other`` came in by ``slayer-kb
-    merge`` or ``rebase``, perhaps holding a squash of memories this branch forgot since: links
-    to them go too."""
+    git merged or rebased it (``slayer-kb merge`` or ``rebase``: ``other`` may hold a squash of
+    memories this branch forgot since, and links to them go too; ``strip_gone``)."""
     top = on_top(store, other)
     added = [i for i, status in top.items() if status == "A"]
     folded = fold_topic_keys(kb, tx, added, moves.folded, catch_up)
@@ -80,7 +79,7 @@ def finish(kb: Context, store: GitStore, tx: Transaction, other: str, parted: st
 
     folded = fold_duplicates(kb, tx, added, theirs, moves.deduplicated) or folded
     if (parted and strip_gone(kb, store, tx, parted, moves.unlinked, moves.cascaded, moves.relinked, before,
-                              other if merged_in else "")) or folded:
+                              other if before else "")) or folded:
         top = on_top(store, other)
     return revalidate(kb, store, other, top)
 
@@ -96,7 +95,7 @@ def finish_or_put_back(kb: Context, store: GitStore, tx: Transaction, other: str
     stays, and the refusal says so. The refusal is raised as it was, what followed added."""
     moved = store.head() != made
     try:
-        return finish(kb, store, tx, other, parted, moves, lambda: None, before, merged_in=True)
+        return finish(kb, store, tx, other, parted, moves, lambda: None, before)
     except KBError as exc:
         if moved:
             exc.args = (f"{exc} The branch was not put back where it was before the merge or rebase: a commit was "
@@ -138,19 +137,21 @@ def revalidate(kb: Context, store: GitStore, other: str, ids: dict[str, str]) ->
     absent = absent_at_head(store, kb.root, sorted(ids))
     paths = [Path(shown(kb.root / memory_path(i))) for i in sorted(ids) if i not in absent]
     found = validate(paths).problems if paths else []
-    listed = context = KBContext.of(kb.root)
+    # With every file in the work tree, validate above made every check this could.
     if absent or store.may_leave_out():
+        listed = context = KBContext.of(kb.root)
         only_head = memory_ids_at(store, "HEAD") - listed.ids
         if only_head:
             context = KBContext(listed.catalog, listed.ids | only_head, listed.command, listed.root, listed.crlf)
-    for memory_id in sorted(ids):
-        name = shown(kb.root / memory_path(memory_id))
-        if memory_id in absent:
-            found += id_problems(memory_id, name, context)
-            found += check_memory_text((absent[memory_id] or b"").decode("utf-8", "replace"), memory_id, name, context)
-        elif len(listed.folded.get(fold_id(memory_id), [])) <= 1:
-            # validate saw no twin in the work tree: one left out of it may clash.
-            found += [p for p in id_problems(memory_id, name, context) if p not in found]
+        for memory_id in sorted(ids):
+            name = shown(kb.root / memory_path(memory_id))
+            if memory_id in absent:
+                found += id_problems(memory_id, name, context)
+                found += check_memory_text((absent[memory_id] or b"").decode("utf-8", "replace"), memory_id, name,
+                                           context)
+            elif only_head and len(listed.folded.get(fold_id(memory_id), [])) <= 1:
+                # validate saw no twin in the work tree: one left out of it may clash.
+                found += [p for p in id_problems(memory_id, name, context) if p not in found]
     untouched = _untouched(store, other, [p for p in found if p.kind == INVALID_QUERY
                                           and ids.get(Path(p.path).stem) == "M"])
     return Revalidated([str(p) for p in found if p.kind != STALE_QUERY and p not in untouched],

@@ -217,9 +217,7 @@ def cascade_stripped(path: str, base: str, kept: str, cascade: Callable[[frozens
     """Whether ``kept`` is the memory ``base`` with no change but its side's forget cascade: only
     ``memory:`` links removed, to memories ``cascade`` says that side forgot (``merging.stripped``)."""
     versions = _memories(path, base, kept)
-    # Nothing removed is no cascade: a file git stops on unchanged is one the other side moved
-    # (a rename against the forget), which goes to a person.
-    return versions is not None and bool(removed := merging.stripped(*versions) or frozenset()) and cascade(removed)
+    return versions is not None and (removed := merging.stripped(*versions)) is not None and cascade(removed)
 
 
 def soft_forgotten(path: str, base: str, text: str) -> bool:

@@ -183,7 +183,6 @@ def _forget_holds(store: GitStore, change: _Change, current: str | None, commits
         return None
     texts = store.objects.read_many("blob", {change.old, kept})
     forgot_in, kept_in = (commits[1], commits[0]) if change.new is None else commits
-
     return mergedriver.forget_holds(change.path, texts[change.old].decode("utf-8", "replace"),
                                     texts[kept].decode("utf-8", "replace"),
                                     (lambda: mergedriver.changed_at(_git(store), forgot_in, change.path),
