@@ -500,8 +500,8 @@ def test_a_memory_a_sparse_checkout_leaves_out_is_not_called_deleted(indexed_exa
 def test_a_save_keeps_the_session_a_sparse_checkout_leaves_out(tmp_path: Path, invoke_cli: CliRunner) -> None:
     """A sparse checkout leaves sessions/s1.yaml out; a save with --session s1 read no session
     file, made a new one and committed it over HEAD's: its project, start and prompts lost. The
-    memory is saved and HEAD's session kept, still left out; a command on the session itself
-    refuses, saying how to check it out."""
+    memory is saved and HEAD's session kept, still left out; a command on the session itself (an
+    Engram import naming it too) refuses, saying how to check it out."""
     root = make_catalog_kb(tmp_path / "kb")
     invoke_cli("--kb", root, "save", "First.", "-e", "shop.orders", "--session", "s1", "--project", "p", check=True)
     invoke_cli("--kb", root, "save-prompt", "an important prompt", "--session", "s1", check=True)
@@ -513,7 +513,9 @@ def test_a_save_keeps_the_session_a_sparse_checkout_leaves_out(tmp_path: Path, i
     assert git(root, "show", "--name-only", "--format=", "HEAD") == "memories/2.yaml\n"
     assert git(root, "show", "HEAD:sessions/s1.yaml") == session
     before = head(root)
-    for args in (["save-prompt", "another", "--session", "s1"], ["session-end", "s1"]):
+    export = tmp_path / "engram.json"  # an Engram import naming the session: it was made anew too
+    export.write_text('{"sessions": [{"id": "s1", "project": "q", "started_at": "2026-03-01 10:00:00"}]}')
+    for args in (["save-prompt", "another", "--session", "s1"], ["session-end", "s1"], ["import-engram", str(export)]):
         proc = invoke_cli("--kb", root, *args)
         assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
             "Error: sessions/s1.yaml is not checked out: git's index marks it skip-worktree (as a sparse checkout "

@@ -465,8 +465,9 @@ def import_engram(tx: Transaction, rows: Any, prompt_rows: Any, where: str, warn
     for session in touched.values():
         before = read(kb, session.id)
         if before != session:
-            if before is not None:
-                tx.require_committed(session.path)
+            # Also for a file missing here: a sparse checkout leaving it out, or a deletion by
+            # hand, would otherwise have HEAD's session replaced by a new one.
+            tx.require_committed(session.path)
             changes.append(change(session))
     return changes, made, added
 
