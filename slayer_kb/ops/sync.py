@@ -355,9 +355,10 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     both = written_on_both(store, parted, (upstream, "HEAD")) if parted else []
     if merges:
         _merge(store, remote, name, upstream, bool(mapping), written_on_either(store, (upstream, ours), bases), parted)
-    elif (parted and rename_meets(store, parted, (upstream, ours))) or (tip := replay(store, upstream, ours)) is None:
-        # A renamed memory the other side changed (``rename``'s trailer): git's rebase follows the
-        # move, the replay would take it for a forget and let it win over a soft forget or edit.
+    elif (both and rename_meets(store, parted, (upstream, ours))) or (tip := replay(store, upstream, ours)) is None:
+        # A renamed memory the other side changed (``rename``'s trailer; its old file is then
+        # written on both sides): git's rebase follows the move, the replay would take it for a
+        # forget and let it win over a soft forget or edit.
         _rebase(store, remote, upstream_branch, upstream, bool(mapping),
                 written_on_either(store, (upstream, ours), bases))
     else:
