@@ -222,6 +222,19 @@ def _check_agent_a(invoke_cli: CliRunner, reviewer: Path) -> tuple[int, str]:
     return checked.returncode, checked.stdout
 
 
+def _merged_as_advised(invoke_cli: CliRunner, agent: Path, reviewer: Path, checked: str = "1 file") -> str:
+    """The check's advice typed on the agent's clone ('git fetch origin && slayer-kb merge
+    origin/main', then sync), the check passing after it, then the reviewer's plain git merge of
+    the branch into main; what the agent's merge printed."""
+    git(agent, "fetch", "-q", "origin")
+    merged = invoke_cli("--kb", agent, "merge", "origin/main", check=True).stdout
+    invoke_cli("--kb", agent, "sync", check=True)
+    assert _check_agent_a(invoke_cli, reviewer) == (0, f"Checked {checked}: no problems.\n")
+    git(reviewer, "switch", "-q", "main")
+    git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge agent-a")
+    return merged
+
+
 def test_validate_against_names_a_forget_of_a_memory_updated_before_the_squash(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     # The agent saved memory 2 and updated it before main squash-merged the branch (the squash
@@ -243,12 +256,7 @@ def test_validate_against_names_a_forget_of_a_memory_updated_before_the_squash(
         "base is older than the memory. Run 'git fetch origin && slayer-kb merge origin/main': it keeps the "
         "memory forgotten\n"
         "1 problem in 1 file (1 file checked)\n"))
-    git(agent, "fetch", "-q", "origin")
-    invoke_cli("--kb", agent, "merge", "origin/main", check=True)
-    invoke_cli("--kb", agent, "sync", check=True)
-    assert _check_agent_a(invoke_cli, reviewer) == (0, "Checked 1 file: no problems.\n")
-    git(reviewer, "switch", "-q", "main")
-    git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge agent-a")
+    _merged_as_advised(invoke_cli, agent, reviewer)
     assert git(reviewer, "ls-files", "memories").split() == ["memories/1.yaml"]
 
 
@@ -271,12 +279,7 @@ def test_validate_against_names_an_edit_of_a_memory_updated_before_the_squash(
         "origin/main': it merges both sides' revisions of a topic key, and fields each side changed alone, and "
         "stops on two edits of one field (two memories under one id among them) with the steps to merge by hand\n"
         "1 problem in 1 file (1 file checked)\n"))
-    git(agent, "fetch", "-q", "origin")
-    invoke_cli("--kb", agent, "merge", "origin/main", check=True)
-    invoke_cli("--kb", agent, "sync", check=True)
-    assert _check_agent_a(invoke_cli, reviewer) == (0, "Checked 1 file: no problems.\n")
-    git(reviewer, "switch", "-q", "main")
-    git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge agent-a")
+    _merged_as_advised(invoke_cli, agent, reviewer)
     assert git(reviewer, "ls-files", "memories").split() == ["memories/1.yaml"]
     assert "Refund reasons v3" in (reviewer / "memories" / "1.yaml").read_text()
 
@@ -304,14 +307,8 @@ def test_a_link_main_gained_to_a_squash_merged_memory_the_branch_forgot_is_named
         "links 'memory:2', which this branch forgot; merged as it is, the link would point at nothing. Run "
         "'git fetch origin && slayer-kb merge origin/main': it strips links to forgotten memories, in one commit",
         "2 problems in 2 files (1 file checked)"])
-    git(agent, "fetch", "-q", "origin")
-    merged = invoke_cli("--kb", agent, "merge", "origin/main", check=True)
-    assert merged.stdout == "Merged origin/main; run slayer-kb sync to push.\n  stripped links to forgotten memories: memory:2 from 101\n"
-    assert invoke_cli("--kb", agent, "validate").returncode == 0
-    invoke_cli("--kb", agent, "sync", check=True)
-    assert _check_agent_a(invoke_cli, reviewer) == (0, "Checked 2 files: no problems.\n")
-    git(reviewer, "switch", "-q", "main")
-    git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge agent-a")
+    assert _merged_as_advised(invoke_cli, agent, reviewer, "2 files") == (
+        "Merged origin/main; run slayer-kb sync to push.\n  stripped links to forgotten memories: memory:2 from 101\n")
     assert invoke_cli("--kb", reviewer, "validate").returncode == 0
 
 
