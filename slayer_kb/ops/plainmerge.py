@@ -6,10 +6,13 @@ forgets such a merge would undo, and links it would leave pointing at a memory t
 
 from __future__ import annotations
 
+import functools
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from ..core.ids import is_auto_id
+from ..core.locate import id_of_path
 from ..core.problems import Problem, shell_word, shown
 from ..core.session import SESSIONS_DIR
 from ..store.renames import renames_between
@@ -47,9 +50,11 @@ def plain_merge_conflicts(compared: Branch) -> list[Problem]:
     if base is None or head is None or against_sha == base:
         return []
     ours, theirs = (written_since(store, base, rev) for rev in (head, against_sha))
-    undone = _undone_forgets(compared, head, ours, theirs)
-    problems = (_undone_problems(compared, head, theirs, undone)
-                + _links_to_own_forgets(compared, head, ours, theirs, list(undone)))
+    # {old id: new id} of the branch's renames, asked of git once, where a problem names one.
+    renamed = functools.cache(lambda: renames_between(store, base, head))
+    undone = _undone_forgets(compared, base, head, ours, theirs)
+    problems = (_undone_problems(compared, theirs, undone, renamed)
+                + _links_to_own_forgets(compared, base, ours, theirs, list(undone), renamed))
     both = {path for path in ours.keys() & theirs.keys() if ours[path][1] != theirs[path][1] and _merged(path)}
     if not both:
         return problems
@@ -59,8 +64,7 @@ def plain_merge_conflicts(compared: Branch) -> list[Problem]:
     fix = ""  # one fix for every file (its remote costs two git processes), made when one is named
     # An auto id both sides added for two memories is ``id_collisions``'s; one memory both added
     # (a squash or rebase merge of the branch, edited since) is a merge's to join.
-    added = [path for path in stopped if path.startswith(f"{MEMORIES}/") and _merged(path)
-             and is_auto_id(path[len(MEMORIES) + 1:-5]) and ours.get(path, ("",))[0] == NO_BLOB]
+    added = [path for path in stopped if is_auto_id(id_of_path(path) or "") and ours.get(path, ("",))[0] == NO_BLOB]
     alike = compared.same_memories(added, head)
     for kb_path in sorted(stopped):
         folder = kb_path.partition("/")[0]
@@ -76,7 +80,7 @@ def plain_merge_conflicts(compared: Branch) -> list[Problem]:
     return problems
 
 
-def _undone_forgets(compared: Branch, head: str, ours: dict[str, tuple[str, str]],
+def _undone_forgets(compared: Branch, base: str, head: str, ours: dict[str, tuple[str, str]],
                     theirs: dict[str, tuple[str, str]]) -> dict[str, str]:
     """The memories this branch added and then forgot (or renamed) after the revision compared
     with took them in by a squash or rebase merge (the very same memory added under commits of
@@ -84,30 +88,29 @@ def _undone_forgets(compared: Branch, head: str, ours: dict[str, tuple[str, str]
     than the memory, so a plain ``git merge`` sees that revision add it and the branch leave it
     alone, and keeps it without a word; ``slayer-kb merge`` keeps it forgotten (or renamed), or
     stops on a forget against that revision's edit of it."""
-    store, base = compared.store, compared.base
     # Added by the revision, absent where they parted and at HEAD (so not in ``ours``).
     taken_in = {path for path, (before, _after) in theirs.items()
-                if before == NO_BLOB and path not in ours and path.startswith(f"{MEMORIES}/") and _merged(path)}
-    if not taken_in or base is None:
+                if before == NO_BLOB and path not in ours and id_of_path(path) is not None}
+    if not taken_in:
         return {}
-    forgot = sorted(taken_in & set(store.added_paths(base, head, under=f"{MEMORIES}/")))
+    forgot = sorted(taken_in & set(compared.store.added_paths(base, head, under=f"{MEMORIES}/")))
     return compared.same_memories(forgot, head)
 
 
-def _undone_problems(compared: Branch, head: str, theirs: dict[str, tuple[str, str]],
-                     undone: dict[str, str]) -> list[Problem]:
-    """One problem for each of ``_undone_forgets``'s memories: a rename, a forget of a memory
-    the revision compared with edited since it took it in, or a plain forget."""
-    if not undone or compared.base is None:
+def _undone_problems(compared: Branch, theirs: dict[str, tuple[str, str]], undone: dict[str, str],
+                     renames: Callable[[], dict[str, str]]) -> list[Problem]:
+    """One problem for each of ``_undone_forgets``'s memories: a rename (``renames``: the
+    branch's), a forget of a memory the revision compared with edited since it took it in, or a
+    plain forget."""
+    if not undone:
         return []
-    store, against = compared.store, compared.against
-    renamed = renames_between(store, compared.base, head)
+    against, renamed = compared.against, renames()
     fix = compared.fix(f"merge {shell_word(against)}")
     taken = (f"after {against} took it in from this branch (a squash or rebase merge, under commits of its "
              "own)")
     problems = []
     for path, shared in sorted(undone.items()):
-        memory_id = path[len(MEMORIES) + 1:-5]
+        memory_id = id_of_path(path) or ""
         if memory_id in renamed:
             new = renamed[memory_id]
             what = (f"this branch renamed memory {memory_id} to '{new}' {taken}: a plain git merge of this branch "
@@ -124,26 +127,27 @@ def _undone_problems(compared: Branch, head: str, theirs: dict[str, tuple[str, s
     return problems
 
 
-def _links_to_own_forgets(compared: Branch, head: str, ours: dict[str, tuple[str, str]],
-                          theirs: dict[str, tuple[str, str]], undone: list[str]) -> list[Problem]:
+def _links_to_own_forgets(compared: Branch, base: str, ours: dict[str, tuple[str, str]],
+                          theirs: dict[str, tuple[str, str]], undone: list[str],
+                          renames: Callable[[], dict[str, str]]) -> list[Problem]:
     """Links the revision compared with gained since they parted, in memories it added or
     changed, to memories this branch forgot (or renamed), ``undone``'s among them (taken in by
     that revision, then forgot): the branch's forget stripped the links its clone held, not these,
     so a plain ``git merge`` makes a tree whose memory links nothing (and fails ``validate``).
     ``slayer-kb merge REF`` strips them, or points them at the new id."""
-    store, base = compared.store, compared.base
-    forgot = {path[len(MEMORIES) + 1:-5] for path, (before, after) in ours.items()
-              if path.startswith(f"{MEMORIES}/") and _merged(path) and before != NO_BLOB and after == NO_BLOB}
-    forgot |= {path[len(MEMORIES) + 1:-5] for path in undone}
-    if not forgot or base is None:
+    store = compared.store
+    forgot = {id_of_path(path) or "" for path, (before, after) in ours.items()
+              if id_of_path(path) is not None and before != NO_BLOB and after == NO_BLOB}
+    forgot |= {id_of_path(path) or "" for path in undone}
+    if not forgot:
         return []
-    memories = {path: blobs for path, blobs in theirs.items() if path.startswith(f"{MEMORIES}/") and _merged(path)}
+    memories = {path: blobs for path, blobs in theirs.items() if id_of_path(path) is not None}
     changed = {path: blobs for path, blobs in memories.items() if blobs[1] != NO_BLOB}
     texts = store.objects.read_many("blob", {blob for blobs in memories.values() for blob in blobs} - {NO_BLOB})
     moved: dict[str, str] | None = None  # {new id: old id} of the revision's renames, asked once if needed
     found = []  # (the memory's path, its id, the forgotten ids it gained links to)
     for path, (before, after) in sorted(changed.items()):
-        text, memory_id = texts[after].decode("utf-8", "replace"), path[len(MEMORIES) + 1:-5]
+        text, memory_id = texts[after].decode("utf-8", "replace"), id_of_path(path) or ""
         if memory_id in forgot or not any(f"{LINK}{i}" in text for i in forgot):
             continue  # a memory the branch forgot itself is a forget against an edit: a stop of its own
         was = memory_id
@@ -159,7 +163,7 @@ def _links_to_own_forgets(compared: Branch, head: str, ours: dict[str, tuple[str
             found.append((path, memory_id, gained))
     if not found:
         return []
-    renamed = renames_between(store, base, head)
+    renamed = renames()
     fix = compared.fix(f"merge {shell_word(compared.against)}")
     problems = []
     for path, memory_id, gained in found:
