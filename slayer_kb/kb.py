@@ -349,12 +349,15 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         linked_entities: Any,
         id: str | None = None,
         description: str | None = None,
+        *,
+        reuse_id: bool = False,
         **engram_fields: Any,
     ) -> SaveResult:
         """SLayer's ``save_memory``: a note linked to entities or a SlayerQuery.
 
         An existing id is replaced whole; only ``created_at`` is kept. Optional Engram fields
-        (title, type, project, scope, topic_key, session_id) may ride along.
+        (title, type, project, scope, topic_key, session_id) may ride along. A new memory is
+        refused an id a commit renamed away (``check_not_renamed``) unless ``reuse_id``.
         """
         # (the id has its own rules, which name a lone surrogate among the forbidden characters)
         for name, value in (("learning", learning), ("linked_entities", linked_entities),
@@ -386,7 +389,7 @@ class KnowledgeBase(Context, EngramTools, Cascades):
             held = replaced or revised
             entities, warnings, query = self._link(linked_entities, held.entities if held else [])
             return self._store_memory(tx, learning, entities, warnings, query, id, description, engram_fields,
-                                      replaced, revised)
+                                      replaced, revised, reuse_id)
 
     def _replaced(self, memory_id: str | None) -> Memory | None:
         """The memory a save by id replaces; None for a new one (or a bad id, which the save
@@ -411,6 +414,7 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         extra: dict[str, Any],
         replaced: Memory | None,
         revised: Memory | None,
+        reuse_id: bool = False,
     ) -> SaveResult:
         now = utc_now()
         action = "created"
@@ -437,6 +441,8 @@ class KnowledgeBase(Context, EngramTools, Cascades):
                 action = "replaced"
                 updated_at = now
             else:
+                if not reuse_id:
+                    self.check_not_renamed(memory_id, "for a new memory, omit --id for the next auto id or choose another id")
                 tx.check_given_number(memory_id)
         memory = Memory(
             id=memory_id,

@@ -323,3 +323,36 @@ def test_an_id_renamed_twice_names_its_last_id_and_a_forget_after(
     assert invoke_cli("get", "7", cwd=root).stderr == (
         f"Error: {moved}, and then forgotten for good in commit {head()}: bring its last version back with "
         f"'slayer-kb restore kb.c --rev {head()}~1'.\n")
+
+
+def test_a_new_memory_is_refused_an_id_a_rename_moved_unless_reused_on_purpose(
+        linked_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """A save or a rename giving ``7`` (renamed to kb.b) to another memory would hand it the
+    links, and the agents' ids, that mean kb.b: refused, naming kb.b and ``--reuse-id``; MCP's
+    save names the id to omit. Renaming kb.b back to ``7`` is no reuse."""
+    root = linked_kb.root
+    invoke_cli("rename", "7", "kb.b", cwd=root, check=True)
+    head = git(root, "rev-parse", "HEAD").strip()
+    said = ("Memory id '7' was renamed to 'kb.b' (commit {}): agents told '7', and links to it made on clones the "
+            "rename has not reached (a sync points those at 'kb.b'), mean that memory. To change it, use 'kb.b'; ")
+    refused = invoke_cli("save", "A new note", "--id", "7", "-e", "orders.amount", cwd=root)
+    assert (refused.returncode, refused.stderr) == (1, "Error: " + said.format(head[:12]) + (
+        "for a new memory, omit --id for the next auto id or choose another id; to give '7' to it on purpose, "
+        "add --reuse-id.\n"))
+    invoke_cli("rename", "kb.fees", "kb.c", cwd=root, check=True)
+    back = invoke_cli("rename", "kb.other", "kb.fees", cwd=root)
+    assert back.stderr.startswith("Error: Memory id 'kb.fees' was renamed to 'kb.c' (commit ")
+    assert back.stderr.endswith("to give 'kb.other' a name of its own, choose another; to give 'kb.fees' to it on "
+                                "purpose, add --reuse-id.\n")
+
+    async def save(session: ClientSession) -> str:
+        return await error(session, "save_memory", learning="A new note", linked_entities=["shop.orders.amount"], id="7")
+
+    assert with_server_in_process(root, save) == said.format(head[:12]) + (
+        "for a new memory, omit the id for the next auto id or choose another id (a person can reuse '7' with "
+        f"'slayer-kb --kb {root} save --reuse-id').")
+    assert git(root, "rev-parse", "HEAD").strip() != head and not (root / "memories" / "7.yaml").exists()
+    invoke_cli("rename", "kb.c", "kb.fees", cwd=root, check=True)  # back where it was: no reuse
+    reused = invoke_cli("save", "A new note", "--id", "7", "--reuse-id", "-e", "orders.amount", cwd=root)
+    assert (reused.returncode, reused.stdout) == (0, "Saved memory 7 (created)\n  entities: shop.orders.amount\n")
+    invoke_cli("rename", "kb.other", "kb.c", "--reuse-id", cwd=root, check=True)

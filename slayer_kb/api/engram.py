@@ -47,9 +47,9 @@ class EngramTools(Part):
         """Delete a memory (hard: strip ``memory:<id>`` from every other one; soft: hide it)."""
         return changes.forget(self.as_context, memory_id, soft=soft, force=force)
 
-    def rename(self, old: str, new: str, *, force: bool = False) -> RenameResult:
+    def rename(self, old: str, new: str, *, force: bool = False, reuse_id: bool = False) -> RenameResult:
         """Give memory ``old`` the id ``new`` and point every ``memory:<old>`` at it (one commit)."""
-        return changes.rename(self.as_context, old, new, force=force)
+        return changes.rename(self.as_context, old, new, force=force, reuse_id=reuse_id)
 
     def restore(self, memory_id: str) -> ChangeResult:
         """Bring back a soft-deleted memory."""

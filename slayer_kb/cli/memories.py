@@ -77,6 +77,8 @@ def init(settings: Settings, directory: str, example: bool) -> None:
     help="A stable id (omit for the next auto id; not with --title). An existing id is replaced whole "
          "(with what it holds already: no commit).",
 )
+@click.option("--reuse-id", is_flag=True,
+              help="Give --id to a new memory even though a rename moved that id to another memory.")
 @click.option("--description", help="A one-line summary, at most 500 characters.")
 @click.option(
     "--title",
@@ -111,6 +113,7 @@ def save(
     scope: str | None,
     topic_key: str | None,
     session_id: str | None,
+    reuse_id: bool,
 ) -> None:
     """Save a memory: LEARNING (or - for stdin) linked to entities or a query.
 
@@ -178,7 +181,7 @@ def save(
             "topic_key": topic_key,
             "session_id": session_id,
         }
-        result = kb.save_memory(text, linked, id=memory_id, description=description, **extra)
+        result = kb.save_memory(text, linked, id=memory_id, description=description, reuse_id=reuse_id, **extra)
     emit(settings, result.to_json(), lambda: save_text(result))
 
 
@@ -292,9 +295,10 @@ def forget(settings: Settings, memory_id: str, soft: bool, force: bool) -> None:
 @click.argument("old", metavar="OLD")
 @click.argument("new", metavar="NEW")
 @force_option
+@click.option("--reuse-id", is_flag=True, help="Give NEW even though a rename moved that id to another memory.")
 @json_option
 @pass_settings
-def rename(settings: Settings, old: str, new: str, force: bool) -> None:
+def rename(settings: Settings, old: str, new: str, force: bool, reuse_id: bool) -> None:
     """Give memory OLD the id NEW and rewrite every memory:OLD link to memory:NEW (one commit).
 
     The file moves to memories/NEW.yaml (git sees a rename). NEW is a name, not a number (auto
@@ -304,7 +308,7 @@ def rename(settings: Settings, old: str, new: str, force: bool) -> None:
     Example:
       slayer-kb rename kb.paid-revenue kb.revenue.paid
     """
-    result = settings.kb().rename(old, new, force=force)
+    result = settings.kb().rename(old, new, force=force, reuse_id=reuse_id)
     emit(settings, result.to_json(), lambda: renamed_text(result))
 
 

@@ -20,6 +20,7 @@ from ..catalog.refs import flatten_refs, split_references
 from ..catalog.resolve import Resolver
 from ..core.errors import (
     ConflictError,
+    InvalidIdError,
     KBError,
     MemoryFileError,
     NotFoundError,
@@ -212,6 +213,25 @@ class Context(Parts):
                 return (f"{said}, and then forgotten (soft-deleted): bring it back with "
                         f"'{command(self.root)} restore {words(final)}' (MCP: mem_restore).")
         return f"{said}: use that id."
+
+    def check_not_renamed(self, memory_id: str, instead: str, moving: str = "") -> None:
+        """Refuse to give an id a commit renamed away to a memory that still exists
+        (``renamed_away``): agents told the id, and links to it made where the rename has not
+        arrived (which a sync points at the new id), mean that memory. ``instead``: what a person
+        does for a memory of its own (the way to reuse the id on purpose, ``--reuse-id``, follows);
+        ``moving``: the memory a rename gives the id (taking it back is no reuse)."""
+        away = renamed_away(self.store, memory_id)
+        if away is None or away.forgotten or away.moves[-1][0] == moving:
+            return  # never renamed, renamed and then forgotten for good (the id names nothing), or going back
+        final, commit = away.moves[-1][0], away.moves[0][1]
+        said = (f"Memory id '{memory_id}' was renamed to '{final}' (commit {commit[:12]}): agents told "
+                f"'{memory_id}', and links to it made on clones the rename has not reached (a sync points those "
+                f"at '{final}'), mean that memory. To change it, use '{final}'; {{}}")
+        raise InvalidIdError(
+            said.format(f"{instead}; to give '{memory_id}' to it on purpose, add --reuse-id."),
+            tool_message=said.format("for a new memory, omit the id for the next auto id or choose another id "
+                                     f"(a person can reuse '{memory_id}' with '{command(self.root)} save "
+                                     "--reuse-id')."))
 
     def _misnamed(self, memory_id: str) -> str | None:
         """The id's file under another extension (``50.yml``, ``50.YAML``), which no command reads

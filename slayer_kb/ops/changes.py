@@ -206,10 +206,11 @@ _RENAME_ADVICE = NewIdAdvice(
           "and the two name one file there. Choose another id.")
 
 
-def rename(kb: Context, old: str, new: str, *, force: bool = False) -> RenameResult:
+def rename(kb: Context, old: str, new: str, *, force: bool = False, reuse_id: bool = False) -> RenameResult:
     """Give memory ``old`` the id ``new``: its file moved (git sees a rename) and every
     ``memory:<old>`` reference pointed at ``new``, in one commit. ``force``: files holding
-    uncommitted work are rewritten from HEAD (kept as .orig)."""
+    uncommitted work are rewritten from HEAD (kept as .orig); ``reuse_id``: ``new`` may be an id
+    a commit renamed away (``check_not_renamed``)."""
     check_existing_id(old, "to rename")
     check_new_id(check_id(new, "give the id to rename it to"), advice=_RENAME_ADVICE)
     if new == old:
@@ -224,6 +225,8 @@ def rename(kb: Context, old: str, new: str, *, force: bool = False) -> RenameRes
         except NotFoundError as exc:
             raise forgotten_error(kb, old, exc) from None
         _check_free(kb, old, new)
+        if not reuse_id:
+            kb.check_not_renamed(new, f"to give '{old}' a name of its own, choose another", moving=old)
         changes, rewritten, kept = tx.rewrite(lambda: moved(kb, tx, {old: new}), force)
         # The trailer records the move, for a sync meeting links to the old id (renames.py).
         commit = tx.commit(changes, f"memory: rename {old} to {new}{rewrote_note(rewritten)}\n\n{trailer(old, new)}")

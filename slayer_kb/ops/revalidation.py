@@ -78,7 +78,7 @@ def finish(kb: Context, store: GitStore, tx: Transaction, other: str, parted: st
         return sorted(added_since(store, parted, other), key=id_sort_key) if parted else []
 
     folded = fold_duplicates(kb, tx, added, theirs, moves.deduplicated) or folded
-    if (parted and strip_gone(kb, store, tx, parted, moves.unlinked, moves.cascaded, moves.relinked, before,
+    if (parted and strip_gone(kb, store, tx, parted, other, moves.unlinked, moves.cascaded, moves.relinked, before,
                               other if before else "")) or folded:
         top = on_top(store, other)
     return revalidate(kb, store, other, top)

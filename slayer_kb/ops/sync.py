@@ -385,7 +385,7 @@ def _finish_merge_by_hand(kb: Context, store: GitStore, tx: Transaction, upstrea
         return
     parted = store.git("merge-base", f"{merge}^1", f"{merge}^2", check=False).stdout.decode().strip()
     if parted:
-        strip_gone(kb, store, tx, parted, result.unlinked, result.cascaded, result.relinked)
+        strip_gone(kb, store, tx, parted, f"{merge}^2", result.unlinked, result.cascaded, result.relinked)
 
 
 def _count(store: GitStore, tip: str, exclude: str) -> int:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from ..core.errors import KBError
 from ..core.locate import MEMORIES_DIR, id_of_path
 from ..core.memory import Memory, loads, with_entities
-from ..store.renames import Renamed, renamed_since
+from ..store.renames import Renamed, renamed_since, renames_between
 from ..store.repo import Change, GitStore
 from ..transaction import Transaction, memory_change
 from .snapshot import CATALOG_DIRS, absent_at_head, deleted_entities, under
@@ -35,14 +35,16 @@ if TYPE_CHECKING:
 _LINK = "memory:"
 
 
-def strip_gone(kb: Context, store: GitStore, tx: Transaction, parted: str, unlinked: dict[str, list[str]],
+def strip_gone(kb: Context, store: GitStore, tx: Transaction, parted: str, tip: str, unlinked: dict[str, list[str]],
                cascaded: dict[str, list[str]], relinked: dict[str, dict[str, str]], before: str = "",
                other: str = "") -> bool:
     """Strip from the memories at HEAD their links to memories that were there at ``parted``
     (where the sides parted) and are gone at HEAD (a side forgot them), and the catalog entities
     that were there and are gone (a side deleted them); point those to a memory a side renamed at
     its new id, and strip the new id's links too where that memory is gone (renamed on one side,
-    forgotten on the other, the forget kept by hand). ``before``: this branch as it was before a
+    forgotten on the other, the forget kept by hand). An id a side renamed and then gave a new
+    memory (``--reuse-id``) keeps its links but those the other side, which ``tip`` is or is not,
+    added to the memory it knew: they follow the rename. ``before``: this branch as it was before a
     rebase replayed it, whose renames a conflict resolved by hand may have undone. ``other``: the
     commit merged in, whose memories HEAD lacks this side forgot too, younger than ``parted`` as
     they may be (taken in by a squash merge, then forgotten here). True when it made a commit,
@@ -52,11 +54,14 @@ def strip_gone(kb: Context, store: GitStore, tx: Transaction, parted: str, unlin
     out = store.git("diff", "--name-status", "-z", "--no-renames", "--diff-filter=DM", parted, "HEAD", "--",
                     *folders).stdout.decode("utf-8", "surrogateescape").split("\0")
     forgotten: set[str] = set()
+    changed: set[str] = set()  # a memory renamed away and its id given again is among them
     catalog_changed: set[str] = set()
     for status, path in zip(out[::2], out[1::2], strict=False):  # the output ends with a NUL
         memory_id = id_of_path(path[len(store.prefix):])
         if memory_id is not None and status == "D":
             forgotten.add(memory_id)
+        elif memory_id is not None:
+            changed.add(memory_id)
         elif memory_id is None and path.endswith(".yaml"):
             catalog_changed.add(path[len(store.prefix):])
     if other:
@@ -65,12 +70,20 @@ def strip_gone(kb: Context, store: GitStore, tx: Transaction, parted: str, unlin
         forgotten.update(i for i in (id_of_path(path[len(store.prefix):]) for path in out if path) if i is not None)
     made = False
     # A side renamed it (and the new id is still there): its links follow, as the rename's did.
-    renamed = renamed_since(store, parted, "HEAD", forgotten, before) if forgotten else Renamed({}, {})
-    if renamed.live:
-        found_moved = _relink(kb, store, tx, renamed.live)
+    olds = forgotten | changed
+    renamed = renamed_since(store, parted, "HEAD", olds, before) if olds else Renamed({}, {})
+    moved = {old: new for old, new in renamed.live.items() if old not in changed}
+    if moved:
+        found_moved = _relink(kb, store, tx, moved)
         relinked.update(found_moved)
         made = bool(found_moved)
-        forgotten -= set(renamed.live)
+        forgotten -= set(moved)
+    if reused := {old: new for old, new in renamed.live.items() if old in changed}:
+        for follow_up, holders in _unaware(store, parted, tip, reused):
+            found_moved = _relink(kb, store, tx, follow_up, holders)
+            for memory_id, follow in found_moved.items():
+                relinked.setdefault(memory_id, {}).update(follow)
+            made = made or bool(found_moved)
     forgotten |= set(renamed.gone.values())
     if forgotten:
         links = {_LINK + memory_id for memory_id in forgotten}
@@ -89,9 +102,26 @@ def strip_gone(kb: Context, store: GitStore, tx: Transaction, parted: str, unlin
     return made
 
 
-def _relink(kb: Context, store: GitStore, tx: Transaction, moved: dict[str, str]) -> dict[str, dict[str, str]]:
-    """One commit pointing every ``memory:<old>`` at HEAD at ``moved``'s new id; each rewritten
-    memory's {old: new}."""
+def _unaware(store: GitStore, parted: str, tip: str,
+             reused: dict[str, str]) -> list[tuple[dict[str, str], set[str]]]:
+    """For ids renamed and given again since ``parted`` ({old: new}): the memories the side that
+    did not rename them changed (``tip``'s when the renames are not ``tip``'s, else HEAD's since
+    ``tip``), whose links to an old id meant the memory renamed; one pair a side."""
+    theirs = renames_between(store, parted, tip)
+    pairs: list[tuple[dict[str, str], set[str]]] = []
+    for renamer, (start, end) in ((True, (tip, "HEAD")), (False, (parted, tip))):
+        links = {old: new for old, new in reused.items() if (old in theirs) == renamer}
+        if links:
+            out = store.git("diff", "--name-only", "-z", "--no-renames", start, end, "--",
+                            store.repo_path(f"{MEMORIES_DIR}/")).stdout.decode("utf-8", "surrogateescape")
+            pairs.append((links, {i for p in out.split("\0") if p and (i := id_of_path(p[len(store.prefix):]))}))
+    return pairs
+
+
+def _relink(kb: Context, store: GitStore, tx: Transaction, moved: dict[str, str],
+            holders: set[str] | None = None) -> dict[str, dict[str, str]]:
+    """One commit pointing every ``memory:<old>`` at HEAD (in ``holders`` only, when given) at
+    ``moved``'s new id; each rewritten memory's {old: new}."""
 
     def fix(entity: str) -> str:
         old = entity[len(_LINK):]
@@ -101,7 +131,7 @@ def _relink(kb: Context, store: GitStore, tx: Transaction, moved: dict[str, str]
         olds = sorted((e[len(_LINK):] for e in changed), key=_order)
         return f"memory: rewrite links to renamed {', '.join(f'{old} as {moved[old]}' for old in olds)} in"
 
-    found = _rewrite(kb, store, tx, sorted(_LINK + old for old in moved), fix, subject)
+    found = _rewrite(kb, store, tx, sorted(_LINK + old for old in moved), fix, subject, holders)
     return {m: {e[len(_LINK):]: moved[e[len(_LINK):]] for e in entities} for m, entities in found.items()}
 
 
@@ -114,17 +144,17 @@ def _strip(kb: Context, store: GitStore, tx: Transaction, patterns: list[str], g
 
 
 def _rewrite(kb: Context, store: GitStore, tx: Transaction, patterns: list[str], fix: Callable[[str], str | None],
-             subject: Callable[[set[str]], str]) -> dict[str, list[str]]:
-    """One commit giving every memory at HEAD that holds an entity ``fix`` changes (found by
-    ``git grep`` of ``patterns``) what ``fix`` makes of it (None: dropped); each rewritten
-    memory's entities that changed, as they were."""
+             subject: Callable[[set[str]], str], among: set[str] | None = None) -> dict[str, list[str]]:
+    """One commit giving every memory at HEAD (of ``among``, when given) that holds an entity
+    ``fix`` changes (found by ``git grep`` of ``patterns``) what ``fix`` makes of it (None:
+    dropped); each rewritten memory's entities that changed, as they were."""
     if not patterns:
         return {}
     args = [arg for pattern in patterns for arg in ("-e", pattern)]
     grep = store.git("grep", "-l", "-z", "-F", *args, "HEAD", "--", store.repo_path(f"{MEMORIES_DIR}/"),
                      check=False).stdout.decode("utf-8", "surrogateescape")
-    holders = sorted({i for p in grep.split("\0") if p and (i := id_of_path(p.partition(":")[2][len(store.prefix):]))},
-                     key=_order)
+    holders = sorted({i for p in grep.split("\0") if p and (i := id_of_path(p.partition(":")[2][len(store.prefix):]))
+                      and (among is None or i in among)}, key=_order)
     changes: list[Change] = []
     rewritten: dict[str, Memory] = {}
     found: dict[str, list[str]] = {}
