@@ -268,8 +268,12 @@ class Transaction:
             return []
         top = self._highest_auto_id(count)
         kb = self.kb
-        leased = self.leases.take(count, top, lambda n: os.path.lexists(kb.memories_dir / f"{n}.yaml"))
-        ids = leased if leased is not None else [str(top + n) for n in range(1, count + 1)]
+
+        def taken(n: int) -> bool:  # a file has the name, or git's index holds one the person deleted
+            return os.path.lexists(kb.memories_dir / f"{n}.yaml") or self._staged_away(str(n))
+
+        leased = self.leases.take(count, top, taken)
+        ids = leased if leased is not None else [str(n) for n in _free(top + 1, count, taken)]
         if len(ids[-1]) > MAX_ID_BYTES:  # only after a hand-made or old id of ~200 digits
             raise InvalidIdError(
                 f"The next auto id would be {len(ids[-1])} digits long, over the {MAX_ID_BYTES}-byte limit "
@@ -278,6 +282,25 @@ class Transaction:
                 "memory an id (--id NAME)."
             )
         return ids
+
+    def _staged_away(self, memory_id: str) -> bool:
+        """Whether git's index holds the memory's file, added (``git add``) and since deleted from
+        the work tree, which HEAD lacks: a commit there would take the place of the version the
+        person's next ``git commit`` takes (``GitStore.staged_new``). The index (version 2 or 3, not split,
+        where each path is spelt whole) is searched for the path first: a git process only when
+        it is there, or the index cannot tell."""
+        path = memory_path(memory_id)
+        try:
+            with open(self.store.index_file, "rb") as index:
+                data = index.read()
+        except FileNotFoundError:
+            return False
+        except OSError:
+            data = b""
+        if data[:8] in (b"DIRC\0\0\0\2", b"DIRC\0\0\0\3") and b"link" not in data:
+            if self.store.repo_path(path).encode("utf-8", "surrogateescape") + b"\0" not in data:
+                return False
+        return path in self.store.staged_new([path])
 
     def _highest_auto_id(self, count: int) -> int:
         kb = self.kb
@@ -534,3 +557,14 @@ def _uncommitted_message(paths: list[str], force_hint: bool, aside: list[str] | 
     return (f"{listed(paths)} {has} changes that are not committed (in the work tree or git's index, or "
             f"never committed at all), and {why}; slayer-kb never commits "
             f"work you have not committed, {done}. {how}")
+
+
+def _free(start: int, count: int, taken: Callable[[int], bool]) -> list[int]:
+    """``count`` numbers from ``start`` up, passing over those ``taken`` says are."""
+    found: list[int] = []
+    n = start
+    while len(found) < count:
+        if not taken(n):
+            found.append(n)
+        n += 1
+    return found

@@ -18,7 +18,7 @@ import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import ConflictError
-from testing import CliRunner, commit_all, git, json_of, make_catalog_kb, make_empty_kb, traced_git
+from testing import CliRunner, commit_all, git, json_of, make_catalog_kb, make_empty_kb, make_team, traced_git
 
 CREATED = "created_at: '2026-01-01T00:00:00Z'\n"
 WIP = "learning: One. WIP-NOT-FOR-COMMIT\nentities:\n- shop.refunds.amount\n" + CREATED
@@ -242,6 +242,27 @@ def test_a_save_over_a_memory_added_then_deleted_by_hand_refuses(
     assert not (root / "memories" / "5.yaml").exists()
     git(root, "rm", "-q", "--cached", "--", "memories/5.yaml")
     assert invoke_cli("--kb", root, "save", "--id", "5", "Over it.", "-e", "shop.orders", check=True).returncode == 0
+
+
+@pytest.mark.parametrize("leased", [False, True])
+def test_an_auto_id_save_passes_over_a_memory_added_then_deleted_by_hand(
+        tmp_path: Path, invoke_cli: CliRunner, leased: bool) -> None:
+    """1 is staged (git add) and then deleted from the work tree, HEAD lacking it, and 1 is the
+    next auto id: a save with no id committed its own 1 over the person's staged version (gone
+    from git's index). It takes the next id, leaving the staged 1 as it was; a save with nothing
+    staged asks git nothing more (git's index is searched for the name)."""
+    root = make_team(tmp_path)[1][0] if leased else make_catalog_kb(tmp_path / "kb")
+    (root / "memories").mkdir(exist_ok=True)
+    (root / "memories" / "1.yaml").write_text(memory("Mine, staged.", "shop.orders"))
+    git(root, "add", "memories/1.yaml")
+    (root / "memories" / "1.yaml").unlink()
+    proc = invoke_cli("--kb", root, "save", "Auto.", "-e", "orders.amount")
+    assert (proc.returncode, proc.stdout) == (0, "Saved memory 2 (created)\n  entities: shop.orders.amount\n")
+    assert git(root, "status", "--porcelain") == "AD memories/1.yaml\n"
+    assert git(root, "show", ":memories/1.yaml") == memory("Mine, staged.", "shop.orders")
+    with traced_git(tmp_path) as runs:
+        invoke_cli("--kb", root, "save", "Auto again.", "-e", "orders.amount", check=True)
+    assert runs("diff-index") == []
 
 
 def test_a_save_on_a_branch_with_no_commit_yet_saves(catalog_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
