@@ -661,6 +661,30 @@ def test_a_remote_moved_to_a_new_url_keeps_the_clones_blocks(team) -> None:
     assert KnowledgeBase(a).save_memory("on another remote", ["orders.amount"]).memory_id == str(BLOCK + 1)
 
 
+def test_an_offline_block_registered_then_a_new_url_keeps_ids_increasing(team) -> None:
+    """An offline block a sync registered, then 'git remote set-url' to another repository: the
+    block was dropped with the old remote's leases, and the next save leased block 0 there,
+    handing out 2 after the ten-digit offline id. The block is kept until used up (registered on
+    the new remote at its sync), whether the new remote answers or not."""
+    bare, (a, _b) = team
+    unreachable = str(bare.parent / "unreachable.git")
+    assert KnowledgeBase(a).save_memory("leased", ["orders.amount"]).memory_id == "1"
+    git(a, "remote", "set-url", "origin", unreachable)
+    offline = int(KnowledgeBase(a).save_memory("offline", ["orders.amount"]).memory_id)
+    assert offline > OFFLINE_FIRST * BLOCK
+    git(a, "remote", "set-url", "origin", str(bare))
+    sync(KnowledgeBase(a))
+    assert f"{NAMESPACE}{(offline - 1) // BLOCK}" in leased_blocks(bare)
+    other, _ = make_team(bare.parent / "other", clones=0)
+    git(a, "remote", "set-url", "origin", str(other))
+    assert KnowledgeBase(a).save_memory("on another remote", ["orders.amount"]).memory_id == str(offline + 1)
+    git(a, "remote", "set-url", "origin", unreachable)
+    assert KnowledgeBase(a).save_memory("offline there", ["orders.amount"]).memory_id == str(offline + 2)
+    git(a, "remote", "set-url", "origin", str(other))
+    sync(KnowledgeBase(a))
+    assert f"{NAMESPACE}{(offline - 1) // BLOCK}" in leased_blocks(other)
+
+
 def test_one_engram_export_imported_on_two_clones_counts_once(team, tmp_path: Path) -> None:
     """Two agents import the same Engram export before either synced: each observation ends as one
     memory whose counts are the export's, not summed (2N) as two saves would be; an observation

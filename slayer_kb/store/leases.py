@@ -561,10 +561,12 @@ class IdLeases:
         if self._moved(remote, held):
             held.remote_url = remote.url
             return held
-        # Blocks leased on another remote mean nothing on this one; offline blocks, which no
-        # remote has yet, keep their ids (used-up ones too) and are registered on this one.
-        offline = [b for b in held.blocks if b[0] in held.unregistered]
-        return Leases(home, remote.url, offline, held.unregistered)
+        # Blocks leased on another remote mean nothing on this one. Offline blocks keep their ids
+        # (used-up ones too) and are registered on this one, those the last remote registered
+        # too: drawn from until used up, as before, so that ids go on increasing (a lease there
+        # would go below the ten-digit ids this clone handed out).
+        offline = [b for b in held.blocks if b[0] >= OFFLINE_FIRST]
+        return Leases(home, remote.url, offline, sorted({*held.unregistered, *(k for k, _n in offline)}))
 
     def _save(self, held: Leases) -> None:
         path = self.common_dir / STATE_FILE
