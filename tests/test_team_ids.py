@@ -1096,3 +1096,40 @@ def test_a_claim_given_back_as_teams_md_says_stays_gone(team, invoke_cli) -> Non
     git(x, "push", "-q", "origin", f":{CLAIMS}1")
     invoke_cli("--kb", x, "sync", check=True)
     assert claimed_blocks(bare) == []
+
+
+@pytest.mark.slow
+def test_ids_a_clone_hands_out_increase_whatever_its_remote_does(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Random takes, syncs' top-ups and url changes (the remote, another repository, none that
+    answers) on two clones: each clone's ids increase but right after an offline block's last
+    id (the documented exception), and no id is handed out twice."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    steps = st.lists(st.tuples(st.integers(0, 1), st.sampled_from(["take", "take", "top_up", "bare", "other", "away"])),
+                     max_size=14)
+
+    @settings(max_examples=60, deadline=None, derandomize=True)
+    @given(steps)
+    def run(plan: list[tuple[int, str]]) -> None:
+        where = tmp_path_factory.mktemp("ids")
+        bare, clones = make_team(where, clones=2)
+        other, _ = make_team(where / "other", clones=0)
+        urls = {"bare": str(bare), "other": str(other), "away": str(where / "unreachable.git")}
+        given_out: list[list[int]] = [[], []]
+        for clone, step in plan:
+            leases = IdLeases(GitStore(clones[clone]))
+            if step in urls:
+                git(clones[clone], "remote", "set-url", "origin", urls[step])
+            elif step == "top_up":
+                leases.top_up(max(given_out[clone], default=0))
+            else:
+                ids = given_out[clone]  # the floor: a clone's history holds the ids it handed out
+                new = int((leases.take(1, max(ids, default=0), lambda n: False) or ["0"])[0])
+                last = ids[-1] if ids else 0
+                ended_offline = last % BLOCK == 0 and (last - 1) // BLOCK >= OFFLINE_FIRST
+                assert new > last or ended_offline, (plan, ids, new)
+                assert new not in ids, (plan, new)
+                ids.append(new)
+
+    run()
