@@ -665,7 +665,8 @@ def test_an_offline_block_registered_then_a_new_url_keeps_ids_increasing(team) -
     """An offline block a sync registered, then 'git remote set-url' to another repository: the
     block was dropped with the old remote's leases, and the next save leased block 0 there,
     handing out 2 after the ten-digit offline id. The block is kept until used up (registered on
-    the new remote at its sync), whether the new remote answers or not."""
+    the new remote at its sync), whether the new remote answers or not, and back on the first
+    remote, where the block's ref is at the commit this clone pushed there: still its own."""
     bare, (a, _b) = team
     unreachable = str(bare.parent / "unreachable.git")
     assert KnowledgeBase(a).save_memory("leased", ["orders.amount"]).memory_id == "1"
@@ -683,6 +684,10 @@ def test_an_offline_block_registered_then_a_new_url_keeps_ids_increasing(team) -
     git(a, "remote", "set-url", "origin", str(other))
     sync(KnowledgeBase(a))
     assert f"{NAMESPACE}{(offline - 1) // BLOCK}" in leased_blocks(other)
+    # Back on the first remote, whose ref of the block its sync took for another clone's.
+    git(a, "remote", "set-url", "origin", str(bare))
+    sync(KnowledgeBase(a))
+    assert KnowledgeBase(a).save_memory("back home", ["orders.amount"]).memory_id == str(offline + 3)
 
 
 def test_one_engram_export_imported_on_two_clones_counts_once(team, tmp_path: Path) -> None:
@@ -1107,7 +1112,7 @@ def test_ids_a_clone_hands_out_increase_whatever_its_remote_does(tmp_path_factor
     from hypothesis import strategies as st
 
     steps = st.lists(st.tuples(st.integers(0, 1), st.sampled_from(["take", "take", "top_up", "bare", "other", "away"])),
-                     max_size=14)
+                     max_size=20)
 
     @settings(max_examples=60, deadline=None, derandomize=True)
     @given(steps)

@@ -494,19 +494,29 @@ class IdLeases:
         created (their refs' commit recorded in ``held``), and "answered" (created, or beaten to it
         by another clone), "refused" (the remote answered no: a hook, a protected namespace, no
         right to push) or "unreachable"."""
-        created, status = self._push(remote, NAMESPACE, blocks, f"lease ids {', '.join(map(_span, blocks))}")
+        # A block this clone registered before (an offline block, on a remote it was set to
+        # before another url) goes at the commit it pushed then: back on that remote, the ref
+        # there is at it, which says the block is this clone's, not another's.
+        known = {str(k): held.holders[str(k)] for k in blocks if str(k) in held.holders}
+        gone = self._absent(set(known.values())) if known else set()
+        created, status = self._push(remote, NAMESPACE, blocks, f"lease ids {', '.join(map(_span, blocks))}",
+                                     {k: c for k, c in known.items() if c not in gone})
         held.holders.update(created)
         return [int(k) for k in created], status
 
-    def _push(self, remote: Remote, namespace: str, blocks: list[int], what: str) -> tuple[dict[str, str], str]:
+    def _push(self, remote: Remote, namespace: str, blocks: list[int], what: str,
+              known: Mapping[str, str] | None = None) -> tuple[dict[str, str], str]:
         """Create the refs ``namespace<k>`` of ``blocks`` on the remote, each only if it does not
-        exist, at a commit that says ``what`` and who: the blocks created (as str) with that
-        commit, and the status ``_create`` returns."""
-        commit = self._holder(what)
-        outcome = claims.claim(self.store, remote.name, commit, {f"{namespace}{k}": "" for k in blocks})
+        exist (or is at the commit ``known`` gives it), at that commit or else at one that says
+        ``what`` and who: the blocks created (as str) with their commits, and the status
+        ``_create`` returns."""
+        known = known or {}
+        commit = self._holder(what) if any(str(k) not in known for k in blocks) else ""
+        wanted = {f"{namespace}{k}": (known.get(str(k), commit), "") for k in blocks}
+        outcome = claims.claim_each(self.store, remote.name, wanted)
         if outcome is None:
             return {}, "unreachable"
-        created = {ref[len(namespace):]: commit for ref, said in outcome.items() if said == claims.CREATED}
+        created = {ref[len(namespace):]: wanted[ref][0] for ref, said in outcome.items() if said == claims.CREATED}
         # Every ref refused: the caller has just read the remote's refs, so the remote answered no.
         return created, "refused" if set(outcome.values()) == {claims.REFUSED} else "answered"
 
@@ -563,10 +573,12 @@ class IdLeases:
             return held
         # Blocks leased on another remote mean nothing on this one. Offline blocks keep their ids
         # (used-up ones too) and are registered on this one, those the last remote registered
-        # too: drawn from until used up, as before, so that ids go on increasing (a lease there
-        # would go below the ten-digit ids this clone handed out).
+        # too (at the commit pushed there: ``_create``): drawn from until used up, as before, so
+        # that ids go on increasing (a lease there would go below the ten-digit ids handed out).
         offline = [b for b in held.blocks if b[0] >= OFFLINE_FIRST]
-        return Leases(home, remote.url, offline, sorted({*held.unregistered, *(k for k, _n in offline)}))
+        kept = sorted({*held.unregistered, *(k for k, _n in offline)})
+        return Leases(home, remote.url, offline, kept,
+                      holders={str(k): held.holders[str(k)] for k in kept if str(k) in held.holders})
 
     def _save(self, held: Leases) -> None:
         path = self.common_dir / STATE_FILE
