@@ -269,8 +269,14 @@ class Transaction:
         top = self._highest_auto_id(count)
         kb = self.kb
 
+        index: list[bytes | None] = []  # git's index, read once, when a name is free in the work tree
+
         def taken(n: int) -> bool:  # a file has the name, or git's index holds one the person deleted
-            return os.path.lexists(kb.memories_dir / f"{n}.yaml") or self._staged_away(str(n))
+            if os.path.lexists(kb.memories_dir / f"{n}.yaml"):
+                return True
+            if not index:
+                index.append(self._index_bytes())
+            return self._staged_away(str(n), index[0])
 
         leased = self.leases.take(count, top, taken)
         ids = leased if leased is not None else [str(n) for n in _free(top + 1, count, taken)]
@@ -283,23 +289,28 @@ class Transaction:
             )
         return ids
 
-    def _staged_away(self, memory_id: str) -> bool:
+    def _index_bytes(self) -> bytes | None:
+        """git's index file, where each path is spelt whole (version 2 or 3, not split: no shared
+        index beside it); b"" when there is none; None when it cannot tell."""
+        path = self.store.index_file
+        try:
+            with open(path, "rb") as index:
+                data = index.read()
+            shared = any(name.startswith("sharedindex.") for name in os.listdir(path.parent))
+        except FileNotFoundError:
+            return b""
+        except OSError:
+            return None
+        return data if data[:8] in (b"DIRC\0\0\0\2", b"DIRC\0\0\0\3") and not shared else None
+
+    def _staged_away(self, memory_id: str, index: bytes | None) -> bool:
         """Whether git's index holds the memory's file, added (``git add``) and since deleted from
         the work tree, which HEAD lacks: a commit there would take the place of the version the
-        person's next ``git commit`` takes (``GitStore.staged_new``). The index (version 2 or 3, not split,
-        where each path is spelt whole) is searched for the path first: a git process only when
-        it is there, or the index cannot tell."""
+        person's next ``git commit`` takes (``GitStore.staged_new``). ``index`` (``_index_bytes``)
+        is searched for the path first: a git process only when it is there, or cannot tell."""
         path = memory_path(memory_id)
-        try:
-            with open(self.store.index_file, "rb") as index:
-                data = index.read()
-        except FileNotFoundError:
+        if index is not None and self.store.repo_path(path).encode("utf-8", "surrogateescape") + b"\0" not in index:
             return False
-        except OSError:
-            data = b""
-        if data[:8] in (b"DIRC\0\0\0\2", b"DIRC\0\0\0\3") and b"link" not in data:
-            if self.store.repo_path(path).encode("utf-8", "surrogateescape") + b"\0" not in data:
-                return False
         return path in self.store.staged_new([path])
 
     def _highest_auto_id(self, count: int) -> int:
