@@ -35,7 +35,7 @@ from ..core.memory import MAX_FILE_BYTES, Memory, loads, too_large
 from ..core.problems import command, shown, words
 from ..core.results import SyncReport
 from ..store.moves import note, refusal
-from ..store.renames import renamed_away
+from ..store.renames import ever_renamed, renamed_away
 from ..store.worktree import missing_by_hand
 from ..transaction import Transaction
 from .parts import Parts
@@ -220,7 +220,7 @@ class Context(Parts):
         arrived (which a sync points at the new id), mean that memory. ``instead``: what a person
         does for a memory of its own (the way to reuse the id on purpose, ``--reuse-id``, follows);
         ``moving``: the memory a rename gives the id (taking it back is no reuse)."""
-        away = renamed_away(self.store, memory_id)
+        away = renamed_away(self.store, memory_id) if ever_renamed(self.store, memory_id) else None
         if away is None or away.forgotten or away.moves[-1][0] == moving:
             return  # never renamed, renamed and then forgotten for good (the id names nothing), or going back
         final, commit = away.moves[-1][0], away.moves[0][1]

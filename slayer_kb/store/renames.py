@@ -47,6 +47,16 @@ def last_deletion(store: GitStore, memory_id: str) -> str | None:
     return proc.stdout.decode().strip() or None
 
 
+def ever_renamed(store: GitStore, memory_id: str) -> bool:
+    """Whether a commit of HEAD's history records a rename of ``memory_id`` (its trailer, which
+    ``renamed_away`` then checks): commit messages alone, no tree read (a new id's ``last_deletion``
+    walks every commit's tree, 0.3 s of CPU at 3,000 commits; this, a few ms)."""
+    if store.head() is None:
+        return False
+    return bool(store.git(*_LOG, "-1", "--format=%H", "--fixed-strings", f"--grep={_KEY}{memory_id} -> ",
+                          "HEAD", "--").stdout.strip())
+
+
 @dataclass(frozen=True)
 class Away:
     """Where an id a commit renamed went: each move in order (the new id, its commit), and the
