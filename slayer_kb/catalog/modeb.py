@@ -102,13 +102,8 @@ def _node_problem(node: ast.AST) -> str | None:
         return f"unsupported AST node {type(node).__name__}."
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.args:
         return _empty_call(node.func.id)
-    # x.agg() is SLayer's method form of an aggregation; a scalar or transform so called is not
-    # (a custom aggregation's name is the catalog's, unknown here: taken).
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
-            and (node.func.attr.lower() in _SCALARS or node.func.attr in _TRANSFORMS):
-        attr = node.func.attr
-        return (f"the method call {ast.unparse(node.func.value)}.{attr}(...) calls {attr!r}, which is not an "
-                f"aggregation; write the functional form, e.g. {attr}.")
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        return _method_problem(node, node.func)
     if isinstance(node, ast.Constant) and not isinstance(node.value, _LITERALS):
         return f"unsupported literal type {type(node.value).__name__}."
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
@@ -120,6 +115,81 @@ def _node_problem(node: ast.AST) -> str | None:
         if not isinstance(base, ast.Name):
             return f"unsupported attribute base {type(base).__name__}."
     return None
+
+
+def _method_problem(node: ast.Call, func: ast.Attribute) -> str | None:
+    """Why SLayer refuses the method call ``path.agg(value, ...)``, its spelling of
+    ``agg(path.value, ...)`` (``slayer.engine.syntax._method_call_refusal``), in its words; None
+    when it takes it (a custom aggregation's name is the catalog's, unknown here: taken)."""
+    path, name = ast.unparse(func.value), func.attr
+    base = func.value
+    while isinstance(base, ast.Attribute):
+        base = base.value
+    if not isinstance(base, ast.Name):
+        return None  # the attribute's own check names it
+    lowered = name.lower()
+    if lowered in _SCALARS or lowered in _DATE_PART_FUNCTIONS or (name in _TRANSFORMS and lowered not in _AGGREGATIONS):
+        reason = f"calls {name!r}, which is not an aggregation"
+    elif not node.args:
+        reason = "needs the aggregated value as its first argument"
+    elif any(isinstance(leaf, ast.Attribute) or (isinstance(leaf, ast.Call) and not _scalar(leaf))
+             for leaf in _leaves(node.args[0])):
+        reason = "may read only bare column names of that path"
+    elif any(keyword.arg == "partition_by" for keyword in node.keywords):
+        reason = "cannot take partition_by="
+    elif not all(_literal(value) for value in [*node.args[1:], *(keyword.value for keyword in node.keywords)]):
+        reason = "takes only literal further arguments"
+    else:
+        return None
+    problem = f"the method call {path}.{name}(...) {reason}; write the functional form, e.g. {_functional(node, path, name)}."
+    # With no argument, SLayer's example is the bare name: say what the call most likely meant.
+    return problem + (f" Here that is {name}({path})." if not node.args else "")
+
+
+def _leaves(node: ast.expr) -> list[ast.expr]:
+    """The operands of a method call's value, through arithmetic, comparisons and scalar calls,
+    as SLayer projects the call's path onto them (``_source_leaves``)."""
+    if isinstance(node, ast.BinOp):
+        return [*_leaves(node.left), *_leaves(node.right)]
+    if isinstance(node, ast.UnaryOp):
+        return _leaves(node.operand)
+    if isinstance(node, ast.BoolOp):
+        return [leaf for value in node.values for leaf in _leaves(value)]
+    if isinstance(node, ast.Compare):
+        return [leaf for part in (node.left, *node.comparators) for leaf in _leaves(part)]
+    if isinstance(node, ast.Call) and _scalar(node):
+        return [leaf for arg in node.args for leaf in _leaves(arg)]
+    return [node]
+
+
+def _scalar(node: ast.Call) -> bool:
+    return isinstance(node.func, ast.Name) and node.func.id.lower() in _SCALARS
+
+
+def _literal(node: ast.expr) -> bool:
+    """A literal further argument: a constant, maybe negated (``{variable}`` is one, read as 0)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    return isinstance(node, ast.Constant)
+
+
+def _functional(node: ast.Call, path: str, name: str) -> str:
+    """``path.name(value, ...)`` written as the call it stands for, ``name(path.value, ...)``;
+    the bare name when it has no argument, as SLayer writes it."""
+    if not node.args and not node.keywords:
+        return name
+
+    class _OntoPath(ast.NodeTransformer):
+        def visit_Name(self, leaf: ast.Name) -> ast.expr:
+            return ast.Attribute(ast.Name(path), leaf.id) if path else leaf
+
+        def visit_Call(self, call: ast.Call) -> ast.Call:
+            return self.generic_visit(call) if _scalar(call) else call  # type: ignore[return-value]
+
+    args = [_OntoPath().visit(node.args[0]) if node.args else None, *node.args[1:]]
+    params = [ast.unparse(arg) for arg in args if arg is not None]
+    params += [f"{keyword.arg}={ast.unparse(keyword.value)}" for keyword in node.keywords]
+    return f"{name}({', '.join(params)})"
 
 
 def _empty_call(name: str) -> str | None:
@@ -144,6 +214,8 @@ _DATE_PART_ALIASES = {
     "isoweek": "week", "iso_week": "week", "weekofyear": "week", "dayofmonth": "day", "day_of_month": "day",
 }
 _AMBIGUOUS_WEEKDAYS = ("weekday", "dayofweek", "dow")
+# The names SLayer calls as date_part() aliases (``DATE_PART_ALIASES``), no aggregation's method.
+_DATE_PART_FUNCTIONS = frozenset({*_DATE_PART_ALIASES, "day_of_week", "day_of_year", "iso_year"})
 
 
 def extract_problem(text: str) -> str | None:
