@@ -31,6 +31,10 @@ REFUSED = [
      "date_part('day_of_week', x) (ISO, Monday = 1 … Sunday = 7) or date_part('day_of_week', x) % 7 "
      "(Sunday = 0 … Saturday = 6)."),
     ("max(date_part('epoch', created_at))", f"unknown date_part() part 'epoch'; accepted: {PARTS}."),
+    ("max(date_part(created_at))", f"the part of date_part() must be a string literal, one of: {PARTS}."),
+    ("cumsum(sum(amount), 1)", "Transform 'cumsum' accepts exactly one positional argument (the value to "
+     "transform); pass any offset, partition, or other settings as keyword arguments (e.g. ``cumsum(value, "
+     "partition_by=...)``)."),
     ("amount.sum()", "the method call amount.sum(...) needs the aggregated value as its first argument; write the "
      "functional form, e.g. sum. Here that is sum(amount)."),
     ("customers.sum(city, status)", "the method call customers.sum(...) takes only literal further arguments; write "

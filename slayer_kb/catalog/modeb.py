@@ -100,8 +100,8 @@ def _node_problem(node: ast.AST) -> str | None:
         )
     if isinstance(node, _UNSUPPORTED):
         return f"unsupported AST node {type(node).__name__}."
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.args:
-        return _empty_call(node.func.id)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        return _empty_call(node.func.id) if not node.args else _call_problem(node.func.id, node.args)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         return _method_problem(node, node.func)
     if isinstance(node, ast.Constant) and not isinstance(node.value, _LITERALS):
@@ -163,7 +163,10 @@ def _leaves(node: ast.expr) -> list[ast.expr]:
 
 
 def _scalar(node: ast.Call) -> bool:
-    return isinstance(node.func, ast.Name) and node.func.id.lower() in _SCALARS
+    """A scalar call, which a method call's path goes through: extract and the date-part aliases
+    are SLayer's date_part()."""
+    return isinstance(node.func, ast.Name) and (node.func.id.lower() in _SCALARS | _DATE_PART_FUNCTIONS
+                                                or node.func.id.lower() == "extract")
 
 
 def _literal(node: ast.expr) -> bool:
@@ -190,6 +193,45 @@ def _functional(node: ast.Call, path: str, name: str) -> str:
     params = [ast.unparse(arg) for arg in args if arg is not None]
     params += [f"{keyword.arg}={ast.unparse(keyword.value)}" for keyword in node.keywords]
     return f"{name}({', '.join(params)})"
+
+
+# The transforms that take more than their value positionally, and what (SLayer's
+# ``_TRANSFORM_POSITIONAL_KWARGS``); any other takes its settings as keywords.
+_TRANSFORM_POSITIONAL = {"time_shift": ("periods", "granularity"), "lag": ("periods",), "lead": ("periods",)}
+_UNITS = ("second", "minute", "hour", "day", "week", "week_sunday", "month", "quarter", "year")
+# The date functions whose unit (date_part's part) is a string literal, and where (``DATE_UNIT_ARGS``).
+_UNIT_ARGS = {"date_part": 0, "date_diff": 0, "date_add": 2, "interval": 1}
+
+
+def _call_problem(name: str, args: list[ast.expr]) -> str | None:
+    """Why SLayer refuses ``name(args...)``, a call with arguments: a transform given more
+    positional arguments than it takes, a date function's unit that is not one of its words."""
+    if name in _TRANSFORMS and name.lower() not in _AGGREGATIONS and len(args) > 1:
+        taken = _TRANSFORM_POSITIONAL.get(name)
+        if taken is None:
+            return (f"Transform {name!r} accepts exactly one positional argument (the value to transform); pass "
+                    f"any offset, partition, or other settings as keyword arguments (e.g. ``{name}(value, "
+                    "partition_by=...)``).")
+        if len(args) - 1 > len(taken):
+            return (f"Transform {name!r} accepts at most {len(taken)} positional argument(s) after the value "
+                    f"({', '.join(taken)}); got {len(args) - 1}.")
+    lowered = name.lower()
+    at = _UNIT_ARGS.get(lowered)
+    if at is None or at >= len(args):
+        return None
+    words = _DATE_PARTS if lowered == "date_part" else _UNITS
+    what = "part" if lowered == "date_part" else "unit"
+    unit = args[at]
+    if not (isinstance(unit, ast.Constant) and isinstance(unit.value, str)):
+        return f"the {what} of {lowered}() must be a string literal, one of: {', '.join(words)}."
+    word = unit.value.lower()
+    if lowered == "date_part":
+        if word in _AMBIGUOUS_WEEKDAYS:
+            return _ambiguous_weekday(unit.value)
+        word = _DATE_PART_ALIASES.get(word, word)
+    if word not in words:
+        return f"unknown {lowered}() {what} {unit.value!r}; accepted: {', '.join(words)}."
+    return None
 
 
 def _empty_call(name: str) -> str | None:
@@ -219,22 +261,23 @@ _DATE_PART_FUNCTIONS = frozenset({*_DATE_PART_ALIASES, "day_of_week", "day_of_ye
 
 
 def extract_problem(text: str) -> str | None:
-    """An ``extract(part from x)`` or ``date_part('part', x)`` (outside strings and ``#``
-    comments) whose part SLayer's ``date_part()`` does not take, in its words."""
+    """An ``extract(part from x)`` (outside strings and ``#`` comments) whose part SLayer's
+    ``date_part()`` does not take, in its words (the check reads the formula with the part
+    dropped, so it is read here, from the text)."""
     tokens = lexer.uncommented(text, lexer.tokens(text))
     for index in range(len(tokens)):
         window = [t.text.lower() for t in tokens[index : index + 4]]
-        # extract(part from x), or date_part('part', x) with the part quoted, as SLayer checks both.
-        if len(window) < 4 or window[1] != "(" or (window[0], window[3]) not in (("extract", "from"),
-                                                                                 ("date_part", ",")):
-            continue
-        if window[0] == "date_part" and tokens[index + 2].kind != "lit":
+        if len(window) < 4 or window[:2] != ["extract", "("] or window[3] != "from":
             continue
         part = tokens[index + 2].text.strip("'\"")
         word = part.lower()
         if word in _AMBIGUOUS_WEEKDAYS:
-            return (f"{part!r} has conflicting weekday numberings across databases; write date_part('day_of_week', "
-                    "x) (ISO, Monday = 1 … Sunday = 7) or date_part('day_of_week', x) % 7 (Sunday = 0 … Saturday = 6).")
+            return _ambiguous_weekday(part)
         if _DATE_PART_ALIASES.get(word, word) not in _DATE_PARTS:
             return f"unknown date_part() part {part!r}; accepted: {', '.join(_DATE_PARTS)}."
     return None
+
+
+def _ambiguous_weekday(part: str) -> str:
+    return (f"{part!r} has conflicting weekday numberings across databases; write date_part('day_of_week', "
+            "x) (ISO, Monday = 1 … Sunday = 7) or date_part('day_of_week', x) % 7 (Sunday = 0 … Saturday = 6).")

@@ -246,6 +246,7 @@ class _Frame:
     colon: bool  # the argument list of a colon aggregation, x:agg(...)
     inherited: bool  # inside a keyword argument's value further out
     path: str | None = None  # a method call's path, onto which its value's names go
+    method: bool = False  # the method call's own frame: its later arguments take no path
     keyword: bool = False  # inside a keyword argument's value of this call
 
     @property
@@ -292,7 +293,8 @@ def _scan(text: str, what: str, sql: bool) -> list[str]:
         elif token.text == ",":
             if stack:
                 stack[-1].keyword = False
-                stack[-1].path = None  # a method call's later arguments are literals
+                if stack[-1].method:
+                    stack[-1].path = None  # a method call's later arguments are literals
         elif stack and stack[-1].skip:
             continue
         elif token.kind == "name" and index not in rewritten:
@@ -352,7 +354,7 @@ def _open_frame(tokens: list[Token], index: int, stack: list[_Frame], sql: bool)
     func = before.text.lower() if before.kind == "name" else None
     colon = func is not None and index >= 2 and tokens[index - 2].text == ":"
     path = before.text.rpartition(".")[0] if func is not None and not sql else None
-    return _Frame(func, colon, bool(stack) and stack[-1].skip, path or (stack[-1].path if stack else None))
+    return _Frame(func, colon, bool(stack) and stack[-1].skip, path or (stack[-1].path if stack else None), bool(path))
 
 
 def _name_reference(

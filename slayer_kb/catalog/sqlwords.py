@@ -1,5 +1,6 @@
 """What to write instead of a word SLayer reads as a column that no catalog has: a word of SQL
-or Python where a column cannot stand (``count(distinct x)``, ``order by x desc``, ``true:count``),
+or Python where a column cannot stand (``count(distinct x)``, ``order by x desc``, ``true:count``;
+``desc:count`` aggregates a column ``desc``),
 or the word after a spaced colon (``amount : sum``).
 
 SLayer's resolver looks such a word up as a column and reports it not found. Reported so, it
@@ -38,11 +39,8 @@ def fix_for(word: str, text: str, kind: str) -> str | None:
         name, colon = spaced.group(1), spaced.group(3)
         return f"write '{name}{colon}{word}', with no spaces around the colon"
     lower = "None" if word == "None" else word.lower()
-    if re.search(rf"(?<!:)\b{bare}:\w", text):
-        if lower in _PYTHON_WORDS:
-            return "it is a word of SLayer's formulas (Python's); name a column before ':' ('*:count' counts rows)"
-        if lower in _ORDER_WORDS | _CLOCK_WORDS | {"distinct"}:
-            return "it is a word of SQL; name a column before ':' ('*:count' counts rows)"
+    if lower in _PYTHON_WORDS and re.search(rf"(?<!:)\b{bare}:\w", text):
+        return "it is a word of SLayer's formulas (Python's); name a column before ':' ('*:count' counts rows)"
     if lower in _PYTHON_WORDS:
         return "it is a word of SQL or Python that SLayer cannot read here; remove it"
     if not any(_keyword_at(found, lower) for found in _places(word, text, kind)):
