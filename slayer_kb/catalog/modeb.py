@@ -11,6 +11,8 @@ from . import lexer
 # What the check writes for a colon aggregation (``amount:sum``) before Python reads the formula;
 # called, it has its arguments after the colon's (``amount:weighted_avg(weight=qty)``).
 AGGREGATED = "_agg"
+# And for a counted star (count(*), count(orders.*)).
+COUNTED = "_star"
 
 # The binary operators SLayer's Mode-B parser takes: arithmetic, and | (SQL's ||, which it
 # reads as concat(x, y)); ^ & << >> @ it refuses.
@@ -56,7 +58,11 @@ def node_problem(tree: ast.Expression) -> str | None:
     """What Python parses and SLayer does not (``sum(amount) ^ 2``, ``x[0]``, ``sum()``), in
     SLayer's words; None when it takes every node."""
     allowed: set[int] = set()  # the tuples and lists on the right of an ``in``
+    added: set[int] = set()  # the intervals added to a value or taken from one, where SLayer takes them
     for node in ast.walk(tree):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+            added.update(id(side) for side in ((node.left, node.right) if isinstance(node.op, ast.Add)
+                                                 else (node.right,)) if _interval(side))
         if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
             problem = _in_problem(node.comparators[0])
             if problem is not None:
@@ -65,7 +71,15 @@ def node_problem(tree: ast.Expression) -> str | None:
         problem = _node_problem(node)
         if problem is not None and id(node) not in allowed:
             return problem
+    # Checked once the calls are read, as SLayer checks where an interval stands after its unit.
+    if any(_interval(node) and id(node) not in added for node in ast.walk(tree)):
+        return ("interval(n, unit) is only valid as `x + interval(n, unit)`, `interval(n, unit) + x` or "
+                "`x - interval(n, unit)`; otherwise use date_add(x, n, unit).")
     return None
+
+
+def _interval(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id.lower() == "interval"
 
 
 def _in_problem(right: ast.expr) -> str | None:
@@ -133,7 +147,7 @@ def _method_problem(node: ast.Call, func: ast.Attribute) -> str | None:
     elif not node.args:
         reason = "needs the aggregated value as its first argument"
     elif any(isinstance(leaf, ast.Attribute) or (isinstance(leaf, ast.Call) and not _scalar(leaf))
-             for leaf in _leaves(node.args[0])):
+             or (isinstance(leaf, ast.Name) and leaf.id == AGGREGATED) for leaf in _leaves(node.args[0])):
         reason = "may read only bare column names of that path"
     elif any(keyword.arg == "partition_by" for keyword in node.keywords):
         reason = "cannot take partition_by="
@@ -181,6 +195,12 @@ def _functional(node: ast.Call, path: str, name: str) -> str:
     the bare name when it has no argument, as SLayer writes it."""
     if not node.args and not node.keywords:
         return name
+    probed = any((isinstance(leaf, ast.Name) and leaf.id in (AGGREGATED, COUNTED))
+                 or (isinstance(leaf, ast.Attribute) and leaf.attr == COUNTED)
+                 or (isinstance(leaf, ast.Call) and isinstance(leaf.func, ast.Name) and leaf.func.id.lower() == "extract")
+                 for arg in node.args for leaf in ast.walk(arg))
+    if probed:  # the check rewrote what it holds (x:agg, a counted star, extract's unit): not shown
+        return f"{name}(...)"
 
     class _OntoPath(ast.NodeTransformer):
         def visit_Name(self, leaf: ast.Name) -> ast.expr:

@@ -420,7 +420,9 @@ def _refuse_miscased_count(
 ) -> None:
     """A formula's ``COUNT(*)``: SLayer's Mode-B parser takes only the lower-case count."""
     if _counted(tokens, index, stack, sql=True):
-        star, count = tokens[index].text, tokens[index - 2].text
+        # A method call's path goes onto the star, as SLayer reads customers.COUNT(*).
+        path, _, count = tokens[index - 2].text.rpartition(".")
+        star = f"{path}.{tokens[index].text}" if path else tokens[index].text
         raise InvalidInputError(f"{what} {text!r}: {_star_refused(f'{star}:{count}', star)}")
 
 
