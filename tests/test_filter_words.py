@@ -26,43 +26,31 @@ def test_the_words_slayer_skips_in_a_filter_name_no_column(word: str) -> None:
     assert filter_references(f"x > 1 and {word} > 2 and {word.upper()} < 3") == ["x"]
 
 
-def test_a_column_named_like_a_sql_word_is_linked_from_a_filter(tmp_path: Path, invoke_cli: CliRunner) -> None:
-    """SLayer reads ``desc``, ``offset``, ``interval`` in a filter as columns (its engine too): a
-    column so named was not linked, a tag silently missing."""
-    root = make_catalog_kb(tmp_path / "kb")
-    with (root / "models" / "shop" / "refunds.yaml").open("a", encoding="utf-8") as model:
-        model.write("- {name: desc, type: TEXT}\n- {name: offset, type: INT}\n- {name: interval, type: INT}\n")
-    commit_all(root, "columns named like SQL words")
-    query = {"source_model": "refunds", "filters": ["desc = 'late' and offset > 1", "interval between 1 and 5"]}
-    proc = invoke_cli("--kb", root, "save", "refunds by delay", "--query", json.dumps(query), "--json")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert json.loads(proc.stdout)["resolved_entities"] == [
-        "shop.refunds", "shop.refunds.desc", "shop.refunds.offset", "shop.refunds.interval"]
-
-
 def test_a_dropped_column_named_like_a_word_reads_as_stale(tmp_path: Path, invoke_cli: CliRunner) -> None:
-    """SLayer reads ``none`` as a column, in a formula and a filter: a column so named went untagged.
-    Dropped from the model, a column named ``desc``, ``offset`` or ``none`` read as the query's
-    slip (invalid: "a filter orders no rows", ``desc:count``: "a word of SQL"), not as the stale
-    tag any dropped column leaves."""
+    """SLayer reads ``desc``, ``offset``, ``interval`` in a filter and ``none`` anywhere as columns (its
+    engine too): a column so named went untagged. Dropped from the model, a column named ``desc``,
+    ``offset`` or ``none`` read as the query's slip (invalid: "a filter orders no rows",
+    ``desc:count``: "a word of SQL"), not as the stale tag any dropped column leaves."""
     root = make_catalog_kb(tmp_path / "kb")
     model = root / "models" / "shop" / "refunds.yaml"
     before = model.read_text(encoding="utf-8")
-    model.write_text(before + "- {name: desc, type: TEXT}\n- {name: offset, type: INT}\n- {name: none, type: INT}\n",
-                     encoding="utf-8")
+    model.write_text(before + "- {name: desc, type: TEXT}\n- {name: offset, type: INT}\n- {name: none, type: INT}\n"
+                     "- {name: interval, type: INT}\n", encoding="utf-8")
     commit_all(root, "columns named like words")
-    query = {"source_model": "refunds", "measures": ["sum(none)", "desc:count"],
-             "filters": ["desc = 'late' and offset > 1"]}
-    saved = json_of(invoke_cli("--kb", root, "save", "refunds by delay", "--query", json.dumps(query), "--json",
-                               check=True))
-    assert saved["resolved_entities"] == ["shop.refunds", "shop.refunds.none", "shop.refunds.desc",
-                                          "shop.refunds.offset"]
+    queries = [{"source_model": "refunds", "filters": ["desc = 'late' and offset > 1", "interval between 1 and 5"]},
+               {"source_model": "refunds", "measures": ["desc:count"]},
+               {"source_model": "refunds", "measures": ["sum(none)"], "filters": ["none = 1"]}]
+    saved = [json_of(invoke_cli("--kb", root, "save", f"refunds {index}", "--query", json.dumps(query), "--json",
+                                check=True))["resolved_entities"] for index, query in enumerate(queries)]
+    assert saved == [["shop.refunds", "shop.refunds.desc", "shop.refunds.offset", "shop.refunds.interval"],
+                     ["shop.refunds", "shop.refunds.desc"], ["shop.refunds", "shop.refunds.none"]]
     model.write_text(before, encoding="utf-8")
     commit_all(root, "the columns dropped")
     problems = json_of(invoke_cli("--kb", root, "--json", "validate"))["problems"]
-    assert [(p["kind"], p["message"].split(" (")[0]) for p in problems if "query" in p["message"]] == [
-        ("stale_query", "attached query has stale references")]
-    assert "Entity 'none' not found in any datasource" in problems[-1]["message"]
+    assert [(p["kind"], p["message"].split(": Entity")[0]) for p in problems if p["kind"]] == [
+        ("stale_query", "attached query has stale references (filters[0] \"desc = 'late' and offset > 1\""),
+        ("stale_query", "attached query has stale references (measures[0] 'desc:count'"),
+        ("stale_query", "attached query has stale references (measures[0] 'sum(none)'")]
 
 
 def test_dashes_and_slash_star_in_a_filter_are_operators(tmp_path: Path, invoke_cli: CliRunner) -> None:
