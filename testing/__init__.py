@@ -6,7 +6,7 @@
 
 from . import signals
 from .catalog import write_test_catalog
-from .cli import BLOCKED, CliRunner, Watcher, blocker, cli_runner, in_process_runner, in_the_kb, json_of
+from .cli import BLOCKED, CliRunner, Watcher, blocker, cli_runner, in_process_runner, in_the_kb, json_of, save_refusal
 from .example import RELEVANCE
 from .gittrace import GitRuns, traced_git
 from .hostile import hostile_toc
@@ -31,5 +31,5 @@ __all__ = [
     "BLOCKED", "EXAMPLE_KB", "account_home_at", "GIT_ENV", "RELEVANCE", "ROOT", "WAIT_SECONDS", "CliRunner", "GitRuns", "Watcher",
     "blocker", "cli_runner", "commit_all", "eventually", "fsck", "git", "hostile_toc", "in_process_runner", "in_the_kb", "isolate", "json_of", "lose_races",
     "make_catalog_kb", "make_empty_kb", "make_example_kb", "make_indexed_example_kb",
-    "make_team", "read_only", "signals", "traced_git", "write_test_catalog",
+    "make_team", "read_only", "save_refusal", "signals", "traced_git", "write_test_catalog",
 ]

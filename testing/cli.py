@@ -148,6 +148,13 @@ def json_of(proc: subprocess.CompletedProcess[str]) -> dict:
     return json.loads(proc.stdout)
 
 
+def save_refusal(invoke_cli: CliRunner, root: Path, query: dict[str, Any]) -> str:
+    """The last line ``save --query`` prints of ``query``, which it must refuse: what a user reads."""
+    proc = invoke_cli("--kb", root, "save", "a query", "--query", json.dumps(query))
+    assert proc.returncode != 0, f"saved: {proc.stdout}"
+    return proc.stderr.strip().splitlines()[-1]
+
+
 class Watcher:
     """A running ``slayer-kb watch`` whose stderr is collected on a thread (so it never blocks)."""
 

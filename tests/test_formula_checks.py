@@ -3,13 +3,11 @@ refuse them in SLayer's words (found by the differential pass against SLayer's p
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.catalog.querychecks import formula_problem
-from testing import CliRunner
+from testing import CliRunner, save_refusal
 
 PARTS = "year, iso_year, quarter, month, week, day, day_of_week, day_of_year, hour, minute, second"
 
@@ -33,8 +31,16 @@ REFUSED = [
      "date_part('day_of_week', x) (ISO, Monday = 1 … Sunday = 7) or date_part('day_of_week', x) % 7 "
      "(Sunday = 0 … Saturday = 6)."),
     ("max(date_part('epoch', created_at))", f"unknown date_part() part 'epoch'; accepted: {PARTS}."),
+    ("max(date_part(created_at))", f"the part of date_part() must be a string literal, one of: {PARTS}."),
+    ("cumsum(sum(amount), 1)", "Transform 'cumsum' accepts exactly one positional argument (the value to "
+     "transform); pass any offset, partition, or other settings as keyword arguments (e.g. ``cumsum(value, "
+     "partition_by=...)``)."),
+    ("amount.sum()", "the method call amount.sum(...) needs the aggregated value as its first argument; write the "
+     "functional form, e.g. sum. Here that is sum(amount)."),
+    ("customers.sum(city, status)", "the method call customers.sum(...) takes only literal further arguments; write "
+     "the functional form, e.g. sum(customers.city, status)."),
     ("max(status.upper())", "the method call status.upper(...) calls 'upper', which is not an aggregation; write "
-     "the functional form, e.g. upper."),
+     "the functional form, e.g. upper. Here that is upper(status)."),
 ]
 
 
@@ -44,10 +50,7 @@ def test_save_refuses_what_slayers_parser_refuses(
 ) -> None:
     """Python parses each of these, so the check took them and the query was saved; SLayer's
     parser refuses them, so SLayer could not run it."""
-    query = json.dumps({"source_model": "orders", "measures": [formula]})
-    proc = invoke_cli("--kb", example_kb_read_only.root, "save", "a formula", "--query", query)
-    assert proc.returncode != 0
-    assert proc.stderr.strip().splitlines()[-1] == (
+    assert save_refusal(invoke_cli, example_kb_read_only.root, {"source_model": "orders", "measures": [formula]}) == (
         f"Error: measures[0].formula: Invalid Mode-B expression {formula!r}: {words}")
 
 
@@ -76,10 +79,7 @@ def test_a_colon_aggregation_of_a_python_word_is_refused_naming_the_fix(
     """SLayer reads ``x:agg`` as the column x aggregated, whatever its name, and finds no column
     true. Refused as not found, it read as stale (a column the catalog dropped: sync pushed it,
     search said re-save, which fails); it is the query's own slip."""
-    query = json.dumps({"source_model": "orders", "measures": [formula]})
-    proc = invoke_cli("--kb", example_kb_read_only.root, "save", "a formula", "--query", query)
-    assert proc.returncode != 0
-    assert proc.stderr.strip().splitlines()[-1] == (
+    assert save_refusal(invoke_cli, example_kb_read_only.root, {"source_model": "orders", "measures": [formula]}) == (
         f"Error: measures[0] {formula!r}: {word!r} names no column: it is a word of SLayer's formulas "
         "(Python's); name a column before ':' ('*:count' counts rows).")
 

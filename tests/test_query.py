@@ -1023,15 +1023,15 @@ def test_a_query_joining_a_column_to_a_string_names_the_column(
 @pytest.mark.parametrize(("scan", "text", "refs"), [
     (formula_references, "sum(amount) + null * NULL + Null", ["amount"]),
     (formula_references, "sum(iif(flag == TRUE, amount, FALSE))", ["flag", "amount"]),
-    (formula_references, "sum(None) + sum(none) + sum(NONE)", []),
+    (formula_references, "sum(None) + sum(none) + sum(NONE)", ["none", "NONE"]),
     (formula_references, "sum(null.x) + sum(x.null)", ["null.x", "x.null"]),
     (filter_references, "status = None or notes = none", ["status", "notes", "none"]),
 ])
 def test_the_literals_slayer_reads_are_no_columns(scan: Any, text: str, refs: list[str]) -> None:
     """SLayer 1.4.1 reads true, false and null in any letter case as literals, and None as Python
     writes it; a formula's null was tagged as a column (a query with CASE WHEN x IS NULL was
-    dropped: "Entity 'NULL' not found"). SLayer takes a formula's none or NONE for a column;
-    slayer-kb names no column by it, as earlier releases did (docs/fidelity.md)."""
+    dropped: "Entity 'NULL' not found"). none and NONE are names, columns to SLayer: a column so
+    named went untagged."""
     assert scan(text) == refs
 
 

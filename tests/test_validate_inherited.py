@@ -62,3 +62,34 @@ def test_a_query_already_refused_at_the_base_fails_no_branch(catalog_kb: Knowled
         1, f"memories/m-fine.yaml:2: attached query is not a valid SlayerQuery ({FIX['m-cd']}); fix or remove "
         "the query with 'slayer-kb edit m-fine'", "1 problem in 1 file (3 files checked), 2 warnings")
     assert invoke_cli("validate", cwd=root).stdout.splitlines()[-1] == "3 problems in 3 files (3 files checked)"
+
+
+def test_only_the_same_problem_at_the_base_is_inherited(catalog_kb: KnowledgeBase, invoke_cli) -> None:
+    """Any problem at the base made the branch's a warning: a branch that dropped a column a query
+    reads passed review when that query had another problem at the base. The same problem with
+    other columns suggested (the branch added one spelled alike) is still the base's."""
+    root = catalog_kb.root
+    memories = root / "memories"
+    (memories / "m-two.yaml").write_text(
+        "learning: Costs of repeat buyers\nquery:\n  source_model: orders\n  measures:\n  - sum(cost)\n  filters:\n"
+        f"  - count(distinct customer_id) > 5\n{CREATED}", encoding="utf-8")
+    (memories / "m-nope.yaml").write_text(memory("Nope", "measures", "sum(nope)"), encoding="utf-8")
+    commit_all(root, "saved by an earlier release")
+    git(root, "branch", "-M", "main")
+    git(root, "checkout", "-q", "-b", "feature")
+    model = root / "models" / "shop" / "orders.yaml"
+    text = model.read_text(encoding="utf-8")
+    amount = "- {name: amount, sql: amount, type: DOUBLE, description: Order total in EUR}\n"
+    text = text.replace(amount, amount + "- {name: note, type: TEXT}\n")
+    model.write_text(text.replace("- {name: cost, sql: cost, type: DOUBLE}\n", ""), encoding="utf-8")
+    commit_all(root, "a column added, one dropped")
+    proc = invoke_cli("validate", "--against", "main", cwd=root)
+    assert (proc.returncode, proc.stdout.splitlines()) == (1, [
+        "memories/m-two.yaml:2: attached query has stale references (measures[0] 'sum(cost)': Entity 'cost' not "
+        "found in any datasource (checked all known datasources).); fix or remove the query with 'slayer-kb edit "
+        "m-two'",
+        "memories/m-nope.yaml:2: warning: attached query has stale references (measures[0] 'sum(nope)': Entity "
+        "'nope' not found in any datasource (checked all known datasources). Did you mean: shop.orders.note?); "
+        "fix or remove the query with 'slayer-kb edit m-nope'; the query is so at main already: not this "
+        "branch's doing, so it fails nothing",
+        "1 problem in 1 file (2 files checked), 1 warning"])

@@ -11,6 +11,8 @@ from . import lexer
 # What the check writes for a colon aggregation (``amount:sum``) before Python reads the formula;
 # called, it has its arguments after the colon's (``amount:weighted_avg(weight=qty)``).
 AGGREGATED = "_agg"
+# And for a counted star (count(*), count(orders.*)).
+COUNTED = "_star"
 
 # The binary operators SLayer's Mode-B parser takes: arithmetic, and | (SQL's ||, which it
 # reads as concat(x, y)); ^ & << >> @ it refuses.
@@ -56,7 +58,11 @@ def node_problem(tree: ast.Expression) -> str | None:
     """What Python parses and SLayer does not (``sum(amount) ^ 2``, ``x[0]``, ``sum()``), in
     SLayer's words; None when it takes every node."""
     allowed: set[int] = set()  # the tuples and lists on the right of an ``in``
+    added: set[int] = set()  # the intervals added to a value or taken from one, where SLayer takes them
     for node in ast.walk(tree):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+            added.update(id(side) for side in ((node.left, node.right) if isinstance(node.op, ast.Add)
+                                                 else (node.right,)) if _interval(side))
         if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
             problem = _in_problem(node.comparators[0])
             if problem is not None:
@@ -65,7 +71,15 @@ def node_problem(tree: ast.Expression) -> str | None:
         problem = _node_problem(node)
         if problem is not None and id(node) not in allowed:
             return problem
+    # Checked once the calls are read, as SLayer checks where an interval stands after its unit.
+    if any(_interval(node) and id(node) not in added for node in ast.walk(tree)):
+        return ("interval(n, unit) is only valid as `x + interval(n, unit)`, `interval(n, unit) + x` or "
+                "`x - interval(n, unit)`; otherwise use date_add(x, n, unit).")
     return None
+
+
+def _interval(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id.lower() == "interval"
 
 
 def _in_problem(right: ast.expr) -> str | None:
@@ -100,15 +114,10 @@ def _node_problem(node: ast.AST) -> str | None:
         )
     if isinstance(node, _UNSUPPORTED):
         return f"unsupported AST node {type(node).__name__}."
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.args:
-        return _empty_call(node.func.id)
-    # x.agg() is SLayer's method form of an aggregation; a scalar or transform so called is not
-    # (a custom aggregation's name is the catalog's, unknown here: taken).
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
-            and (node.func.attr.lower() in _SCALARS or node.func.attr in _TRANSFORMS):
-        attr = node.func.attr
-        return (f"the method call {ast.unparse(node.func.value)}.{attr}(...) calls {attr!r}, which is not an "
-                f"aggregation; write the functional form, e.g. {attr}.")
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        return _empty_call(node.func.id) if not node.args else _call_problem(node.func.id, node.args)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        return _method_problem(node, node.func)
     if isinstance(node, ast.Constant) and not isinstance(node.value, _LITERALS):
         return f"unsupported literal type {type(node.value).__name__}."
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
@@ -119,6 +128,129 @@ def _node_problem(node: ast.AST) -> str | None:
             base = base.value
         if not isinstance(base, ast.Name):
             return f"unsupported attribute base {type(base).__name__}."
+    return None
+
+
+def _method_problem(node: ast.Call, func: ast.Attribute) -> str | None:
+    """Why SLayer refuses the method call ``path.agg(value, ...)``, its spelling of
+    ``agg(path.value, ...)`` (``slayer.engine.syntax._method_call_refusal``), in its words; None
+    when it takes it (a custom aggregation's name is the catalog's, unknown here: taken)."""
+    path, name = ast.unparse(func.value), func.attr
+    base = func.value
+    while isinstance(base, ast.Attribute):
+        base = base.value
+    if not isinstance(base, ast.Name):
+        return None  # the attribute's own check names it
+    lowered = name.lower()
+    if lowered in _SCALARS or lowered in _DATE_PART_FUNCTIONS or (name in _TRANSFORMS and lowered not in _AGGREGATIONS):
+        reason = f"calls {name!r}, which is not an aggregation"
+    elif not node.args:
+        reason = "needs the aggregated value as its first argument"
+    elif any(isinstance(leaf, ast.Attribute) or (isinstance(leaf, ast.Call) and not _scalar(leaf))
+             or (isinstance(leaf, ast.Name) and leaf.id == AGGREGATED) for leaf in _leaves(node.args[0])):
+        reason = "may read only bare column names of that path"
+    elif any(keyword.arg == "partition_by" for keyword in node.keywords):
+        reason = "cannot take partition_by="
+    elif not all(_literal(value) for value in [*node.args[1:], *(keyword.value for keyword in node.keywords)]):
+        reason = "takes only literal further arguments"
+    else:
+        return None
+    problem = f"the method call {path}.{name}(...) {reason}; write the functional form, e.g. {_functional(node, path, name)}."
+    # With no argument, SLayer's example is the bare name: say what the call most likely meant.
+    return problem + (f" Here that is {name}({path})." if not node.args else "")
+
+
+def _leaves(node: ast.expr) -> list[ast.expr]:
+    """The operands of a method call's value, through arithmetic, comparisons and scalar calls,
+    as SLayer projects the call's path onto them (``_source_leaves``)."""
+    if isinstance(node, ast.BinOp):
+        return [*_leaves(node.left), *_leaves(node.right)]
+    if isinstance(node, ast.UnaryOp):
+        return _leaves(node.operand)
+    if isinstance(node, ast.BoolOp):
+        return [leaf for value in node.values for leaf in _leaves(value)]
+    if isinstance(node, ast.Compare):
+        return [leaf for part in (node.left, *node.comparators) for leaf in _leaves(part)]
+    if isinstance(node, ast.Call) and _scalar(node):
+        return [leaf for arg in node.args for leaf in _leaves(arg)]
+    return [node]
+
+
+def _scalar(node: ast.Call) -> bool:
+    """A scalar call, which a method call's path goes through: extract and the date-part aliases
+    are SLayer's date_part()."""
+    return isinstance(node.func, ast.Name) and (node.func.id.lower() in _SCALARS | _DATE_PART_FUNCTIONS
+                                                or node.func.id.lower() == "extract")
+
+
+def _literal(node: ast.expr) -> bool:
+    """A literal further argument: a constant, maybe negated (``{variable}`` is one, read as 0)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    return isinstance(node, ast.Constant)
+
+
+def _functional(node: ast.Call, path: str, name: str) -> str:
+    """``path.name(value, ...)`` written as the call it stands for, ``name(path.value, ...)``;
+    the bare name when it has no argument, as SLayer writes it."""
+    if not node.args and not node.keywords:
+        return name
+    probed = any((isinstance(leaf, ast.Name) and leaf.id in (AGGREGATED, COUNTED))
+                 or (isinstance(leaf, ast.Attribute) and leaf.attr == COUNTED)
+                 or (isinstance(leaf, ast.Call) and isinstance(leaf.func, ast.Name) and leaf.func.id.lower() == "extract")
+                 for arg in node.args for leaf in ast.walk(arg))
+    if probed:  # the check rewrote what it holds (x:agg, a counted star, extract's unit): not shown
+        return f"{name}(...)"
+
+    class _OntoPath(ast.NodeTransformer):
+        def visit_Name(self, leaf: ast.Name) -> ast.expr:
+            return ast.Attribute(ast.Name(path), leaf.id) if path else leaf
+
+        def visit_Call(self, call: ast.Call) -> ast.Call:
+            return self.generic_visit(call) if _scalar(call) else call  # type: ignore[return-value]
+
+    args = [_OntoPath().visit(node.args[0]) if node.args else None, *node.args[1:]]
+    params = [ast.unparse(arg) for arg in args if arg is not None]
+    params += [f"{keyword.arg}={ast.unparse(keyword.value)}" for keyword in node.keywords]
+    return f"{name}({', '.join(params)})"
+
+
+# The transforms that take more than their value positionally, and what (SLayer's
+# ``_TRANSFORM_POSITIONAL_KWARGS``); any other takes its settings as keywords.
+_TRANSFORM_POSITIONAL = {"time_shift": ("periods", "granularity"), "lag": ("periods",), "lead": ("periods",)}
+_UNITS = ("second", "minute", "hour", "day", "week", "week_sunday", "month", "quarter", "year")
+# The date functions whose unit (date_part's part) is a string literal, and where (``DATE_UNIT_ARGS``).
+_UNIT_ARGS = {"date_part": 0, "date_diff": 0, "date_add": 2, "interval": 1}
+
+
+def _call_problem(name: str, args: list[ast.expr]) -> str | None:
+    """Why SLayer refuses ``name(args...)``, a call with arguments: a transform given more
+    positional arguments than it takes, a date function's unit that is not one of its words."""
+    if name in _TRANSFORMS and name.lower() not in _AGGREGATIONS and len(args) > 1:
+        taken = _TRANSFORM_POSITIONAL.get(name)
+        if taken is None:
+            return (f"Transform {name!r} accepts exactly one positional argument (the value to transform); pass "
+                    f"any offset, partition, or other settings as keyword arguments (e.g. ``{name}(value, "
+                    "partition_by=...)``).")
+        if len(args) - 1 > len(taken):
+            return (f"Transform {name!r} accepts at most {len(taken)} positional argument(s) after the value "
+                    f"({', '.join(taken)}); got {len(args) - 1}.")
+    lowered = name.lower()
+    at = _UNIT_ARGS.get(lowered)
+    if at is None or at >= len(args):
+        return None
+    words = _DATE_PARTS if lowered == "date_part" else _UNITS
+    what = "part" if lowered == "date_part" else "unit"
+    unit = args[at]
+    if not (isinstance(unit, ast.Constant) and isinstance(unit.value, str)):
+        return f"the {what} of {lowered}() must be a string literal, one of: {', '.join(words)}."
+    word = unit.value.lower()
+    if lowered == "date_part":
+        if word in _AMBIGUOUS_WEEKDAYS:
+            return _ambiguous_weekday(unit.value)
+        word = _DATE_PART_ALIASES.get(word, word)
+    if word not in words:
+        return f"unknown {lowered}() {what} {unit.value!r}; accepted: {', '.join(words)}."
     return None
 
 
@@ -144,25 +276,28 @@ _DATE_PART_ALIASES = {
     "isoweek": "week", "iso_week": "week", "weekofyear": "week", "dayofmonth": "day", "day_of_month": "day",
 }
 _AMBIGUOUS_WEEKDAYS = ("weekday", "dayofweek", "dow")
+# The names SLayer calls as date_part() aliases (``DATE_PART_ALIASES``), no aggregation's method.
+_DATE_PART_FUNCTIONS = frozenset({*_DATE_PART_ALIASES, "day_of_week", "day_of_year", "iso_year"})
 
 
 def extract_problem(text: str) -> str | None:
-    """An ``extract(part from x)`` or ``date_part('part', x)`` (outside strings and ``#``
-    comments) whose part SLayer's ``date_part()`` does not take, in its words."""
+    """An ``extract(part from x)`` (outside strings and ``#`` comments) whose part SLayer's
+    ``date_part()`` does not take, in its words (the check reads the formula with the part
+    dropped, so it is read here, from the text)."""
     tokens = lexer.uncommented(text, lexer.tokens(text))
     for index in range(len(tokens)):
         window = [t.text.lower() for t in tokens[index : index + 4]]
-        # extract(part from x), or date_part('part', x) with the part quoted, as SLayer checks both.
-        if len(window) < 4 or window[1] != "(" or (window[0], window[3]) not in (("extract", "from"),
-                                                                                 ("date_part", ",")):
-            continue
-        if window[0] == "date_part" and tokens[index + 2].kind != "lit":
+        if len(window) < 4 or window[:2] != ["extract", "("] or window[3] != "from":
             continue
         part = tokens[index + 2].text.strip("'\"")
         word = part.lower()
         if word in _AMBIGUOUS_WEEKDAYS:
-            return (f"{part!r} has conflicting weekday numberings across databases; write date_part('day_of_week', "
-                    "x) (ISO, Monday = 1 … Sunday = 7) or date_part('day_of_week', x) % 7 (Sunday = 0 … Saturday = 6).")
+            return _ambiguous_weekday(part)
         if _DATE_PART_ALIASES.get(word, word) not in _DATE_PARTS:
             return f"unknown date_part() part {part!r}; accepted: {', '.join(_DATE_PARTS)}."
     return None
+
+
+def _ambiguous_weekday(part: str) -> str:
+    return (f"{part!r} has conflicting weekday numberings across databases; write date_part('day_of_week', "
+            "x) (ISO, Monday = 1 … Sunday = 7) or date_part('day_of_week', x) % 7 (Sunday = 0 … Saturday = 6).")

@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 from ..core.errors import InvalidInputError
 from ..core.text import kind_of
 from .lexer import MalformedCase, lower_cases
-from .modeb import AGGREGATED, extract_problem, node_problem
+from .modeb import AGGREGATED, COUNTED, extract_problem, node_problem
 
 # The alias map of likely slips whose nearest spelling is not the intended key.
 _MEANT = {
@@ -151,9 +151,9 @@ _SQL_SPELLING = re.compile(r"\b(?:extract\s*\(\s*(?:\w+|'[^']*'|\"[^\"]*\")\s+fr
 _SPACED_COLON = re.compile(r"(?<=[\w*])\s*:\s*(?=[A-Za-z_])")
 
 
-# distinct opening a call's first argument (SLayer takes it only as count(distinct x)), and the
-# character after it; distinct opening a later argument, before what could be its operand.
-_DISTINCT_FIRST = re.compile(r"\b([A-Za-z_]\w*)\s*\(\s*distinct\b(?!\.)\s*(.?)", re.I | re.S)
+# distinct opening a call's first argument (SLayer takes it only as count(distinct x), not as a
+# method call's customers.count(distinct x)), and the character after it; distinct opening a later argument, before what could be its operand.
+_DISTINCT_FIRST = re.compile(r"\b([A-Za-z_][\w.]*)\s*\(\s*distinct\b(?!\.)\s*(.?)", re.I | re.S)
 _DISTINCT_LATER = re.compile(r"(?:,|(?<![=<>!])=)\s*distinct\s+(?=[\w'(*])", re.I)
 
 
@@ -172,7 +172,7 @@ def formula_problem(text: str) -> str | None:
         return f"Malformed CASE expression in {text!r}: {exc}"
     lowered = probe
     probe = _COLON_AGGREGATION.sub(AGGREGATED, probe)
-    probe = _COUNTED_STAR.sub(lambda m: m.group(1) + "_star", probe)
+    probe = _COUNTED_STAR.sub(lambda m: m.group(1) + COUNTED, probe)
     probe = _SQL_SPELLING.sub(lambda m: m.group().split("(")[0] + "(", probe)
     parsed = _parsed(probe)
     problem = parsed if isinstance(parsed, str) else node_problem(parsed) or extract_problem(lowered)

@@ -229,11 +229,11 @@ def strip_aggregation(ref: str) -> tuple[str, bool]:
 _NONE = Token("", "", -1, -1)
 _SPACED_DOT = re.compile(r"(?<=[A-Za-z_])\s*\.\s*(?=[A-Za-z_])")
 # The words of a formula that name no column: Python's operators, and the constants SLayer reads
-# in any case (true, false, null; and none, which SLayer takes for a column and slayer-kb does not,
-# as earlier releases did not: docs/fidelity.md). The SQL words SLayer's Mode-B
-# parser rewrites (CASE WHEN, count(distinct x), extract(year from x)) are words only in those
-# places (:func:`_rewritten_words`); anywhere else `end` or `from` is a column like any other.
-_FORMULA_WORDS = frozenset({"and", "or", "not", "in", "is", "true", "false", "null", "none"})
+# in any case (true, false, null; None as Python spells it: ``none`` is a column, as in SLayer).
+# The SQL words SLayer's Mode-B parser rewrites (CASE WHEN, count(distinct x), extract(year from x))
+# are words only in those places (:func:`_rewritten_words`); anywhere else `end` or `from` is a
+# column like any other.
+_FORMULA_WORDS = frozenset({"and", "or", "not", "in", "is", "true", "false", "null"})
 # The calls that take a granularity among their later arguments (SLayer's time_shift(x, -1, month)).
 _GRANULAR = frozenset({"time_shift"})
 
@@ -245,6 +245,8 @@ class _Frame:
     func: str | None  # the function it calls, lower-cased; None for grouping parentheses
     colon: bool  # the argument list of a colon aggregation, x:agg(...)
     inherited: bool  # inside a keyword argument's value further out
+    path: str | None = None  # a method call's path, onto which its value's names go
+    method: bool = False  # the method call's own frame: its later arguments take no path
     keyword: bool = False  # inside a keyword argument's value of this call
 
     @property
@@ -284,13 +286,15 @@ def _scan(text: str, what: str, sql: bool) -> list[str]:
     rewritten = set() if sql else _rewritten_words(tokens, cases.words)
     for index, token in enumerate(tokens):
         if token.text in ("(", "["):
-            stack.append(_open_frame(tokens, index, stack))
+            stack.append(_open_frame(tokens, index, stack, sql))
         elif token.text in (")", "]"):
             if stack:
                 stack.pop()
         elif token.text == ",":
             if stack:
                 stack[-1].keyword = False
+                if stack[-1].method:
+                    stack[-1].path = None  # a method call's later arguments are literals
         elif stack and stack[-1].skip:
             continue
         elif token.kind == "name" and index not in rewritten:
@@ -298,7 +302,7 @@ def _scan(text: str, what: str, sql: bool) -> list[str]:
             if ref is not None:
                 refs[ref] = None
         elif token.text == "*" and _star(tokens, index, stack, sql, text, what):
-            refs[SOURCE_MODEL] = None
+            refs[f"{stack[-1].path}.*" if stack and stack[-1].path else SOURCE_MODEL] = None
     return list(refs)
 
 
@@ -342,11 +346,15 @@ def _rewritten_words(tokens: list[Token], case_words: set[int]) -> set[int]:
     return words
 
 
-def _open_frame(tokens: list[Token], index: int, stack: list[_Frame]) -> _Frame:
+def _open_frame(tokens: list[Token], index: int, stack: list[_Frame], sql: bool) -> _Frame:
+    """The frame ``tokens[index]`` opens. A formula's ``customers.sum(city)`` is SLayer's method
+    form of ``sum(customers.city)``: its value's names go onto the path (a filter's, SLayer's
+    resolver reads bare)."""
     before = tokens[index - 1] if index >= 1 else _NONE
     func = before.text.lower() if before.kind == "name" else None
     colon = func is not None and index >= 2 and tokens[index - 2].text == ":"
-    return _Frame(func, colon, bool(stack) and stack[-1].skip)
+    path = before.text.rpartition(".")[0] if func is not None and not sql else None
+    return _Frame(func, colon, bool(stack) and stack[-1].skip, path or (stack[-1].path if stack else None), bool(path))
 
 
 def _name_reference(
@@ -380,6 +388,8 @@ def _name_reference(
             f"{what} {text!r}: '{name}' is not a name SLayer can use; columns are ASCII letters, "
             "digits and '_'."
         )
+    if stack and stack[-1].path:
+        name = f"{stack[-1].path}.{name}"
     if name.endswith(".*") and not _counted(tokens, index, stack, sql):
         _refuse_miscased_count(tokens, index, stack, text, what)
         raise InvalidInputError(
@@ -410,7 +420,9 @@ def _refuse_miscased_count(
 ) -> None:
     """A formula's ``COUNT(*)``: SLayer's Mode-B parser takes only the lower-case count."""
     if _counted(tokens, index, stack, sql=True):
-        star, count = tokens[index].text, tokens[index - 2].text
+        # A method call's path goes onto the star, as SLayer reads customers.COUNT(*).
+        path, _, count = tokens[index - 2].text.rpartition(".")
+        star = f"{path}.{tokens[index].text}" if path else tokens[index].text
         raise InvalidInputError(f"{what} {text!r}: {_star_refused(f'{star}:{count}', star)}")
 
 
@@ -426,7 +438,7 @@ def _counted(tokens: list[Token], index: int, stack: list[_Frame], sql: bool) ->
         before.text == "("
         and bool(stack)
         and index >= 2
-        and (tokens[index - 2].text.lower() if sql else tokens[index - 2].text) == "count"
+        and (tokens[index - 2].text.lower() if sql else tokens[index - 2].text).rpartition(".")[2] == "count"
         and after.text in (")", ",")
     )
 
@@ -492,9 +504,15 @@ _SCANS = {"formula": formula_references, "filter": filter_references}
 
 def _word_slip(exc: KBError, ref: str, item: Item) -> KBError:
     """A word not found that no catalog could have (``distinct``, ``amount : sum``): refused as
-    the query's slip, with its fix and no suggestions, rather than as a stale tag."""
-    fix = sqlwords.fix_for(ref, item.text, item.kind) if type(exc) is ResolutionError else None
-    return exc if fix is None else ReferenceFormError(f"{ref!r} names no column: {fix}.")
+    the query's slip, with its fix and no suggestions, rather than as a stale tag. A word a
+    column may be named stays a stale reference, with a note where SQL may mean it."""
+    if type(exc) is not ResolutionError:
+        return exc
+    fix = sqlwords.fix_for(ref, item.text, item.kind)
+    if fix is not None:
+        return ReferenceFormError(f"{ref!r} names no column: {fix}.")
+    note = sqlwords.note_for(ref)
+    return exc if note is None else ResolutionError(f"{exc} {note}", exc.suggestions)
 
 
 def _in_context(exc: KBError, item: Item, refs: list[str]) -> KBError:

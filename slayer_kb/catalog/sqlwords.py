@@ -1,11 +1,13 @@
 """What to write instead of a word SLayer reads as a column that no catalog has: a word of SQL
-or Python (``distinct``, ``desc``, ``true``), or the word after a spaced colon (``amount : sum``).
+or Python where a column cannot stand (``count(distinct x)``, ``order by x desc``, ``true:count``;
+``desc:count`` aggregates a column ``desc``),
+or the word after a spaced colon (``amount : sum``).
 
 SLayer's resolver looks such a word up as a column and reports it not found. Reported so, it
 reads as a stale tag (a column the catalog no longer has: sync notes it, search says re-save,
 suggestions name columns spelled alike), though no catalog makes the query right. It is the
-query's own slip, refused as such with the fix; a column of that name, where one exists, still
-resolves and is tagged.
+query's own slip, refused as such with the fix. Where a column can stand (``desc = 'late'``,
+``offset > 1``), the word is a column like any other: one the catalog dropped is stale.
 """
 
 from __future__ import annotations
@@ -13,10 +15,17 @@ from __future__ import annotations
 import keyword
 import re
 
-# Python's own words (True, None, not, ...): SLayer's engine reads a formula as Python.
-_PYTHON_WORDS = {word.lower() for word in keyword.kwlist}
+from . import lexer
+
+# Python's own words (True, not, ...): SLayer's engine reads a formula as Python. None in Python's
+# spelling only: ``none`` is a name to Python, a column to SLayer.
+_PYTHON_WORDS = ({word.lower() for word in keyword.kwlist} - {"none"}) | {"None"}
 _ORDER_WORDS = {"order", "by", "asc", "desc", "limit", "offset"}
 _CLOCK_WORDS = {"current_time", "localtime", "localtimestamp"}
+# The tokens an operand ends with: after one, a word is SQL's keyword (``amount desc``), not a
+# column; the words that join operands end none (``x > 1 and desc = 'late'``).
+_OPERAND_END = ("name", "num", "lit")
+_JOINING = {"and", "or", "not", "is", "in", "like", "between", "case", "when", "then", "else"}
 
 
 def fix_for(word: str, text: str, kind: str) -> str | None:
@@ -29,12 +38,13 @@ def fix_for(word: str, text: str, kind: str) -> str | None:
     if spaced and (spaced.group(2) or spaced.group(4)):
         name, colon = spaced.group(1), spaced.group(3)
         return f"write '{name}{colon}{word}', with no spaces around the colon"
-    lower = word.lower()
-    if re.search(rf"(?<!:)\b{bare}:\w", text):
-        if lower in _PYTHON_WORDS:
-            return "it is a word of SLayer's formulas (Python's); name a column before ':' ('*:count' counts rows)"
-        if lower in _ORDER_WORDS | _CLOCK_WORDS | {"distinct"}:
-            return "it is a word of SQL; name a column before ':' ('*:count' counts rows)"
+    lower = "None" if word == "None" else word.lower()
+    if lower in _PYTHON_WORDS and re.search(rf"(?<!:)\b{bare}:\w", text):
+        return "it is a word of SLayer's formulas (Python's); name a column before ':' ('*:count' counts rows)"
+    if lower in _PYTHON_WORDS:
+        return "it is a word of SQL or Python that SLayer cannot read here; remove it"
+    if not any(_keyword_at(found, lower) for found in _places(word, text, kind)):
+        return None  # where a column stands: a column, maybe one the catalog dropped
     distinct = re.search(r"count\s*\(\s*distinct\s+([\w.]+)\s*\)", text, re.IGNORECASE)
     if lower == "distinct" and distinct and kind == "filter":
         column = distinct.group(1)
@@ -44,8 +54,36 @@ def fix_for(word: str, text: str, kind: str) -> str | None:
         return "SLayer's filters have no DISTINCT; for 'a IS DISTINCT FROM b' write 'a != b'"
     if lower in _ORDER_WORDS:
         return f"a {kind} orders no rows; give the order in the query's 'order'"
-    if lower in _CLOCK_WORDS:
-        return "SLayer has no such function; write current_timestamp or now()"
-    if lower in _PYTHON_WORDS:
-        return "it is a word of SQL or Python that SLayer cannot read here; remove it"
     return None
+
+
+def note_for(word: str) -> str | None:
+    """A hint for a word not found that a column may be named, or SQL may mean (``current_time``)."""
+    if word.lower() in _CLOCK_WORDS:
+        return f"If {word} means SQL's clock, SLayer has none: write current_timestamp or now()."
+    return None
+
+
+def _places(word: str, text: str, kind: str) -> list[tuple[lexer.Token, lexer.Token, lexer.Token]]:
+    """Each token ``word`` is in ``text``, with the tokens before and after it."""
+    found = lexer.tokens(text, sql=kind == "filter")
+    edge = lexer.Token("", "", -1, -1)
+    padded = [edge, *found, edge]
+    return [(padded[at - 1], token, padded[at + 1]) for at, token in enumerate(padded) if token.text == word]
+
+
+def _keyword_at(place: tuple[lexer.Token, lexer.Token, lexer.Token], lower: str) -> bool:
+    """Whether the word stands where SQL's keyword would and no column could: ``distinct`` before
+    its operand or after IS / NOT; ``order by``; ``asc``, ``desc``, ``limit`` and ``offset``
+    after an operand, or the last two before a number."""
+    before, _, after = place
+    if lower == "distinct":
+        return after.kind in ("name", "num", "lit") or after.text in ("(", "*") or before.text.lower() in ("is", "not")
+    if lower == "order":
+        return after.text.lower() == "by"
+    if lower == "by":
+        return before.text.lower() in ("order", "group")
+    if lower in _ORDER_WORDS:
+        ends_operand = (before.kind in _OPERAND_END and before.text.lower() not in _JOINING) or before.text == ")"
+        return ends_operand or (lower in ("limit", "offset") and after.kind == "num")
+    return False

@@ -7,28 +7,24 @@ sum``, ``count(distinct x)`` in a filter), it fails every pull request of a team
 adds a column included, until someone rewrites memories nobody touched. So a query problem that
 the same query already has at the base (where the branch parted from REF; HEAD for the hook),
 checked against the base's catalog with this release's rules, is a warning naming the memory and
-its fix. A query the branch wrote or changed, or one a catalog change of the branch broke, still
-fails.
+its fix. Only the same problem at the base is inherited (the same message, whatever columns each
+catalog suggests): a query the branch wrote or changed, one a catalog change of the branch broke,
+and one with a new problem though it had another at the base still fail.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
-
-import yaml
 
 from ..catalog.catalog import Catalog
-from ..catalog.refs import query_entities
 from ..catalog.resolve import Resolver
-from ..core import yamlio
-from ..core.errors import KBError
 from ..core.fileio import NotRegularFile, TooLarge, read_regular
 from ..core.ids import check_id
 from ..core.locate import memory_path
-from ..core.memory import MAX_FILE_BYTES, alias_line
+from ..core.memory import MAX_FILE_BYTES
 from ..core.problems import INVALID_QUERY, STALE_QUERY, Problem
 from ..store.repo import GitStore, find_toplevel
+from .queryproblem import query_of, query_problem
 from .snapshot import blobs_at, catalog_at
 from .teamchecks import Branch
 
@@ -47,13 +43,12 @@ def inherited_as_warnings(problems: list[Problem], warnings: list[Problem], comp
     catalog: list[Catalog] = []  # read from git once, and only where a query is the same there
     inherited = set()
     for problem, data in zip(ours, blobs_at(store, wanted), strict=True):
-        query = _query(data)
-        if query is None or query != _query(_read(root / memory_path(Path(problem.path).stem))):
+        query = query_of(data)
+        if query is None or query != query_of(_read(root / memory_path(Path(problem.path).stem))):
             continue
         catalog = catalog or [catalog_at(store, rev)]
-        try:
-            query_entities(query, Resolver(catalog[0], ids.__contains__, check_id))
-        except KBError:
+        at_base = query_problem(query, Resolver(catalog[0], ids.__contains__, check_id))
+        if at_base is not None and at_base.same_as(problem.message, problem.kind):
             inherited.add(id(problem))
     warnings.extend(Problem(p.path, p.line, f"{p.message}; the query is so at {label} already: not this "
                             "branch's doing, so it fails nothing", p.kind) for p in ours if id(p) in inherited)
@@ -78,16 +73,3 @@ def _read(path: Path) -> bytes | None:
         return read_regular(path, limit=MAX_FILE_BYTES)
     except (OSError, NotRegularFile, TooLarge):
         return None
-
-
-def _query(data: bytes | None) -> Any:
-    """The ``query`` of a memory file's bytes; None where there is none or it does not parse."""
-    if data is None:
-        return None
-    try:
-        text = data.decode("utf-8")
-        # An alias can expand to gigabytes: never parsed (check_file says so of the branch's file).
-        fields = yamlio.load(text) if alias_line(text) is None else None
-    except (UnicodeDecodeError, yaml.YAMLError, RecursionError):
-        return None
-    return fields.get("query") if isinstance(fields, dict) else None

@@ -17,15 +17,11 @@ until a sync, name it with their reply, so that the sync after them does not sto
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import yaml
-
-from ..core import yamlio
 from ..core.errors import KBError, StoreError
 from ..core.ids import fold_id, id_sort_key
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
@@ -34,6 +30,7 @@ from ..store.repo import GitStore
 from ..store.worktree import reset_keep
 from ..transaction import Transaction
 from .folds import fold_duplicates, fold_topic_keys
+from .queryproblem import query_of
 from .renumber import added_since
 from .snapshot import absent_at_head, blobs_at, memory_ids_at
 from .unlinks import strip_gone
@@ -166,14 +163,4 @@ def _untouched(store: GitStore, other: str, invalid: list[Problem]) -> set[Probl
         return set()
     texts = blobs_at(store, [(rev, memory_path(Path(p.path).stem)) for p in invalid for rev in (other, "HEAD")])
     return {p for p, there, here in zip(invalid, texts[::2], texts[1::2], strict=True)
-            if _query_of(there) == _query_of(here)}
-
-
-def _query_of(text: bytes | None) -> Any:
-    """The ``query`` of a memory file's bytes (None for none, or no such file)."""
-    if text is None:
-        return None
-    with contextlib.suppress(yaml.YAMLError, UnicodeDecodeError):
-        data = yamlio.load(text.decode("utf-8"))
-        return data.get("query") if isinstance(data, dict) else None
-    return None
+            if query_of(there) == query_of(here)}

@@ -47,9 +47,7 @@ import yaml
 
 from ..catalog.cache import catalog_signature, load_catalog_cached
 from ..catalog.catalog import Catalog, load_catalog
-from ..catalog.refs import query_entities
 from ..catalog.resolve import Resolver
-from ..catalog.slayerquery import check_query
 from ..core import yamlio
 from ..core.errors import InvalidIdError, KBError, MemoryFileError, ResolutionError
 from ..core.fileio import NotRegularFile, TooLarge, not_a_file, read_regular, unusable_folder
@@ -68,7 +66,7 @@ from ..core.memory import (
     too_large,
 )
 from ..core.nesting import MAX_DEPTH, value_depth
-from ..core.problems import INVALID_QUERY, STALE_QUERY, Problem, command, git_command, shell_word, shown, words
+from ..core.problems import Problem, command, git_command, shell_word, shown, words
 from ..core.results import Report
 from ..core.session import SESSIONS_DIR, file_name, id_of_file, printable, unprintable
 from ..core.session import dumps as dump_session
@@ -78,6 +76,7 @@ from ..store.listing import RACY_SECONDS
 from ..store.repo import STATE_DIR, GitStore
 from .inherited import inherited_as_warnings
 from .plainmerge import plain_merge_conflicts
+from .queryproblem import query_problem
 from .schema_words import item_line, memory_problems, read_times, session_problems
 from .teamchecks import (
     branch,
@@ -572,15 +571,10 @@ def _query_problems(
     SlayerQuery (``INVALID_QUERY``: a key SLayer does not have, a wrong shape, a reference not
     written as SLayer reads one: ``COUNT(*)``, ``amount : sum``), or references that no longer resolve (``STALE_QUERY``:
     what a catalog delete leaves, which sync pushes)."""
-    fix = f"fix or remove the query with '{context.command} edit {shell_word(memory_id)}'"
-    try:
-        check_query(query)
-        query_entities(query, context.resolver)
-    except KBError as exc:
-        if exc.stale:
-            yield key_line(text, "query"), f"attached query has stale references ({exc}); {fix}", STALE_QUERY
-        else:
-            yield key_line(text, "query"), f"attached query is not a valid SlayerQuery ({exc}); {fix}", INVALID_QUERY
+    found = query_problem(query, context.resolver)
+    if found is not None:
+        fix = f"fix or remove the query with '{context.command} edit {shell_word(memory_id)}'"
+        yield key_line(text, "query"), f"{found.message}; {fix}", found.kind
 
 
 def _unresolved(entity: str, context: KBContext, memory_id: str) -> str:

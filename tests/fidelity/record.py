@@ -48,7 +48,7 @@ def _loc(loc: tuple[Any, ...]) -> str:
     return text
 
 
-def _error(exc: BaseException) -> dict[str, Any]:
+def error_answer(exc: BaseException) -> dict[str, Any]:
     from pydantic import ValidationError
 
     answer: dict[str, Any] = {"error": str(exc), "type": type(exc).__name__}
@@ -70,7 +70,7 @@ async def _record(folder: Path, cases: dict[str, Any]) -> dict[str, Any]:
         try:
             found = await resolve_entity(ref, storage=storage)
         except Exception as exc:  # noqa: BLE001 - every refusal is an answer
-            references[ref] = _error(exc)
+            references[ref] = error_answer(exc)
         else:
             references[ref] = {"entities": found.canonical_forms, "warnings": found.warnings}
     queries: dict[str, Any] = {}
@@ -79,7 +79,7 @@ async def _record(folder: Path, cases: dict[str, Any]) -> dict[str, Any]:
             query = SlayerQuery.model_validate(case["query"])
             found = await extract_entities_from_query(query, storage=storage)
         except Exception as exc:  # noqa: BLE001
-            queries[case["id"]] = _error(exc)
+            queries[case["id"]] = error_answer(exc)
         else:
             queries[case["id"]] = {"entities": found.canonical_forms, "warnings": found.warnings}
     return {"references": references, "queries": queries}
@@ -116,7 +116,7 @@ async def _record_memory(folder: Path, steps: list[dict[str, Any]]) -> list[dict
                     "memories": sorted(hit.id for hit in found.results if hit.kind == "memory"),
                 }
         except Exception as exc:  # noqa: BLE001 - every refusal is an answer
-            answer = _error(exc)
+            answer = error_answer(exc)
         answers.append(answer)
     return answers
 
