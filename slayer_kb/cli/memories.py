@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from ..core import engram
-from ..core.errors import InvalidInputError
+from ..core.errors import UsageError
 from ..core.ids import check_id
 from ..core.inputs import checked_learning
 from ..core.problems import command, shell_word, words
@@ -122,12 +122,12 @@ def save(
       echo "JWT over sessions" | slayer-kb save - --title "Auth decision" --type decision --project api
     """
     if learning is not None and content is not None:
-        raise InvalidInputError(
+        raise UsageError(
             "The text was given twice, as LEARNING and with --content: give it once (they are one field)."
         )
     text = read_text_arg(learning if learning is not None else content)
     if text is None:
-        raise InvalidInputError(
+        raise UsageError(
             "Give the learning as an argument, with --content, or '-' to read it from stdin."
         )
     # Checked before a `--query -` is read from stdin, which a usage error leaves unread.
@@ -139,14 +139,14 @@ def save(
     if title is not None:
         if memory_id is not None:
             check_id(memory_id)  # a bad id hears the id rules first
-            raise InvalidInputError(
+            raise UsageError(
                 f"--id cannot be combined with --title: an observation's id is chosen for it (the "
                 "next auto id, or the memory its --topic-key revises). Drop --id; or drop --title "
                 f"and link entities with -e to save under '{memory_id}'; or give an existing memory a "
                 f"new title with '{command(kb.root)} update {words(memory_id)}' and its --title."
             )
         if parsed is not None:
-            raise InvalidInputError(
+            raise UsageError(
                 "--query cannot be combined with --title; save the example query without a title."
             )
         result = kb.save_observation(
@@ -162,13 +162,13 @@ def save(
         )
     else:
         if parsed is None and not entities:
-            raise InvalidInputError(
+            raise UsageError(
                 "Nothing to link: give entity references with -e REF (e.g. -e orders.amount) or a "
                 "--query, or save an observation with --title."
             )
         linked: Any = parsed if parsed is not None else list(entities)
         if parsed is not None and entities:
-            raise InvalidInputError(
+            raise UsageError(
                 "Give either -e references or --query, not both (the query's entities are linked)."
             )
         extra = {
@@ -372,6 +372,9 @@ def suggest_topic_key(settings: Settings, type_: str | None, title: str | None, 
     """
     from ..kb import KnowledgeBase
 
+    if title is None and content is None:
+        raise UsageError("suggest-topic-key derives the key from a title or content: give --title (preferred) "
+                         "or --content.")
     key = KnowledgeBase.suggest_topic_key(type_, title, content)
     emit(settings, {"topic_key": key}, key)
 
@@ -395,7 +398,7 @@ def timeline(settings: Settings, memory_id: str | None, before: int, after: int,
       slayer-kb timeline --session ses-2026-11-29-auth
     """
     if (memory_id is None) == (session_id is None):
-        raise InvalidInputError("timeline takes a memory ID or --session SESSION, one of the two.")
+        raise UsageError("timeline takes a memory ID or --session SESSION, one of the two.")
     if session_id is not None:
         from .sessions import session_timeline_text
 
@@ -403,7 +406,7 @@ def timeline(settings: Settings, memory_id: str | None, before: int, after: int,
         counts = [f"--{name}" for name in ("before", "after")
                   if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT]
         if counts:
-            raise InvalidInputError(
+            raise UsageError(
                 f"{' and '.join(counts)} {'count' if len(counts) > 1 else 'counts'} the memories around an ID; "
                 "--session shows the whole session. "
                 f"Drop {' and '.join(counts)}, or give an ID instead of --session."

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from ..core.errors import UsageError
 from ..core.text import counted
 from ..daemon import relay
 from .common import Settings, emit, json_option, pass_settings
@@ -152,6 +153,8 @@ def watch(settings: Settings) -> None:
     """
     from ..daemon.server import run
 
+    if settings.json:
+        raise UsageError("watch prints no JSON document: it runs until stopped, saying so on stdout. Drop --json.")
     root = settings.kb().root
     settings.kb().close()
     raise SystemExit(run(root, idle=None))

@@ -61,6 +61,12 @@ class InvalidInputError(KBError):
     type_name = "invalid_input"
 
 
+class UsageError(InvalidInputError):
+    """Options or arguments that cannot go together, or one a command needs that is missing: the
+    CLI exits 2 with the command's usage, as for click's own usage errors (CLI.md); an MCP client
+    reads it as any other invalid input."""
+
+
 class MemoryFileError(KBError):
     """A memory file that cannot be read: bad YAML, wrong types, unknown keys."""
 

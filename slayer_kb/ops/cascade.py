@@ -39,7 +39,7 @@ import yaml
 from ..catalog.catalog import Datasource, Model
 from ..catalog.refs import query_entities
 from ..core import yamlio
-from ..core.errors import AmbiguousEntityError, CatalogError, InvalidInputError, KBError, NotFoundError
+from ..core.errors import AmbiguousEntityError, CatalogError, InvalidInputError, KBError, NotFoundError, UsageError
 from ..core.fileio import read_regular
 from ..core.ids import check_id
 from ..core.memory import Memory, with_entities
@@ -152,8 +152,9 @@ def _find_model(kb: Context, model: str, datasource: str | None) -> Model:
     if "." in name:
         given, _, name = name.partition(".")
         if datasource is not None and datasource != given:
-            raise InvalidInputError(
-                f"'{model}' names datasource '{given}' but --datasource says '{datasource}'."
+            raise UsageError(
+                f"{shown_value(model)} names datasource {shown_value(given)} but --datasource says "
+                f"{shown_value(datasource)}: name the datasource once, in MODEL or with --datasource."
             )
         datasource = given
     if datasource is not None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core import engram
-from ..core.errors import InvalidIdError, InvalidInputError, MemoryFileError, NotFoundError, ResolutionError
+from ..core.errors import InvalidIdError, InvalidInputError, MemoryFileError, NotFoundError, ResolutionError, UsageError
 from ..core.ids import (
     NewIdAdvice,
     check_existing_id,
@@ -54,7 +54,7 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
         )
     if not given:
         # Named as each caller gives them: the command's options, mem_update's parameters.
-        raise InvalidInputError(
+        raise UsageError(
             "Nothing to update: give at least one of --title, --learning, --type, --description, --project, "
             "--scope, --topic-key, -e.",
             tool_message="Nothing to update: give at least one of title, content, type, project, scope, topic_key.")
