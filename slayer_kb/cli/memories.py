@@ -42,8 +42,8 @@ from .common import (
 def init(settings: Settings, directory: str, example: bool) -> None:
     """Create a knowledge base in DIRECTORY (and a git repository when it is in none).
 
-    DIRECTORY may not be in a repository's .git folder, nor in another knowledge base's
-    memories/, sessions/ or .slayer-kb/ folder, nor at a path in its repository that is not
+    DIRECTORY may not be in a repository's .git folder, nor inside another knowledge base
+    (its memories/, its catalog's models/, any folder of it), nor at a path in its repository that is not
     UTF-8 (git is given the KB's paths as UTF-8). As with `git init`, a DIRECTORY that is a
     knowledge base already (a commit holding memories/, .slayer-kb/ in a committed .gitignore)
     is no error: init commits what it lacks, or says there was nothing to do (--json:
