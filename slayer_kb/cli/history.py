@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from ..core.errors import NotFoundError, UsageError
+from ..core.locate import memory_link
 from ..core.problems import command
 from ..core.results import ImportResult, MergeResult, RebaseResult
 from ..core.text import counted, shown_value, warning_line, warning_lines
@@ -337,11 +338,11 @@ def _unlinked(stripped: dict[str, list[str]], cascaded: dict[str, list[str]],
     text = ""
     if relinked:
         text += "\n  rewrote links to renamed memories: " + ", ".join(
-            f"{', '.join(f'memory:{old} -> memory:{new}' for old, new in moves.items())} in {memory_id}"
+            f"{', '.join(f'{memory_link(old)} -> {memory_link(new)}' for old, new in moves.items())} in {memory_id}"
             for memory_id, moves in relinked.items())
     if stripped:
         text += "\n  stripped links to forgotten memories: " + ", ".join(
-            f"{', '.join('memory:' + i for i in ids)} from {memory_id}" for memory_id, ids in stripped.items())
+            f"{', '.join(memory_link(i) for i in ids)} from {memory_id}" for memory_id, ids in stripped.items())
     if cascaded:
         text += "\n  stripped entities deleted from the catalog: " + ", ".join(
             f"{', '.join(entities)} from {memory_id}" for memory_id, entities in cascaded.items())

@@ -11,6 +11,7 @@ from ..core import engram
 from ..core.errors import UsageError
 from ..core.ids import check_id
 from ..core.inputs import checked_learning
+from ..core.locate import memory_link
 from ..core.problems import command, shell_word, words
 from ..core.results import ForgetResult, RenameResult, RestoreResult
 from ..core.text import one_line_shown, warning_lines
@@ -311,7 +312,7 @@ def rename(settings: Settings, old: str, new: str, force: bool) -> None:
 def renamed_text(result: RenameResult) -> str:
     text = f"Renamed memory {result.old_id} to {result.new_id}"
     if result.rewritten:
-        text += f"\n  rewrote memory:{result.old_id} to memory:{result.new_id} in " + ", ".join(result.rewritten)
+        text += f"\n  rewrote {memory_link(result.old_id)} to {memory_link(result.new_id)} in " + ", ".join(result.rewritten)
     return text + kept_line(result.kept)
 
 
@@ -329,7 +330,7 @@ def forgot_text(result: ForgetResult, run: str) -> str:
     if result.soft:
         text += f" (soft; restore with '{run} restore {shell_word(result.deleted_id)}')"
     if result.stripped_from:
-        text += f"\n  stripped memory:{result.deleted_id} from " + ", ".join(result.stripped_from)
+        text += f"\n  stripped {memory_link(result.deleted_id)} from " + ", ".join(result.stripped_from)
     return text + kept_line(result.kept)
 
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
 from .errors import InvalidIdError, NotFoundError
-from .locate import id_of_memory_file
+from .locate import MEMORY_LINK, id_of_memory_file
 from .text import kind_of
 
 MAX_ID_BYTES = 200
@@ -63,7 +63,7 @@ def _refuse_a_name_of_an_id(given: str) -> None:
     """Refuse, naming the id, what names a memory but is not its id: the link ``memory:7`` an
     agent copies from a memory's entities, the file ``memories/7.yaml`` a person copies from a
     pull request, an id with blanks around it."""
-    for what, inner in (("a link to a memory", given.removeprefix("memory:")),
+    for what, inner in (("a link to a memory", given.removeprefix(MEMORY_LINK)),
                         ("a memory's file", id_of_memory_file(given) or given),
                         ("an id with blanks around it", given.strip())):
         if inner != given and is_valid_id(inner):

@@ -42,6 +42,7 @@ from ..core import yamlio
 from ..core.errors import AmbiguousEntityError, CatalogError, InvalidInputError, KBError, NotFoundError, UsageError
 from ..core.fileio import read_regular
 from ..core.ids import check_id
+from ..core.locate import linked_id
 from ..core.memory import Memory, with_entities
 from ..core.problems import command
 from ..core.results import CascadeResult
@@ -351,8 +352,7 @@ def _stored_entities(kb: Context) -> set[str]:
 
 
 def _live(kb: Context, entity: str) -> bool:
-    if entity.startswith("memory:"):
-        target = entity[len("memory:"):]
+    if (target := linked_id(entity)) is not None:
         try:
             check_id(target)
         except KBError:
