@@ -316,7 +316,7 @@ def prune(kb: Context, dry_run: bool = False, *, force: bool = False) -> Cascade
 
     with kb.transaction() as tx:
         _refuse_a_skipped_catalog_file(kb)
-        changes, (memories, stripped), kept = tx.dry_rewrite(plan, force) if dry_run else tx.rewrite(plan, force, ahead=plan)
+        changes, (memories, stripped), kept = tx.dry_rewrite(plan, force) if dry_run else tx.rewrite(plan, force, ahead=True)
         rewritten = list(stripped)
         commit = None
         if changes and not dry_run:
