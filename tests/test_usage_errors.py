@@ -8,6 +8,7 @@ import json
 import pytest
 
 from slayer_kb import KnowledgeBase
+from slayer_kb.mcp import tools
 from testing import CliRunner
 
 # (command line, what stderr and the JSON error say): each was exit 1 from the library's check
@@ -59,3 +60,16 @@ def test_an_id_sync_did_not_move_is_not_found_not_a_usage_error(
     proc = invoke_cli("--kb", example_kb_read_only.root, "renumber", "--accept", "3")
     assert (proc.returncode, proc.stderr) == (1, "Error: sync moved no memory with id '3' on this clone; nothing to "
                                                  "accept. Give the id sync said it moved.\n")
+
+
+def test_the_same_misuse_over_mcp_is_an_error_reply_in_its_parameters_terms(
+        example_kb_read_only: KnowledgeBase) -> None:
+    """MCP has no exit code: a misuse the CLI calls a usage error is an error reply, as before."""
+    for name, args, text in (
+        ("mem_update", {"id": "1"}, "Nothing to update: give at least one of title, content, type, project, scope, "
+                                    "topic_key."),
+        ("mem_suggest_topic_key", {}, "mem_suggest_topic_key needs a title or content, and both are empty: pass the "
+                                      "memory's title (preferred) or its content to derive the key from."),
+    ):
+        reply = tools.call_tool(example_kb_read_only, name, args)
+        assert (reply.is_error, reply.text) == (True, text), name
