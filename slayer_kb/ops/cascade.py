@@ -132,11 +132,11 @@ def _catalog_name(given: str, form: str, example: str, *, counts: tuple[int, ...
         raise InvalidInputError(f"No name given: give {form}, e.g. {example}.")
     if "/" in name or "\\" in name:
         raise InvalidInputError(
-            f"'{given}' is a path, not a catalog name: give {form} as the catalog names it, e.g. {example}."
+            f"{shown_value(given)} is a path, not a catalog name: give {form} as the catalog names it, e.g. {example}."
         )
     parts = name.split(".")
     if len(parts) not in counts or not all(parts):
-        raise InvalidInputError(f"'{given}' is not {form}: give it as the catalog names it, e.g. {example}.")
+        raise InvalidInputError(f"{shown_value(given)} is not {form}: give it as the catalog names it, e.g. {example}.")
     return name
 
 
