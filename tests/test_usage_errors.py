@@ -39,6 +39,7 @@ MISUSES = [
      "--accept."),
     (("rebase", "--abort", "--rewrite-pushed"),
      "--rewrite-pushed is for starting a rebase (with UPSTREAM), not --abort: drop it."),
+    (("search", "q", "--all", "--any"), "--all and --any cannot be used together; give one (--any is the default)."),
     (("watch",), "watch prints no JSON document: it runs until stopped, saying so on stdout. Drop --json."),
 ]
 
