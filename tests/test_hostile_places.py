@@ -168,3 +168,20 @@ def test_advice_naming_a_path_that_is_not_utf8_pastes_as_that_path(tmp_path: Pat
         pasted = subprocess.run([shell, "-c", f"printf '%s\\0' {advised.removeprefix('slayer-kb ')}"], cwd=tmp_path,
                                 capture_output=True, check=True).stdout
         assert pasted.split(b"\0") == [b"--kb", b"k\xffb", b"restore", b"1", b""], shell
+
+
+def test_a_folder_name_too_long_is_told_with_the_fix_and_cut(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """A name over the file system's limit said 'fix that path', and a path of 6,000 characters
+    came back whole in the message, twice with --json."""
+    folder = tmp_path / ("x" * 300)
+    fix = ("File name too long; a name in it, or the whole path, is longer than the file system takes (255 bytes a "
+           "name on most): give a shorter one, then retry.")
+    proc = invoke_cli("--json", "init", folder)
+    message = f"Cannot use {folder}: {fix}"
+    assert (proc.returncode, json_of(proc), proc.stderr) == (
+        1, {"error": {"type": "store", "message": message}}, f"Error: {message}\n")
+    deep = tmp_path / ("x/" * 3000)
+    proc = invoke_cli("init", deep)
+    shown = str(deep)
+    assert (proc.returncode, proc.stderr) == (1, f"Error: Cannot use {shown[:1000]}... ({len(shown)} characters): {fix}\n")
+    assert list(tmp_path.iterdir()) == []
