@@ -360,9 +360,10 @@ def _import_text(result: ImportResult) -> str:
 def import_slayer(settings: Settings, directory: str) -> None:
     """Import a SLayer storage folder's memories (memories/<id>.md) as one commit.
 
-    Ids and created_at are kept; entities that do not resolve are dropped with a warning. A file
-    it cannot take (not UTF-8, no front matter, an id no file may have) is skipped with a warning
-    naming it.
+    Ids and created_at are kept; entities that do not resolve are dropped with a warning; a title
+    is taken as a save takes it (private spans redacted, trimmed). A file it cannot take (not
+    UTF-8, no front matter, an id no file may have, a title over 1,000 characters) is skipped with
+    a warning naming it.
 
     \b
     Example:
