@@ -38,7 +38,7 @@ from .ops import finding, observations, sessions
 from .ops.digest import EMPTY_CONTEXT
 from .ops.finding import DEFAULT_LIMIT
 from .search import FUSED
-from .store.place import git_dir_refusal, kb_folder_refusal
+from .store.place import git_dir_refusal, inside_kb_refusal, kb_folder_refusal
 from .store.repo import STATE_DIR, Change, find_toplevel, init_repository
 from .store.worktree import head_blob
 from .transaction import Transaction, memory_change
@@ -105,7 +105,7 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         whether there was anything to commit."""
         check_folder_named(path, "the knowledge base's folder", "slayer-kb init kb")
         root = Path(os.path.realpath(path))  # a symlink loop: refused by given_folder, not a traceback
-        if (why := git_dir_refusal(root) or kb_folder_refusal(root)) is not None:
+        if (why := git_dir_refusal(root) or kb_folder_refusal(root) or inside_kb_refusal(root)) is not None:
             raise InvalidInputError(why)
         with given_folder(root, "the knowledge base's folder") as undo:
             own = find_toplevel(root) is None

@@ -380,24 +380,24 @@ class Transaction:
             raise ConflictError(_uncommitted_message([path], force_hint=False))
 
     def rewrite(
-        self, plan: Callable[[], tuple[list[Change], T]], force: bool = False,
-        ahead: Callable[[frozenset[str]], tuple[list[Change], object]] | None = None,
+        self, plan: Callable[..., tuple[list[Change], T]], force: bool = False, *, ahead: bool = False,
     ) -> tuple[list[Change], T, list[str]]:
         """``plan()`` (the changes to existing files, and whatever else it worked out), refused
         (``ConflictError``) when a file it rewrites or deletes differs from HEAD in the work tree
         or git's index, or is one HEAD lacks; nothing is done then. With ``force``, those files
         are set aside (``GitStore.set_aside``: the user's version kept as ``<file>.orig``, HEAD's
-        put back) and ``plan()`` runs again from HEAD's versions. ``ahead``: the plan as
-        ``dry_rewrite`` takes it, for a plan whose files HEAD's versions may change (prune's);
-        the files it adds are checked before any is set aside, so a refusal changes nothing.
+        put back) and ``plan()`` runs again from HEAD's versions. ``ahead``: ``plan`` takes the
+        ids of the memories to read as HEAD has them, as ``dry_rewrite``'s does, for a plan whose
+        files HEAD's versions may change (prune's); the files it adds from them are checked before
+        any is set aside, so a refusal changes nothing.
         Returns (changes, the rest of what ``plan`` gave, the names kept)."""
         kb = self.kb
         changes, extra = plan()
         dirty = self._rewritable(changes)
         kept: list[str] = []
         if dirty and force:
-            if ahead is not None:
-                self._refuse_beyond(ahead(frozenset(memory_ids_of(list(dirty))))[0], dirty)
+            if ahead:
+                self._refuse_beyond(plan(frozenset(memory_ids_of(list(dirty))))[0], dirty)
             kept = self.store.set_aside(dirty)
             self._reindex(memory_ids_of(list(dirty)))
             kb.recheck_catalog()

@@ -204,6 +204,23 @@ def test_no_module_is_over_600_lines() -> None:
     assert long == {}
 
 
+# The module that spells the link to a memory (``memory:<id>``); every other one asks it.
+LINK_OWNER = "slayer_kb.core.locate"
+
+
+def test_only_locate_spells_the_link_to_a_memory() -> None:
+    """A string (or an f-string's text) ending in 'memory:' builds or takes apart ``memory:<id>``
+    by hand: that is ``locate.memory_link`` / ``locate.linked_id``'s job. Commit subjects
+    (``memory: save 12``) and prose (``memory:<id>``) go on past the colon."""
+    spelt = sorted(
+        f"{module}:{node.lineno}" for module, path in PATHS.items() if module != LINK_OWNER
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.endswith("memory:")
+        and node.value != ":memory:"  # SQLite's name for a database in memory
+    )
+    assert spelt == []
+
+
 def test_no_module_takes_another_modules_private_names() -> None:
     taken = [
         (m, target, name) for m, found in MODULES.items() for target, names in found

@@ -238,7 +238,7 @@ def test_ambiguous_and_unknown_targets_are_refused(cascade_kb: KnowledgeBase, in
         (["delete-datasource", "models/shop"], "Error: 'models/shop' is a path, not a catalog name: give DS "
          "as the catalog names it, e.g. shop."),
         (["delete-datasource", ""], "Error: No name given: give DS, e.g. shop."),
-        (["delete-leaf", "..\\shop"], "Error: '..\\shop' is a path, not a catalog name: give DS.MODEL.LEAF "
+        (["delete-leaf", "..\\shop"], "Error: '..\\\\shop' is a path, not a catalog name: give DS.MODEL.LEAF "
          "as the catalog names it, e.g. shop.orders.amount."),
         (["delete-leaf", "shop.orders.nope"],
          "Error: Model 'shop.orders' has no column, measure or aggregation 'nope'. Its leaves: "

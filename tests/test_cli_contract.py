@@ -157,8 +157,8 @@ def test_save_actions(invoke_cli: CliRunner, kb: Path) -> None:
     assert ok(invoke_cli, kb, "get", "27")["learning"] == "Replaced text"
     # The text given twice (LEARNING and --content) is refused, not half dropped.
     twice = invoke_cli("--kb", kb, "save", "Kept", "--content", "Dropped", "--title", "T")
-    assert (twice.returncode, twice.stderr) == (1, "Error: The text was given twice, as LEARNING and with --content: "
-                                                   "give it once (they are one field).\n")
+    assert (twice.returncode, twice.stderr.split("\n\n")[-1]) == (
+        2, "Error: The text was given twice, as LEARNING and with --content: give it once (they are one field).\n")
     # A note's --session is checked, trimmed and made, as an observation's is; blank is none.
     refused = invoke_cli("--kb", kb, "save", "x", "-e", "shop.orders", "--session", "bad\x01id")
     assert (refused.returncode, refused.stderr) == (1, "Error: session_id contains U+0001, a control or invisible "
@@ -258,8 +258,8 @@ def test_save_title_with_an_id_is_refused_and_a_bad_id_hears_the_id_rules(invoke
         f"to save under 'auth-model'; or give an existing memory a new title with 'slayer-kb --kb {kb} update "
         "auth-model' and its --title."
     )
-    assert proc.stderr == f"Error: {message}\n"
-    assert doc(proc, 1) == {"error": {"type": "invalid_input", "message": message}}
+    assert proc.stderr.split("\n\n")[-1] == f"Error: {message}\n"
+    assert doc(proc, 2) == {"error": {"type": "usage", "message": f"{message} Try 'slayer-kb save --help' for help."}}
     bad = invoke_cli("--kb", kb, "save", "JWT", "--title", "Auth", "--id", "../x")
     assert (bad.returncode, bad.stdout, bad.stderr) == (
         1, "", "Error: Memory id '../x' contains '/'; ids may not contain \" # * / : < > ? \\ |. "
@@ -591,9 +591,9 @@ def test_timeline_of_a_session_refuses_counts_it_would_ignore(invoke_cli: CliRun
     session = ("timeline", "--session", "ses-20261120-quarterly-deck")
     assert ok(invoke_cli, shared_kb, *session)["entries"]
     refused = invoke_cli("--kb", shared_kb, *session, "--before", "2")
-    assert (refused.returncode, refused.stderr) == (1, "Error: --before counts the memories around an ID; --session "
-                                                       "shows the whole session. Drop --before, or give an ID instead "
-                                                       "of --session.\n")
+    assert (refused.returncode, refused.stderr.split("\n\n")[-1]) == (
+        2, "Error: --before counts the memories around an ID; --session shows the whole session. Drop --before, "
+           "or give an ID instead of --session.\n")
 
 
 def test_context(invoke_cli: CliRunner, shared_kb: Path) -> None:
@@ -1053,8 +1053,8 @@ def test_plain_save_without_links_says_what_to_give(invoke_cli: CliRunner, tmp_p
     root = tmp_path / "kb"
     invoke_cli("init", root, check=True)
     proc = invoke_cli("--kb", root, "save", "a note")
-    assert (proc.returncode, proc.stderr) == (
-        1,
+    assert (proc.returncode, proc.stderr.split("\n\n")[-1]) == (
+        2,
         "Error: Nothing to link: give entity references with -e REF (e.g. -e orders.amount) or a --query, "
         "or save an observation with --title.\n",
     )

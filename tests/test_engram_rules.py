@@ -24,6 +24,7 @@ from slayer_kb.core.engram import (
     suggest_topic_key,
 )
 from slayer_kb.core.errors import InvalidInputError, KBError
+from slayer_kb.core.inputs import blank
 
 KEY_RE = re.compile(r"^[a-z0-9-]+/[a-z0-9-]+$")
 
@@ -321,7 +322,7 @@ def test_a_type_named_general_keeps_the_general_segment() -> None:
 
 
 @pytest.mark.parametrize(
-    ("title", "content"), [("", ""), (None, None), ("  ", "\n\t"), (None, " ")]
+    ("title", "content"), [("", ""), (None, None), ("  ", "\n\t"), (None, " "), ("\x01", "\u200b")]
 )
 def test_empty_title_and_content_is_an_error(title: str | None, content: str | None) -> None:
     with pytest.raises(InvalidInputError) as info:
@@ -471,7 +472,7 @@ _keyish = st.one_of(_texts, st.lists(_words, max_size=12).map(" ".join))
 
 @given(st.one_of(st.none(), _keyish), _keyish, _keyish)
 def test_suggest_topic_key_shape(type_: str | None, title: str, content: str) -> None:
-    if not title.strip() and not content.strip():
+    if blank(title) and blank(content):
         with pytest.raises(InvalidInputError):
             suggest_topic_key(type_, title, content)
         return

@@ -45,7 +45,13 @@ def test_init_refuses_git_s_folder_and_another_kb_s_own_folders(empty_kb: Knowle
                                     f"{outside}",
         root / "sessions" / "kb": f"{root}/sessions/kb is inside the sessions/ folder of the knowledge base at "
                                   f"{root}: a knowledge base there would mix its files with that one's. {outside}",
+        # Its catalog's folder, or any other of its folders, made or not.
+        root / "models": f"{root}/models is inside the knowledge base at {root}: a knowledge base there would mix "
+                         f"its files with that one's. {outside}",
+        root / "docs" / "kb": f"{root}/docs/kb is inside the knowledge base at {root}: a knowledge base there would "
+                              f"mix its files with that one's. {outside}",
     }
+    (root / "models").mkdir()
     for folder, message in cases.items():
         proc = invoke_cli("--json", "init", folder)
         assert (proc.returncode, json_of(proc), proc.stderr) == (
@@ -63,7 +69,7 @@ def test_init_refuses_git_s_folder_and_another_kb_s_own_folders(empty_kb: Knowle
     assert git(root, "rev-parse", "HEAD") == head and git(root, "status", "--porcelain", "--ignored") == (
         "!! .slayer-kb/\n")
     assert {name: sorted(p.name for p in (root / name).iterdir()) for name in there} == there
-    assert not (root / "sessions").exists()
+    assert not (root / "sessions").exists() and not (root / "docs").exists() and not any((root / "models").iterdir())
     # A folder merely named like one, in no KB, is still a place for a KB.
     elsewhere = Path(root.parent / "notes" / "memories")
     proc = invoke_cli("init", elsewhere)
@@ -107,11 +113,15 @@ def test_four_inits_of_one_folder_at_once_leave_one_whole_kb(tmp_path: Path, run
 
 
 def test_init_of_a_folder_whose_name_is_not_utf8_is_refused_and_leaves_nothing(
-        empty_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
     """slayer-kb gives git the KB's paths in the repository as UTF-8 (its input, sync's merge
     driver's attributes): a KB folder named otherwise ended 'init' in a traceback from staging
     the first commit. It is refused before anything is made, naming the folder."""
-    root = empty_kb.root
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "README").write_text("notes\n")
+    for args in (("init", "-q"), ("add", "README"), ("commit", "-q", "-m", "notes")):
+        git(root, *args)
     folder = root / os.fsdecode(b"k\xffb")
     message = (f"The knowledge base's folder {root}/k\\xffb is at k\\xffb in its git repository, a path that is not "
                "UTF-8, and slayer-kb gives git the KB's paths as UTF-8. Rename each folder of k\\xffb whose name is "
@@ -158,3 +168,20 @@ def test_advice_naming_a_path_that_is_not_utf8_pastes_as_that_path(tmp_path: Pat
         pasted = subprocess.run([shell, "-c", f"printf '%s\\0' {advised.removeprefix('slayer-kb ')}"], cwd=tmp_path,
                                 capture_output=True, check=True).stdout
         assert pasted.split(b"\0") == [b"--kb", b"k\xffb", b"restore", b"1", b""], shell
+
+
+def test_a_folder_name_too_long_is_told_with_the_fix_and_cut(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """A name over the file system's limit said 'fix that path', and a path of 6,000 characters
+    came back whole in the message, twice with --json."""
+    folder = tmp_path / ("x" * 300)
+    fix = ("File name too long; a name in it, or the whole path, is longer than the file system takes (255 bytes a "
+           "name on most): give a shorter one, then retry.")
+    proc = invoke_cli("--json", "init", folder)
+    message = f"Cannot use {folder}: {fix}"
+    assert (proc.returncode, json_of(proc), proc.stderr) == (
+        1, {"error": {"type": "store", "message": message}}, f"Error: {message}\n")
+    deep = tmp_path / ("x/" * 3000)
+    proc = invoke_cli("init", deep)
+    shown = str(deep)
+    assert (proc.returncode, proc.stderr) == (1, f"Error: Cannot use {shown[:1000]}... ({len(shown)} characters): {fix}\n")
+    assert list(tmp_path.iterdir()) == []

@@ -118,6 +118,23 @@ def test_import_slayer_checks_queries_as_save_does(catalog_kb: KnowledgeBase, tm
     ]
 
 
+def test_import_slayer_takes_a_title_as_a_save_takes_it(catalog_kb: KnowledgeBase, tmp_path: Path) -> None:
+    """An import stored a title as the file had it: a private span (into git), blanks around it, a
+    zero-width space alone, 1,500 characters, none of which a save stores."""
+    head = "---\nid: {id}\ntitle: {title}\ncreated_at: '2026-10-03T11:00:00Z'\n---\n\nnote {id}\n"
+    titles = {"private": "'<private>pw123</private> Login'", "padded": "'  Padded  '", "invisible": "\"\\u200b\"",
+              "visible": "\"\\u06dd\"", "long": "x" * 1500}
+    write_slayer_folder(tmp_path / "s", {name: head.format(id=name, title=title) for name, title in titles.items()})
+    result = import_slayer(catalog_kb, tmp_path / "s")
+    assert (sorted(result.imported), result.skipped) == (["invisible", "padded", "private", "visible"], 1)
+    assert result.warnings == [f"{tmp_path / 's' / 'memories' / 'long.md'}: title is 1500 characters long; the "
+                               "limit is 1000. Keep the title short and put the detail in the content. (skipped)"]
+    files = {name: (catalog_kb.root / "memories" / f"{name}.yaml").read_text() for name in result.imported}
+    assert {name: [line for line in text.splitlines() if line.startswith("title")] for name, text in files.items()} == {
+        "private": ["title: '[REDACTED] Login'"], "padded": ["title: Padded"], "invisible": [],
+        "visible": ["title: \u06dd"]}
+
+
 def test_import_slayer_reads_memories_yaml(catalog_kb: KnowledgeBase, tmp_path: Path) -> None:
     folder = tmp_path / "old-slayer"
     folder.mkdir()

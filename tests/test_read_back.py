@@ -71,6 +71,12 @@ def test_an_update_to_a_title_of_nothing_visible_clears_it_as_a_blank_one_does(
         git(root, "reset", "-q", "--hard", "HEAD~1")
     refused = invoke_cli("--kb", root, "save", "x", "--title", "\u200b")
     assert (refused.returncode, refused.stderr) == (1, "Error: title is required and must not be blank.\n")
+    # A format character that prints a sign of its own (U+06DD, the end of ayah) is a title.
+    updated = invoke_cli("--kb", root, "--json", "update", "25", "--title", "\u06dd")
+    assert (json_of(updated)["title"], json_of(updated)["action"]) == ("\u06dd", "updated")
+    saved = json_of(invoke_cli("--kb", root, "--json", "save", "x", "--title", " \u06dd "))
+    assert (saved["action"], json_of(invoke_cli("--kb", root, "--json", "get", saved["memory_id"]))["title"]) == (
+        "created", "\u06dd")
 
 
 def test_a_long_catalog_name_or_revision_is_quoted_back_cut_to_100_characters(
@@ -87,6 +93,11 @@ def test_a_long_catalog_name_or_revision_is_quoted_back_cut_to_100_characters(
             (("delete-model", long), f"Unknown model {cut}: no datasource has a model of that name."),
             (("delete-model", f"shop.{long}"), f"Unknown model {cut} in datasource 'shop'. Its models: "),
             (("show", "12", "--rev", long), f"Unknown revision {cut}: give a commit, branch or tag"),
+            # Not a name of the catalog's form at all: quoted back whole, 10 KB given, 10 KB told.
+            (("delete-leaf", long), f"{cut} is not DS.MODEL.LEAF: give it as the catalog names it, e.g. "
+                                    "shop.orders.amount."),
+            (("delete-datasource", "x/" * 150), f"{'x/' * 50!r}... (300 characters) is a path, not a catalog name: "
+                                                "give DS as the catalog names it, e.g. shop."),
     ):
         proc = invoke_cli("--kb", root, "--json", *args)
         assert proc.returncode == 1 and proc.stderr.startswith(f"Error: {error}"), (args, proc.stderr)

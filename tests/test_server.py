@@ -881,6 +881,10 @@ def test_a_kb_whose_socket_path_is_too_long_starts_no_server(servers: Servers, t
            "knowledge base to a shorter path to have one")
     start = servers.run(root, "server", "start")
     assert (start.returncode, start.stdout, start.stderr) == (1, "", f"Error: no server for {root}: {why}.\n")
+    # With --json, the error document every error prints (it printed none).
+    start = servers.run(root, "--json", "server", "start")
+    assert (start.returncode, json.loads(start.stdout)) == (
+        1, {"error": {"type": "store", "message": f"no server for {root}: {why}."}})
     assert started_servers(root) == []
     status = servers.run(root, "server", "status")
     assert (status.returncode, status.stdout) == (0, f"No server for {root} ({why}); mode: on.\n")

@@ -467,7 +467,8 @@ def test_cli_session_commands(tmp_path: Path, invoke_cli: CliRunner) -> None:
     stats = json_of(invoke_cli("--kb", root, "stats", "--json"))
     assert (stats["sessions"], stats["prompts"], stats["memories"]) == (1, 1, 2)
     proc = invoke_cli("--kb", root, "timeline")
-    assert (proc.returncode, proc.stderr) == (1, "Error: timeline takes a memory ID or --session SESSION, one of the two.\n")
+    assert (proc.returncode, proc.stderr.split("\n\n")[-1]) == (
+        2, "Error: timeline takes a memory ID or --session SESSION, one of the two.\n")
     proc = invoke_cli("--kb", root, "session-end", "nope")
     assert (proc.returncode, proc.stdout) == (0, 'Session "nope" completed\nwarning: session \'nope\' was never '
                                                  "started; it is recorded as started and ended now\n")

@@ -23,6 +23,7 @@ from slayer_kb.core.errors import (
 )
 from slayer_kb.store import files, journal
 from slayer_kb.store.files import holds, put_file
+from slayer_kb.store.repo import GitStore
 from testing import GIT_ENV, commit_all, fsck, git, make_catalog_kb, make_team, traced_git
 
 
@@ -758,3 +759,17 @@ def test_put_file_leaves_the_file_alone_on_an_error_it_does_not_expect(tmp_path:
     proc = subprocess.run([sys.executable, "-c", script, str(target)], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "EMFILE"
     assert target.read_bytes() == b"learning: kept\n"
+
+
+def test_staged_files_before_the_first_commit_are_read_without_writing_an_object(tmp_path: Path) -> None:
+    """Before the first commit every staged file counts as added, compared with the empty tree:
+    that tree was written into the repository to be compared with, by a check that only reads."""
+    root = tmp_path / "repo"
+    (root / "memories").mkdir(parents=True)
+    git(root, "init", "-q")
+    (root / "memories" / "1.yaml").write_text("learning: staged\n")
+    git(root, "add", "memories/1.yaml")
+    blob = git(root, "rev-parse", ":memories/1.yaml").strip()
+    objects = sorted(p.relative_to(root) for p in (root / ".git" / "objects").rglob("*") if p.is_file())
+    assert GitStore(root).staged_new(["memories/"]) == {"memories/1.yaml": blob}
+    assert sorted(p.relative_to(root) for p in (root / ".git" / "objects").rglob("*") if p.is_file()) == objects

@@ -625,7 +625,7 @@ def test_a_rebase_by_hand_aborts_back_and_says_when_there_is_none(tmp_path: Path
     git(here, "fetch", "-q", "origin")
     # Run from elsewhere, what it prints runs from there too.
     unnamed = invoke_cli("--kb", here.name, "rebase", cwd=here.parent)
-    assert unnamed.stderr == (f"Error: Give the branch to rebase onto (slayer-kb --kb {here.name} rebase origin/main), "
+    assert unnamed.stderr.split("\n\n")[-1] == (f"Error: Give the branch to rebase onto (slayer-kb --kb {here.name} rebase origin/main), "
                               "or --continue or --abort for the rebase in progress.\n")
     stopped = invoke_cli("--kb", here.name, "rebase", "origin/main", cwd=here.parent)
     assert stopped.returncode == 1 and (f"the rebase stopped at commit 1 of 1 ('memory: forget 1'), and slayer-kb --kb "

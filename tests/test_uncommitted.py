@@ -18,6 +18,7 @@ import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import ConflictError
+from slayer_kb.store.repo import Change
 from testing import CliRunner, commit_all, git, json_of, make_catalog_kb, make_empty_kb, make_team, traced_git
 
 CREATED = "created_at: '2026-01-01T00:00:00Z'\n"
@@ -192,6 +193,36 @@ def test_prune_force_refuses_a_file_only_head_s_versions_bring_in_before_it_sets
         assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", refusal)
         assert git(root, "status", "--porcelain") == " M memories/1.yaml\n M memories/2.yaml\n"
         assert (head(root), (root / "memories" / "1.yaml").read_text()) == (before, WIP)
+
+
+def test_a_plan_that_reaches_more_uncommitted_work_after_force_says_what_it_kept(catalog_kb: KnowledgeBase) -> None:
+    """The last refusal of ``Transaction.rewrite``: a plan that, run again from HEAD's versions of
+    the files --force set aside, rewrites another file holding uncommitted work (one no check
+    ahead foresaw). Nothing is committed; the message names the file, the copy kept and the fix."""
+    root = catalog_kb.root
+    for name in ("1", "2"):
+        (root / "memories" / f"{name}.yaml").write_text(memory(f"Memory {name}.", "shop.orders"))
+    commit_all(root, "one two")
+    (root / "memories" / "1.yaml").write_text(WIP)
+    (root / "memories" / "2.yaml").write_text(STAGED)
+    before = head(root)
+    runs: list[int] = []
+
+    def plan() -> tuple[list[Change], None]:
+        runs.append(len(runs))
+        names = ["1"] if len(runs) == 1 else ["1", "2"]
+        return [Change(f"memories/{name}.yaml", memory("Rewritten.", "shop.orders").encode()) for name in names], None
+
+    with pytest.raises(ConflictError) as refused, catalog_kb.transaction() as tx:
+        tx.rewrite(plan, force=True)
+    assert str(refused.value) == (
+        "memories/2.yaml has changes that are not committed (in the work tree or git's index, or never committed at "
+        "all), and this command would rewrite it; slayer-kb never commits work you have not committed, so nothing "
+        "was committed; --force had already kept your version of the files it set aside as memories/1.yaml.orig and "
+        "put back HEAD's. Commit or stash it (git stash -u) and retry.")
+    assert (runs, head(root)) == ([0, 1], before)
+    assert ((root / "memories" / "1.yaml.orig").read_text(), (root / "memories" / "2.yaml").read_text()) == (WIP, STAGED)
+    assert (root / "memories" / "1.yaml").read_text() == memory("Memory 1.", "shop.orders")
 
 
 def test_a_memory_added_then_deleted_by_hand_is_not_passed_by(

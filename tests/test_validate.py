@@ -21,7 +21,7 @@ from slayer_kb.ops.schema_words import SCHEMA_PATH, read_times
 from slayer_kb.ops.snapshot import catalog_at, deleted_entities
 from slayer_kb.ops.timechecks import future_times
 from slayer_kb.ops.validate import validate
-from testing import EXAMPLE_KB, commit_all, git, json_of
+from testing import EXAMPLE_KB, CliRunner, commit_all, git, json_of
 
 CREATED = "created_at: '2026-01-01T00:00:00Z'\n"
 GOOD = f"learning: Fine.\nentities:\n- shop.orders.amount\n{CREATED}"
@@ -652,3 +652,16 @@ def test_a_time_inside_a_merge_key_is_told_at_its_line(catalog_kb: KnowledgeBase
         "memories/2.yaml:6: " + ahead.format(2),
         "2 problems in 2 files (2 files checked), 2 warnings",
     ]
+
+
+def test_an_empty_path_is_refused_not_read_as_the_whole_kb(example_kb_read_only: KnowledgeBase,
+                                                           invoke_cli: CliRunner) -> None:
+    """``validate "$FILE"`` with FILE unset checked (and ``fmt`` rewrote) the whole KB, as '.'
+    is, and said ok of a file it never named."""
+    root = example_kb_read_only.root
+    for command in ("validate", "fmt"):
+        proc = invoke_cli("--kb", root, "--json", command, "memories/1.yaml", "")
+        message = ("PATH #2 is empty (an unset shell variable?): give a memory or session file or a knowledge "
+                   "base's folder, or no PATH for the whole knowledge base.")
+        assert (proc.returncode, json_of(proc), proc.stderr) == (
+            1, {"error": {"type": "invalid_input", "message": message}}, f"Error: {message}\n"), command

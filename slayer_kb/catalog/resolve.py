@@ -21,6 +21,7 @@ from ..core.errors import (
     ResolutionError,
 )
 from ..core.ids import no_memory
+from ..core.locate import linked_id, memory_link
 from ..core.text import kind_of, shown_value
 from . import suggest
 from .catalog import Catalog, Datasource, Model
@@ -140,8 +141,8 @@ class Resolver:
                 "entity reference is empty: name a datasource, model, column or memory:<id>."
             )
         check_reference_length(text)
-        if text.startswith("memory:"):
-            return Resolution(self._memory(text[len("memory:") :]), [])
+        if (memory_id := linked_id(text)) is not None:
+            return Resolution(self._memory(memory_id), [])
         source = self.source(source_model) if isinstance(source_model, str) else source_model
         target = parse_reference(text)
         if target.star:
@@ -183,7 +184,7 @@ class Resolver:
         self.check_id(memory_id)
         if not self.memory_exists(memory_id):
             raise no_memory(memory_id, self.memory_exists)
-        return f"memory:{memory_id}"
+        return memory_link(memory_id)
 
     def _find_source(self, ref: Any) -> Model:
         if not isinstance(ref, str) or not ref.strip():

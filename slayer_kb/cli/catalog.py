@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from ..api import checks
+from ..core.errors import InvalidInputError
 from ..core.problems import command
 from ..core.results import CascadeResult, Report
 from ..core.text import counted, one_line_shown
@@ -118,6 +119,11 @@ def pruned_text(result: CascadeResult) -> str:
 
 
 def _paths(settings: Settings, paths: tuple[str, ...]) -> list[Path]:
+    for number, path in enumerate(paths, 1):
+        if not path:  # Path('') is the working folder: the whole KB, unasked
+            raise InvalidInputError(
+                f"PATH #{number} is empty (an unset shell variable?): give a memory or session file or a knowledge "
+                "base's folder, or no PATH for the whole knowledge base.")
     if paths:
         return [Path(p) for p in paths]
     kb = settings.kb()

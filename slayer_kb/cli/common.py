@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import json
 import os
 import re
@@ -19,7 +20,15 @@ import click
 import yaml
 
 from ..core import nesting
-from ..core.errors import InvalidInputError, KBError, NotFoundError, ResolutionError, StoreError, output_lost
+from ..core.errors import (
+    InvalidInputError,
+    KBError,
+    NotFoundError,
+    ResolutionError,
+    StoreError,
+    UsageError,
+    output_lost,
+)
 from ..core.inputs import given_text, read_given_file, whole_number
 from ..core.locate import find_kb_root, named_kb, not_a_kb
 from ..core.memory import MAX_CONTENT_CEILING, MAX_FILE_BYTES
@@ -449,7 +458,21 @@ def read_query(value: str | None) -> dict[str, Any] | None:
     return query
 
 
-pass_settings = click.make_pass_decorator(Settings)
+_pass_settings = click.make_pass_decorator(Settings)
+
+
+def pass_settings(function: Callable[..., Any]) -> Callable[..., Any]:
+    """Hand the command its ``Settings``; options the library finds cannot go together (a
+    ``UsageError``) exit 2 with the command's usage, as click's own usage errors do (CLI.md)."""
+
+    @functools.wraps(function)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except UsageError as exc:
+            raise click.UsageError(str(exc), ctx=click.get_current_context()) from None
+
+    return _pass_settings(run)
 
 
 # Options several commands share, each with its help in one place.

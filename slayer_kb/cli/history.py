@@ -10,9 +10,11 @@ from typing import Any
 
 import click
 
+from ..core.errors import NotFoundError, UsageError
+from ..core.locate import memory_link
 from ..core.problems import command
 from ..core.results import ImportResult, MergeResult, RebaseResult
-from ..core.text import counted, warning_line, warning_lines
+from ..core.text import counted, shown_value, warning_line, warning_lines
 from .common import Settings, emit, for_terminal, json_option, memory_text, pass_settings
 
 
@@ -139,14 +141,19 @@ def renumber_cmd(settings: Settings, onto: str | None, rewrite: bool, accept: st
       slayer-kb renumber --accept 27
     """
     if accept is not None:
+        if onto is not None or rewrite:
+            given = " and ".join(name for name, on in (("--onto", onto is not None), ("--rewrite", rewrite)) if on)
+            raise UsageError(f"--accept takes no {given}: it renumbers nothing. Give --accept ID alone, or "
+                             f"--onto REF{' --rewrite' if rewrite else ''} without --accept.")
         accepted = settings.kb().team.accept(accept)
         if accepted is None:
-            raise click.UsageError(f"sync moved no memory with id '{accept}' on this clone; nothing to accept.")
+            raise NotFoundError(f"sync moved no memory with id {shown_value(accept)} on this clone; nothing to "
+                                "accept. Give the id sync said it moved.")
         emit(settings, accepted.to_json(),
              lambda: f"'{accept}' now means the memory it names; the one saved here as {accept} is {accepted.moved_to}.")
         return
     if onto is None:
-        raise click.UsageError("Give --onto REF (the branch you will merge into) or --accept ID.")
+        raise UsageError("Give --onto REF (the branch you will merge into) or --accept ID.")
     result = settings.kb().team.renumber(onto, rewrite=rewrite)
 
     def human() -> str:
@@ -237,7 +244,9 @@ def rebase_cmd(settings: Settings, upstream: str | None, action: str | None, rew
       slayer-kb rebase --abort
     """
     if upstream is not None and action is not None:
-        raise click.UsageError(f"Give UPSTREAM to start a rebase or --{action} for the one in progress, not both.")
+        raise UsageError(f"Give UPSTREAM to start a rebase or --{action} for the one in progress, not both.")
+    if action is not None and rewrite_pushed:
+        raise UsageError(f"--rewrite-pushed is for starting a rebase (with UPSTREAM), not --{action}: drop it.")
     result = settings.kb().team.rebase(upstream, action, rewrite_pushed=rewrite_pushed)
     run = command(settings.kb().root)
     emit(settings, result.to_json(), lambda: (
@@ -329,11 +338,11 @@ def _unlinked(stripped: dict[str, list[str]], cascaded: dict[str, list[str]],
     text = ""
     if relinked:
         text += "\n  rewrote links to renamed memories: " + ", ".join(
-            f"{', '.join(f'memory:{old} -> memory:{new}' for old, new in moves.items())} in {memory_id}"
+            f"{', '.join(f'{memory_link(old)} -> {memory_link(new)}' for old, new in moves.items())} in {memory_id}"
             for memory_id, moves in relinked.items())
     if stripped:
         text += "\n  stripped links to forgotten memories: " + ", ".join(
-            f"{', '.join('memory:' + i for i in ids)} from {memory_id}" for memory_id, ids in stripped.items())
+            f"{', '.join(memory_link(i) for i in ids)} from {memory_id}" for memory_id, ids in stripped.items())
     if cascaded:
         text += "\n  stripped entities deleted from the catalog: " + ", ".join(
             f"{', '.join(entities)} from {memory_id}" for memory_id, entities in cascaded.items())
@@ -351,9 +360,10 @@ def _import_text(result: ImportResult) -> str:
 def import_slayer(settings: Settings, directory: str) -> None:
     """Import a SLayer storage folder's memories (memories/<id>.md) as one commit.
 
-    Ids and created_at are kept; entities that do not resolve are dropped with a warning. A file
-    it cannot take (not UTF-8, no front matter, an id no file may have) is skipped with a warning
-    naming it.
+    Ids and created_at are kept; entities that do not resolve are dropped with a warning; a title
+    is taken as a save takes it (private spans redacted, trimmed). A file it cannot take (not
+    UTF-8, no front matter, an id no file may have, a title over 1,000 characters) is skipped with
+    a warning naming it.
 
     \b
     Example:

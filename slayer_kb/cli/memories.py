@@ -8,9 +8,10 @@ from typing import Any
 import click
 
 from ..core import engram
-from ..core.errors import InvalidInputError
+from ..core.errors import UsageError
 from ..core.ids import check_id
 from ..core.inputs import checked_learning
+from ..core.locate import memory_link
 from ..core.problems import command, shell_word, words
 from ..core.results import ForgetResult, RenameResult, RestoreResult
 from ..core.text import one_line_shown, warning_lines
@@ -42,8 +43,8 @@ from .common import (
 def init(settings: Settings, directory: str, example: bool) -> None:
     """Create a knowledge base in DIRECTORY (and a git repository when it is in none).
 
-    DIRECTORY may not be in a repository's .git folder, nor in another knowledge base's
-    memories/, sessions/ or .slayer-kb/ folder, nor at a path in its repository that is not
+    DIRECTORY may not be in a repository's .git folder, nor inside another knowledge base
+    (its memories/, its catalog's models/, any folder of it), nor at a path in its repository that is not
     UTF-8 (git is given the KB's paths as UTF-8). As with `git init`, a DIRECTORY that is a
     knowledge base already (a commit holding memories/, .slayer-kb/ in a committed .gitignore)
     is no error: init commits what it lacks, or says there was nothing to do (--json:
@@ -125,12 +126,12 @@ def save(
       echo "JWT over sessions" | slayer-kb save - --title "Auth decision" --type decision --project api
     """
     if learning is not None and content is not None:
-        raise InvalidInputError(
+        raise UsageError(
             "The text was given twice, as LEARNING and with --content: give it once (they are one field)."
         )
     text = read_text_arg(learning if learning is not None else content)
     if text is None:
-        raise InvalidInputError(
+        raise UsageError(
             "Give the learning as an argument, with --content, or '-' to read it from stdin."
         )
     # Checked before a `--query -` is read from stdin, which a usage error leaves unread.
@@ -142,14 +143,14 @@ def save(
     if title is not None:
         if memory_id is not None:
             check_id(memory_id)  # a bad id hears the id rules first
-            raise InvalidInputError(
+            raise UsageError(
                 f"--id cannot be combined with --title: an observation's id is chosen for it (the "
                 "next auto id, or the memory its --topic-key revises). Drop --id; or drop --title "
                 f"and link entities with -e to save under '{memory_id}'; or give an existing memory a "
                 f"new title with '{command(kb.root)} update {words(memory_id)}' and its --title."
             )
         if parsed is not None:
-            raise InvalidInputError(
+            raise UsageError(
                 "--query cannot be combined with --title; save the example query without a title."
             )
         result = kb.save_observation(
@@ -165,13 +166,13 @@ def save(
         )
     else:
         if parsed is None and not entities:
-            raise InvalidInputError(
+            raise UsageError(
                 "Nothing to link: give entity references with -e REF (e.g. -e orders.amount) or a "
                 "--query, or save an observation with --title."
             )
         linked: Any = parsed if parsed is not None else list(entities)
         if parsed is not None and entities:
-            raise InvalidInputError(
+            raise UsageError(
                 "Give either -e references or --query, not both (the query's entities are linked)."
             )
         extra = {
@@ -315,7 +316,7 @@ def rename(settings: Settings, old: str, new: str, force: bool, reuse_id: bool) 
 def renamed_text(result: RenameResult) -> str:
     text = f"Renamed memory {result.old_id} to {result.new_id}"
     if result.rewritten:
-        text += f"\n  rewrote memory:{result.old_id} to memory:{result.new_id} in " + ", ".join(result.rewritten)
+        text += f"\n  rewrote {memory_link(result.old_id)} to {memory_link(result.new_id)} in " + ", ".join(result.rewritten)
     return text + kept_line(result.kept)
 
 
@@ -333,7 +334,7 @@ def forgot_text(result: ForgetResult, run: str) -> str:
     if result.soft:
         text += f" (soft; restore with '{run} restore {shell_word(result.deleted_id)}')"
     if result.stripped_from:
-        text += f"\n  stripped memory:{result.deleted_id} from " + ", ".join(result.stripped_from)
+        text += f"\n  stripped {memory_link(result.deleted_id)} from " + ", ".join(result.stripped_from)
     return text + kept_line(result.kept)
 
 
@@ -376,6 +377,9 @@ def suggest_topic_key(settings: Settings, type_: str | None, title: str | None, 
     """
     from ..kb import KnowledgeBase
 
+    if title is None and content is None:
+        raise UsageError("suggest-topic-key derives the key from a title or content: give --title (preferred) "
+                         "or --content.")
     key = KnowledgeBase.suggest_topic_key(type_, title, content)
     emit(settings, {"topic_key": key}, key)
 
@@ -399,7 +403,7 @@ def timeline(settings: Settings, memory_id: str | None, before: int, after: int,
       slayer-kb timeline --session ses-2026-11-29-auth
     """
     if (memory_id is None) == (session_id is None):
-        raise InvalidInputError("timeline takes a memory ID or --session SESSION, one of the two.")
+        raise UsageError("timeline takes a memory ID or --session SESSION, one of the two.")
     if session_id is not None:
         from .sessions import session_timeline_text
 
@@ -407,7 +411,7 @@ def timeline(settings: Settings, memory_id: str | None, before: int, after: int,
         counts = [f"--{name}" for name in ("before", "after")
                   if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT]
         if counts:
-            raise InvalidInputError(
+            raise UsageError(
                 f"{' and '.join(counts)} {'count' if len(counts) > 1 else 'counts'} the memories around an ID; "
                 "--session shows the whole session. "
                 f"Drop {' and '.join(counts)}, or give an ID instead of --session."

@@ -6,6 +6,7 @@ import textwrap
 
 import click
 
+from ..core.errors import UsageError
 from ..core.results import Hit
 from ..core.text import one_line_shown, warning_lines
 from .common import (
@@ -98,7 +99,7 @@ def search_cmd(
       slayer-kb search decision/paid-revenue
     """
     if all_words and any_word:
-        raise click.UsageError("--all and --any cannot be used together; give one (--any is the default).")
+        raise UsageError("--all and --any cannot be used together; give one (--any is the default).")
     result = settings.kb().search(
         read_text_arg(question),
         list(entities),

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from ..core.errors import StoreError, UsageError
 from ..core.text import counted
 from ..daemon import relay
 from .common import Settings, emit, json_option, pass_settings
@@ -121,9 +122,9 @@ def start(settings: Settings) -> None:
     """
     root = str(settings.kb().root)  # opened here, so that a folder that is no KB is refused now
     if not relay.SUPPORTED:
-        raise click.ClickException("no server on this system: commands run in their own process")
+        raise StoreError("no server on this system: commands run in their own process")
     if (unheard := relay.no_channel(root)) is not None:
-        raise click.ClickException(f"no server for {root}: {unheard}.")
+        raise StoreError(f"no server for {root}: {unheard}.")
     answer = relay.control(root, "status")
     if answer is None:
         relay.spawn(root)
@@ -133,7 +134,7 @@ def start(settings: Settings) -> None:
             answer = relay.control(root, "status")
     data = {"root": root, "pid": answer.get("pid") if answer else None}
     if answer is None:
-        raise click.ClickException(f"the server did not start; see {root}/.slayer-kb/server.log")
+        raise StoreError(f"the server did not start; see {root}/.slayer-kb/server.log")
     emit(settings, data, f"Server {data['pid']} answers for {root}.")
 
 
@@ -152,6 +153,8 @@ def watch(settings: Settings) -> None:
     """
     from ..daemon.server import run
 
+    if settings.json:
+        raise UsageError("watch prints no JSON document: it runs until stopped, saying so on stdout. Drop --json.")
     root = settings.kb().root
     settings.kb().close()
     raise SystemExit(run(root, idle=None))

@@ -30,7 +30,7 @@ from ..core.errors import (
 from ..core.fileio import NotRegularFile, TooLarge, read_regular
 from ..core.ids import check_existing_id, check_id, no_memory
 from ..core.inputs import checked_learning
-from ..core.locate import MEMORIES_DIR, memory_path
+from ..core.locate import MEMORIES_DIR, linked_id, memory_path
 from ..core.memory import MAX_FILE_BYTES, Memory, loads, too_large
 from ..core.problems import command, shown, words
 from ..core.results import SyncReport
@@ -102,9 +102,9 @@ class Context(Parts):
         memory is restored or gone): each memory read once."""
         live, said = [], []
         for entity in entities:
-            if entity.startswith("memory:"):
+            if (memory_id := linked_id(entity)) is not None:
                 try:
-                    memory = self.read(entity[len("memory:"):])
+                    memory = self.read(memory_id)
                 except KBError:
                     continue
                 if not memory.is_deleted:

@@ -257,7 +257,7 @@ def suggest_topic_key(type: str | None, title: str | None, content: str | None) 
     """
     raw_title = title or ""
     raw_content = content or ""
-    if not raw_title.strip() and not raw_content.strip():
+    if blank(raw_title) and blank(raw_content):
         raise InvalidInputError(
             "A topic key needs a title or content, and both are empty: pass --title (preferred) or --content "
             "to derive the key from.",

@@ -61,6 +61,12 @@ class InvalidInputError(KBError):
     type_name = "invalid_input"
 
 
+class UsageError(InvalidInputError):
+    """Options or arguments that cannot go together, or one a command needs that is missing: the
+    CLI exits 2 with the command's usage, as for click's own usage errors (CLI.md); an MCP client
+    reads it as any other invalid input."""
+
+
 class MemoryFileError(KBError):
     """A memory file that cannot be read: bad YAML, wrong types, unknown keys."""
 
@@ -105,6 +111,8 @@ _OS_FIXES = {
     errno.EMFILE: "this process has too many open files: raise the limit (ulimit -n), then retry",
     errno.ENFILE: "the system has too many open files: close some programs, then retry",
     errno.EIO: "the device reported an I/O error: check the disk, then retry",
+    errno.ENAMETOOLONG: "a name in it, or the whole path, is longer than the file system takes (255 bytes a name "
+                        "on most): give a shorter one, then retry",
 }
 
 
@@ -117,10 +125,19 @@ class StoreError(KBError):
     def from_os(cls, exc: OSError) -> StoreError:
         """The error a refusal the code did not foresee becomes: the path, the cause and the fix in
         one line, never a traceback (the refusals it foresees have messages of their own)."""
-        paths = [os.fsdecode(name) for name in (exc.filename, exc.filename2) if name is not None]
+        paths = [_cut(os.fsdecode(name)) for name in (exc.filename, exc.filename2) if name is not None]
         where = f" {' -> '.join(paths)}" if paths else ""
         cause = exc.strerror or str(exc) or type(exc).__name__
         return cls(f"Cannot use{where}: {cause}; {os_fix(exc)}.")
+
+
+# A path longer than this (none a file system takes: 4,096 bytes on Linux) is cut when told.
+_PATH_SHOWN = 1000
+
+
+def _cut(path: str) -> str:
+    """``path`` as an error tells it: one of 10,000 characters given came back whole, twice."""
+    return path if len(path) <= _PATH_SHOWN else f"{path[:_PATH_SHOWN]}... ({len(path)} characters)"
 
 
 def output_lost(exc: OSError) -> str:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
 from .errors import InvalidIdError, NotFoundError
-from .locate import id_of_memory_file
+from .locate import MEMORY_LINK, id_of_memory_file
 from .text import kind_of
 
 MAX_ID_BYTES = 200
@@ -63,7 +63,7 @@ def _refuse_a_name_of_an_id(given: str) -> None:
     """Refuse, naming the id, what names a memory but is not its id: the link ``memory:7`` an
     agent copies from a memory's entities, the file ``memories/7.yaml`` a person copies from a
     pull request, an id with blanks around it."""
-    for what, inner in (("a link to a memory", given.removeprefix("memory:")),
+    for what, inner in (("a link to a memory", given.removeprefix(MEMORY_LINK)),
                         ("a memory's file", id_of_memory_file(given) or given),
                         ("an id with blanks around it", given.strip())):
         if inner != given and is_valid_id(inner):
@@ -131,16 +131,22 @@ def is_auto_id(memory_id: str) -> bool:
 _NUMBER_FORM = re.compile(r"\+?(\d+)(?:\.0*)?\Z")
 
 
+def _number_read(memory_id: str) -> str | None:
+    """The auto id ``memory_id`` reads as, written as one (``01``, ``+1``, ``1.0``, a fullwidth
+    ``１`` -> ``1``; ``1`` itself), or None when it is no number."""
+    match = _NUMBER_FORM.match(unicodedata.normalize("NFKC", memory_id))
+    if match is None or len(match[1]) > MAX_ID_BYTES:
+        return None
+    return str(int(match[1]))  # int() reads the decimal digits of every script
+
+
 def meant_id(memory_id: str, exists: Callable[[str], bool]) -> str:
     """For the error of an id no memory has: ``"; did you mean '1'? ..."`` (to end with a
     ".") when the id is another spelling of an existing auto id (``01``, ``+1``, ``1.0``, a
     fullwidth ``１``), else ``""``. Such ids are valid ids of their own (``001`` may be saved), so they are not taken
     for the number: the agent is told which id it probably meant."""
-    match = _NUMBER_FORM.match(unicodedata.normalize("NFKC", memory_id))
-    if match is None or len(match[1]) > MAX_ID_BYTES:
-        return ""
-    plain = str(int(match[1]))
-    if plain == memory_id or not exists(plain):
+    plain = _number_read(memory_id)
+    if plain is None or plain == memory_id or not exists(plain):
         return ""
     return (f"; did you mean '{plain}'? An auto id is written in plain ASCII digits, without a sign, "
             "leading zeros or decimals")
@@ -198,8 +204,7 @@ def check_new_id(memory_id: object, existing: Iterable[str] = (), advice: NewIdA
     no file that an id of ``existing`` names on macOS or Windows (see :func:`check_no_clash`).
     """
     memory_id = check_id(memory_id)
-    if advice.numbers is not None and (is_auto_id(memory_id) or (memory_id.isdecimal() and not memory_id.isascii())):
-        plain = str(int(memory_id))  # int() reads the decimal digits of every script
+    if advice.numbers is not None and (plain := _number_read(memory_id)) is not None:
         said = "is a number" if plain == memory_id else f"reads as the number '{plain}'"
         raise InvalidIdError(
             f"Memory id '{memory_id}' {said}, as auto ids are: slayer-kb allocates those to new memories (one "

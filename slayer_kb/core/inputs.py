@@ -49,12 +49,17 @@ def check_unicode(value: Any, name: str) -> None:
 # Spaces, line breaks and the characters that print as nothing (zero-width space, joiners,
 # direction marks, the byte-order mark): a text of only these says nothing.
 _INVISIBLE = frozenset({"Cc", "Cf", "Zl", "Zp", "Zs"})
+# The format characters that print a sign of their own (Unicode's Prepended_Concatenation_Mark:
+# Arabic number signs, the end of ayah U+06DD, the Syriac abbreviation mark, Kaithi's number signs).
+_VISIBLE_FORMAT = frozenset("\u0600\u0601\u0602\u0603\u0604\u0605\u06dd\u070f\u0890\u0891\u08e2"
+                            "\U000110bd\U000110cd")
 
 
 def blank(value: Any) -> bool:
     """True for what is not text, or text with nothing visible in it (``str.strip`` keeps a
     zero-width space, so ``"\u200b"`` passed as a learning)."""
-    return not isinstance(value, str) or all(ch.isspace() or unicodedata.category(ch) in _INVISIBLE for ch in value)
+    return not isinstance(value, str) or all(
+        ch.isspace() or (unicodedata.category(ch) in _INVISIBLE and ch not in _VISIBLE_FORMAT) for ch in value)
 
 
 def checked_learning(learning: Any, limit: int, name: str = "learning", tool_name: str | None = None) -> str:

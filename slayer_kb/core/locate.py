@@ -20,6 +20,16 @@ def memory_path(memory_id: str) -> str:
     return f"{MEMORIES_DIR}/{memory_id}.yaml"
 
 
+def memory_link(memory_id: str) -> str:
+    """The entity that links memory ``memory_id``: ``memory:<id>``."""
+    return MEMORY_LINK + memory_id
+
+
+def linked_id(entity: str) -> str | None:
+    """The id an entity ``memory:<id>`` links; None for any other entity (one of the catalog)."""
+    return entity[len(MEMORY_LINK):] if entity.startswith(MEMORY_LINK) else None
+
+
 def id_of_path(kb_path: str) -> str | None:
     """``memories/<id>.yaml`` -> id; anything else (``.gitkeep``, sub-folders) -> None."""
     prefix = f"{MEMORIES_DIR}/"

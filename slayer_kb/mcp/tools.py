@@ -21,6 +21,7 @@ import yaml
 
 from ..core import engram
 from ..core.errors import InvalidInputError, KBError, StoreError
+from ..core.locate import memory_link
 from ..core.results import ChangeResult, Hit, Stats, Timeline
 from ..core.text import clip, one_line_shown, quoted, warning_lines
 from ..kb import DEFAULT_LIMIT, EMPTY_CONTEXT, MAX_ENGRAM_LIMIT, KnowledgeBase
@@ -211,7 +212,7 @@ def _mem_delete(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
     result = kb.forget(memory_id, soft=not a["hard_delete"])
     text = f"Memory #{memory_id} {'soft-deleted' if result.soft else 'permanently deleted'}"
     if result.stripped_from:
-        text += f"\nRemoved the link memory:{memory_id} from: {', '.join(result.stripped_from)}"
+        text += f"\nRemoved the link {memory_link(memory_id)} from: {', '.join(result.stripped_from)}"
     return Reply(text, result.to_json())
 
 

@@ -39,9 +39,10 @@ import yaml
 from ..catalog.catalog import Datasource, Model
 from ..catalog.refs import query_entities
 from ..core import yamlio
-from ..core.errors import AmbiguousEntityError, CatalogError, InvalidInputError, KBError, NotFoundError
+from ..core.errors import AmbiguousEntityError, CatalogError, InvalidInputError, KBError, NotFoundError, UsageError
 from ..core.fileio import read_regular
 from ..core.ids import check_id
+from ..core.locate import linked_id
 from ..core.memory import Memory, with_entities
 from ..core.problems import command
 from ..core.results import CascadeResult
@@ -131,11 +132,11 @@ def _catalog_name(given: str, form: str, example: str, *, counts: tuple[int, ...
         raise InvalidInputError(f"No name given: give {form}, e.g. {example}.")
     if "/" in name or "\\" in name:
         raise InvalidInputError(
-            f"'{given}' is a path, not a catalog name: give {form} as the catalog names it, e.g. {example}."
+            f"{shown_value(given)} is a path, not a catalog name: give {form} as the catalog names it, e.g. {example}."
         )
     parts = name.split(".")
     if len(parts) not in counts or not all(parts):
-        raise InvalidInputError(f"'{given}' is not {form}: give it as the catalog names it, e.g. {example}.")
+        raise InvalidInputError(f"{shown_value(given)} is not {form}: give it as the catalog names it, e.g. {example}.")
     return name
 
 
@@ -152,8 +153,9 @@ def _find_model(kb: Context, model: str, datasource: str | None) -> Model:
     if "." in name:
         given, _, name = name.partition(".")
         if datasource is not None and datasource != given:
-            raise InvalidInputError(
-                f"'{model}' names datasource '{given}' but --datasource says '{datasource}'."
+            raise UsageError(
+                f"{shown_value(model)} names datasource {shown_value(given)} but --datasource says "
+                f"{shown_value(datasource)}: name the datasource once, in MODEL or with --datasource."
             )
         datasource = given
     if datasource is not None:
@@ -314,7 +316,7 @@ def prune(kb: Context, dry_run: bool = False, *, force: bool = False) -> Cascade
 
     with kb.transaction() as tx:
         _refuse_a_skipped_catalog_file(kb)
-        changes, (memories, stripped), kept = tx.dry_rewrite(plan, force) if dry_run else tx.rewrite(plan, force, ahead=plan)
+        changes, (memories, stripped), kept = tx.dry_rewrite(plan, force) if dry_run else tx.rewrite(plan, force, ahead=True)
         rewritten = list(stripped)
         commit = None
         if changes and not dry_run:
@@ -350,8 +352,7 @@ def _stored_entities(kb: Context) -> set[str]:
 
 
 def _live(kb: Context, entity: str) -> bool:
-    if entity.startswith("memory:"):
-        target = entity[len("memory:"):]
+    if (target := linked_id(entity)) is not None:
         try:
             check_id(target)
         except KBError:

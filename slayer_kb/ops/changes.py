@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core import engram
-from ..core.errors import InvalidIdError, InvalidInputError, MemoryFileError, NotFoundError, ResolutionError
+from ..core.errors import InvalidIdError, InvalidInputError, MemoryFileError, NotFoundError, ResolutionError, UsageError
 from ..core.ids import (
     NewIdAdvice,
     check_existing_id,
@@ -22,7 +22,7 @@ from ..core.ids import (
     free_variant,
 )
 from ..core.inputs import check_description, check_unicode
-from ..core.locate import memory_path
+from ..core.locate import memory_link, memory_path
 from ..core.memory import Memory, utc_now, with_entities
 from ..core.problems import command, words
 from ..core.results import ChangeResult, ForgetResult, RenameResult
@@ -54,7 +54,7 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
         )
     if not given:
         # Named as each caller gives them: the command's options, mem_update's parameters.
-        raise InvalidInputError(
+        raise UsageError(
             "Nothing to update: give at least one of --title, --learning, --type, --description, --project, "
             "--scope, --topic-key, -e.",
             tool_message="Nothing to update: give at least one of title, content, type, project, scope, topic_key.")
@@ -151,7 +151,7 @@ def forget(kb: Context, memory_id: str, *, soft: bool = False, force: bool = Fal
                 if memory.is_deleted:
                     raise _deleted_already(memory, command(kb.root))
                 return [memory_change(memory.evolve(deleted_at=utc_now()))], ([], {})
-            target = f"memory:{memory_id}"
+            target = memory_link(memory_id)
             changes = [Change(memory_path(memory_id), None)]
             stripped = []
             rewritten: dict[str, Memory] = {}
@@ -171,7 +171,7 @@ def forget(kb: Context, memory_id: str, *, soft: bool = False, force: bool = Fal
         message = f"memory: forget {memory_id}"
         if stripped:
             message += (
-                f"\n\nStripped memory:{memory_id} from {len(stripped)} memories: {', '.join(stripped)}"
+                f"\n\nStripped {memory_link(memory_id)} from {len(stripped)} memories: {', '.join(stripped)}"
             )
         commit = tx.commit(changes, message, rewritten)
         kb.fold_duplicates(memory_id)

@@ -19,6 +19,7 @@ from ..core import engram
 from ..core.errors import InvalidInputError, KBError, NotFoundError
 from ..core.ids import check_existing_id, check_id, id_sort_key, is_valid_id
 from ..core.inputs import readable
+from ..core.locate import MEMORY_LINK, linked_id, memory_link
 from ..core.memory import MAX_DESCRIPTION, time_order
 from ..core.problems import command, shell_word
 from ..core.results import Hit, SearchResult, Stats, Timeline
@@ -46,7 +47,7 @@ _ALONE = re.compile(r"\s*[`'\"]?([A-Za-z_][A-Za-z0-9_]*)[`'\"]?\s*\??\s*")
 # A memory named in the question as a link names it (memory:12, memory:kb.paid-revenue), also
 # in brackets or quotes; the punctuation after it (memory:12.) is the sentence's, not the id's,
 # unless a memory's id has it (``_link_named``).
-_MEMORY_LINK = re.compile(r"(?<![^\s(\[\"'`])memory:[^\s:]+")
+_MEMORY_LINK = re.compile(rf"(?<![^\s(\[\"'`]){MEMORY_LINK}[^\s:]+")
 _AFTER_LINK = ".,;:!?)]'\"`"
 # A bare name with more readings than this (created_at, status: a column of most models) says
 # too little to search by its links; a note asks for the model.
@@ -206,7 +207,7 @@ def question_names(kb: Context, question: str, resolver: Resolver | None = None,
     live, deleted = kb.memory_links([link for link in linked if link not in read])
     entities = [link for link in linked if read.get(link, link in live)]
     warnings += deleted
-    notes: list[str] = [f"{link!r} names memory {link[len('memory:'):]}: it comes first, and memories "
+    notes: list[str] = [f"{link!r} names memory {link.removeprefix(MEMORY_LINK)}: it comes first, and memories "
                         "linked to it are found too." for link in entities]
     unknown: list[str] = []
     for name in dotted + bare:
@@ -231,7 +232,7 @@ def question_names(kb: Context, question: str, resolver: Resolver | None = None,
 def _deleted_by_id(kb: Context, question: str, read: Mapping[str, bool]) -> list[str]:
     """The memory whose id is the whole question comes first (``search 12``): a soft-deleted one
     is in no answer, and is told as its link ``memory:12`` is (unless ``-e`` named it: told)."""
-    link = f"memory:{question}"
+    link = memory_link(question)
     if link in read or not is_valid_id(question) or not kb.memory_exists(question):
         return []
     return kb.memory_links([link])[1]
@@ -240,7 +241,7 @@ def _deleted_by_id(kb: Context, question: str, read: Mapping[str, bool]) -> list
 def _link_named(kb: Context, link: str) -> str:
     """``memory:<id>`` as the question means it: without the punctuation after it, unless a
     memory's id ends so."""
-    memory_id = link[len("memory:"):]
+    memory_id = link.removeprefix(MEMORY_LINK)
     bare = memory_id.rstrip(_AFTER_LINK)
     if not bare or bare == memory_id:
         return link
@@ -248,7 +249,7 @@ def _link_named(kb: Context, link: str) -> str:
         check_id(memory_id)
         if kb.memory_exists(memory_id):
             return link
-    return f"memory:{bare}"
+    return memory_link(bare)
 
 
 def _lenient_entities(kb: Context, resolver: Resolver, entities: Any, query: Any,
@@ -260,7 +261,7 @@ def _lenient_entities(kb: Context, resolver: Resolver, entities: Any, query: Any
     out = resolver.resolve_leniently(refs, warnings)
     live, deleted = kb.memory_links(out)
     warnings += deleted
-    links = {entity: entity in live for entity in out if entity.startswith("memory:")}
+    links = {entity: entity in live for entity in out if linked_id(entity) is not None}
     if query is not None:
         try:
             found, _notes = query_entities(query, resolver)
@@ -295,12 +296,12 @@ def hit(
         problem = _query_problem(kb, data["query"])
         if problem is not None and problem[0]:
             warnings.append(
-                f"example_query memory:{data['id']}: attached query has stale references "
+                f"example_query {memory_link(data['id'])}: attached query has stale references "
                 f"({problem[1]}); re-save to clean."
             )
         elif problem is not None:  # written as SLayer reads no query: re-saving it fails too
             warnings.append(
-                f"example_query memory:{data['id']}: attached query is not a valid SlayerQuery "
+                f"example_query {memory_link(data['id'])}: attached query is not a valid SlayerQuery "
                 f"({problem[1]}); correct it with '{command(kb.root)} edit {shell_word(data['id'])}'."
             )
     if full:
@@ -310,8 +311,8 @@ def hit(
 
 def _entity_live(
     kb: Context, entity: str) -> bool:
-    if entity.startswith("memory:"):
-        return kb.memory_exists(entity[len("memory:") :])
+    if (memory_id := linked_id(entity)) is not None:
+        return kb.memory_exists(memory_id)
     return kb.catalog.entity_exists(entity)
 
 
@@ -339,7 +340,7 @@ def _query_problem(kb: Context, query: dict[str, Any]) -> tuple[bool, str] | Non
         problem: tuple[bool, str] | None = (exc.stale, str(exc))
     else:
         problem = None
-    if key is not None and "memory:" not in key:
+    if key is not None and MEMORY_LINK not in key:
         known[key] = problem
     return problem
 

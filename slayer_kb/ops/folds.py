@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..core.engram import content_hash, is_import
 from ..core.errors import KBError
-from ..core.locate import memory_path
+from ..core.locate import memory_link, memory_path
 from ..core.memory import Memory, loads, parse_time, time_order
 from ..core.merging import merge_topic_revisions
 from ..store.repo import Change
@@ -143,7 +143,7 @@ def _commit(tx: Transaction, folds: dict[str, Memory], changes: list[Change], wh
     """One commit of ``folds`` (this branch's id -> the memory it is folded into) and ``changes``,
     ``memory:`` references to the folded ids rewritten; the moves added to ``moved``."""
     mapping = {old: m.id for old, m in folds.items()}
-    for other_id, _memory, text in tx.referrers([f"memory:{old}" for old in mapping]):
+    for other_id, _memory, text in tx.referrers([memory_link(old) for old in mapping]):
         if other_id not in mapping:
             new_text = renumbered_text(other_id, text, mapping)
             if new_text is not None:

@@ -26,7 +26,9 @@ Decisions:
   folder brings its updates; git keeps the old version for ``restore --rev``); an identical memory
   is skipped. Entities are resolved against the KB's catalog (and the ids being imported);
   one that does not resolve is dropped with a warning, as SLayer ignores stale tags at retrieval.
-  Unknown front matter keys are dropped with a warning. A memory whose query is not a SlayerQuery
+  Unknown front matter keys are dropped with a warning. A title is taken as a save takes it
+  (``engram.given_title``: private spans redacted, trimmed; one with nothing visible is none; an
+  over-long one skips the memory). A memory whose query is not a SlayerQuery
   that SLayer 1.4.1 would take (``slayerquery.check_query``, as for a save) is skipped with a warning,
   as is a file that cannot be read or parsed (not UTF-8, no front matter, not a regular file) or
   whose id no file may have; a link out of the folder refuses the whole import.
@@ -186,6 +188,13 @@ def _memory_from_row(where: str, row: dict[str, Any], warnings: list[str]) -> Me
         row.pop(key)
     if row.get("entities") is None:
         row.pop("entities", None)
+    if isinstance(row.get("title"), str):  # as a save takes it: private spans redacted, trimmed, checked
+        try:
+            row["title"] = engram.given_title(row["title"])
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"{where}: {exc}") from None
+        if row["title"] is None:
+            row.pop("title")
     text = yaml.dump(row, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1_000_000_000)
     memory = loads(text, memory_id, where)
     if memory.query is not None:

@@ -12,13 +12,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..core.ids import is_auto_id
-from ..core.locate import id_of_path
+from ..core.locate import id_of_path, linked_id, memory_link
 from ..core.problems import Problem, shell_word, shown
 from ..core.session import SESSIONS_DIR
 from ..store.renames import renames_between
 from ..store.repo import GitStore
 from .snapshot import NO_BLOB, written_since
-from .teamchecks import LINK, MEMORIES, Branch, links_in
+from .teamchecks import MEMORIES, Branch, links_in
 
 # What ``slayer-kb merge`` does with each kind of file a plain git merge stops on.
 _MERGES = {
@@ -148,7 +148,7 @@ def _links_to_own_forgets(compared: Branch, base: str, ours: dict[str, tuple[str
     found = []  # (the memory's path, its id, the forgotten ids it gained links to)
     for path, (before, after) in sorted(changed.items()):
         text, memory_id = texts[after].decode("utf-8", "replace"), id_of_path(path) or ""
-        if memory_id in forgot or not any(f"{LINK}{i}" in text for i in forgot):
+        if memory_id in forgot or not any(memory_link(i) in text for i in forgot):
             continue  # a memory the branch forgot itself is a forget against an edit: a stop of its own
         was = memory_id
         if before == NO_BLOB:  # added there, or a memory it renamed: its links are the old file's
@@ -157,8 +157,8 @@ def _links_to_own_forgets(compared: Branch, base: str, ours: dict[str, tuple[str
             was = moved.get(memory_id, memory_id)
             before = memories.get(f"{MEMORIES}/{was}.yaml", (NO_BLOB,))[0]
         old = links_in(texts[before].decode("utf-8", "replace"), was) if before != NO_BLOB else set()
-        gained = sorted((e[len(LINK):] for e in links_in(text, memory_id) - old
-                         if e.startswith(LINK) and e[len(LINK):] in forgot), key=lambda i: (len(i), i))
+        gained = sorted((i for e in links_in(text, memory_id) - old if (i := linked_id(e)) in forgot),
+                        key=lambda i: (len(i), i))
         if gained:
             found.append((path, memory_id, gained))
     if not found:
@@ -173,7 +173,7 @@ def _links_to_own_forgets(compared: Branch, base: str, ours: dict[str, tuple[str
             problems.append(Problem(
                 shown(compared.root / path), 1,
                 f"memory {memory_id}, which {compared.against} added or changed since this branch parted from it, "
-                f"links 'memory:{i}', which this branch {what}; merged as it is, the link would point at nothing. "
+                f"links '{memory_link(i)}', which this branch {what}; merged as it is, the link would point at nothing. "
                 f"Run '{fix}': it {does}, in one commit"))
     return problems
 

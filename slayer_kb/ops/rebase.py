@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..core.errors import ConflictError, InvalidInputError, StoreError
+from ..core.errors import ConflictError, InvalidInputError, StoreError, UsageError
 from ..core.ids import fold_id, free_variant
 from ..core.locate import id_of_path, memory_path
 from ..core.problems import cd_step, command, command_in, git_command, words
@@ -58,7 +58,7 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
     with store.locked():
         if action is None:
             if upstream is None:
-                raise InvalidInputError(f"Give the branch to rebase onto ({command(kb.root)} rebase origin/main), "
+                raise UsageError(f"Give the branch to rebase onto ({command(kb.root)} rebase origin/main), "
                                         "or --continue or --abort for the rebase in progress.")
             if in_progress(store):
                 typed = command(kb.root)

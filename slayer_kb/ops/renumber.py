@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from ..core.errors import ConflictError, KBError
 from ..core.ids import highest_auto_id, is_auto_id
-from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
+from ..core.locate import MEMORIES_DIR, id_of_path, linked_id, memory_link, memory_path
 from ..core.memory import loads, with_entities
 from ..core.problems import command, git_command
 from ..core.results import RenumberResult
@@ -153,8 +153,8 @@ def renumbered_text(memory_id: str, text: str, mapping: dict[str, str]) -> str |
 
 
 def _mapped(entity: str, mapping: dict[str, str]) -> str:
-    if entity.startswith("memory:") and entity[len("memory:"):] in mapping:
-        return f"memory:{mapping[entity[len('memory:'):]]}"
+    if (old := linked_id(entity)) is not None and old in mapping:
+        return memory_link(mapping[old])
     return entity
 
 
@@ -299,7 +299,7 @@ def moved(kb: Context, tx: Transaction, mapping: dict[str, str]) -> tuple[list[C
     assert head is not None
     changes: list[Change] = []
     rewritten: list[str] = []
-    for other_id, _memory, text in tx.referrers([f"memory:{old}" for old in mapping]):
+    for other_id, _memory, text in tx.referrers([memory_link(old) for old in mapping]):
         if other_id in mapping:
             continue
         new_text = renumbered_text(other_id, text, mapping)

@@ -25,6 +25,7 @@ from ..core import yamlio
 from ..core.errors import KBError, StoreError
 from ..core.fileio import NotRegularFile, TooLarge, read_regular
 from ..core.ids import is_auto_id
+from ..core.locate import MEMORY_LINK, linked_id, memory_link
 from ..core.memory import MAX_FILE_BYTES, loads
 from ..core.problems import Problem, command, git_command, shell_word, shown
 from ..core.session import SESSIONS_DIR
@@ -34,7 +35,6 @@ from ..store.revisions import resolve_rev, same_memories, shallow_parting
 from .snapshot import blobs_at, catalog_changed, deleted_entities, entities_of, under
 
 MEMORIES = "memories"
-LINK = "memory:"
 # A memory's stored query, its key as any YAML writes it ('query:', '"query" :'), for git grep -E.
 _QUERY_KEY = "query[\"']?[[:space:]]*:"
 _TOPIC_FIELDS = re.compile(r"^(topic_key|project|scope|deleted_at): *(.*)$", re.MULTILINE)
@@ -121,7 +121,7 @@ def id_collisions(compared: Branch, files: dict[Path, str]) -> list[Problem]:
         name, 1,
         f"auto id '{memory_id}' was added on this branch, but {against} already uses it for "
         f"another memory; run '{fix}' to give this branch's memory a fresh id and "
-        f"rewrite its memory:{memory_id} references, in one commit",
+        f"rewrite its {memory_link(memory_id)} references, in one commit",
     ) for memory_id, name in clashes]
 
 
@@ -331,7 +331,7 @@ def links_to_gone(compared: Branch, files: dict[Path, str], catalog: Catalog) ->
         return []
     deleted = deleted_since(compared.store, compared.base, compared.against_sha, catalog)
     # Only files that can hold such a link are parsed: every memory, after a catalog change.
-    marks = ("memory:", *delete_roots(deleted))
+    marks = (MEMORY_LINK, *delete_roots(deleted))
     mine = {path.stem: (name, links) for path, name in files.items() if (links := _links_of(path, marks))}
     return gone_links(compared.store, compared.base, compared.against, compared.against_sha, mine,
                       lambda i: (compared.root / MEMORIES / f"{i}.yaml").is_file(), deleted, compared.root)
@@ -356,11 +356,11 @@ def gone_links(store: GitStore, base: str, against: str, against_sha: str, mine:
     that parted from ``against`` at ``base``; ``present`` says whether the branch holds a memory
     id, ``deleted`` the entities ``against`` deleted (``deleted_since``); ``root`` the KB's folder,
     which the fix names (``fix_command``)."""
-    linked = {i[len(LINK):] for _name, links in mine.values() for i in links if i.startswith(LINK)}
-    gone = {f"{LINK}{i}" for i in _forgotten(store, base, against_sha, linked) if present(i)} if linked else set()
+    linked = {i for _name, links in mine.values() for e in links if (i := linked_id(e)) is not None}
+    gone = {memory_link(i) for i in _forgotten(store, base, against_sha, linked) if present(i)} if linked else set()
 
     def lost(entity: str) -> bool:
-        return entity in gone or (not entity.startswith(LINK) and under(entity, deleted))
+        return entity in gone or (linked_id(entity) is None and under(entity, deleted))
 
     mine = {memory_id: found for memory_id, found in mine.items() if any(map(lost, found[1]))}
     if not mine:
@@ -376,22 +376,22 @@ def gone_links(store: GitStore, base: str, against: str, against_sha: str, mine:
         return []
     fix = fix_command(store, root, f"merge {shell_word(against)}", against)
     # A memory ``against`` renamed (and still has) is no forget: the merge points the link at its new id.
-    renamed = renamed_since(store, base, against_sha, {e[len(LINK):] for e in gone}).live
+    renamed = renamed_since(store, base, against_sha, {e.removeprefix(MEMORY_LINK) for e in gone}).live
     problems = []
     for memory_id, name, new in found:
-        for i in sorted((e[len(LINK):] for e in new if e.startswith(LINK)), key=lambda i: (len(i), i)):
+        for i in sorted((i for e in new if (i := linked_id(e)) is not None), key=lambda i: (len(i), i)):
             what, does = ((f"renamed to '{renamed[i]}'", "points links to renamed memories at their new ids")
                           if i in renamed else ("forgot", "strips links to forgotten memories"))
             problems.append(Problem(
                 name, 1,
-                f"memory {memory_id} links 'memory:{i}', which {against} {what} since this branch parted from "
+                f"memory {memory_id} links '{memory_link(i)}', which {against} {what} since this branch parted from "
                 f"it; merged as it is, the link would point at nothing. Run '{fix}': it {does}, in one commit"))
         problems += [Problem(
             name, 1,
             f"memory {memory_id} links '{entity}', which {against} deleted from the catalog since this branch "
             f"parted from it; merged as it is, the link would point at nothing. Run '{fix}': it strips links "
             "to deleted entities, as the delete would have, in one commit",
-        ) for entity in sorted(e for e in new if not e.startswith(LINK))]
+        ) for entity in sorted(e for e in new if linked_id(e) is None)]
     return problems
 
 

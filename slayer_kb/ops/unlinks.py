@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..core.errors import KBError
-from ..core.locate import MEMORIES_DIR, id_of_path
+from ..core.locate import MEMORIES_DIR, MEMORY_LINK, id_of_path, linked_id, memory_link
 from ..core.memory import Memory, loads, with_entities
 from ..store.renames import Renamed, renamed_since, renames_between
 from ..store.repo import Change, GitStore
@@ -31,8 +31,6 @@ from .snapshot import CATALOG_DIRS, absent_at_head, deleted_entities, under
 
 if TYPE_CHECKING:
     from ..context import Context
-
-_LINK = "memory:"
 
 
 def strip_gone(kb: Context, store: GitStore, tx: Transaction, parted: str, tip: str, unlinked: dict[str, list[str]],
@@ -86,10 +84,11 @@ def strip_gone(kb: Context, store: GitStore, tx: Transaction, parted: str, tip: 
             made = made or bool(found_moved)
     forgotten |= set(renamed.gone.values())
     if forgotten:
-        links = {_LINK + memory_id for memory_id in forgotten}
+        links = {memory_link(memory_id) for memory_id in forgotten}
         found = _strip(kb, store, tx, sorted(links), links.__contains__, lambda gone: (
-            f"memory: strip links to forgotten {', '.join(sorted({e[len(_LINK):] for e in gone}, key=_order))} from"))
-        unlinked.update({m: [e[len(_LINK):] for e in entities] for m, entities in found.items()})
+            f"memory: strip links to forgotten {', '.join(sorted({e.removeprefix(MEMORY_LINK) for e in gone}, key=_order))}"
+            " from"))
+        unlinked.update({m: [e.removeprefix(MEMORY_LINK) for e in entities] for m, entities in found.items()})
         made = made or bool(found)
     deleted = deleted_entities(store, parted, "HEAD", catalog_changed)
     if deleted:
@@ -124,15 +123,15 @@ def _relink(kb: Context, store: GitStore, tx: Transaction, moved: dict[str, str]
     ``moved``'s new id; each rewritten memory's {old: new}."""
 
     def fix(entity: str) -> str:
-        old = entity[len(_LINK):]
-        return _LINK + moved[old] if entity.startswith(_LINK) and old in moved else entity
+        old = linked_id(entity)
+        return memory_link(moved[old]) if old is not None and old in moved else entity
 
     def subject(changed: set[str]) -> str:
-        olds = sorted((e[len(_LINK):] for e in changed), key=_order)
+        olds = sorted((e.removeprefix(MEMORY_LINK) for e in changed), key=_order)
         return f"memory: rewrite links to renamed {', '.join(f'{old} as {moved[old]}' for old in olds)} in"
 
-    found = _rewrite(kb, store, tx, sorted(_LINK + old for old in moved), fix, subject, holders)
-    return {m: {e[len(_LINK):]: moved[e[len(_LINK):]] for e in entities} for m, entities in found.items()}
+    found = _rewrite(kb, store, tx, sorted(memory_link(old) for old in moved), fix, subject, holders)
+    return {m: {old: moved[old] for old in (e.removeprefix(MEMORY_LINK) for e in entities)} for m, entities in found.items()}
 
 
 def _strip(kb: Context, store: GitStore, tx: Transaction, patterns: list[str], gone: Callable[[str], bool],

@@ -52,6 +52,7 @@ from ..core import yamlio
 from ..core.errors import InvalidIdError, KBError, MemoryFileError, ResolutionError
 from ..core.fileio import NotRegularFile, TooLarge, not_a_file, read_regular, unusable_folder
 from ..core.ids import check_id, check_new_id, fold_id, free_variant
+from ..core.locate import linked_id, memory_link
 from ..core.memory import (
     MAX_FILE_BYTES,
     TIME_KEYS,
@@ -339,7 +340,7 @@ def _renaming(memory_id: str, context: KBContext) -> str:
     new = free_variant(stem, context.folded)
     others = sorted(f"{MEMORIES}/{i}.yaml" for i in context.folded[fold_id(memory_id)] if i != memory_id)
     own = words(f"{MEMORIES}/{memory_id}.yaml")
-    return (f"{context.command} rename {words(memory_id, new)} (it rewrites the memory:{memory_id} links; where the "
+    return (f"{context.command} rename {words(memory_id, new)} (it rewrites the {memory_link(memory_id)} links; where the "
             f"two share one file, as on macOS, run {git_command(context.root, f'checkout HEAD -- {own}')} before it "
             f"and {git_command(context.root, f'checkout HEAD -- {words(*others)}')} after it)")
 
@@ -547,8 +548,7 @@ def _entity_problems(
         message = None
         if entity in seen:
             message = f"entity '{entity}' is listed twice; keep one"
-        elif entity.startswith("memory:"):
-            target = entity[len("memory:"):]
+        elif (target := linked_id(entity)) is not None:
             try:
                 check_id(target)
             except InvalidIdError as exc:

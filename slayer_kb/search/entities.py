@@ -7,8 +7,8 @@ from whoosh import query as Q
 
 from ..core.engram import normalize_topic_key
 from ..core.ids import is_valid_id
+from ..core.locate import linked_id
 
-MEMORY_PREFIX = "memory:"
 # A model's memories are found through their columns' tags too, ranked below exact tags.
 UNDER_BOOST = 0.3
 
@@ -18,13 +18,13 @@ def entity_query(entities: list[str]) -> Q.Query | None:
     if not entities:
         return None
     clauses: list[Q.Query] = [Q.Term("entities", e) for e in entities]
-    clauses.extend(Q.Term("under", e, boost=UNDER_BOOST) for e in entities if not e.startswith(MEMORY_PREFIX))
+    clauses.extend(Q.Term("under", e, boost=UNDER_BOOST) for e in entities if linked_id(e) is None)
     return Q.Or(clauses)
 
 
 def named_ids(entities: list[str]) -> list[str]:
     """The memories named as ``memory:<id>`` in the input, which come back first."""
-    return [e[len(MEMORY_PREFIX):] for e in entities if e.startswith(MEMORY_PREFIX)]
+    return [memory_id for e in entities if (memory_id := linked_id(e)) is not None]
 
 
 def id_query(memory_ids: list[str]) -> Q.Query | None:
@@ -44,7 +44,7 @@ def exact_query(question: str) -> Q.Query | None:
 
 
 def catalog_input_query(entities: list[str], boost: float) -> list[Q.Query]:
-    return [Q.Term("entities", e, boost=boost) for e in entities if not e.startswith(MEMORY_PREFIX)]
+    return [Q.Term("entities", e, boost=boost) for e in entities if linked_id(e) is None]
 
 
 def rooted_at(entity: str, datasource: str) -> bool:

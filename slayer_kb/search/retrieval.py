@@ -25,6 +25,7 @@ from typing import Any
 
 from whoosh import query as Q
 
+from ..core.locate import linked_id, memory_link
 from ..core.memory import Memory
 from ..core.results import fell_back_note
 from ..core.text import shown_value
@@ -440,13 +441,13 @@ def _warn_off_datasource(index: Index, request: Request, warnings: list[str]) ->
     inside = {d["id"] for d in index.documents(E.id_query(named), restrict(datasource=request.datasource))}
     for memory_id in named:
         if memory_id not in inside:
-            warnings.append(f"memory:{memory_id} is not rooted at datasource {request.datasource!r}; dropped.")
+            warnings.append(f"{memory_link(memory_id)} is not rooted at datasource {request.datasource!r}; dropped.")
 
 
 def _catalog(index: Index, words: W.Words, request: Request, warnings: list[str]) -> list[dict[str, Any]]:
     """Catalog entities whose names or descriptions hold the question's words, and the input
     entities themselves."""
-    inputs = [e for e in request.entities if not e.startswith(E.MEMORY_PREFIX)]
+    inputs = [e for e in request.entities if linked_id(e) is None]
     if request.datasource:
         for entity in inputs:
             if not E.rooted_at(entity, request.datasource):

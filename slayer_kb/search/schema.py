@@ -12,6 +12,7 @@ from typing import Any
 from whoosh.fields import ID, KEYWORD, STORED, TEXT, Schema
 
 from ..catalog.catalog import Catalog
+from ..core.locate import linked_id
 from ..core.memory import Memory
 from .analysis import WordAnalyzer, symbols
 from .codec import Codec
@@ -98,7 +99,7 @@ def value_or_none(value: str | None) -> str:
 def memory_document(memory: Memory, content_hash: str) -> dict[str, Any]:
     # The words of a named id (kb.refund-policy): people choose ids that say what a memory is.
     name = "" if memory.id.isdigit() else re.sub(r"[._-]+", " ", memory.id)
-    catalog_entities = [e for e in memory.entities if not e.startswith("memory:")]
+    catalog_entities = [e for e in memory.entities if linked_id(e) is None]
     datasources = {e.split(".", 1)[0] for e in catalog_entities}
     ancestors = {e.rsplit(".", n)[0] for e in catalog_entities for n in range(1, e.count(".") + 1)}
     return {

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..core.locate import linked_id
 from ..core.memory import Memory
 from . import sentences
 from .embedding import DIMENSIONS
@@ -102,7 +103,7 @@ def rows(
     made = quantised(vectors) if vectors is not None else [(None, None)] * len(memories)
     out = []
     for memory, (vector, scale), ids in zip(memories, made, packed, strict=True):
-        datasources = sorted({e.split(".", 1)[0] for e in memory.entities if not e.startswith("memory:")})
+        datasources = sorted({e.split(".", 1)[0] for e in memory.entities if linked_id(e) is None})
         out.append((
             memory.id, vector, scale, memory.type, memory.project,
             memory.scope or "project", " ".join(datasources), int(memory.query is not None),

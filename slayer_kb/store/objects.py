@@ -68,6 +68,11 @@ class ObjectStore:
 
     # -- objects ----------------------------------------------------------------------------
 
+    def empty_tree(self) -> str:
+        """The empty tree's id, which git knows whether or not it is stored: what an unborn HEAD's
+        first commit is compared with, named without writing anything."""
+        return hashlib.new(self.hash_name, b"tree 0\0").hexdigest()
+
     def write(self, kind: str, data: bytes) -> str:
         """Store an object (if it is not stored yet) and return its id."""
         raw = b"%s %d\0%s" % (kind.encode(), len(data), data)

@@ -11,7 +11,7 @@ import os
 import re
 from pathlib import Path
 
-from ..core.locate import MEMORIES_DIR
+from ..core.locate import MEMORIES_DIR, find_root
 from ..core.problems import words
 from ..core.session import SESSIONS_DIR
 from .bounded import run_bounded
@@ -63,6 +63,19 @@ def kb_folder_refusal(root: Path) -> str | None:
                     f"knowledge base there would mix its files with that one's. Give that knowledge base's folder, "
                     f"or one outside it.")
     return None
+
+
+def inside_kb_refusal(root: Path) -> str | None:
+    """Why ``root`` (absolute, links resolved, perhaps not made yet) is no place for a KB when it
+    is in another KB's folder elsewhere than ``kb_folder_refusal`` names (its catalog's
+    ``models/``, any folder of its own): that KB's commands, run there, would find the new one,
+    and its catalog would hold the new one's files. The enclosing KB is looked for as every
+    command looks for one (``find_root``: up to a repository's top); None when there is none."""
+    found = find_root(str(root.parent)) if root.parent != root else None
+    if found is None or not _holds_a_kb(Path(found), ""):
+        return None
+    return (f"{root} is inside the knowledge base at {found}: a knowledge base there would mix its files with "
+            f"that one's. Give that knowledge base's folder, or one outside it.")
 
 
 def _holds_a_kb(parent: Path, through: str) -> bool:

@@ -110,7 +110,7 @@ def forgot_at(store: GitStore, rev: str) -> Callable[[frozenset[str]], bool]:
     of them was its own forget's cascade (``merging.stripped``)."""
 
     def forgot(links: frozenset[str]) -> bool:
-        paths = [store.repo_path(memory_path(link[len(MEMORY_LINK):])) for link in links]
+        paths = [store.repo_path(memory_path(link.removeprefix(MEMORY_LINK))) for link in links]
         return all(blob is None for blob in store.objects.blobs_at(store.objects.tree_of(rev), paths).values())
 
     return forgot

@@ -541,8 +541,7 @@ def staged_new(store: Repository, kb_paths: Sequence[str]) -> dict[str, str]:
     ``git commit`` takes that version. One ``git diff-index``, no stat. Before the first commit
     (a fresh ``git init``, an orphan branch) every staged file counts as added. An intent-to-add
     entry (``git add -N``) stages no version, so it is not one."""
-    # The empty tree, written if absent, is what an unborn HEAD's commit would be compared with.
-    base = store.head() or store.objects.write("tree", b"")
+    base = store.head() or store.objects.empty_tree()
     out = store.git("diff-index", "--cached", "--raw", "-z", "--no-renames", "--diff-filter=A",
                     "--ita-invisible-in-index", base, "--", *_pathspecs(store, kb_paths),
                     env=STATUS_ENV).stdout.split(b"\0")
