@@ -4,6 +4,7 @@ command run in this process (``invoke_cli``), git as git. The rename commit reco
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -117,15 +118,15 @@ def _typed(invoke_cli: CliRunner, message: str) -> list[str]:
     command); what each slayer-kb step printed."""
     said = []
     here = Path()
-    for step in message.split(" To merge by hand: ", 1)[1].strip().removesuffix(".").split("; "):
-        typed = step.split(" (")[0].split(" to keep")[0]
-        if typed.startswith("cd "):
-            here = Path(typed[3:])
-        elif typed.startswith("git "):
-            git(here, *typed.split()[1:])
-        else:
-            proc = invoke_cli(*typed.split()[1:], cwd=here)
-            said.append(proc.stdout + proc.stderr)
+    for step in re.split(r"; (?![^(]*\))", message.split(" To merge by hand: ", 1)[1].strip().removesuffix(".")):
+        for typed in step.split(" (")[0].split(" to keep")[0].split(" && "):
+            if typed.startswith("cd "):
+                here = Path(typed[3:])
+            elif typed.startswith("git "):
+                git(here, *typed.split()[1:])
+            else:
+                proc = invoke_cli(*typed.split()[1:], cwd=here)
+                said.append(proc.stdout + proc.stderr)
     return said
 
 
@@ -288,23 +289,35 @@ def test_a_rename_then_another_against_a_rename_names_each_stop_and_the_steps_fi
     assert git(b, "status", "--porcelain") == ""
 
 
-def test_a_merge_of_two_renames_names_the_file_both_deleted_and_its_step(
+def test_a_merge_of_two_renames_names_both_and_its_steps_leave_every_link_valid(
         tmp_path: Path, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``slayer-kb merge`` meeting two renames of one memory: git holds memories/1.yaml at its
-    base alone (both deleted it); named, with the git rm that lets ``git commit`` go on."""
+    """``slayer-kb merge`` meeting two renames of one memory (1 -> kb.b here, then linked from
+    kb.q; 1 -> kb.a on origin/main): named as two renames, not as two forgets against edits, and
+    the steps keep origin/main's id. Before, they kept both files' fates apart and the sync after
+    them refused the push: kb.l, merged by the driver, linked both kb.a and kb.b."""
     a, b = _renamed_on_a(tmp_path, invoke_cli, "rename", "1", "kb.b")
+    invoke_cli("--kb", b, "save", "links the renamed one", "--id", "kb.q", "-e", "memory:kb.b", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     git(b, "fetch", "-q", "origin")
     stopped = invoke_cli("merge", "origin/main", cwd=b)
-    assert stopped.returncode == 1
-    message = stopped.stderr.removeprefix("Error: ")
-    assert "; this branch and origin/main both moved or forgot memories/1.yaml; the merge stopped" in message
-    assert "; git rm -q memories/1.yaml (neither side keeps it); slayer-kb validate; git commit --no-edit;" in message
+    assert (stopped.returncode, stopped.stderr) == (1, (
+        "Error: This branch renamed memories/1.yaml to kb.b, and origin/main renamed it to kb.a; the merge stopped, "
+        "and git merge --abort would put the branch back as it was. To merge by hand: git rm -q memories/kb.b.yaml "
+        "memories/1.yaml && git add memories/kb.a.yaml to keep origin/main's id kb.a (validate names the links to "
+        "kb.b until the sync, which points them at kb.a; once synced, slayer-kb rename kb.a kb.b gives the memory "
+        "yours); slayer-kb validate; git commit --no-edit; slayer-kb sync.\n"))
     monkeypatch.chdir(b)  # the steps have no cd: the merge ran here
-    _typed(invoke_cli, message)  # git commit --no-edit among them: it fails while a path is unmerged
-    assert git(b, "log", "-1", "--format=%p").count(" ") == 1  # the merge, committed
-    assert git(b, "ls-files", "-u") == ""
-    assert list(_files(b)) == ["kb.b.yaml", "kb.l.yaml"]
+    said = _typed(invoke_cli, stopped.stderr.removeprefix("Error: "))
+    assert said[-1] == ("Synced main with origin: pushed, 0 pulled, 4 pushed.\n"
+                        "  rewrote links to renamed memories: memory:kb.b -> memory:kb.a in kb.l, "
+                        "memory:kb.b -> memory:kb.a in kb.q\n")
+    assert git(b, "log", "-2", "--format=%s") == ("memory: rewrite links to renamed kb.b as kb.a in kb.l, kb.q\n"
+                                                  "Merge remote-tracking branch 'origin/main'\n")
+    assert list(_files(b)) == ["kb.a.yaml", "kb.l.yaml", "kb.q.yaml"]
+    assert "entities:\n- memory:kb.a\ncreated_at" in _files(b)["kb.l.yaml"]
+    assert "entities:\n- memory:kb.a\ncreated_at" in _files(b)["kb.q.yaml"]
+    assert invoke_cli("--kb", b, "validate", check=True).stdout == "Checked 3 files: no problems.\n"
+    assert git(b, "status", "--porcelain") == ""
 
 
 def test_a_link_to_the_rename_the_steps_drop_follows_the_kept_one(tmp_path: Path, invoke_cli: CliRunner) -> None:

@@ -312,12 +312,11 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
     forgot_there = [p for p in paths if sides[p] == {3}]
     # A memory one side renamed: git holds its new file on that side alone, as if forgotten on the other.
     was = _renamed_from(store, forgot_here + forgot_there, tips)
-    # Both renamed one memory, to two ids: in a rebase, dropping this branch's rename keeps the
-    # other's (a merge cannot drop it: its two files are left to the steps of a forget).
+    # Both renamed one memory, to two ids: the other's id is kept (in a rebase, dropping this
+    # branch's rename; in a merge, this branch's new file), and the links to this branch's id
+    # follow it once the rebase goes on (or the merge is synced: ``renames.renamed_since``).
     both = [(here, there) for here in forgot_here for there in forgot_there if here in was and was[here] == was.get(there)]
-    if checkout != ("--ours", "--theirs"):
-        was = {p: old for p, old in was.items() if not any(p in pair for pair in both)}
-        both = []
+    rebasing = checkout == ("--ours", "--theirs")
     paired = {p for pair in both for p in pair}
     renamed_there = [p for p in forgot_here if p in was and p not in paired]
     renamed_here = [p for p in forgot_there if p in was and p not in paired]
@@ -325,7 +324,8 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
     forgot_there = [p for p in forgot_there if p not in was]
     # Git holds only the base: both sides deleted the file (two renames of it, or a rename and a
     # forget). A rebase's reset step for two renames puts it back; else it is to be removed.
-    gone = [p for p in paths if not sides[p]] if not both else []
+    olds = {was[here] for here, _there in both}  # in a merge, removed by the step that keeps one id
+    gone = [p for p in paths if not sides[p] and p not in olds] if not (both and rebasing) else []
     what: list[str] = []
     steps: list[str] = []
 
@@ -355,8 +355,13 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
     for here, there in both:  # ``here``: the other's new file, ``there`` this branch's
         theirs, mine = (_id(store, p) for p in (here, there))
         what.append(f"{subject()} renamed {files([was[here]])} to {mine}, and {other} renamed it to {theirs}")
-        steps.append(f"git reset -q --hard to keep {other}'s id {theirs} (it drops your rename; once synced, "
-                     f"{command_in(store.root)} rename {words(theirs, mine)} gives the memory yours)")
+        if rebasing:
+            steps.append(f"git reset -q --hard to keep {other}'s id {theirs} (it drops your rename; once synced, "
+                         f"{command_in(store.root)} rename {words(theirs, mine)} gives the memory yours)")
+        else:
+            steps.append(f"git rm -q {args([there, *[was[here]] * (was[here] in paths)])} && git add {args([here])} to keep {other}'s id {theirs} (validate "
+                         f"names the links to {mine} until the sync, which points them at {theirs}; once synced, "
+                         f"{command_in(store.root)} rename {words(theirs, mine)} gives the memory yours)")
     for path in renamed_there:
         what.append(f"{subject()} forgot {files([was[path]])}, which {other} renamed to {_id(store, path)}")
         steps.append(f"git rm {args([path])} to keep it forgotten, the links to it stripped as the rebase goes on "

@@ -88,21 +88,36 @@ class Renamed:
 
 def renamed_since(store: GitStore, base: str, head: str, olds: Collection[str], also: str = "") -> Renamed:
     """``Renamed`` of the ids among ``olds`` that ``base..head`` renamed (and ``base..also``: a
-    branch as it was before a rebase replayed it), the new id's file looked for at ``head``. An
-    id both renamed, each to its own, is ``head``'s; and the id ``also`` gave it (its rename
-    dropped by a conflict's steps, ``git reset -q --hard``) moves there too: a link this branch
-    made to it follows the kept rename."""
-    mine = renames_between(store, base, also) if also else {}
-    kept = renames_between(store, base, head)
-    moved = {old: new for old, new in {**mine, **kept}.items() if old in olds}
-    moved |= {mine[old]: kept[old] for old in list(moved) if old in mine and old in kept and mine[old] != kept[old]}
-    if not moved:
+    branch as it was before a rebase replayed it), and of every id those renames gave that
+    ``head`` lacks, each followed to the id it has at ``head``. One memory renamed on two sides,
+    each to its own id (a merge of both, or a rebase whose conflict's steps dropped this branch's
+    rename), ends where ``head`` holds its file: a link to the old id, or to the id the dropped
+    rename gave, follows the kept rename."""
+    # ``head``'s last: of two ids both held (a merge resolved by keeping both files), its own.
+    moves = (_moves(store, base, also) if also else []) + _moves(store, base, head)
+    if not moves:
         return Renamed({}, {})
-    out = store.git("ls-tree", "-z", "--name-only", head, "--", *(store.repo_path(memory_path(new))
-                                                                   for new in moved.values()), env=LITERAL_PATHS).stdout
+    first: dict[str, str] = {}  # every id the renames gave: the id it had at ``base``
+    ends: dict[str, list[str]] = {}  # every id at ``base`` a rename moved: the ids it was given, last last
+    for old, new in moves:
+        root = first.get(old, old)
+        first[new] = root
+        ends.setdefault(root, []).append(new)
+    given = [i for i in dict.fromkeys(i for news in ends.values() for i in news)]
+    out = store.git("ls-tree", "-z", "--name-only", head, "--", *(store.repo_path(memory_path(i)) for i in given),
+                    env=LITERAL_PATHS).stdout
     there = {path[len(store.prefix):] for path in out.decode("utf-8", "surrogateescape").split("\0") if path}
-    live = {old: new for old, new in moved.items() if memory_path(new) in there}
-    return Renamed(live, {old: new for old, new in moved.items() if old not in live})
+    held = {i for i in given if memory_path(i) in there}
+    live: dict[str, str] = {}
+    gone: dict[str, str] = {}
+    for i in [*(i for i in olds if i in ends), *(i for i in given if i not in held)]:
+        root = first.get(i, i)
+        kept = [new for new in dict.fromkeys(ends[root]) if new in held and new != i]
+        if kept:
+            live[i] = kept[-1]
+        elif not kept and i in ends:  # renamed, then forgotten (or its rename undone by hand)
+            gone[i] = ends[i][-1]
+    return Renamed(live, gone)
 
 
 def rename_meets(store: GitStore, base: str, tips: tuple[str, str]) -> bool:
