@@ -17,7 +17,7 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from ..core.locate import MEMORIES_DIR, memory_path
+from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from .gitenv import LITERAL_PATHS
 from .repo import GitStore
 
@@ -131,6 +131,31 @@ def rename_meets(store: GitStore, base: str, tips: tuple[str, str]) -> bool:
                               *(store.repo_path(memory_path(old)) for old in olds), env=LITERAL_PATHS).stdout.strip():
             return True
     return False
+
+
+def merged_where(store: GitStore, parted: str, tips: tuple[str, str], both: list[str]) -> list[str]:
+    """Of ``both`` (the KB paths both ``tips`` wrote since ``parted``), those a merge of the two
+    joined both sides' changes of, named where the result holds them: a memory one side renamed
+    (its trailer) and left as it was is only moved, no change to join; one it renamed and changed
+    is named by its new file. A side's renames are read only where its tip lacks such a file."""
+    objects = store.objects
+    memories = {path: memory_id for path in both if (memory_id := id_of_path(path)) is not None}
+    if not memories:
+        return both
+    named = {path: path for path in both}
+    for tip in tips:
+        at_tip = objects.blobs_at(objects.tree_of(tip), [store.repo_path(path) for path in memories])
+        absent = [path for path in memories if at_tip[store.repo_path(path)] is None]
+        renamed = renames_between(store, parted, tip) if absent else {}
+        moved = {path: memory_path(renamed[memories[path]]) for path in absent if memories[path] in renamed}
+        if not moved:
+            continue
+        was = objects.blobs_at(objects.tree_of(parted), [store.repo_path(path) for path in moved])
+        now = objects.blobs_at(objects.tree_of(tip), [store.repo_path(new) for new in moved.values()])
+        for path, new in moved.items():
+            changed = now[store.repo_path(new)] != was[store.repo_path(path)]
+            named[path] = new if changed and named[path] else ""
+    return list(dict.fromkeys(path for path in named.values() if path))
 
 
 def renames_between(store: GitStore, base: str, head: str = "HEAD") -> dict[str, str]:
