@@ -294,14 +294,20 @@ def test_a_rename_then_another_against_a_rename_names_each_stop_and_the_steps_fi
     stopped = invoke_cli("--kb", b, "sync")
     assert stopped.stderr.startswith("Error: Your commits renamed memories/1.yaml to kb.b, and origin/main renamed "
                                      "it to kb.a; the repository is back as it was.")
+    # The id to give the memory back is where this clone's renames end, not the middle one.
+    assert ("git reset -q --hard to keep origin/main's id kb.a (it drops your rename; once synced, slayer-kb rename "
+            "kb.a kb.c gives the memory yours)") in stopped.stderr
     git(b, "fetch", "-q", "origin")
+    first = invoke_cli("rebase", "origin/main", cwd=b).stderr
     assert "Error: Your commits renamed memories/1.yaml to kb.b, and origin/main renamed it to kb.a; the rebase " \
-           "stopped at commit 1 of 2" in invoke_cli("rebase", "origin/main", cwd=b).stderr
+           "stopped at commit 1 of 2" in first
+    assert "slayer-kb rename kb.a kb.c gives the memory yours" in first
     git(b, "reset", "-q", "--hard")
     second = invoke_cli("rebase", "--continue", cwd=b)
     assert second.stderr.startswith("Error: Your commits renamed memories/1.yaml to kb.c, and origin/main renamed it "
                                     "to kb.a; the rebase stopped at commit 2 of 2")
-    assert "git reset -q --hard to keep origin/main's id kb.a" in second.stderr
+    assert ("git reset -q --hard to keep origin/main's id kb.a (it drops your rename; once synced, slayer-kb rename "
+            "kb.a kb.c gives the memory yours)") in second.stderr
     git(b, "reset", "-q", "--hard")
     invoke_cli("rebase", "--continue", cwd=b, check=True)
     invoke_cli("--kb", b, "sync", check=True)

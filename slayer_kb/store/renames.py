@@ -161,20 +161,25 @@ def merged_where(store: GitStore, parted: str, tips: tuple[str, str], both: list
 def renames_between(store: GitStore, base: str, head: str = "HEAD") -> dict[str, str]:
     """{old id: the id it has at the end} for the renames the commits ``base..head`` made, in
     the order they were made (1 -> kb.a, then kb.a -> kb.b: 1 -> kb.b)."""
-    final: dict[str, str] = {}
-    for old, new in _moves(store, base, head):
-        final = {was: (new if now == old else now) for was, now in final.items()}
-        final[old] = new
-    return {old: new for old, new in final.items() if old != new}
+    return chains(store, base, head)[1]
 
 
 def first_ids(store: GitStore, base: str, head: str = "HEAD") -> dict[str, str]:
     """{every id the renames of ``base..head`` gave, one a later rename moved on too: the id it
     had at ``base``} (1 -> kb.b, then kb.b -> kb.c: kb.b and kb.c were 1)."""
+    return chains(store, base, head)[0]
+
+
+def chains(store: GitStore, base: str, head: str = "HEAD") -> tuple[dict[str, str], dict[str, str]]:
+    """``first_ids`` and ``renames_between`` of ``base..head``, from one ``git log``."""
     first: dict[str, str] = {}
+    final: dict[str, str] = {}
     for old, new in _moves(store, base, head):
         first[new] = first.get(old, old)
-    return {new: old for new, old in first.items() if old != new}
+        final = {was: (new if now == old else now) for was, now in final.items()}
+        final[old] = new
+    return ({new: old for new, old in first.items() if old != new},
+            {old: new for old, new in final.items() if old != new})
 
 
 def _moves(store: GitStore, base: str, head: str) -> list[tuple[str, str]]:
