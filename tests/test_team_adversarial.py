@@ -141,6 +141,41 @@ def test_validate_against_names_a_link_ref_added_to_a_memory_the_branch_forgot(
     assert invoke_cli("--kb", reviewer, "validate").returncode == 0
 
 
+def test_validate_against_names_a_link_ref_added_to_an_entity_the_branch_deleted(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # Agent A deleted model shop.refunds on its branch while main gained memory 101 linking
+    # shop.refunds.amount. The check of A's branch said "no problems", and the reviewer's plain
+    # merge made a main whose memory 101 links nothing: 'validate' fails there.
+    _bare, (a, reviewer) = make_team(tmp_path)
+    git(a, "switch", "-q", "-c", "agent-a")
+    invoke_cli("--kb", a, "delete-model", "shop.refunds", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", reviewer, "save", "Refunds are negative", "-e", "shop.refunds.amount", check=True)
+    invoke_cli("--kb", reviewer, "sync", check=True)
+
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "switch", "-q", "--detach", "origin/agent-a")
+    checked = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
+    assert (checked.returncode, checked.stdout) == (1, (
+        "memories/101.yaml:1: memory 101, which origin/main added or changed since this branch parted from it, "
+        "links 'shop.refunds.amount', which this branch deleted from the catalog; merged as it is, the link would "
+        "point at nothing. Run 'git fetch origin && slayer-kb merge origin/main': it strips links to deleted "
+        "entities, as the delete would have, in one commit\n"
+        "1 problem in 1 file (0 files checked)\n"))
+
+    git(a, "fetch", "-q", "origin")
+    merged = invoke_cli("--kb", a, "merge", "origin/main", check=True)
+    assert merged.stdout == ("Merged origin/main; run slayer-kb sync to push.\n"
+                             "  stripped entities deleted from the catalog: shop.refunds.amount from 101\n")
+    invoke_cli("--kb", a, "sync", check=True)
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "switch", "-q", "--detach", "origin/agent-a")
+    assert invoke_cli("--kb", reviewer, "validate", "--against", "origin/main").returncode == 0
+    git(reviewer, "switch", "-q", "main")
+    git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge agent-a")
+    assert invoke_cli("--kb", reviewer, "validate").stdout.endswith("no problems.\n")
+
+
 def test_a_forget_holds_against_another_clones_strip_of_its_links(tmp_path: Path, invoke_cli: CliRunner) -> None:
     # Memory 2 links memory:1. Clone A forgot 2 and synced; clone B forgot 1, which stripped
     # memory:1 from 2, an edit of 2 only in the links a forget takes along. B's sync stopped on
