@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, git, in_process_runner, in_the_kb, make_team, traced_git
+from testing import CliRunner, git, in_process_runner, in_the_kb, json_of, make_team, traced_git
 
 
 @pytest.fixture
@@ -512,3 +512,29 @@ def test_validate_against_walks_the_history_once_for_all_squash_merged_memories(
     # both, and two for the forgets: none a memory.
     walks = [run for run in runs("log") if "--raw" in run]
     assert (len(walks), len(runs("hash-object")), len(runs("remote"))) == (4, 1, 1)
+
+
+def test_review_says_a_squash_merged_memory_is_on_main_already(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # main squash-merged the agent's memories 1 and 2; the agent then edited 1 and saved 3. The
+    # review listed 1, 2 and 3 as added (git's merge base is older than the squash), where the
+    # pull request adds 3 and changes 1, and main holds 2 as the branch does.
+    agent, reviewer = _squash_merged_two(invoke_cli, tmp_path)
+    invoke_cli("--kb", agent, "update", "1", "--content", "Refund reasons are free text before 2024", check=True)
+    invoke_cli("--kb", agent, "save", "Costs are in cents", "-e", "shop.orders.cost", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "switch", "-q", "--detach", "origin/agent-a")
+    review = invoke_cli("--kb", reviewer, "review", "origin/main", check=True)
+    assert review.stdout == (
+        "## Knowledge base changes (origin/main...HEAD)\n\n"
+        "Memories: 1 added, 1 changed, 0 re-linked, 0 removed, 1 already on origin/main.\n\n"
+        "### Added\n\n"
+        "- **3**: Costs are in cents (entities: `shop.orders.cost`)\n\n"
+        "### Changed\n\n"
+        "- **1**: Refund reasons are free text before 2024 (changed: learning, updated_at)\n\n"
+        "  ```diff\n  Refund reasons are free text{+ before 2024+}\n  ```\n\n"
+        "### Already on origin/main\n\n"
+        "- **2**: Amounts are in cents (taken in by a squash or rebase merge; unchanged since)\n")
+    data = json_of(invoke_cli("--kb", reviewer, "--json", "review", "origin/main", check=True))
+    assert [(c["id"], c["label"]) for c in data["taken_in"]] == [("2", "Amounts are in cents")]
+    assert [c["id"] for c in data["added"]] == ["3"]
