@@ -254,6 +254,12 @@ def test_the_old_id_points_at_the_new_one(linked_kb: KnowledgeBase, invoke_cli: 
                  ["timeline", "kb.revenue-note"]):
         proc = invoke_cli(*args, cwd=root)
         assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", said), args
+    for args in (["restore", "kb.revenue-note"], ["rename", "kb.revenue-note", "kb.x"]):
+        with traced_git(root.parent) as runs:
+            invoke_cli(*args, cwd=root)
+        # The history walked once for the deletion, its message read once (it walked twice).
+        walks = [run for run in runs("log") if "--diff-filter=D" in run or "--format=%B" in run]
+        assert len(walks) == 2, (args, walks)
 
     async def tools(session: ClientSession) -> list[str]:
         calls = [("mem_get_observation", {"id": "kb.revenue-note"}), ("mem_update", {"id": "kb.revenue-note", "title": "x"}),

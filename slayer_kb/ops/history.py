@@ -156,15 +156,16 @@ def _show(kb: Context, memory_id: str, rev: str | None,
     return Shown(loads(text, memory_id, f"{deleting}^:{path}"), text, f"{deleting}^", deleting)
 
 
-def forgotten_error(kb: Context, memory_id: str, missing: NotFoundError) -> NotFoundError:
-    """``restore ID``'s error for an id with no file: one a commit renamed is told its new id;
-    one a commit deleted (a forget without --soft) is told the ``--rev`` that brings it back; any
-    other, ``missing`` as it is."""
+def forgotten_error(kb: Context, memory_id: str) -> NotFoundError:
+    """``restore ID``'s (and ``rename``'s) error for an id with no file: one a commit renamed is
+    told its new id; one a commit deleted (a forget without --soft) is told the ``--rev`` that
+    brings it back; any other, why the file is missing (``Context.missing_error``). The history
+    is walked once for all three."""
     if blob_at(kb.store, "HEAD", memory_path(memory_id)) is not None:
-        return missing  # HEAD has it: moved or deleted by hand, which ``missing`` says
+        return kb.missing_error(memory_id)  # HEAD has it: moved or deleted by hand, which that says
     deleting = last_deletion(kb.store, memory_id)
     if deleting is None:
-        return missing
+        return kb.missing_error(memory_id, walked=True)
     if (renamed := kb.renamed_away(memory_id, deleting)) is not None:
         return NotFoundError(renamed)  # 'restore --rev' would bring back a duplicate of the renamed memory
     said = f"Memory '{memory_id}' was forgotten for good (not soft-deleted) in commit {deleting[:12]}"
