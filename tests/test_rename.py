@@ -319,7 +319,9 @@ def test_an_id_renamed_twice_names_its_last_id_and_a_forget_after(
     invoke_cli("rename", "kb.b", "kb.c", cwd=root, check=True)
     second = head()
     moved = f"Memory '7' was renamed to 'kb.b' in commit {first}, then to 'kb.c' in commit {second}"
-    assert invoke_cli("get", "7", cwd=root).stderr == f"Error: {moved}: use that id.\n"
+    with traced_git(root.parent) as runs:
+        assert invoke_cli("get", "7", cwd=root).stderr == f"Error: {moved}: use that id.\n"
+    assert runs("cat-file -e") == []  # each step's new file looked up in HEAD's tree, not by a process a step
     invoke_cli("forget", "--soft", "kb.c", cwd=root, check=True)
     assert invoke_cli("update", "7", "--content", "x", cwd=root).stderr == (
         f"Error: {moved}, and then forgotten (soft-deleted): bring it back with 'slayer-kb restore kb.c' "

@@ -63,12 +63,18 @@ def renamed_away(store: GitStore, memory_id: str, deleting: str | None = None) -
     when that commit did not rename it."""
     moves: list[tuple[str, str]] = []
     at = memory_id
+    tree: str | None = None  # HEAD's, read once a rename is found: each step's file looked up in it, no process
     while (deleting := deleting or last_deletion(store, at)) is not None:
         new = renamed_in(store, deleting).get(at)
         if new is None:
             break
         moves.append((new, deleting))
-        held = store.git("cat-file", "-e", f"HEAD:{store.repo_path(memory_path(new))}", check=False).returncode == 0
+        if tree is None:
+            head = store.head()
+            assert head is not None  # a commit deleted the file
+            tree = store.objects.tree_of(head)
+        path = store.repo_path(memory_path(new))
+        held = store.objects.blobs_at(tree, [path])[path] is not None
         if held or new == memory_id or len(moves) > 100:  # a chain back to the start, or absurdly long: stop
             return Away(tuple(moves), None)
         at, deleting = new, None
