@@ -538,3 +538,31 @@ def test_review_says_a_squash_merged_memory_is_on_main_already(tmp_path: Path, i
     data = json_of(invoke_cli("--kb", reviewer, "--json", "review", "origin/main", check=True))
     assert [(c["id"], c["label"]) for c in data["taken_in"]] == [("2", "Amounts are in cents")]
     assert [c["id"] for c in data["added"]] == ["3"]
+
+
+def test_validate_against_asks_for_the_remote_once_for_every_fix(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # The branch forgot 2 and linked 1 while main forgot 1 and linked 2: two problems, each fix
+    # naming 'git fetch origin'. The link to what main forgot asked git for the remote again.
+    _bare, (agent, reviewer) = make_team(tmp_path)
+    for text in ("Refund reasons are free text", "Amounts are in cents"):
+        invoke_cli("--kb", reviewer, "save", text, "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    git(agent, "pull", "-q", "origin", "main")
+    git(agent, "switch", "-q", "-c", "agent-a")
+    invoke_cli("--kb", agent, "forget", "2", check=True)
+    invoke_cli("--kb", agent, "save", "See 1", "--id", "kb.a", "-e", "memory:1", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    invoke_cli("--kb", reviewer, "forget", "1", check=True)
+    invoke_cli("--kb", reviewer, "save", "See 2", "--id", "kb.m", "-e", "memory:2", check=True)
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    git(agent, "fetch", "-q", "origin")
+    with traced_git(tmp_path) as runs:
+        checked = invoke_cli("--kb", agent, "validate", "--against", "origin/main")
+    fix = "Run 'git fetch origin && slayer-kb merge origin/main': it strips links to forgotten memories, in one commit"
+    assert (checked.returncode, checked.stdout) == (1, (
+        "memories/kb.a.yaml:1: memory kb.a links 'memory:1', which origin/main forgot since this branch parted from "
+        f"it; merged as it is, the link would point at nothing. {fix}\n"
+        "memories/kb.m.yaml:1: memory kb.m, which origin/main added or changed since this branch parted from it, "
+        f"links 'memory:2', which this branch forgot; merged as it is, the link would point at nothing. {fix}\n"
+        "2 problems in 2 files (2 files checked)\n"))
+    assert len(runs("remote")) == 1

@@ -58,7 +58,7 @@ from ..transaction import memory_change
 from . import observations, sessions, validate
 from .renumber import renumbered_text
 from .snapshot import CATALOG_DIRS, PRIORITY_FILE, blob_at, catalog_at, crafted, memory_ids_at, text_at
-from .teamchecks import deleted_since, gone_links
+from .teamchecks import deleted_since, fix_command, gone_links
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -301,7 +301,7 @@ def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
         _taken_in(store, result, added, head_sha, against_sha)
     deleted = deleted_since(store, base_sha, against_sha, head_catalog) if links else set()
     result.problems.extend(map(str, gone_links(store, base_sha, base, against_sha, links, context.ids.__contains__,
-                                               deleted, store.root)))
+                                               deleted, lambda args: fix_command(store, store.root, args, base))))
     result.problems.extend(map(str, head_catalog.problems))
     for changes in (result.added, result.changed, result.relinked, result.renamed, result.removed, result.taken_in):
         changes.sort(key=lambda change: id_sort_key(change.id))  # git lists paths: 10, 11, 2

@@ -47,7 +47,7 @@ def plain_merge_conflicts(compared: Branch) -> list[Problem]:
     merges them as sync does, or stops on them for a person. An auto id both sides added for two memories is
     ``id_collisions``'s to name (its fix is a renumbering)."""
     store, base, against_sha = compared.store, compared.base, compared.against_sha
-    head = store.head()
+    head = compared.head
     if base is None or head is None or against_sha == base:
         return []
     ours, theirs = (written_since(store, base, rev) for rev in (head, against_sha))
@@ -66,7 +66,7 @@ def plain_merge_conflicts(compared: Branch) -> list[Problem]:
     # An auto id both sides added for two memories is ``id_collisions``'s; one memory both added
     # (a squash or rebase merge of the branch, edited since) is a merge's to join.
     added = [path for path in stopped if is_auto_id(id_of_path(path) or "") and ours.get(path, ("",))[0] == NO_BLOB]
-    alike = compared.same_memories(added, head)
+    alike = compared.same_memories(added)
     for kb_path in sorted(stopped):
         folder = kb_path.partition("/")[0]
         if not _merged(kb_path) or (kb_path in added and kb_path not in alike):
@@ -95,7 +95,7 @@ def _undone_forgets(compared: Branch, base: str, head: str, ours: dict[str, tupl
     if not taken_in:
         return {}
     forgot = sorted(taken_in & set(compared.store.added_paths(base, head, under=f"{MEMORIES}/")))
-    return compared.same_memories(forgot, head)
+    return compared.same_memories(forgot)
 
 
 def _undone_problems(compared: Branch, theirs: dict[str, tuple[str, str]], undone: dict[str, str],
