@@ -121,7 +121,7 @@ def renamed_since(store: GitStore, base: str, head: str, olds: Collection[str], 
         kept = [new for new in dict.fromkeys(ends[root]) if new in held and new != i]
         if kept:
             live[i] = kept[-1]
-        elif not kept and i in ends:  # renamed, then forgotten (or its rename undone by hand)
+        elif i in ends:  # renamed, then forgotten (or its rename undone by hand)
             gone[i] = ends[i][-1]
     return Renamed(live, gone)
 
