@@ -169,7 +169,7 @@ class Context(Parts):
             data = read_regular(path, limit=MAX_FILE_BYTES)
             text = data.decode("utf-8")
         except FileNotFoundError:
-            raise (self.missing_error(memory_id) if explain else no_memory(memory_id, self.memory_exists)) from None
+            raise (self._missing(memory_id) if explain else no_memory(memory_id, self.memory_exists)) from None
         except TooLarge as exc:
             raise MemoryFileError(memory_path(memory_id), None, too_large(exc.size)) from None
         except NotRegularFile as exc:
@@ -182,9 +182,9 @@ class Context(Parts):
             return Memory(**indexed[1]), text
         return loads(text, memory_id), text
 
-    def missing_error(self, memory_id: str, walked: bool = False) -> NotFoundError:
+    def _missing(self, memory_id: str) -> NotFoundError:
         """Why the memory's file is not there and the fix (``why_missing``), or no such memory."""
-        gone = self.why_missing(memory_id, walked)
+        gone = self.why_missing(memory_id)
         return NotFoundError(gone) if gone else no_memory(memory_id, self.memory_exists)
 
     def why_missing(self, memory_id: str, walked: bool = False) -> str | None:

@@ -159,13 +159,13 @@ def _show(kb: Context, memory_id: str, rev: str | None,
 def forgotten_error(kb: Context, memory_id: str) -> NotFoundError:
     """``restore ID``'s (and ``rename``'s) error for an id with no file: one a commit renamed is
     told its new id; one a commit deleted (a forget without --soft) is told the ``--rev`` that
-    brings it back; any other, why the file is missing (``Context.missing_error``). The history
-    is walked once for all three."""
-    if blob_at(kb.store, "HEAD", memory_path(memory_id)) is not None:
-        return kb.missing_error(memory_id)  # HEAD has it: moved or deleted by hand, which that says
-    deleting = last_deletion(kb.store, memory_id)
+    brings it back; any other, why the file is missing (``Context.why_missing``), or no such
+    memory. The history is walked once for all three."""
+    head_has = blob_at(kb.store, "HEAD", memory_path(memory_id)) is not None  # then moved or deleted by hand
+    deleting = None if head_has else last_deletion(kb.store, memory_id)
     if deleting is None:
-        return kb.missing_error(memory_id, walked=True)
+        gone = kb.why_missing(memory_id, walked=not head_has)
+        return NotFoundError(gone) if gone else no_memory(memory_id, kb.memory_exists)
     if (renamed := kb.renamed_away(memory_id, deleting)) is not None:
         return NotFoundError(renamed)  # 'restore --rev' would bring back a duplicate of the renamed memory
     said = f"Memory '{memory_id}' was forgotten for good (not soft-deleted) in commit {deleting[:12]}"

@@ -361,7 +361,9 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
             steps.append(f"git reset -q --hard to keep {other}'s id {theirs} (it drops your rename; once synced, "
                          f"{command_in(store.root)} rename {words(theirs, last)} gives the memory yours)")
         else:
-            steps.append(f"git rm -q {args([there, *[was[here]] * (was[here] in paths)])} && git add {args([here])} to keep {other}'s id {theirs} (validate "
+            # The old file, which both deleted (git holds its base alone), goes with this branch's new one.
+            drop = [there, *([was[here]] if was[here] in paths else [])]
+            steps.append(f"git rm -q {args(drop)} && git add {args([here])} to keep {other}'s id {theirs} (validate "
                          f"names the links to {mine} until the sync, which points them at {theirs}; once synced, "
                          f"{command_in(store.root)} rename {words(theirs, last)} gives the memory yours)")
     for path in renamed_there:
@@ -394,7 +396,8 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
     return "; ".join(what), steps
 
 
-def _renamed_from(store: GitStore, paths: list[str], tips: tuple[str, ...]) -> tuple[dict[str, str], dict[str, set[str]]]:
+def _renamed_from(store: GitStore, paths: list[str],
+                  tips: tuple[str, ...]) -> tuple[dict[str, str], dict[str, set[str]]]:
     """Of ``paths`` (repository-relative memory files git holds on one side only), those a
     ``rename`` commit of a side made since ``tips`` parted (its trailer), each with the path of the
     file it was; and for each such old id, the ids the sides' renames give it at their tips (the
