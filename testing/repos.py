@@ -198,6 +198,23 @@ def make_team(tmp_path: Path, clones: int = 2, folder: str = "") -> tuple[Path, 
     return bare, roots
 
 
+def squash_merged_branch(tmp_path: Path, invoke_cli: Callable[..., object], *commands: tuple[str, ...]
+                         ) -> tuple[Path, Path]:
+    """A team's agent and reviewer clones (``make_team``): the agent runs each of ``commands``
+    (slayer-kb's arguments: saves, updates) on its branch ``agent-a`` and syncs it, and the
+    reviewer squash-merges the branch into main, as a pull request's squash button does, and pushes
+    it. Where the tests of what meets a squash-merged branch start; (agent, reviewer)."""
+    _bare, (agent, reviewer) = make_team(tmp_path)
+    git(agent, "switch", "-q", "-c", "agent-a")
+    for command in (*commands, ("sync",)):
+        invoke_cli("--kb", agent, *command, check=True)
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "merge", "-q", "--squash", "origin/agent-a")
+    git(reviewer, "commit", "-q", "-m", "Squash agent-a")
+    git(reviewer, "push", "-q", "origin", "main")
+    return agent, reviewer
+
+
 # A pre-receive hook through which another clone wins the race for the first N pushes that move
 # a branch: it moves the branch first (an empty commit of its own, or the commit of the ref {to}),
 # so the push's update of the branch fails as a lost race does ("failed to update ref"), not as a

@@ -261,6 +261,12 @@ def test_the_old_id_points_at_the_new_one(linked_kb: KnowledgeBase, invoke_cli: 
                  ["timeline", "kb.revenue-note"]):
         proc = invoke_cli(*args, cwd=root)
         assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", said), args
+    for args in (["restore", "kb.revenue-note"], ["rename", "kb.revenue-note", "kb.x"]):
+        with traced_git(root.parent) as runs:
+            invoke_cli(*args, cwd=root)
+        # The history walked once for the deletion, its message read once (it walked twice).
+        walks = [run for run in runs("log") if "--diff-filter=D" in run or "--format=%B" in run]
+        assert len(walks) == 2, (args, walks)
 
     async def tools(session: ClientSession) -> list[str]:
         calls = [("mem_get_observation", {"id": "kb.revenue-note"}), ("mem_update", {"id": "kb.revenue-note", "title": "x"}),
@@ -320,7 +326,9 @@ def test_an_id_renamed_twice_names_its_last_id_and_a_forget_after(
     invoke_cli("rename", "kb.b", "kb.c", cwd=root, check=True)
     second = head()
     moved = f"Memory '7' was renamed to 'kb.b' in commit {first}, then to 'kb.c' in commit {second}"
-    assert invoke_cli("get", "7", cwd=root).stderr == f"Error: {moved}: use that id.\n"
+    with traced_git(root.parent) as runs:
+        assert invoke_cli("get", "7", cwd=root).stderr == f"Error: {moved}: use that id.\n"
+    assert runs("cat-file -e") == []  # each step's new file looked up in HEAD's tree, not by a process a step
     invoke_cli("forget", "--soft", "kb.c", cwd=root, check=True)
     assert invoke_cli("update", "7", "--content", "x", cwd=root).stderr == (
         f"Error: {moved}, and then forgotten (soft-deleted): bring it back with 'slayer-kb restore kb.c' "

@@ -4,6 +4,7 @@ command run in this process (``invoke_cli``), git as git. The rename commit reco
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -25,8 +26,9 @@ def test_a_link_the_other_clone_added_to_a_renamed_memory_follows_the_rename(
     first, second = (a, b) if renamer_first else (b, a)
     invoke_cli("--kb", first, "sync", check=True)
     proc = invoke_cli("--kb", second, "sync", check=True)
-    assert "rewrote links to renamed memories: memory:1 -> memory:kb.revenue in kb.q" in proc.stdout
-    assert "forgotten" not in proc.stdout
+    # Not "merged both sides of: memories/1.yaml": a rename only moved the file b edited.
+    assert proc.stdout == (f"Synced main with origin: rebased, {'1 pulled, 3' if renamer_first else '2 pulled, 2'} pushed.\n"
+                           "  rewrote links to renamed memories: memory:1 -> memory:kb.revenue in kb.q\n")
     assert git(second, "log", "-1", "--format=%s") == "memory: rewrite links to renamed 1 as kb.revenue in kb.q\n"
     for clone in (second, first):
         if clone == first:
@@ -64,6 +66,25 @@ def test_a_link_the_other_clone_made_to_an_id_renamed_then_reused_follows_the_re
         assert "entities:\n- memory:kb.revenue\n" in (memories / "kb.q.yaml").read_text()
         assert "entities:\n- memory:1\n" in (memories / "kb.p.yaml").read_text()
         assert "learning: Refunds are negative\n" in (memories / "1.yaml").read_text()
+
+
+def test_a_rename_and_an_edit_against_an_edit_names_the_new_file_as_merged(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """Both sides' changes of memory 1 joined in kb.revenue.yaml: that is the file merged, not
+    memories/1.yaml, which the rename moved."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Revenue is paid orders", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "rename", "1", "kb.revenue", check=True)
+    invoke_cli("--kb", a, "update", "kb.revenue", "--description", "what revenue counts", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "update", "1", "--content", "edited on b", check=True)
+    proc = invoke_cli("--kb", b, "sync", check=True)
+    assert proc.stdout == ("Synced main with origin: rebased, 2 pulled, 1 pushed.\n"
+                           "  merged both sides of: memories/kb.revenue.yaml\n")
+    text = (b / "memories" / "kb.revenue.yaml").read_text()
+    assert "learning: edited on b\n" in text and "description: what revenue counts\n" in text
 
 
 def test_a_forget_beside_a_similar_save_is_still_a_forget(tmp_path: Path, invoke_cli: CliRunner) -> None:
@@ -145,15 +166,15 @@ def _typed(invoke_cli: CliRunner, message: str) -> list[str]:
     command); what each slayer-kb step printed."""
     said = []
     here = Path()
-    for step in message.split(" To merge by hand: ", 1)[1].strip().removesuffix(".").split("; "):
-        typed = step.split(" (")[0].split(" to keep")[0]
-        if typed.startswith("cd "):
-            here = Path(typed[3:])
-        elif typed.startswith("git "):
-            git(here, *typed.split()[1:])
-        else:
-            proc = invoke_cli(*typed.split()[1:], cwd=here)
-            said.append(proc.stdout + proc.stderr)
+    for step in re.split(r"; (?![^(]*\))", message.split(" To merge by hand: ", 1)[1].strip().removesuffix(".")):
+        for typed in step.split(" (")[0].split(" to keep")[0].split(" && "):
+            if typed.startswith("cd "):
+                here = Path(typed[3:])
+            elif typed.startswith("git "):
+                git(here, *typed.split()[1:])
+            else:
+                proc = invoke_cli(*typed.split()[1:], cwd=here)
+                said.append(proc.stdout + proc.stderr)
     return said
 
 
@@ -198,7 +219,7 @@ def test_two_renames_of_one_memory_to_one_id_sync_cleanly(tmp_path: Path, invoke
     proc = invoke_cli("--kb", b, "sync")
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, (
         "Synced main with origin: rebased, 1 pulled, 0 pushed.\n"
-        "  merged both sides of: memories/1.yaml, memories/kb.a.yaml, memories/kb.l.yaml\n"), "")
+        "  merged both sides of: memories/kb.a.yaml, memories/kb.l.yaml\n"), "")
     assert _files(a) == _files(b)
     assert list(_files(b)) == ["kb.a.yaml", "kb.l.yaml"]
 
@@ -214,8 +235,8 @@ def test_a_rename_against_an_edit_or_a_soft_forget_keeps_both(
     first, second = (a, b) if renamer_first else (b, a)
     invoke_cli("--kb", first, "sync", check=True)
     proc = invoke_cli("--kb", second, "sync")
-    assert (proc.returncode, proc.stdout, proc.stderr) == (0, (
-        "Synced main with origin: rebased, 1 pulled, 1 pushed.\n  merged both sides of: memories/1.yaml\n"), "")
+    # memories/1.yaml is not "merged both sides of": the rename only moved it.
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "Synced main with origin: rebased, 1 pulled, 1 pushed.\n", "")
     invoke_cli("--kb", first, "sync", check=True)
     for clone in (first, second):
         files = _files(clone)
@@ -301,14 +322,20 @@ def test_a_rename_then_another_against_a_rename_names_each_stop_and_the_steps_fi
     stopped = invoke_cli("--kb", b, "sync")
     assert stopped.stderr.startswith("Error: Your commits renamed memories/1.yaml to kb.b, and origin/main renamed "
                                      "it to kb.a; the repository is back as it was.")
+    # The id to give the memory back is where this clone's renames end, not the middle one.
+    assert ("git reset -q --hard to keep origin/main's id kb.a (it drops your rename; once synced, slayer-kb rename "
+            "kb.a kb.c gives the memory yours)") in stopped.stderr
     git(b, "fetch", "-q", "origin")
+    first = invoke_cli("rebase", "origin/main", cwd=b).stderr
     assert "Error: Your commits renamed memories/1.yaml to kb.b, and origin/main renamed it to kb.a; the rebase " \
-           "stopped at commit 1 of 2" in invoke_cli("rebase", "origin/main", cwd=b).stderr
+           "stopped at commit 1 of 2" in first
+    assert "slayer-kb rename kb.a kb.c gives the memory yours" in first
     git(b, "reset", "-q", "--hard")
     second = invoke_cli("rebase", "--continue", cwd=b)
     assert second.stderr.startswith("Error: Your commits renamed memories/1.yaml to kb.c, and origin/main renamed it "
                                     "to kb.a; the rebase stopped at commit 2 of 2")
-    assert "git reset -q --hard to keep origin/main's id kb.a" in second.stderr
+    assert ("git reset -q --hard to keep origin/main's id kb.a (it drops your rename; once synced, slayer-kb rename "
+            "kb.a kb.c gives the memory yours)") in second.stderr
     git(b, "reset", "-q", "--hard")
     invoke_cli("rebase", "--continue", cwd=b, check=True)
     invoke_cli("--kb", b, "sync", check=True)
@@ -316,23 +343,35 @@ def test_a_rename_then_another_against_a_rename_names_each_stop_and_the_steps_fi
     assert git(b, "status", "--porcelain") == ""
 
 
-def test_a_merge_of_two_renames_names_the_file_both_deleted_and_its_step(
+def test_a_merge_of_two_renames_names_both_and_its_steps_leave_every_link_valid(
         tmp_path: Path, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``slayer-kb merge`` meeting two renames of one memory: git holds memories/1.yaml at its
-    base alone (both deleted it); named, with the git rm that lets ``git commit`` go on."""
+    """``slayer-kb merge`` meeting two renames of one memory (1 -> kb.b here, then linked from
+    kb.q; 1 -> kb.a on origin/main): named as two renames, not as two forgets against edits, and
+    the steps keep origin/main's id. Before, they kept both files' fates apart and the sync after
+    them refused the push: kb.l, merged by the driver, linked both kb.a and kb.b."""
     a, b = _renamed_on_a(tmp_path, invoke_cli, "rename", "1", "kb.b")
+    invoke_cli("--kb", b, "save", "links the renamed one", "--id", "kb.q", "-e", "memory:kb.b", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     git(b, "fetch", "-q", "origin")
     stopped = invoke_cli("merge", "origin/main", cwd=b)
-    assert stopped.returncode == 1
-    message = stopped.stderr.removeprefix("Error: ")
-    assert "; this branch and origin/main both moved or forgot memories/1.yaml; the merge stopped" in message
-    assert "; git rm -q memories/1.yaml (neither side keeps it); slayer-kb validate; git commit --no-edit;" in message
+    assert (stopped.returncode, stopped.stderr) == (1, (
+        "Error: This branch renamed memories/1.yaml to kb.b, and origin/main renamed it to kb.a; the merge stopped, "
+        "and git merge --abort would put the branch back as it was. To merge by hand: git rm -q memories/kb.b.yaml "
+        "memories/1.yaml && git add memories/kb.a.yaml to keep origin/main's id kb.a (validate names the links to "
+        "kb.b until the sync, which points them at kb.a; once synced, slayer-kb rename kb.a kb.b gives the memory "
+        "yours); slayer-kb validate; git commit --no-edit; slayer-kb sync.\n"))
     monkeypatch.chdir(b)  # the steps have no cd: the merge ran here
-    _typed(invoke_cli, message)  # git commit --no-edit among them: it fails while a path is unmerged
-    assert git(b, "log", "-1", "--format=%p").count(" ") == 1  # the merge, committed
-    assert git(b, "ls-files", "-u") == ""
-    assert list(_files(b)) == ["kb.b.yaml", "kb.l.yaml"]
+    said = _typed(invoke_cli, stopped.stderr.removeprefix("Error: "))
+    assert said[-1] == ("Synced main with origin: pushed, 0 pulled, 4 pushed.\n"
+                        "  rewrote links to renamed memories: memory:kb.b -> memory:kb.a in kb.l, "
+                        "memory:kb.b -> memory:kb.a in kb.q\n")
+    assert git(b, "log", "-2", "--format=%s") == ("memory: rewrite links to renamed kb.b as kb.a in kb.l, kb.q\n"
+                                                  "Merge remote-tracking branch 'origin/main'\n")
+    assert list(_files(b)) == ["kb.a.yaml", "kb.l.yaml", "kb.q.yaml"]
+    assert "entities:\n- memory:kb.a\ncreated_at" in _files(b)["kb.l.yaml"]
+    assert "entities:\n- memory:kb.a\ncreated_at" in _files(b)["kb.q.yaml"]
+    assert invoke_cli("--kb", b, "validate", check=True).stdout == "Checked 3 files: no problems.\n"
+    assert git(b, "status", "--porcelain") == ""
 
 
 def test_a_link_to_the_rename_the_steps_drop_follows_the_kept_one(tmp_path: Path, invoke_cli: CliRunner) -> None:

@@ -8,7 +8,20 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, git, in_process_runner, in_the_kb, make_team, traced_git
+from testing import (
+    CliRunner,
+    git,
+    in_process_runner,
+    in_the_kb,
+    json_of,
+    make_team,
+    squash_merged_branch,
+    traced_git,
+)
+
+# What the agent saves on its branch before main squash-merges it (``squash_merged_branch``).
+REFUNDS = ("save", "Refund reasons are free text", "-e", "shop.refunds.amount")
+CENTS = ("save", "Amounts are in cents", "-e", "shop.orders.amount")
 
 
 @pytest.fixture
@@ -23,21 +36,11 @@ def test_validate_against_names_a_squash_merged_memory_the_branch_edited_since(
     # histories added memory 1 (one memory: no id collision), under two commits, so git's merge
     # base lacks it and the reviewer's plain 'git merge' of the branch stops on an add/add. The
     # review's check passed it ("no problems") as if it were an id collision, which it is not.
-    _bare, (agent, reviewer) = make_team(tmp_path)
-    git(agent, "switch", "-q", "-c", "agent-a")
-    invoke_cli("--kb", agent, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
-    invoke_cli("--kb", agent, "sync", check=True)
-    git(reviewer, "fetch", "-q", "origin")
-    git(reviewer, "merge", "-q", "--squash", "origin/agent-a")
-    git(reviewer, "commit", "-q", "-m", "Squash agent-a")
-    git(reviewer, "push", "-q", "origin", "main")
+    agent, reviewer = squash_merged_branch(tmp_path, invoke_cli, REFUNDS)
     invoke_cli("--kb", agent, "update", "1", "--content", "Refund reasons: free text, grouped by hand", check=True)
     invoke_cli("--kb", agent, "sync", check=True)
 
-    git(reviewer, "fetch", "-q", "origin")
-    git(reviewer, "switch", "-q", "--detach", "origin/agent-a")
-    checked = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
-    assert (checked.returncode, checked.stdout) == (1, (
+    assert _check_agent_a(invoke_cli, reviewer) == (1, (
         "memories/1.yaml:1: origin/main wrote this memory too since this branch parted from it, in lines git's "
         "merge cannot join: a plain git merge of this branch stops on it. Run 'git fetch origin && slayer-kb merge "
         "origin/main': it merges both sides' revisions of a topic key, and fields each side changed alone, and "
@@ -63,22 +66,11 @@ def test_validate_against_names_a_forget_a_plain_merge_would_undo(tmp_path: Path
     # merge base is older than memory 2, so the reviewer's plain 'git merge' saw main add it and the
     # branch leave it alone, and kept it: the forget the agent was told of undone, and the check
     # (and the review) said nothing of it.
-    _bare, (agent, reviewer) = make_team(tmp_path)
-    git(agent, "switch", "-q", "-c", "agent-a")
-    invoke_cli("--kb", agent, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
-    invoke_cli("--kb", agent, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
-    invoke_cli("--kb", agent, "sync", check=True)
-    git(reviewer, "fetch", "-q", "origin")
-    git(reviewer, "merge", "-q", "--squash", "origin/agent-a")
-    git(reviewer, "commit", "-q", "-m", "Squash agent-a")
-    git(reviewer, "push", "-q", "origin", "main")
+    agent, reviewer = squash_merged_branch(tmp_path, invoke_cli, REFUNDS, CENTS)
     invoke_cli("--kb", agent, "forget", "2", check=True)
     invoke_cli("--kb", agent, "sync", check=True)
 
-    git(reviewer, "fetch", "-q", "origin")
-    git(reviewer, "switch", "-q", "--detach", "origin/agent-a")
-    checked = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
-    assert (checked.returncode, checked.stdout) == (1, (
+    assert _check_agent_a(invoke_cli, reviewer) == (1, (
         "memories/2.yaml:1: this branch forgot memory 2 after origin/main took it in from this branch (a squash "
         "or rebase merge, under commits of its own): a plain git merge of this branch keeps it, since git's merge "
         "base is older than the memory. Run 'git fetch origin && slayer-kb merge origin/main': it keeps the "
@@ -120,25 +112,40 @@ def test_validate_against_names_a_link_ref_added_to_a_memory_the_branch_forgot(
     git(reviewer, "merge", "-q", "--no-ff", "origin/agent-b", "-m", "Merge agent-b")
     git(reviewer, "push", "-q", "origin", "main")
 
-    git(reviewer, "switch", "-q", "--detach", "origin/agent-a")
-    checked = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
-    assert (checked.returncode, checked.stdout) == (1, (
+    assert _check_agent_a(invoke_cli, reviewer) == (1, (
         "memories/101.yaml:1: memory 101, which origin/main added or changed since this branch parted from it, "
         "links 'memory:1', which this branch forgot; merged as it is, the link would point at nothing. Run 'git "
         "fetch origin && slayer-kb merge origin/main': it strips links to forgotten memories, in one commit\n"
         "1 problem in 1 file (0 files checked)\n"))
 
-    git(a, "fetch", "-q", "origin")
-    merged = invoke_cli("--kb", a, "merge", "origin/main", check=True)
-    assert merged.stdout == ("Merged origin/main; run slayer-kb sync to push.\n"
-                             "  stripped links to forgotten memories: memory:1 from 101\n")
-    invoke_cli("--kb", a, "sync", check=True)
-    git(reviewer, "fetch", "-q", "origin")
-    git(reviewer, "switch", "-q", "--detach", "origin/agent-a")
-    assert invoke_cli("--kb", reviewer, "validate", "--against", "origin/main").returncode == 0
-    git(reviewer, "switch", "-q", "main")
-    git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge agent-a")
+    assert _merged_as_advised(invoke_cli, a, reviewer) == (
+        "Merged origin/main; run slayer-kb sync to push.\n  stripped links to forgotten memories: memory:1 from 101\n")
     assert invoke_cli("--kb", reviewer, "validate").returncode == 0
+
+
+def test_validate_against_names_a_link_ref_added_to_an_entity_the_branch_deleted(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # Agent A deleted model shop.refunds on its branch while main gained memory 101 linking
+    # shop.refunds.amount. The check of A's branch said "no problems", and the reviewer's plain
+    # merge made a main whose memory 101 links nothing: 'validate' fails there.
+    _bare, (a, reviewer) = make_team(tmp_path)
+    git(a, "switch", "-q", "-c", "agent-a")
+    invoke_cli("--kb", a, "delete-model", "shop.refunds", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", reviewer, "save", "Refunds are negative", "-e", "shop.refunds.amount", check=True)
+    invoke_cli("--kb", reviewer, "sync", check=True)
+
+    assert _check_agent_a(invoke_cli, reviewer) == (1, (
+        "memories/101.yaml:1: memory 101, which origin/main added or changed since this branch parted from it, "
+        "links 'shop.refunds.amount', which this branch deleted from the catalog; merged as it is, the link would "
+        "point at nothing. Run 'git fetch origin && slayer-kb merge origin/main': it strips links to deleted "
+        "entities, as the delete would have, in one commit\n"
+        "1 problem in 1 file (0 files checked)\n"))
+
+    assert _merged_as_advised(invoke_cli, a, reviewer) == (
+        "Merged origin/main; run slayer-kb sync to push.\n"
+        "  stripped entities deleted from the catalog: shop.refunds.amount from 101\n")
+    assert invoke_cli("--kb", reviewer, "validate").stdout.endswith("no problems.\n")
 
 
 def test_a_forget_holds_against_another_clones_strip_of_its_links(tmp_path: Path, invoke_cli: CliRunner) -> None:
@@ -207,14 +214,6 @@ def test_an_entity_dropped_by_hand_against_another_clones_forget_goes_to_a_perso
     assert git(b, "ls-files", "memories").split() == ["memories/1.yaml"]
 
 
-def _squash_merge(reviewer: Path) -> None:
-    """The reviewer squash-merges agent-a into main and pushes it."""
-    git(reviewer, "fetch", "-q", "origin")
-    git(reviewer, "merge", "-q", "--squash", "origin/agent-a")
-    git(reviewer, "commit", "-q", "-m", "Squash agent-a")
-    git(reviewer, "push", "-q", "origin", "main")
-
-
 def _check_agent_a(invoke_cli: CliRunner, reviewer: Path) -> tuple[int, str]:
     git(reviewer, "fetch", "-q", "origin")
     git(reviewer, "switch", "-q", "--detach", "origin/agent-a")
@@ -240,13 +239,8 @@ def test_validate_against_names_a_forget_of_a_memory_updated_before_the_squash(
     # The agent saved memory 2 and updated it before main squash-merged the branch (the squash
     # holds the updated text, not the first the branch added), then forgot it. same_memory
     # compared the first blob each side added, so the forget a plain merge undoes went unnamed.
-    _bare, (agent, reviewer) = make_team(tmp_path)
-    git(agent, "switch", "-q", "-c", "agent-a")
-    invoke_cli("--kb", agent, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
-    invoke_cli("--kb", agent, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
-    invoke_cli("--kb", agent, "update", "2", "--content", "Amounts are in cents, always", check=True)
-    invoke_cli("--kb", agent, "sync", check=True)
-    _squash_merge(reviewer)
+    agent, reviewer = squash_merged_branch(tmp_path, invoke_cli, REFUNDS, CENTS,
+                                           ("update", "2", "--content", "Amounts are in cents, always"))
     invoke_cli("--kb", agent, "forget", "2", check=True)
     invoke_cli("--kb", agent, "sync", check=True)
 
@@ -264,12 +258,8 @@ def test_validate_against_names_an_edit_of_a_memory_updated_before_the_squash(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     # As above, but the agent edited memory 1 again after the squash: the plain merge's add/add stop
     # was called an id collision, and its renumber advice made memory 1 twice (as 1 and 101).
-    _bare, (agent, reviewer) = make_team(tmp_path)
-    git(agent, "switch", "-q", "-c", "agent-a")
-    invoke_cli("--kb", agent, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
-    invoke_cli("--kb", agent, "update", "1", "--content", "Refund reasons are free text v2", check=True)
-    invoke_cli("--kb", agent, "sync", check=True)
-    _squash_merge(reviewer)
+    agent, reviewer = squash_merged_branch(tmp_path, invoke_cli, REFUNDS,
+                                           ("update", "1", "--content", "Refund reasons are free text v2"))
     invoke_cli("--kb", agent, "update", "1", "--content", "Refund reasons v3", check=True)
     invoke_cli("--kb", agent, "sync", check=True)
 
@@ -290,12 +280,7 @@ def test_a_link_main_gained_to_a_squash_merged_memory_the_branch_forgot_is_named
     # branch. The check counted only forgets of memories held where the sides parted (2 is
     # younger), and the advised 'slayer-kb merge origin/main' left 101 linking nothing, which the
     # agent's next sync then refused.
-    _bare, (agent, reviewer) = make_team(tmp_path)
-    git(agent, "switch", "-q", "-c", "agent-a")
-    invoke_cli("--kb", agent, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
-    invoke_cli("--kb", agent, "save", "Amounts are in cents", "-e", "shop.orders.amount", check=True)
-    invoke_cli("--kb", agent, "sync", check=True)
-    _squash_merge(reviewer)
+    agent, reviewer = squash_merged_branch(tmp_path, invoke_cli, REFUNDS, CENTS)
     invoke_cli("--kb", reviewer, "save", "See 2", "-e", "shop.orders.amount", "-e", "memory:2", check=True)
     git(reviewer, "push", "-q", "origin", "main")
     invoke_cli("--kb", agent, "forget", "2", check=True)
@@ -361,22 +346,11 @@ def test_validate_against_passes_a_memory_main_renamed_that_linked_a_memory_the_
     assert invoke_cli("--kb", reviewer, "validate").returncode == 0
 
 
-def _squash_merged_two(invoke_cli: CliRunner, tmp_path: Path, *topic: str) -> tuple[Path, Path]:
-    """An agent's branch saving memories 1 and 2 (2 under ``topic``'s options), squash-merged into main."""
-    _bare, (agent, reviewer) = make_team(tmp_path)
-    git(agent, "switch", "-q", "-c", "agent-a")
-    invoke_cli("--kb", agent, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
-    invoke_cli("--kb", agent, "save", "Amounts are in cents", "-e", "shop.orders.amount", *topic, check=True)
-    invoke_cli("--kb", agent, "sync", check=True)
-    _squash_merge(reviewer)
-    return agent, reviewer
-
-
 def test_validate_against_says_a_forget_main_edited_after_the_squash_stops_the_merge(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     # main edited memory 2 after squash-merging it; the branch forgot 2. The advice said 'slayer-kb
     # merge' "keeps the memory forgotten"; it stops on the forget against main's edit.
-    agent, reviewer = _squash_merged_two(invoke_cli, tmp_path)
+    agent, reviewer = squash_merged_branch(tmp_path, invoke_cli, REFUNDS, CENTS)
     invoke_cli("--kb", reviewer, "update", "2", "--content", "Amounts are in cents (reviewed)", check=True)
     git(reviewer, "push", "-q", "origin", "main")
     invoke_cli("--kb", agent, "forget", "2", check=True)
@@ -397,7 +371,7 @@ def test_validate_against_says_a_forget_main_edited_after_the_squash_stops_the_m
 def test_validate_against_names_a_rename_after_the_squash_as_a_rename(tmp_path: Path, invoke_cli: CliRunner) -> None:
     # The branch renamed squash-merged memory 2 to kb.cents: named as "this branch forgot memory 2",
     # though the plain merge keeps it under both ids.
-    agent, reviewer = _squash_merged_two(invoke_cli, tmp_path)
+    agent, reviewer = squash_merged_branch(tmp_path, invoke_cli, REFUNDS, CENTS)
     invoke_cli("--kb", agent, "rename", "2", "kb.cents", check=True)
     invoke_cli("--kb", agent, "sync", check=True)
 
@@ -439,7 +413,7 @@ def test_validate_against_names_no_topic_key_holder_the_branch_forgot_after_the_
     # forget, the check said 'slayer-kb merge' "folds this memory into 2", which it does not: the
     # merge keeps 2 forgotten and 3 as it is.
     topic = ("--title", "Cache TTL", "--project", "api", "--topic-key", "decision/cache-ttl")
-    agent, reviewer = _squash_merged_two(invoke_cli, tmp_path, *topic)
+    agent, reviewer = squash_merged_branch(tmp_path, invoke_cli, REFUNDS, (*CENTS, *topic))
     invoke_cli("--kb", agent, "forget", "2", check=True)
     invoke_cli("--kb", agent, "save", "Cache TTL is 30 s", *topic, check=True)
     invoke_cli("--kb", agent, "sync", check=True)
@@ -456,12 +430,8 @@ def test_validate_against_walks_the_history_once_for_all_squash_merged_memories(
     # Each squash-merged memory the branch edited or forgot cost two 'git log --full-history'
     # walks, done again for id collisions, and a hash-object each, and the fix's remote was
     # asked up to three times: 30 memories, 165 git processes where 103 had done.
-    _bare, (agent, reviewer) = make_team(tmp_path)
-    git(agent, "switch", "-q", "-c", "agent-a")
-    for n in range(6):
-        invoke_cli("--kb", agent, "save", f"Fact number {n}", "-e", "shop.orders.amount", check=True)
-    invoke_cli("--kb", agent, "sync", check=True)
-    _squash_merge(reviewer)
+    agent, reviewer = squash_merged_branch(tmp_path, invoke_cli, *(
+        ("save", f"Fact number {n}", "-e", "shop.orders.amount") for n in range(6)))
     for n in ("1", "2", "3"):
         invoke_cli("--kb", agent, "update", n, "--content", f"Fact {n} revised", check=True)
     for n in ("4", "5", "6"):
@@ -477,3 +447,57 @@ def test_validate_against_walks_the_history_once_for_all_squash_merged_memories(
     # both, and two for the forgets: none a memory.
     walks = [run for run in runs("log") if "--raw" in run]
     assert (len(walks), len(runs("hash-object")), len(runs("remote"))) == (4, 1, 1)
+
+
+def test_review_says_a_squash_merged_memory_is_on_main_already(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # main squash-merged the agent's memories 1 and 2; the agent then edited 1 and saved 3. The
+    # review listed 1, 2 and 3 as added (git's merge base is older than the squash), where the
+    # pull request adds 3 and changes 1, and main holds 2 as the branch does.
+    agent, reviewer = squash_merged_branch(tmp_path, invoke_cli, REFUNDS, CENTS)
+    invoke_cli("--kb", agent, "update", "1", "--content", "Refund reasons are free text before 2024", check=True)
+    invoke_cli("--kb", agent, "save", "Costs are in cents", "-e", "shop.orders.cost", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "switch", "-q", "--detach", "origin/agent-a")
+    review = invoke_cli("--kb", reviewer, "review", "origin/main", check=True)
+    assert review.stdout == (
+        "## Knowledge base changes (origin/main...HEAD)\n\n"
+        "Memories: 1 added, 1 changed, 0 re-linked, 0 removed, 1 already on origin/main.\n\n"
+        "### Added\n\n"
+        "- **3**: Costs are in cents (entities: `shop.orders.cost`)\n\n"
+        "### Changed\n\n"
+        "- **1**: Refund reasons are free text before 2024 (changed: learning, updated_at)\n\n"
+        "  ```diff\n  Refund reasons are free text{+ before 2024+}\n  ```\n\n"
+        "### Already on origin/main\n\n"
+        "- **2**: Amounts are in cents (taken in by a squash or rebase merge; unchanged since)\n")
+    data = json_of(invoke_cli("--kb", reviewer, "--json", "review", "origin/main", check=True))
+    assert [(c["id"], c["label"]) for c in data["taken_in"]] == [("2", "Amounts are in cents")]
+    assert [c["id"] for c in data["added"]] == ["3"]
+
+
+def test_validate_against_asks_for_the_remote_once_for_every_fix(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # The branch forgot 2 and linked 1 while main forgot 1 and linked 2: two problems, each fix
+    # naming 'git fetch origin'. The link to what main forgot asked git for the remote again.
+    _bare, (agent, reviewer) = make_team(tmp_path)
+    for text in ("Refund reasons are free text", "Amounts are in cents"):
+        invoke_cli("--kb", reviewer, "save", text, "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    git(agent, "pull", "-q", "origin", "main")
+    git(agent, "switch", "-q", "-c", "agent-a")
+    invoke_cli("--kb", agent, "forget", "2", check=True)
+    invoke_cli("--kb", agent, "save", "See 1", "--id", "kb.a", "-e", "memory:1", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    invoke_cli("--kb", reviewer, "forget", "1", check=True)
+    invoke_cli("--kb", reviewer, "save", "See 2", "--id", "kb.m", "-e", "memory:2", check=True)
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    git(agent, "fetch", "-q", "origin")
+    with traced_git(tmp_path) as runs:
+        checked = invoke_cli("--kb", agent, "validate", "--against", "origin/main")
+    fix = "Run 'git fetch origin && slayer-kb merge origin/main': it strips links to forgotten memories, in one commit"
+    assert (checked.returncode, checked.stdout) == (1, (
+        "memories/kb.a.yaml:1: memory kb.a links 'memory:1', which origin/main forgot since this branch parted from "
+        f"it; merged as it is, the link would point at nothing. {fix}\n"
+        "memories/kb.m.yaml:1: memory kb.m, which origin/main added or changed since this branch parted from it, "
+        f"links 'memory:2', which this branch forgot; merged as it is, the link would point at nothing. {fix}\n"
+        "2 problems in 2 files (2 files checked)\n"))
+    assert len(runs("remote")) == 1

@@ -188,12 +188,13 @@ class Context(Parts):
         gone = self.why_missing(memory_id)
         return NotFoundError(gone) if gone else no_memory(memory_id, self.memory_exists)
 
-    def why_missing(self, memory_id: str) -> str | None:
+    def why_missing(self, memory_id: str, walked: bool = False) -> str | None:
         """Why the memory's file is not there, and the fix: moved or deleted by hand and not
         committed (``missing_by_hand``, a git process), under another extension, or renamed by a
-        commit (``renamed_away``: the new id); None when there is no sign of it (no such memory)."""
+        commit (``renamed_away``: the new id); None when there is no sign of it (no such memory).
+        ``walked``: the caller found no commit deleting the file, so none renamed it either."""
         return (missing_by_hand(self.store, memory_path(memory_id)) or self._misnamed(memory_id)
-                or self.renamed_away(memory_id))
+                or (None if walked else self.renamed_away(memory_id)))
 
     def renamed_away(self, memory_id: str, deleting: str | None = None) -> str | None:
         """What any command given ``memory_id`` says when the commit that last deleted its file
@@ -284,11 +285,11 @@ class Context(Parts):
         pending = self.duplicates_pending(memory_id)
         return memory.evolve(duplicate_count=(memory.duplicate_count or 1) + pending) if pending else memory
 
-    def read_with_fix(self, memory_id: str) -> Memory:
+    def read_with_fix(self, memory_id: str, explain: bool = True) -> Memory:
         """``read`` for a command a person runs on this memory (get, update): a file that cannot
-        be read says how to fix it."""
+        be read says how to fix it; ``explain``: one that is not there too (``read_with_text``)."""
         try:
-            return self.read(memory_id, explain=True)
+            return self.read(memory_id, explain=explain)
         except MemoryFileError as exc:
             raise self._with_fix(memory_id, exc) from None
 

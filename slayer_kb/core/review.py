@@ -13,7 +13,7 @@ from .text import clip, counted
 @dataclass
 class MemoryChange:
     id: str
-    status: str  # added | changed | relinked | removed | renamed
+    status: str  # added | changed | relinked | removed | renamed | taken in
     label: str = ""
     entities: list[str] = field(default_factory=list)
     fields: list[str] = field(default_factory=list)
@@ -44,6 +44,9 @@ class Review:
     relinked: list[MemoryChange] = field(default_factory=list)
     removed: list[MemoryChange] = field(default_factory=list)
     renamed: list[MemoryChange] = field(default_factory=list)
+    # Memories the branch added that the base took in already (a squash or rebase merge of an
+    # earlier pull request), left as the base has them: no change of the branch's.
+    taken_in: list[MemoryChange] = field(default_factory=list)
     catalog: dict[str, list[str]] = field(default_factory=dict)
     catalog_files: list[dict[str, str]] = field(default_factory=list)  # {status, path[, old_path]}
     sessions: list[dict[str, Any]] = field(default_factory=list)  # sessions.review_entry
@@ -55,7 +58,7 @@ class Review:
             "head": self.head,
             "merge_base": self.merge_base,
             **{name: [c.to_json() for c in getattr(self, name)]
-               for name in ("added", "changed", "relinked", "removed", "renamed")},
+               for name in ("added", "changed", "relinked", "removed", "renamed", "taken_in")},
             "catalog": self.catalog,
             "catalog_files": self.catalog_files,
             "sessions": self.sessions,
@@ -72,7 +75,9 @@ def render_review(r: Review) -> str:
               f"{len(r.removed)} removed"]
     if r.renamed:
         counts.append(f"{len(r.renamed)} renamed")
-    lines.append(("Memories: " + ", ".join(counts) + ".") if total else "No memory changed.")
+    if r.taken_in:
+        counts.append(f"{len(r.taken_in)} already on {_md(r.base)}")
+    lines.append(("Memories: " + ", ".join(counts) + ".") if total or r.taken_in else "No memory changed.")
     if r.sessions:
         kinds = [k for k in ("added", "changed", "renamed", "removed") if any(e["status"] == k for e in r.sessions)]
         prompts = sum(len(e["prompts_added"]) for e in r.sessions)
@@ -105,6 +110,8 @@ def render_review(r: Review) -> str:
         relinked_lines.extend(_entity_moves(c))
     section("Re-linked", relinked_lines)
     section("Removed", [f"- **{_md(c.id)}**: {_md(c.label)}" for c in r.removed])
+    section(f"Already on {_md(r.base)}", [f"- **{_md(c.id)}**: {_md(c.label)} (taken in by a squash or rebase merge; "
+                                         "unchanged since)" for c in r.taken_in])
     catalog_lines = [
         f"- {f['status']} {_code(f['path'])}" + (f" (was {_code(f['old_path'])})" if "old_path" in f else "")
         for f in r.catalog_files

@@ -183,9 +183,9 @@ def restore(kb: Context, memory_id: str) -> ChangeResult:
     kb.check_not_moved(memory_id)
     with kb.transaction() as tx:
         try:
-            memory = kb.read_with_fix(memory_id)
-        except NotFoundError as exc:
-            raise forgotten_error(kb, memory_id, exc) from None
+            memory = kb.read_with_fix(memory_id, explain=False)
+        except NotFoundError:
+            raise forgotten_error(kb, memory_id) from None
         if not memory.is_deleted:
             said, shell, run = f"Memory '{memory_id}' is not deleted; nothing to restore.", words(memory_id), command(kb.root)
             raise InvalidInputError(
@@ -221,9 +221,9 @@ def rename(kb: Context, old: str, new: str, *, force: bool = False, reuse_id: bo
         try:
             # A soft-deleted memory is moved as it is, still deleted: its file is there, and a case
             # clash that validate names is mended alike whether or not it is deleted.
-            kb.read_with_fix(old)
-        except NotFoundError as exc:
-            raise forgotten_error(kb, old, exc) from None
+            kb.read_with_fix(old, explain=False)
+        except NotFoundError:
+            raise forgotten_error(kb, old) from None
         _check_free(kb, old, new)
         if not reuse_id:
             kb.check_not_renamed(new, f"to give '{old}' a name of its own, choose another", moving=old)

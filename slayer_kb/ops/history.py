@@ -31,6 +31,7 @@ Decisions:
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import functools
 import re
@@ -52,12 +53,12 @@ from ..core.session import loads as load_session
 from ..store.gitenv import LITERAL_PATHS
 from ..store.renames import last_deletion, renames_between
 from ..store.repo import GitStore
-from ..store.revisions import resolve_rev, shallow_parting
+from ..store.revisions import resolve_rev, same_memories, shallow_parting
 from ..transaction import memory_change
 from . import observations, sessions, validate
 from .renumber import renumbered_text
 from .snapshot import CATALOG_DIRS, PRIORITY_FILE, blob_at, catalog_at, crafted, memory_ids_at, text_at
-from .teamchecks import deleted_since, gone_links
+from .teamchecks import deleted_since, fix_command, gone_links
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -155,15 +156,16 @@ def _show(kb: Context, memory_id: str, rev: str | None,
     return Shown(loads(text, memory_id, f"{deleting}^:{path}"), text, f"{deleting}^", deleting)
 
 
-def forgotten_error(kb: Context, memory_id: str, missing: NotFoundError) -> NotFoundError:
-    """``restore ID``'s error for an id with no file: one a commit renamed is told its new id;
-    one a commit deleted (a forget without --soft) is told the ``--rev`` that brings it back; any
-    other, ``missing`` as it is."""
-    if blob_at(kb.store, "HEAD", memory_path(memory_id)) is not None:
-        return missing  # HEAD has it: moved or deleted by hand, which ``missing`` says
-    deleting = last_deletion(kb.store, memory_id)
+def forgotten_error(kb: Context, memory_id: str) -> NotFoundError:
+    """``restore ID``'s (and ``rename``'s) error for an id with no file: one a commit renamed is
+    told its new id; one a commit deleted (a forget without --soft) is told the ``--rev`` that
+    brings it back; any other, why the file is missing (``Context.why_missing``), or no such
+    memory. The history is walked once for all three."""
+    head_has = blob_at(kb.store, "HEAD", memory_path(memory_id)) is not None  # then moved or deleted by hand
+    deleting = None if head_has else last_deletion(kb.store, memory_id)
     if deleting is None:
-        return missing
+        gone = kb.why_missing(memory_id, walked=not head_has)
+        return NotFoundError(gone) if gone else no_memory(memory_id, kb.memory_exists)
     if (renamed := kb.renamed_away(memory_id, deleting)) is not None:
         return NotFoundError(renamed)  # 'restore --rev' would bring back a duplicate of the renamed memory
     said = f"Memory '{memory_id}' was forgotten for good (not soft-deleted) in commit {deleting[:12]}"
@@ -244,6 +246,7 @@ def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
     head_catalog = catalog_at(store, head_sha)
     context = validate.KBContext(head_catalog, memory_ids_at(store, head_sha), command(store.root), store.root)
     links: dict[str, tuple[str, set[str]]] = {}  # id -> (path, its entities), of memories at head
+    added: dict[str, Memory] = {}  # path -> the memory the branch added, at head
     for status, old, new, mode in _raw_changes(proc.stdout, store.prefix):
         folder = new.partition("/")[0]
         if status != "D" and mode in _NOT_FILES and folder in (MEMORIES_DIR, SESSIONS_DIR):
@@ -281,6 +284,7 @@ def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
         if after is not None:
             links[after.id] = (new, set(after.entities))
         if status == "A" and after is not None:
+            added[new] = after
             result.added.append(MemoryChange(after.id, "added", label_of(after), list(after.entities)))
         elif status == "D" and before is not None:
             result.removed.append(MemoryChange(before.id, "removed", label_of(before), list(before.entities)))
@@ -289,22 +293,52 @@ def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
             if status.startswith("R"):
                 change.status, change.old_id = "renamed", before.id
                 result.renamed.append(change)
-            elif [f for f in change.fields if f not in BOOKKEEPING] == ["entities"]:
-                change.status = "relinked"
-                result.relinked.append(change)
-            elif change.fields:
-                result.changed.append(change)
+            else:
+                _file(result, change)
     # Links to what base forgot or deleted since head left it: each file checks at head, not once merged.
     against_sha = resolve_rev(store, base)
+    if added and against_sha != base_sha:
+        _taken_in(store, result, added, head_sha, against_sha)
     deleted = deleted_since(store, base_sha, against_sha, head_catalog) if links else set()
     result.problems.extend(map(str, gone_links(store, base_sha, base, against_sha, links, context.ids.__contains__,
-                                               deleted, store.root)))
+                                               deleted, lambda args: fix_command(store, store.root, args, base))))
     result.problems.extend(map(str, head_catalog.problems))
-    for changes in (result.added, result.changed, result.relinked, result.renamed, result.removed):
+    for changes in (result.added, result.changed, result.relinked, result.renamed, result.removed, result.taken_in):
         changes.sort(key=lambda change: id_sort_key(change.id))  # git lists paths: 10, 11, 2
     if result.catalog_files:
         result.catalog = catalog_diff(catalog_at(store, base_sha), head_catalog)
     return result
+
+
+def _taken_in(store: GitStore, result: Review, added: dict[str, Memory], head_sha: str, against_sha: str) -> None:
+    """Of the memories the branch added (``added``, by path), those the base took in already
+    (``revisions.same_memories``: a squash or rebase merge of an earlier pull request): one the
+    branch left as taken in is no change of its own (``taken_in``), one it changed since is
+    ``changed`` from the version taken in, as ``validate --against`` counts them."""
+    shared = same_memories(store, list(added), result.merge_base, head_sha, against_sha)
+    if not shared:
+        return
+    taken = {added[path].id for path in shared}
+    result.added = [c for c in result.added if c.id not in taken]
+    objects = store.objects
+    now = objects.blobs_at(objects.tree_of(head_sha), [store.repo_path(path) for path in shared])
+    texts = objects.read_many("blob", set(shared.values()))
+    for path, blob in shared.items():
+        after = added[path]
+        if now[store.repo_path(path)] == blob:
+            result.taken_in.append(MemoryChange(after.id, "taken in", label_of(after), list(after.entities)))
+            continue
+        with contextlib.suppress(MemoryFileError):  # broken as taken in: not the branch's problem
+            _file(result, compare(loads(texts[blob].decode("utf-8", "replace"), after.id, path), after))
+
+
+def _file(result: Review, change: MemoryChange) -> None:
+    """A memory the branch changed, filed as re-linked (its links alone changed) or changed."""
+    if [f for f in change.fields if f not in BOOKKEEPING] == ["entities"]:
+        change.status = "relinked"
+        result.relinked.append(change)
+    elif change.fields:
+        result.changed.append(change)
 
 
 _FILE_STATUS = {"A": "added", "D": "deleted", "M": "changed", "R": "renamed"}

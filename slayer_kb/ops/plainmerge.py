@@ -1,7 +1,8 @@
 """What a plain ``git merge`` of a branch into the revision it is compared with (a pull request's
 merge button, where no merge driver of slayer-kb's runs) stops on or gets wrong, for
 ``validate --against REF``: memory and session files both sides wrote in lines git cannot join,
-forgets such a merge would undo, and links it would leave pointing at a memory the branch forgot.
+forgets such a merge would undo, and links it would leave pointing at a memory the branch forgot
+or an entity it deleted from the catalog.
 ``slayer-kb merge REF`` on the branch handles each as ``sync`` does."""
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from ..core.problems import Problem, shell_word, shown
 from ..core.session import SESSIONS_DIR
 from ..store.renames import renames_between
 from ..store.repo import GitStore
-from .snapshot import NO_BLOB, written_since
-from .teamchecks import MEMORIES, Branch, links_in
+from .snapshot import NO_BLOB, catalog_changed, deleted_entities, under, written_since
+from .teamchecks import MEMORIES, Branch, delete_roots, links_in
 
 # What ``slayer-kb merge`` does with each kind of file a plain git merge stops on.
 _MERGES = {
@@ -41,12 +42,12 @@ def plain_merge_conflicts(compared: Branch) -> list[Problem]:
     too since they parted, in lines git's merge cannot join (a forget against an edit among
     them): a plain ``git merge`` of the branch (a pull request's merge button, where no merge
     driver of slayer-kb's runs) stops on them; the memories it forgot that such a merge would
-    keep (``_undone_forgets``), and the links the revision gained to them
-    (``_links_to_own_forgets``). ``slayer-kb merge REF`` on the branch merges them as sync
-    does, or stops on them for a person. An auto id both sides added for two memories is
+    keep (``_undone_forgets``), and the links the revision gained to them or to entities the branch
+    deleted from the catalog (``_links_to_own_removals``). ``slayer-kb merge REF`` on the branch
+    merges them as sync does, or stops on them for a person. An auto id both sides added for two memories is
     ``id_collisions``'s to name (its fix is a renumbering)."""
     store, base, against_sha = compared.store, compared.base, compared.against_sha
-    head = store.head()
+    head = compared.head
     if base is None or head is None or against_sha == base:
         return []
     ours, theirs = (written_since(store, base, rev) for rev in (head, against_sha))
@@ -54,7 +55,7 @@ def plain_merge_conflicts(compared: Branch) -> list[Problem]:
     renamed = functools.cache(lambda: renames_between(store, base, head))
     undone = _undone_forgets(compared, base, head, ours, theirs)
     problems = (_undone_problems(compared, theirs, undone, renamed)
-                + _links_to_own_forgets(compared, base, ours, theirs, list(undone), renamed))
+                + _links_to_own_removals(compared, base, head, ours, theirs, list(undone), renamed))
     both = {path for path in ours.keys() & theirs.keys() if ours[path][1] != theirs[path][1] and _merged(path)}
     if not both:
         return problems
@@ -65,7 +66,7 @@ def plain_merge_conflicts(compared: Branch) -> list[Problem]:
     # An auto id both sides added for two memories is ``id_collisions``'s; one memory both added
     # (a squash or rebase merge of the branch, edited since) is a merge's to join.
     added = [path for path in stopped if is_auto_id(id_of_path(path) or "") and ours.get(path, ("",))[0] == NO_BLOB]
-    alike = compared.same_memories(added, head)
+    alike = compared.same_memories(added)
     for kb_path in sorted(stopped):
         folder = kb_path.partition("/")[0]
         if not _merged(kb_path) or (kb_path in added and kb_path not in alike):
@@ -94,7 +95,7 @@ def _undone_forgets(compared: Branch, base: str, head: str, ours: dict[str, tupl
     if not taken_in:
         return {}
     forgot = sorted(taken_in & set(compared.store.added_paths(base, head, under=f"{MEMORIES}/")))
-    return compared.same_memories(forgot, head)
+    return compared.same_memories(forgot)
 
 
 def _undone_problems(compared: Branch, theirs: dict[str, tuple[str, str]], undone: dict[str, str],
@@ -127,28 +128,36 @@ def _undone_problems(compared: Branch, theirs: dict[str, tuple[str, str]], undon
     return problems
 
 
-def _links_to_own_forgets(compared: Branch, base: str, ours: dict[str, tuple[str, str]],
-                          theirs: dict[str, tuple[str, str]], undone: list[str],
-                          renames: Callable[[], dict[str, str]]) -> list[Problem]:
+def _links_to_own_removals(compared: Branch, base: str, head: str, ours: dict[str, tuple[str, str]],
+                           theirs: dict[str, tuple[str, str]], undone: list[str],
+                           renames: Callable[[], dict[str, str]]) -> list[Problem]:
     """Links the revision compared with gained since they parted, in memories it added or
     changed, to memories this branch forgot (or renamed), ``undone``'s among them (taken in by
-    that revision, then forgot): the branch's forget stripped the links its clone held, not these,
-    so a plain ``git merge`` makes a tree whose memory links nothing (and fails ``validate``).
-    ``slayer-kb merge REF`` strips them, or points them at the new id."""
+    that revision, then forgot), and to entities this branch deleted from the catalog: the
+    branch's forget or delete stripped the links its clone held, not these, so a plain ``git
+    merge`` makes a tree whose memory links nothing (and fails ``validate``). ``slayer-kb merge
+    REF`` strips them, or points them at the new id."""
     store = compared.store
     forgot = {id_of_path(path) or "" for path, (before, after) in ours.items()
               if id_of_path(path) is not None and before != NO_BLOB and after == NO_BLOB}
     forgot |= {id_of_path(path) or "" for path in undone}
-    if not forgot:
+    deleted = deleted_entities(store, base, head, catalog_changed(store, base, head))
+    if not forgot and not deleted:
         return []
+    marks = [memory_link(i) for i in forgot] + delete_roots(deleted)  # what a text holding such a link holds
+
+    def lost(entity: str) -> bool:
+        linked = linked_id(entity)
+        return linked in forgot if linked is not None else under(entity, deleted)
+
     memories = {path: blobs for path, blobs in theirs.items() if id_of_path(path) is not None}
     changed = {path: blobs for path, blobs in memories.items() if blobs[1] != NO_BLOB}
     texts = store.objects.read_many("blob", {blob for blobs in memories.values() for blob in blobs} - {NO_BLOB})
     moved: dict[str, str] | None = None  # {new id: old id} of the revision's renames, asked once if needed
-    found = []  # (the memory's path, its id, the forgotten ids it gained links to)
+    found = []  # (the memory's path, its id, the links it gained to what this branch removed)
     for path, (before, after) in sorted(changed.items()):
         text, memory_id = texts[after].decode("utf-8", "replace"), id_of_path(path) or ""
-        if memory_id in forgot or not any(memory_link(i) in text for i in forgot):
+        if memory_id in forgot or not any(mark in text for mark in marks):
             continue  # a memory the branch forgot itself is a forget against an edit: a stop of its own
         was = memory_id
         if before == NO_BLOB:  # added there, or a memory it renamed: its links are the old file's
@@ -157,23 +166,28 @@ def _links_to_own_forgets(compared: Branch, base: str, ours: dict[str, tuple[str
             was = moved.get(memory_id, memory_id)
             before = memories.get(f"{MEMORIES}/{was}.yaml", (NO_BLOB,))[0]
         old = links_in(texts[before].decode("utf-8", "replace"), was) if before != NO_BLOB else set()
-        gained = sorted((i for e in links_in(text, memory_id) - old if (i := linked_id(e)) in forgot),
-                        key=lambda i: (len(i), i))
+        gained = sorted((e for e in links_in(text, memory_id) - old if lost(e)),
+                        key=lambda e: (linked_id(e) is None, len(e) if linked_id(e) is not None else 0, e))
         if gained:
             found.append((path, memory_id, gained))
     if not found:
         return []
-    renamed = renames()
+    renamed = renames() if forgot else {}
     fix = compared.fix(f"merge {shell_word(compared.against)}")
     problems = []
     for path, memory_id, gained in found:
-        for i in gained:
-            what, does = ((f"renamed to '{renamed[i]}'", "points links to renamed memories at their new ids")
-                          if i in renamed else ("forgot", "strips links to forgotten memories"))
+        for entity in gained:
+            i = linked_id(entity)
+            what, does = ((f"which this branch renamed to '{renamed[i]}'", "points links to renamed memories at their "
+                           "new ids") if i is not None and i in renamed else
+                          ("which this branch forgot", "strips links to forgotten memories")
+                          if i is not None else
+                          ("which this branch deleted from the catalog",
+                           "strips links to deleted entities, as the delete would have"))
             problems.append(Problem(
                 shown(compared.root / path), 1,
                 f"memory {memory_id}, which {compared.against} added or changed since this branch parted from it, "
-                f"links '{memory_link(i)}', which this branch {what}; merged as it is, the link would point at nothing. "
+                f"links '{entity}', {what}; merged as it is, the link would point at nothing. "
                 f"Run '{fix}': it {does}, in one commit"))
     return problems
 

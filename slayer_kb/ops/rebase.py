@@ -27,7 +27,7 @@ from ..core.problems import cd_step, command, command_in, git_command, words
 from ..core.results import RebaseResult
 from ..store import mergedriver
 from ..store.gitenv import LITERAL_PATHS
-from ..store.renames import first_ids
+from ..store.renames import chains
 from ..store.repo import GitStore
 from ..store.revisions import added_alike, forgot_at, resolve_rev
 from ..store.worktree import require_shown
@@ -311,13 +311,12 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
     forgot_here = [p for p in forgot_here if p not in kept_forgotten]
     forgot_there = [p for p in paths if sides[p] == {3}]
     # A memory one side renamed: git holds its new file on that side alone, as if forgotten on the other.
-    was = _renamed_from(store, forgot_here + forgot_there, tips)
-    # Both renamed one memory, to two ids: in a rebase, dropping this branch's rename keeps the
-    # other's (a merge cannot drop it: its two files are left to the steps of a forget).
+    was, ends = _renamed_from(store, forgot_here + forgot_there, tips)
+    # Both renamed one memory, to two ids: the other's id is kept (in a rebase, dropping this
+    # branch's rename; in a merge, this branch's new file), and the links to this branch's id
+    # follow it once the rebase goes on (or the merge is synced: ``renames.renamed_since``).
     both = [(here, there) for here in forgot_here for there in forgot_there if here in was and was[here] == was.get(there)]
-    if checkout != ("--ours", "--theirs"):
-        was = {p: old for p, old in was.items() if not any(p in pair for pair in both)}
-        both = []
+    rebasing = checkout == ("--ours", "--theirs")
     paired = {p for pair in both for p in pair}
     renamed_there = [p for p in forgot_here if p in was and p not in paired]
     renamed_here = [p for p in forgot_there if p in was and p not in paired]
@@ -325,7 +324,8 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
     forgot_there = [p for p in forgot_there if p not in was]
     # Git holds only the base: both sides deleted the file (two renames of it, or a rename and a
     # forget). A rebase's reset step for two renames puts it back; else it is to be removed.
-    gone = [p for p in paths if not sides[p]] if not both else []
+    olds = {was[here] for here, _there in both}  # in a merge, removed by the step that keeps one id
+    gone = [p for p in paths if not sides[p] and p not in olds] if not (both and rebasing) else []
     what: list[str] = []
     steps: list[str] = []
 
@@ -354,9 +354,18 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
                      f"{args([path])} to forget {other}'s)")
     for here, there in both:  # ``here``: the other's new file, ``there`` this branch's
         theirs, mine = (_id(store, p) for p in (here, there))
+        # The id this branch's renames end at (a rebase stops at the first of 1 -> kb.b -> kb.c).
+        last = next(iter(sorted(ends.get(_id(store, was[here]), set()) - {theirs})), mine)
         what.append(f"{subject()} renamed {files([was[here]])} to {mine}, and {other} renamed it to {theirs}")
-        steps.append(f"git reset -q --hard to keep {other}'s id {theirs} (it drops your rename; once synced, "
-                     f"{command_in(store.root)} rename {words(theirs, mine)} gives the memory yours)")
+        if rebasing:
+            steps.append(f"git reset -q --hard to keep {other}'s id {theirs} (it drops your rename; once synced, "
+                         f"{command_in(store.root)} rename {words(theirs, last)} gives the memory yours)")
+        else:
+            # The old file, which both deleted (git holds its base alone), goes with this branch's new one.
+            drop = [there, *([was[here]] if was[here] in paths else [])]
+            steps.append(f"git rm -q {args(drop)} && git add {args([here])} to keep {other}'s id {theirs} (validate "
+                         f"names the links to {mine} until the sync, which points them at {theirs}; once synced, "
+                         f"{command_in(store.root)} rename {words(theirs, last)} gives the memory yours)")
     for path in renamed_there:
         what.append(f"{subject()} forgot {files([was[path]])}, which {other} renamed to {_id(store, path)}")
         steps.append(f"git rm {args([path])} to keep it forgotten, the links to it stripped as the rebase goes on "
@@ -387,19 +396,27 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
     return "; ".join(what), steps
 
 
-def _renamed_from(store: GitStore, paths: list[str], tips: tuple[str, ...]) -> dict[str, str]:
+def _renamed_from(store: GitStore, paths: list[str],
+                  tips: tuple[str, ...]) -> tuple[dict[str, str], dict[str, set[str]]]:
     """Of ``paths`` (repository-relative memory files git holds on one side only), those a
     ``rename`` commit of a side made since ``tips`` parted (its trailer), each with the path of the
-    file it was."""
+    file it was; and for each such old id, the ids the sides' renames give it at their tips (the
+    ends of their chains: 1 -> kb.b -> kb.c ends at kb.c)."""
     ids = {p: id_of_path(p[len(store.prefix):]) for p in paths}
     if not any(ids.values()):
-        return {}
+        return {}, {}
     base = store.git("merge-base", "--octopus", *tips, check=False).stdout.decode().strip()
     if not base:
-        return {}
+        return {}, {}
     # An id a later rename moved on counts too: the rebase replays the rename commits one by one.
-    old_of = {new: old for tip in dict.fromkeys(tips) for new, old in first_ids(store, base, tip).items()}
-    return {p: store.repo_path(memory_path(old_of[i])) for p, i in ids.items() if i in old_of}
+    old_of: dict[str, str] = {}
+    ends: dict[str, set[str]] = {}
+    for tip in dict.fromkeys(tips):
+        first, final = chains(store, base, tip)
+        old_of |= {new: old for new, old in first.items()}
+        for old, new in final.items():
+            ends.setdefault(old, set()).add(new)
+    return {p: store.repo_path(memory_path(old_of[i])) for p, i in ids.items() if i in old_of}, ends
 
 
 def _id(store: GitStore, path: str) -> str:

@@ -48,7 +48,7 @@ from ..core.results import SyncResult
 from ..core.session import SESSIONS_DIR
 from ..core.text import MAX_SHOWN, shown_value
 from ..store.moves import MovedIds
-from ..store.renames import rename_meets
+from ..store.renames import merged_where, rename_meets
 from ..store.replay import forgets, replay
 from ..store.repo import Change, GitStore
 from ..store.worktree import reset_keep
@@ -367,7 +367,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
             weighed = forgets(store, [store.repo_path(path) for path in both], (parted, upstream, ours, tip))
             result.unforgotten += [memory_id for memory_id in weighed.unforgotten if memory_id not in result.unforgotten]
             result.dropped += [memory_id for memory_id in weighed.dropped if memory_id not in result.dropped]
-    result.resolved += [path for path in both if path not in result.resolved]
+    result.resolved += [path for path in merged_where(store, parted, (upstream, ours), both) if path not in result.resolved]
     result.session_projects.update(session_projects(store, (upstream, ours), both))
     result.action = "merged" if merges else "rebased"
     if parted:

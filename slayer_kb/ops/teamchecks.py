@@ -50,13 +50,16 @@ class Branch:
     against: str
     against_sha: str
     base: str | None  # where HEAD parted from ``against``; None: no common ancestor
+    head: str | None  # HEAD's commit (None before the first), read once for all the checks
     alike: dict[str, str | None] = field(default_factory=dict, compare=False, repr=False)  # same_memories' answers
 
-    def same_memories(self, kb_paths: list[str], head: str) -> dict[str, str]:
-        """``revisions.same_memories`` of ``head`` and ``against``: each path asked of git once for
+    def same_memories(self, kb_paths: list[str]) -> dict[str, str]:
+        """``revisions.same_memories`` of HEAD and ``against``: each path asked of git once for
         all the checks (the id collisions and the plain-merge stops ask of the same files)."""
+        if self.head is None:
+            return {}
         if ask := [path for path in dict.fromkeys(kb_paths) if path not in self.alike]:
-            found = same_memories(self.store, ask, self.base, head, self.against_sha)
+            found = same_memories(self.store, ask, self.base, self.head, self.against_sha)
             self.alike.update({path: found.get(path) for path in ask})
         return {path: blob for path in kb_paths if (blob := self.alike[path]) is not None}
 
@@ -81,7 +84,8 @@ def branch(root: Path, against: str, opened: GitStore | None = None) -> Branch:
         store = GitStore(root)
     against_sha = resolve_rev(store, against)
     proc = store.git("merge-base", against_sha, "HEAD", check=False)
-    return Branch(root, store, against, against_sha, proc.stdout.decode().strip() if proc.returncode == 0 else None)
+    return Branch(root, store, against, against_sha, proc.stdout.decode().strip() if proc.returncode == 0 else None,
+                  store.head())
 
 
 def id_collisions(compared: Branch, files: dict[Path, str]) -> list[Problem]:
@@ -106,13 +110,13 @@ def id_collisions(compared: Branch, files: dict[Path, str]) -> list[Problem]:
         return []
     # Only what REF added in commits HEAD lacks is another memory: one both sides have from one
     # commit is the same memory, whatever merge base git picks after criss-cross merges.
-    head = store.head()
+    head = compared.head
     added = {p[len(MEMORIES) + 1:-5] for p in store.added_paths(head, against_sha, MEMORIES + "/")} if head else set()
     ids = sorted((i for i in candidates if i in added), key=lambda i: (len(i), i))
     local = store.git("hash-object", "--no-filters", "--", *(str(ours[i][0]) for i in ids)).stdout.decode().split()
     apart = [i for i, blob in zip(ids, local, strict=True) if blob != theirs[i]]
     # The same memory on both sides (merged, cherry-picked or replayed) is no clash.
-    alike = compared.same_memories([f"{MEMORIES}/{i}.yaml" for i in apart], head) if head else {}
+    alike = compared.same_memories([f"{MEMORIES}/{i}.yaml" for i in apart])
     clashes = [(i, ours[i][1]) for i in apart if f"{MEMORIES}/{i}.yaml" not in alike]
     if not clashes:
         return []
@@ -278,8 +282,7 @@ def topic_keys_taken(compared: Branch, files: dict[Path, str]) -> list[Problem]:
     """Topic keys this branch's new memories (among ``files``) hold that a memory the revision
     compared with added since they parted holds too: merged as they are, the key would be held
     twice (two agents' branches upserting one new key). ``slayer-kb merge REF`` folds them."""
-    store, base = compared.store, compared.base
-    head = store.head()
+    store, base, head = compared.store, compared.base, compared.head
     if base is None or head is None:
         return []
     mine = {path.stem: (where, name) for path, name in files.items() if (where := _topic_of(path)) is not None}
@@ -301,7 +304,7 @@ def topic_keys_taken(compared: Branch, files: dict[Path, str]) -> list[Problem]:
         return []
     # A holder this branch added itself (REF took it in by a squash or rebase merge) is its own
     # memory, not a second holder: forgotten here, the merge keeps it forgotten.
-    own = compared.same_memories([f"{MEMORIES}/{i}.yaml" for where, _name in taken for i in holders[where]], head)
+    own = compared.same_memories([f"{MEMORIES}/{i}.yaml" for where, _name in taken for i in holders[where]])
     holders = {where: kept for where, ids in holders.items() if (kept := [i for i in ids if f"{MEMORIES}/{i}.yaml" not in own])}
     taken = [(where, name) for where, name in taken if where in holders]
     if not taken:
@@ -334,7 +337,7 @@ def links_to_gone(compared: Branch, files: dict[Path, str], catalog: Catalog) ->
     marks = (MEMORY_LINK, *delete_roots(deleted))
     mine = {path.stem: (name, links) for path, name in files.items() if (links := _links_of(path, marks))}
     return gone_links(compared.store, compared.base, compared.against, compared.against_sha, mine,
-                      lambda i: (compared.root / MEMORIES / f"{i}.yaml").is_file(), deleted, compared.root)
+                      lambda i: (compared.root / MEMORIES / f"{i}.yaml").is_file(), deleted, compared.fix)
 
 
 def deleted_since(store: GitStore, base: str, against_sha: str, catalog: Catalog) -> set[str]:
@@ -351,11 +354,12 @@ def delete_roots(deleted: set[str]) -> list[str]:
 
 
 def gone_links(store: GitStore, base: str, against: str, against_sha: str, mine: dict[str, tuple[str, set[str]]],
-               present: Callable[[str], bool], deleted: set[str], root: Path) -> list[Problem]:
+               present: Callable[[str], bool], deleted: set[str], fix: Callable[[str], str]) -> list[Problem]:
     """``links_to_gone`` of the memories ``mine`` (id -> shown name, entities it links) on a branch
     that parted from ``against`` at ``base``; ``present`` says whether the branch holds a memory
-    id, ``deleted`` the entities ``against`` deleted (``deleted_since``); ``root`` the KB's folder,
-    which the fix names (``fix_command``)."""
+    id, ``deleted`` the entities ``against`` deleted (``deleted_since``); ``fix`` the command a
+    problem gives for slayer-kb's arguments (``fix_command``, or ``Branch.fix``, which knows the
+    remote already)."""
     linked = {i for _name, links in mine.values() for e in links if (i := linked_id(e)) is not None}
     gone = {memory_link(i) for i in _forgotten(store, base, against_sha, linked) if present(i)} if linked else set()
 
@@ -374,7 +378,7 @@ def gone_links(store: GitStore, base: str, against: str, against_sha: str, mine:
         found.append((memory_id, name, {e for e in links - old if lost(e)}))
     if not any(new for _i, _name, new in found):
         return []
-    fix = fix_command(store, root, f"merge {shell_word(against)}", against)
+    merge = fix(f"merge {shell_word(against)}")
     # A memory ``against`` renamed (and still has) is no forget: the merge points the link at its new id.
     renamed = renamed_since(store, base, against_sha, {e.removeprefix(MEMORY_LINK) for e in gone}).live
     problems = []
@@ -385,11 +389,11 @@ def gone_links(store: GitStore, base: str, against: str, against_sha: str, mine:
             problems.append(Problem(
                 name, 1,
                 f"memory {memory_id} links '{memory_link(i)}', which {against} {what} since this branch parted from "
-                f"it; merged as it is, the link would point at nothing. Run '{fix}': it {does}, in one commit"))
+                f"it; merged as it is, the link would point at nothing. Run '{merge}': it {does}, in one commit"))
         problems += [Problem(
             name, 1,
             f"memory {memory_id} links '{entity}', which {against} deleted from the catalog since this branch "
-            f"parted from it; merged as it is, the link would point at nothing. Run '{fix}': it strips links "
+            f"parted from it; merged as it is, the link would point at nothing. Run '{merge}': it strips links "
             "to deleted entities, as the delete would have, in one commit",
         ) for entity in sorted(e for e in new if linked_id(e) is None)]
     return problems

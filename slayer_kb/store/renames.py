@@ -17,7 +17,7 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from ..core.locate import MEMORIES_DIR, memory_path
+from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from .gitenv import LITERAL_PATHS
 from .repo import GitStore
 
@@ -73,12 +73,18 @@ def renamed_away(store: GitStore, memory_id: str, deleting: str | None = None) -
     when that commit did not rename it."""
     moves: list[tuple[str, str]] = []
     at = memory_id
+    tree: str | None = None  # HEAD's, read once a rename is found: each step's file looked up in it, no process
     while (deleting := deleting or last_deletion(store, at)) is not None:
         new = renamed_in(store, deleting).get(at)
         if new is None:
             break
         moves.append((new, deleting))
-        held = store.git("cat-file", "-e", f"HEAD:{store.repo_path(memory_path(new))}", check=False).returncode == 0
+        if tree is None:
+            head = store.head()
+            assert head is not None  # a commit deleted the file
+            tree = store.objects.tree_of(head)
+        path = store.repo_path(memory_path(new))
+        held = store.objects.blobs_at(tree, [path])[path] is not None
         if held or new == memory_id or len(moves) > 100:  # a chain back to the start, or absurdly long: stop
             return Away(tuple(moves), None)
         at, deleting = new, None
@@ -98,21 +104,36 @@ class Renamed:
 
 def renamed_since(store: GitStore, base: str, head: str, olds: Collection[str], also: str = "") -> Renamed:
     """``Renamed`` of the ids among ``olds`` that ``base..head`` renamed (and ``base..also``: a
-    branch as it was before a rebase replayed it), the new id's file looked for at ``head``. An
-    id both renamed, each to its own, is ``head``'s; and the id ``also`` gave it (its rename
-    dropped by a conflict's steps, ``git reset -q --hard``) moves there too: a link this branch
-    made to it follows the kept rename."""
-    mine = renames_between(store, base, also) if also else {}
-    kept = renames_between(store, base, head)
-    moved = {old: new for old, new in {**mine, **kept}.items() if old in olds}
-    moved |= {mine[old]: kept[old] for old in list(moved) if old in mine and old in kept and mine[old] != kept[old]}
-    if not moved:
+    branch as it was before a rebase replayed it), and of every id those renames gave that
+    ``head`` lacks, each followed to the id it has at ``head``. One memory renamed on two sides,
+    each to its own id (a merge of both, or a rebase whose conflict's steps dropped this branch's
+    rename), ends where ``head`` holds its file: a link to the old id, or to the id the dropped
+    rename gave, follows the kept rename."""
+    # ``head``'s last: of two ids both held (a merge resolved by keeping both files), its own.
+    moves = (_moves(store, base, also) if also else []) + _moves(store, base, head)
+    if not moves:
         return Renamed({}, {})
-    out = store.git("ls-tree", "-z", "--name-only", head, "--", *(store.repo_path(memory_path(new))
-                                                                   for new in moved.values()), env=LITERAL_PATHS).stdout
+    first: dict[str, str] = {}  # every id the renames gave: the id it had at ``base``
+    ends: dict[str, list[str]] = {}  # every id at ``base`` a rename moved: the ids it was given, last last
+    for old, new in moves:
+        root = first.get(old, old)
+        first[new] = root
+        ends.setdefault(root, []).append(new)
+    given = [i for i in dict.fromkeys(i for news in ends.values() for i in news)]
+    out = store.git("ls-tree", "-z", "--name-only", head, "--", *(store.repo_path(memory_path(i)) for i in given),
+                    env=LITERAL_PATHS).stdout
     there = {path[len(store.prefix):] for path in out.decode("utf-8", "surrogateescape").split("\0") if path}
-    live = {old: new for old, new in moved.items() if memory_path(new) in there}
-    return Renamed(live, {old: new for old, new in moved.items() if old not in live})
+    held = {i for i in given if memory_path(i) in there}
+    live: dict[str, str] = {}
+    gone: dict[str, str] = {}
+    for i in [*(i for i in olds if i in ends), *(i for i in given if i not in held)]:
+        root = first.get(i, i)
+        kept = [new for new in dict.fromkeys(ends[root]) if new in held and new != i]
+        if kept:
+            live[i] = kept[-1]
+        elif i in ends:  # renamed, then forgotten (or its rename undone by hand)
+            gone[i] = ends[i][-1]
+    return Renamed(live, gone)
 
 
 def rename_meets(store: GitStore, base: str, tips: tuple[str, str]) -> bool:
@@ -128,23 +149,53 @@ def rename_meets(store: GitStore, base: str, tips: tuple[str, str]) -> bool:
     return False
 
 
+def merged_where(store: GitStore, parted: str, tips: tuple[str, str], both: list[str]) -> list[str]:
+    """Of ``both`` (the KB paths both ``tips`` wrote since ``parted``), those a merge of the two
+    joined both sides' changes of, named where the result holds them: a memory one side renamed
+    (its trailer) and left as it was is only moved, no change to join; one it renamed and changed
+    is named by its new file. A side's renames are read only where its tip lacks such a file."""
+    objects = store.objects
+    memories = {path: memory_id for path in both if (memory_id := id_of_path(path)) is not None}
+    if not memories:
+        return both
+    named = {path: path for path in both}
+    for tip in tips:
+        at_tip = objects.blobs_at(objects.tree_of(tip), [store.repo_path(path) for path in memories])
+        absent = [path for path in memories if at_tip[store.repo_path(path)] is None]
+        renamed = renames_between(store, parted, tip) if absent else {}
+        moved = {path: memory_path(renamed[memories[path]]) for path in absent if memories[path] in renamed}
+        if not moved:
+            continue
+        was = objects.blobs_at(objects.tree_of(parted), [store.repo_path(path) for path in moved])
+        now = objects.blobs_at(objects.tree_of(tip), [store.repo_path(new) for new in moved.values()])
+        for path, new in moved.items():
+            changed = now[store.repo_path(new)] != was[store.repo_path(path)]
+            named[path] = new if changed and named[path] else ""
+    return list(dict.fromkeys(path for path in named.values() if path))
+
+
 def renames_between(store: GitStore, base: str, head: str = "HEAD") -> dict[str, str]:
     """{old id: the id it has at the end} for the renames the commits ``base..head`` made, in
     the order they were made (1 -> kb.a, then kb.a -> kb.b: 1 -> kb.b)."""
-    final: dict[str, str] = {}
-    for old, new in _moves(store, base, head):
-        final = {was: (new if now == old else now) for was, now in final.items()}
-        final[old] = new
-    return {old: new for old, new in final.items() if old != new}
+    return chains(store, base, head)[1]
 
 
 def first_ids(store: GitStore, base: str, head: str = "HEAD") -> dict[str, str]:
     """{every id the renames of ``base..head`` gave, one a later rename moved on too: the id it
     had at ``base``} (1 -> kb.b, then kb.b -> kb.c: kb.b and kb.c were 1)."""
+    return chains(store, base, head)[0]
+
+
+def chains(store: GitStore, base: str, head: str = "HEAD") -> tuple[dict[str, str], dict[str, str]]:
+    """``first_ids`` and ``renames_between`` of ``base..head``, from one ``git log``."""
     first: dict[str, str] = {}
+    final: dict[str, str] = {}
     for old, new in _moves(store, base, head):
         first[new] = first.get(old, old)
-    return {new: old for new, old in first.items() if old != new}
+        final = {was: (new if now == old else now) for was, now in final.items()}
+        final[old] = new
+    return ({new: old for new, old in first.items() if old != new},
+            {old: new for old, new in final.items() if old != new})
 
 
 def _moves(store: GitStore, base: str, head: str) -> list[tuple[str, str]]:
