@@ -167,6 +167,16 @@ def _build_team(where: Path, folder: str) -> None:
     git(where, "clone", "-q", str(bare), "a")
     for repo in (bare, where / "a"):
         git(repo, "repack", "-a", "-d", "-q")
+    # Indexed as a clone is after its first command (as _build_indexed_example_kb, the encoder
+    # off): each copied clone's first command then finds the catalog's documents as indexed,
+    # rather than building the index, 20-30 ms of CPU a clone. Only the ignored state folder is
+    # written; git's files are as the clone left them.
+    from slayer_kb import KnowledgeBase
+
+    with patch.dict(os.environ, {"SLAYER_KB_NO_ENCODER": "1"}):
+        kb = KnowledgeBase(where / "a" / folder)
+        kb.ensure_fresh()
+        kb.close()
 
 
 def make_team(tmp_path: Path, clones: int = 2, folder: str = "") -> tuple[Path, list[Path]]:
@@ -174,8 +184,11 @@ def make_team(tmp_path: Path, clones: int = 2, folder: str = "") -> tuple[Path, 
     leasing its auto ids from the remote (the default for a KB with a remote); the KBs' folders.
     With ``folder``, the KB is that folder of the repository (``a/kb``), not its top. Copied from
     a team made once a process: made, a team is 5 git processes and one more a clone (0.23 s of
-    CPU for two clones); copied, it is its files, and each clone's origin is set to the copied
-    remote."""
+    CPU for two clones); copied, it is its files, each clone's origin is set to the copied
+    remote, and its state folder, indexed in the template, is stamped again (as
+    ``make_indexed_example_kb``'s)."""
+    from slayer_kb.store import state
+
     name = f"team-{folder}"
     if name not in _TEMPLATES:
         where = Path(tempfile.mkdtemp(prefix="slayer-kb-team-"))
@@ -195,6 +208,7 @@ def make_team(tmp_path: Path, clones: int = 2, folder: str = "") -> tuple[Path, 
         shutil.copytree(template / "a", root, symlinks=True, ignore=_hook_samples)
         (root / ".git" / "config").write_text(config.replace(origin, f"\turl = {bare}\n"))
         roots.append(root / folder if folder else root)
+        state.make(roots[-1] / state.STATE_DIR)
     return bare, roots
 
 

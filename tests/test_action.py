@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from slayer_kb import KnowledgeBase
-from testing import ROOT, commit_all, git, write_test_catalog
+from testing import ROOT, commit_all, git, in_process_runner, write_test_catalog
 
 GH_STANDIN = '''\
 #!{python}
@@ -228,8 +228,7 @@ def test_the_action_posts_one_comment_and_updates_it_on_every_push(pull_request:
     # The author does what the comment says and pushes: the same comment is updated, none added.
     author = tmp_path / "upstream"
     git(author, "fetch", "-q", str(tmp_path / "github.git"), "main:refs/remotes/origin/main")
-    subprocess.run([sys.executable, "-m", "slayer_kb", "renumber", "--onto", "origin/main"],
-                   cwd=author, check=True, capture_output=True, timeout=120)
+    in_process_runner()("renumber", "--onto", "origin/main", cwd=author, check=True)  # the author's own step
     # A time in the future passes (a warning), and the comment shows the warning, not just the count.
     path = author / "memories" / "4.yaml"
     path.write_text(re.sub(r"created_at: '[^']*'", "created_at: '2999-01-01T00:00:00Z'", path.read_text()))

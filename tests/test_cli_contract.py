@@ -906,8 +906,8 @@ def test_every_command_that_prints_takes_json_after_it() -> None:
     assert (flagged.exit_code, flagged.output) == (0, plain.output) and json.loads(plain.output)["$id"]
 
 
-def test_group_help(run_cli: CliRunner) -> None:
-    proc = run_cli("--help")
+def test_group_help(invoke_cli: CliRunner) -> None:
+    proc = invoke_cli("--help")
     assert proc.returncode == 0 and "Example" in proc.stdout
     listed = {line.split()[0] for line in proc.stdout.split("Commands:")[1].splitlines() if line.strip()}
     assert listed == set(COMMANDS)

@@ -374,8 +374,15 @@ def test_a_warm_process_applies_its_own_saves_to_the_loaded_vectors(payments_kb:
 
     payments_kb.search("refund timeout")
     table = payments_kb.index.meaning()
-    for n in range(40):  # past the table's spare room: it grows
+
+    def save(n: int) -> None:
         payments_kb.save_observation(title=f"Parrot {n}", content=f"Parrots and toucans number {n}", project="zoo")
+
+    save(0)
+    room = len(table.live)  # the rows the first save made room for
+    for n in range(1, room - table.size + 2):  # one past that room (not a fixed 40 saves): the table grows
+        save(n)
+    assert table.size == room + 1 and len(table.live) > room
     payments_kb.forget("2")
     payments_kb.update("3", learning="The checkout page is never cached.")
     assert payments_kb.index.meaning() is table

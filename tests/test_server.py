@@ -691,18 +691,28 @@ def watched_folders(pid: int) -> set[tuple[int, int]]:
 
 @pytest.mark.skipif(not Path("/proc/self/fdinfo").is_dir(), reason="reads Linux's /proc")
 def test_the_server_does_not_watch_gits_own_folders(servers: Servers, tmp_path: Path) -> None:
-    """30 saves through a warm server: git makes object folders and packs all along; the server
-    watches none of .git/ nor its own state folder, and its log holds none of watchdog's warnings
-    about watching them ("Callback with id ... already exists")."""
+    """Saves through a warm server: git makes object folders and packs them along the way; the
+    server watches none of .git/ nor its own state folder, and its log holds none of watchdog's
+    warnings about watching them ("Callback with id ... already exists")."""
     root = make_indexed_example_kb(tmp_path / "kb")
+    # Loose objects past upkeep.LOOSE and the count five commits short of upkeep.EVERY: the fifth
+    # save starts a repack, and the saves make object folders before and after it (as 30 saves
+    # from a packed KB did, a relayed client and the server's save each).
+    blobs = tmp_path / "blobs"
+    blobs.mkdir()
+    for n in range(upkeep.LOOSE + 10):
+        (blobs / str(n)).write_text(f"loose object {n}\n")
+    git(root, "hash-object", "-w", *(str(p) for p in blobs.iterdir()))
+    (root / ".slayer-kb" / upkeep.COUNTER).write_text(str(upkeep.EVERY - 5))
     servers.run(root, "list", "--limit", "1")
     up = servers.wait_up(root)
-    for n in range(30):
+    for n in range(10):
         proc = servers.run(root, "save", f"note {n} saved through the server", "--title", f"Note {n}")
         assert proc.returncode == 0, proc.stderr
     assert servers.status(root)["pid"] == up["pid"]
-    # A repack the saves started packs (and removes) object folders: walk them once it is done.
+    # The repack the saves started packs (and removes) object folders: walk them once it is done.
     assert upkeep.wait(root / ".slayer-kb", 120)
+    assert upkeep.loose_objects(root / ".git" / "objects") < upkeep.LOOSE, "no repack ran"
     inside = {(st.st_dev, st.st_ino) for folder in (root / ".git", root / ".slayer-kb")
               for path in (folder, *folder.rglob("*")) if path.is_dir() and (st := path.stat())}
     watched = watched_folders(up["pid"])
@@ -710,8 +720,8 @@ def test_the_server_does_not_watch_gits_own_folders(servers: Servers, tmp_path: 
     assert watched & inside == set()
     log = (root / ".slayer-kb" / "server.log").read_text()
     assert "already exists" not in log and "WARNING" not in log, log
-    found = servers.run(root, "search", "note 29 saved through the server", blocked=True)
-    assert found.returncode == 0 and "Note 29" in found.stdout, found.stderr
+    found = servers.run(root, "search", "note 9 saved through the server", blocked=True)
+    assert found.returncode == 0 and "Note 9" in found.stdout, found.stderr
 
 
 def test_stdin_read_for_a_server_that_refuses_goes_to_the_command(servers: Servers, tmp_path: Path) -> None:
@@ -808,8 +818,9 @@ def test_a_server_killed_during_a_save_leaves_a_sound_kb(servers: Servers, tmp_p
     saved = [p for p in (root / "memories").glob("*.yaml") if "killed midway" in p.read_text()]
     assert len(saved) == 1, err
     assert git(root, "status", "--porcelain") == ""
-    found = json.loads(servers.run(root, "--json", "search", "killed midway", "--all",
-                                   env=servers.env(SLAYER_KB_SERVER="off")).stdout)
+    # What the index holds, read in this process (no server in it, nothing about the process).
+    found = json.loads(in_process_runner()("--kb", root, "--json", "search", "killed midway", "--all",
+                                           env={"SLAYER_KB_SERVER": "off"}).stdout)
     assert sorted(h["id"] for h in found["memories"]) == sorted(p.stem for p in saved)
 
 
