@@ -232,6 +232,8 @@ def test_no_module_takes_another_modules_private_names() -> None:
 # The only module that reaches into Whoosh's private structures; tests/test_whoosh_contract.py
 # checks each of its assumptions.
 WHOOSH_DOOR = "slayer_kb.search.whoosh_internals"
+# The module that imports Whoosh's modules with stand-ins for what they import and no search uses.
+WHOOSH_START = "slayer_kb.search.whoosh_start"
 # Whoosh's public API as the rest of the package uses it. A name to add here must be public in
 # Whoosh's documentation; anything else goes through WHOOSH_DOOR, with a contract test.
 WHOOSH_PUBLIC = {
@@ -251,11 +253,32 @@ WHOOSH_PUBLIC = {
 
 def test_only_the_whoosh_door_imports_whoosh_internals() -> None:
     taken = {
-        (m, target, name) for m, found in MODULES.items() if m != WHOOSH_DOOR for target, names in found
+        (m, target, name) for m, found in MODULES.items() if m not in (WHOOSH_DOOR, WHOOSH_START) for target, names in found
         if target.split(".")[0] == "whoosh"
         for name in names or ["(the module)"] if name not in WHOOSH_PUBLIC.get(target, set())
     }
     assert taken == set(), f"use Whoosh's public API, or add a function to {WHOOSH_DOOR} with a contract test"
+
+
+def test_every_module_that_imports_whoosh_imports_whoosh_start_first() -> None:
+    """Whoosh's modules run once a process, and whichever module imports Whoosh first decides
+    whether they ran with whoosh_start's stand-ins (a tenth of the process's start)."""
+
+    def whoosh(node: ast.stmt) -> bool:
+        return (isinstance(node, ast.Import) and any(a.name.split(".")[0] == "whoosh" for a in node.names)) or (
+            isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "whoosh")
+
+    def start(node: ast.stmt) -> bool:
+        return isinstance(node, ast.ImportFrom) and node.level == 1 and not node.module and any(
+            a.name == "whoosh_start" for a in node.names)
+
+    late = []
+    for module, path in PATHS.items():
+        body = _tree(path).body
+        first = next((i for i, node in enumerate(body) if whoosh(node)), None)
+        if module != WHOOSH_START and first is not None and not any(start(node) for node in body[:first]):
+            late.append(module)
+    assert late == [], "import whoosh_start (from . import whoosh_start) before Whoosh in these"
 
 
 # Private names of the standard library that are its documented API.

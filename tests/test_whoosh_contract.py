@@ -7,6 +7,8 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -357,3 +359,35 @@ def test_a_full_job_queue_can_be_unblocked(tmp_path: Path) -> None:
             writer.jobqueue.put_nowait(("job", 4))
     finally:
         writer.cancel()
+
+
+def test_whoosh_started_without_asyncio_and_urllib_still_answers(tmp_path: Path) -> None:
+    # search/whoosh_start.py: in a fresh process the index module imports Whoosh with stand-ins
+    # for urllib.request and the cached_property package. Whoosh's cached property is then the
+    # standard library's and still caches a reader's deleted documents; its urlretrieve still
+    # fetches (a file: URL); and both real modules are what a later import gets.
+    (tmp_path / "source").write_text("fetched")
+    probe = f"""
+import functools, sys
+import slayer_kb.search.index
+import whoosh.compat, whoosh.reading
+from whoosh.fields import ID, Schema
+from whoosh.filedb.filestore import FileStorage
+print(sorted(m for m in ("asyncio", "urllib.request", "cached_property") if m in sys.modules))
+print(whoosh.reading.cached_property is functools.cached_property)
+ix = FileStorage({str(tmp_path)!r}).create_index(Schema(id=ID(stored=True, unique=True)))
+with ix.writer() as w:
+    for i in range(3):
+        w.add_document(id=str(i))
+with ix.writer() as w:
+    w.delete_by_term("id", "1")
+with ix.reader() as r:
+    print(sorted(r.deleted_docs_set), "deleted_docs_set" in vars(r))
+whoosh.compat.urlretrieve("file://" + {str(tmp_path / "source")!r}, {str(tmp_path / "copy")!r})
+import cached_property, urllib.request
+print(cached_property.cached_property.__module__, urllib.request.urlopen.__module__)
+"""
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["[]", "True", "[1] True", "cached_property urllib.request"]
+    assert (tmp_path / "copy").read_text() == "fetched"

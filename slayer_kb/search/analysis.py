@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
+from . import whoosh_start  # noqa: F401  # isort: skip  (first: see its doc)
 from whoosh.analysis import STOP_WORDS, Analyzer, StemmingAnalyzer, Token
 from whoosh.analysis.tokenizers import default_pattern
 from whoosh.lang.porter import stem

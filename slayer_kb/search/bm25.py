@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import whoosh_start  # noqa: F401  # isort: skip  (first: see its doc)
 from whoosh.scoring import BM25F, BM25FScorer, WeightScorer
 
 from .whoosh_internals import field_b

@@ -3,6 +3,7 @@ ancestors of a tag below it), ``memory:<id>`` and topic keys."""
 
 from __future__ import annotations
 
+from . import whoosh_start  # noqa: F401  # isort: skip  (first: see its doc)
 from whoosh import query as Q
 
 from ..core.engram import normalize_topic_key

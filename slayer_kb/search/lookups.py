@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
+from . import whoosh_start  # noqa: F401  # isort: skip  (first: see its doc)
 from whoosh import query as Q
 
 

@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+from . import whoosh_start  # noqa: F401  # isort: skip  (first: see its doc)
 from whoosh.fields import ID, KEYWORD, STORED, TEXT, Schema
 
 from ..catalog.catalog import Catalog

@@ -18,6 +18,8 @@ from math import log
 from typing import Any
 
 import numpy as np
+
+from . import whoosh_start  # noqa: F401  # isort: skip  (first: see its doc)
 from whoosh import query as Q
 
 from . import postings as P

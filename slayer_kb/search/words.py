@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from . import whoosh_start  # noqa: F401  # isort: skip  (first: see its doc)
 from whoosh import query as Q
 
 from .analysis import symbols

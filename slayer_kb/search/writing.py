@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from . import whoosh_start  # noqa: F401  # isort: skip  (first: see its doc)
 from whoosh import index as windex
 from whoosh.index import LockError
 
