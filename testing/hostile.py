@@ -11,6 +11,11 @@ import shutil
 import tempfile
 from pathlib import Path
 
+# Whoosh as the product starts it (without urllib.request and the cached_property package), so
+# that in-process tests run the Whoosh the product runs.
+from slayer_kb.search import whoosh_start  # noqa: F401
+
+# isort: split
 from whoosh.fields import ID, Schema
 from whoosh.filedb.filestore import FileStorage
 from whoosh.index import TOC

@@ -169,7 +169,7 @@ def _build_team(where: Path, folder: str) -> None:
         git(repo, "repack", "-a", "-d", "-q")
     # Indexed as a clone is after its first command (as _build_indexed_example_kb, the encoder
     # off): each copied clone's first command then finds the catalog's documents as indexed,
-    # rather than building the index, 20-30 ms of CPU a clone. Only the ignored state folder is
+    # rather than building the index, 15-20 ms of CPU a clone. Only the ignored state folder is
     # written; git's files are as the clone left them.
     from slayer_kb import KnowledgeBase
 
