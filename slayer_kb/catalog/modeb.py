@@ -61,8 +61,10 @@ def node_problem(tree: ast.Expression) -> str | None:
     added: set[int] = set()  # the intervals added to a value or taken from one, where SLayer takes them
     for node in ast.walk(tree):
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
-            added.update(id(side) for side in ((node.left, node.right) if isinstance(node.op, ast.Add)
-                                                 else (node.right,)) if _interval(side))
+            # SLayer drops a unary plus, then takes exactly one side of + an interval, or -'s right.
+            left, right = _unsigned(node.left), _unsigned(node.right)
+            if _interval(left) != _interval(right) and not (isinstance(node.op, ast.Sub) and _interval(left)):
+                added.add(id(left if _interval(left) else right))
         if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
             problem = _in_problem(node.comparators[0])
             if problem is not None:
@@ -76,6 +78,13 @@ def node_problem(tree: ast.Expression) -> str | None:
         return ("interval(n, unit) is only valid as `x + interval(n, unit)`, `interval(n, unit) + x` or "
                 "`x - interval(n, unit)`; otherwise use date_add(x, n, unit).")
     return None
+
+
+def _unsigned(node: ast.expr) -> ast.expr:
+    """``node`` without its unary pluses, which SLayer's parser drops (``+x`` is ``x``)."""
+    while isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.UAdd):
+        node = node.operand
+    return node
 
 
 def _interval(node: ast.AST) -> bool:
@@ -183,11 +192,17 @@ def _scalar(node: ast.Call) -> bool:
                                                 or node.func.id.lower() == "extract")
 
 
+# The names SLayer's parser reads as constants, in any case (``none`` is a column to it).
+_CONSTANT_NAMES = ("true", "false", "null")
+
+
 def _literal(node: ast.expr) -> bool:
-    """A literal further argument: a constant, maybe negated (``{variable}`` is one, read as 0)."""
+    """A literal further argument: a constant or true/false/null, maybe signed once after its
+    pluses are dropped (``+0.5``, ``-0.5``; ``{variable}`` is one, read as 0)."""
+    node = _unsigned(node)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        node = node.operand
-    return isinstance(node, ast.Constant)
+        node = _unsigned(node.operand)
+    return isinstance(node, ast.Constant) or (isinstance(node, ast.Name) and node.id.lower() in _CONSTANT_NAMES)
 
 
 def _functional(node: ast.Call, path: str, name: str) -> str:
