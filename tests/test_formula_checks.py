@@ -35,10 +35,22 @@ REFUSED = [
     ("max(date_part('epoch', created_at))", f"unknown date_part() part 'epoch'; accepted: {PARTS}."),
     ("max(date_part(created_at))", f"the part of date_part() must be a string literal, one of: {PARTS}."),
     ("cumsum(sum(amount), 1)", "Transform 'cumsum' accepts exactly one positional argument (the value to "
-     "transform); pass any offset, partition, or other settings as keyword arguments (e.g. ``cumsum(value, "
-     "partition_by=...)``)."),
+     "transform); it takes no settings: write cumsum(value)."),
+    ("ntile(sum(amount), 4)", "Transform 'ntile' accepts exactly one positional argument (the value to "
+     "transform); give its settings as keywords: n=, partition_by=."),
+    ("rank(sum(amount), 1)", "Transform 'rank' accepts exactly one positional argument (the value to "
+     "transform); give its settings as keywords: partition_by=, direction=."),
     ("amount.sum()", "the method call amount.sum(...) needs the aggregated value as its first argument; write the "
-     "functional form, e.g. sum. Here that is sum(amount)."),
+     "functional form, e.g. sum. If amount is a column, that is sum(amount)."),
+    ("customers.count()", "the method call customers.count(...) needs the aggregated value as its first argument; "
+     "write the functional form, e.g. count. If customers is a column, that is count(customers); if a model, "
+     "count(customers.*) counts its rows."),
+    ("orders.aov()", "the method call orders.aov(...) needs the aggregated value as its first argument; write the "
+     "functional form, e.g. aov. If orders is a column, that is aov(orders); if a model, its measure is "
+     "orders.aov."),
+    ("amount.amount_wavg(weight=qty)", "the method call amount.amount_wavg(...) needs the aggregated value as its "
+     "first argument; write the functional form, e.g. amount_wavg(weight=qty). If amount is a column, that is "
+     "amount_wavg(amount, weight=qty)."),
     ("customers.sum(city, status)", "the method call customers.sum(...) takes only literal further arguments; write "
      "the functional form, e.g. sum(customers.city, status)."),
     ("max(status.upper())", "the method call status.upper(...) calls 'upper', which is not an aggregation; write "

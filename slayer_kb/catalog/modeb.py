@@ -165,8 +165,22 @@ def _method_problem(node: ast.Call, func: ast.Attribute) -> str | None:
     else:
         return None
     problem = f"the method call {path}.{name}(...) {reason}; write the functional form, e.g. {_functional(node, path, name)}."
-    # With no argument, SLayer's example is the bare name: say what the call most likely meant.
-    return problem + (f" Here that is {name}({path})." if not node.args else "")
+    return problem + (_meant(node, path, name) if not node.args else "")
+
+
+def _meant(node: ast.Call, path: str, name: str) -> str:
+    """With no argument, SLayer's example is the bare name: what the call most likely meant,
+    which hangs on what ``path`` is (the catalog's, not read here): a column's aggregation; a
+    model's count is of its rows (``count(customers)`` SLayer's engine cannot resolve), and a
+    name no aggregation of SLayer's may be a model's measure (``orders.aov``)."""
+    if name in _TRANSFORMS or name.lower() in _SCALARS | _DATE_PART_FUNCTIONS:
+        return f" Here that is {name}({path})."
+    called = ", ".join([path, *(f"{keyword.arg}={ast.unparse(keyword.value)}" for keyword in node.keywords)])
+    if name.lower() not in _AGGREGATIONS and not node.keywords:
+        return f" If {path} is a column, that is {name}({called}); if a model, its measure is {path}.{name}."
+    if name.lower() == "count":
+        return f" If {path} is a column, that is {name}({called}); if a model, {name}({path}.*) counts its rows."
+    return f" If {path} is a column, that is {name}({called})."
 
 
 def _leaves(node: ast.expr) -> list[ast.expr]:
@@ -233,6 +247,10 @@ def _functional(node: ast.Call, path: str, name: str) -> str:
 # The transforms that take more than their value positionally, and what (SLayer's
 # ``_TRANSFORM_POSITIONAL_KWARGS``); any other takes its settings as keywords.
 _TRANSFORM_POSITIONAL = {"time_shift": ("periods", "granularity"), "lag": ("periods",), "lead": ("periods",)}
+# The keywords SLayer 1.4.1 binds for each other transform (``_TRANSFORM_KWARG_RULES``, and the
+# rank family's partition_by and direction): cumsum, change, change_pct and consecutive_periods none.
+_TRANSFORM_KEYWORDS = {"rank": ("partition_by", "direction"), "dense_rank": ("partition_by", "direction"),
+                       "percent_rank": ("partition_by",), "ntile": ("n", "partition_by")}
 _UNITS = ("second", "minute", "hour", "day", "week", "week_sunday", "month", "quarter", "year")
 # The date functions whose unit (date_part's part) is a string literal, and where (``DATE_UNIT_ARGS``).
 _UNIT_ARGS = {"date_part": 0, "date_diff": 0, "date_add": 2, "interval": 1}
@@ -243,10 +261,11 @@ def _call_problem(name: str, args: list[ast.expr]) -> str | None:
     positional arguments than it takes, a date function's unit that is not one of its words."""
     if name in _TRANSFORMS and name.lower() not in _AGGREGATIONS and len(args) > 1:
         taken = _TRANSFORM_POSITIONAL.get(name)
-        if taken is None:
-            return (f"Transform {name!r} accepts exactly one positional argument (the value to transform); pass "
-                    f"any offset, partition, or other settings as keyword arguments (e.g. ``{name}(value, "
-                    "partition_by=...)``).")
+        if taken is None:  # SLayer's words, then what it takes (its advice names keywords some refuse)
+            keywords = _TRANSFORM_KEYWORDS.get(name, ())
+            settings = (f"give its settings as keywords: {', '.join(k + '=' for k in keywords)}" if keywords
+                        else f"it takes no settings: write {name}(value)")
+            return f"Transform {name!r} accepts exactly one positional argument (the value to transform); {settings}."
         if len(args) - 1 > len(taken):
             return (f"Transform {name!r} accepts at most {len(taken)} positional argument(s) after the value "
                     f"({', '.join(taken)}); got {len(args) - 1}.")
