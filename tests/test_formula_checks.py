@@ -48,6 +48,8 @@ REFUSED = [
     ("orders.aov()", "the method call orders.aov(...) needs the aggregated value as its first argument; write the "
      "functional form, e.g. aov. If orders is a column, that is aov(orders); if a model, its measure is "
      "orders.aov."),
+    ("amount.first()", "the method call amount.first(...) needs the aggregated value as its first argument; write "
+     "the functional form, e.g. first. If amount is a column, that is first(amount)."),
     ("amount.amount_wavg(weight=qty)", "the method call amount.amount_wavg(...) needs the aggregated value as its "
      "first argument; write the functional form, e.g. amount_wavg(weight=qty). If amount is a column, that is "
      "amount_wavg(amount, weight=qty)."),

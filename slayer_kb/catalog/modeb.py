@@ -173,7 +173,7 @@ def _meant(node: ast.Call, path: str, name: str) -> str:
     which hangs on what ``path`` is (the catalog's, not read here): a column's aggregation; a
     model's count is of its rows (``count(customers)`` SLayer's engine cannot resolve), and a
     name no aggregation of SLayer's may be a model's measure (``orders.aov``)."""
-    if name in _TRANSFORMS or name.lower() in _SCALARS | _DATE_PART_FUNCTIONS:
+    if (name in _TRANSFORMS and name.lower() not in _AGGREGATIONS) or name.lower() in _SCALARS | _DATE_PART_FUNCTIONS:
         return f" Here that is {name}({path})."
     called = ", ".join([path, *(f"{keyword.arg}={ast.unparse(keyword.value)}" for keyword in node.keywords)])
     if name.lower() not in _AGGREGATIONS and not node.keywords:
