@@ -29,28 +29,31 @@ def test_the_words_slayer_skips_in_a_filter_name_no_column(word: str) -> None:
 def test_a_dropped_column_named_like_a_word_reads_as_stale(tmp_path: Path, invoke_cli: CliRunner) -> None:
     """SLayer reads ``desc``, ``offset``, ``interval`` in a filter and ``none`` anywhere as columns (its
     engine too): a column so named went untagged. Dropped from the model, a column named ``desc``,
-    ``offset`` or ``none`` read as the query's slip (invalid: "a filter orders no rows",
+    ``offset``, ``none`` or ``distinct`` (before ``is`` or ``in``, after ``not``) read as the query's slip (invalid: "a filter orders no rows",
     ``desc:count``: "a word of SQL"), not as the stale tag any dropped column leaves."""
     root = make_catalog_kb(tmp_path / "kb")
     model = root / "models" / "shop" / "refunds.yaml"
     before = model.read_text(encoding="utf-8")
     model.write_text(before + "- {name: desc, type: TEXT}\n- {name: offset, type: INT}\n- {name: none, type: INT}\n"
-                     "- {name: interval, type: INT}\n", encoding="utf-8")
+                     "- {name: interval, type: INT}\n- {name: distinct, type: INT}\n", encoding="utf-8")
     commit_all(root, "columns named like words")
     queries = [{"source_model": "refunds", "filters": ["desc = 'late' and offset > 1", "interval between 1 and 5"]},
                {"source_model": "refunds", "measures": ["desc:count"]},
-               {"source_model": "refunds", "measures": ["sum(none)"], "filters": ["none = 1"]}]
+               {"source_model": "refunds", "measures": ["sum(none)"], "filters": ["none = 1"]},
+               {"source_model": "refunds", "filters": ["distinct is null", "distinct in (1, 2) or not distinct"]}]
     saved = [json_of(invoke_cli("--kb", root, "save", f"refunds {index}", "--query", json.dumps(query), "--json",
                                 check=True))["resolved_entities"] for index, query in enumerate(queries)]
     assert saved == [["shop.refunds", "shop.refunds.desc", "shop.refunds.offset", "shop.refunds.interval"],
-                     ["shop.refunds", "shop.refunds.desc"], ["shop.refunds", "shop.refunds.none"]]
+                     ["shop.refunds", "shop.refunds.desc"], ["shop.refunds", "shop.refunds.none"],
+                     ["shop.refunds", "shop.refunds.distinct"]]
     model.write_text(before, encoding="utf-8")
     commit_all(root, "the columns dropped")
     problems = json_of(invoke_cli("--kb", root, "--json", "validate"))["problems"]
     assert [(p["kind"], p["message"].split(": Entity")[0]) for p in problems if p["kind"]] == [
         ("stale_query", "attached query has stale references (filters[0] \"desc = 'late' and offset > 1\""),
         ("stale_query", "attached query has stale references (measures[0] 'desc:count'"),
-        ("stale_query", "attached query has stale references (measures[0] 'sum(none)'")]
+        ("stale_query", "attached query has stale references (measures[0] 'sum(none)'"),
+        ("stale_query", "attached query has stale references (filters[0] 'distinct is null'")]
 
 
 def test_dashes_and_slash_star_in_a_filter_are_operators(tmp_path: Path, invoke_cli: CliRunner) -> None:
@@ -82,6 +85,12 @@ def test_a_backquoted_name_in_a_filter_is_refused(example_kb_read_only: Knowledg
      "'a IS DISTINCT FROM b' write 'a != b'."),
     ("filters", "status = 'x' order by amount desc", "'order' names no column: a filter orders no rows; give the "
      "order in the query's 'order'."),
+    ("filters", "status is not distinct from 'x'", "'distinct' names no column: SLayer's filters have no DISTINCT; "
+     "for 'a IS NOT DISTINCT FROM b' write 'a = b' (or '(a = b or (a is null and b is null))' where both may be null)."),
+    ("filters", "amount > 1 limit 5", "'limit' names no column: a filter limits no rows; give it as the query's "
+     "'limit'."),
+    ("filters", "amount > 1 offset 5", "'offset' names no column: a filter offsets no rows; give it as the query's "
+     "'offset'."),
     ("filters", "amount : sum > 1", "'sum' names no column: write 'amount:sum', with no spaces around the colon."),
     ("filters", "created_at:: date = '2024-01-01'", "'date' names no column: write 'created_at::date', with no "
      "spaces around the colon."),
@@ -98,10 +107,17 @@ def test_a_word_no_catalog_has_is_refused_with_its_fix(
 
 def test_a_clock_word_is_a_column_not_found_with_a_note(example_kb_read_only: KnowledgeBase,
                                                           invoke_cli: CliRunner) -> None:
-    """``current_time`` may be a column (SLayer reads it as one): refused as the query's slip, a
-    dropped column so named read as invalid; it is a reference not found, with SLayer's clock."""
+    """``current_time`` may be a column (SLayer reads it as one), so it is a reference not found, not
+    the query's slip; the note named bare current_timestamp, which SLayer's engine cannot resolve,
+    and only now() and current_date() work. ``none`` is a column to SLayer too; meaning null, it
+    was a bare "not found"."""
     assert save_refusal(invoke_cli, example_kb_read_only.root,
                         {"source_model": "orders", "filters": ["created_at < current_time"]}) == (
         "Error: filters[0] 'created_at < current_time': Entity 'current_time' not found in any datasource "
         "(checked all known datasources). Did you mean: wh.customers_dim.is_current, shop.orders.currency, "
-        "shop.payments.currency? If current_time means SQL's clock, SLayer has none: write current_timestamp or now().")
+        "shop.payments.currency? If current_time means SQL's clock, SLayer has none: write now() (or "
+        "current_date() for the date).")
+    assert save_refusal(invoke_cli, example_kb_read_only.root,
+                        {"source_model": "orders", "filters": ["status = none"]}) == (
+        "Error: filters[0] 'status = none': Entity 'none' not found in any datasource (checked all known "
+        "datasources). If none means no value, write null ('x is null', not 'x = none').")

@@ -3,6 +3,8 @@ refuse them in SLayer's words (found by the differential pass against SLayer's p
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from slayer_kb import KnowledgeBase
@@ -33,10 +35,24 @@ REFUSED = [
     ("max(date_part('epoch', created_at))", f"unknown date_part() part 'epoch'; accepted: {PARTS}."),
     ("max(date_part(created_at))", f"the part of date_part() must be a string literal, one of: {PARTS}."),
     ("cumsum(sum(amount), 1)", "Transform 'cumsum' accepts exactly one positional argument (the value to "
-     "transform); pass any offset, partition, or other settings as keyword arguments (e.g. ``cumsum(value, "
-     "partition_by=...)``)."),
+     "transform); it takes no settings: write cumsum(value)."),
+    ("ntile(sum(amount), 4)", "Transform 'ntile' accepts exactly one positional argument (the value to "
+     "transform); give its settings as keywords: n=, partition_by=."),
+    ("rank(sum(amount), 1)", "Transform 'rank' accepts exactly one positional argument (the value to "
+     "transform); give its settings as keywords: partition_by=, direction=."),
     ("amount.sum()", "the method call amount.sum(...) needs the aggregated value as its first argument; write the "
-     "functional form, e.g. sum. Here that is sum(amount)."),
+     "functional form, e.g. sum. If amount is a column, that is sum(amount)."),
+    ("customers.count()", "the method call customers.count(...) needs the aggregated value as its first argument; "
+     "write the functional form, e.g. count. If customers is a column, that is count(customers); if a model, "
+     "count(customers.*) counts its rows."),
+    ("orders.aov()", "the method call orders.aov(...) needs the aggregated value as its first argument; write the "
+     "functional form, e.g. aov. If orders is a column, that is aov(orders); if a model, its measure is "
+     "orders.aov."),
+    ("amount.first()", "the method call amount.first(...) needs the aggregated value as its first argument; write "
+     "the functional form, e.g. first. If amount is a column, that is first(amount)."),
+    ("amount.amount_wavg(weight=qty)", "the method call amount.amount_wavg(...) needs the aggregated value as its "
+     "first argument; write the functional form, e.g. amount_wavg(weight=qty). If amount is a column, that is "
+     "amount_wavg(amount, weight=qty)."),
     ("customers.sum(city, status)", "the method call customers.sum(...) takes only literal further arguments; write "
      "the functional form, e.g. sum(customers.city, status)."),
     ("max(status.upper())", "the method call status.upper(...) calls 'upper', which is not an aggregation; write "
@@ -62,6 +78,35 @@ def test_save_refuses_what_slayers_parser_refuses(
 ])
 def test_what_slayers_parser_takes_is_taken(formula: str) -> None:
     assert formula_problem(formula) is None
+
+
+SLAYER_RUNS = [
+    "max(created_at + +interval(1, 'day'))", "max(+interval(1, 'day') + created_at)",
+    "max(created_at - +interval(1, 'day'))", "orders.percentile(amount, +0.5)", "orders.percentile(amount, -+0.5)",
+    "customers.percentile(region_id, +0.5)", "customers.count_distinct(segment, true)",
+    "customers.count_distinct(segment, NULL)", "count(iif(status == 'a.count(distinct b)', 1, null))",
+    "count(iif(status == 'avg(distinct x)', 1, null))", "count(iif(status == 'f(x, distinct y)', 1, null))",
+]
+
+
+def test_what_slayer_saves_and_runs_is_saved(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """SLayer 1.4.1 drops a unary plus (``+interval(...)`` is an interval, ``+0.5`` a literal),
+    reads true/null in any case as constants, and finds no SQL in a string; each was refused."""
+    proc = invoke_cli("--kb", example_kb.root, "save", "formulas SLayer runs", "--query",
+                      json.dumps({"source_model": "orders", "measures": SLAYER_RUNS}))
+    assert (proc.returncode, proc.stderr) == (0, "")
+
+
+@pytest.mark.parametrize(("formula", "words"), [
+    ("max(interval(1, 'day') + interval(1, 'day') + created_at)", "interval(n, unit) is only valid as"),
+    ("max(created_at + (interval(1, 'day') + interval(1, 'hour')))", "interval(n, unit) is only valid as"),
+    ("max(created_at + -interval(1, 'day'))", "interval(n, unit) is only valid as"),
+    ("count(iif(status == 'x', 1, null)) + avg(distinct amount)", "DISTINCT is supported only as"),
+])
+def test_an_interval_beside_an_interval_is_refused_as_slayer_refuses_it(formula: str, words: str) -> None:
+    """SLayer takes exactly one side of + as an interval; a string's text does not hide a DISTINCT."""
+    problem = formula_problem(formula)
+    assert problem is not None and problem.startswith(f"Invalid Mode-B expression {formula!r}: {words}")
 
 
 def test_extract_with_a_quoted_part_names_its_value_only() -> None:

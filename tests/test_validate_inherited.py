@@ -66,14 +66,23 @@ def test_a_query_already_refused_at_the_base_fails_no_branch(catalog_kb: Knowled
 
 def test_only_the_same_problem_at_the_base_is_inherited(catalog_kb: KnowledgeBase, invoke_cli) -> None:
     """Any problem at the base made the branch's a warning: a branch that dropped a column a query
-    reads passed review when that query had another problem at the base. The same problem with
-    other columns suggested (the branch added one spelled alike) is still the base's."""
+    reads passed review when that query had another problem at the base (m-two, m-new: only the
+    first failing reference was compared). The same problem with other columns suggested (the
+    branch added one spelled alike) or other models listed (the branch added one) is still the
+    base's: it failed the branch."""
     root = catalog_kb.root
     memories = root / "memories"
     (memories / "m-two.yaml").write_text(
         "learning: Costs of repeat buyers\nquery:\n  source_model: orders\n  measures:\n  - sum(cost)\n  filters:\n"
         f"  - count(distinct customer_id) > 5\n{CREATED}", encoding="utf-8")
     (memories / "m-nope.yaml").write_text(memory("Nope", "measures", "sum(nope)"), encoding="utf-8")
+    # Failing at the base already, each with a message that lists the catalog's models.
+    (memories / "m-amb.yaml").write_text(memory("Ambiguous", "measures", "max(name)"), encoding="utf-8")
+    (memories / "m-gone.yaml").write_text(memory("Gone", "dimensions", "shop.gone.id"), encoding="utf-8")
+    # Stale at the base; the branch breaks its filter too, and the failure names the filter.
+    (memories / "m-new.yaml").write_text(
+        "learning: New\nquery:\n  source_model: orders\n  measures:\n  - sum(nope)\n  filters:\n  - cost > 1\n"
+        f"{CREATED}", encoding="utf-8")
     commit_all(root, "saved by an earlier release")
     git(root, "branch", "-M", "main")
     git(root, "checkout", "-q", "-b", "feature")
@@ -82,14 +91,25 @@ def test_only_the_same_problem_at_the_base_is_inherited(catalog_kb: KnowledgeBas
     amount = "- {name: amount, sql: amount, type: DOUBLE, description: Order total in EUR}\n"
     text = text.replace(amount, amount + "- {name: note, type: TEXT}\n")
     model.write_text(text.replace("- {name: cost, sql: cost, type: DOUBLE}\n", ""), encoding="utf-8")
-    commit_all(root, "a column added, one dropped")
+    (root / "models" / "shop" / "stores.yaml").write_text(
+        "version: 15\nname: stores\nsql_table: stores\ndata_source: shop\ncolumns:\n"
+        "- {name: id, type: INT, primary_key: true}\n- {name: name, type: TEXT}\n", encoding="utf-8")
+    commit_all(root, "a column added, one dropped, a model added")
     proc = invoke_cli("validate", "--against", "main", cwd=root)
+    edit = "fix or remove the query with 'slayer-kb edit"
+    inherited = "the query is so at main already: not this branch's doing, so it fails nothing"
+    nope = ("attached query has stale references (measures[0] 'sum(nope)': Entity 'nope' not found in any "
+            "datasource (checked all known datasources). Did you mean: shop.orders.note?)")
     assert (proc.returncode, proc.stdout.splitlines()) == (1, [
+        "memories/m-new.yaml:2: attached query has stale references (filters[0] 'cost > 1': Entity 'cost' not found "
+        f"in any datasource (checked all known datasources).); {edit} m-new'",
         "memories/m-two.yaml:2: attached query has stale references (measures[0] 'sum(cost)': Entity 'cost' not "
-        "found in any datasource (checked all known datasources).); fix or remove the query with 'slayer-kb edit "
-        "m-two'",
-        "memories/m-nope.yaml:2: warning: attached query has stale references (measures[0] 'sum(nope)': Entity "
-        "'nope' not found in any datasource (checked all known datasources). Did you mean: shop.orders.note?); "
-        "fix or remove the query with 'slayer-kb edit m-nope'; the query is so at main already: not this "
-        "branch's doing, so it fails nothing",
-        "1 problem in 1 file (2 files checked), 1 warning"])
+        f"found in any datasource (checked all known datasources).); {edit} m-two'",
+        "memories/m-amb.yaml:2: warning: attached query has stale references (measures[0] 'max(name)': Ambiguous "
+        "bare name 'name' matches columns / measures / aggregations on ['countries', 'customers', 'regions', "
+        f"'stores'] in datasource 'shop'. Qualify as '<model>.name'.); {edit} m-amb'; {inherited}",
+        "memories/m-gone.yaml:2: warning: attached query has stale references (dimensions[0]: No model 'gone' in "
+        "datasource 'shop'. Its models: ['countries', 'customers', 'orders', 'refunds', 'regions', 'stores'].); "
+        f"{edit} m-gone'; {inherited}",
+        f"memories/m-nope.yaml:2: warning: {nope}; {edit} m-nope'; {inherited}",
+        "2 problems in 2 files (5 files checked), 3 warnings"])

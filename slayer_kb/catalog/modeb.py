@@ -61,8 +61,10 @@ def node_problem(tree: ast.Expression) -> str | None:
     added: set[int] = set()  # the intervals added to a value or taken from one, where SLayer takes them
     for node in ast.walk(tree):
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
-            added.update(id(side) for side in ((node.left, node.right) if isinstance(node.op, ast.Add)
-                                                 else (node.right,)) if _interval(side))
+            # SLayer drops a unary plus, then takes exactly one side of + an interval, or -'s right.
+            left, right = _unsigned(node.left), _unsigned(node.right)
+            if _interval(left) != _interval(right) and not (isinstance(node.op, ast.Sub) and _interval(left)):
+                added.add(id(left if _interval(left) else right))
         if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
             problem = _in_problem(node.comparators[0])
             if problem is not None:
@@ -76,6 +78,13 @@ def node_problem(tree: ast.Expression) -> str | None:
         return ("interval(n, unit) is only valid as `x + interval(n, unit)`, `interval(n, unit) + x` or "
                 "`x - interval(n, unit)`; otherwise use date_add(x, n, unit).")
     return None
+
+
+def _unsigned(node: ast.expr) -> ast.expr:
+    """``node`` without its unary pluses, which SLayer's parser drops (``+x`` is ``x``)."""
+    while isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.UAdd):
+        node = node.operand
+    return node
 
 
 def _interval(node: ast.AST) -> bool:
@@ -156,8 +165,22 @@ def _method_problem(node: ast.Call, func: ast.Attribute) -> str | None:
     else:
         return None
     problem = f"the method call {path}.{name}(...) {reason}; write the functional form, e.g. {_functional(node, path, name)}."
-    # With no argument, SLayer's example is the bare name: say what the call most likely meant.
-    return problem + (f" Here that is {name}({path})." if not node.args else "")
+    return problem + (_meant(node, path, name) if not node.args else "")
+
+
+def _meant(node: ast.Call, path: str, name: str) -> str:
+    """With no argument, SLayer's example is the bare name: what the call most likely meant,
+    which hangs on what ``path`` is (the catalog's, not read here): a column's aggregation; a
+    model's count is of its rows (``count(customers)`` SLayer's engine cannot resolve), and a
+    name no aggregation of SLayer's may be a model's measure (``orders.aov``)."""
+    if (name in _TRANSFORMS and name.lower() not in _AGGREGATIONS) or name.lower() in _SCALARS | _DATE_PART_FUNCTIONS:
+        return f" Here that is {name}({path})."
+    called = ", ".join([path, *(f"{keyword.arg}={ast.unparse(keyword.value)}" for keyword in node.keywords)])
+    if name.lower() not in _AGGREGATIONS and not node.keywords:
+        return f" If {path} is a column, that is {name}({called}); if a model, its measure is {path}.{name}."
+    if name.lower() == "count":
+        return f" If {path} is a column, that is {name}({called}); if a model, {name}({path}.*) counts its rows."
+    return f" If {path} is a column, that is {name}({called})."
 
 
 def _leaves(node: ast.expr) -> list[ast.expr]:
@@ -183,11 +206,17 @@ def _scalar(node: ast.Call) -> bool:
                                                 or node.func.id.lower() == "extract")
 
 
+# The names SLayer's parser reads as constants, in any case (``none`` is a column to it).
+_CONSTANT_NAMES = ("true", "false", "null")
+
+
 def _literal(node: ast.expr) -> bool:
-    """A literal further argument: a constant, maybe negated (``{variable}`` is one, read as 0)."""
+    """A literal further argument: a constant or true/false/null, maybe signed once after its
+    pluses are dropped (``+0.5``, ``-0.5``; ``{variable}`` is one, read as 0)."""
+    node = _unsigned(node)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        node = node.operand
-    return isinstance(node, ast.Constant)
+        node = _unsigned(node.operand)
+    return isinstance(node, ast.Constant) or (isinstance(node, ast.Name) and node.id.lower() in _CONSTANT_NAMES)
 
 
 def _functional(node: ast.Call, path: str, name: str) -> str:
@@ -218,6 +247,10 @@ def _functional(node: ast.Call, path: str, name: str) -> str:
 # The transforms that take more than their value positionally, and what (SLayer's
 # ``_TRANSFORM_POSITIONAL_KWARGS``); any other takes its settings as keywords.
 _TRANSFORM_POSITIONAL = {"time_shift": ("periods", "granularity"), "lag": ("periods",), "lead": ("periods",)}
+# The keywords SLayer 1.4.1 binds for each other transform (``_TRANSFORM_KWARG_RULES``, and the
+# rank family's partition_by and direction): cumsum, change, change_pct and consecutive_periods none.
+_TRANSFORM_KEYWORDS = {"rank": ("partition_by", "direction"), "dense_rank": ("partition_by", "direction"),
+                       "percent_rank": ("partition_by",), "ntile": ("n", "partition_by")}
 _UNITS = ("second", "minute", "hour", "day", "week", "week_sunday", "month", "quarter", "year")
 # The date functions whose unit (date_part's part) is a string literal, and where (``DATE_UNIT_ARGS``).
 _UNIT_ARGS = {"date_part": 0, "date_diff": 0, "date_add": 2, "interval": 1}
@@ -228,10 +261,11 @@ def _call_problem(name: str, args: list[ast.expr]) -> str | None:
     positional arguments than it takes, a date function's unit that is not one of its words."""
     if name in _TRANSFORMS and name.lower() not in _AGGREGATIONS and len(args) > 1:
         taken = _TRANSFORM_POSITIONAL.get(name)
-        if taken is None:
-            return (f"Transform {name!r} accepts exactly one positional argument (the value to transform); pass "
-                    f"any offset, partition, or other settings as keyword arguments (e.g. ``{name}(value, "
-                    "partition_by=...)``).")
+        if taken is None:  # SLayer's words, then what it takes (its advice names keywords some refuse)
+            keywords = _TRANSFORM_KEYWORDS.get(name, ())
+            settings = (f"give its settings as keywords: {', '.join(k + '=' for k in keywords)}" if keywords
+                        else f"it takes no settings: write {name}(value)")
+            return f"Transform {name!r} accepts exactly one positional argument (the value to transform); {settings}."
         if len(args) - 1 > len(taken):
             return (f"Transform {name!r} accepts at most {len(taken)} positional argument(s) after the value "
                     f"({', '.join(taken)}); got {len(args) - 1}.")

@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 
 from ..core.errors import InvalidInputError
 from ..core.text import kind_of
+from . import lexer
 from .lexer import MalformedCase, lower_cases
 from .modeb import AGGREGATED, COUNTED, extract_problem, node_problem
 
@@ -151,12 +152,6 @@ _SQL_SPELLING = re.compile(r"\b(?:extract\s*\(\s*(?:\w+|'[^']*'|\"[^\"]*\")\s+fr
 _SPACED_COLON = re.compile(r"(?<=[\w*])\s*:\s*(?=[A-Za-z_])")
 
 
-# distinct opening a call's first argument (SLayer takes it only as count(distinct x), not as a
-# method call's customers.count(distinct x)), and the character after it; distinct opening a later argument, before what could be its operand.
-_DISTINCT_FIRST = re.compile(r"\b([A-Za-z_][\w.]*)\s*\(\s*distinct\b(?!\.)\s*(.?)", re.I | re.S)
-_DISTINCT_LATER = re.compile(r"(?:,|(?<![=<>!])=)\s*distinct\s+(?=[\w'(*])", re.I)
-
-
 def formula_problem(text: str) -> str | None:
     """Why SLayer's Mode-B parser refuses the measure formula ``text``, in its words
     (``Invalid Mode-B expression 'sum(amount': '(' was never closed (<unknown>, line 1)``);
@@ -193,11 +188,22 @@ def unspaced_colon(unspaced: str) -> str:
 
 def _distinct_misused(text: str) -> bool:
     """``distinct`` as a keyword anywhere but ``count(distinct x)``: ``sum(distinct x)``,
-    ``count(distinct)``, ``count(distinct *)``, ``f(x, distinct y)``."""
-    for found in _DISTINCT_FIRST.finditer(text):
-        if found.group(1).lower() != "count" or found.group(2) in ("", ")", "*", ","):
-            return True
-    return _DISTINCT_LATER.search(text) is not None
+    ``count(distinct)``, ``count(distinct *)``, ``customers.count(distinct x)`` (SLayer takes no
+    method call's), ``f(x, distinct y)``; read from the tokens, so that a string's text is none."""
+    found = lexer.uncommented(text, lexer.tokens(text))
+    edge = lexer.Token("", "", -1, -1)
+    for at, token in enumerate(found):
+        if token.kind != "name" or token.text.lower() != "distinct":
+            continue
+        called, opened = found[at - 2] if at > 1 else edge, found[at - 1] if at else edge
+        after = found[at + 1] if at + 1 < len(found) else edge
+        if opened.text == "(" and called.kind == "name":  # opening a call's first argument
+            if called.text.lower() != "count" or after.text in ("", ")", "*", ","):
+                return True
+        elif opened.text in (",", "=") and after.start > token.end and (
+                after.kind in ("name", "num") or after.text[:1] in ("'", "(", "*")):
+            return True  # opening a later argument, before what could be its operand
+    return False
 
 
 def slayer_type(value: Any) -> str:

@@ -41,7 +41,7 @@ from . import lexer, sqlwords
 from .lexer import Token
 from .querychecks import formula_problem, unspaced_colon
 from .querycolumns import GRANULARITIES
-from .slayerquery import Item, check_query
+from .slayerquery import Item, Shape, check_query
 
 if TYPE_CHECKING:
     from .catalog import Model
@@ -475,6 +475,33 @@ def query_entities(query: Any, resolver: Resolves) -> tuple[list[str], list[str]
     extension's columns and measures) are not tagged. Any reference that does not resolve raises,
     so that nothing is saved with a silently missing tag.
     """
+    shape, name = _shape(query)
+    source = resolver.query_source(name)
+    entities: dict[str, None] = {source.entity: None}
+    warnings: dict[str, None] = {}
+    for _ref, resolved in _resolutions(shape, source, resolver):
+        if isinstance(resolved, KBError):
+            raise resolved from None
+        entities[resolved.entity] = None
+        warnings.update(dict.fromkeys(resolved.warnings))
+    return list(entities), list(warnings)
+
+
+def reference_problems(query: Any, resolver: Resolves) -> list[tuple[str, KBError]]:
+    """Each reference of ``query`` that does not resolve against ``resolver``'s catalog, named by
+    its place and text (``measures[0] nope``), with what :func:`query_entities` raises of it, in
+    its order; so that one query's problems against two catalogs compare reference by reference.
+    What is wrong whatever the catalog (the query's shape) raises, as there."""
+    shape, name = _shape(query)
+    try:
+        source = resolver.query_source(name)
+    except KBError as exc:
+        return [(f"source_model {name}", exc)]
+    return [(ref, resolved) for ref, resolved in _resolutions(shape, source, resolver) if isinstance(resolved, KBError)]
+
+
+def _shape(query: Any) -> tuple[Shape, str]:
+    """The query's shape and source model's name; what SLayer refuses in them raises."""
     if not isinstance(query, Mapping):
         raise InvalidInputError(
             f"A query must be a mapping (a SlayerQuery) with a 'source_model', got {kind_of(query)}."
@@ -482,21 +509,23 @@ def query_entities(query: Any, resolver: Resolves) -> tuple[list[str], list[str]
     check_depth(query, "The query")
     shape = check_query(query)
     assert shape.source is not None  # check_query requires one
-    source = resolver.query_source(shape.source)
-    entities: dict[str, None] = {source.entity: None}
-    warnings: dict[str, None] = {}
+    return shape, shape.source
+
+
+def _resolutions(shape: Shape, source: Model, resolver: Resolves) -> Iterator[tuple[str, Resolution | KBError]]:
+    """Each reference of the query, named by its place and text, and what it resolves to, or the
+    error (in the query's words) that says why it does not."""
     for item in shape.items:
         refs = [item.text] if item.kind == "ref" else _scanned(_SCANS[item.kind], item.text, item.where)
         for ref in refs:
             if ref in shape.defined:
                 continue
+            resolved: Resolution | KBError
             try:
-                resolution = resolver.resolve(ref, source)
+                resolved = resolver.resolve(ref, source)
             except KBError as exc:
-                raise _in_context(_word_slip(exc, ref, item), item, refs) from None
-            entities[resolution.entity] = None
-            warnings.update(dict.fromkeys(resolution.warnings))
-    return list(entities), list(warnings)
+                resolved = _in_context(_word_slip(exc, ref, item), item, refs)
+            yield f"{item.where} {ref}", resolved
 
 
 _SCANS = {"formula": formula_references, "filter": filter_references}

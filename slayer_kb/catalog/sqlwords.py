@@ -43,15 +43,21 @@ def fix_for(word: str, text: str, kind: str) -> str | None:
         return "it is a word of SLayer's formulas (Python's); name a column before ':' ('*:count' counts rows)"
     if lower in _PYTHON_WORDS:
         return "it is a word of SQL or Python that SLayer cannot read here; remove it"
-    if not any(_keyword_at(found, lower) for found in _places(word, text, kind)):
+    keywords = [found for found in _places(word, text, kind) if _keyword_at(found, lower)]
+    if not keywords:
         return None  # where a column stands: a column, maybe one the catalog dropped
     distinct = re.search(r"count\s*\(\s*distinct\s+([\w.]+)\s*\)", text, re.IGNORECASE)
     if lower == "distinct" and distinct and kind == "filter":
         column = distinct.group(1)
         return (f"SLayer's memory resolver reads it as a column in a filter (its engine runs count(distinct "
                 f"...)); write '{column}:count_distinct' or 'count_distinct({column})'")
+    if lower == "distinct" and any(before.text.lower() == "not" for before, _, _ in keywords):
+        return ("SLayer's filters have no DISTINCT; for 'a IS NOT DISTINCT FROM b' write 'a = b' (or "
+                "'(a = b or (a is null and b is null))' where both may be null)")
     if lower == "distinct":
         return "SLayer's filters have no DISTINCT; for 'a IS DISTINCT FROM b' write 'a != b'"
+    if lower in ("limit", "offset"):
+        return f"a {kind} {lower}s no rows; give it as the query's '{lower}'"
     if lower in _ORDER_WORDS:
         return f"a {kind} orders no rows; give the order in the query's 'order'"
     return None
@@ -60,7 +66,9 @@ def fix_for(word: str, text: str, kind: str) -> str | None:
 def note_for(word: str) -> str | None:
     """A hint for a word not found that a column may be named, or SQL may mean (``current_time``)."""
     if word.lower() in _CLOCK_WORDS:
-        return f"If {word} means SQL's clock, SLayer has none: write current_timestamp or now()."
+        return f"If {word} means SQL's clock, SLayer has none: write now() (or current_date() for the date)."
+    if word.lower() == "none":
+        return f"If {word} means no value, write null ('x is null', not 'x = {word}')."
     return None
 
 
@@ -74,11 +82,13 @@ def _places(word: str, text: str, kind: str) -> list[tuple[lexer.Token, lexer.To
 
 def _keyword_at(place: tuple[lexer.Token, lexer.Token, lexer.Token], lower: str) -> bool:
     """Whether the word stands where SQL's keyword would and no column could: ``distinct`` before
-    its operand or after IS / NOT; ``order by``; ``asc``, ``desc``, ``limit`` and ``offset``
-    after an operand, or the last two before a number."""
+    its operand (not before a word joining operands: ``distinct is null`` reads a column) or after
+    IS; ``order by``; ``asc``, ``desc``, ``limit`` and ``offset`` after an operand, or the last two
+    before a number."""
     before, _, after = place
     if lower == "distinct":
-        return after.kind in ("name", "num", "lit") or after.text in ("(", "*") or before.text.lower() in ("is", "not")
+        operand = (after.kind in ("name", "num", "lit") and after.text.lower() not in _JOINING) or after.text in ("(", "*")
+        return operand or before.text.lower() == "is"
     if lower == "order":
         return after.text.lower() == "by"
     if lower == "by":

@@ -7,9 +7,10 @@ sum``, ``count(distinct x)`` in a filter), it fails every pull request of a team
 adds a column included, until someone rewrites memories nobody touched. So a query problem that
 the same query already has at the base (where the branch parted from REF; HEAD for the hook),
 checked against the base's catalog with this release's rules, is a warning naming the memory and
-its fix. Only the same problem at the base is inherited (the same message, whatever columns each
-catalog suggests): a query the branch wrote or changed, one a catalog change of the branch broke,
-and one with a new problem though it had another at the base still fail.
+its fix. Only what failed at the base is inherited: every reference that fails here failed there,
+of the same kind (stale or invalid), whatever each catalog's message lists (columns suggested,
+models holding a name). A query the branch wrote or changed, one a catalog change of the branch
+broke, and one with a new failing reference beside an old one still fail, named by the new one.
 """
 
 from __future__ import annotations
@@ -30,10 +31,11 @@ from .teamchecks import Branch
 
 
 def inherited_as_warnings(problems: list[Problem], warnings: list[Problem], compared: Branch | None,
-                          hook: bool, root: Path, ids: set[str]) -> list[Problem]:
+                          hook: bool, root: Path, ids: set[str], resolver: Resolver) -> list[Problem]:
     """``problems`` of the KB at ``root`` without the query problems it inherits from the base,
     which go to ``warnings``. The base: where the branch parted from ``compared``'s revision;
-    HEAD when ``hook`` (a catalog file named, as pre-commit names the files of a commit)."""
+    HEAD when ``hook`` (a catalog file named, as pre-commit names the files of a commit).
+    ``resolver``: the KB's, at ``root``."""
     ours = [p for p in problems if p.kind in (INVALID_QUERY, STALE_QUERY)]
     base = _base(compared, hook, root) if ours else None
     if base is None:
@@ -42,18 +44,24 @@ def inherited_as_warnings(problems: list[Problem], warnings: list[Problem], comp
     wanted = [(rev, memory_path(Path(p.path).stem)) for p in ours]
     catalog: list[Catalog] = []  # read from git once, and only where a query is the same there
     inherited = set()
+    newly: dict[int, Problem] = {}  # failing for a reference that did not fail at the base: named
     for problem, data in zip(ours, blobs_at(store, wanted), strict=True):
         query = query_of(data)
         if query is None or query != query_of(_read(root / memory_path(Path(problem.path).stem))):
             continue
         catalog = catalog or [catalog_at(store, rev)]
-        at_base = query_problem(query, Resolver(catalog[0], ids.__contains__, check_id))
-        if at_base is not None and at_base.same_as(problem.message, problem.kind):
+        at_head = query_problem(query, resolver)
+        if at_head is None:
+            continue
+        new = at_head.since(query_problem(query, Resolver(catalog[0], ids.__contains__, check_id)))
+        if new is None:
             inherited.add(id(problem))
+        elif new.message != at_head.message and problem.message.startswith(at_head.message):
+            newly[id(problem)] = Problem(problem.path, problem.line,
+                                         new.message + problem.message[len(at_head.message):], new.kind)
     warnings.extend(Problem(p.path, p.line, f"{p.message}; the query is so at {label} already: not this "
                             "branch's doing, so it fails nothing", p.kind) for p in ours if id(p) in inherited)
-    return [p for p in problems if id(p) not in inherited]
-
+    return [newly.get(id(p), p) for p in problems if id(p) not in inherited]
 
 def _base(compared: Branch | None, hook: bool, root: Path) -> tuple[GitStore, str, str] | None:
     """The repository, the revision to compare with and its name as shown; None: nothing to

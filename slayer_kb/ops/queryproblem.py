@@ -4,13 +4,12 @@ what is wrong with it against a catalog. One reader for ``validate``, the inheri
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
-from ..catalog.refs import query_entities
+from ..catalog.refs import reference_problems
 from ..catalog.resolve import Resolver
 from ..catalog.slayerquery import check_query
 from ..core import yamlio
@@ -18,22 +17,25 @@ from ..core.errors import KBError
 from ..core.memory import alias_line
 from ..core.problems import INVALID_QUERY, STALE_QUERY
 
-# The suggestions a "not found" ends with (``catalog.suggest.unresolved``): columns spelled alike,
-# which a catalog change alone moves; the problem is the same without them.
-_SUGGESTIONS = re.compile(r" Did you mean: [^?]*\?")
-
 
 @dataclass(frozen=True)
 class QueryProblem:
-    """What is wrong with a query, without the fix (which names the memory): its message and kind."""
+    """What is wrong with a query, without the fix (which names the memory): its first failing
+    reference's message and kind, and each failing reference's."""
 
     message: str
     kind: str  # STALE_QUERY or INVALID_QUERY
+    # Each failing reference: its kind, its place and text ("measures[0] nope"; for what is wrong
+    # whatever the catalog, the message) and its message.
+    failing: tuple[tuple[str, str, str], ...]
 
-    def same_as(self, message: str, kind: str) -> bool:
-        """Whether a problem reported as ``message`` (this one's message, then its fix) of ``kind``
-        is this problem, whatever columns each catalog suggests."""
-        return kind == self.kind and _SUGGESTIONS.sub("", message).startswith(_SUGGESTIONS.sub("", self.message) + "; ")
+    def since(self, base: QueryProblem | None) -> QueryProblem | None:
+        """This problem without what the same query's problem at the base (``base``) had: the
+        references failing here that did not fail there, or not so (stale, invalid), whatever each
+        catalog's message lists (columns suggested, models holding a name); None when none is new."""
+        had = {(kind, name) for kind, name, _message in base.failing} if base is not None else set()
+        new = tuple(found for found in self.failing if found[:2] not in had)
+        return QueryProblem(new[0][2], new[0][0], new) if new else None
 
 
 def query_problem(query: Any, resolver: Resolver) -> QueryProblem | None:
@@ -41,12 +43,18 @@ def query_problem(query: Any, resolver: Resolver) -> QueryProblem | None:
     that no longer resolves is stale (what a catalog delete leaves); anything else is invalid."""
     try:
         check_query(query)
-        query_entities(query, resolver)
+        found = reference_problems(query, resolver)
     except KBError as exc:
-        if exc.stale:
-            return QueryProblem(f"attached query has stale references ({exc})", STALE_QUERY)
-        return QueryProblem(f"attached query is not a valid SlayerQuery ({exc})", INVALID_QUERY)
-    return None
+        found = [("", exc)]
+    failing = tuple((kind, name or message, message) for name, (message, kind) in
+                    ((name, _reported(exc)) for name, exc in found))
+    return QueryProblem(failing[0][2], failing[0][0], failing) if failing else None
+
+
+def _reported(exc: KBError) -> tuple[str, str]:
+    if exc.stale:
+        return f"attached query has stale references ({exc})", STALE_QUERY
+    return f"attached query is not a valid SlayerQuery ({exc})", INVALID_QUERY
 
 
 def query_of(data: bytes | None) -> Any:

@@ -265,7 +265,7 @@ def validate(paths: Sequence[Path], against: str | None = None, opened: GitStore
             found.extend(check_file(path, name, context, report.warnings) if path in target.files
                          else reference_problems(path, name, context))
         report.problems.extend(inherited_as_warnings(found, report.warnings, compared, target.hook, target.root,
-                                                     context.ids))
+                                                     context.ids, context.resolver))
         # A key held twice needs every holder, not just the branch's files.
         holders = target.files
         if changed is not None and compared is not None and holds_a_topic_key(changed.own):
