@@ -96,6 +96,12 @@ def test_init_in_a_folder_that_only_looks_like_a_kb(tmp_path: Path, invoke_cli: 
             0, f"{kb} is already a knowledge base: nothing to do.\n", ""), cwd
     assert (git(project, "ls-files"), git(project, "status", "--porcelain")) == (
         "kb/.gitignore\nkb/memories/.gitkeep\nmemories/notes.md\n", "")
+    # A look-alike inside a KB hides it not.
+    (kb / "docs" / "memories").mkdir(parents=True)
+    proc = invoke_cli("init", kb / "docs" / "new")
+    assert (proc.returncode, proc.stderr) == (1, (
+        f"Error: {kb}/docs/new is inside the knowledge base at {kb}: a knowledge base there would mix its files with "
+        "that one's. Give that knowledge base's folder, or one outside it.\n"))
     home = tmp_path / "home"
     (home / "memories").mkdir(parents=True)
     (home / "projects").mkdir()

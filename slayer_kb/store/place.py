@@ -71,9 +71,14 @@ def inside_kb_refusal(root: Path) -> str | None:
     ``models/``, any folder of its own): that KB's commands, run there, would find the new one,
     and its catalog would hold the new one's files. The enclosing folder is looked for as every
     command looks for one (``find_root``: up to a repository's top), and taken only when it is a
-    KB (``is_made_kb``); None when there is none."""
+    KB (``is_made_kb``), else looked for above it; None when there is none."""
     found = find_root(str(root.parent)) if root.parent != root else None
-    if found is None or not is_made_kb(Path(found)):
+    while found is not None and not is_made_kb(Path(found)):
+        # A look-alike (a project's notes in memories/) may be inside a KB: look on above it,
+        # up to its repository's top.
+        above = os.path.dirname(found)
+        found = None if os.path.exists(os.path.join(found, ".git")) or above == found else find_root(above)
+    if found is None:
         return None
     return (f"{root} is inside the knowledge base at {found}: a knowledge base there would mix its files with "
             f"that one's. Give that knowledge base's folder, or one outside it.")
