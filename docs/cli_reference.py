@@ -38,7 +38,9 @@ JSON document; an error exits 1 with `Error: ...` on stderr and
 `{"error": {"type": ..., "message": ...}}` on stdout (a file or folder the system refuses is
 `Cannot use PATH: CAUSE; FIX.`, type `store`); a usage error (an unknown option, options that cannot go
 together such as `save -e REF --query Q`, an argument or option a command needs left out) exits 2 with click's usage text
-on stderr (and, with `--json`, `{"error": {"type": "usage", ...}}` on stdout); words past a
+on stderr (and, with `--json`, `{"error": {"type": "usage", ...}}` on stdout), while one given
+empty or blank is a value refused as any other, exit 1 (`save ''`, `get ''`, `suggest-topic-key
+--title '' --content ''`); words past a
 command's last argument are quoted back at most 100 characters long, and a question, learning
 or content typed unquoted is told to be quoted (`slayer-kb search "how are refunds counted"`), and `--kb`,
 `--author` or `--version` typed after the command is told to go before it. A command an error or a

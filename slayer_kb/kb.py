@@ -38,7 +38,7 @@ from .ops import finding, observations, sessions
 from .ops.digest import EMPTY_CONTEXT
 from .ops.finding import DEFAULT_LIMIT
 from .search import FUSED
-from .store.place import git_dir_refusal, inside_kb_refusal, kb_folder_refusal
+from .store.place import git_dir_refusal, ignores_state, inside_kb_refusal, kb_folder_refusal
 from .store.repo import STATE_DIR, Change, find_toplevel, init_repository
 from .store.worktree import head_blob
 from .transaction import Transaction, memory_change
@@ -47,10 +47,6 @@ MAX_ENGRAM_LIMIT = 20
 GITIGNORE = f"{STATE_DIR}/\n"
 
 __all__ = ["DEFAULT_LIMIT", "DEFAULT_MAX_CONTENT", "EMPTY_CONTEXT", "KnowledgeBase"]  # re-exported for the CLI and MCP
-
-
-def _ignores_state(text: bytes) -> bool:
-    return any(line.strip().strip(b"/") == STATE_DIR.encode() for line in text.splitlines())
 
 
 _RESTART = "(an MCP server: restart it from its client)."
@@ -164,7 +160,7 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         state = "has changes not committed" if blob is not None else "is not committed"
         commit = "; ".join([*cd_step(self.root), *(["git init"] if own else []), "git add .gitignore", "git commit"])
         text = b"" if path.is_symlink() and not path.exists() else path.read_bytes()  # a link leading nowhere
-        if _ignores_state(text):
+        if ignores_state(text):
             # Left as it is: a mark in git's index hides its changes from this check, as from git status.
             if blob is not None and not self.store.uncommitted([".gitignore"], rewrites=False):
                 return None

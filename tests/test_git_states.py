@@ -104,6 +104,11 @@ def test_writes_refuse_while_a_git_operation_is_not_concluded(
     for name, command in WRITES.items():
         proc = invoke_cli("--kb", root, *command)
         assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"Error: {message}\n"), name
+    # A usage error is told before the KB's state: it is wrong in any state.
+    proc = invoke_cli("--kb", root, "delete-model", "shop.orders", "--datasource", "wh")
+    assert (proc.returncode, proc.stderr.splitlines()[-1]) == (
+        2, "Error: 'shop.orders' names datasource 'shop' but --datasource says 'wh': name the datasource once, in "
+           "MODEL or with --datasource.")
     assert git(root, "rev-parse", "HEAD") == head
     assert git(root, "status", "--porcelain") == status
     # Reads keep working.

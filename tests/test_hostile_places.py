@@ -76,6 +76,47 @@ def test_init_refuses_git_s_folder_and_another_kb_s_own_folders(empty_kb: Knowle
     assert (proc.returncode, proc.stdout) == (0, f"Initialised knowledge base in {elsewhere}\n"), proc.stderr
 
 
+def test_init_in_a_folder_that_only_looks_like_a_kb(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """A folder holding memories/ is a knowledge base only by init's definition (a commit holding
+    memories/ with .slayer-kb/ in a committed .gitignore, or the state folder a command made):
+    init refused a KB inside an agent project with notes in memories/, or below an unrelated
+    memories/ with no repository, as inside another KB. A clone of a KB, with no state folder
+    yet, is still one."""
+    project = tmp_path / "agentproj"
+    (project / "memories").mkdir(parents=True)
+    (project / "memories" / "notes.md").write_text("# notes\n")
+    for args in (("init", "-q"), ("add", "."), ("commit", "-q", "-m", "notes")):
+        git(project, *args)
+    kb = project / "kb"
+    made = invoke_cli("init", "kb", cwd=project)
+    assert (made.returncode, made.stdout, made.stderr) == (0, f"Initialised knowledge base in {kb}\n", "")
+    for folder, cwd in (("kb", project), (".", kb)):  # run again there, and from inside it
+        proc = invoke_cli("init", folder, cwd=cwd)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (
+            0, f"{kb} is already a knowledge base: nothing to do.\n", ""), cwd
+    assert (git(project, "ls-files"), git(project, "status", "--porcelain")) == (
+        "kb/.gitignore\nkb/memories/.gitkeep\nmemories/notes.md\n", "")
+    # A look-alike inside a KB hides it not.
+    (kb / "docs" / "memories").mkdir(parents=True)
+    proc = invoke_cli("init", kb / "docs" / "new")
+    assert (proc.returncode, proc.stderr) == (1, (
+        f"Error: {kb}/docs/new is inside the knowledge base at {kb}: a knowledge base there would mix its files with "
+        "that one's. Give that knowledge base's folder, or one outside it.\n"))
+    home = tmp_path / "home"
+    (home / "memories").mkdir(parents=True)
+    (home / "projects").mkdir()
+    proc = invoke_cli("init", "kb", cwd=home / "projects")
+    assert (proc.returncode, proc.stdout) == (0, f"Initialised knowledge base in {home}/projects/kb\n"), proc.stderr
+    # A clone of a KB: refused inside it as in the KB itself.
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(kb.parent), str(clone))
+    message = (f"{clone}/kb/models is inside the knowledge base at {clone}/kb: a knowledge base there would mix its "
+               "files with that one's. Give that knowledge base's folder, or one outside it.")
+    proc = invoke_cli("init", clone / "kb" / "models")
+    assert (proc.returncode, proc.stderr) == (1, f"Error: {message}\n")
+    assert not (clone / "kb" / "models").exists() and not (clone / "kb" / ".slayer-kb").exists()
+
+
 def test_init_holds_its_folder_while_it_works(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two inits of one folder at once each took the other's files for additions of its own, and
     the one that failed removed them (the stress run below). The folder is held (an flock of the

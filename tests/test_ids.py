@@ -15,6 +15,7 @@ from slayer_kb.core.ids import (
     highest_auto_file,
     highest_auto_id,
     is_auto_id,
+    number_read,
 )
 
 
@@ -232,3 +233,60 @@ def test_check_new_id_accepts_only_portable_file_names(value: str) -> None:
     assert check_id(value) == value
     assert unicodedata.is_normalized("NFC", value)
     assert value.split(".", 1)[0].casefold() not in WINDOWS_RESERVED
+
+
+_FULLWIDTH = str.maketrans("0123456789", "０１２３４５６７８９")
+_ARABIC_INDIC = str.maketrans("0123456789", "٠١٢٣٤٥٦٧٨٩")
+
+
+@st.composite
+def _number_spelling(draw: st.DrawFn) -> tuple[str, int]:
+    """A whole number and one way Python's int() or float() reads a string as it."""
+    n = draw(st.integers(0, 10**12))
+    digits = str(n)
+    forms = [digits, "0" * draw(st.integers(1, 3)) + digits, "+" + digits, digits + "." + "0" * draw(st.integers(0, 3)),
+             "_".join(digits), f"{n:#x}", f"{n:#o}", f"{n:#b}", digits.translate(_FULLWIDTH),
+             digits.translate(_ARABIC_INDIC)]
+    if n:
+        zeros = len(digits) - len(digits.rstrip("0"))
+        shift = draw(st.integers(0, zeros))
+        mantissa = digits[:len(digits) - shift]
+        forms.append(f"{mantissa[0]}.{mantissa[1:] or '0'}e{len(mantissa) - 1 + shift}")  # 1.2e1
+        forms.append(f"{mantissa}E+{shift}")
+    return draw(st.sampled_from(forms)), n
+
+
+def _python_reads(text: str) -> float | int | None:
+    for parse in (int, lambda t: int(t, 0), float):
+        try:
+            return parse(text)
+        except ValueError:
+            pass
+    return None
+
+
+@given(_number_spelling())
+def test_every_spelling_python_reads_as_a_whole_number_reads_as_that_number(spelling: tuple[str, int]) -> None:
+    """The rule rename refuses by and a lookup's "did you mean" maps by is Python's: what int()
+    (any base it takes with a prefix) or float() reads as a whole number N >= 0 reads as N
+    (``012``, ``+12``, ``12.0``, ``1_2``, ``0xc``, ``1.2e1``, ``１２``)."""
+    text, n = spelling
+    assert _python_reads(text) == n  # the spelling is one Python reads so
+    assert number_read(text) == str(n)
+
+
+@given(st.text("0123456789+-._eExXbBoOafinN１٣ ", max_size=12)
+       | st.builds(lambda n, tail: f"{n}{tail}", st.integers(0, 99), st.sampled_from([".5", "e-1", ".25e1", "x"])))
+def test_what_reads_as_a_number_python_reads_as_that_number(text: str) -> None:
+    """Nothing else reads as a number: not a fraction (``1.5``, ``1e-1``), not what Python
+    refuses (``1e``, ``x1``), not a negative or no finite number (``-1``, ``inf``, ``nan``),
+    not a decimal that float() only rounds to a whole number (``1e-400``)."""
+    read = number_read(text)
+    if read is not None:
+        assert _python_reads(text) == int(read) and is_auto_id(read)
+
+
+@pytest.mark.parametrize("text", ["1.5", "1e-1", "-1", "inf", "nan", "1e", "x1", "0x", "1e-400", "1" + "0" * 200,
+                                  "1.0000000000000000001", "kb.1"])
+def test_what_no_number_is(text: str) -> None:
+    assert number_read(text) is None

@@ -69,8 +69,15 @@ def test_an_update_to_a_title_of_nothing_visible_clears_it_as_a_blank_one_does(
         assert (json_of(updated)["title"], json_of(updated)["action"]) == (None, "updated")
         assert "title:" not in (root / "memories" / "25.yaml").read_text()
         git(root, "reset", "-q", "--hard", "HEAD~1")
-    refused = invoke_cli("--kb", root, "save", "x", "--title", "\u200b")
-    assert (refused.returncode, refused.stderr) == (1, "Error: title is required and must not be blank.\n")
+    # Unicode's default-ignorable characters (a variation selector, the grapheme joiner, Hangul
+    # fillers, Khmer's inherent vowels, a tag) and the braille blank print nothing either.
+    for title in ("\u200b", "\ufe0f", "\U000e0100", "\u034f", "\u3164\uffa0", "\u115f\u1160", "\u17b4", "\U000e0041",
+                  "\u2800"):
+        refused = invoke_cli("--kb", root, "save", "x", "--title", title)
+        assert (refused.returncode, refused.stderr) == (1, "Error: title is required and must not be blank.\n"), title
+        refused = invoke_cli("--kb", root, "save", title, "--title", "T")
+        assert (refused.returncode, refused.stderr) == (
+            1, "Error: learning is empty: write what was learned (it is required and must not be blank).\n"), title
     # A format character that prints a sign of its own (U+06DD, the end of ayah) is a title.
     updated = invoke_cli("--kb", root, "--json", "update", "25", "--title", "\u06dd")
     assert (json_of(updated)["title"], json_of(updated)["action"]) == ("\u06dd", "updated")

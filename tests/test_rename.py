@@ -137,6 +137,9 @@ def test_where_the_file_system_names_both_spellings_one_file_the_two_steps_are_g
     (["kb.fees", "+12.0"], "Memory id '+12.0' reads as the number '12', as auto ids are: slayer-kb allocates those to "
                            "new memories (one above every number used), they are not chosen. Give a name such as "
                            "'kb.orders-total'."),
+    (["kb.fees", "1.2e1"], "Memory id '1.2e1' reads as the number '12', as auto ids are: slayer-kb allocates those to "
+                           "new memories (one above every number used), they are not chosen. Give a name such as "
+                           "'kb.orders-total'."),
     (["7", "nul.notes"], "Memory id 'nul.notes' begins with 'nul', a device name Windows reserves (CON, PRN, AUX, "
                          "NUL, COM1-9, LPT1-9, in any letter case, also before a '.' as in nul.txt): its file cannot "
                          "exist on Windows. Choose another id, e.g. 'kb.nul.notes'."),

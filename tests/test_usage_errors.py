@@ -1,5 +1,6 @@
 """Options or arguments that cannot go together, or one a command needs that is missing, are
-usage errors: exit 2 with the command's usage, whether click or the library finds them (CLI.md)."""
+usage errors: exit 2 with the command's usage, whether click or the library finds them (CLI.md).
+One given empty or blank is a value refused: exit 1."""
 
 from __future__ import annotations
 
@@ -54,6 +55,27 @@ def test_options_that_cannot_go_together_exit_2_with_the_usage(
     assert proc.stderr.endswith(f"Try 'slayer-kb {name} --help' for help.\n\nError: {message}\n")
     assert json.loads(proc.stdout) == {"error": {"type": "usage",
                                                  "message": f"{message} Try 'slayer-kb {name} --help' for help."}}
+
+
+# One rule with the misuses above: what a command needs, left out, is a usage error; given empty
+# or blank, it is a value refused as any other (exit 1), as an id or a path is.
+BLANKS = [
+    (("save", ""), "invalid_input", "learning is empty: write what was learned (it is required and must not be blank)."),
+    (("get", ""), "invalid_id", "Memory id must not be empty; give the id of the memory to show (search and list show "
+                                "the ids)."),
+    (("suggest-topic-key", "--title", "", "--content", "\u200b"), "invalid_input",
+     "A topic key needs a title or content, and both are empty: pass --title (preferred) or --content to derive "
+     "the key from."),
+]
+
+
+@pytest.mark.parametrize(("args", "kind", "message"), BLANKS, ids=[args[0] for args, _, _ in BLANKS])
+def test_what_a_command_needs_given_blank_exits_1_as_a_value_refused(
+        invoke_cli: CliRunner, example_kb_read_only: KnowledgeBase, args: tuple[str, ...], kind: str,
+        message: str) -> None:
+    proc = invoke_cli("--kb", example_kb_read_only.root, *args, "--json")
+    assert (proc.returncode, json.loads(proc.stdout), proc.stderr) == (
+        1, {"error": {"type": kind, "message": message}}, f"Error: {message}\n")
 
 
 def test_an_id_sync_did_not_move_is_not_found_not_a_usage_error(

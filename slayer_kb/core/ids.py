@@ -13,11 +13,13 @@ Existing files that break these rules stay readable, so they can still be fixed 
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import re
 import unicodedata
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
+from decimal import Decimal
 
 from .errors import InvalidIdError, NotFoundError
 from .locate import MEMORY_LINK, id_of_memory_file
@@ -127,17 +129,27 @@ def is_auto_id(memory_id: str) -> bool:
     return _AUTO_ID.match(memory_id) is not None
 
 
-# A number as agents write one in other forms: a sign, leading zeros, decimals, other digits.
-_NUMBER_FORM = re.compile(r"\+?(\d+)(?:\.0*)?\Z")
-
-
-def _number_read(memory_id: str) -> str | None:
-    """The auto id ``memory_id`` reads as, written as one (``01``, ``+1``, ``1.0``, a fullwidth
-    ``１`` -> ``1``; ``1`` itself), or None when it is no number."""
-    match = _NUMBER_FORM.match(unicodedata.normalize("NFKC", memory_id))
-    if match is None or len(match[1]) > MAX_ID_BYTES:
+def number_read(memory_id: str) -> str | None:
+    """The auto id ``memory_id`` reads as, written as one, or None when it is no number. It
+    reads as the whole number N >= 0 that Python reads it as (after NFKC: a fullwidth ``１`` is a
+    ``1``): int() (``012``, ``+12``, ``1_2``, other scripts' digits, ``١٢``), int() of a
+    prefixed base (``0xc``, ``0o14``, ``0b1100``), float() exactly (``12.0``, ``1.2e1``; not
+    ``1e-400``, which it rounds to 0). ``12`` itself reads as ``12``."""
+    text = unicodedata.normalize("NFKC", memory_id)
+    for base in (10, 0):  # 0: Python's prefixes, which refuse leading zeros (base 10 takes them)
+        with contextlib.suppress(ValueError):
+            return _whole(int(text, base))
+    try:
+        value = float(text)
+    except ValueError:
         return None
-    return str(int(match[1]))  # int() reads the decimal digits of every script
+    # The decimal written must be the whole number itself, not one float() rounds to it.
+    return _whole(int(value)) if value.is_integer() and Decimal(text) == value else None
+
+
+def _whole(value: int) -> str | None:
+    plain = str(value)
+    return plain if value >= 0 and len(plain) <= MAX_ID_BYTES else None
 
 
 def meant_id(memory_id: str, exists: Callable[[str], bool]) -> str:
@@ -145,7 +157,7 @@ def meant_id(memory_id: str, exists: Callable[[str], bool]) -> str:
     ".") when the id is another spelling of an existing auto id (``01``, ``+1``, ``1.0``, a
     fullwidth ``１``), else ``""``. Such ids are valid ids of their own (``001`` may be saved), so they are not taken
     for the number: the agent is told which id it probably meant."""
-    plain = _number_read(memory_id)
+    plain = number_read(memory_id)
     if plain is None or plain == memory_id or not exists(plain):
         return ""
     return (f"; did you mean '{plain}'? An auto id is written in plain ASCII digits, without a sign, "
@@ -204,7 +216,7 @@ def check_new_id(memory_id: object, existing: Iterable[str] = (), advice: NewIdA
     no file that an id of ``existing`` names on macOS or Windows (see :func:`check_no_clash`).
     """
     memory_id = check_id(memory_id)
-    if advice.numbers is not None and (plain := _number_read(memory_id)) is not None:
+    if advice.numbers is not None and (plain := number_read(memory_id)) is not None:
         said = "is a number" if plain == memory_id else f"reads as the number '{plain}'"
         raise InvalidIdError(
             f"Memory id '{memory_id}' {said}, as auto ids are: slayer-kb allocates those to new memories (one "

@@ -46,20 +46,39 @@ def check_unicode(value: Any, name: str) -> None:
             stack.extend(item)
 
 
-# Spaces, line breaks and the characters that print as nothing (zero-width space, joiners,
-# direction marks, the byte-order mark): a text of only these says nothing.
+# Spaces, line breaks and the characters that print as nothing: controls, and the format
+# characters (zero-width space, joiners, direction marks, the byte-order mark, the interlinear
+# annotation marks and Egyptian hieroglyph joiners, which print nothing of their own).
 _INVISIBLE = frozenset({"Cc", "Cf", "Zl", "Zp", "Zs"})
 # The format characters that print a sign of their own (Unicode's Prepended_Concatenation_Mark:
 # Arabic number signs, the end of ayah U+06DD, the Syriac abbreviation mark, Kaithi's number signs).
 _VISIBLE_FORMAT = frozenset("\u0600\u0601\u0602\u0603\u0604\u0605\u06dd\u070f\u0890\u0891\u08e2"
                             "\U000110bd\U000110cd")
+# Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt) beyond the format characters,
+# which unicodedata does not name: a renderer shows none of them alone. The combining grapheme
+# joiner U+034F, the Hangul fillers (U+115F, U+1160, U+3164, U+FFA0), Khmer's inherent vowels
+# (U+17B4-5), Mongolian's variation selectors (U+180B-F), the variation selectors (U+FE00-F,
+# U+E0100-E01EF), and the code points Unicode keeps ignorable for characters to come.
+_IGNORABLE = ((0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F), (0x2065, 0x2065),
+              (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0xE0000, 0xE0FFF))
+# The braille blank U+2800 is no default-ignorable (it is braille's space, a cell of no dots) but
+# prints as a space: a text of only it says nothing either.
+_BLANK_SYMBOL = "\u2800"
+
+
+def _invisible(ch: str) -> bool:
+    if ch.isspace() or ch == _BLANK_SYMBOL:
+        return True
+    if unicodedata.category(ch) in _INVISIBLE:
+        return ch not in _VISIBLE_FORMAT
+    code = ord(ch)
+    return any(low <= code <= high for low, high in _IGNORABLE)
 
 
 def blank(value: Any) -> bool:
     """True for what is not text, or text with nothing visible in it (``str.strip`` keeps a
     zero-width space, so ``"\u200b"`` passed as a learning)."""
-    return not isinstance(value, str) or all(
-        ch.isspace() or (unicodedata.category(ch) in _INVISIBLE and ch not in _VISIBLE_FORMAT) for ch in value)
+    return not isinstance(value, str) or all(_invisible(ch) for ch in value)
 
 
 def checked_learning(learning: Any, limit: int, name: str = "learning", tool_name: str | None = None) -> str:

@@ -71,12 +71,10 @@ def delete_model(
     """Delete a model (``orders`` or ``shop.orders``) and strip it and its leaves from memories.
     ``force``: files holding uncommitted work are rewritten from HEAD (``Transaction.rewrite``)."""
 
-    _catalog_name(model, "MODEL or DS.MODEL", "orders or shop.orders", counts=(1, 2))
-    if datasource is not None:
-        _catalog_name(datasource, "--datasource DS", "shop", counts=(1,))
+    name, datasource = _model_named(model, datasource)  # a usage error is told before the KB's state
 
     def catalog_changes() -> tuple[str, str, list[Change]]:
-        found = _find_model(kb, model, datasource)
+        found = _find_model(kb, name, datasource)
         return found.entity, "model", [Change(_kb_path(kb, found.path, "delete"), None)]
 
     with kb.transaction() as tx:
@@ -148,8 +146,12 @@ def _find_datasource(kb: Context, name: str) -> Datasource:
     return datasource
 
 
-def _find_model(kb: Context, model: str, datasource: str | None) -> Model:
-    name = model.strip()
+def _model_named(model: str, datasource: str | None) -> tuple[str, str | None]:
+    """The model's name and its datasource (None: any) as MODEL (``orders``, ``shop.orders``)
+    and --datasource give them, refused when the two name different datasources."""
+    name = _catalog_name(model, "MODEL or DS.MODEL", "orders or shop.orders", counts=(1, 2))
+    if datasource is not None:
+        datasource = _catalog_name(datasource, "--datasource DS", "shop", counts=(1,))
     if "." in name:
         given, _, name = name.partition(".")
         if datasource is not None and datasource != given:
@@ -158,6 +160,10 @@ def _find_model(kb: Context, model: str, datasource: str | None) -> Model:
                 f"{shown_value(datasource)}: name the datasource once, in MODEL or with --datasource."
             )
         datasource = given
+    return name, datasource
+
+
+def _find_model(kb: Context, name: str, datasource: str | None) -> Model:
     if datasource is not None:
         found = _find_datasource(kb, datasource).models.get(name)
         if found is None:

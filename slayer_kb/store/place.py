@@ -69,13 +69,41 @@ def inside_kb_refusal(root: Path) -> str | None:
     """Why ``root`` (absolute, links resolved, perhaps not made yet) is no place for a KB when it
     is in another KB's folder elsewhere than ``kb_folder_refusal`` names (its catalog's
     ``models/``, any folder of its own): that KB's commands, run there, would find the new one,
-    and its catalog would hold the new one's files. The enclosing KB is looked for as every
-    command looks for one (``find_root``: up to a repository's top); None when there is none."""
+    and its catalog would hold the new one's files. The enclosing folder is looked for as every
+    command looks for one (``find_root``: up to a repository's top), and taken only when it is a
+    KB (``is_made_kb``), else looked for above it; None when there is none."""
     found = find_root(str(root.parent)) if root.parent != root else None
-    if found is None or not _holds_a_kb(Path(found), ""):
+    while found is not None and not is_made_kb(Path(found)):
+        # A look-alike (a project's notes in memories/) may be inside a KB: look on above it,
+        # up to its repository's top.
+        above = os.path.dirname(found)
+        found = None if os.path.exists(os.path.join(found, ".git")) or above == found else find_root(above)
+    if found is None:
         return None
     return (f"{root} is inside the knowledge base at {found}: a knowledge base there would mix its files with "
             f"that one's. Give that knowledge base's folder, or one outside it.")
+
+
+def is_made_kb(folder: Path) -> bool:
+    """Whether ``folder`` is a KB by init's definition, not only one by its look (a project's
+    notes in ``memories/``): it has the state folder a command made, or HEAD holds its
+    ``memories/`` and a ``.gitignore`` of its own that ignores the state folder (a clone)."""
+    if (folder / STATE_DIR).is_dir():
+        return True
+    env = git_env()
+    try:
+        kind = run_bounded(["git", "cat-file", "-t", f"HEAD:./{MEMORIES_DIR}"], folder, None, env, None)
+        if kind.stdout != b"tree\n":
+            return False
+        ignore = run_bounded(["git", "cat-file", "blob", "HEAD:./.gitignore"], folder, None, env, None)
+    except FileNotFoundError:  # no git: the store says so
+        return False
+    return ignore.returncode == 0 and ignores_state(ignore.stdout)
+
+
+def ignores_state(text: bytes) -> bool:
+    """Whether ``text``, a ``.gitignore``, has a line of the state folder."""
+    return any(line.strip().strip(b"/") == STATE_DIR.encode() for line in text.splitlines())
 
 
 def _holds_a_kb(parent: Path, through: str) -> bool:
