@@ -41,29 +41,40 @@ def test_a_link_the_other_clone_added_to_a_renamed_memory_follows_the_rename(
 @pytest.mark.parametrize("renamer_first", [True, False])
 def test_a_link_the_other_clone_made_to_an_id_renamed_then_reused_follows_the_rename(
         tmp_path: Path, invoke_cli: CliRunner, renamer_first: bool) -> None:
-    """Clone a renames 1 to kb.revenue and gives 1 to a new memory on purpose (``--reuse-id``);
-    clone b, which has not synced the rename, links 1: that link meant the revenue memory and
-    follows the rename; a's own link to the new 1 stays."""
+    """Clone a renames kb.r to kb.revenue and gives kb.r to kb.other on purpose (``--reuse-id``); clone
+    b, which has not synced the renames, links kb.r and kb.other: its link to kb.r meant the revenue
+    memory and follows that rename, its link to kb.other follows that one, once (to kb.r, never on
+    to kb.revenue). a's own links to the new kb.r stay, the one in kb.s too, a memory b edited."""
     _bare, (a, b) = make_team(tmp_path)
-    invoke_cli("--kb", a, "save", "Revenue is paid orders", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "save", "Revenue is paid orders", "--id", "kb.r", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "save", "Refunds are negative", "--id", "kb.other", "-e", "shop.orders.amount",
+               check=True)
+    invoke_cli("--kb", a, "save", "A shared note", "--id", "kb.s", "-e", "shop.orders.amount", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     invoke_cli("--kb", b, "sync", check=True)
-    invoke_cli("--kb", a, "rename", "1", "kb.revenue", check=True)
-    invoke_cli("--kb", a, "save", "Refunds are negative", "--id", "1", "--reuse-id", "-e", "shop.orders.amount",
-               check=True)
-    invoke_cli("--kb", a, "save", "a links the new one", "--id", "kb.p", "-e", "memory:1", check=True)
-    invoke_cli("--kb", b, "save", "b links revenue", "--id", "kb.q", "-e", "memory:1", check=True)
+    invoke_cli("--kb", a, "rename", "kb.r", "kb.revenue", check=True)
+    invoke_cli("--kb", a, "rename", "kb.other", "kb.r", "--reuse-id", check=True)
+    invoke_cli("--kb", a, "save", "a links the new one", "--id", "kb.p", "-e", "memory:kb.r", check=True)
+    invoke_cli("--kb", a, "save", "A shared note", "--id", "kb.s", "-e", "shop.orders.amount,memory:kb.r", check=True)
+    invoke_cli("--kb", b, "save", "b links revenue", "--id", "kb.q", "-e", "memory:kb.r", check=True)
+    invoke_cli("--kb", b, "save", "b links refunds", "--id", "kb.o", "-e", "memory:kb.other", check=True)
+    invoke_cli("--kb", b, "update", "kb.s", "--description", "b's summary", check=True)
     first, second = (a, b) if renamer_first else (b, a)
     invoke_cli("--kb", first, "sync", check=True)
     proc = invoke_cli("--kb", second, "sync", check=True)
-    assert "rewrote links to renamed memories: memory:1 -> memory:kb.revenue in kb.q\n" in proc.stdout
-    assert git(second, "log", "-1", "--format=%s") == "memory: rewrite links to renamed 1 as kb.revenue in kb.q\n"
+    assert ("rewrote links to renamed memories: memory:kb.other -> memory:kb.r in kb.o, memory:kb.r -> memory:kb.revenue "
+            "in kb.q\n") in proc.stdout
+    assert git(second, "log", "-1", "--format=%s") == (
+        "memory: rewrite links to renamed kb.r as kb.revenue, kb.other as kb.r in kb.o, kb.q\n")
     invoke_cli("--kb", first, "sync", check=True)
     for clone in (a, b):
         memories = clone / "memories"
         assert "entities:\n- memory:kb.revenue\n" in (memories / "kb.q.yaml").read_text()
-        assert "entities:\n- memory:1\n" in (memories / "kb.p.yaml").read_text()
-        assert "learning: Refunds are negative\n" in (memories / "1.yaml").read_text()
+        assert "entities:\n- memory:kb.r\n" in (memories / "kb.o.yaml").read_text()
+        assert "entities:\n- memory:kb.r\n" in (memories / "kb.p.yaml").read_text()
+        shared = (memories / "kb.s.yaml").read_text()
+        assert "description: b's summary\nentities:\n- shop.orders.amount\n- memory:kb.r\n" in shared
+        assert "learning: Refunds are negative\n" in (memories / "kb.r.yaml").read_text()
 
 
 def test_a_forget_beside_a_similar_save_is_still_a_forget(tmp_path: Path, invoke_cli: CliRunner) -> None:

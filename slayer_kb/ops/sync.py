@@ -373,7 +373,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     if parted:
         _recount(kb, store, tx, (parted, upstream, ours), both)
     moves = Moves(result.merged, result.unlinked, result.cascaded, result.deduplicated, result.relinked)
-    _refuse(kb, finish(kb, store, tx, upstream, parted, moves, index.catch_up), result)
+    _refuse(kb, finish(kb, store, tx, upstream, parted, moves, index.catch_up, ours=ours), result)
 
 
 def _finish_merge_by_hand(kb: Context, store: GitStore, tx: Transaction, upstream: str, result: SyncResult) -> None:
@@ -385,7 +385,7 @@ def _finish_merge_by_hand(kb: Context, store: GitStore, tx: Transaction, upstrea
         return
     parted = store.git("merge-base", f"{merge}^1", f"{merge}^2", check=False).stdout.decode().strip()
     if parted:
-        strip_gone(kb, store, tx, parted, f"{merge}^2", result.unlinked, result.cascaded, result.relinked)
+        strip_gone(kb, store, tx, parted, (f"{merge}^2", f"{merge}^1"), result.unlinked, result.cascaded, result.relinked)
 
 
 def _count(store: GitStore, tip: str, exclude: str) -> int:
