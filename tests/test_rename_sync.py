@@ -361,3 +361,62 @@ def test_a_link_to_the_rename_the_steps_drop_follows_the_kept_one(tmp_path: Path
     assert list(_files(b)) == ["kb.a.yaml", "kb.l.yaml", "kb.q.yaml"]
     assert "entities:\n- memory:kb.a\n" in _files(b)["kb.q.yaml"]
     assert invoke_cli("--kb", b, "validate", check=True).stdout.endswith("no problems.\n")
+
+
+@pytest.mark.parametrize("change", [("update", "kb.r", "--description", "b's summary"), ("forget", "kb.r")])
+def test_a_change_of_an_id_the_upstream_renamed_and_reused_stops_the_sync(
+        tmp_path: Path, invoke_cli: CliRunner, change: tuple[str, ...]) -> None:
+    """Clone a renames kb.r to kb.revenue and gives kb.r to a new memory; clone b, unaware, edits
+    or forgets kb.r and syncs second: replayed on a's commits the change would land on the new
+    kb.r, so the sync stops (nothing lost) with steps that set it aside for kb.revenue."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Revenue is paid orders", "--id", "kb.r", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    parted = git(b, "rev-parse", "--short=12", "HEAD").strip()
+    invoke_cli("--kb", a, "rename", "kb.r", "kb.revenue", check=True)
+    invoke_cli("--kb", a, "save", "Refunds are negative", "--id", "kb.r", "--reuse-id", "-e", "shop.orders.amount",
+               check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, *change, check=True)
+    head = git(b, "rev-parse", "HEAD")
+    proc = invoke_cli("--kb", b, "sync")
+    assert (proc.returncode, proc.stderr) == (1, (
+        "Error: Your commits changed memory 'kb.r' (an edit, a forget or a rename), which origin/main renamed to "
+        "'kb.revenue' and then gave 'kb.r' to a new memory (--reuse-id): replayed there, your change would land on "
+        "the new memory, and sync cannot tell it from one meant for that memory, so nothing was pushed and the "
+        "repository is back as it was. Make it on 'kb.revenue' instead: "
+        f"cd {b}; git fetch origin; git show HEAD:./memories/kb.r.yaml > kb.r.mine.yaml; git reset --soft {parted}; "
+        f"git restore --source={parted} --staged --worktree -- memories/kb.r.yaml; git commit -m 'My changes, memory "
+        "kb.r set aside' (if anything is left); slayer-kb sync; then make your change again there (slayer-kb edit "
+        "kb.revenue, your version in kb.r.mine.yaml; or slayer-kb forget kb.revenue).\n"))
+    assert git(b, "rev-parse", "HEAD") == head and not (b / "memories" / "kb.revenue.yaml").exists()
+
+
+def test_an_id_both_clones_renamed_and_reused_stops_the_sync(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """Both clones rename kb.r away and give kb.r to a new memory of their own: two memories for
+    one id, each side's links meaning its own. The second sync stops, naming both renames."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Revenue is paid orders", "--id", "kb.r", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    parted = git(b, "rev-parse", "--short=12", "HEAD").strip()
+    for clone, new in ((a, "kb.x"), (b, "kb.y")):
+        invoke_cli("--kb", clone, "rename", "kb.r", new, check=True)
+        invoke_cli("--kb", clone, "save", f"{new}'s twin", "--id", "kb.r", "--reuse-id", "-e", "shop.orders.amount",
+                   check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    head = git(b, "rev-parse", "HEAD")
+    proc = invoke_cli("--kb", b, "sync")
+    assert (proc.returncode, proc.stderr) == (1, (
+        "Error: Memory 'kb.r' was renamed on both sides (by your commits to 'kb.y', by origin/main's to 'kb.x'), and "
+        "each side gave 'kb.r' to a new memory (--reuse-id): two memories for one id, and a link to 'kb.r' means a "
+        "different one on each side. Sync cannot tell which one a link or an agent meant, so nothing was pushed and "
+        "the repository is back as it was. Keep one side's 'kb.r': to give up yours, "
+        f"cd {b}; git fetch origin; git show HEAD:./memories/kb.r.yaml > kb.r.mine.yaml; git reset --soft {parted}; "
+        f"git restore --source={parted} --staged --worktree -- memories/kb.r.yaml; git commit -m 'My changes, memory "
+        "kb.r set aside' (if anything is left); slayer-kb sync; then save your new memory again under an id of its "
+        "own (slayer-kb save ... --id NEW-ID; its text is in kb.r.mine.yaml) and point your links to it there; the "
+        "other side's clone does the same to give up theirs.\n"))
+    assert git(b, "rev-parse", "HEAD") == head
+    assert "learning: kb.y's twin\n" in (b / "memories" / "kb.r.yaml").read_text()

@@ -56,6 +56,7 @@ from ..transaction import Transaction, memory_change
 from .merge import merge_conflict_message, merge_in, merging
 from .rebase import conflict_message, in_progress, run
 from .renumber import plan, renumber_commit, require_clean, rewrite_commits
+from .reuses import reuse_stop
 from .revalidation import Moves, Revalidated, finish, on_top, revalidate
 from .snapshot import blobs_at, merge_bases, session_projects, written_on_both, written_on_either
 from .syncfetch import Fetch
@@ -353,6 +354,8 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     bases = merge_bases(store, (upstream, ours))
     parted = bases[0] if bases else ""
     both = written_on_both(store, parted, (upstream, "HEAD")) if parted else []
+    if both and (stop := reuse_stop(store, kb.root, parted, (upstream, ours), both, name, merges)):
+        raise ConflictError(stop)
     if merges:
         _merge(store, remote, name, upstream, bool(mapping), written_on_either(store, (upstream, ours), bases), parted)
     elif (both and rename_meets(store, parted, (upstream, ours))) or (tip := replay(store, upstream, ours)) is None:
