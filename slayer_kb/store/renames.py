@@ -57,6 +57,15 @@ def ever_renamed(store: GitStore, memory_id: str) -> bool:
                           "HEAD", "--").stdout.strip())
 
 
+def renamed_ids(store: GitStore) -> set[str]:
+    """Every old id a commit of HEAD's history records a rename of (unchecked, as ``ever_renamed``):
+    one ``git log`` for many ids (an import's)."""
+    if store.head() is None:
+        return set()
+    out = store.git(*_LOG, "--format=%B", "--basic-regexp", f"--grep=^{_KEY}", "HEAD", "--").stdout
+    return {old for old, _new in _TRAILER.findall(out.decode("utf-8", "replace"))}
+
+
 @dataclass(frozen=True)
 class Away:
     """Where an id a commit renamed went: each move in order (the new id, its commit), and the
