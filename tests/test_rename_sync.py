@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, git, make_team
+from testing import CliRunner, git, make_team, traced_git
 
 
 @pytest.mark.parametrize("renamer_first", [True, False])
@@ -420,3 +420,19 @@ def test_an_id_both_clones_renamed_and_reused_stops_the_sync(tmp_path: Path, inv
         "other side's clone does the same to give up theirs.\n"))
     assert git(b, "rev-parse", "HEAD") == head
     assert "learning: kb.y's twin\n" in (b / "memories" / "kb.r.yaml").read_text()
+
+
+def test_a_sync_of_edits_alone_reads_no_rename(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """Each clone edits a memory and adds none: no id can have been renamed (a rename adds its new
+    id), so the sync asks git for no rename trailer."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Revenue is paid orders", "--id", "kb.r", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "save", "Refunds are negative", "--id", "kb.f", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "update", "kb.r", "--description", "a's summary", check=True)
+    invoke_cli("--kb", b, "update", "kb.f", "--description", "b's summary", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    with traced_git(tmp_path) as runs:
+        assert invoke_cli("--kb", b, "sync", check=True).stdout.startswith("Synced main with origin: rebased")
+    assert [run for run in runs("") if "Renamed: " in run] == []

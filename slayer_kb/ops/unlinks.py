@@ -52,26 +52,30 @@ def strip_gone(kb: Context, store: GitStore, tx: Transaction, parted: str, tips:
     ``unlinked`` given each memory's forgotten ids, ``cascaded`` its deleted entities and
     ``relinked`` its renamed ids ({old: new})."""
     folders = [store.repo_path(f"{MEMORIES_DIR}/"), *(store.repo_path(f"{d}/") for d in CATALOG_DIRS)]
-    out = store.git("diff", "--name-status", "-z", "--no-renames", "--diff-filter=DM", parted, "HEAD", "--",
+    out = store.git("diff", "--name-status", "-z", "--no-renames", "--diff-filter=ADM", parted, "HEAD", "--",
                     *folders).stdout.decode("utf-8", "surrogateescape").split("\0")
     forgotten: set[str] = set()
     changed: set[str] = set()  # a memory renamed away and its id given again is among them
+    added = False  # a rename adds its new id: without one, no changed memory was renamed and reused
     catalog_changed: set[str] = set()
     for status, path in zip(out[::2], out[1::2], strict=False):  # the output ends with a NUL
         memory_id = id_of_path(path[len(store.prefix):])
-        if memory_id is not None and status == "D":
+        if memory_id is None:
+            if path.endswith(".yaml") and status != "A":
+                catalog_changed.add(path[len(store.prefix):])
+        elif status == "D":
             forgotten.add(memory_id)
-        elif memory_id is not None:
+        elif status == "M":
             changed.add(memory_id)
-        elif memory_id is None and path.endswith(".yaml"):
-            catalog_changed.add(path[len(store.prefix):])
+        else:
+            added = True
     if other:
         out = store.git("diff", "--name-only", "-z", "--no-renames", "--diff-filter=D", other, "HEAD", "--",
                         store.repo_path(f"{MEMORIES_DIR}/")).stdout.decode("utf-8", "surrogateescape").split("\0")
         forgotten.update(i for i in (id_of_path(path[len(store.prefix):]) for path in out if path) if i is not None)
     made = False
     # A side renamed it (and the new id is still there): its links follow, as the rename's did.
-    olds = forgotten | changed
+    olds = (forgotten | changed) if added else forgotten
     renamed = renamed_since(store, parted, "HEAD", olds, before) if olds else Renamed({}, {})
     moved = {old: new for old, new in renamed.live.items() if old not in changed}
     reused = {old: new for old, new in renamed.live.items() if old in changed}
