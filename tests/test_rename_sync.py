@@ -414,10 +414,11 @@ def test_an_id_both_clones_renamed_and_reused_stops_the_sync(tmp_path: Path, inv
         "different one on each side. Sync cannot tell which one a link or an agent meant, so nothing was pushed and "
         "the repository is back as it was. Keep one side's 'kb.r': to give up yours, "
         f"cd {b}; git fetch origin; git show HEAD:./memories/kb.r.yaml > kb.r.mine.yaml; git reset --soft {parted}; "
-        f"git restore --source={parted} --staged --worktree -- memories/kb.r.yaml; git commit -m 'My changes, memory "
-        "kb.r set aside' (if anything is left); slayer-kb sync; then save your new memory again under an id of its "
-        "own (slayer-kb save ... --id NEW-ID; its text is in kb.r.mine.yaml) and point your links to it there; the "
-        "other side's clone does the same to give up theirs.\n"))
+        f"git restore --source={parted} --staged --worktree -- memories/kb.r.yaml; git rm -q -f -- memories/kb.y.yaml; "
+        "git commit -m 'My changes, memory kb.r set aside' (if anything is left); then, before syncing, save your new "
+        "memory again under an id of its own (slayer-kb save ... --id NEW-ID; its text is in kb.r.mine.yaml), point "
+        "your links to it there and those to 'kb.y' at 'kb.x', and slayer-kb sync; the other side's clone does the "
+        "same to give up theirs.\n"))
     assert git(b, "rev-parse", "HEAD") == head
     assert "learning: kb.y's twin\n" in (b / "memories" / "kb.r.yaml").read_text()
 

@@ -38,18 +38,19 @@ def reuse_stop(store: GitStore, root: Path, parted: str, tips: tuple[str, str], 
                     f"'{theirs[old]}'), and each side gave '{old}' to a new memory (--reuse-id): two memories for one "
                     f"id, and a link to '{old}' means a different one on each side. Sync cannot tell which one a link "
                     "or an agent meant, so nothing was pushed and the repository is back as it was. Keep one "
-                    f"side's '{old}': to give up yours, {_steps(root, base, old, name)} then save your new memory "
-                    f"again under an id of its own ({command_in(root)} save ... --id NEW-ID; its text is in "
-                    f"{old}.mine.yaml) and point your links to it there; the other side's clone does the same "
-                    "to give up theirs.")
+                    f"side's '{old}': to give up yours, {_steps(root, base, old, name, mine[old])} then, before "
+                    f"syncing, save your new memory again under an id of its own ({command_in(root)} save ... --id "
+                    f"NEW-ID; its text is in {old}.mine.yaml), point your links to it there and those to "
+                    f"'{mine[old]}' at '{theirs[old]}', and {command_in(root)} sync; the other side's clone does the "
+                    "same to give up theirs.")
         if there:
             return (f"Your commits changed memory '{old}' (an edit, a forget or a rename), which {name} renamed to "
                     f"'{theirs[old]}' and then gave '{old}' to a new memory (--reuse-id): replayed there, your change "
                     "would land on the new memory, and sync cannot tell it from one meant for that memory, so nothing "
                     f"was pushed and the repository is back as it was. Make it on '{theirs[old]}' instead: "
-                    f"{_steps(root, base, old, name)} then make your change again there ({command_in(root)} edit "
-                    f"{words(theirs[old])}, your version in {old}.mine.yaml; or {command_in(root)} forget "
-                    f"{words(theirs[old])}).")
+                    f"{_steps(root, base, old, name)} {command_in(root)} sync; then make your change again there "
+                    f"({command_in(root)} edit {words(theirs[old])}, your version in {old}.mine.yaml; or "
+                    f"{command_in(root)} forget {words(theirs[old])}).")
         if here and merges:  # in a rebase, git replays this side's rename onto the upstream's change
             return (f"{name} changed memory '{old}', which your commits renamed to '{mine[old]}' and then gave to a "
                     "new memory (--reuse-id): merged, its change could land on the new memory, so nothing was "
@@ -58,15 +59,17 @@ def reuse_stop(store: GitStore, root: Path, parted: str, tips: tuple[str, str], 
     return None
 
 
-def _steps(root: Path, base: str, old: str, name: str) -> str:
+def _steps(root: Path, base: str, old: str, name: str, copy: str = "") -> str:
     """The steps that take this branch's change of ``old`` off it (kept in ``OLD.mine.yaml``) and
-    sync the rest: its commits since ``base`` become one, the file as it was at ``base``."""
+    commit the rest (the caller says when to sync): its commits since ``base`` become one, the
+    file as it was at ``base``, and ``copy`` (this side's rename of it, which the other side's
+    rename keeps) removed."""
     path = words(memory_path(old))
     remote = name.partition("/")[0]
     steps = [*cd_step(root), f"git fetch {words(remote)}", f"git show HEAD:./{path} > {words(old + '.mine.yaml')}",
              f"git reset --soft {base}", f"git restore --source={base} --staged --worktree -- {path}",
-             "git commit -m 'My changes, memory " + old.replace("'", "") + " set aside' (if anything is left)",
-             f"{command_in(root)} sync"]
+             *([f"git rm -q -f -- {words(memory_path(copy))}"] if copy else []),
+             "git commit -m 'My changes, memory " + old.replace("'", "") + " set aside' (if anything is left)"]
     return "; ".join(steps) + ";"
 
 

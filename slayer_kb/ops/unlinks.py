@@ -45,12 +45,12 @@ def strip_gone(kb: Context, store: GitStore, tx: Transaction, parted: str, tips:
     forgotten on the other, the forget kept by hand). An id a side renamed and then gave a new
     memory (``--reuse-id``) keeps its links but those the side that did not rename it holds and
     the renaming side's version of that memory does not (``tips``: the other side's tip, then this
-    side's before the merge or rebase): they meant the memory renamed, and follow it. ``before``: this branch as it was before a
-    rebase replayed it, whose renames a conflict resolved by hand may have undone. ``other``: the
-    commit merged in, whose memories HEAD lacks this side forgot too, younger than ``parted`` as
-    they may be (taken in by a squash merge, then forgotten here). True when it made a commit,
-    ``unlinked`` given each memory's forgotten ids, ``cascaded`` its deleted entities and
-    ``relinked`` its renamed ids ({old: new})."""
+    side's before the merge or rebase): they meant the memory renamed, and follow it. ``before``:
+    this branch as it was before a rebase replayed it, whose renames a conflict resolved by hand
+    may have undone. ``other``: the commit merged in, whose memories HEAD lacks this side forgot
+    too, younger than ``parted`` as they may be (taken in by a squash merge, then forgotten here).
+    True when it made a commit, ``unlinked`` given each memory's forgotten ids, ``cascaded`` its
+    deleted entities and ``relinked`` its renamed ids ({old: new})."""
     folders = [store.repo_path(f"{MEMORIES_DIR}/"), *(store.repo_path(f"{d}/") for d in CATALOG_DIRS)]
     out = store.git("diff", "--name-status", "-z", "--no-renames", "--diff-filter=ADM", parted, "HEAD", "--",
                     *folders).stdout.decode("utf-8", "surrogateescape").split("\0")
