@@ -14,19 +14,18 @@ from pathlib import Path
 from ..core.locate import id_of_path, memory_path
 from ..core.problems import cd_step, command_in, words
 from ..store.gitenv import LITERAL_PATHS
-from ..store.renames import renames_between
 from ..store.repo import GitStore
 
 
-def reuse_stop(store: GitStore, root: Path, parted: str, tips: tuple[str, str], both: list[str], name: str,
+def reuse_stop(store: GitStore, root: Path, parted: str, tips: tuple[str, str],
+               renames: tuple[dict[str, str], dict[str, str]], both: list[str], name: str,
                merges: bool) -> str | None:
     """Why sync must stop, with the steps, when an id among ``both`` (the files both ``tips``, the
-    upstream ``name`` and this branch, wrote since ``parted``) was renamed and given again on one
-    side and changed on the other (on either side in a merge; on the upstream's in a rebase); None
-    when none was."""
+    upstream ``name`` and this branch, wrote since ``parted``; ``renames``: each one's
+    ``renames_between``) was renamed and given again on one side and changed on the other (on
+    either side in a merge; on the upstream's in a rebase); None when none was."""
     ids = {i for path in both if (i := id_of_path(path)) is not None}
-    theirs, mine = ({old: new for old, new in renames_between(store, parted, tip).items() if old in ids}
-                    for tip in tips)
+    theirs, mine = ({old: new for old, new in found.items() if old in ids} for found in renames)
     if not theirs and not (mine and merges):
         return None
     held = [_held(store, tip, [*theirs, *mine]) for tip in tips]
