@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import heapq
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
@@ -269,14 +270,23 @@ class Transaction:
         top = self._highest_auto_id(count)
         kb = self.kb
 
-        index: list[bytes | None] = []  # git's index, read once, when a name is free in the work tree
+        # A free name may be a memory file staged (git add) and then deleted by hand, which HEAD
+        # lacks: a commit there would take the place of the version the person's next ``git
+        # commit`` takes. Asked once a take, whatever the count: the names git's index holds (its
+        # file read, no process), then git only for a name found there (``staged_new``).
+        named: list[set[str] | None] = []
+        staged: list[set[str]] = []
 
-        def taken(n: int) -> bool:  # a file has the name, or git's index holds one the person deleted
+        def taken(n: int) -> bool:
             if os.path.lexists(kb.memories_dir / f"{n}.yaml"):
                 return True
-            if not index:
-                index.append(self._index_bytes())
-            return self._staged_away(str(n), index[0])
+            if not named:
+                named.append(self._index_names())
+            if named[0] is not None and str(n) not in named[0]:
+                return False
+            if not staged:
+                staged.append(self._staged_ids())
+            return str(n) in staged[0]
 
         leased = self.leases.take(count, top, taken)
         ids = leased if leased is not None else [str(n) for n in _free(top + 1, count, taken)]
@@ -289,29 +299,32 @@ class Transaction:
             )
         return ids
 
-    def _index_bytes(self) -> bytes | None:
-        """git's index file, where each path is spelt whole (version 2 or 3, not split: no shared
-        index beside it); b"" when there is none; None when it cannot tell."""
+    def _index_names(self) -> set[str] | None:
+        """The memory ids git's index names (a few more where another folder's path ends as the
+        memories folder's does), from one scan of its file where each path is spelt whole (version 2
+        or 3, not split: no shared index beside it); None when it cannot tell."""
         path = self.store.index_file
         try:
             with open(path, "rb") as index:
                 data = index.read()
             shared = any(name.startswith("sharedindex.") for name in os.listdir(path.parent))
         except FileNotFoundError:
-            return b""
+            return set()
         except OSError:
             return None
-        return data if data[:8] in (b"DIRC\0\0\0\2", b"DIRC\0\0\0\3") and not shared else None
+        if data[:8] not in (b"DIRC\0\0\0\2", b"DIRC\0\0\0\3") or shared:
+            return None
+        folder = re.escape(self.store.repo_path(f"{MEMORIES_DIR}/").encode("utf-8", "surrogateescape"))
+        return {name.decode("utf-8", "surrogateescape") for name in re.findall(folder + rb"([^\0/]+)\.yaml\0", data)}
 
-    def _staged_away(self, memory_id: str, index: bytes | None) -> bool:
-        """Whether git's index holds the memory's file, added (``git add``) and since deleted from
-        the work tree, which HEAD lacks: a commit there would take the place of the version the
-        person's next ``git commit`` takes (``GitStore.staged_new``). ``index`` (``_index_bytes``)
-        is searched for the path first: a git process only when it is there, or cannot tell."""
-        path = memory_path(memory_id)
-        if index is not None and self.store.repo_path(path).encode("utf-8", "surrogateescape") + b"\0" not in index:
-            return False
-        return path in self.store.staged_new([path])
+    def _staged_ids(self) -> set[str]:
+        """The memories git's index holds as added (``git add``) that HEAD lacks (``staged_new``),
+        one git process; none when git cannot read its index (a commit then says so, with the fix)."""
+        try:
+            added = self.store.staged_new([f"{MEMORIES_DIR}/"])
+        except StoreError:
+            return set()
+        return {memory_id for path in added if (memory_id := id_of_path(path)) is not None}
 
     def _highest_auto_id(self, count: int) -> int:
         kb = self.kb

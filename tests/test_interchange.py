@@ -291,3 +291,18 @@ def test_exports_saved_by_windows_tools_are_read(catalog_kb: KnowledgeBase, tmp_
     result = import_slayer(catalog_kb, tmp_path / "s")
     assert (result.imported, result.warnings) == (["kb.bom"], [])
     assert catalog_kb.get("kb.bom").learning == "shop.orders.amount is the order total in EUR.\n\nRefunds are separate negative rows."
+
+
+def test_import_slayer_skips_an_id_a_rename_moved(catalog_kb: KnowledgeBase, tmp_path: Path) -> None:
+    """An export made before ``rename x kb.x`` holds x: imported, it would give x, whose links and
+    agents mean kb.x, to another memory. Skipped with a warning naming where x went."""
+    kb = catalog_kb
+    kb.save_memory("old text", ["orders.amount"], id="x")
+    export_slayer(kb, tmp_path / "out")
+    kb.rename("x", "kb.x")
+    head = git(kb.root, "rev-parse", "HEAD").strip()
+    result = import_slayer(kb, tmp_path / "out")
+    assert (result.imported, result.skipped, result.warnings, result.commit) == ([], 1, [
+        f"memory 'x' was renamed to 'kb.x' (commit {head[:12]}), which links to it and agents told it mean; "
+        "skipped (give it another id in its file to import it)."], None)
+    assert not (kb.memories_dir / "x.yaml").exists() and git(kb.root, "rev-parse", "HEAD").strip() == head

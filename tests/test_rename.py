@@ -374,3 +374,19 @@ def test_a_new_memory_is_refused_an_id_a_rename_moved_unless_reused_on_purpose(
     reused = invoke_cli("save", "A new note", "--id", "7", "--reuse-id", "-e", "orders.amount", cwd=root)
     assert (reused.returncode, reused.stdout) == (0, "Saved memory 7 (created)\n  entities: shop.orders.amount\n")
     invoke_cli("rename", "kb.other", "kb.c", "--reuse-id", cwd=root, check=True)
+
+
+def test_reuse_id_with_nothing_to_reuse_is_refused(linked_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """``--reuse-id`` without ``--id``, or on a rename to an id no rename moved, does nothing it
+    says: refused, naming what to give or drop, and nothing committed."""
+    root = linked_kb.root
+    head = git(root, "rev-parse", "HEAD")
+    no_id = invoke_cli("save", "A new note", "--reuse-id", "-e", "orders.amount", cwd=root)
+    assert no_id.returncode == 2 and no_id.stderr.startswith("Usage: slayer-kb save [OPTIONS]")
+    assert no_id.stderr.endswith("Try 'slayer-kb save --help' for help.\n\nError: --reuse-id gives the id of --id to "
+                                 "a new memory: give --id too (or drop --reuse-id for the next auto id).\n")
+    never = invoke_cli("rename", "7", "kb.seven", "--reuse-id", cwd=root)
+    assert (never.returncode, never.stderr) == (1, (
+        "Error: --reuse-id gives an id a rename moved to another memory, and no rename moved 'kb.seven' to one that "
+        "is still there: drop --reuse-id.\n"))
+    assert git(root, "rev-parse", "HEAD") == head

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, git, make_team
+from testing import CliRunner, git, make_team, traced_git
 
 
 @pytest.mark.parametrize("renamer_first", [True, False])
@@ -43,29 +43,40 @@ def test_a_link_the_other_clone_added_to_a_renamed_memory_follows_the_rename(
 @pytest.mark.parametrize("renamer_first", [True, False])
 def test_a_link_the_other_clone_made_to_an_id_renamed_then_reused_follows_the_rename(
         tmp_path: Path, invoke_cli: CliRunner, renamer_first: bool) -> None:
-    """Clone a renames 1 to kb.revenue and gives 1 to a new memory on purpose (``--reuse-id``);
-    clone b, which has not synced the rename, links 1: that link meant the revenue memory and
-    follows the rename; a's own link to the new 1 stays."""
+    """Clone a renames kb.r to kb.revenue and gives kb.r to kb.other on purpose (``--reuse-id``); clone
+    b, which has not synced the renames, links kb.r and kb.other: its link to kb.r meant the revenue
+    memory and follows that rename, its link to kb.other follows that one, once (to kb.r, never on
+    to kb.revenue). a's own links to the new kb.r stay, the one in kb.s too, a memory b edited."""
     _bare, (a, b) = make_team(tmp_path)
-    invoke_cli("--kb", a, "save", "Revenue is paid orders", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "save", "Revenue is paid orders", "--id", "kb.r", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "save", "Refunds are negative", "--id", "kb.other", "-e", "shop.orders.amount",
+               check=True)
+    invoke_cli("--kb", a, "save", "A shared note", "--id", "kb.s", "-e", "shop.orders.amount", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     invoke_cli("--kb", b, "sync", check=True)
-    invoke_cli("--kb", a, "rename", "1", "kb.revenue", check=True)
-    invoke_cli("--kb", a, "save", "Refunds are negative", "--id", "1", "--reuse-id", "-e", "shop.orders.amount",
-               check=True)
-    invoke_cli("--kb", a, "save", "a links the new one", "--id", "kb.p", "-e", "memory:1", check=True)
-    invoke_cli("--kb", b, "save", "b links revenue", "--id", "kb.q", "-e", "memory:1", check=True)
+    invoke_cli("--kb", a, "rename", "kb.r", "kb.revenue", check=True)
+    invoke_cli("--kb", a, "rename", "kb.other", "kb.r", "--reuse-id", check=True)
+    invoke_cli("--kb", a, "save", "a links the new one", "--id", "kb.p", "-e", "memory:kb.r", check=True)
+    invoke_cli("--kb", a, "save", "A shared note", "--id", "kb.s", "-e", "shop.orders.amount,memory:kb.r", check=True)
+    invoke_cli("--kb", b, "save", "b links revenue", "--id", "kb.q", "-e", "memory:kb.r", check=True)
+    invoke_cli("--kb", b, "save", "b links refunds", "--id", "kb.o", "-e", "memory:kb.other", check=True)
+    invoke_cli("--kb", b, "update", "kb.s", "--description", "b's summary", check=True)
     first, second = (a, b) if renamer_first else (b, a)
     invoke_cli("--kb", first, "sync", check=True)
     proc = invoke_cli("--kb", second, "sync", check=True)
-    assert "rewrote links to renamed memories: memory:1 -> memory:kb.revenue in kb.q\n" in proc.stdout
-    assert git(second, "log", "-1", "--format=%s") == "memory: rewrite links to renamed 1 as kb.revenue in kb.q\n"
+    assert ("rewrote links to renamed memories: memory:kb.other -> memory:kb.r in kb.o, memory:kb.r -> memory:kb.revenue "
+            "in kb.q\n") in proc.stdout
+    assert git(second, "log", "-1", "--format=%s") == (
+        "memory: rewrite links to renamed kb.r as kb.revenue, kb.other as kb.r in kb.o, kb.q\n")
     invoke_cli("--kb", first, "sync", check=True)
     for clone in (a, b):
         memories = clone / "memories"
         assert "entities:\n- memory:kb.revenue\n" in (memories / "kb.q.yaml").read_text()
-        assert "entities:\n- memory:1\n" in (memories / "kb.p.yaml").read_text()
-        assert "learning: Refunds are negative\n" in (memories / "1.yaml").read_text()
+        assert "entities:\n- memory:kb.r\n" in (memories / "kb.o.yaml").read_text()
+        assert "entities:\n- memory:kb.r\n" in (memories / "kb.p.yaml").read_text()
+        shared = (memories / "kb.s.yaml").read_text()
+        assert "description: b's summary\nentities:\n- shop.orders.amount\n- memory:kb.r\n" in shared
+        assert "learning: Refunds are negative\n" in (memories / "kb.r.yaml").read_text()
 
 
 def test_a_rename_and_an_edit_against_an_edit_names_the_new_file_as_merged(
@@ -389,3 +400,79 @@ def test_a_link_to_the_rename_the_steps_drop_follows_the_kept_one(tmp_path: Path
     assert list(_files(b)) == ["kb.a.yaml", "kb.l.yaml", "kb.q.yaml"]
     assert "entities:\n- memory:kb.a\n" in _files(b)["kb.q.yaml"]
     assert invoke_cli("--kb", b, "validate", check=True).stdout.endswith("no problems.\n")
+
+
+@pytest.mark.parametrize("change", [("update", "kb.r", "--description", "b's summary"), ("forget", "kb.r")])
+def test_a_change_of_an_id_the_upstream_renamed_and_reused_stops_the_sync(
+        tmp_path: Path, invoke_cli: CliRunner, change: tuple[str, ...]) -> None:
+    """Clone a renames kb.r to kb.revenue and gives kb.r to a new memory; clone b, unaware, edits
+    or forgets kb.r and syncs second: replayed on a's commits the change would land on the new
+    kb.r, so the sync stops (nothing lost) with steps that set it aside for kb.revenue."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Revenue is paid orders", "--id", "kb.r", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    parted = git(b, "rev-parse", "--short=12", "HEAD").strip()
+    invoke_cli("--kb", a, "rename", "kb.r", "kb.revenue", check=True)
+    invoke_cli("--kb", a, "save", "Refunds are negative", "--id", "kb.r", "--reuse-id", "-e", "shop.orders.amount",
+               check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, *change, check=True)
+    head = git(b, "rev-parse", "HEAD")
+    proc = invoke_cli("--kb", b, "sync")
+    assert (proc.returncode, proc.stderr) == (1, (
+        "Error: Your commits changed memory 'kb.r' (an edit, a forget or a rename), which origin/main renamed to "
+        "'kb.revenue' and then gave 'kb.r' to a new memory (--reuse-id): replayed there, your change would land on "
+        "the new memory, and sync cannot tell it from one meant for that memory, so nothing was pushed and the "
+        "repository is back as it was. Make it on 'kb.revenue' instead: "
+        f"cd {b}; git fetch origin; git show HEAD:./memories/kb.r.yaml > kb.r.mine.yaml; git reset --soft {parted}; "
+        f"git restore --source={parted} --staged --worktree -- memories/kb.r.yaml; git commit -m 'My changes, memory "
+        "kb.r set aside' (if anything is left); slayer-kb sync; then make your change again there (slayer-kb edit "
+        "kb.revenue, your version in kb.r.mine.yaml; or slayer-kb forget kb.revenue).\n"))
+    assert git(b, "rev-parse", "HEAD") == head and not (b / "memories" / "kb.revenue.yaml").exists()
+
+
+def test_an_id_both_clones_renamed_and_reused_stops_the_sync(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """Both clones rename kb.r away and give kb.r to a new memory of their own: two memories for
+    one id, each side's links meaning its own. The second sync stops, naming both renames."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Revenue is paid orders", "--id", "kb.r", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    parted = git(b, "rev-parse", "--short=12", "HEAD").strip()
+    for clone, new in ((a, "kb.x"), (b, "kb.y")):
+        invoke_cli("--kb", clone, "rename", "kb.r", new, check=True)
+        invoke_cli("--kb", clone, "save", f"{new}'s twin", "--id", "kb.r", "--reuse-id", "-e", "shop.orders.amount",
+                   check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    head = git(b, "rev-parse", "HEAD")
+    proc = invoke_cli("--kb", b, "sync")
+    assert (proc.returncode, proc.stderr) == (1, (
+        "Error: Memory 'kb.r' was renamed on both sides (by your commits to 'kb.y', by origin/main's to 'kb.x'), and "
+        "each side gave 'kb.r' to a new memory (--reuse-id): two memories for one id, and a link to 'kb.r' means a "
+        "different one on each side. Sync cannot tell which one a link or an agent meant, so nothing was pushed and "
+        "the repository is back as it was. Keep one side's 'kb.r': to give up yours, "
+        f"cd {b}; git fetch origin; git show HEAD:./memories/kb.r.yaml > kb.r.mine.yaml; git reset --soft {parted}; "
+        f"git restore --source={parted} --staged --worktree -- memories/kb.r.yaml; git rm -q -f -- memories/kb.y.yaml; "
+        "git commit -m 'My changes, memory kb.r set aside' (if anything is left); then, before syncing, save your new "
+        "memory again under an id of its own (slayer-kb save ... --id NEW-ID; its text is in kb.r.mine.yaml), point "
+        "your links to it there and those to 'kb.y' at 'kb.x', and slayer-kb sync; the other side's clone does the "
+        "same to give up theirs.\n"))
+    assert git(b, "rev-parse", "HEAD") == head
+    assert "learning: kb.y's twin\n" in (b / "memories" / "kb.r.yaml").read_text()
+
+
+def test_a_sync_of_edits_alone_reads_no_rename(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """Each clone edits a memory and adds none: no id can have been renamed (a rename adds its new
+    id), so the sync asks git for no rename trailer."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Revenue is paid orders", "--id", "kb.r", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "save", "Refunds are negative", "--id", "kb.f", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "update", "kb.r", "--description", "a's summary", check=True)
+    invoke_cli("--kb", b, "update", "kb.f", "--description", "b's summary", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    with traced_git(tmp_path) as runs:
+        assert invoke_cli("--kb", b, "sync", check=True).stdout.startswith("Synced main with origin: rebased")
+    assert [run for run in runs("") if "Renamed: " in run] == []

@@ -9,6 +9,7 @@ beside them (``<file>.orig``; a staged version that differs from both, ``<file>.
 
 from __future__ import annotations
 
+import json
 import shlex
 import subprocess
 import sys
@@ -294,6 +295,23 @@ def test_an_auto_id_save_passes_over_a_memory_added_then_deleted_by_hand(
     with traced_git(tmp_path) as runs:
         invoke_cli("--kb", root, "save", "Auto again.", "-e", "orders.amount", check=True)
     assert runs("diff-index") == []
+
+
+@pytest.mark.parametrize("version", ["2", "4"])
+def test_an_import_of_many_observations_asks_git_s_index_once(
+        tmp_path: Path, invoke_cli: CliRunner, version: str) -> None:
+    """The check for a staged file under each new auto id is one for the whole take: git's index
+    file scanned once (version 2), or one ``git diff-index`` where its paths are not spelt whole
+    (version 4), never one a memory."""
+    root = make_catalog_kb(tmp_path / "kb")
+    git(root, "update-index", "--index-version", version)
+    export = tmp_path / "export.json"
+    export.write_text(json.dumps([{"title": f"t{n}", "content": f"content {n}", "type": "decision"}
+                                  for n in range(5)]))
+    with traced_git(tmp_path) as runs:
+        proc = invoke_cli("--kb", root, "import-engram", str(export), check=True)
+    assert proc.stdout == f"From {export}: 5 imported.\n"
+    assert len(runs("diff-index")) == (0 if version == "2" else 1)
 
 
 def test_a_save_on_a_branch_with_no_commit_yet_saves(catalog_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:

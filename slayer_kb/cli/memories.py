@@ -135,6 +135,9 @@ def save(
         raise UsageError(
             "Give the learning as an argument, with --content, or '-' to read it from stdin."
         )
+    if reuse_id and memory_id is None:
+        raise UsageError("--reuse-id gives the id of --id to a new memory: give --id too (or drop "
+                         "--reuse-id for the next auto id).")
     # Checked before a `--query -` is read from stdin, which a usage error leaves unread.
     settings.opened()
     checked_learning(text, settings.max_content())  # an empty learning is told first, whatever else is missing

@@ -35,7 +35,7 @@ from ..core.memory import MAX_FILE_BYTES, Memory, loads, too_large
 from ..core.problems import command, shown, words
 from ..core.results import SyncReport
 from ..store.moves import note, refusal
-from ..store.renames import ever_renamed, renamed_away
+from ..store.renames import ever_renamed, renamed_away, renamed_ids
 from ..store.worktree import missing_by_hand
 from ..transaction import Transaction
 from .parts import Parts
@@ -215,16 +215,33 @@ class Context(Parts):
                         f"'{command(self.root)} restore {words(final)}' (MCP: mem_restore).")
         return f"{said}: use that id."
 
+    def renamed_to(self, memory_id: str, moving: str = "", renamed: Collection[str] | None = None
+                   ) -> tuple[str, str] | None:
+        """The id a commit renamed ``memory_id`` to (followed to the one it has now) and that
+        commit, when that memory still exists (``renamed_away``); None when never renamed, renamed
+        and then forgotten for good (the id names nothing), or going back to ``moving`` (the
+        memory a rename gives the id). ``renamed``: every id a commit records a rename of
+        (``renames.renamed_ids``), read once for many ids."""
+        if not (memory_id in renamed if renamed is not None else ever_renamed(self.store, memory_id)):
+            return None
+        away = renamed_away(self.store, memory_id)
+        if away is None or away.forgotten or away.moves[-1][0] == moving:
+            return None
+        return away.moves[-1][0], away.moves[0][1]
+
+    def renamed_ids(self) -> set[str]:
+        """Every id a commit of HEAD's history records a rename of (for ``renamed_to``)."""
+        return renamed_ids(self.store)
+
     def check_not_renamed(self, memory_id: str, instead: str, moving: str = "") -> None:
         """Refuse to give an id a commit renamed away to a memory that still exists
-        (``renamed_away``): agents told the id, and links to it made where the rename has not
+        (``renamed_to``): agents told the id, and links to it made where the rename has not
         arrived (which a sync points at the new id), mean that memory. ``instead``: what a person
         does for a memory of its own (the way to reuse the id on purpose, ``--reuse-id``, follows);
         ``moving``: the memory a rename gives the id (taking it back is no reuse)."""
-        away = renamed_away(self.store, memory_id) if ever_renamed(self.store, memory_id) else None
-        if away is None or away.forgotten or away.moves[-1][0] == moving:
-            return  # never renamed, renamed and then forgotten for good (the id names nothing), or going back
-        final, commit = away.moves[-1][0], away.moves[0][1]
+        if (went := self.renamed_to(memory_id, moving)) is None:
+            return
+        final, commit = went
         said = (f"Memory id '{memory_id}' was renamed to '{final}' (commit {commit[:12]}): agents told "
                 f"'{memory_id}', and links to it made on clones the rename has not reached (a sync points those "
                 f"at '{final}'), mean that memory. To change it, use '{final}'; {{}}")

@@ -31,7 +31,9 @@ Decisions:
   over-long one skips the memory). A memory whose query is not a SlayerQuery
   that SLayer 1.4.1 would take (``slayerquery.check_query``, as for a save) is skipped with a warning,
   as is a file that cannot be read or parsed (not UTF-8, no front matter, not a regular file) or
-  whose id no file may have; a link out of the folder refuses the whole import.
+  whose id no file may have, or a new memory's id a ``rename`` moved (``Context.renamed_to``: its
+  links and the agents told it mean the renamed memory); a link out of the folder refuses the
+  whole import.
 - ``export-slayer`` writes live memories only (SLayer has no soft delete) and leaves other files in
   the folder alone; the catalog needs no export, since a KB's catalog already is in SLayer's layout.
 - ``import-engram`` gives every observation the next auto id and skips an observation whose content
@@ -224,7 +226,16 @@ def import_slayer(kb: Context, folder: str | Path) -> ImportResult:
         resolver = Resolver(kb.catalog, memory_exists=lambda i: i in incoming or kb.memory_exists(i),
                             check_id=check_id)
         changes: list[Change] = []
+        renamed = kb.renamed_ids() if incoming - existing else set()
         for memory in parsed:
+            went = kb.renamed_to(memory.id, renamed=renamed) if memory.id not in existing else None
+            if went is not None:
+                # Agents told the id, and links to it, mean the renamed memory: not another's.
+                result.skipped += 1
+                result.warnings.append(
+                    f"memory {memory.id!r} was renamed to {went[0]!r} (commit {went[1][:12]}), which links to it and "
+                    f"agents told it mean; skipped (give it another id in its file to import it).")
+                continue
             clash = case_conflict(memory.id, existing | (incoming - {memory.id}))
             if clash is not None:
                 result.skipped += 1

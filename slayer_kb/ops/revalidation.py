@@ -62,12 +62,13 @@ class Moves:
 
 
 def finish(kb: Context, store: GitStore, tx: Transaction, other: str, parted: str, moves: Moves,
-           catch_up: Callable[[], None], before: str = "") -> Revalidated:
+           catch_up: Callable[[], None], before: str = "", ours: str = "") -> Revalidated:
     """Fix and check the branch at HEAD, the other side's commit ``other`` in (see the module doc);
     ``parted``: where the sides parted ("" for no common ancestor: nothing to strip). ``catch_up``
     brings the index, which finds a topic key's holders, to HEAD; ``before``: the branch before
     git merged or rebased it (``slayer-kb merge`` or ``rebase``: ``other`` may hold a squash of
-    memories this branch forgot since, and links to them go too; ``strip_gone``)."""
+    memories this branch forgot since, and links to them go too; ``strip_gone``); ``ours``: the
+    branch before a sync's rebase or merge (``before`` when not given)."""
     top = on_top(store, other)
     added = [i for i, status in top.items() if status == "A"]
     folded = fold_topic_keys(kb, tx, added, moves.folded, catch_up)
@@ -75,7 +76,8 @@ def finish(kb: Context, store: GitStore, tx: Transaction, other: str, parted: st
         return sorted(added_since(store, parted, other), key=id_sort_key) if parted else []
 
     folded = fold_duplicates(kb, tx, added, theirs, moves.deduplicated) or folded
-    if (parted and strip_gone(kb, store, tx, parted, other, moves.unlinked, moves.cascaded, moves.relinked, before,
+    tips = (other, ours or before or "HEAD")
+    if (parted and strip_gone(kb, store, tx, parted, tips, moves.unlinked, moves.cascaded, moves.relinked, before,
                               other if before else "")) or folded:
         top = on_top(store, other)
     return revalidate(kb, store, other, top)

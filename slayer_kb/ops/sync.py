@@ -48,7 +48,7 @@ from ..core.results import SyncResult
 from ..core.session import SESSIONS_DIR
 from ..core.text import MAX_SHOWN, shown_value
 from ..store.moves import MovedIds
-from ..store.renames import merged_where, rename_meets
+from ..store.renames import merged_where, rename_meets, renames_between
 from ..store.replay import forgets, replay
 from ..store.repo import Change, GitStore
 from ..store.worktree import reset_keep
@@ -56,6 +56,7 @@ from ..transaction import Transaction, memory_change
 from .merge import merge_conflict_message, merge_in, merging
 from .rebase import conflict_message, in_progress, run
 from .renumber import plan, renumber_commit, require_clean, rewrite_commits
+from .reuses import reuse_stop
 from .revalidation import Moves, Revalidated, finish, on_top, revalidate
 from .snapshot import blobs_at, merge_bases, session_projects, written_on_both, written_on_either
 from .syncfetch import Fetch
@@ -353,9 +354,14 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     bases = merge_bases(store, (upstream, ours))
     parted = bases[0] if bases else ""
     both = written_on_both(store, parted, (upstream, "HEAD")) if parted else []
+    # Each side's renames, read once for both checks (a file both sides wrote: none without one).
+    renames = (renames_between(store, parted, upstream), renames_between(store, parted, ours)) if both else None
+    if renames and (stop := reuse_stop(store, kb.root, parted, (upstream, ours), renames, both, name, merges)):
+        raise ConflictError(stop)
     if merges:
         _merge(store, remote, name, upstream, bool(mapping), written_on_either(store, (upstream, ours), bases), parted)
-    elif (both and rename_meets(store, parted, (upstream, ours))) or (tip := replay(store, upstream, ours)) is None:
+    elif (renames and rename_meets(store, parted, (upstream, ours), renames)) or (
+            tip := replay(store, upstream, ours)) is None:
         # A renamed memory the other side changed (``rename``'s trailer; its old file is then
         # written on both sides): git's rebase follows the move, the replay would take it for a
         # forget and let it win over a soft forget or edit.
@@ -373,7 +379,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     if parted:
         _recount(kb, store, tx, (parted, upstream, ours), both)
     moves = Moves(result.merged, result.unlinked, result.cascaded, result.deduplicated, result.relinked)
-    _refuse(kb, finish(kb, store, tx, upstream, parted, moves, index.catch_up), result)
+    _refuse(kb, finish(kb, store, tx, upstream, parted, moves, index.catch_up, ours=ours), result)
 
 
 def _finish_merge_by_hand(kb: Context, store: GitStore, tx: Transaction, upstream: str, result: SyncResult) -> None:
@@ -385,7 +391,8 @@ def _finish_merge_by_hand(kb: Context, store: GitStore, tx: Transaction, upstrea
         return
     parted = store.git("merge-base", f"{merge}^1", f"{merge}^2", check=False).stdout.decode().strip()
     if parted:
-        strip_gone(kb, store, tx, parted, f"{merge}^2", result.unlinked, result.cascaded, result.relinked)
+        strip_gone(kb, store, tx, parted, (f"{merge}^2", f"{merge}^1"), result.unlinked, result.cascaded,
+                   result.relinked)
 
 
 def _count(store: GitStore, tip: str, exclude: str) -> int:

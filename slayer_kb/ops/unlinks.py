@@ -22,66 +22,70 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..core.errors import KBError
-from ..core.locate import MEMORIES_DIR, MEMORY_LINK, id_of_path, linked_id, memory_link
+from ..core.locate import MEMORIES_DIR, MEMORY_LINK, id_of_path, linked_id, memory_link, memory_path
 from ..core.memory import Memory, loads, with_entities
 from ..store.renames import Renamed, renamed_since, renames_between
 from ..store.repo import Change, GitStore
 from ..transaction import Transaction, memory_change
-from .snapshot import CATALOG_DIRS, absent_at_head, deleted_entities, under
+from .snapshot import CATALOG_DIRS, absent_at_head, blobs_at, deleted_entities, under
 
 if TYPE_CHECKING:
     from ..context import Context
 
 
-def strip_gone(kb: Context, store: GitStore, tx: Transaction, parted: str, tip: str, unlinked: dict[str, list[str]],
-               cascaded: dict[str, list[str]], relinked: dict[str, dict[str, str]], before: str = "",
-               other: str = "") -> bool:
+def strip_gone(kb: Context, store: GitStore, tx: Transaction, parted: str, tips: tuple[str, str],
+               unlinked: dict[str, list[str]], cascaded: dict[str, list[str]], relinked: dict[str, dict[str, str]],
+               before: str = "", other: str = "") -> bool:
     """Strip from the memories at HEAD their links to memories that were there at ``parted``
     (where the sides parted) and are gone at HEAD (a side forgot them), and the catalog entities
     that were there and are gone (a side deleted them); point those to a memory a side renamed at
     its new id, and strip the new id's links too where that memory is gone (renamed on one side,
     forgotten on the other, the forget kept by hand). An id a side renamed and then gave a new
-    memory (``--reuse-id``) keeps its links but those the other side, which ``tip`` is or is not,
-    added to the memory it knew: they follow the rename. ``before``: this branch as it was before a
-    rebase replayed it, whose renames a conflict resolved by hand may have undone. ``other``: the
-    commit merged in, whose memories HEAD lacks this side forgot too, younger than ``parted`` as
-    they may be (taken in by a squash merge, then forgotten here). True when it made a commit,
-    ``unlinked`` given each memory's forgotten ids, ``cascaded`` its deleted entities and
-    ``relinked`` its renamed ids ({old: new})."""
+    memory (``--reuse-id``) keeps its links but those the side that did not rename it holds and
+    the renaming side's version of that memory does not (``tips``: the other side's tip, then this
+    side's before the merge or rebase): they meant the memory renamed, and follow it. ``before``:
+    this branch as it was before a rebase replayed it, whose renames a conflict resolved by hand
+    may have undone. ``other``: the commit merged in, whose memories HEAD lacks this side forgot
+    too, younger than ``parted`` as they may be (taken in by a squash merge, then forgotten here).
+    True when it made a commit, ``unlinked`` given each memory's forgotten ids, ``cascaded`` its
+    deleted entities and ``relinked`` its renamed ids ({old: new})."""
     folders = [store.repo_path(f"{MEMORIES_DIR}/"), *(store.repo_path(f"{d}/") for d in CATALOG_DIRS)]
-    out = store.git("diff", "--name-status", "-z", "--no-renames", "--diff-filter=DM", parted, "HEAD", "--",
+    out = store.git("diff", "--name-status", "-z", "--no-renames", "--diff-filter=ADM", parted, "HEAD", "--",
                     *folders).stdout.decode("utf-8", "surrogateescape").split("\0")
     forgotten: set[str] = set()
     changed: set[str] = set()  # a memory renamed away and its id given again is among them
+    added = False  # a rename adds its new id: without one, no changed memory was renamed and reused
     catalog_changed: set[str] = set()
     for status, path in zip(out[::2], out[1::2], strict=False):  # the output ends with a NUL
         memory_id = id_of_path(path[len(store.prefix):])
-        if memory_id is not None and status == "D":
+        if memory_id is None:
+            if path.endswith(".yaml") and status != "A":
+                catalog_changed.add(path[len(store.prefix):])
+        elif status == "D":
             forgotten.add(memory_id)
-        elif memory_id is not None:
+        elif status == "M":
             changed.add(memory_id)
-        elif memory_id is None and path.endswith(".yaml"):
-            catalog_changed.add(path[len(store.prefix):])
+        else:
+            added = True
     if other:
         out = store.git("diff", "--name-only", "-z", "--no-renames", "--diff-filter=D", other, "HEAD", "--",
                         store.repo_path(f"{MEMORIES_DIR}/")).stdout.decode("utf-8", "surrogateescape").split("\0")
         forgotten.update(i for i in (id_of_path(path[len(store.prefix):]) for path in out if path) if i is not None)
     made = False
     # A side renamed it (and the new id is still there): its links follow, as the rename's did.
-    olds = forgotten | changed
+    olds = (forgotten | changed) if added else forgotten
     renamed = renamed_since(store, parted, "HEAD", olds, before) if olds else Renamed({}, {})
     moved = {old: new for old, new in renamed.live.items() if old not in changed}
-    if moved:
-        found_moved = _relink(kb, store, tx, moved)
-        relinked.update(found_moved)
+    reused = {old: new for old, new in renamed.live.items() if old in changed}
+    follow = _unaware_links(store, parted, tips, reused) if reused else {}
+    if moved or follow:
+        # One pass, the composed mapping: a link is rewritten once (kb.other -> kb.r, never on to
+        # where the earlier kb.r went).
+        found_moved = _relink(kb, store, tx, moved, follow)
+        for memory_id, follow_up in found_moved.items():
+            relinked.setdefault(memory_id, {}).update(follow_up)
         made = bool(found_moved)
         forgotten -= set(moved)
-    if reused := {old: new for old, new in renamed.live.items() if old in changed}:
-        for follow_up, holders in _unaware(store, parted, tip, reused):
-            found_moved = _relink(kb, store, tx, follow_up, holders)
-            for memory_id, follow in found_moved.items():
-                relinked.setdefault(memory_id, {}).update(follow)
-            made = made or bool(found_moved)
     forgotten |= set(renamed.gone.values())
     if forgotten:
         links = {memory_link(memory_id) for memory_id in forgotten}
@@ -101,37 +105,61 @@ def strip_gone(kb: Context, store: GitStore, tx: Transaction, parted: str, tip: 
     return made
 
 
-def _unaware(store: GitStore, parted: str, tip: str,
-             reused: dict[str, str]) -> list[tuple[dict[str, str], set[str]]]:
-    """For ids renamed and given again since ``parted`` ({old: new}): the memories the side that
-    did not rename them changed (``tip``'s when the renames are not ``tip``'s, else HEAD's since
-    ``tip``), whose links to an old id meant the memory renamed; one pair a side."""
-    theirs = renames_between(store, parted, tip)
-    pairs: list[tuple[dict[str, str], set[str]]] = []
-    for renamer, (start, end) in ((True, (tip, "HEAD")), (False, (parted, tip))):
-        links = {old: new for old, new in reused.items() if (old in theirs) == renamer}
-        if links:
-            out = store.git("diff", "--name-only", "-z", "--no-renames", start, end, "--",
-                            store.repo_path(f"{MEMORIES_DIR}/")).stdout.decode("utf-8", "surrogateescape")
-            pairs.append((links, {i for p in out.split("\0") if p and (i := id_of_path(p[len(store.prefix):]))}))
-    return pairs
+def _unaware_links(store: GitStore, parted: str, tips: tuple[str, str],
+                   reused: dict[str, str]) -> dict[str, dict[str, str]]:
+    """For ids renamed and given again since ``parted`` ({old: new}): each memory's links to an
+    old id that the side that did not rename it holds and the renaming side's version of that
+    memory does not ({memory: {old: new}}): made where the rename had not arrived, they meant the
+    memory renamed. An id both sides renamed has no such side (sync stops on it first: reuses.py)."""
+    sides = [renames_between(store, parted, tip) for tip in tips]
+    pairs = {old: (tips[1], tips[0]) if old in sides[0] else (tips[0], tips[1])
+             for old in reused if (old in sides[0]) != (old in sides[1])}
+    if not pairs:
+        return {}
+    args = [arg for old in pairs for arg in ("-e", memory_link(old))]
+    found: dict[str, dict[str, str]] = {}
+    for unaware in dict.fromkeys(u for u, _r in pairs.values()):
+        grep = store.git("grep", "-l", "-z", "-F", *args, unaware, "--", store.repo_path(f"{MEMORIES_DIR}/"),
+                         check=False).stdout.decode("utf-8", "surrogateescape")
+        ids = [i for p in grep.split("\0") if p and (i := id_of_path(p.partition(":")[2][len(store.prefix):]))]
+        olds = [old for old, (u, _r) in pairs.items() if u == unaware]
+        wanted = [(rev, memory_path(i)) for i in ids for rev in (unaware, pairs[olds[0]][1])]
+        texts = iter(blobs_at(store, wanted))
+        for memory_id in ids:
+            held, theirs = (_links(next(texts), memory_id) for _ in range(2))
+            for old in olds:
+                if memory_link(old) in held and memory_link(old) not in theirs:
+                    found.setdefault(memory_id, {})[old] = reused[old]
+    return found
+
+
+def _links(text: bytes | None, memory_id: str) -> set[str]:
+    """The ``memory:`` links of a memory file's text (none when absent or unreadable)."""
+    with contextlib.suppress(KBError, UnicodeDecodeError):
+        if text is not None:
+            return {e for e in loads(text.decode("utf-8"), memory_id).entities if linked_id(e) is not None}
+    return set()
 
 
 def _relink(kb: Context, store: GitStore, tx: Transaction, moved: dict[str, str],
-            holders: set[str] | None = None) -> dict[str, dict[str, str]]:
-    """One commit pointing every ``memory:<old>`` at HEAD (in ``holders`` only, when given) at
-    ``moved``'s new id; each rewritten memory's {old: new}."""
+            follow: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+    """One commit pointing every ``memory:<old>`` at HEAD at ``moved``'s new id, and each
+    memory's links ``follow`` names at theirs; each rewritten memory's {old: new}."""
 
-    def fix(entity: str) -> str:
+    def fix(memory_id: str, entity: str) -> str:
         old = linked_id(entity)
-        return memory_link(moved[old]) if old is not None and old in moved else entity
+        new = None if old is None else moved.get(old, follow.get(memory_id, {}).get(old))
+        return entity if new is None else memory_link(new)
 
     def subject(changed: set[str]) -> str:
-        olds = sorted((e.removeprefix(MEMORY_LINK) for e in changed), key=_order)
-        return f"memory: rewrite links to renamed {', '.join(f'{old} as {moved[old]}' for old in olds)} in"
+        pairs = sorted({(old, moved.get(old) or next(f[old] for f in follow.values() if old in f))
+                        for old in (e.removeprefix(MEMORY_LINK) for e in changed)}, key=lambda pair: _order(pair[0]))
+        return f"memory: rewrite links to renamed {', '.join(f'{old} as {new}' for old, new in pairs)} in"
 
-    found = _rewrite(kb, store, tx, sorted(memory_link(old) for old in moved), fix, subject, holders)
-    return {m: {old: moved[old] for old in (e.removeprefix(MEMORY_LINK) for e in entities)} for m, entities in found.items()}
+    olds = {*moved, *(old for mapping in follow.values() for old in mapping)}
+    found = _rewrite(kb, store, tx, sorted(memory_link(old) for old in olds), fix, subject)
+    return {m: {(old := e.removeprefix(MEMORY_LINK)): moved.get(old) or follow[m][old] for e in entities}
+            for m, entities in found.items()}
 
 
 def _strip(kb: Context, store: GitStore, tx: Transaction, patterns: list[str], gone: Callable[[str], bool],
@@ -139,21 +167,21 @@ def _strip(kb: Context, store: GitStore, tx: Transaction, patterns: list[str], g
     """One commit stripping the entities ``gone`` says from every memory at HEAD that holds one
     (found by ``git grep`` of ``patterns``; ``subject`` the message up to the memories' ids);
     each rewritten memory's stripped entities."""
-    return _rewrite(kb, store, tx, patterns, lambda entity: None if gone(entity) else entity, subject)
+    return _rewrite(kb, store, tx, patterns, lambda _m, entity: None if gone(entity) else entity, subject)
 
 
-def _rewrite(kb: Context, store: GitStore, tx: Transaction, patterns: list[str], fix: Callable[[str], str | None],
-             subject: Callable[[set[str]], str], among: set[str] | None = None) -> dict[str, list[str]]:
-    """One commit giving every memory at HEAD (of ``among``, when given) that holds an entity
-    ``fix`` changes (found by ``git grep`` of ``patterns``) what ``fix`` makes of it (None:
-    dropped); each rewritten memory's entities that changed, as they were."""
+def _rewrite(kb: Context, store: GitStore, tx: Transaction, patterns: list[str],
+             fix: Callable[[str, str], str | None], subject: Callable[[set[str]], str]) -> dict[str, list[str]]:
+    """One commit giving every memory at HEAD that holds an entity ``fix`` (given the memory's id
+    and the entity) changes (found by ``git grep`` of ``patterns``) what ``fix`` makes of it
+    (None: dropped); each rewritten memory's entities that changed, as they were."""
     if not patterns:
         return {}
     args = [arg for pattern in patterns for arg in ("-e", pattern)]
     grep = store.git("grep", "-l", "-z", "-F", *args, "HEAD", "--", store.repo_path(f"{MEMORIES_DIR}/"),
                      check=False).stdout.decode("utf-8", "surrogateescape")
-    holders = sorted({i for p in grep.split("\0") if p and (i := id_of_path(p.partition(":")[2][len(store.prefix):]))
-                      and (among is None or i in among)}, key=_order)
+    holders = sorted({i for p in grep.split("\0") if p and (i := id_of_path(p.partition(":")[2][len(store.prefix):]))},
+                     key=_order)
     changes: list[Change] = []
     rewritten: dict[str, Memory] = {}
     found: dict[str, list[str]] = {}
@@ -163,13 +191,13 @@ def _rewrite(kb: Context, store: GitStore, tx: Transaction, patterns: list[str],
             held = at_head.get(memory_id)
             text = held.decode("utf-8") if held is not None else None
             memory, text = (loads(text, memory_id), text) if text is not None else kb.read_with_text(memory_id)
-            fixed = [fix(entity) for entity in memory.entities]
+            fixed = [fix(memory_id, entity) for entity in memory.entities]
             if fixed != memory.entities:
                 # A link rewritten to one the memory holds already is held once.
                 kept = list(dict.fromkeys(e for e in fixed if e is not None))
                 changes.append(memory_change(memory, with_entities(text, memory, kept)))
                 rewritten[memory_id] = memory.evolve(entities=kept)
-                found[memory_id] = [e for e in memory.entities if fix(e) != e]
+                found[memory_id] = [e for e in memory.entities if fix(memory_id, e) != e]
     if changes:
         changed = {e for entities in found.values() for e in entities}
         # A change git's index hides (a mark) would go into the commit: refused, as a forget refuses it.

@@ -57,6 +57,15 @@ def ever_renamed(store: GitStore, memory_id: str) -> bool:
                           "HEAD", "--").stdout.strip())
 
 
+def renamed_ids(store: GitStore) -> set[str]:
+    """Every old id a commit of HEAD's history records a rename of (unchecked, as ``ever_renamed``):
+    one ``git log`` for many ids (an import's)."""
+    if store.head() is None:
+        return set()
+    out = store.git(*_LOG, "--format=%B", "--basic-regexp", f"--grep=^{_KEY}", "HEAD", "--").stdout
+    return {old for old, _new in _TRAILER.findall(out.decode("utf-8", "replace"))}
+
+
 @dataclass(frozen=True)
 class Away:
     """Where an id a commit renamed went: each move in order (the new id, its commit), and the
@@ -136,13 +145,15 @@ def renamed_since(store: GitStore, base: str, head: str, olds: Collection[str], 
     return Renamed(live, gone)
 
 
-def rename_meets(store: GitStore, base: str, tips: tuple[str, str]) -> bool:
+def rename_meets(store: GitStore, base: str, tips: tuple[str, str],
+                 renames: tuple[dict[str, str], dict[str, str]] | None = None) -> bool:
     """Whether a memory one of ``tips`` renamed since ``base`` had its old file changed (edited,
     forgotten, renamed) by the other: sync's replay, which takes a deleted file for a forget, leaves
     those to git's rebase, which follows a moved file. A rename the other side did not touch
-    replays as it is, and the replay's other rules (a forget undone by a later upsert) stay."""
-    for tip, other in (tips, tips[::-1]):
-        olds = renames_between(store, base, tip)
+    replays as it is, and the replay's other rules (a forget undone by a later upsert) stay.
+    ``renames``: each tip's ``renames_between`` from ``base``, when the caller read them."""
+    found = renames or tuple(renames_between(store, base, tip) for tip in tips)
+    for other, olds in zip(tips[::-1], found, strict=True):  # each tip's renames against the other's files
         if olds and store.git("diff", "--name-only", "--no-renames", base, other, "--",
                               *(store.repo_path(memory_path(old)) for old in olds), env=LITERAL_PATHS).stdout.strip():
             return True

@@ -1,0 +1,79 @@
+"""A sync meeting an id one side renamed and then gave a new memory (``rename``, then ``save
+--reuse-id``), which the other side's commits changed too. Replayed on the renaming side, an
+edit or forget the other side made of the old memory would land on the new one (git follows no
+move it cannot see: the file is still there), and two sides that both renamed the id and gave it
+again hold two memories for one id. The tool cannot tell which memory such a change meant, so
+sync stops with steps that work, as it does on any other conflict. The other way round (this
+side renamed, the upstream edited), git's rebase replays the rename onto the edit and follows it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..core.locate import id_of_path, memory_path
+from ..core.problems import cd_step, command_in, words
+from ..store.gitenv import LITERAL_PATHS
+from ..store.repo import GitStore
+
+
+def reuse_stop(store: GitStore, root: Path, parted: str, tips: tuple[str, str],
+               renames: tuple[dict[str, str], dict[str, str]], both: list[str], name: str,
+               merges: bool) -> str | None:
+    """Why sync must stop, with the steps, when an id among ``both`` (the files both ``tips``, the
+    upstream ``name`` and this branch, wrote since ``parted``; ``renames``: each one's
+    ``renames_between``) was renamed and given again on one side and changed on the other (on
+    either side in a merge; on the upstream's in a rebase); None when none was."""
+    ids = {i for path in both if (i := id_of_path(path)) is not None}
+    theirs, mine = ({old: new for old, new in found.items() if old in ids} for found in renames)
+    if not theirs and not (mine and merges):
+        return None
+    held = [_held(store, tip, [*theirs, *mine]) for tip in tips]
+    base = parted[:12]
+    for old in sorted({*theirs, *mine}):
+        there, here = old in theirs and old in held[0], old in mine and old in held[1]
+        if there and here:
+            return (f"Memory '{old}' was renamed on both sides (by your commits to '{mine[old]}', by {name}'s to "
+                    f"'{theirs[old]}'), and each side gave '{old}' to a new memory (--reuse-id): two memories for one "
+                    f"id, and a link to '{old}' means a different one on each side. Sync cannot tell which one a link "
+                    "or an agent meant, so nothing was pushed and the repository is back as it was. Keep one "
+                    f"side's '{old}': to give up yours, {_steps(root, base, old, name, mine[old])} then, before "
+                    f"syncing, save your new memory again under an id of its own ({command_in(root)} save ... --id "
+                    f"NEW-ID; its text is in {old}.mine.yaml), point your links to it there and those to "
+                    f"'{mine[old]}' at '{theirs[old]}', and {command_in(root)} sync; the other side's clone does the "
+                    "same to give up theirs.")
+        if there:
+            return (f"Your commits changed memory '{old}' (an edit, a forget or a rename), which {name} renamed to "
+                    f"'{theirs[old]}' and then gave '{old}' to a new memory (--reuse-id): replayed there, your change "
+                    "would land on the new memory, and sync cannot tell it from one meant for that memory, so nothing "
+                    f"was pushed and the repository is back as it was. Make it on '{theirs[old]}' instead: "
+                    f"{_steps(root, base, old, name)} {command_in(root)} sync; then make your change again there "
+                    f"({command_in(root)} edit {words(theirs[old])}, your version in {old}.mine.yaml; or "
+                    f"{command_in(root)} forget {words(theirs[old])}).")
+        if here and merges:  # in a rebase, git replays this side's rename onto the upstream's change
+            return (f"{name} changed memory '{old}', which your commits renamed to '{mine[old]}' and then gave to a "
+                    "new memory (--reuse-id): merged, its change could land on the new memory, so nothing was "
+                    "pushed and the repository is back as it was. Let the clone that made that change sync first, "
+                    "then sync again.")
+    return None
+
+
+def _steps(root: Path, base: str, old: str, name: str, copy: str = "") -> str:
+    """The steps that take this branch's change of ``old`` off it (kept in ``OLD.mine.yaml``) and
+    commit the rest (the caller says when to sync): its commits since ``base`` become one, the
+    file as it was at ``base``, and ``copy`` (this side's rename of it, which the other side's
+    rename keeps) removed."""
+    path = words(memory_path(old))
+    remote = name.partition("/")[0]
+    steps = [*cd_step(root), f"git fetch {words(remote)}", f"git show HEAD:./{path} > {words(old + '.mine.yaml')}",
+             f"git reset --soft {base}", f"git restore --source={base} --staged --worktree -- {path}",
+             *([f"git rm -q -f -- {words(memory_path(copy))}"] if copy else []),
+             "git commit -m 'My changes, memory " + old.replace("'", "") + " set aside' (if anything is left)"]
+    return "; ".join(steps) + ";"
+
+
+def _held(store: GitStore, tip: str, ids: list[str]) -> set[str]:
+    """The ids among ``ids`` whose memory file ``tip`` holds."""
+    out = store.git("ls-tree", "-z", "--name-only", tip, "--", *(store.repo_path(memory_path(i)) for i in ids),
+                    env=LITERAL_PATHS).stdout.decode("utf-8", "surrogateescape")
+    return {i for p in out.split("\0") if p and (i := id_of_path(p[len(store.prefix):])) is not None}
