@@ -109,6 +109,24 @@ def test_an_interval_beside_an_interval_is_refused_as_slayer_refuses_it(formula:
     assert problem is not None and problem.startswith(f"Invalid Mode-B expression {formula!r}: {words}")
 
 
+COMMENTED_DISTINCT = ["sum(amount) # sum(distinct x)", "sum(amount)\n# f(x, distinct y)",
+                      "sum(amount) # it's count(distinct)", "sum(amount) # f(x=distinct b)"]
+
+
+def test_a_comment_hides_no_distinct_slayer_refuses(example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """SLayer's DISTINCT check reads a ``#`` comment's words too (Python skips them after it):
+    these were saved, and SLayer refuses each. In a comment as out of one, a tuple's ``a, distinct
+    b`` and ``count(distinct x)`` it takes."""
+    distinct = "DISTINCT is supported only as count(distinct x), i.e. count_distinct(x)."
+    assert save_refusal(invoke_cli, example_kb_read_only.root, {"source_model": "orders", "measures": [
+        COMMENTED_DISTINCT[0]]}) == (f"Error: measures[0].formula: Invalid Mode-B expression "
+                                     f"'sum(amount) # sum(distinct x)': {distinct}")
+    assert [formula_problem(formula) for formula in COMMENTED_DISTINCT] == [
+        f"Invalid Mode-B expression {formula!r}: {distinct}" for formula in COMMENTED_DISTINCT]
+    assert [formula_problem(f"sum(amount) # {comment}") for comment in (
+        "a, distinct b", "(a, distinct b)", "count(distinct x)", "distinct note")] == [None] * 4
+
+
 def test_extract_with_a_quoted_part_names_its_value_only() -> None:
     """SLayer takes extract's part quoted (``extract('month' from x)``); its FROM was tagged."""
     from slayer_kb.catalog.refs import formula_references

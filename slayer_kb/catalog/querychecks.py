@@ -189,8 +189,9 @@ def unspaced_colon(unspaced: str) -> str:
 def _distinct_misused(text: str) -> bool:
     """``distinct`` as a keyword anywhere but ``count(distinct x)``: ``sum(distinct x)``,
     ``count(distinct)``, ``count(distinct *)``, ``customers.count(distinct x)`` (SLayer takes no
-    method call's), ``f(x, distinct y)``; read from the tokens, so that a string's text is none."""
-    found = lexer.uncommented(text, lexer.tokens(text))
+    method call's), ``f(x, distinct y)``; read from the tokens, so that a string's text is none,
+    but a ``#`` comment's are read: SLayer's check reads them too (and then Python skips them)."""
+    found = lexer.tokens(text)
     edge = lexer.Token("", "", -1, -1)
     for at, token in enumerate(found):
         if token.kind != "name" or token.text.lower() != "distinct":
@@ -201,8 +202,22 @@ def _distinct_misused(text: str) -> bool:
             if called.text.lower() != "count" or after.text in ("", ")", "*", ","):
                 return True
         elif opened.text in (",", "=") and after.start > token.end and (
-                after.kind in ("name", "num") or after.text[:1] in ("'", "(", "*")):
+                after.kind in ("name", "num") or after.text[:1] in ("'", "(", "*")) and _in_call(found, at):
             return True  # opening a later argument, before what could be its operand
+    return False
+
+
+def _in_call(found: list[lexer.Token], at: int) -> bool:
+    """Whether ``found[at]`` sits directly inside a call's parentheses (not a tuple's: a comment's
+    ``a, distinct b`` SLayer takes)."""
+    depth = 0
+    for index in range(at - 1, -1, -1):
+        if found[index].text == ")":
+            depth += 1
+        elif found[index].text == "(":
+            if depth == 0:
+                return index > 0 and found[index - 1].kind == "name"
+            depth -= 1
     return False
 
 
