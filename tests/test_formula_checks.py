@@ -45,6 +45,16 @@ REFUSED = [
     ("customers.count()", "the method call customers.count(...) needs the aggregated value as its first argument; "
      "write the functional form, e.g. count. If customers is a column, that is count(customers); if a model, "
      "count(customers.*) counts its rows."),
+    # The fix in the spelling SLayer's memory resolver takes (COUNT(customers.*) it refuses), with
+    # the p= a percentile runs on; a date part no aggregation (year(x) is no measure SLayer runs).
+    ("customers.COUNT()", "the method call customers.COUNT(...) needs the aggregated value as its first argument; "
+     "write the functional form, e.g. COUNT. If customers is a column, that is count(customers); if a model, "
+     "count(customers.*) counts its rows."),
+    ("amount.percentile()", "the method call amount.percentile(...) needs the aggregated value as its first "
+     "argument; write the functional form, e.g. percentile. If amount is a column, that is percentile(amount, p=0.5)."),
+    ("created_at.year()", "the method call created_at.year(...) needs the aggregated value as its first argument; "
+     "write the functional form, e.g. year. 'year' is a date part, not an aggregation: for each year, put "
+     "year(created_at) in dimensions; as a measure, aggregate it, e.g. max(date_part('year', created_at))."),
     ("orders.aov()", "the method call orders.aov(...) needs the aggregated value as its first argument; write the "
      "functional form, e.g. aov. If orders is a column, that is aov(orders); if a model, its measure is "
      "orders.aov."),
