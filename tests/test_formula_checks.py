@@ -96,6 +96,7 @@ SLAYER_RUNS = [
     "customers.percentile(region_id, +0.5)", "customers.count_distinct(segment, true)",
     "customers.count_distinct(segment, NULL)", "count(iif(status == 'a.count(distinct b)', 1, null))",
     "count(iif(status == 'avg(distinct x)', 1, null))", "count(iif(status == 'f(x, distinct y)', 1, null))",
+    "count(distinct -amount)", "count(distinct +amount)", "count(distinct 1)",
 ]
 
 
@@ -135,6 +136,16 @@ def test_a_comment_hides_no_distinct_slayer_refuses(example_kb_read_only: Knowle
         f"Invalid Mode-B expression {formula!r}: {distinct}" for formula in COMMENTED_DISTINCT]
     assert [formula_problem(f"sum(amount) # {comment}") for comment in (
         "a, distinct b", "(a, distinct b)", "count(distinct x)", "distinct note")] == [None] * 4
+
+
+def test_count_distinct_of_any_operand_tags_its_columns_only() -> None:
+    """SLayer reads count(distinct x) as count_distinct(x) whatever x is; before a sign or a
+    number the distinct was read as a column, not found, and the query refused."""
+    from slayer_kb.catalog.refs import formula_references
+
+    assert [formula_references(formula) for formula in (
+        "count(distinct -amount)", "count(distinct +amount)", "count(distinct 1)", "count(distinct -(qty))")] == [
+        ["amount"], ["amount"], [], ["qty"]]
 
 
 def test_extract_with_a_quoted_part_names_its_value_only() -> None:

@@ -321,7 +321,7 @@ def _refuse_backquote(tokens: list[Token], text: str, what: str) -> None:
 def _rewritten_words(tokens: list[Token], case_words: set[int]) -> set[int]:
     """Where a formula's tokens are SQL words SLayer rewrites rather than columns: the keywords of
     a CASE ... END (found where ``case_words`` says they start, read as SLayer lowers them);
-    distinct right after ``count(`` and before a name; the unit and FROM of ``extract(year from x)``."""
+    distinct right after ``count(`` and before its operand (``-amount``, ``1``); the unit and FROM of ``extract(year from x)``."""
     words: set[int] = set()
     for index, token in enumerate(tokens):
         if token.kind not in ("name", "lit"):  # extract's unit may be quoted: extract('month' from x)
@@ -331,7 +331,7 @@ def _rewritten_words(tokens: list[Token], case_words: set[int]) -> set[int]:
         after = tokens[index + 1 : index + 3]
         if token.start in case_words:
             pass
-        elif word == "distinct" and before == ["count", "("] and after and after[0].kind == "name":
+        elif word == "distinct" and before == ["count", "("] and after and after[0].text not in (")", ","):
             pass
         elif (
             before == ["extract", "("]
