@@ -148,6 +148,16 @@ def test_count_distinct_of_any_operand_tags_its_columns_only() -> None:
         ["amount"], ["amount"], [], ["qty"]]
 
 
+def test_count_distinct_takes_one_operand_as_slayer_does() -> None:
+    """SLayer takes count(distinct x) with keywords after x, no other argument; the check took
+    count(distinct status, amount), which SLayer refuses."""
+    refused = ["count(distinct status, amount)", "count(distinct f(a, b), c)", "count(distinct status, 1)"]
+    assert [formula_problem(formula) for formula in refused] == [
+        f"Invalid Mode-B expression {formula!r}: DISTINCT is supported only as count(distinct x), i.e. "
+        "count_distinct(x)." for formula in refused]
+    assert [formula_problem(f) for f in ("count(distinct status, p=1)", "count(distinct f(a, b))")] == [None, None]
+
+
 def test_extract_with_a_quoted_part_names_its_value_only() -> None:
     """SLayer takes extract's part quoted (``extract('month' from x)``); its FROM was tagged."""
     from slayer_kb.catalog.refs import formula_references
