@@ -67,8 +67,8 @@ def test_a_query_already_refused_at_the_base_fails_no_branch(catalog_kb: Knowled
 def test_only_the_same_problem_at_the_base_is_inherited(catalog_kb: KnowledgeBase, invoke_cli) -> None:
     """Any problem at the base made the branch's a warning: a branch that dropped a column a query
     reads passed review when that query had another problem at the base (m-two, m-new: only the
-    first failing reference was compared; m-shape, m-tick: a formula or filter SLayer refuses hid
-    the query's other references). The same problem with other columns suggested (the
+    first failing reference was compared; m-shape, m-tick, m-key: a formula, a filter or a key
+    SLayer refuses hid the query's other references). The same problem with other columns suggested (the
     branch added one spelled alike) or other models listed (the branch added one) is still the
     base's: it failed the branch."""
     root = catalog_kb.root
@@ -84,11 +84,13 @@ def test_only_the_same_problem_at_the_base_is_inherited(catalog_kb: KnowledgeBas
     (memories / "m-new.yaml").write_text(
         "learning: New\nquery:\n  source_model: orders\n  measures:\n  - sum(nope)\n  filters:\n  - cost > 1\n"
         f"{CREATED}", encoding="utf-8")
-    # Refused whatever the catalog, at the base already: alone (m-src) inherited; beside a filter
+    # Refused whatever the catalog, at the base already (a measure, a filter, a setting and a key):
+    # alone (m-src) inherited; beside a filter
     # the branch breaks, failing, named by the filter.
-    refused = {"m-src": "", "m-shape": "", "m-tick": "  - \"`status` = 'a'\"\n"}
+    refused = {"m-src": "", "m-shape": "", "m-tick": "  - \"`status` = 'a'\"\n", "m-key": ""}
     for memory_id, first in refused.items():
         measures = "" if first else "  measures:\n  - cumsum(sum(amount), 1)\n"
+        measures = "  limit: many\n  nam: x\n" if memory_id == "m-key" else measures
         filters = "" if memory_id == "m-src" else f"  filters:\n{first}  - cost > 1\n"
         (memories / f"{memory_id}.yaml").write_text(
             f"learning: {memory_id}\nquery:\n  source_model: orders\n{measures}{filters}{CREATED}", encoding="utf-8")
@@ -114,6 +116,7 @@ def test_only_the_same_problem_at_the_base_is_inherited(catalog_kb: KnowledgeBas
               "'cumsum(sum(amount), 1)': Transform 'cumsum' accepts exactly one positional argument (the value "
               "to transform); it takes no settings: write cumsum(value).)")
     assert (proc.returncode, proc.stdout.splitlines()) == (1, [
+        f"memories/m-key.yaml:2: attached query has stale references (filters[0] {cost}; {edit} m-key'",
         f"memories/m-new.yaml:2: attached query has stale references (filters[0] {cost}; {edit} m-new'",
         f"memories/m-shape.yaml:2: attached query has stale references (filters[0] {cost}; {edit} m-shape'",
         f"memories/m-tick.yaml:2: attached query has stale references (filters[1] {cost}; {edit} m-tick'",
@@ -127,4 +130,4 @@ def test_only_the_same_problem_at_the_base_is_inherited(catalog_kb: KnowledgeBas
         f"{edit} m-gone'; {inherited}",
         f"memories/m-nope.yaml:2: warning: {nope}; {edit} m-nope'; {inherited}",
         f"memories/m-src.yaml:2: warning: {cumsum}; {edit} m-src'; {inherited}",
-        "4 problems in 4 files (8 files checked), 4 warnings"])
+        "5 problems in 5 files (9 files checked), 4 warnings"])

@@ -150,16 +150,17 @@ def check_query(query: Any, *, need_source: bool = True, each: bool = False) -> 
     """The query's :class:`Shape` if SLayer 1.4.1 would take it, else :class:`InvalidInputError`.
 
     ``need_source`` False lets a query without ``source_model`` pass (SLayer infers one when it
-    runs a query; its memory tools, and so a save here, need one). ``each``: a measure, dimension,
-    time dimension, filter or order item SLayer refuses is kept in ``Shape.refused`` and left out
-    of ``Shape.items``, rather than raised; what is wrong with the query as a whole still raises.
+    runs a query; its memory tools, and so a save here, need one). ``each``: a key, a setting
+    (``limit``, ``to_many_handling``, ...) or a measure, dimension, time dimension, filter or order
+    item SLayer refuses is kept in ``Shape.refused`` (an item left out of ``Shape.items``) rather
+    than raised; a query that is no mapping, or whose ``source_model`` is refused, still raises.
     """
     shape = Shape(None)
     try:
         _check(query, need_source, shape)
     except InvalidInputError:
-        if shape.refused and not each:
-            raise shape.refused[0][1] from None  # the first refusal in the order of the checks
+        if shape.refused:  # the first refusal in the order of the checks, each or not
+            raise shape.refused[0][1] from None
         raise
     if shape.refused and not each:
         raise shape.refused[0][1]
@@ -174,13 +175,12 @@ def _check(query: Any, need_source: bool, shape: Shape) -> None:
     data = migrate(dict(query))
     unknown = [str(key) for key in data if key not in QUERY_KEYS]
     if unknown:
-        raise InvalidInputError(
-            "; ".join(f"{key}: {extra_message(key, QUERY_KEYS, None)}" for key in unknown)
-            + f". A SlayerQuery's keys are: {', '.join(QUERY_KEYS)}."
-        )
-    int_field(data, "version")
+        shape.item(", ".join(unknown), None, fail, "", "; ".join(
+            f"{key}: {extra_message(key, QUERY_KEYS, None)}" for key in unknown
+        ) + f". A SlayerQuery's keys are: {', '.join(QUERY_KEYS)}.")
+    shape.item("version", None, int_field, data, "version")
     if data.get("name") is not None:
-        _model_name(string(data["name"], "name"), "Query", "name")
+        shape.item("name", None, lambda: _model_name(string(data["name"], "name"), "Query", "name"))
     source = data.get("source_model")
     if source is not None:
         shape.source = _source(source, shape)
@@ -188,21 +188,20 @@ def _check(query: Any, need_source: bool, shape: Shape) -> None:
     dimensions, moved = _dimensions(data, shape)
     times = _time_dimensions(data, moved, shape)
     if data.get("main_time_dimension") is not None:
-        string(data["main_time_dimension"], "main_time_dimension")
+        shape.item("main_time_dimension", None, string, data["main_time_dimension"], "main_time_dimension")
     filters = _filters(data, shape)
     if data.get("variables") is not None and not isinstance(data["variables"], Mapping):
-        fail("variables", "Input should be a valid dictionary")
+        shape.item("variables", None, fail, "variables", "Input should be a valid dictionary")
     order = _order(data, shape)
     for key in ("limit", "offset"):
-        int_field(data, key)
-    for key in ("whole_periods_only", "distinct_dimension_values"):
-        if key in data:
-            _boolean(data[key], key)
-    handling = data.get("to_many_handling", "broadcast")
-    if handling not in TO_MANY:
-        fail("to_many_handling", "Input should be 'broadcast', 'associate' or 'error'")
-    if "distinct_dimension_values" in data and not _boolean(data["distinct_dimension_values"], ""):
-        _distinct_rule(measures, dimensions or times)
+        shape.item(key, None, int_field, data, key)
+    distinct = {key: shape.item(key, None, _boolean, data[key], key)
+                for key in ("whole_periods_only", "distinct_dimension_values") if key in data}
+    if data.get("to_many_handling", "broadcast") not in TO_MANY:
+        shape.item("to_many_handling", None, fail, "to_many_handling",
+                   "Input should be 'broadcast', 'associate' or 'error'")
+    if distinct.get("distinct_dimension_values") is False:
+        shape.item("distinct_dimension_values", None, _distinct_rule, measures, dimensions or times)
     if shape.source is None and need_source:
         fail("", "Could not derive a model name from query.source_model. " + _SOURCE_HINT)
     shape.items = [*dimensions, *times, *measures, *filters, *order]
