@@ -45,6 +45,16 @@ REFUSED = [
     ("customers.count()", "the method call customers.count(...) needs the aggregated value as its first argument; "
      "write the functional form, e.g. count. If customers is a column, that is count(customers); if a model, "
      "count(customers.*) counts its rows."),
+    # The fix in the spelling SLayer's memory resolver takes (COUNT(customers.*) it refuses), with
+    # the p= a percentile runs on; a date part no aggregation (year(x) is no measure SLayer runs).
+    ("customers.COUNT()", "the method call customers.COUNT(...) needs the aggregated value as its first argument; "
+     "write the functional form, e.g. COUNT. If customers is a column, that is count(customers); if a model, "
+     "count(customers.*) counts its rows."),
+    ("amount.percentile()", "the method call amount.percentile(...) needs the aggregated value as its first "
+     "argument; write the functional form, e.g. percentile. If amount is a column, that is percentile(amount, p=0.5)."),
+    ("created_at.year()", "the method call created_at.year(...) needs the aggregated value as its first argument; "
+     "write the functional form, e.g. year. 'year' is a date part, not an aggregation: for each year, put "
+     "year(created_at) in dimensions; as a measure, aggregate it, e.g. max(date_part('year', created_at))."),
     ("orders.aov()", "the method call orders.aov(...) needs the aggregated value as its first argument; write the "
      "functional form, e.g. aov. If orders is a column, that is aov(orders); if a model, its measure is "
      "orders.aov."),
@@ -86,6 +96,7 @@ SLAYER_RUNS = [
     "customers.percentile(region_id, +0.5)", "customers.count_distinct(segment, true)",
     "customers.count_distinct(segment, NULL)", "count(iif(status == 'a.count(distinct b)', 1, null))",
     "count(iif(status == 'avg(distinct x)', 1, null))", "count(iif(status == 'f(x, distinct y)', 1, null))",
+    "count(distinct -amount)", "count(distinct +amount)", "count(distinct 1)",
 ]
 
 
@@ -107,6 +118,44 @@ def test_an_interval_beside_an_interval_is_refused_as_slayer_refuses_it(formula:
     """SLayer takes exactly one side of + as an interval; a string's text does not hide a DISTINCT."""
     problem = formula_problem(formula)
     assert problem is not None and problem.startswith(f"Invalid Mode-B expression {formula!r}: {words}")
+
+
+COMMENTED_DISTINCT = ["sum(amount) # sum(distinct x)", "sum(amount)\n# f(x, distinct y)",
+                      "sum(amount) # it's count(distinct)", "sum(amount) # f(x=distinct b)"]
+
+
+def test_a_comment_hides_no_distinct_slayer_refuses(example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """SLayer's DISTINCT check reads a ``#`` comment's words too (Python skips them after it):
+    these were saved, and SLayer refuses each. In a comment as out of one, a tuple's ``a, distinct
+    b`` and ``count(distinct x)`` it takes."""
+    distinct = "DISTINCT is supported only as count(distinct x), i.e. count_distinct(x)."
+    assert save_refusal(invoke_cli, example_kb_read_only.root, {"source_model": "orders", "measures": [
+        COMMENTED_DISTINCT[0]]}) == (f"Error: measures[0].formula: Invalid Mode-B expression "
+                                     f"'sum(amount) # sum(distinct x)': {distinct}")
+    assert [formula_problem(formula) for formula in COMMENTED_DISTINCT] == [
+        f"Invalid Mode-B expression {formula!r}: {distinct}" for formula in COMMENTED_DISTINCT]
+    assert [formula_problem(f"sum(amount) # {comment}") for comment in (
+        "a, distinct b", "(a, distinct b)", "count(distinct x)", "distinct note")] == [None] * 4
+
+
+def test_count_distinct_of_any_operand_tags_its_columns_only() -> None:
+    """SLayer reads count(distinct x) as count_distinct(x) whatever x is; before a sign or a
+    number the distinct was read as a column, not found, and the query refused."""
+    from slayer_kb.catalog.refs import formula_references
+
+    assert [formula_references(formula) for formula in (
+        "count(distinct -amount)", "count(distinct +amount)", "count(distinct 1)", "count(distinct -(qty))")] == [
+        ["amount"], ["amount"], [], ["qty"]]
+
+
+def test_count_distinct_takes_one_operand_as_slayer_does() -> None:
+    """SLayer takes count(distinct x) with keywords after x, no other argument; the check took
+    count(distinct status, amount), which SLayer refuses."""
+    refused = ["count(distinct status, amount)", "count(distinct f(a, b), c)", "count(distinct status, 1)"]
+    assert [formula_problem(formula) for formula in refused] == [
+        f"Invalid Mode-B expression {formula!r}: DISTINCT is supported only as count(distinct x), i.e. "
+        "count_distinct(x)." for formula in refused]
+    assert [formula_problem(f) for f in ("count(distinct status, p=1)", "count(distinct f(a, b))")] == [None, None]
 
 
 def test_extract_with_a_quoted_part_names_its_value_only() -> None:

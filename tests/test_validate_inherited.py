@@ -67,7 +67,8 @@ def test_a_query_already_refused_at_the_base_fails_no_branch(catalog_kb: Knowled
 def test_only_the_same_problem_at_the_base_is_inherited(catalog_kb: KnowledgeBase, invoke_cli) -> None:
     """Any problem at the base made the branch's a warning: a branch that dropped a column a query
     reads passed review when that query had another problem at the base (m-two, m-new: only the
-    first failing reference was compared). The same problem with other columns suggested (the
+    first failing reference was compared; m-shape, m-tick, m-key: a formula, a filter or a key
+    SLayer refuses hid the query's other references). The same problem with other columns suggested (the
     branch added one spelled alike) or other models listed (the branch added one) is still the
     base's: it failed the branch."""
     root = catalog_kb.root
@@ -83,6 +84,16 @@ def test_only_the_same_problem_at_the_base_is_inherited(catalog_kb: KnowledgeBas
     (memories / "m-new.yaml").write_text(
         "learning: New\nquery:\n  source_model: orders\n  measures:\n  - sum(nope)\n  filters:\n  - cost > 1\n"
         f"{CREATED}", encoding="utf-8")
+    # Refused whatever the catalog, at the base already (a measure, a filter, a setting and a key):
+    # alone (m-src) inherited; beside a filter
+    # the branch breaks, failing, named by the filter.
+    refused = {"m-src": "", "m-shape": "", "m-tick": "  - \"`status` = 'a'\"\n", "m-key": ""}
+    for memory_id, first in refused.items():
+        measures = "" if first else "  measures:\n  - cumsum(sum(amount), 1)\n"
+        measures = "  limit: many\n  nam: x\n" if memory_id == "m-key" else measures
+        filters = "" if memory_id == "m-src" else f"  filters:\n{first}  - cost > 1\n"
+        (memories / f"{memory_id}.yaml").write_text(
+            f"learning: {memory_id}\nquery:\n  source_model: orders\n{measures}{filters}{CREATED}", encoding="utf-8")
     commit_all(root, "saved by an earlier release")
     git(root, "branch", "-M", "main")
     git(root, "checkout", "-q", "-b", "feature")
@@ -100,9 +111,15 @@ def test_only_the_same_problem_at_the_base_is_inherited(catalog_kb: KnowledgeBas
     inherited = "the query is so at main already: not this branch's doing, so it fails nothing"
     nope = ("attached query has stale references (measures[0] 'sum(nope)': Entity 'nope' not found in any "
             "datasource (checked all known datasources). Did you mean: shop.orders.note?)")
+    cost = "'cost > 1': Entity 'cost' not found in any datasource (checked all known datasources).)"
+    cumsum = ("attached query is not a valid SlayerQuery (measures[0].formula: Invalid Mode-B expression "
+              "'cumsum(sum(amount), 1)': Transform 'cumsum' accepts exactly one positional argument (the value "
+              "to transform); it takes no settings: write cumsum(value).)")
     assert (proc.returncode, proc.stdout.splitlines()) == (1, [
-        "memories/m-new.yaml:2: attached query has stale references (filters[0] 'cost > 1': Entity 'cost' not found "
-        f"in any datasource (checked all known datasources).); {edit} m-new'",
+        f"memories/m-key.yaml:2: attached query has stale references (filters[0] {cost}; {edit} m-key'",
+        f"memories/m-new.yaml:2: attached query has stale references (filters[0] {cost}; {edit} m-new'",
+        f"memories/m-shape.yaml:2: attached query has stale references (filters[0] {cost}; {edit} m-shape'",
+        f"memories/m-tick.yaml:2: attached query has stale references (filters[1] {cost}; {edit} m-tick'",
         "memories/m-two.yaml:2: attached query has stale references (measures[0] 'sum(cost)': Entity 'cost' not "
         f"found in any datasource (checked all known datasources).); {edit} m-two'",
         "memories/m-amb.yaml:2: warning: attached query has stale references (measures[0] 'max(name)': Ambiguous "
@@ -112,4 +129,5 @@ def test_only_the_same_problem_at_the_base_is_inherited(catalog_kb: KnowledgeBas
         "datasource 'shop'. Its models: ['countries', 'customers', 'orders', 'refunds', 'regions', 'stores'].); "
         f"{edit} m-gone'; {inherited}",
         f"memories/m-nope.yaml:2: warning: {nope}; {edit} m-nope'; {inherited}",
-        "2 problems in 2 files (5 files checked), 3 warnings"])
+        f"memories/m-src.yaml:2: warning: {cumsum}; {edit} m-src'; {inherited}",
+        "5 problems in 5 files (9 files checked), 4 warnings"])

@@ -173,14 +173,21 @@ def _meant(node: ast.Call, path: str, name: str) -> str:
     which hangs on what ``path`` is (the catalog's, not read here): a column's aggregation; a
     model's count is of its rows (``count(customers)`` SLayer's engine cannot resolve), and a
     name no aggregation of SLayer's may be a model's measure (``orders.aov``)."""
-    if (name in _TRANSFORMS and name.lower() not in _AGGREGATIONS) or name.lower() in _SCALARS | _DATE_PART_FUNCTIONS:
+    lowered = name.lower()
+    if (name in _TRANSFORMS and lowered not in _AGGREGATIONS) or lowered in _SCALARS | _DATE_PART_FUNCTIONS:
         return f" Here that is {name}({path})."
-    called = ", ".join([path, *(f"{keyword.arg}={ast.unparse(keyword.value)}" for keyword in node.keywords)])
-    if name.lower() not in _AGGREGATIONS and not node.keywords:
+    if lowered in _DATE_PARTS:  # SLayer reads year(x) as x's year, row by row: no measure
+        return (f" '{name}' is a date part, not an aggregation: for each {lowered}, put {lowered}({path}) in "
+                f"dimensions; as a measure, aggregate it, e.g. max(date_part('{lowered}', {path})).")
+    keywords = [f"{keyword.arg}={ast.unparse(keyword.value)}" for keyword in node.keywords]
+    if lowered == "percentile" and not any(keyword.arg == "p" for keyword in node.keywords):
+        keywords.append("p=0.5")  # SLayer runs no percentile without its p=
+    called = ", ".join([path, *keywords])
+    if lowered not in _AGGREGATIONS and not node.keywords:
         return f" If {path} is a column, that is {name}({called}); if a model, its measure is {path}.{name}."
-    if name.lower() == "count":
-        return f" If {path} is a column, that is {name}({called}); if a model, {name}({path}.*) counts its rows."
-    return f" If {path} is a column, that is {name}({called})."
+    if lowered == "count":  # a formula's COUNT(m.*) SLayer's memory resolver refuses
+        return f" If {path} is a column, that is count({called}); if a model, count({path}.*) counts its rows."
+    return f" If {path} is a column, that is {lowered}({called})."
 
 
 def _leaves(node: ast.expr) -> list[ast.expr]:

@@ -189,8 +189,9 @@ def unspaced_colon(unspaced: str) -> str:
 def _distinct_misused(text: str) -> bool:
     """``distinct`` as a keyword anywhere but ``count(distinct x)``: ``sum(distinct x)``,
     ``count(distinct)``, ``count(distinct *)``, ``customers.count(distinct x)`` (SLayer takes no
-    method call's), ``f(x, distinct y)``; read from the tokens, so that a string's text is none."""
-    found = lexer.uncommented(text, lexer.tokens(text))
+    method call's), ``f(x, distinct y)``; read from the tokens, so that a string's text is none,
+    but a ``#`` comment's are read: SLayer's check reads them too (and then Python skips them)."""
+    found = lexer.tokens(text)
     edge = lexer.Token("", "", -1, -1)
     for at, token in enumerate(found):
         if token.kind != "name" or token.text.lower() != "distinct":
@@ -198,11 +199,44 @@ def _distinct_misused(text: str) -> bool:
         called, opened = found[at - 2] if at > 1 else edge, found[at - 1] if at else edge
         after = found[at + 1] if at + 1 < len(found) else edge
         if opened.text == "(" and called.kind == "name":  # opening a call's first argument
-            if called.text.lower() != "count" or after.text in ("", ")", "*", ","):
+            if called.text.lower() != "count" or after.text in ("", ")", "*", ",") or _more_operands(found, at):
                 return True
         elif opened.text in (",", "=") and after.start > token.end and (
-                after.kind in ("name", "num") or after.text[:1] in ("'", "(", "*")):
+                after.kind in ("name", "num") or after.text[:1] in ("'", "(", "*")) and _in_call(found, at):
             return True  # opening a later argument, before what could be its operand
+    return False
+
+
+def _more_operands(found: list[lexer.Token], at: int) -> bool:
+    """Whether ``count(distinct x, ...)``, its ``distinct`` at ``found[at]``, has a later argument
+    but a keyword's (``count(distinct status, amount)``), as SLayer's ``_single_distinct_operand``."""
+    depth = 0
+    for index in range(at + 1, len(found)):
+        text = found[index].text
+        if text == "(":
+            depth += 1
+        elif text == ")":
+            if depth == 0:
+                return False
+            depth -= 1
+        elif text == "," and depth == 0:
+            follows = found[index + 1 : index + 3]
+            if not (len(follows) == 2 and follows[0].kind == "name" and follows[1].text == "="):
+                return True
+    return False
+
+
+def _in_call(found: list[lexer.Token], at: int) -> bool:
+    """Whether ``found[at]`` sits directly inside a call's parentheses (not a tuple's: a comment's
+    ``a, distinct b`` SLayer takes)."""
+    depth = 0
+    for index in range(at - 1, -1, -1):
+        if found[index].text == ")":
+            depth += 1
+        elif found[index].text == "(":
+            if depth == 0:
+                return index > 0 and found[index - 1].kind == "name"
+            depth -= 1
     return False
 
 

@@ -321,7 +321,7 @@ def _refuse_backquote(tokens: list[Token], text: str, what: str) -> None:
 def _rewritten_words(tokens: list[Token], case_words: set[int]) -> set[int]:
     """Where a formula's tokens are SQL words SLayer rewrites rather than columns: the keywords of
     a CASE ... END (found where ``case_words`` says they start, read as SLayer lowers them);
-    distinct right after ``count(`` and before a name; the unit and FROM of ``extract(year from x)``."""
+    distinct right after ``count(`` and before its operand (``-amount``, ``1``); the unit and FROM of ``extract(year from x)``."""
     words: set[int] = set()
     for index, token in enumerate(tokens):
         if token.kind not in ("name", "lit"):  # extract's unit may be quoted: extract('month' from x)
@@ -331,7 +331,7 @@ def _rewritten_words(tokens: list[Token], case_words: set[int]) -> set[int]:
         after = tokens[index + 1 : index + 3]
         if token.start in case_words:
             pass
-        elif word == "distinct" and before == ["count", "("] and after and after[0].kind == "name":
+        elif word == "distinct" and before == ["count", "("] and after and after[0].text not in (")", ","):
             pass
         elif (
             before == ["extract", "("]
@@ -476,6 +476,8 @@ def query_entities(query: Any, resolver: Resolves) -> tuple[list[str], list[str]
     so that nothing is saved with a silently missing tag.
     """
     shape, name = _shape(query)
+    if shape.refused:
+        raise shape.refused[0][1]
     source = resolver.query_source(name)
     entities: dict[str, None] = {source.entity: None}
     warnings: dict[str, None] = {}
@@ -491,13 +493,15 @@ def reference_problems(query: Any, resolver: Resolves) -> list[tuple[str, KBErro
     """Each reference of ``query`` that does not resolve against ``resolver``'s catalog, named by
     its place and text (``measures[0] nope``), with what :func:`query_entities` raises of it, in
     its order; so that one query's problems against two catalogs compare reference by reference.
-    What is wrong whatever the catalog (the query's shape) raises, as there."""
+    An item SLayer refuses whatever the catalog comes first, named by its place and text; what is
+    wrong with the query as a whole raises."""
     shape, name = _shape(query)
+    refused: list[tuple[str, KBError]] = list(shape.refused)
     try:
         source = resolver.query_source(name)
     except KBError as exc:
-        return [(f"source_model {name}", exc)]
-    return [(ref, resolved) for ref, resolved in _resolutions(shape, source, resolver) if isinstance(resolved, KBError)]
+        return [*refused, (f"source_model {name}", exc)]
+    return refused + [(ref, found) for ref, found in _resolutions(shape, source, resolver) if isinstance(found, KBError)]
 
 
 def _shape(query: Any) -> tuple[Shape, str]:
@@ -507,7 +511,7 @@ def _shape(query: Any) -> tuple[Shape, str]:
             f"A query must be a mapping (a SlayerQuery) with a 'source_model', got {kind_of(query)}."
         )
     check_depth(query, "The query")
-    shape = check_query(query)
+    shape = check_query(query, each=True)
     assert shape.source is not None  # check_query requires one
     return shape, shape.source
 
@@ -516,7 +520,11 @@ def _resolutions(shape: Shape, source: Model, resolver: Resolves) -> Iterator[tu
     """Each reference of the query, named by its place and text, and what it resolves to, or the
     error (in the query's words) that says why it does not."""
     for item in shape.items:
-        refs = [item.text] if item.kind == "ref" else _scanned(_SCANS[item.kind], item.text, item.where)
+        try:
+            refs = [item.text] if item.kind == "ref" else _SCANS[item.kind](item.text)
+        except InvalidInputError as exc:  # refused whatever the catalog: the item's other words unread
+            yield f"{item.where} {item.text}", InvalidInputError(f"{item.where}: {exc}")
+            continue
         for ref in refs:
             if ref in shape.defined:
                 continue
@@ -550,14 +558,6 @@ def _in_context(exc: KBError, item: Item, refs: list[str]) -> KBError:
         return type(exc)(f"{where}: {exc}")
     except TypeError:  # an error class with its own constructor: keep it as it is
         return exc
-
-
-def _scanned(scan: Any, text: str, where: str) -> list[str]:
-    try:
-        refs: list[str] = scan(text)
-    except InvalidInputError as exc:
-        raise InvalidInputError(f"{where}: {exc}") from None
-    return refs
 
 
 def clean_query(query: Mapping[str, Any]) -> dict[str, Any]:

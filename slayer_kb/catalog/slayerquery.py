@@ -40,9 +40,9 @@ column references and time dimensions by ``querycolumns.py``.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from ..core.errors import InvalidInputError
 from ..core.text import kind_of
@@ -115,6 +115,9 @@ _SOURCE_HINT = (
 )
 
 
+T = TypeVar("T")
+
+
 class Item(NamedTuple):
     """One reference-bearing text of a query: where it is, and how to read it."""
 
@@ -130,14 +133,41 @@ class Shape:
     source: str | None
     items: list[Item] = field(default_factory=list)
     defined: set[str] = field(default_factory=set)
+    # Each item SLayer refuses, by its place and text, and why: the query's other items are still
+    # read, so that a reader comparing two catalogs sees their references too.
+    refused: list[tuple[str, InvalidInputError]] = field(default_factory=list)
+
+    def item(self, where: str, value: Any, check: Callable[..., T], *args: Any) -> T | None:
+        """``check(*args)``, or None with its refusal kept, named by ``where`` and ``value``."""
+        try:
+            return check(*args)
+        except InvalidInputError as exc:
+            self.refused.append((f"{where} {value}" if isinstance(value, str) else where, exc))
+            return None
 
 
-def check_query(query: Any, *, need_source: bool = True) -> Shape:
+def check_query(query: Any, *, need_source: bool = True, each: bool = False) -> Shape:
     """The query's :class:`Shape` if SLayer 1.4.1 would take it, else :class:`InvalidInputError`.
 
     ``need_source`` False lets a query without ``source_model`` pass (SLayer infers one when it
-    runs a query; its memory tools, and so a save here, need one).
+    runs a query; its memory tools, and so a save here, need one). ``each``: a key, a setting
+    (``limit``, ``to_many_handling``, ...) or a measure, dimension, time dimension, filter or order
+    item SLayer refuses is kept in ``Shape.refused`` (an item left out of ``Shape.items``) rather
+    than raised; a query that is no mapping, or whose ``source_model`` is refused, still raises.
     """
+    shape = Shape(None)
+    try:
+        _check(query, need_source, shape)
+    except InvalidInputError:
+        if shape.refused:  # the first refusal in the order of the checks, each or not
+            raise shape.refused[0][1] from None
+        raise
+    if shape.refused and not each:
+        raise shape.refused[0][1]
+    return shape
+
+
+def _check(query: Any, need_source: bool, shape: Shape) -> None:
     if not isinstance(query, Mapping):
         raise InvalidInputError(
             f"A query must be a mapping (a SlayerQuery) with a 'source_model', got {kind_of(query)}."
@@ -145,44 +175,36 @@ def check_query(query: Any, *, need_source: bool = True) -> Shape:
     data = migrate(dict(query))
     unknown = [str(key) for key in data if key not in QUERY_KEYS]
     if unknown:
-        raise InvalidInputError(
-            "; ".join(f"{key}: {extra_message(key, QUERY_KEYS, None)}" for key in unknown)
-            + f". A SlayerQuery's keys are: {', '.join(QUERY_KEYS)}."
-        )
-    shape = Shape(None)
-    int_field(data, "version")
+        shape.item(", ".join(unknown), None, fail, "", "; ".join(
+            f"{key}: {extra_message(key, QUERY_KEYS, None)}" for key in unknown
+        ) + f". A SlayerQuery's keys are: {', '.join(QUERY_KEYS)}.")
+    shape.item("version", None, int_field, data, "version")
     if data.get("name") is not None:
-        _model_name(string(data["name"], "name"), "Query", "name")
+        shape.item("name", None, lambda: _model_name(string(data["name"], "name"), "Query", "name"))
     source = data.get("source_model")
     if source is not None:
         shape.source = _source(source, shape)
     measures = _measures(data, shape)
     dimensions, moved = _dimensions(data, shape)
-    times = _time_dimensions(data, moved, shape.source)
+    times = _time_dimensions(data, moved, shape)
     if data.get("main_time_dimension") is not None:
-        string(data["main_time_dimension"], "main_time_dimension")
-    filters = _filters(data)
+        shape.item("main_time_dimension", None, string, data["main_time_dimension"], "main_time_dimension")
+    filters = _filters(data, shape)
     if data.get("variables") is not None and not isinstance(data["variables"], Mapping):
-        fail("variables", "Input should be a valid dictionary")
-    order = _order(data)
+        shape.item("variables", None, fail, "variables", "Input should be a valid dictionary")
+    order = _order(data, shape)
     for key in ("limit", "offset"):
-        int_field(data, key)
-    for key in ("whole_periods_only", "distinct_dimension_values"):
-        if key in data:
-            _boolean(data[key], key)
-    handling = data.get("to_many_handling", "broadcast")
-    if handling not in TO_MANY:
-        fail("to_many_handling", "Input should be 'broadcast', 'associate' or 'error'")
-    for text in filters:
-        if _OVER.search(text):
-            fail("", f"Filter '{text}' {WINDOW_IN_FILTER_ERROR}")
-    if "distinct_dimension_values" in data and not _boolean(data["distinct_dimension_values"], ""):
-        _distinct_rule(measures, dimensions or times)
+        shape.item(key, None, int_field, data, key)
+    distinct = {key: shape.item(key, None, _boolean, data[key], key)
+                for key in ("whole_periods_only", "distinct_dimension_values") if key in data}
+    if data.get("to_many_handling", "broadcast") not in TO_MANY:
+        shape.item("to_many_handling", None, fail, "to_many_handling",
+                   "Input should be 'broadcast', 'associate' or 'error'")
+    if distinct.get("distinct_dimension_values") is False:
+        shape.item("distinct_dimension_values", None, _distinct_rule, measures, dimensions or times)
     if shape.source is None and need_source:
         fail("", "Could not derive a model name from query.source_model. " + _SOURCE_HINT)
-    filter_items = [Item(f"filters[{i}]", "filter", text) for i, text in enumerate(filters)]
-    shape.items = [*dimensions, *times, *measures, *filter_items, *order]
-    return shape
+    shape.items = [*dimensions, *times, *measures, *filters, *order]
 
 
 # -- source_model ----------------------------------------------------------------------------
@@ -243,7 +265,9 @@ def _measures(data: Mapping[str, Any], shape: Shape) -> list[Item]:
     items: list[Item] = []
     for i, value in enumerate(python_list(data, "measures", "write measures: ['sum(amount)', {formula: 'count(*)', name: orders}]")):
         where = f"measures[{i}]"
-        formula = _measure(value, where)
+        formula = shape.item(where, value, _measure, value, where)
+        if formula is None:
+            continue
         if isinstance(value, Mapping) and isinstance(value.get("name"), str):
             shape.defined.add(value["name"])
         items.append(Item(where, "formula", formula))
@@ -293,30 +317,34 @@ def _dimensions(data: Mapping[str, Any], shape: Shape) -> tuple[list[Item], list
         fail("", f"'dimensions' must be a list, got {slayer_type(values)} (write dimensions: [status, customers.regions.name])")
     for i, value in enumerate(values):
         where = f"dimensions[{i}]"
-        if isinstance(value, str):
-            granular = functional(value, where, GRANULARITIES)
-            if granular is not None:
-                moved.append((where, granular))
-            elif column_ref_name(value):
-                items.append(Item(where, "ref", value))
-            else:
-                _expression_dimension(value, where)
-                items.append(Item(where, "formula", value))
-        elif isinstance(value, Mapping) and "expression" in value:
-            for key in value:
-                if key not in COMPUTED_KEYS:
-                    fail(f"{where}.{key}", extra_message(str(key), COMPUTED_KEYS, "a computed dimension"))
-            expression = string(value["expression"], f"{where}.expression")
-            if value.get("name") is not None:
-                name = string(value["name"], f"{where}.name")
-                _model_name(name, "Computed dimension", f"{where}.name")
-                shape.defined.add(name)
-            items.append(Item(where, "formula", expression))
-        elif isinstance(value, Mapping):
-            items.append(Item(where, "ref", column_ref(value, where)))
-        else:
-            fail(where, "Input should be a valid dictionary or instance of ColumnRef")
+        shape.item(where, value, _dimension, value, where, shape, items, moved)
     return items, moved
+
+
+def _dimension(value: Any, where: str, shape: Shape, items: list[Item], moved: list[tuple[str, dict[str, str]]]) -> None:
+    if isinstance(value, str):
+        granular = functional(value, where, GRANULARITIES)
+        if granular is not None:
+            moved.append((where, granular))
+        elif column_ref_name(value):
+            items.append(Item(where, "ref", value))
+        else:
+            _expression_dimension(value, where)
+            items.append(Item(where, "formula", value))
+    elif isinstance(value, Mapping) and "expression" in value:
+        for key in value:
+            if key not in COMPUTED_KEYS:
+                fail(f"{where}.{key}", extra_message(str(key), COMPUTED_KEYS, "a computed dimension"))
+        expression = string(value["expression"], f"{where}.expression")
+        if value.get("name") is not None:
+            name = string(value["name"], f"{where}.name")
+            _model_name(name, "Computed dimension", f"{where}.name")
+            shape.defined.add(name)
+        items.append(Item(where, "formula", expression))
+    elif isinstance(value, Mapping):
+        items.append(Item(where, "ref", column_ref(value, where)))
+    else:
+        fail(where, "Input should be a valid dictionary or instance of ColumnRef")
 
 
 def _expression_dimension(text: str, where: str) -> None:
@@ -337,7 +365,7 @@ def _expression_dimension(text: str, where: str) -> None:
 # -- time dimensions -------------------------------------------------------------------------
 
 
-def _time_dimensions(data: Mapping[str, Any], moved: list[tuple[str, dict[str, str]]], source: str | None) -> list[Item]:
+def _time_dimensions(data: Mapping[str, Any], moved: list[tuple[str, dict[str, str]]], shape: Shape) -> list[Item]:
     values = data.get("time_dimensions")
     if values is None:
         values = []
@@ -347,37 +375,48 @@ def _time_dimensions(data: Mapping[str, Any], moved: list[tuple[str, dict[str, s
     items: list[Item] = []
     seen: dict[tuple[str, str], tuple[Any, ...]] = {}
     for where, value in [*entries, *moved]:
-        if isinstance(value, str):
-            value = time_string(value, where)
-        column = time_dimension(value, where)
-        items.append(Item(where, "ref", column))
-        # SLayer's _dedupe_time_dimensions: one column at one granularity, one range and label.
-        granularity = value["granularity"].lower() if value["granularity"].lower() in GRANULARITIES else value["granularity"]
-        date_range = value.get("date_range")
-        canon = (strip_source(column, source), granularity,
-                 tuple([date_range] if isinstance(date_range, str) else date_range or ()), value.get("label"))
-        prior = seen.setdefault(canon[:2], canon)
-        if prior != canon:
-            fail(where, f"Conflicting time dimensions on {column!r} at {granularity} granularity: same column "
-                         "and granularity must not differ in date range or label.")
+        shape.item(where, value, _time_dimension, value, where, shape.source, items, seen)
     return items
+
+
+def _time_dimension(value: Any, where: str, source: str | None, items: list[Item],
+                    seen: dict[tuple[str, str], tuple[Any, ...]]) -> None:
+    if isinstance(value, str):
+        value = time_string(value, where)
+    column = time_dimension(value, where)
+    # SLayer's _dedupe_time_dimensions: one column at one granularity, one range and label.
+    granularity = value["granularity"].lower() if value["granularity"].lower() in GRANULARITIES else value["granularity"]
+    date_range = value.get("date_range")
+    canon = (strip_source(column, source), granularity,
+             tuple([date_range] if isinstance(date_range, str) else date_range or ()), value.get("label"))
+    prior = seen.setdefault(canon[:2], canon)
+    if prior != canon:
+        fail(where, f"Conflicting time dimensions on {column!r} at {granularity} granularity: same column "
+                     "and granularity must not differ in date range or label.")
+    items.append(Item(where, "ref", column))
 
 
 # -- filters and order -----------------------------------------------------------------------
 
 
-def _filters(data: Mapping[str, Any]) -> list[str]:
+def _filters(data: Mapping[str, Any], shape: Shape) -> list[Item]:
     values = data.get("filters")
     if values is None:
         return []
     if not isinstance(values, (list, tuple)):
         fail("filters", "Input should be a valid list (write filters: [\"status = 'paid'\"])")
-    for i, value in enumerate(values):
-        string(value, f"filters[{i}]")
-    return list(values)
+    found = (shape.item(f"filters[{i}]", value, _filter, value, f"filters[{i}]") for i, value in enumerate(values))
+    return [item for item in found if item is not None]
 
 
-def _order(data: Mapping[str, Any]) -> list[Item]:
+def _filter(value: Any, where: str) -> Item:
+    text = string(value, where)
+    if _OVER.search(text):
+        fail("", f"Filter '{text}' {WINDOW_IN_FILTER_ERROR}")
+    return Item(where, "filter", text)
+
+
+def _order(data: Mapping[str, Any], shape: Shape) -> list[Item]:
     values = data.get("order")
     if values is None:
         return []
@@ -388,27 +427,30 @@ def _order(data: Mapping[str, Any]) -> list[Item]:
     items: list[Item] = []
     for i, value in enumerate(values):
         where = f"order[{i}]"
-        if not isinstance(value, Mapping):
-            fail(where, "Input should be a valid dictionary or instance of OrderItem (write {column: amount, direction: desc})")
-        if (
-            "column" not in value and "direction" not in value and value
-            and all(isinstance(k, str) for k in value) and all(_direction(v) for v in value.values())
-        ):
-            items.extend(_order_column(column, where) for column in value)
-            continue
-        required(value, "column", where, ORDER_KEYS, "an order item is {column: amount, direction: desc}")
-        for key in value:
-            if key not in (*ORDER_KEYS, "raw_formula"):
-                fail(f"{where}.{key}", extra_message(str(key), ORDER_KEYS, "an order item"))
-        if "direction" in value:
-            direction = string(value["direction"], f"{where}.direction")
-            if _direction(direction) is None:
-                fail(
-                    f"{where}.direction",
-                    f"order direction must be one of asc/desc/ascending/descending (case-insensitive), got {direction!r}",
-                )
-        items.append(_order_column(value["column"], f"{where}.column"))
+        items.extend(shape.item(where, value, _order_item, value, where) or [])
     return items
+
+
+def _order_item(value: Any, where: str) -> list[Item]:
+    if not isinstance(value, Mapping):
+        fail(where, "Input should be a valid dictionary or instance of OrderItem (write {column: amount, direction: desc})")
+    if (
+        "column" not in value and "direction" not in value and value
+        and all(isinstance(k, str) for k in value) and all(_direction(v) for v in value.values())
+    ):
+        return [_order_column(column, where) for column in value]
+    required(value, "column", where, ORDER_KEYS, "an order item is {column: amount, direction: desc}")
+    for key in value:
+        if key not in (*ORDER_KEYS, "raw_formula"):
+            fail(f"{where}.{key}", extra_message(str(key), ORDER_KEYS, "an order item"))
+    if "direction" in value:
+        direction = string(value["direction"], f"{where}.direction")
+        if _direction(direction) is None:
+            fail(
+                f"{where}.direction",
+                f"order direction must be one of asc/desc/ascending/descending (case-insensitive), got {direction!r}",
+            )
+    return [_order_column(value["column"], f"{where}.column")]
 
 
 def _direction(value: Any) -> str | None:

@@ -11,7 +11,6 @@ import yaml
 
 from ..catalog.refs import reference_problems
 from ..catalog.resolve import Resolver
-from ..catalog.slayerquery import check_query
 from ..core import yamlio
 from ..core.errors import KBError
 from ..core.memory import alias_line
@@ -42,7 +41,6 @@ def query_problem(query: Any, resolver: Resolver) -> QueryProblem | None:
     """What is wrong with ``query`` against ``resolver``'s catalog; None when nothing is. A reference
     that no longer resolves is stale (what a catalog delete leaves); anything else is invalid."""
     try:
-        check_query(query)
         found = reference_problems(query, resolver)
     except KBError as exc:
         found = [("", exc)]
