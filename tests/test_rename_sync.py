@@ -361,3 +361,38 @@ def test_a_link_to_the_rename_the_steps_drop_follows_the_kept_one(tmp_path: Path
     assert list(_files(b)) == ["kb.a.yaml", "kb.l.yaml", "kb.q.yaml"]
     assert "entities:\n- memory:kb.a\n" in _files(b)["kb.q.yaml"]
     assert invoke_cli("--kb", b, "validate", check=True).stdout.endswith("no problems.\n")
+
+
+def test_a_merge_of_two_renames_git_paired_one_of_names_both_and_drops_no_edit(
+        tmp_path: Path, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    """origin/main renamed 1 to kb.a and gave it a description; this branch renamed it to kb.b
+    and rewrote its short text, too unlike the old one for git to see its rename. git merged kb.b
+    as an add and stopped on kb.a alone, and the stop called it a forget: its step 'git rm
+    memories/kb.a.yaml' dropped main's description, and the sync pushed without it."""
+    a, b = _renamed_on_a(tmp_path, invoke_cli, "rename", "1", "kb.b")
+    invoke_cli("--kb", a, "update", "kb.a", "--description", "Paid orders only", check=True)
+    invoke_cli("--kb", b, "--author", "Bee <bee@example.com>", "update", "kb.b", "--content",
+               "Revenue is paid orders!", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(b, "fetch", "-q", "origin")
+    stopped = invoke_cli("merge", "origin/main", cwd=b)
+    assert (stopped.returncode, stopped.stderr) == (1, (
+        "Error: This branch renamed memories/1.yaml to kb.b, and origin/main renamed it to kb.a, each file holding "
+        "its side's edits, which git did not merge; the merge stopped, and git merge --abort would put the branch "
+        "back as it was. To merge by hand: edit memories/kb.a.yaml to keep what both sides meant (your edits are "
+        "in memories/kb.b.yaml); git rm -q memories/kb.b.yaml && git add memories/kb.a.yaml to keep origin/main's "
+        "id kb.a (validate names the links to kb.b until the sync, which points them at kb.a; once synced, "
+        "slayer-kb rename kb.a kb.b gives the memory yours); slayer-kb validate; git commit --no-edit; "
+        "slayer-kb sync.\n"))
+    assert "description: Paid orders only\n" in _files(b)["kb.a.yaml"]
+    assert _files(b)["kb.b.yaml"].startswith("learning: Revenue is paid orders!\n")
+    # The edit step done as a person would: this branch's text into main's file.
+    kept = b / "memories" / "kb.a.yaml"
+    kept.write_text(kept.read_text().replace("learning: Revenue is paid orders\n",
+                                             "learning: Revenue is paid orders!\n"))
+    monkeypatch.chdir(b)
+    said = _typed(invoke_cli, stopped.stderr.removeprefix("Error: ").replace(
+        "edit memories/kb.a.yaml to keep what both sides meant (your edits are in memories/kb.b.yaml); ", ""))
+    assert said[-1].startswith("Synced main with origin: pushed, 0 pulled, ")
+    assert list(_files(b)) == ["kb.a.yaml", "kb.l.yaml"]
+    assert _files(b)["kb.a.yaml"].startswith("learning: Revenue is paid orders!\ndescription: Paid orders only\n")
