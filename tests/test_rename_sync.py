@@ -396,3 +396,30 @@ def test_a_merge_of_two_renames_git_paired_one_of_names_both_and_drops_no_edit(
     assert said[-1].startswith("Synced main with origin: pushed, 0 pulled, ")
     assert list(_files(b)) == ["kb.a.yaml", "kb.l.yaml"]
     assert _files(b)["kb.a.yaml"].startswith("learning: Revenue is paid orders!\ndescription: Paid orders only\n")
+
+
+def test_a_link_through_a_chain_whose_middle_id_was_reused_is_to_a_forgotten_memory(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """origin/main renamed 1 to kb.a, then kb.a to kb.b, forgot kb.b and saved an unrelated memory
+    as kb.a. This branch's link to 1 was sent to that memory (an id the chain passed through,
+    held at HEAD), where the chain ends in a forget: the link is to a forgotten memory."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Revenue is paid orders", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    for command in (("rename", "1", "kb.a"), ("rename", "kb.a", "kb.b"), ("forget", "kb.b"),
+                    ("save", "Orders have a status", "--id", "kb.a", "-e", "shop.orders.status")):
+        invoke_cli("--kb", a, *command, check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "save", "links one", "--id", "kb.q", "-e", "memory:1", check=True)
+    git(b, "fetch", "-q", "origin")
+    checked = invoke_cli("validate", "--against", "origin/main", cwd=b)
+    assert (checked.returncode, checked.stdout) == (1, (
+        "memories/kb.q.yaml:1: memory kb.q links 'memory:1', which origin/main forgot since this branch parted from "
+        "it; merged as it is, the link would point at nothing. Run 'git fetch origin && slayer-kb merge origin/main': "
+        "it strips links to forgotten memories, in one commit\n1 problem in 1 file (1 file checked)\n"))
+    synced = invoke_cli("--kb", b, "sync", check=True)
+    assert synced.stdout == ("Synced main with origin: rebased, 4 pulled, 2 pushed.\n"
+                             "  stripped links to forgotten memories: memory:1 from kb.q\n")
+    assert _files(b)["kb.q.yaml"].startswith("learning: links one\ncreated_at: ")
+    assert _files(b)["kb.a.yaml"].startswith("learning: Orders have a status\n")

@@ -104,12 +104,19 @@ def renamed_since(store: GitStore, base: str, head: str, olds: Collection[str], 
     if not moves:
         return Renamed({}, {})
     first: dict[str, str] = {}  # every id the renames gave: the id it had at ``base``
-    ends: dict[str, list[str]] = {}  # every id at ``base`` a rename moved: the ids it was given, last last
+    # Every id at ``base`` a rename moved: the ids its chains end at, last last. An id a chain
+    # passed through is no end: held at ``head``, it is another memory that reused the id.
+    ends: dict[str, list[str]] = {}
+    given: list[str] = []
     for old, new in moves:
         root = first.get(old, old)
         first[new] = root
-        ends.setdefault(root, []).append(new)
-    given = [i for i in dict.fromkeys(i for news in ends.values() for i in news)]
+        chain = ends.setdefault(root, [])
+        if old in chain:
+            chain.remove(old)
+        chain.append(new)
+        given.append(new)
+    given = list(dict.fromkeys(given))
     out = store.git("ls-tree", "-z", "--name-only", head, "--", *(store.repo_path(memory_path(i)) for i in given),
                     env=LITERAL_PATHS).stdout
     there = {path[len(store.prefix):] for path in out.decode("utf-8", "surrogateescape").split("\0") if path}
