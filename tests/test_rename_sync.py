@@ -423,3 +423,23 @@ def test_a_link_through_a_chain_whose_middle_id_was_reused_is_to_a_forgotten_mem
                              "  stripped links to forgotten memories: memory:1 from kb.q\n")
     assert _files(b)["kb.q.yaml"].startswith("learning: links one\ncreated_at: ")
     assert _files(b)["kb.a.yaml"].startswith("learning: Orders have a status\n")
+
+
+def test_two_renames_where_this_branch_comes_back_to_main_s_id_give_no_rename_step(
+        tmp_path: Path, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    """This branch renamed 1 to kb.b, then kb.b to kb.a, origin/main's id for it: the rebase
+    stops at the first rename, whose step said 'rename kb.a kb.b gives the memory yours', an id
+    this branch had left."""
+    a, b = _renamed_on_a(tmp_path, invoke_cli, "rename", "1", "kb.b")
+    invoke_cli("--kb", b, "--author", "Bee <bee@example.com>", "rename", "kb.b", "kb.a", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    refused = invoke_cli("--kb", b, "sync")
+    assert refused.returncode == 1
+    assert ("To merge by hand: " + refused.stderr.split(" To merge by hand: ", 1)[1]).endswith(
+        "slayer-kb rebase origin/main (it stops on the conflict); git reset -q --hard to keep origin/main's id kb.a "
+        "(it drops your rename; your later rename ends at kb.a too); slayer-kb validate; slayer-kb rebase --continue "
+        "(a later commit that stops says so again); slayer-kb sync.\n")
+    monkeypatch.chdir(b)
+    said = _typed(invoke_cli, refused.stderr.removeprefix("Error: "))
+    assert said[-1] == "Synced main with origin: up to date, 0 pulled, 0 pushed.\n"
+    assert list(_files(b)) == ["kb.a.yaml", "kb.l.yaml"]

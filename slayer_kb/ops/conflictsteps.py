@@ -94,22 +94,23 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
                      f"{args([path])} to forget {other}'s)")
     for here, there in both:  # ``here``: the other's new file, ``there`` this branch's
         theirs, mine = (_id(store, p) for p in (here, there))
-        # The id this branch's renames end at (a rebase stops at the first of 1 -> kb.b -> kb.c).
-        last = next(iter(sorted(ends.get(_id(store, was[here]), set()) - {theirs})), mine)
+        # The id this branch's renames end at (a rebase stops at the first of 1 -> kb.b -> kb.c);
+        # none but ``theirs`` when they come back to it (1 -> kb.b -> kb.a): no rename to give.
+        last = next(iter(sorted(ends.get(_id(store, was[here]), {mine}) - {theirs})), None)
+        yours = (f"once synced, {command_in(store.root)} rename {words(theirs, last)} gives the memory yours"
+                 if last else f"your later rename ends at {theirs} too")
         what.append(f"{subject()} renamed {files([was[here]])} to {mine}, and {other} renamed it to {theirs}"
                     + (", each file holding its side's edits, which git did not merge" if (here, there) in missed
                        else ""))
         if (here, there) in missed:
             steps.append(f"edit {files([here])} to keep what both sides meant (your edits are in {files([there])})")
         if rebasing:
-            steps.append(f"git reset -q --hard to keep {other}'s id {theirs} (it drops your rename; once synced, "
-                         f"{command_in(store.root)} rename {words(theirs, last)} gives the memory yours)")
+            steps.append(f"git reset -q --hard to keep {other}'s id {theirs} (it drops your rename; {yours})")
         else:
             # The old file, which both deleted (git holds its base alone), goes with this branch's new one.
             drop = [there, *([was[here]] if was[here] in paths else [])]
             steps.append(f"git rm -q {args(drop)} && git add {args([here])} to keep {other}'s id {theirs} (validate "
-                         f"names the links to {mine} until the sync, which points them at {theirs}; once synced, "
-                         f"{command_in(store.root)} rename {words(theirs, last)} gives the memory yours)")
+                         f"names the links to {mine} until the sync, which points them at {theirs}; {yours})")
     for path in renamed_there:
         what.append(f"{subject()} forgot {files([was[path]])}, which {other} renamed to {_id(store, path)}")
         steps.append(f"git rm {args([path])} to keep it forgotten, the links to it stripped as the rebase goes on "
