@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, git, make_team
+from testing import CliRunner, git, make_team, traced_git
 
 
 @pytest.mark.parametrize("renamer_first", [True, False])
@@ -52,9 +52,16 @@ def test_a_rename_and_an_edit_against_an_edit_names_the_new_file_as_merged(
     invoke_cli("--kb", a, "update", "kb.revenue", "--description", "what revenue counts", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     invoke_cli("--kb", b, "update", "1", "--content", "edited on b", check=True)
-    proc = invoke_cli("--kb", b, "sync", check=True)
+    with traced_git(tmp_path) as runs:
+        proc = invoke_cli("--kb", b, "sync", check=True)
     assert proc.stdout == ("Synced main with origin: rebased, 2 pulled, 1 pushed.\n"
                            "  merged both sides of: memories/kb.revenue.yaml\n")
+    # Each side's renames read once for the replay's choice and the file named as merged: naming
+    # it walked the upstream's rename commits and checked each trailer again.
+    # One walk for the upstream's, one for HEAD's once rebased (the revalidation's), each with the
+    # check of its one rename commit's trailer.
+    walks = [run for run in runs("log") if "--grep=^Renamed: " in run]
+    assert (len(walks), len(runs("diff-tree"))) == (2, 2)
     text = (b / "memories" / "kb.revenue.yaml").read_text()
     assert "learning: edited on b\n" in text and "description: what revenue counts\n" in text
 
