@@ -104,7 +104,7 @@ def render_review(r: Review) -> str:
     for c in r.changed + r.renamed:
         head = f"- **{_md(c.id)}**" + (f" (was {_md(c.old_id)})" if c.old_id else "") + f": {_md(c.label)}"
         if c.fields:
-            head += f" (changed: {', '.join(c.fields)})"
+            head += f" (changed: {', '.join(c.fields)}{noted(c)})"
         changed_lines.append(head)
         changed_lines.extend(_entity_moves(c))
         if c.learning_diff is not None:
@@ -114,12 +114,13 @@ def render_review(r: Review) -> str:
     section("Changed", changed_lines)
     relinked_lines: list[str] = []
     for c in r.relinked:
-        relinked_lines.append(f"- **{_md(c.id)}**: {_md(c.label)}")
+        relinked_lines.append(f"- **{_md(c.id)}**: {_md(c.label)}" + (f" ({_md(c.note)})" if c.note else ""))
         relinked_lines.extend(_entity_moves(c))
     section("Re-linked", relinked_lines)
     section("Removed", [f"- **{_md(c.id)}**: {_md(c.label)}" for c in r.removed])
-    section(f"Already on {_md(r.base)}", [f"- **{_md(c.id)}**: {_md(c.label)} ({entity_list(c.entities)}; taken in by "
-                                         f"a squash or rebase merge; unchanged since{noted(c)})" for c in r.taken_in])
+    section(f"Already on {_md(r.base)}", [
+        f"- **{_md(c.id)}**: {_md(c.label)} ({entity_list(c.entities)}; taken in by a squash or rebase merge; "
+        "unchanged since" + (f", but {_md(c.note)}" if c.note else "") + ")" for c in r.taken_in])
     catalog_lines = [
         f"- {f['status']} {_code(f['path'])}" + (f" (was {_code(f['old_path'])})" if "old_path" in f else "")
         for f in r.catalog_files

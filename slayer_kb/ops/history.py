@@ -334,14 +334,16 @@ def _taken_in(store: GitStore, result: Review, added: dict[str, Memory], head_sh
             continue
         result.added.remove(by_id[after.id])
         edited = None if on_base == blob else (
-            f"but {result.base} has edited it since: a plain git merge stops on it, where "
+            f"{result.base} has edited it since: a plain git merge stops on it, where "
             f"'slayer-kb merge {result.base}' merges the two")
         if now[store.repo_path(path)] == blob:
             result.taken_in.append(MemoryChange(after.id, "taken in", label_of(after), list(after.entities),
                                                 note=edited))
             continue
         with contextlib.suppress(MemoryFileError):  # broken as taken in: not the branch's problem
-            _file(result, compare(loads(texts[blob].decode("utf-8", "replace"), after.id, path), after))
+            change = compare(loads(texts[blob].decode("utf-8", "replace"), after.id, path), after)
+            change.note = edited
+            _file(result, change)
 
 
 def _file(result: Review, change: MemoryChange) -> None:
