@@ -91,9 +91,16 @@ def test_a_rename_and_an_edit_against_an_edit_names_the_new_file_as_merged(
     invoke_cli("--kb", a, "update", "kb.revenue", "--description", "what revenue counts", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     invoke_cli("--kb", b, "update", "1", "--content", "edited on b", check=True)
-    proc = invoke_cli("--kb", b, "sync", check=True)
+    with traced_git(tmp_path) as runs:
+        proc = invoke_cli("--kb", b, "sync", check=True)
     assert proc.stdout == ("Synced main with origin: rebased, 2 pulled, 1 pushed.\n"
                            "  merged both sides of: memories/kb.revenue.yaml\n")
+    # Each side's renames read once for the replay's choice and the file named as merged: naming
+    # it walked the upstream's rename commits and checked each trailer again.
+    # One walk for the upstream's, one for HEAD's once rebased (the revalidation's), each with the
+    # check of its one rename commit's trailer.
+    walks = [run for run in runs("log") if "--grep=^Renamed: " in run]
+    assert (len(walks), len(runs("diff-tree"))) == (2, 2)
     text = (b / "memories" / "kb.revenue.yaml").read_text()
     assert "learning: edited on b\n" in text and "description: what revenue counts\n" in text
 
@@ -476,3 +483,85 @@ def test_a_sync_of_edits_alone_reads_no_rename(tmp_path: Path, invoke_cli: CliRu
     with traced_git(tmp_path) as runs:
         assert invoke_cli("--kb", b, "sync", check=True).stdout.startswith("Synced main with origin: rebased")
     assert [run for run in runs("") if "Renamed: " in run] == []
+
+
+def test_a_merge_of_two_renames_git_paired_one_of_names_both_and_drops_no_edit(
+        tmp_path: Path, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    """origin/main renamed 1 to kb.a and gave it a description; this branch renamed it to kb.b
+    and rewrote its short text, too unlike the old one for git to see its rename. git merged kb.b
+    as an add and stopped on kb.a alone, and the stop called it a forget: its step 'git rm
+    memories/kb.a.yaml' dropped main's description, and the sync pushed without it."""
+    a, b = _renamed_on_a(tmp_path, invoke_cli, "rename", "1", "kb.b")
+    invoke_cli("--kb", a, "update", "kb.a", "--description", "Paid orders only", check=True)
+    invoke_cli("--kb", b, "--author", "Bee <bee@example.com>", "update", "kb.b", "--content",
+               "Revenue is paid orders!", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(b, "fetch", "-q", "origin")
+    stopped = invoke_cli("merge", "origin/main", cwd=b)
+    assert (stopped.returncode, stopped.stderr) == (1, (
+        "Error: This branch renamed memories/1.yaml to kb.b, and origin/main renamed it to kb.a, each file holding "
+        "its side's edits, which git did not merge; the merge stopped, and git merge --abort would put the branch "
+        "back as it was. To merge by hand: edit memories/kb.a.yaml to keep what both sides meant (your edits are "
+        "in memories/kb.b.yaml); git rm -q memories/kb.b.yaml && git add memories/kb.a.yaml to keep origin/main's "
+        "id kb.a (validate names the links to kb.b until the sync, which points them at kb.a; once synced, "
+        "slayer-kb rename kb.a kb.b gives the memory yours); slayer-kb validate; git commit --no-edit; "
+        "slayer-kb sync.\n"))
+    assert "description: Paid orders only\n" in _files(b)["kb.a.yaml"]
+    assert _files(b)["kb.b.yaml"].startswith("learning: Revenue is paid orders!\n")
+    # The edit step done as a person would: this branch's text into main's file.
+    kept = b / "memories" / "kb.a.yaml"
+    kept.write_text(kept.read_text().replace("learning: Revenue is paid orders\n",
+                                             "learning: Revenue is paid orders!\n"))
+    monkeypatch.chdir(b)
+    said = _typed(invoke_cli, stopped.stderr.removeprefix("Error: ").replace(
+        "edit memories/kb.a.yaml to keep what both sides meant (your edits are in memories/kb.b.yaml); ", ""))
+    assert said[-1].startswith("Synced main with origin: pushed, 0 pulled, ")
+    assert list(_files(b)) == ["kb.a.yaml", "kb.l.yaml"]
+    assert _files(b)["kb.a.yaml"].startswith("learning: Revenue is paid orders!\ndescription: Paid orders only\n")
+
+
+def test_a_link_through_a_chain_whose_middle_id_was_reused_is_to_a_forgotten_memory(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """origin/main renamed 1 to kb.a, then kb.a to kb.b, forgot kb.b and saved an unrelated memory
+    as kb.a. This branch's link to 1 was sent to that memory (an id the chain passed through,
+    held at HEAD), where the chain ends in a forget: the link is to a forgotten memory."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Revenue is paid orders", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    for command in (("rename", "1", "kb.a"), ("rename", "kb.a", "kb.b"), ("forget", "kb.b"),
+                    ("save", "Orders have a status", "--id", "kb.a", "-e", "shop.orders.status")):
+        invoke_cli("--kb", a, *command, check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "save", "links one", "--id", "kb.q", "-e", "memory:1", check=True)
+    git(b, "fetch", "-q", "origin")
+    checked = invoke_cli("validate", "--against", "origin/main", cwd=b)
+    assert (checked.returncode, checked.stdout) == (1, (
+        "memories/kb.q.yaml:1: memory kb.q links 'memory:1', which origin/main forgot since this branch parted from "
+        "it; merged as it is, the link would point at nothing. Run 'git fetch origin && slayer-kb merge origin/main': "
+        "it strips links to forgotten memories, in one commit\n1 problem in 1 file (1 file checked)\n"))
+    synced = invoke_cli("--kb", b, "sync", check=True)
+    assert synced.stdout == ("Synced main with origin: rebased, 4 pulled, 2 pushed.\n"
+                             "  stripped links to forgotten memories: memory:1 from kb.q\n")
+    assert _files(b)["kb.q.yaml"].startswith("learning: links one\ncreated_at: ")
+    assert _files(b)["kb.a.yaml"].startswith("learning: Orders have a status\n")
+
+
+def test_two_renames_where_this_branch_comes_back_to_main_s_id_give_no_rename_step(
+        tmp_path: Path, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    """This branch renamed 1 to kb.b, then kb.b to kb.a, origin/main's id for it: the rebase
+    stops at the first rename, whose step said 'rename kb.a kb.b gives the memory yours', an id
+    this branch had left."""
+    a, b = _renamed_on_a(tmp_path, invoke_cli, "rename", "1", "kb.b")
+    invoke_cli("--kb", b, "--author", "Bee <bee@example.com>", "rename", "kb.b", "kb.a", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    refused = invoke_cli("--kb", b, "sync")
+    assert refused.returncode == 1
+    assert ("To merge by hand: " + refused.stderr.split(" To merge by hand: ", 1)[1]).endswith(
+        "slayer-kb rebase origin/main (it stops on the conflict); git reset -q --hard to keep origin/main's id kb.a "
+        "(it drops your rename; your later rename ends at kb.a too); slayer-kb validate; slayer-kb rebase --continue "
+        "(a later commit that stops says so again); slayer-kb sync.\n")
+    monkeypatch.chdir(b)
+    said = _typed(invoke_cli, refused.stderr.removeprefix("Error: "))
+    assert said[-1] == "Synced main with origin: up to date, 0 pulled, 0 pushed.\n"
+    assert list(_files(b)) == ["kb.a.yaml", "kb.l.yaml"]

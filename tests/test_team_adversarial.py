@@ -469,10 +469,54 @@ def test_review_says_a_squash_merged_memory_is_on_main_already(tmp_path: Path, i
         "- **1**: Refund reasons are free text before 2024 (changed: learning, updated_at)\n\n"
         "  ```diff\n  Refund reasons are free text{+ before 2024+}\n  ```\n\n"
         "### Already on origin/main\n\n"
-        "- **2**: Amounts are in cents (taken in by a squash or rebase merge; unchanged since)\n")
+        "- **2**: Amounts are in cents (entities: `shop.orders.amount`; taken in by a squash or rebase merge; "
+        "unchanged since)\n")
     data = json_of(invoke_cli("--kb", reviewer, "--json", "review", "origin/main", check=True))
-    assert [(c["id"], c["label"]) for c in data["taken_in"]] == [("2", "Amounts are in cents")]
+    assert data["taken_in"] == [{"id": "2", "label": "Amounts are in cents", "entities": ["shop.orders.amount"]}]
     assert [c["id"] for c in data["added"]] == ["3"]
+
+
+def test_review_shows_a_squash_merged_memory_main_forgot_renamed_or_edited_since(tmp_path: Path,
+                                                                                invoke_cli: CliRunner) -> None:
+    # main squash-merged 1 to 5, then forgot 2, renamed 3 and edited 4 and 5; the agent edited 2
+    # and 5. The review filed 1, 3 and 4 as already on main, unchanged, and 5 as changed: a merge
+    # brings 2 and 3 back (3 twice over), and a plain git merge stops on 4 and 5 (add/add), none
+    # of which the reviewer saw.
+    agent, reviewer = squash_merged_branch(tmp_path, invoke_cli, REFUNDS, CENTS, ("save", "Orders have a status", "-e", "shop.orders.status"),
+                                           ("save", "Orders have an id", "-e", "shop.orders.id"),
+                                           ("save", "Costs are in cents", "-e", "shop.orders.cost"))
+    invoke_cli("--kb", reviewer, "forget", "2", check=True)
+    invoke_cli("--kb", reviewer, "rename", "3", "kb.status", check=True)
+    invoke_cli("--kb", reviewer, "update", "4", "--content", "Orders have a numeric id", check=True)
+    invoke_cli("--kb", reviewer, "update", "5", "--description", "when placed", check=True)
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    invoke_cli("--kb", agent, "update", "2", "--content", "Amounts are in cents, always", check=True)
+    invoke_cli("--kb", agent, "update", "5", "--content", "Costs are in whole cents", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "switch", "-q", "--detach", "origin/agent-a")
+    review = invoke_cli("--kb", reviewer, "review", "origin/main", check=True)
+    gone = "origin/main took it in by a squash or rebase merge and has forgotten or renamed it since: merging brings it back"
+    edited = ("origin/main has edited it since: a plain git merge stops on it, where 'slayer-kb merge origin/main' "
+              "merges the two")
+    assert review.stdout == (
+        "## Knowledge base changes (origin/main...HEAD)\n\n"
+        "Memories: 2 added, 1 changed, 0 re-linked, 0 removed, 2 already on origin/main.\n\n"
+        "### Added\n\n"
+        f"- **2**: Amounts are in cents, always (entities: `shop.orders.amount`; {gone})\n"
+        f"- **3**: Orders have a status (entities: `shop.orders.status`; {gone})\n\n"
+        "### Changed\n\n"
+        f"- **5**: Costs are in whole cents (changed: learning, updated_at; {edited})\n\n"
+        "  ```diff\n  Costs are in {+whole +}cents\n  ```\n\n"
+        "### Already on origin/main\n\n"
+        "- **1**: Refund reasons are free text (entities: `shop.refunds.amount`; taken in by a squash or rebase "
+        "merge; unchanged since)\n"
+        "- **4**: Orders have an id (entities: `shop.orders.id`; taken in by a squash or rebase merge; unchanged "
+        f"since, but {edited})\n")
+    data = json_of(invoke_cli("--kb", reviewer, "--json", "review", "origin/main", check=True))
+    assert [(c["id"], c.get("note")) for c in data["added"]] == [("2", gone), ("3", gone)]
+    assert [(c["id"], c.get("note")) for c in data["taken_in"]] == [("1", None), ("4", edited)]
+    assert [(c["id"], c.get("note")) for c in data["changed"]] == [("5", edited)]
 
 
 def test_validate_against_asks_for_the_remote_once_for_every_fix(tmp_path: Path, invoke_cli: CliRunner) -> None:

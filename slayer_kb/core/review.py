@@ -21,16 +21,21 @@ class MemoryChange:
     entities_removed: list[str] = field(default_factory=list)
     learning_diff: str | None = None
     old_id: str | None = None
+    # What the reviewer must know beyond the diff: a squash-merged memory the base has edited,
+    # forgotten or renamed since (ops/history.py ``_taken_in``).
+    note: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"id": self.id, "label": self.label}
-        if self.status in ("added", "removed"):
+        if self.status in ("added", "removed", "taken in"):
             data["entities"] = self.entities
         else:
             data.update(fields=self.fields, entities_added=self.entities_added,
                         entities_removed=self.entities_removed, learning_diff=self.learning_diff)
         if self.old_id is not None:
             data["old_id"] = self.old_id
+        if self.note is not None:
+            data["note"] = self.note
         return data
 
 
@@ -91,12 +96,15 @@ def render_review(r: Review) -> str:
     def entity_list(entities: list[str]) -> str:
         return "entities: " + ", ".join(map(_code, entities)) if entities else "no entities"
 
-    section("Added", [f"- **{_md(c.id)}**: {_md(c.label)} ({entity_list(c.entities)})" for c in r.added])
+    def noted(c: MemoryChange) -> str:
+        return f"; {_md(c.note)}" if c.note else ""
+
+    section("Added", [f"- **{_md(c.id)}**: {_md(c.label)} ({entity_list(c.entities)}{noted(c)})" for c in r.added])
     changed_lines: list[str] = []
     for c in r.changed + r.renamed:
         head = f"- **{_md(c.id)}**" + (f" (was {_md(c.old_id)})" if c.old_id else "") + f": {_md(c.label)}"
         if c.fields:
-            head += f" (changed: {', '.join(c.fields)})"
+            head += f" (changed: {', '.join(c.fields)}{noted(c)})"
         changed_lines.append(head)
         changed_lines.extend(_entity_moves(c))
         if c.learning_diff is not None:
@@ -106,12 +114,13 @@ def render_review(r: Review) -> str:
     section("Changed", changed_lines)
     relinked_lines: list[str] = []
     for c in r.relinked:
-        relinked_lines.append(f"- **{_md(c.id)}**: {_md(c.label)}")
+        relinked_lines.append(f"- **{_md(c.id)}**: {_md(c.label)}" + (f" ({_md(c.note)})" if c.note else ""))
         relinked_lines.extend(_entity_moves(c))
     section("Re-linked", relinked_lines)
     section("Removed", [f"- **{_md(c.id)}**: {_md(c.label)}" for c in r.removed])
-    section(f"Already on {_md(r.base)}", [f"- **{_md(c.id)}**: {_md(c.label)} (taken in by a squash or rebase merge; "
-                                         "unchanged since)" for c in r.taken_in])
+    section(f"Already on {_md(r.base)}", [
+        f"- **{_md(c.id)}**: {_md(c.label)} ({entity_list(c.entities)}; taken in by a squash or rebase merge; "
+        "unchanged since" + (f", but {_md(c.note)}" if c.note else "") + ")" for c in r.taken_in])
     catalog_lines = [
         f"- {f['status']} {_code(f['path'])}" + (f" (was {_code(f['old_path'])})" if "old_path" in f else "")
         for f in r.catalog_files

@@ -312,24 +312,38 @@ def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
 
 def _taken_in(store: GitStore, result: Review, added: dict[str, Memory], head_sha: str, against_sha: str) -> None:
     """Of the memories the branch added (``added``, by path), those the base took in already
-    (``revisions.same_memories``: a squash or rebase merge of an earlier pull request): one the
-    branch left as taken in is no change of its own (``taken_in``), one it changed since is
-    ``changed`` from the version taken in, as ``validate --against`` counts them."""
+    (``revisions.same_memories``: a squash or rebase merge of an earlier pull request) and holds
+    at that path still: one the branch left as taken in is no change of its own (``taken_in``),
+    one it changed since is ``changed`` from the version taken in, as ``validate --against``
+    counts them. One the base forgot or renamed since stays added (a merge brings it back), and
+    one the base edited since is noted (a plain git merge stops on it)."""
     shared = same_memories(store, list(added), result.merge_base, head_sha, against_sha)
     if not shared:
         return
-    taken = {added[path].id for path in shared}
-    result.added = [c for c in result.added if c.id not in taken]
     objects = store.objects
-    now = objects.blobs_at(objects.tree_of(head_sha), [store.repo_path(path) for path in shared])
+    repo_paths = [store.repo_path(path) for path in shared]
+    now = objects.blobs_at(objects.tree_of(head_sha), repo_paths)
+    held = objects.blobs_at(objects.tree_of(against_sha), repo_paths)
     texts = objects.read_many("blob", set(shared.values()))
+    by_id = {c.id: c for c in result.added}
     for path, blob in shared.items():
-        after = added[path]
+        after, on_base = added[path], held[store.repo_path(path)]
+        if on_base is None:
+            by_id[after.id].note = (f"{result.base} took it in by a squash or rebase merge and has forgotten or "
+                                    "renamed it since: merging brings it back")
+            continue
+        result.added.remove(by_id[after.id])
+        edited = None if on_base == blob else (
+            f"{result.base} has edited it since: a plain git merge stops on it, where "
+            f"'slayer-kb merge {result.base}' merges the two")
         if now[store.repo_path(path)] == blob:
-            result.taken_in.append(MemoryChange(after.id, "taken in", label_of(after), list(after.entities)))
+            result.taken_in.append(MemoryChange(after.id, "taken in", label_of(after), list(after.entities),
+                                                note=edited))
             continue
         with contextlib.suppress(MemoryFileError):  # broken as taken in: not the branch's problem
-            _file(result, compare(loads(texts[blob].decode("utf-8", "replace"), after.id, path), after))
+            change = compare(loads(texts[blob].decode("utf-8", "replace"), after.id, path), after)
+            change.note = edited
+            _file(result, change)
 
 
 def _file(result: Review, change: MemoryChange) -> None:

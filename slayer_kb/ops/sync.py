@@ -48,7 +48,7 @@ from ..core.results import SyncResult
 from ..core.session import SESSIONS_DIR
 from ..core.text import MAX_SHOWN, shown_value
 from ..store.moves import MovedIds
-from ..store.renames import merged_where, rename_meets, renames_between
+from ..store.renames import TipRenames, merged_where, rename_meets
 from ..store.replay import forgets, replay
 from ..store.repo import Change, GitStore
 from ..store.worktree import reset_keep
@@ -354,14 +354,14 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     bases = merge_bases(store, (upstream, ours))
     parted = bases[0] if bases else ""
     both = written_on_both(store, parted, (upstream, "HEAD")) if parted else []
-    # Each side's renames, read once for both checks (a file both sides wrote: none without one).
-    renames = (renames_between(store, parted, upstream), renames_between(store, parted, ours)) if both else None
-    if renames and (stop := reuse_stop(store, kb.root, parted, (upstream, ours), renames, both, name, merges)):
+    # Each side's renames, read once a tip for the checks below and the files named as merged.
+    renames = TipRenames(store, parted)
+    if both and (stop := reuse_stop(store, kb.root, parted, (upstream, ours), (renames(upstream), renames(ours)),
+                                    both, name, merges)):
         raise ConflictError(stop)
     if merges:
         _merge(store, remote, name, upstream, bool(mapping), written_on_either(store, (upstream, ours), bases), parted)
-    elif (renames and rename_meets(store, parted, (upstream, ours), renames)) or (
-            tip := replay(store, upstream, ours)) is None:
+    elif (both and rename_meets(store, parted, (upstream, ours), renames)) or (tip := replay(store, upstream, ours)) is None:
         # A renamed memory the other side changed (``rename``'s trailer; its old file is then
         # written on both sides): git's rebase follows the move, the replay would take it for a
         # forget and let it win over a soft forget or edit.
@@ -373,7 +373,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
             weighed = forgets(store, [store.repo_path(path) for path in both], (parted, upstream, ours, tip))
             result.unforgotten += [memory_id for memory_id in weighed.unforgotten if memory_id not in result.unforgotten]
             result.dropped += [memory_id for memory_id in weighed.dropped if memory_id not in result.dropped]
-    result.resolved += [path for path in merged_where(store, parted, (upstream, ours), both) if path not in result.resolved]
+    result.resolved += [path for path in merged_where(store, parted, (upstream, ours), both, renames) if path not in result.resolved]
     result.session_projects.update(session_projects(store, (upstream, ours), both))
     result.action = "merged" if merges else "rebased"
     if parted:

@@ -123,12 +123,19 @@ def renamed_since(store: GitStore, base: str, head: str, olds: Collection[str], 
     if not moves:
         return Renamed({}, {})
     first: dict[str, str] = {}  # every id the renames gave: the id it had at ``base``
-    ends: dict[str, list[str]] = {}  # every id at ``base`` a rename moved: the ids it was given, last last
+    # Every id at ``base`` a rename moved: the ids its chains end at, last last. An id a chain
+    # passed through is no end: held at ``head``, it is another memory that reused the id.
+    ends: dict[str, list[str]] = {}
+    given: list[str] = []
     for old, new in moves:
         root = first.get(old, old)
         first[new] = root
-        ends.setdefault(root, []).append(new)
-    given = [i for i in dict.fromkeys(i for news in ends.values() for i in news)]
+        chain = ends.setdefault(root, [])
+        if old in chain:
+            chain.remove(old)
+        chain.append(new)
+        given.append(new)
+    given = list(dict.fromkeys(given))
     out = store.git("ls-tree", "-z", "--name-only", head, "--", *(store.repo_path(memory_path(i)) for i in given),
                     env=LITERAL_PATHS).stdout
     there = {path[len(store.prefix):] for path in out.decode("utf-8", "surrogateescape").split("\0") if path}
@@ -145,26 +152,41 @@ def renamed_since(store: GitStore, base: str, head: str, olds: Collection[str], 
     return Renamed(live, gone)
 
 
-def rename_meets(store: GitStore, base: str, tips: tuple[str, str],
-                 renames: tuple[dict[str, str], dict[str, str]] | None = None) -> bool:
-    """Whether a memory one of ``tips`` renamed since ``base`` had its old file changed (edited,
-    forgotten, renamed) by the other: sync's replay, which takes a deleted file for a forget, leaves
-    those to git's rebase, which follows a moved file. A rename the other side did not touch
-    replays as it is, and the replay's other rules (a forget undone by a later upsert) stay.
-    ``renames``: each tip's ``renames_between`` from ``base``, when the caller read them."""
-    found = renames or tuple(renames_between(store, base, tip) for tip in tips)
-    for other, olds in zip(tips[::-1], found, strict=True):  # each tip's renames against the other's files
-        if olds and store.git("diff", "--name-only", "--no-renames", base, other, "--",
-                              *(store.repo_path(memory_path(old)) for old in olds), env=LITERAL_PATHS).stdout.strip():
+class TipRenames:
+    """``renames_between`` of ``base`` and each tip asked of it, read of git once a tip, when first
+    asked: sync's choice of a replay and its naming of the files merged ask of the same tips."""
+
+    def __init__(self, store: GitStore, base: str) -> None:
+        self.store, self.base = store, base
+        self._read: dict[str, dict[str, str]] = {}
+
+    def __call__(self, tip: str) -> dict[str, str]:
+        if tip not in self._read:
+            self._read[tip] = renames_between(self.store, self.base, tip)
+        return self._read[tip]
+
+
+def rename_meets(store: GitStore, base: str, tips: tuple[str, str], renames: TipRenames) -> bool:
+    """Whether a memory one of ``tips`` renamed since ``base`` (``renames`` of ``base``) had its
+    old file changed (edited, forgotten, renamed) by the other: sync's replay, which takes a
+    deleted file for a forget, leaves those to git's rebase, which follows a moved file. A rename
+    the other side did not touch replays as it is, and the replay's other rules (a forget undone
+    by a later upsert) stay."""
+    for tip, other in (tips, tips[::-1]):
+        if (olds := renames(tip)) and store.git("diff", "--name-only", "--no-renames", base, other, "--",
+                                                *(store.repo_path(memory_path(old)) for old in olds),
+                                                env=LITERAL_PATHS).stdout.strip():
             return True
     return False
 
 
-def merged_where(store: GitStore, parted: str, tips: tuple[str, str], both: list[str]) -> list[str]:
+def merged_where(store: GitStore, parted: str, tips: tuple[str, str], both: list[str],
+                 renames: TipRenames) -> list[str]:
     """Of ``both`` (the KB paths both ``tips`` wrote since ``parted``), those a merge of the two
     joined both sides' changes of, named where the result holds them: a memory one side renamed
-    (its trailer) and left as it was is only moved, no change to join; one it renamed and changed
-    is named by its new file. A side's renames are read only where its tip lacks such a file."""
+    (its trailer; ``renames`` of ``parted``, as ``rename_meets`` read them) and left as it was is
+    only moved, no change to join; one it renamed and changed is named by its new file. A side's
+    renames are read only where its tip lacks such a file."""
     objects = store.objects
     memories = {path: memory_id for path in both if (memory_id := id_of_path(path)) is not None}
     if not memories:
@@ -173,7 +195,7 @@ def merged_where(store: GitStore, parted: str, tips: tuple[str, str], both: list
     for tip in tips:
         at_tip = objects.blobs_at(objects.tree_of(tip), [store.repo_path(path) for path in memories])
         absent = [path for path in memories if at_tip[store.repo_path(path)] is None]
-        renamed = renames_between(store, parted, tip) if absent else {}
+        renamed = renames(tip) if absent else {}
         moved = {path: memory_path(renamed[memories[path]]) for path in absent if memories[path] in renamed}
         if not moved:
             continue

@@ -1,0 +1,242 @@
+"""The steps of a stop on conflicting memory files, for ``rebase`` and ``merge`` alike: what each
+side did to each file (edited, forgot, renamed, created) in words, and the git and slayer-kb
+commands that keep one side, the other, or both."""
+
+from __future__ import annotations
+
+from ..core.ids import fold_id, free_variant
+from ..core.locate import id_of_path, memory_path
+from ..core.problems import command_in, words
+from ..store.renames import chains
+from ..store.repo import GitStore
+from .snapshot import files_at
+
+
+def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]], other: str,
+                   ours: str, checkout: tuple[str, str] = ("--ours", "--theirs"), *,
+                   tips: tuple[str, ...]) -> tuple[str, list[str]]:
+    """What conflicts on ``paths`` (repository-relative; ``held``: their stages as ``held_stages``
+    gives them, 2 ``other``'s version, 3 ``ours``), and the steps that resolve each file;
+    ``checkout``: git's ``checkout`` options that take ``other``'s and ``ours``'s version (a rebase's
+    ``--ours`` is the upstream); ``tips``: commits whose trees hold both sides' files, where a
+    memory both created is kept under a new id only if that id is free. Every path is the KB's
+    own: slayer-kb runs in the KB's folder, which may be a folder of the repository
+    (``repo/kb/``), and git there reads paths from that folder too."""
+
+    def files(group: list[str]) -> str:
+        return ", ".join(p[len(store.prefix):] for p in group)
+
+    def args(group: list[str]) -> str:
+        return words(*(p[len(store.prefix):] for p in group))
+
+    # A forget on one side and an edit on the other is no edit to merge: the steps say which
+    # command keeps which side. A file with no base version was created on both sides (one
+    # named id given to two memories): no edit either, and both may be kept.
+    created = [p for p in paths if held.get(p) == {2, 3}]
+    edited = [p for p in paths if {2, 3} <= held.get(p, {2, 3}) and p not in created]
+    # A soft forget keeps the file: git holds two versions, but one side forgot, not edited.
+    soft_here = [p for p in paths if {2, -3} <= held.get(p, set())]
+    soft_there = [p for p in paths if {-2, 3} <= held.get(p, set())]
+    sides = {p: {abs(n) for n in held.get(p, {2, 3})} & {2, 3} for p in paths}  # the versions git holds
+    forgot_here = [p for p in paths if sides[p] == {2}]
+    kept_at = _kept_as(store, edited + forgot_here)  # one read of the stages for both
+    kept = {p: kept_at[p] for p in edited if p in kept_at}
+    kept_forgotten = {p: kept_at[p] for p in forgot_here if p in kept_at}
+    edited = [p for p in edited if p not in kept]
+    forgot_here = [p for p in forgot_here if p not in kept_forgotten]
+    forgot_there = [p for p in paths if sides[p] == {3}]
+    # A memory one side renamed: git holds its new file on that side alone, as if forgotten on the other.
+    was, ends = _renamed_from(store, forgot_here + forgot_there, tips)
+    # Both renamed one memory, to two ids: the other's id is kept (in a rebase, dropping this
+    # branch's rename; in a merge, this branch's new file), and the links to this branch's id
+    # follow it once the rebase goes on (or the merge is synced: ``renames.renamed_since``).
+    both = [(here, there) for here in forgot_here for there in forgot_there if here in was and was[here] == was.get(there)]
+    rebasing = checkout == ("--ours", "--theirs")
+    # A merge where git missed one side's rename (its edit made the file too unlike the old one):
+    # that side's new file merged as a plain add, so only the other's stops. The renames' ends pair
+    # them, or the step that keeps the other's id would drop that file and its edits unseen.
+    missed = [] if rebasing else _missed_renames(store, forgot_here, forgot_there, both, was, ends)
+    both += missed
+    paired = {p for pair in both for p in pair}
+    renamed_there = [p for p in forgot_here if p in was and p not in paired]
+    renamed_here = [p for p in forgot_there if p in was and p not in paired]
+    forgot_here = [p for p in forgot_here if p not in was]
+    forgot_there = [p for p in forgot_there if p not in was]
+    # Git holds only the base: both sides deleted the file (two renames of it, or a rename and a
+    # forget). A rebase's reset step for two renames puts it back; else it is to be removed.
+    olds = {was[here] for here, _there in both}  # in a merge, removed by the step that keeps one id
+    gone = [p for p in paths if not sides[p] and p not in olds] if not (both and rebasing) else []
+    what: list[str] = []
+    steps: list[str] = []
+
+    def subject() -> str:
+        # A clause after the first goes on with the sentence: "...; this branch forgot ...".
+        return ours if not what else ours[:1].lower() + ours[1:]
+
+    take_other, take_ours = checkout
+    if created:
+        what.append(f"{subject()} and {other} both created {files(created)}")
+        steps += [f"edit {files(created)} to keep what both sides meant{_keep_both(store, created, checkout, tips)}",
+                  f"git add {args(created)}"]
+    if edited:
+        what.append(f"{subject()} and {other} both edited {files(edited)}")
+        steps += [f"edit {files(edited)} to keep what both sides meant", f"git add {args(edited)}"]
+    for path, moved in kept.items():
+        what.append(f"{subject()} changed {files([path])} again after both sides created it, and an earlier commit's "
+                    f"steps kept your version as {files([moved])}")
+        steps.append(f"move this change there: git checkout {take_ours} {args([path])} && mv {args([path, moved])} && "
+                     f"git checkout {take_other} {args([path])} && git add {args([path, moved])} (or edit "
+                     f"{files([path])} to keep what both sides meant, then git add {args([path])})")
+    for path, moved in kept_forgotten.items():
+        what.append(f"{subject()} forgot {files([path])} after both sides created it, and an earlier commit's steps "
+                    f"kept your version as {files([moved])}")
+        steps.append(f"forget that one instead: git add {args([path])} && git rm -q {args([moved])} (or git rm "
+                     f"{args([path])} to forget {other}'s)")
+    for here, there in both:  # ``here``: the other's new file, ``there`` this branch's
+        theirs, mine = (_id(store, p) for p in (here, there))
+        # The id this branch's renames end at (a rebase stops at the first of 1 -> kb.b -> kb.c);
+        # none but ``theirs`` when they come back to it (1 -> kb.b -> kb.a): no rename to give.
+        last = next(iter(sorted(ends.get(_id(store, was[here]), {mine}) - {theirs})), None)
+        yours = (f"once synced, {command_in(store.root)} rename {words(theirs, last)} gives the memory yours"
+                 if last else f"your later rename ends at {theirs} too")
+        what.append(f"{subject()} renamed {files([was[here]])} to {mine}, and {other} renamed it to {theirs}"
+                    + (", each file holding its side's edits, which git did not merge" if (here, there) in missed
+                       else ""))
+        if (here, there) in missed:
+            steps.append(f"edit {files([here])} to keep what both sides meant (your edits are in {files([there])})")
+        if rebasing:
+            steps.append(f"git reset -q --hard to keep {other}'s id {theirs} (it drops your rename; {yours})")
+        else:
+            # The old file, which both deleted (git holds its base alone), goes with this branch's new one.
+            drop = [there, *([was[here]] if was[here] in paths else [])]
+            steps.append(f"git rm -q {args(drop)} && git add {args([here])} to keep {other}'s id {theirs} (validate "
+                         f"names the links to {mine} until the sync, which points them at {theirs}; {yours})")
+    for path in renamed_there:
+        what.append(f"{subject()} forgot {files([was[path]])}, which {other} renamed to {_id(store, path)}")
+        steps.append(f"git rm {args([path])} to keep it forgotten, the links to it stripped as the rebase goes on "
+                     f"(or git add {args([path])} to keep it, renamed)")
+    for path in renamed_here:
+        what.append(f"{other} forgot {files([was[path]])}, which {ours.lower()} renamed to {_id(store, path)}")
+        steps.append(f"git add {args([path])} to keep it, renamed (or git rm {args([path])} to let it go, the "
+                     "links to it stripped as the rebase goes on)")
+    if forgot_here:
+        what.append(f"{subject()} forgot {files(forgot_here)}, which {other} edited")
+        steps.append(f"git rm {args(forgot_here)} to keep it forgotten (or git add {args(forgot_here)} "
+                     f"to keep {other}'s edit)")
+    if forgot_there:
+        what.append(f"{other} forgot {files(forgot_there)}, which {ours.lower()} edited")
+        steps.append(f"git add {args(forgot_there)} to keep your edit (or git rm {args(forgot_there)} "
+                     "to let it go)")
+    if soft_here:
+        what.append(f"{subject()} forgot {files(soft_here)} (forget --soft), which {other} edited")
+        steps += [f"git checkout {take_ours} {args(soft_here)} to keep it forgotten (or git checkout {take_other} "
+                  f"{args(soft_here)} to keep {other}'s edit)", f"git add {args(soft_here)}"]
+    if soft_there:
+        what.append(f"{other} forgot {files(soft_there)} (forget --soft), which {ours.lower()} edited")
+        steps += [f"git checkout {take_ours} {args(soft_there)} to keep your edit (or git checkout {take_other} "
+                  f"{args(soft_there)} to let it stay forgotten)", f"git add {args(soft_there)}"]
+    if gone:
+        what.append(f"{subject()} and {other} both moved or forgot {files(gone)}")
+        steps.append(f"git rm -q {args(gone)} (neither side keeps it)")
+    return "; ".join(what), steps
+
+
+def _renamed_from(store: GitStore, paths: list[str],
+                  tips: tuple[str, ...]) -> tuple[dict[str, str], dict[str, set[str]]]:
+    """Of ``paths`` (repository-relative memory files git holds on one side only), those a
+    ``rename`` commit of a side made since ``tips`` parted (its trailer), each with the path of the
+    file it was; and for each such old id, the ids the sides' renames give it at their tips (the
+    ends of their chains: 1 -> kb.b -> kb.c ends at kb.c)."""
+    ids = {p: id_of_path(p[len(store.prefix):]) for p in paths}
+    if not any(ids.values()):
+        return {}, {}
+    base = store.git("merge-base", "--octopus", *tips, check=False).stdout.decode().strip()
+    if not base:
+        return {}, {}
+    # An id a later rename moved on counts too: the rebase replays the rename commits one by one.
+    old_of: dict[str, str] = {}
+    ends: dict[str, set[str]] = {}
+    for tip in dict.fromkeys(tips):
+        first, final = chains(store, base, tip)
+        old_of |= {new: old for new, old in first.items()}
+        for old, new in final.items():
+            ends.setdefault(old, set()).add(new)
+    return {p: store.repo_path(memory_path(old_of[i])) for p, i in ids.items() if i in old_of}, ends
+
+
+def _missed_renames(store: GitStore, forgot_here: list[str], forgot_there: list[str], both: list[tuple[str, str]],
+                    was: dict[str, str], ends: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """(the other's new file, this branch's) for each memory both sides renamed where git paired
+    one side's rename alone (the other's new file is in the work tree, merged as an add)."""
+    paired = {p for pair in both for p in pair}
+    pairs = []
+    for path in forgot_here + forgot_there:
+        if path not in was or path in paired:
+            continue
+        for end in sorted(ends.get(_id(store, was[path]), set()) - {_id(store, path)}):
+            if (store.root / memory_path(end)).is_file():
+                new = store.repo_path(memory_path(end))
+                pairs.append((path, new) if path in forgot_here else (new, path))
+                break
+    return pairs
+
+
+def _id(store: GitStore, path: str) -> str:
+    memory_id = id_of_path(path[len(store.prefix):])
+    assert memory_id is not None
+    return memory_id
+
+
+def _keep_both(store: GitStore, created: list[str], checkout: tuple[str, str], tips: tuple[str, ...]) -> str:
+    """The alternative to merging memory files both sides created: this side's memory kept under
+    a new id (the file name is the id), the other side's at the id. The new id is free in every
+    commit of ``tips`` (both sides' tips: sync asks after putting the work tree back, which then
+    lacks the upstream's files), and the steps refuse to move onto a file that exists when they
+    run. Empty for other files."""
+    take_other, take_ours = checkout
+    moves = []
+    taken: dict[str, set[str]] = {}  # a folder's ids on every tip, folded as macOS and Windows fold them
+    for path in created:
+        kb_path = path[len(store.prefix):]
+        if (memory_id := id_of_path(kb_path)) is None:
+            continue
+        folder = kb_path.rpartition("/")[0]
+        if folder not in taken:
+            taken[folder] = {fold_id(i) for tip in tips for name in files_at(store, tip, folder)
+                             if (i := id_of_path(name)) is not None}
+        new = f"{folder}/{free_variant(memory_id, taken[folder])}.yaml"
+        moves += [f"test ! -e {words(new)}", f"git checkout {take_ours} {words(kb_path)}", f"mv {words(kb_path, new)}",
+                  f"git checkout {take_other} {words(kb_path)}", f"git add {words(new)}"]
+    return f" (or keep both, yours under a new id: {' && '.join(moves)})" if moves else ""
+
+
+def _kept_as(store: GitStore, edited: list[str]) -> dict[str, str]:
+    """The memory files among ``edited`` (both sides edited, or the other edited and this branch
+    forgot; repository-relative) whose base, the version this branch's commit changes, HEAD holds
+    byte for byte under another id: where an earlier commit's keep-both steps (``_keep_both``)
+    moved this branch's memory, so that this commit's change belongs there, not to the other
+    side's memory. Each such path and the other."""
+    stages = unmerged_stages(store)
+    bases = {path: stages[path][1][1] for path in edited
+             if 1 in stages.get(path, {}) and id_of_path(path[len(store.prefix):]) is not None}
+    if not bases:
+        return {}
+    folders = {path.rpartition("/")[0] for path in bases}
+    held: dict[str, str] = {}
+    out = store.git("ls-tree", "-z", "HEAD", "--", *(f"{folder}/" for folder in folders)).stdout
+    for entry in out.decode("utf-8", "surrogateescape").split("\0"):
+        if entry:
+            info, path = entry.split("\t", 1)
+            held.setdefault(info.split()[2], path)
+    return {path: held[blob] for path, blob in bases.items() if held.get(blob, path) != path}
+
+
+def unmerged_stages(store: GitStore) -> dict[str, dict[int, tuple[str, str]]]:
+    """The (mode, blob) git holds at each stage of each unmerged path."""
+    stages: dict[str, dict[int, tuple[str, str]]] = {}
+    for entry in store.git("ls-files", "-u", "-z").stdout.decode("utf-8", "surrogateescape").split("\0"):
+        if entry:
+            info, path = entry.split("\t", 1)
+            mode, blob, stage = info.split()
+            stages.setdefault(path, {})[int(stage)] = (mode, blob)
+    return stages
