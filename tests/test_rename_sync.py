@@ -97,10 +97,10 @@ def test_a_rename_and_an_edit_against_an_edit_names_the_new_file_as_merged(
                            "  merged both sides of: memories/kb.revenue.yaml\n")
     # Each side's renames read once for the replay's choice and the file named as merged: naming
     # it walked the upstream's rename commits and checked each trailer again.
-    # One walk for the upstream's, one for HEAD's once rebased (the revalidation's), each with the
-    # check of its one rename commit's trailer.
+    # One walk a side (the check for an id renamed and given again reads both), one for HEAD's once
+    # rebased (the revalidation's); the trailer of each side's one rename commit checked once.
     walks = [run for run in runs("log") if "--grep=^Renamed: " in run]
-    assert (len(walks), len(runs("diff-tree"))) == (2, 2)
+    assert (len(walks), len(runs("diff-tree"))) == (3, 2)
     text = (b / "memories" / "kb.revenue.yaml").read_text()
     assert "learning: edited on b\n" in text and "description: what revenue counts\n" in text
 

@@ -142,8 +142,9 @@ def renamed_since(store: GitStore, base: str, head: str, olds: Collection[str], 
     held = {i for i in given if memory_path(i) in there}
     live: dict[str, str] = {}
     gone: dict[str, str] = {}
-    for i in [*(i for i in olds if i in ends), *(i for i in given if i not in held)]:
-        root = first.get(i, i)
+    # An id among ``olds`` is an id at ``base``, its own chain's root, even where a later rename
+    # gave it to another memory (``--reuse-id``); an id only the renames gave goes back to its root.
+    for i, root in [*((i, i) for i in olds if i in ends), *((i, first[i]) for i in given if i not in held)]:
         kept = [new for new in dict.fromkeys(ends[root]) if new in held and new != i]
         if kept:
             live[i] = kept[-1]
