@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from slayer_kb import KnowledgeBase
 from testing import commit_all, git
 
@@ -25,6 +27,17 @@ def memory(learning: str, key: str, item: str) -> str:
     return f"learning: {learning}\nquery:\n  source_model: orders\n  {key}:\n  - {item}\n{CREATED}"
 
 
+def _on_a_branch_adding_a_column(root: Path) -> tuple[Path, str]:
+    """The KB's memories committed on main, a branch ``feature`` checked out, and the orders
+    model and its text with a column ``note`` added (the caller writes it, changed further or not)."""
+    commit_all(root, "saved by an earlier release")
+    git(root, "branch", "-M", "main")
+    git(root, "checkout", "-q", "-b", "feature")
+    model = root / "models" / "shop" / "orders.yaml"
+    amount = "- {name: amount, sql: amount, type: DOUBLE, description: Order total in EUR}\n"
+    return model, model.read_text(encoding="utf-8").replace(amount, amount + "- {name: note, type: TEXT}\n")
+
+
 def test_a_query_already_refused_at_the_base_fails_no_branch(catalog_kb: KnowledgeBase, invoke_cli) -> None:
     """Upgrading failed every pull request of a team: one that only added a column to a model
     failed CI's 'validate --against origin/main' on memories nobody touched, and the pre-commit
@@ -33,13 +46,8 @@ def test_a_query_already_refused_at_the_base_fails_no_branch(catalog_kb: Knowled
     for memory_id, (learning, key, item) in OLD_QUERIES.items():
         (root / "memories" / f"{memory_id}.yaml").write_text(memory(learning, key, item), encoding="utf-8")
     (root / "memories" / "m-fine.yaml").write_text(memory("Fine", "measures", "amount:sum"), encoding="utf-8")
-    commit_all(root, "saved by an earlier release")
-    git(root, "branch", "-M", "main")
-    git(root, "checkout", "-q", "-b", "feature")
-    model = root / "models" / "shop" / "orders.yaml"
-    text = model.read_text(encoding="utf-8")
-    amount = "- {name: amount, sql: amount, type: DOUBLE, description: Order total in EUR}\n"
-    model.write_text(text.replace(amount, amount + "- {name: note, type: TEXT}\n"), encoding="utf-8")
+    model, text = _on_a_branch_adding_a_column(root)
+    model.write_text(text, encoding="utf-8")
 
     def warning(memory_id: str, line: int, at: str) -> str:
         return (f"memories/{memory_id}.yaml:{line}: warning: attached query is not a valid SlayerQuery "
@@ -94,13 +102,7 @@ def test_only_the_same_problem_at_the_base_is_inherited(catalog_kb: KnowledgeBas
         filters = "" if memory_id == "m-src" else f"  filters:\n{first}  - cost > 1\n"
         (memories / f"{memory_id}.yaml").write_text(
             f"learning: {memory_id}\nquery:\n  source_model: orders\n{measures}{filters}{CREATED}", encoding="utf-8")
-    commit_all(root, "saved by an earlier release")
-    git(root, "branch", "-M", "main")
-    git(root, "checkout", "-q", "-b", "feature")
-    model = root / "models" / "shop" / "orders.yaml"
-    text = model.read_text(encoding="utf-8")
-    amount = "- {name: amount, sql: amount, type: DOUBLE, description: Order total in EUR}\n"
-    text = text.replace(amount, amount + "- {name: note, type: TEXT}\n")
+    model, text = _on_a_branch_adding_a_column(root)
     model.write_text(text.replace("- {name: cost, sql: cost, type: DOUBLE}\n", ""), encoding="utf-8")
     (root / "models" / "shop" / "stores.yaml").write_text(
         "version: 15\nname: stores\nsql_table: stores\ndata_source: shop\ncolumns:\n"
