@@ -565,3 +565,69 @@ def test_two_renames_where_this_branch_comes_back_to_main_s_id_give_no_rename_st
     said = _typed(invoke_cli, refused.stderr.removeprefix("Error: "))
     assert said[-1] == "Synced main with origin: up to date, 0 pulled, 0 pushed.\n"
     assert list(_files(b)) == ["kb.a.yaml", "kb.l.yaml"]
+
+
+def test_a_link_to_an_id_renamed_reused_and_renamed_again_follows_its_first_memory(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """Clone a renames kb.r to kb.revenue, gives kb.r to kb.other's memory (``--reuse-id``), then
+    renames that kb.r to kb.s2; clone b's link to kb.r, made before it synced, meant the revenue
+    memory (it was sent to kb.s2, the memory that had reused the id)."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Revenue is paid orders", "--id", "kb.r", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "save", "Refunds are negative", "--id", "kb.other", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    for command in (("kb.r", "kb.revenue"), ("kb.other", "kb.r", "--reuse-id"), ("kb.r", "kb.s2")):
+        invoke_cli("--kb", a, "rename", *command, check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "save", "b links revenue", "--id", "kb.q", "-e", "memory:kb.r", check=True)
+    synced = invoke_cli("--kb", b, "sync", check=True)
+    assert synced.stdout == ("Synced main with origin: rebased, 3 pulled, 2 pushed.\n"
+                             "  rewrote links to renamed memories: memory:kb.r -> memory:kb.revenue in kb.q\n")
+    assert "entities:\n- memory:kb.revenue\n" in _files(b)["kb.q.yaml"]
+
+
+def test_a_memory_renamed_away_and_back_keeps_the_links_to_it(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """Clone a renames kb.x to kb.a and back: the chain ends where it began, so clone b's new link
+    to kb.x (and its edit of it) stay; the sync stripped the link as if kb.x were forgotten."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Revenue is paid orders", "--id", "kb.x", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "rename", "kb.x", "kb.a", check=True)
+    invoke_cli("--kb", a, "rename", "kb.a", "kb.x", check=True)
+    invoke_cli("--kb", a, "save", "a new one", "--id", "kb.n", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "save", "b links it", "--id", "kb.q", "-e", "memory:kb.x", check=True)
+    invoke_cli("--kb", b, "update", "kb.x", "--content", "edited on b", check=True)
+    synced = invoke_cli("--kb", b, "sync", check=True)
+    assert synced.stdout == "Synced main with origin: rebased, 3 pulled, 2 pushed.\n"
+    assert "entities:\n- memory:kb.x\n" in _files(b)["kb.q.yaml"]
+    assert _files(b)["kb.x.yaml"].startswith("learning: edited on b\n")
+
+
+def test_a_merge_of_two_renames_git_paired_the_branch_s_of_names_both(
+        tmp_path: Path, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The mirror of the case above: main's edit made its rename too unlike the old file for git,
+    this branch's small one did not; the merge stopped on this branch's file, and the steps read
+    an old file for main's new one that nobody had recorded (a KeyError, the merge left half done)."""
+    a, b = _renamed_on_a(tmp_path, invoke_cli, "rename", "1", "kb.b")
+    invoke_cli("--kb", a, "update", "kb.a", "--content", "Revenue is paid orders!", check=True)
+    invoke_cli("--kb", b, "--author", "Bee <bee@example.com>", "update", "kb.b", "--description",
+               "Paid orders only", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(b, "fetch", "-q", "origin")
+    stopped = invoke_cli("merge", "origin/main", cwd=b)
+    assert stopped.returncode == 1
+    assert ("This branch renamed memories/1.yaml to kb.b, and origin/main renamed it to kb.a, each file holding its "
+            "side's edits, which git did not merge; the merge stopped") in stopped.stderr
+    edit = "edit memories/kb.a.yaml to keep what both sides meant (your edits are in memories/kb.b.yaml); "
+    assert edit in stopped.stderr
+    kept = b / "memories" / "kb.a.yaml"
+    kept.write_text(kept.read_text().replace("learning: Revenue is paid orders!\n",
+                                             "learning: Revenue is paid orders!\ndescription: Paid orders only\n"))
+    monkeypatch.chdir(b)
+    said = _typed(invoke_cli, stopped.stderr.removeprefix("Error: ").replace(edit, ""))
+    assert said[-1].startswith("Synced main with origin: pushed, 0 pulled, ")
+    assert list(_files(b)) == ["kb.a.yaml", "kb.l.yaml"]
+    assert _files(b)["kb.a.yaml"].startswith("learning: Revenue is paid orders!\ndescription: Paid orders only\n")

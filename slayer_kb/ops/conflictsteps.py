@@ -176,6 +176,7 @@ def _missed_renames(store: GitStore, forgot_here: list[str], forgot_there: list[
         for end in sorted(ends.get(_id(store, was[path]), set()) - {_id(store, path)}):
             if (store.root / memory_path(end)).is_file():
                 new = store.repo_path(memory_path(end))
+                was.setdefault(new, was[path])  # the other's new file, merged as an add: the same old file
                 pairs.append((path, new) if path in forgot_here else (new, path))
                 break
     return pairs

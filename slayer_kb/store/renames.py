@@ -144,11 +144,14 @@ def renamed_since(store: GitStore, base: str, head: str, olds: Collection[str], 
     gone: dict[str, str] = {}
     # An id among ``olds`` is an id at ``base``, its own chain's root, even where a later rename
     # gave it to another memory (``--reuse-id``); an id only the renames gave goes back to its root.
-    for i, root in [*((i, i) for i in olds if i in ends), *((i, first[i]) for i in given if i not in held)]:
+    # (An id among ``olds`` that the renames also gave, and moved on again, is read as the id at
+    # ``base`` alone: a link to it meant that memory.)
+    roots = [*((i, i) for i in olds if i in ends), *((i, first[i]) for i in given if i not in held and i not in olds)]
+    for i, root in roots:
         kept = [new for new in dict.fromkeys(ends[root]) if new in held and new != i]
         if kept:
             live[i] = kept[-1]
-        elif i in ends:  # renamed, then forgotten (or its rename undone by hand)
+        elif i in ends and ends[i][-1] != i:  # renamed, then forgotten (or its rename undone by hand)
             gone[i] = ends[i][-1]
     return Renamed(live, gone)
 
