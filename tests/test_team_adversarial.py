@@ -519,6 +519,24 @@ def test_review_shows_a_squash_merged_memory_main_forgot_renamed_or_edited_since
     assert [(c["id"], c.get("note")) for c in data["changed"]] == [("5", edited)]
 
 
+def test_review_does_not_say_a_merge_stops_on_a_memory_the_branch_took_from_main(tmp_path: Path,
+                                                                                invoke_cli: CliRunner) -> None:
+    # main squash-merged 1 and 2, then edited 2; the agent took main's edit byte for byte. The
+    # review said a plain git merge stops on 2, where git merges two equal versions in silence.
+    agent, reviewer = squash_merged_branch(tmp_path, invoke_cli, REFUNDS, CENTS)
+    invoke_cli("--kb", reviewer, "update", "2", "--content", "Amounts are in cents, always", check=True)
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    git(agent, "fetch", "-q", "origin")
+    git(agent, "checkout", "-q", "origin/main", "--", "memories/2.yaml")
+    git(agent, "commit", "-q", "-m", "take main's 2")
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "switch", "-q", "--detach", "origin/agent-a")
+    data = json_of(invoke_cli("--kb", reviewer, "--json", "review", "origin/main", check=True))
+    assert [(c["id"], c.get("note")) for c in data["changed"]] == [("2", None)]
+    assert [(c["id"], c.get("note")) for c in data["taken_in"]] == [("1", None)]
+
+
 def test_validate_against_asks_for_the_remote_once_for_every_fix(tmp_path: Path, invoke_cli: CliRunner) -> None:
     # The branch forgot 2 and linked 1 while main forgot 1 and linked 2: two problems, each fix
     # naming 'git fetch origin'. The link to what main forgot asked git for the remote again.

@@ -333,10 +333,12 @@ def _taken_in(store: GitStore, result: Review, added: dict[str, Memory], head_sh
                                     "renamed it since: merging brings it back")
             continue
         result.added.remove(by_id[after.id])
-        edited = None if on_base == blob else (
+        mine = now[store.repo_path(path)]
+        # The base edited it since, unless to the branch's own version (git merges that in silence).
+        edited = None if on_base in (blob, mine) else (
             f"{result.base} has edited it since: a plain git merge stops on it, where "
             f"'slayer-kb merge {result.base}' merges the two")
-        if now[store.repo_path(path)] == blob:
+        if mine == blob:
             result.taken_in.append(MemoryChange(after.id, "taken in", label_of(after), list(after.entities),
                                                 note=edited))
             continue
