@@ -5,6 +5,7 @@ command run in this process (``invoke_cli``), git as git. The rename commit reco
 from __future__ import annotations
 
 import re
+import subprocess
 import time
 from pathlib import Path
 
@@ -565,3 +566,40 @@ def test_two_renames_where_this_branch_comes_back_to_main_s_id_give_no_rename_st
     said = _typed(invoke_cli, refused.stderr.removeprefix("Error: "))
     assert said[-1] == "Synced main with origin: up to date, 0 pulled, 0 pushed.\n"
     assert list(_files(b)) == ["kb.a.yaml", "kb.l.yaml"]
+
+
+def test_merge_of_an_upstream_that_renamed_and_reused_an_id_this_branch_changed_stops(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """``slayer-kb merge`` meets what sync meets: the upstream renamed kb.r and gave kb.r to a new
+    memory, this branch edited kb.r. Merged, the edit would land on the new kb.r, so the merge
+    refuses before anything is merged, with steps that end in the merge again."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Revenue is paid orders", "--id", "kb.r", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    parted = git(b, "rev-parse", "--short=12", "HEAD").strip()
+    invoke_cli("--kb", a, "rename", "kb.r", "kb.revenue", check=True)
+    invoke_cli("--kb", a, "save", "Refunds are negative", "--id", "kb.r", "--reuse-id", "-e", "shop.orders.amount",
+               check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "update", "kb.r", "--description", "b's summary", check=True)
+    git(b, "fetch", "-q", "origin")
+    head = git(b, "rev-parse", "HEAD")
+    proc = invoke_cli("--kb", b, "merge", "origin/main")
+    assert (proc.returncode, proc.stderr) == (1, (
+        "Error: Your commits changed memory 'kb.r' (an edit, a forget or a rename), which origin/main renamed to "
+        "'kb.revenue' and then gave 'kb.r' to a new memory (--reuse-id): merged, your change would land on "
+        "the new memory, and the merge cannot tell it from one meant for that memory, so nothing was merged and the "
+        "repository is back as it was. Make it on 'kb.revenue' instead: "
+        f"cd {b}; git show HEAD:./memories/kb.r.yaml > kb.r.mine.yaml; git reset --soft {parted}; "
+        f"git restore --source={parted} --staged --worktree -- memories/kb.r.yaml; git commit -m 'My changes, memory "
+        "kb.r set aside' (if anything is left); slayer-kb merge origin/main; then make your change again there "
+        "(slayer-kb edit kb.revenue, your version in kb.r.mine.yaml; or slayer-kb forget kb.revenue).\n"))
+    assert git(b, "rev-parse", "HEAD") == head and not (b / "memories" / "kb.revenue.yaml").exists()
+    assert "description: b's summary\n" in (b / "memories" / "kb.r.yaml").read_text()
+    steps = proc.stderr.split(" instead: ", 1)[1].split("; slayer-kb merge", 1)[0].replace(" (if anything is left)", "")
+    subprocess.run(["bash", "-c", steps], check=False, capture_output=True)  # nothing else to commit
+    assert invoke_cli("--kb", b, "merge", "origin/main").returncode == 0
+    assert git(b, "rev-parse", "HEAD") == git(b, "rev-parse", "origin/main")
+    assert "description: b's summary\n" in (b / "kb.r.mine.yaml").read_text()
+    assert "description: b's summary\n" not in (b / "memories" / "kb.r.yaml").read_text()

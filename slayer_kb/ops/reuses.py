@@ -9,6 +9,7 @@ side renamed, the upstream edited), git's rebase replays the rename onto the edi
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.locate import id_of_path, memory_path
@@ -17,13 +18,34 @@ from ..store.gitenv import LITERAL_PATHS
 from ..store.repo import GitStore
 
 
+@dataclass(frozen=True)
+class Retry:
+    """The command that stopped, as its message names it and its steps run it again: ``sync``
+    (which fetches first) or ``merge REF`` (which merges the ref as it is)."""
+
+    command: str
+    fetch: bool
+    meets: str  # how this branch's change would meet the upstream's
+    who: str
+    undone: str  # what did not happen
+
+    @classmethod
+    def sync(cls) -> Retry:
+        return cls("sync", True, "replayed there", "sync", "pushed")
+
+    @classmethod
+    def merge(cls, ref: str) -> Retry:
+        return cls(f"merge {words(ref)}", False, "merged", "the merge", "merged")
+
+
 def reuse_stop(store: GitStore, root: Path, parted: str, tips: tuple[str, str],
                renames: tuple[dict[str, str], dict[str, str]], both: list[str], name: str,
-               merges: bool) -> str | None:
-    """Why sync must stop, with the steps, when an id among ``both`` (the files both ``tips``, the
-    upstream ``name`` and this branch, wrote since ``parted``; ``renames``: each one's
-    ``renames_between``) was renamed and given again on one side and changed on the other (on
-    either side in a merge; on the upstream's in a rebase); None when none was."""
+               merges: bool, retry: Retry) -> str | None:
+    """Why sync (or ``merge``: ``retry``) must stop, with the steps, when an id among ``both`` (the
+    files both ``tips``, the upstream ``name`` and this branch, wrote since ``parted``;
+    ``renames``: each one's ``renames_between``) was renamed and given again on one side and
+    changed on the other (on either side in a merge; on the upstream's in a rebase); None when
+    none was."""
     ids = {i for path in both if (i := id_of_path(path)) is not None}
     theirs, mine = ({old: new for old, new in found.items() if old in ids} for found in renames)
     if not theirs and not (mine and merges):
@@ -35,37 +57,37 @@ def reuse_stop(store: GitStore, root: Path, parted: str, tips: tuple[str, str],
         if there and here:
             return (f"Memory '{old}' was renamed on both sides (by your commits to '{mine[old]}', by {name}'s to "
                     f"'{theirs[old]}'), and each side gave '{old}' to a new memory (--reuse-id): two memories for one "
-                    f"id, and a link to '{old}' means a different one on each side. Sync cannot tell which one a link "
-                    "or an agent meant, so nothing was pushed and the repository is back as it was. Keep one "
-                    f"side's '{old}': to give up yours, {_steps(root, base, old, name, mine[old])} then, before "
+                    f"id, and a link to '{old}' means a different one on each side. {retry.who.capitalize()} cannot tell which one a link "
+                    f"or an agent meant, so nothing was {retry.undone} and the repository is back as it was. Keep one "
+                    f"side's '{old}': to give up yours, {_steps(root, base, old, name, retry, mine[old])} then, before "
                     f"syncing, save your new memory again under an id of its own ({command_in(root)} save ... --id "
                     f"NEW-ID; its text is in {old}.mine.yaml), point your links to it there and those to "
-                    f"'{mine[old]}' at '{theirs[old]}', and {command_in(root)} sync; the other side's clone does the "
+                    f"'{mine[old]}' at '{theirs[old]}', and {command_in(root)} {retry.command}; the other side's clone does the "
                     "same to give up theirs.")
         if there:
             return (f"Your commits changed memory '{old}' (an edit, a forget or a rename), which {name} renamed to "
-                    f"'{theirs[old]}' and then gave '{old}' to a new memory (--reuse-id): replayed there, your change "
-                    "would land on the new memory, and sync cannot tell it from one meant for that memory, so nothing "
-                    f"was pushed and the repository is back as it was. Make it on '{theirs[old]}' instead: "
-                    f"{_steps(root, base, old, name)} {command_in(root)} sync; then make your change again there "
+                    f"'{theirs[old]}' and then gave '{old}' to a new memory (--reuse-id): {retry.meets}, your change "
+                    f"would land on the new memory, and {retry.who} cannot tell it from one meant for that memory, so "
+                    f"nothing was {retry.undone} and the repository is back as it was. Make it on '{theirs[old]}' "
+                    f"instead: {_steps(root, base, old, name, retry)} {command_in(root)} {retry.command}; then make your change again there "
                     f"({command_in(root)} edit {words(theirs[old])}, your version in {old}.mine.yaml; or "
                     f"{command_in(root)} forget {words(theirs[old])}).")
         if here and merges:  # in a rebase, git replays this side's rename onto the upstream's change
             return (f"{name} changed memory '{old}', which your commits renamed to '{mine[old]}' and then gave to a "
                     "new memory (--reuse-id): merged, its change could land on the new memory, so nothing was "
-                    "pushed and the repository is back as it was. Let the clone that made that change sync first, "
+                    f"{retry.undone} and the repository is back as it was. Let the clone that made that change sync first, "
                     "then sync again.")
     return None
 
 
-def _steps(root: Path, base: str, old: str, name: str, copy: str = "") -> str:
+def _steps(root: Path, base: str, old: str, name: str, retry: Retry, copy: str = "") -> str:
     """The steps that take this branch's change of ``old`` off it (kept in ``OLD.mine.yaml``) and
     commit the rest (the caller says when to sync): its commits since ``base`` become one, the
     file as it was at ``base``, and ``copy`` (this side's rename of it, which the other side's
     rename keeps) removed."""
     path = words(memory_path(old))
-    remote = name.partition("/")[0]
-    steps = [*cd_step(root), f"git fetch {words(remote)}", f"git show HEAD:./{path} > {words(old + '.mine.yaml')}",
+    fetch = [f"git fetch {words(name.partition('/')[0])}"] if retry.fetch else []
+    steps = [*cd_step(root), *fetch, f"git show HEAD:./{path} > {words(old + '.mine.yaml')}",
              f"git reset --soft {base}", f"git restore --source={base} --staged --worktree -- {path}",
              *([f"git rm -q -f -- {words(memory_path(copy))}"] if copy else []),
              "git commit -m 'My changes, memory " + old.replace("'", "") + " set aside' (if anything is left)"]
