@@ -5,6 +5,7 @@ command run in this process (``invoke_cli``), git as git. The rename commit reco
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 import time
 from pathlib import Path
@@ -603,3 +604,51 @@ def test_merge_of_an_upstream_that_renamed_and_reused_an_id_this_branch_changed_
     assert git(b, "rev-parse", "HEAD") == git(b, "rev-parse", "origin/main")
     assert "description: b's summary\n" in (b / "kb.r.mine.yaml").read_text()
     assert "description: b's summary\n" not in (b / "memories" / "kb.r.yaml").read_text()
+
+
+def test_an_upstream_change_of_an_id_this_merging_branch_renamed_and_reused_is_made_again_on_the_rename(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """Clone a, whose commits hold a merge (so sync merges), renames kb.r to kb.revenue and gives
+    kb.r to a new memory; clone b edits kb.r and syncs first. a's sync stops, and its steps,
+    typed, merge keeping a's kb.r and b's version aside; made again on kb.revenue, all is pushed."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Revenue is paid orders", "--id", "kb.r", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    git(a, "checkout", "-q", "-b", "side")
+    git(a, "commit", "-q", "--allow-empty", "-m", "side")
+    git(a, "checkout", "-q", "main")
+    invoke_cli("--kb", a, "rename", "kb.r", "kb.revenue", check=True)
+    invoke_cli("--kb", a, "save", "Refunds are negative", "--id", "kb.r", "--reuse-id", "-e", "shop.orders.amount",
+               check=True)
+    git(a, "merge", "-q", "--no-edit", "side")
+    invoke_cli("--kb", b, "update", "kb.r", "--description", "b's summary", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    head = git(a, "rev-parse", "HEAD")
+    proc = invoke_cli("--kb", a, "sync")
+    assert (proc.returncode, proc.stderr) == (1, (
+        "Error: origin/main changed memory 'kb.r', which your commits renamed to 'kb.revenue' and then gave to a new "
+        "memory (--reuse-id): merged, its change could land on the new memory, so nothing was pushed and the "
+        "repository is back as it was. Merge keeping your 'kb.r', and make that change on 'kb.revenue': "
+        f"cd {a}; git fetch origin; git show origin/main:./memories/kb.r.yaml > kb.r.theirs.yaml; git merge -q --no-ff "
+        "--no-commit origin/main; git checkout HEAD -- memories/kb.r.yaml; slayer-kb validate; git commit --no-edit; "
+        "slayer-kb sync; then make it again there (slayer-kb edit kb.revenue, their version in kb.r.theirs.yaml; or "
+        "slayer-kb forget kb.revenue if they forgot it) and slayer-kb sync.\n"))
+    assert git(a, "rev-parse", "HEAD") == head
+    steps = proc.stderr.split("'kb.revenue': ", 1)[1].split("; then make it", 1)[0]
+    for step in steps.split("; ")[1:]:  # after the cd: git's in bash, slayer-kb's in this process
+        if step.startswith("slayer-kb "):
+            invoke_cli("--kb", a, *shlex.split(step)[1:], check=True)
+        else:
+            subprocess.run(["bash", "-c", step], cwd=a, check=step.startswith("git commit"), capture_output=True)
+    assert "description: b's summary\n" in (a / "kb.r.theirs.yaml").read_text()
+    invoke_cli("--kb", a, "update", "kb.revenue", "--description", "b's summary", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    for clone in (a, b):
+        memories = clone / "memories"
+        assert git(clone, "rev-parse", "HEAD") == git(clone, "rev-parse", "origin/main")
+        assert "description: b's summary\n" in (memories / "kb.revenue.yaml").read_text()
+        assert "learning: Revenue is paid orders\n" in (memories / "kb.revenue.yaml").read_text()
+        new = (memories / "kb.r.yaml").read_text()
+        assert "learning: Refunds are negative\n" in new and "b's summary" not in new

@@ -73,10 +73,14 @@ def reuse_stop(store: GitStore, root: Path, parted: str, tips: tuple[str, str],
                     f"({command_in(root)} edit {words(theirs[old])}, your version in {old}.mine.yaml; or "
                     f"{command_in(root)} forget {words(theirs[old])}).")
         if here and merges:  # in a rebase, git replays this side's rename onto the upstream's change
+            # That change is upstream already, made before the rename reached its clone: it meant
+            # the renamed memory. So the merge keeps this side's new memory, and it is made again there.
             return (f"{name} changed memory '{old}', which your commits renamed to '{mine[old]}' and then gave to a "
                     "new memory (--reuse-id): merged, its change could land on the new memory, so nothing was "
-                    f"{retry.undone} and the repository is back as it was. Let the clone that made that change sync first, "
-                    "then sync again.")
+                    f"{retry.undone} and the repository is back as it was. Merge keeping your '{old}', and make "
+                    f"that change on '{mine[old]}': {_merge_steps(root, old, name, retry)} then make it again "
+                    f"there ({command_in(root)} edit {words(mine[old])}, their version in {old}.theirs.yaml; or "
+                    f"{command_in(root)} forget {words(mine[old])} if they forgot it) and {command_in(root)} sync.")
     return None
 
 
@@ -92,6 +96,18 @@ def _steps(root: Path, base: str, old: str, name: str, retry: Retry, copy: str =
              *([f"git rm -q -f -- {words(memory_path(copy))}"] if copy else []),
              "git commit -m 'My changes, memory " + old.replace("'", "") + " set aside' (if anything is left)"]
     return "; ".join(steps) + ";"
+
+
+def _merge_steps(root: Path, old: str, name: str, retry: Retry) -> str:
+    """The steps that merge the upstream ``name`` by hand, its version of ``old`` kept aside in
+    ``OLD.theirs.yaml`` (none when it forgot it) and this branch's kept, then run the command again."""
+    path = words(memory_path(old))
+    fetch = [f"git fetch {words(name.partition('/')[0])}"] if retry.fetch else []
+    # A merge that conflicts elsewhere stops at the commit, naming the files, as git's does.
+    steps = [*cd_step(root), *fetch, f"git show {words(name + ':./' + memory_path(old))} > {words(old + '.theirs.yaml')}",
+             f"git merge -q --no-ff --no-commit {words(name)}", f"git checkout HEAD -- {path}",
+             f"{command_in(root)} validate", "git commit --no-edit", f"{command_in(root)} {retry.command};"]
+    return "; ".join(steps)
 
 
 def _held(store: GitStore, tip: str, ids: list[str]) -> set[str]:
