@@ -652,3 +652,32 @@ def test_an_upstream_change_of_an_id_this_merging_branch_renamed_and_reused_is_m
         assert "learning: Revenue is paid orders\n" in (memories / "kb.revenue.yaml").read_text()
         new = (memories / "kb.r.yaml").read_text()
         assert "learning: Refunds are negative\n" in new and "b's summary" not in new
+
+
+def test_the_set_aside_steps_keep_this_sides_renames_for_the_other_sides_links(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """The steps that set aside b's edit of kb.r (renamed and given again upstream) make b's
+    commits one: that commit still says b renamed kb.z to kb.zz (``Renamed:``), so a's link to
+    kb.z follows it rather than being stripped as a link to a forgotten memory."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Revenue is paid orders", "--id", "kb.r", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "save", "Zed note", "--id", "kb.z", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "rename", "kb.r", "kb.revenue", check=True)
+    invoke_cli("--kb", a, "save", "Refunds are negative", "--id", "kb.r", "--reuse-id", "-e", "shop.orders.amount",
+               check=True)
+    invoke_cli("--kb", a, "save", "a links zed", "--id", "kb.al", "-e", "memory:kb.z", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "rename", "kb.z", "kb.zz", check=True)
+    invoke_cli("--kb", b, "update", "kb.r", "--description", "b's summary", check=True)
+    proc = invoke_cli("--kb", b, "sync")
+    assert proc.returncode == 1
+    steps = proc.stderr.split(" instead: ", 1)[1].split("; slayer-kb sync", 1)[0]
+    assert steps.endswith("; git commit -m 'My changes, memory kb.r set aside' --trailer 'Renamed: kb.z -> kb.zz' "
+                          "(if anything is left)")
+    subprocess.run(["bash", "-c", steps.replace(" (if anything is left)", "")], check=True, capture_output=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    assert "entities:\n- memory:kb.zz\n" in (a / "memories" / "kb.al.yaml").read_text()
+    assert invoke_cli("--kb", a, "validate", check=True).stdout.endswith("no problems.\n")

@@ -15,6 +15,7 @@ from pathlib import Path
 from ..core.locate import id_of_path, memory_path
 from ..core.problems import cd_step, command_in, words
 from ..store.gitenv import LITERAL_PATHS
+from ..store.renames import trailer
 from ..store.repo import GitStore
 
 
@@ -59,7 +60,7 @@ def reuse_stop(store: GitStore, root: Path, parted: str, tips: tuple[str, str],
                     f"'{theirs[old]}'), and each side gave '{old}' to a new memory (--reuse-id): two memories for one "
                     f"id, and a link to '{old}' means a different one on each side. {retry.who.capitalize()} cannot tell which one a link "
                     f"or an agent meant, so nothing was {retry.undone} and the repository is back as it was. Keep one "
-                    f"side's '{old}': to give up yours, {_steps(root, base, old, name, retry, mine[old])} then, before "
+                    f"side's '{old}': to give up yours, {_steps(root, base, old, name, retry, renames[1], mine[old])} then, before "
                     f"syncing, save your new memory again under an id of its own ({command_in(root)} save ... --id "
                     f"NEW-ID; its text is in {old}.mine.yaml), point your links to it there and those to "
                     f"'{mine[old]}' at '{theirs[old]}', and {command_in(root)} {retry.command}; the other side's clone does the "
@@ -69,7 +70,7 @@ def reuse_stop(store: GitStore, root: Path, parted: str, tips: tuple[str, str],
                     f"'{theirs[old]}' and then gave '{old}' to a new memory (--reuse-id): {retry.meets}, your change "
                     f"would land on the new memory, and {retry.who} cannot tell it from one meant for that memory, so "
                     f"nothing was {retry.undone} and the repository is back as it was. Make it on '{theirs[old]}' "
-                    f"instead: {_steps(root, base, old, name, retry)} {command_in(root)} {retry.command}; then make your change again there "
+                    f"instead: {_steps(root, base, old, name, retry, renames[1])} {command_in(root)} {retry.command}; then make your change again there "
                     f"({command_in(root)} edit {words(theirs[old])}, your version in {old}.mine.yaml; or "
                     f"{command_in(root)} forget {words(theirs[old])}).")
         if here and merges:  # in a rebase, git replays this side's rename onto the upstream's change
@@ -84,17 +85,19 @@ def reuse_stop(store: GitStore, root: Path, parted: str, tips: tuple[str, str],
     return None
 
 
-def _steps(root: Path, base: str, old: str, name: str, retry: Retry, copy: str = "") -> str:
+def _steps(root: Path, base: str, old: str, name: str, retry: Retry, renamed: dict[str, str], copy: str = "") -> str:
     """The steps that take this branch's change of ``old`` off it (kept in ``OLD.mine.yaml``) and
     commit the rest (the caller says when to sync): its commits since ``base`` become one, the
     file as it was at ``base``, and ``copy`` (this side's rename of it, which the other side's
-    rename keeps) removed."""
+    rename keeps) removed. That one commit says the branch's other renames (``renamed``: where
+    each id went since ``base``), or a sync would take them for forgets and strip links to them."""
     path = words(memory_path(old))
     fetch = [f"git fetch {words(name.partition('/')[0])}"] if retry.fetch else []
+    trailers = "".join(f" --trailer {words(trailer(was, now))}" for was, now in renamed.items() if was != old)
     steps = [*cd_step(root), *fetch, f"git show HEAD:./{path} > {words(old + '.mine.yaml')}",
              f"git reset --soft {base}", f"git restore --source={base} --staged --worktree -- {path}",
              *([f"git rm -q -f -- {words(memory_path(copy))}"] if copy else []),
-             "git commit -m 'My changes, memory " + old.replace("'", "") + " set aside' (if anything is left)"]
+             "git commit -m 'My changes, memory " + old.replace("'", "") + f" set aside'{trailers} (if anything is left)"]
     return "; ".join(steps) + ";"
 
 
