@@ -569,11 +569,13 @@ def test_two_renames_where_this_branch_comes_back_to_main_s_id_give_no_rename_st
     assert list(_files(b)) == ["kb.a.yaml", "kb.l.yaml"]
 
 
+@pytest.mark.parametrize(("command", "meets", "done"), [("merge", "merged", "merged"),
+                                                      ("rebase", "replayed there", "rebased")])
 def test_merge_of_an_upstream_that_renamed_and_reused_an_id_this_branch_changed_stops(
-        tmp_path: Path, invoke_cli: CliRunner) -> None:
-    """``slayer-kb merge`` meets what sync meets: the upstream renamed kb.r and gave kb.r to a new
-    memory, this branch edited kb.r. Merged, the edit would land on the new kb.r, so the merge
-    refuses before anything is merged, with steps that end in the merge again."""
+        tmp_path: Path, invoke_cli: CliRunner, command: str, meets: str, done: str) -> None:
+    """``slayer-kb merge`` (and ``rebase``) meets what sync meets: the upstream renamed kb.r and
+    gave kb.r to a new memory, this branch edited kb.r. Merged, the edit would land on the new
+    kb.r, so the command refuses before it writes anything, with steps that end in it again."""
     _bare, (a, b) = make_team(tmp_path)
     invoke_cli("--kb", a, "save", "Revenue is paid orders", "--id", "kb.r", "-e", "shop.orders.amount", check=True)
     invoke_cli("--kb", a, "sync", check=True)
@@ -586,21 +588,21 @@ def test_merge_of_an_upstream_that_renamed_and_reused_an_id_this_branch_changed_
     invoke_cli("--kb", b, "update", "kb.r", "--description", "b's summary", check=True)
     git(b, "fetch", "-q", "origin")
     head = git(b, "rev-parse", "HEAD")
-    proc = invoke_cli("--kb", b, "merge", "origin/main")
+    proc = invoke_cli("--kb", b, command, "origin/main")
     assert (proc.returncode, proc.stderr) == (1, (
         "Error: Your commits changed memory 'kb.r' (an edit, a forget or a rename), which origin/main renamed to "
-        "'kb.revenue' and then gave 'kb.r' to a new memory (--reuse-id): merged, your change would land on "
-        "the new memory, and the merge cannot tell it from one meant for that memory, so nothing was merged and the "
+        f"'kb.revenue' and then gave 'kb.r' to a new memory (--reuse-id): {meets}, your change would land on "
+        f"the new memory, and the {command} cannot tell it from one meant for that memory, so nothing was {done} and the "
         "repository is back as it was. Make it on 'kb.revenue' instead: "
         f"cd {b}; git show HEAD:./memories/kb.r.yaml > kb.r.mine.yaml; git reset --soft {parted}; "
         f"git restore --source={parted} --staged --worktree -- memories/kb.r.yaml; git commit -m 'My changes, memory "
-        "kb.r set aside' (if anything is left); slayer-kb merge origin/main; then make your change again there "
+        f"kb.r set aside' (if anything is left); slayer-kb {command} origin/main; then make your change again there "
         "(slayer-kb edit kb.revenue, your version in kb.r.mine.yaml; or slayer-kb forget kb.revenue).\n"))
     assert git(b, "rev-parse", "HEAD") == head and not (b / "memories" / "kb.revenue.yaml").exists()
     assert "description: b's summary\n" in (b / "memories" / "kb.r.yaml").read_text()
-    steps = proc.stderr.split(" instead: ", 1)[1].split("; slayer-kb merge", 1)[0].replace(" (if anything is left)", "")
+    steps = proc.stderr.split(" instead: ", 1)[1].split(f"; slayer-kb {command}", 1)[0].replace(" (if anything is left)", "")
     subprocess.run(["bash", "-c", steps], check=False, capture_output=True)  # nothing else to commit
-    assert invoke_cli("--kb", b, "merge", "origin/main").returncode == 0
+    assert invoke_cli("--kb", b, command, "origin/main").returncode == 0
     assert git(b, "rev-parse", "HEAD") == git(b, "rev-parse", "origin/main")
     assert "description: b's summary\n" in (b / "kb.r.mine.yaml").read_text()
     assert "description: b's summary\n" not in (b / "memories" / "kb.r.yaml").read_text()

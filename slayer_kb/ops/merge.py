@@ -28,12 +28,11 @@ from ..core.problems import cd_step, command_in, git_command
 from ..core.results import MergeResult
 from ..store import mergedriver
 from ..store.gitenv import LITERAL_PATHS
-from ..store.renames import renames_between
 from ..store.revisions import added_alike, resolve_rev
 from ..store.worktree import require_shown
 from .rebase import conflict_steps, held_stages, merge_from, push_step, settle, swap_sides, unmerged
 from .renumber import require_clean
-from .reuses import Retry, reuse_stop
+from .reuses import Retry, refuse_reuse
 from .revalidation import Moves, finish_or_put_back
 from .snapshot import merge_bases, session_projects, written_on_both, written_on_either
 
@@ -56,11 +55,7 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
         bases = merge_bases(store, (before, sha))
         parted = bases[0] if bases else ""
         # What sync refuses before it merges, this refuses too: an id REF renamed and gave again.
-        both = written_on_both(store, parted, (sha, before)) if parted else []
-        if both and (stop := reuse_stop(store, kb.root, parted, (sha, before),
-                                        (renames_between(store, parted, sha), renames_between(store, parted, before)),
-                                        both, ref, True, Retry.merge(ref))):
-            raise ConflictError(stop)
+        refuse_reuse(store, kb.root, parted, (sha, before), ref, Retry.merge(ref))
         stopped = merge_in(store, ref, sha, written_on_either(store, (sha, before), bases), parted)
         if stopped is not None:
             raise ConflictError(merge_conflict_message(store, ref, *stopped, tips=("HEAD", sha)))

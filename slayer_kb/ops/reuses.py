@@ -12,11 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.errors import ConflictError
 from ..core.locate import id_of_path, memory_path
 from ..core.problems import cd_step, command_in, words
 from ..store.gitenv import LITERAL_PATHS
-from ..store.renames import trailer
+from ..store.renames import renames_between, trailer
 from ..store.repo import GitStore
+from .snapshot import written_on_both
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,20 @@ class Retry:
     @classmethod
     def merge(cls, ref: str) -> Retry:
         return cls(f"merge {words(ref)}", False, "merged", "the merge", "merged")
+
+    @classmethod
+    def rebase(cls, ref: str) -> Retry:
+        return cls(f"rebase {words(ref)}", False, "replayed there", "the rebase", "rebased")
+
+
+def refuse_reuse(store: GitStore, root: Path, parted: str, tips: tuple[str, str], ref: str, retry: Retry) -> None:
+    """``reuse_stop`` for ``slayer-kb merge`` or ``rebase`` (``retry``) of ``ref`` (``tips``: its
+    commit and this branch's, parted at ``parted``), raised before either writes anything."""
+    both = written_on_both(store, parted, tips) if parted else []
+    renames = (renames_between(store, parted, tips[0]), renames_between(store, parted, tips[1])) if both else ({}, {})
+    if both and (stop := reuse_stop(store, root, parted, tips, renames, both, ref, retry.command.startswith("merge"),
+                                    retry)):
+        raise ConflictError(stop)
 
 
 def reuse_stop(store: GitStore, root: Path, parted: str, tips: tuple[str, str],
