@@ -5,6 +5,8 @@ command run in this process (``invoke_cli``), git as git. The rename commit reco
 from __future__ import annotations
 
 import re
+import shlex
+import subprocess
 import time
 from pathlib import Path
 
@@ -631,3 +633,119 @@ def test_a_merge_of_two_renames_git_paired_the_branch_s_of_names_both(
     assert said[-1].startswith("Synced main with origin: pushed, 0 pulled, ")
     assert list(_files(b)) == ["kb.a.yaml", "kb.l.yaml"]
     assert _files(b)["kb.a.yaml"].startswith("learning: Revenue is paid orders!\ndescription: Paid orders only\n")
+
+
+@pytest.mark.parametrize(("command", "meets", "done"), [("merge", "merged", "merged"),
+                                                      ("rebase", "replayed there", "rebased")])
+def test_merge_of_an_upstream_that_renamed_and_reused_an_id_this_branch_changed_stops(
+        tmp_path: Path, invoke_cli: CliRunner, command: str, meets: str, done: str) -> None:
+    """``slayer-kb merge`` (and ``rebase``) meets what sync meets: the upstream renamed kb.r and
+    gave kb.r to a new memory, this branch edited kb.r. Merged, the edit would land on the new
+    kb.r, so the command refuses before it writes anything, with steps that end in it again."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Revenue is paid orders", "--id", "kb.r", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    parted = git(b, "rev-parse", "--short=12", "HEAD").strip()
+    invoke_cli("--kb", a, "rename", "kb.r", "kb.revenue", check=True)
+    invoke_cli("--kb", a, "save", "Refunds are negative", "--id", "kb.r", "--reuse-id", "-e", "shop.orders.amount",
+               check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "update", "kb.r", "--description", "b's summary", check=True)
+    git(b, "fetch", "-q", "origin")
+    head = git(b, "rev-parse", "HEAD")
+    proc = invoke_cli("--kb", b, command, "origin/main")
+    assert (proc.returncode, proc.stderr) == (1, (
+        "Error: Your commits changed memory 'kb.r' (an edit, a forget or a rename), which origin/main renamed to "
+        f"'kb.revenue' and then gave 'kb.r' to a new memory (--reuse-id): {meets}, your change would land on "
+        f"the new memory, and the {command} cannot tell it from one meant for that memory, so nothing was {done} and the "
+        "repository is back as it was. Make it on 'kb.revenue' instead: "
+        f"cd {b}; git show HEAD:./memories/kb.r.yaml > kb.r.mine.yaml; git reset --soft {parted}; "
+        f"git restore --source={parted} --staged --worktree -- memories/kb.r.yaml; git commit -m 'My changes, memory "
+        f"kb.r set aside' (if anything is left); slayer-kb {command} origin/main; then make your change again there "
+        "(slayer-kb edit kb.revenue, your version in kb.r.mine.yaml; or slayer-kb forget kb.revenue).\n"))
+    assert git(b, "rev-parse", "HEAD") == head and not (b / "memories" / "kb.revenue.yaml").exists()
+    assert "description: b's summary\n" in (b / "memories" / "kb.r.yaml").read_text()
+    steps = proc.stderr.split(" instead: ", 1)[1].split(f"; slayer-kb {command}", 1)[0].replace(" (if anything is left)", "")
+    subprocess.run(["bash", "-c", steps], check=False, capture_output=True)  # nothing else to commit
+    assert invoke_cli("--kb", b, command, "origin/main").returncode == 0
+    assert git(b, "rev-parse", "HEAD") == git(b, "rev-parse", "origin/main")
+    assert "description: b's summary\n" in (b / "kb.r.mine.yaml").read_text()
+    assert "description: b's summary\n" not in (b / "memories" / "kb.r.yaml").read_text()
+
+
+def test_an_upstream_change_of_an_id_this_merging_branch_renamed_and_reused_is_made_again_on_the_rename(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """Clone a, whose commits hold a merge (so sync merges), renames kb.r to kb.revenue and gives
+    kb.r to a new memory; clone b edits kb.r and syncs first. a's sync stops, and its steps,
+    typed, merge keeping a's kb.r and b's version aside; made again on kb.revenue, all is pushed."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Revenue is paid orders", "--id", "kb.r", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    git(a, "checkout", "-q", "-b", "side")
+    git(a, "commit", "-q", "--allow-empty", "-m", "side")
+    git(a, "checkout", "-q", "main")
+    invoke_cli("--kb", a, "rename", "kb.r", "kb.revenue", check=True)
+    invoke_cli("--kb", a, "save", "Refunds are negative", "--id", "kb.r", "--reuse-id", "-e", "shop.orders.amount",
+               check=True)
+    git(a, "merge", "-q", "--no-edit", "side")
+    invoke_cli("--kb", b, "update", "kb.r", "--description", "b's summary", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    head = git(a, "rev-parse", "HEAD")
+    proc = invoke_cli("--kb", a, "sync")
+    assert (proc.returncode, proc.stderr) == (1, (
+        "Error: origin/main changed memory 'kb.r', which your commits renamed to 'kb.revenue' and then gave to a new "
+        "memory (--reuse-id): merged, its change could land on the new memory, so nothing was pushed and the "
+        "repository is back as it was. Merge keeping your 'kb.r', and make that change on 'kb.revenue': "
+        f"cd {a}; git fetch origin; git show origin/main:./memories/kb.r.yaml > kb.r.theirs.yaml; git merge -q --no-ff "
+        "--no-commit origin/main; git checkout HEAD -- memories/kb.r.yaml; slayer-kb validate; git commit --no-edit; "
+        "slayer-kb sync; then make it again there (slayer-kb edit kb.revenue, their version in kb.r.theirs.yaml; or "
+        "slayer-kb forget kb.revenue if they forgot it) and slayer-kb sync.\n"))
+    assert git(a, "rev-parse", "HEAD") == head
+    steps = proc.stderr.split("'kb.revenue': ", 1)[1].split("; then make it", 1)[0]
+    for step in steps.split("; ")[1:]:  # after the cd: git's in bash, slayer-kb's in this process
+        if step.startswith("slayer-kb "):
+            invoke_cli("--kb", a, *shlex.split(step)[1:], check=True)
+        else:
+            subprocess.run(["bash", "-c", step], cwd=a, check=step.startswith("git commit"), capture_output=True)
+    assert "description: b's summary\n" in (a / "kb.r.theirs.yaml").read_text()
+    invoke_cli("--kb", a, "update", "kb.revenue", "--description", "b's summary", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    for clone in (a, b):
+        memories = clone / "memories"
+        assert git(clone, "rev-parse", "HEAD") == git(clone, "rev-parse", "origin/main")
+        assert "description: b's summary\n" in (memories / "kb.revenue.yaml").read_text()
+        assert "learning: Revenue is paid orders\n" in (memories / "kb.revenue.yaml").read_text()
+        new = (memories / "kb.r.yaml").read_text()
+        assert "learning: Refunds are negative\n" in new and "b's summary" not in new
+
+
+def test_the_set_aside_steps_keep_this_sides_renames_for_the_other_sides_links(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """The steps that set aside b's edit of kb.r (renamed and given again upstream) make b's
+    commits one: that commit still says b renamed kb.z to kb.zz (``Renamed:``), so a's link to
+    kb.z follows it rather than being stripped as a link to a forgotten memory."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Revenue is paid orders", "--id", "kb.r", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "save", "Zed note", "--id", "kb.z", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "rename", "kb.r", "kb.revenue", check=True)
+    invoke_cli("--kb", a, "save", "Refunds are negative", "--id", "kb.r", "--reuse-id", "-e", "shop.orders.amount",
+               check=True)
+    invoke_cli("--kb", a, "save", "a links zed", "--id", "kb.al", "-e", "memory:kb.z", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "rename", "kb.z", "kb.zz", check=True)
+    invoke_cli("--kb", b, "update", "kb.r", "--description", "b's summary", check=True)
+    proc = invoke_cli("--kb", b, "sync")
+    assert proc.returncode == 1
+    steps = proc.stderr.split(" instead: ", 1)[1].split("; slayer-kb sync", 1)[0]
+    assert steps.endswith("; git commit -m 'My changes, memory kb.r set aside' --trailer 'Renamed: kb.z -> kb.zz' "
+                          "(if anything is left)")
+    subprocess.run(["bash", "-c", steps.replace(" (if anything is left)", "")], check=True, capture_output=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    assert "entities:\n- memory:kb.zz\n" in (a / "memories" / "kb.al.yaml").read_text()
+    assert invoke_cli("--kb", a, "validate", check=True).stdout.endswith("no problems.\n")

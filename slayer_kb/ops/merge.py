@@ -32,6 +32,7 @@ from ..store.revisions import added_alike, resolve_rev
 from ..store.worktree import require_shown
 from .rebase import conflict_steps, held_stages, merge_from, push_step, settle, swap_sides, unmerged
 from .renumber import require_clean
+from .reuses import Retry, refuse_reuse
 from .revalidation import Moves, finish_or_put_back
 from .snapshot import merge_bases, session_projects, written_on_both, written_on_either
 
@@ -53,6 +54,8 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
         assert before is not None
         bases = merge_bases(store, (before, sha))
         parted = bases[0] if bases else ""
+        # What sync refuses before it merges, this refuses too: an id REF renamed and gave again.
+        refuse_reuse(store, kb.root, parted, (sha, before), ref, Retry.merge(ref))
         stopped = merge_in(store, ref, sha, written_on_either(store, (sha, before), bases), parted)
         if stopped is not None:
             raise ConflictError(merge_conflict_message(store, ref, *stopped, tips=("HEAD", sha)))

@@ -31,6 +31,7 @@ from ..store.revisions import added_alike, forgot_at, resolve_rev
 from ..store.worktree import require_shown
 from .conflictsteps import conflict_steps, unmerged_stages
 from .renumber import require_clean
+from .reuses import Retry, refuse_reuse
 from .revalidation import Moves, finish_or_put_back
 from .snapshot import merge_bases, session_projects, written_on_both, written_on_either
 
@@ -75,6 +76,8 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
                 raise ConflictError(_pushed_message(store.root, remote, upstream, branch, pushed))
             if bases:  # without one, git refuses the rebase and writes nothing
                 require_shown(store, bases[0], onto_commit)
+                # What sync refuses before it rebases, this refuses too: an id the upstream renamed and gave again.
+                refuse_reuse(store, kb.root, bases[0], (onto_commit, ours), upstream, Retry.rebase(upstream))
         elif not in_progress(store):
             raise InvalidInputError(f"No rebase is in progress, so there is nothing to {action}; "
                                     f"start one with '{command(kb.root)} rebase UPSTREAM'.")

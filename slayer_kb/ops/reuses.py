@@ -9,21 +9,60 @@ side renamed, the upstream edited), git's rebase replays the rename onto the edi
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.errors import ConflictError
 from ..core.locate import id_of_path, memory_path
 from ..core.problems import cd_step, command_in, words
 from ..store.gitenv import LITERAL_PATHS
+from ..store.renames import renames_between, trailer
 from ..store.repo import GitStore
+from .snapshot import written_on_both
+
+
+@dataclass(frozen=True)
+class Retry:
+    """The command that stopped, as its message names it and its steps run it again: ``sync``
+    (which fetches first) or ``merge REF`` (which merges the ref as it is)."""
+
+    command: str
+    fetch: bool
+    meets: str  # how this branch's change would meet the upstream's
+    who: str
+    undone: str  # what did not happen
+
+    @classmethod
+    def sync(cls) -> Retry:
+        return cls("sync", True, "replayed there", "sync", "pushed")
+
+    @classmethod
+    def merge(cls, ref: str) -> Retry:
+        return cls(f"merge {words(ref)}", False, "merged", "the merge", "merged")
+
+    @classmethod
+    def rebase(cls, ref: str) -> Retry:
+        return cls(f"rebase {words(ref)}", False, "replayed there", "the rebase", "rebased")
+
+
+def refuse_reuse(store: GitStore, root: Path, parted: str, tips: tuple[str, str], ref: str, retry: Retry) -> None:
+    """``reuse_stop`` for ``slayer-kb merge`` or ``rebase`` (``retry``) of ``ref`` (``tips``: its
+    commit and this branch's, parted at ``parted``), raised before either writes anything."""
+    both = written_on_both(store, parted, tips) if parted else []
+    renames = (renames_between(store, parted, tips[0]), renames_between(store, parted, tips[1])) if both else ({}, {})
+    if both and (stop := reuse_stop(store, root, parted, tips, renames, both, ref, retry.command.startswith("merge"),
+                                    retry)):
+        raise ConflictError(stop)
 
 
 def reuse_stop(store: GitStore, root: Path, parted: str, tips: tuple[str, str],
                renames: tuple[dict[str, str], dict[str, str]], both: list[str], name: str,
-               merges: bool) -> str | None:
-    """Why sync must stop, with the steps, when an id among ``both`` (the files both ``tips``, the
-    upstream ``name`` and this branch, wrote since ``parted``; ``renames``: each one's
-    ``renames_between``) was renamed and given again on one side and changed on the other (on
-    either side in a merge; on the upstream's in a rebase); None when none was."""
+               merges: bool, retry: Retry) -> str | None:
+    """Why sync (or ``merge``: ``retry``) must stop, with the steps, when an id among ``both`` (the
+    files both ``tips``, the upstream ``name`` and this branch, wrote since ``parted``;
+    ``renames``: each one's ``renames_between``) was renamed and given again on one side and
+    changed on the other (on either side in a merge; on the upstream's in a rebase); None when
+    none was."""
     ids = {i for path in both if (i := id_of_path(path)) is not None}
     theirs, mine = ({old: new for old, new in found.items() if old in ids} for found in renames)
     if not theirs and not (mine and merges):
@@ -35,41 +74,59 @@ def reuse_stop(store: GitStore, root: Path, parted: str, tips: tuple[str, str],
         if there and here:
             return (f"Memory '{old}' was renamed on both sides (by your commits to '{mine[old]}', by {name}'s to "
                     f"'{theirs[old]}'), and each side gave '{old}' to a new memory (--reuse-id): two memories for one "
-                    f"id, and a link to '{old}' means a different one on each side. Sync cannot tell which one a link "
-                    "or an agent meant, so nothing was pushed and the repository is back as it was. Keep one "
-                    f"side's '{old}': to give up yours, {_steps(root, base, old, name, mine[old])} then, before "
+                    f"id, and a link to '{old}' means a different one on each side. {retry.who.capitalize()} cannot tell which one a link "
+                    f"or an agent meant, so nothing was {retry.undone} and the repository is back as it was. Keep one "
+                    f"side's '{old}': to give up yours, {_steps(root, base, old, name, retry, renames[1], mine[old])} then, before "
                     f"syncing, save your new memory again under an id of its own ({command_in(root)} save ... --id "
                     f"NEW-ID; its text is in {old}.mine.yaml), point your links to it there and those to "
-                    f"'{mine[old]}' at '{theirs[old]}', and {command_in(root)} sync; the other side's clone does the "
+                    f"'{mine[old]}' at '{theirs[old]}', and {command_in(root)} {retry.command}; the other side's clone does the "
                     "same to give up theirs.")
         if there:
             return (f"Your commits changed memory '{old}' (an edit, a forget or a rename), which {name} renamed to "
-                    f"'{theirs[old]}' and then gave '{old}' to a new memory (--reuse-id): replayed there, your change "
-                    "would land on the new memory, and sync cannot tell it from one meant for that memory, so nothing "
-                    f"was pushed and the repository is back as it was. Make it on '{theirs[old]}' instead: "
-                    f"{_steps(root, base, old, name)} {command_in(root)} sync; then make your change again there "
+                    f"'{theirs[old]}' and then gave '{old}' to a new memory (--reuse-id): {retry.meets}, your change "
+                    f"would land on the new memory, and {retry.who} cannot tell it from one meant for that memory, so "
+                    f"nothing was {retry.undone} and the repository is back as it was. Make it on '{theirs[old]}' "
+                    f"instead: {_steps(root, base, old, name, retry, renames[1])} {command_in(root)} {retry.command}; then make your change again there "
                     f"({command_in(root)} edit {words(theirs[old])}, your version in {old}.mine.yaml; or "
                     f"{command_in(root)} forget {words(theirs[old])}).")
         if here and merges:  # in a rebase, git replays this side's rename onto the upstream's change
+            # That change is upstream already, made before the rename reached its clone: it meant
+            # the renamed memory. So the merge keeps this side's new memory, and it is made again there.
             return (f"{name} changed memory '{old}', which your commits renamed to '{mine[old]}' and then gave to a "
                     "new memory (--reuse-id): merged, its change could land on the new memory, so nothing was "
-                    "pushed and the repository is back as it was. Let the clone that made that change sync first, "
-                    "then sync again.")
+                    f"{retry.undone} and the repository is back as it was. Merge keeping your '{old}', and make "
+                    f"that change on '{mine[old]}': {_merge_steps(root, old, name, retry)} then make it again "
+                    f"there ({command_in(root)} edit {words(mine[old])}, their version in {old}.theirs.yaml; or "
+                    f"{command_in(root)} forget {words(mine[old])} if they forgot it) and {command_in(root)} sync.")
     return None
 
 
-def _steps(root: Path, base: str, old: str, name: str, copy: str = "") -> str:
+def _steps(root: Path, base: str, old: str, name: str, retry: Retry, renamed: dict[str, str], copy: str = "") -> str:
     """The steps that take this branch's change of ``old`` off it (kept in ``OLD.mine.yaml``) and
     commit the rest (the caller says when to sync): its commits since ``base`` become one, the
     file as it was at ``base``, and ``copy`` (this side's rename of it, which the other side's
-    rename keeps) removed."""
+    rename keeps) removed. That one commit says the branch's other renames (``renamed``: where
+    each id went since ``base``), or a sync would take them for forgets and strip links to them."""
     path = words(memory_path(old))
-    remote = name.partition("/")[0]
-    steps = [*cd_step(root), f"git fetch {words(remote)}", f"git show HEAD:./{path} > {words(old + '.mine.yaml')}",
+    fetch = [f"git fetch {words(name.partition('/')[0])}"] if retry.fetch else []
+    trailers = "".join(f" --trailer {words(trailer(was, now))}" for was, now in renamed.items() if was != old)
+    steps = [*cd_step(root), *fetch, f"git show HEAD:./{path} > {words(old + '.mine.yaml')}",
              f"git reset --soft {base}", f"git restore --source={base} --staged --worktree -- {path}",
              *([f"git rm -q -f -- {words(memory_path(copy))}"] if copy else []),
-             "git commit -m 'My changes, memory " + old.replace("'", "") + " set aside' (if anything is left)"]
+             "git commit -m 'My changes, memory " + old.replace("'", "") + f" set aside'{trailers} (if anything is left)"]
     return "; ".join(steps) + ";"
+
+
+def _merge_steps(root: Path, old: str, name: str, retry: Retry) -> str:
+    """The steps that merge the upstream ``name`` by hand, its version of ``old`` kept aside in
+    ``OLD.theirs.yaml`` (none when it forgot it) and this branch's kept, then run the command again."""
+    path = words(memory_path(old))
+    fetch = [f"git fetch {words(name.partition('/')[0])}"] if retry.fetch else []
+    # A merge that conflicts elsewhere stops at the commit, naming the files, as git's does.
+    steps = [*cd_step(root), *fetch, f"git show {words(name + ':./' + memory_path(old))} > {words(old + '.theirs.yaml')}",
+             f"git merge -q --no-ff --no-commit {words(name)}", f"git checkout HEAD -- {path}",
+             f"{command_in(root)} validate", "git commit --no-edit", f"{command_in(root)} {retry.command};"]
+    return "; ".join(steps)
 
 
 def _held(store: GitStore, tip: str, ids: list[str]) -> set[str]:

@@ -56,7 +56,7 @@ from ..transaction import Transaction, memory_change
 from .merge import merge_conflict_message, merge_in, merging
 from .rebase import conflict_message, in_progress, run
 from .renumber import plan, renumber_commit, require_clean, rewrite_commits
-from .reuses import reuse_stop
+from .reuses import Retry, reuse_stop
 from .revalidation import Moves, Revalidated, finish, on_top, revalidate
 from .snapshot import blobs_at, merge_bases, session_projects, written_on_both, written_on_either
 from .syncfetch import Fetch
@@ -357,7 +357,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     # Each side's renames, read once a tip for the checks below and the files named as merged.
     renames = TipRenames(store, parted)
     if both and (stop := reuse_stop(store, kb.root, parted, (upstream, ours), (renames(upstream), renames(ours)),
-                                    both, name, merges)):
+                                    both, name, merges, Retry.sync())):
         raise ConflictError(stop)
     if merges:
         _merge(store, remote, name, upstream, bool(mapping), written_on_either(store, (upstream, ours), bases), parted)
