@@ -168,6 +168,21 @@ def test_a_link_to_a_memory_renamed_then_forgotten_is_a_link_to_a_forgotten_one(
     assert (b / "memories" / "kb.q.yaml").read_text().startswith("learning: b links one\nentities:\n- shop.orders\n")
 
 
+def _renamed_and_reused_upstream(tmp_path: Path, invoke_cli: CliRunner) -> tuple[Path, Path, str]:
+    """Memory kb.r on both clones; clone a renames it to kb.revenue, gives kb.r to a new memory
+    (``--reuse-id``) and syncs. The clones, and the commit clone b parted at (short)."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Revenue is paid orders", "--id", "kb.r", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    parted = git(b, "rev-parse", "--short=12", "HEAD").strip()
+    invoke_cli("--kb", a, "rename", "kb.r", "kb.revenue", check=True)
+    invoke_cli("--kb", a, "save", "Refunds are negative", "--id", "kb.r", "--reuse-id", "-e", "shop.orders.amount",
+               check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    return a, b, parted
+
+
 def _renamed_on_a(tmp_path: Path, invoke_cli: CliRunner, *on_b: str) -> tuple[Path, Path]:
     """Memory 1 (linked by kb.l) on both clones; clone a renames it to kb.a, clone b runs
     ``on_b`` on it as another author (two equal changes made alike would be one commit)."""
@@ -417,15 +432,7 @@ def test_a_change_of_an_id_the_upstream_renamed_and_reused_stops_the_sync(
     """Clone a renames kb.r to kb.revenue and gives kb.r to a new memory; clone b, unaware, edits
     or forgets kb.r and syncs second: replayed on a's commits the change would land on the new
     kb.r, so the sync stops (nothing lost) with steps that set it aside for kb.revenue."""
-    _bare, (a, b) = make_team(tmp_path)
-    invoke_cli("--kb", a, "save", "Revenue is paid orders", "--id", "kb.r", "-e", "shop.orders.amount", check=True)
-    invoke_cli("--kb", a, "sync", check=True)
-    invoke_cli("--kb", b, "sync", check=True)
-    parted = git(b, "rev-parse", "--short=12", "HEAD").strip()
-    invoke_cli("--kb", a, "rename", "kb.r", "kb.revenue", check=True)
-    invoke_cli("--kb", a, "save", "Refunds are negative", "--id", "kb.r", "--reuse-id", "-e", "shop.orders.amount",
-               check=True)
-    invoke_cli("--kb", a, "sync", check=True)
+    a, b, parted = _renamed_and_reused_upstream(tmp_path, invoke_cli)
     invoke_cli("--kb", b, *change, check=True)
     head = git(b, "rev-parse", "HEAD")
     proc = invoke_cli("--kb", b, "sync")
@@ -642,15 +649,7 @@ def test_merge_of_an_upstream_that_renamed_and_reused_an_id_this_branch_changed_
     """``slayer-kb merge`` (and ``rebase``) meets what sync meets: the upstream renamed kb.r and
     gave kb.r to a new memory, this branch edited kb.r. Merged, the edit would land on the new
     kb.r, so the command refuses before it writes anything, with steps that end in it again."""
-    _bare, (a, b) = make_team(tmp_path)
-    invoke_cli("--kb", a, "save", "Revenue is paid orders", "--id", "kb.r", "-e", "shop.orders.amount", check=True)
-    invoke_cli("--kb", a, "sync", check=True)
-    invoke_cli("--kb", b, "sync", check=True)
-    parted = git(b, "rev-parse", "--short=12", "HEAD").strip()
-    invoke_cli("--kb", a, "rename", "kb.r", "kb.revenue", check=True)
-    invoke_cli("--kb", a, "save", "Refunds are negative", "--id", "kb.r", "--reuse-id", "-e", "shop.orders.amount",
-               check=True)
-    invoke_cli("--kb", a, "sync", check=True)
+    a, b, parted = _renamed_and_reused_upstream(tmp_path, invoke_cli)
     invoke_cli("--kb", b, "update", "kb.r", "--description", "b's summary", check=True)
     git(b, "fetch", "-q", "origin")
     head = git(b, "rev-parse", "HEAD")
