@@ -497,8 +497,8 @@ def test_review_shows_a_squash_merged_memory_main_forgot_renamed_or_edited_since
     git(reviewer, "switch", "-q", "--detach", "origin/agent-a")
     review = invoke_cli("--kb", reviewer, "review", "origin/main", check=True)
     gone = "origin/main took it in by a squash or rebase merge and has forgotten or renamed it since: merging brings it back"
-    edited = ("origin/main has edited it since: a plain git merge stops on it, where 'slayer-kb merge origin/main' "
-              "merges the two")
+    edited = ("origin/main has edited it since: a plain git merge stops on it, where 'git fetch origin && slayer-kb "
+              "merge origin/main' merges the two")
     assert review.stdout == (
         "## Knowledge base changes (origin/main...HEAD)\n\n"
         "Memories: 2 added, 1 changed, 0 re-linked, 0 removed, 2 already on origin/main.\n\n"
@@ -535,6 +535,30 @@ def test_review_does_not_say_a_merge_stops_on_a_memory_the_branch_took_from_main
     data = json_of(invoke_cli("--kb", reviewer, "--json", "review", "origin/main", check=True))
     assert [(c["id"], c.get("note")) for c in data["changed"]] == [("2", None)]
     assert [(c["id"], c.get("note")) for c in data["taken_in"]] == [("1", None)]
+
+
+def test_review_lists_a_memory_whose_squash_merged_version_does_not_parse(tmp_path: Path,
+                                                                          invoke_cli: CliRunner) -> None:
+    # The agent pushed memory 1 broken by hand, main squash-merged it, and the agent then mended
+    # it. Compared with the broken version main took in, it was in no list of the review at all.
+    _bare, (agent, reviewer) = make_team(tmp_path)
+    git(agent, "switch", "-q", "-c", "agent-a")
+    invoke_cli("--kb", agent, *REFUNDS, check=True)
+    saved = (agent / "memories" / "1.yaml").read_text(encoding="utf-8")
+    (agent / "memories" / "1.yaml").write_text("learning: [Refund reasons\n", encoding="utf-8")
+    git(agent, "commit", "-q", "-am", "broken by hand")
+    git(agent, "push", "-q", "origin", "agent-a")
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "merge", "-q", "--squash", "origin/agent-a")
+    git(reviewer, "commit", "-q", "-m", "Squash agent-a")
+    git(reviewer, "push", "-q", "origin", "main")
+    (agent / "memories" / "1.yaml").write_text(saved, encoding="utf-8")
+    git(agent, "commit", "-q", "-am", "mended")
+    git(agent, "push", "-q", "origin", "agent-a")
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "switch", "-q", "--detach", "origin/agent-a")
+    data = json_of(invoke_cli("--kb", reviewer, "--json", "review", "origin/main", check=True))
+    assert [c["id"] for c in data["added"]] == ["1"]
 
 
 def test_validate_against_asks_for_the_remote_once_for_every_fix(tmp_path: Path, invoke_cli: CliRunner) -> None:

@@ -45,7 +45,7 @@ from ..core.fileio import NotRegularFile, not_a_file, read_regular
 from ..core.ids import check_existing_id, id_sort_key, meant_id, no_memory
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.memory import Memory, dumps, loads, with_entities
-from ..core.problems import command, shown, words
+from ..core.problems import command, shell_word, shown, words
 from ..core.results import LogEntry, RestoreResult, Shown
 from ..core.review import MemoryChange, Review
 from ..core.session import SESSIONS_DIR, Session, id_of_file
@@ -332,19 +332,21 @@ def _taken_in(store: GitStore, result: Review, added: dict[str, Memory], head_sh
             by_id[after.id].note = (f"{result.base} took it in by a squash or rebase merge and has forgotten or "
                                     "renamed it since: merging brings it back")
             continue
-        result.added.remove(by_id[after.id])
         mine = now[store.repo_path(path)]
         # The base edited it since, unless to the branch's own version (git merges that in silence).
         edited = None if on_base in (blob, mine) else (
             f"{result.base} has edited it since: a plain git merge stops on it, where "
-            f"'slayer-kb merge {result.base}' merges the two")
+            f"'{fix_command(store, store.root, f'merge {shell_word(result.base)}', result.base)}' merges the two")
         if mine == blob:
+            result.added.remove(by_id[after.id])
             result.taken_in.append(MemoryChange(after.id, "taken in", label_of(after), list(after.entities),
                                                 note=edited))
             continue
-        with contextlib.suppress(MemoryFileError):  # broken as taken in: not the branch's problem
+        # Broken as taken in: not the branch's problem, and the memory stays listed as added.
+        with contextlib.suppress(MemoryFileError):
             change = compare(loads(texts[blob].decode("utf-8", "replace"), after.id, path), after)
             change.note = edited
+            result.added.remove(by_id[after.id])
             _file(result, change)
 
 
