@@ -40,12 +40,15 @@ def test_a_dropped_column_named_like_a_word_reads_as_stale(tmp_path: Path, invok
     queries = [{"source_model": "refunds", "filters": ["desc = 'late' and offset > 1", "interval between 1 and 5"]},
                {"source_model": "refunds", "measures": ["desc:count"]},
                {"source_model": "refunds", "measures": ["sum(none)"], "filters": ["none = 1"]},
-               {"source_model": "refunds", "filters": ["distinct is null", "distinct in (1, 2) or not distinct"]}]
+               {"source_model": "refunds", "filters": ["distinct is null", "distinct in (1, 2) or not distinct"]},
+               # A string's or a comment's words are no slip of the query's.
+               {"source_model": "refunds", "filters": ["desc != 'a : desc'",
+                                                       "desc = 'late'  # order by x desc"]}]
     saved = [json_of(invoke_cli("--kb", root, "save", f"refunds {index}", "--query", json.dumps(query), "--json",
                                 check=True))["resolved_entities"] for index, query in enumerate(queries)]
     assert saved == [["shop.refunds", "shop.refunds.desc", "shop.refunds.offset", "shop.refunds.interval"],
                      ["shop.refunds", "shop.refunds.desc"], ["shop.refunds", "shop.refunds.none"],
-                     ["shop.refunds", "shop.refunds.distinct"]]
+                     ["shop.refunds", "shop.refunds.distinct"], ["shop.refunds", "shop.refunds.desc"]]
     model.write_text(before, encoding="utf-8")
     commit_all(root, "the columns dropped")
     problems = json_of(invoke_cli("--kb", root, "--json", "validate"))["problems"]
@@ -53,7 +56,8 @@ def test_a_dropped_column_named_like_a_word_reads_as_stale(tmp_path: Path, invok
         ("stale_query", "attached query has stale references (filters[0] \"desc = 'late' and offset > 1\""),
         ("stale_query", "attached query has stale references (measures[0] 'desc:count'"),
         ("stale_query", "attached query has stale references (measures[0] 'sum(none)'"),
-        ("stale_query", "attached query has stale references (filters[0] 'distinct is null'")]
+        ("stale_query", "attached query has stale references (filters[0] 'distinct is null'"),
+        ("stale_query", "attached query has stale references (filters[0] \"desc != 'a : desc'\"")]
 
 
 def test_dashes_and_slash_star_in_a_filter_are_operators(tmp_path: Path, invoke_cli: CliRunner) -> None:

@@ -33,6 +33,9 @@ def fix_for(word: str, text: str, kind: str) -> str | None:
     instead; None for a word that may be a column the catalog lacks (stale, not invalid)."""
     if "." in word:
         return None
+    found = lexer.tokens(text, sql=kind == "filter")
+    kept = lexer.uncommented(text, found)
+    text = _code(text, found, kept)  # a string's or a comment's words are no slip of the query's
     bare = re.escape(word)
     spaced = re.search(rf"([\w.]+)(\s*)(::?)(\s*){bare}\b", text)
     if spaced and (spaced.group(2) or spaced.group(4)):
@@ -43,7 +46,7 @@ def fix_for(word: str, text: str, kind: str) -> str | None:
         return "it is a word of SLayer's formulas (Python's); name a column before ':' ('*:count' counts rows)"
     if lower in _PYTHON_WORDS:
         return "it is a word of SQL or Python that SLayer cannot read here; remove it"
-    keywords = [found for found in _places(word, text, kind) if _keyword_at(found, lower)]
+    keywords = [place for place in _places(word, kept) if _keyword_at(place, lower)]
     if not keywords:
         return None  # where a column stands: a column, maybe one the catalog dropped
     distinct = re.search(r"count\s*\(\s*distinct\s+([\w.]+)\s*\)", text, re.IGNORECASE)
@@ -72,9 +75,21 @@ def note_for(word: str) -> str | None:
     return None
 
 
-def _places(word: str, text: str, kind: str) -> list[tuple[lexer.Token, lexer.Token, lexer.Token]]:
-    """Each token ``word`` is in ``text``, with the tokens before and after it."""
-    found = lexer.tokens(text, sql=kind == "filter")
+def _code(text: str, found: list[lexer.Token], kept: list[lexer.Token]) -> str:
+    """``text`` with its strings' insides and its comments (the tokens ``kept`` leaves out of
+    ``found``) blanked, every other character where it was."""
+    chars = list(text)
+    outside = set(kept)
+    for token in found:
+        start = token.start + 1 if token.kind == "lit" and token in outside else token.start
+        end = token.end - 1 if token.kind == "lit" and token in outside else token.end
+        if token.kind == "lit" or token not in outside:
+            chars[start:end] = " " * max(end - start, 0)
+    return "".join(chars)
+
+
+def _places(word: str, found: list[lexer.Token]) -> list[tuple[lexer.Token, lexer.Token, lexer.Token]]:
+    """Each token of ``found`` that is ``word``, with the tokens before and after it."""
     edge = lexer.Token("", "", -1, -1)
     padded = [edge, *found, edge]
     return [(padded[at - 1], token, padded[at + 1]) for at, token in enumerate(padded) if token.text == word]
