@@ -428,6 +428,8 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         if memory_id is None:
             memory_id = tx.next_auto_id()
         else:
+            if reuse_id:
+                self.check_reusable(memory_id)
             self.check_not_moved(memory_id)  # it would replace, or make again, a memory sync moved
             tx.check_new_id(memory_id)
             tx.require_committed(memory_path(memory_id))

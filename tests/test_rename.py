@@ -377,7 +377,7 @@ def test_a_new_memory_is_refused_an_id_a_rename_moved_unless_reused_on_purpose(
 
 
 def test_reuse_id_with_nothing_to_reuse_is_refused(linked_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
-    """``--reuse-id`` without ``--id``, or on a rename to an id no rename moved, does nothing it
+    """``--reuse-id`` without ``--id``, or on a save or rename to an id no rename moved, does nothing it
     says: refused, naming what to give or drop, and nothing committed."""
     root = linked_kb.root
     head = git(root, "rev-parse", "HEAD")
@@ -388,5 +388,9 @@ def test_reuse_id_with_nothing_to_reuse_is_refused(linked_kb: KnowledgeBase, inv
     never = invoke_cli("rename", "7", "kb.seven", "--reuse-id", cwd=root)
     assert (never.returncode, never.stderr) == (1, (
         "Error: --reuse-id gives an id a rename moved to another memory, and no rename moved 'kb.seven' to one that "
+        "is still there: drop --reuse-id.\n"))
+    saved = invoke_cli("save", "A new note", "--id", "kb.never", "--reuse-id", "-e", "orders.amount", cwd=root)
+    assert (saved.returncode, saved.stderr) == (1, (
+        "Error: --reuse-id gives an id a rename moved to another memory, and no rename moved 'kb.never' to one that "
         "is still there: drop --reuse-id.\n"))
     assert git(root, "rev-parse", "HEAD") == head

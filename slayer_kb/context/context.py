@@ -21,6 +21,7 @@ from ..catalog.resolve import Resolver
 from ..core.errors import (
     ConflictError,
     InvalidIdError,
+    InvalidInputError,
     KBError,
     MemoryFileError,
     NotFoundError,
@@ -232,6 +233,13 @@ class Context(Parts):
     def renamed_ids(self) -> set[str]:
         """Every id a commit of HEAD's history records a rename of (for ``renamed_to``)."""
         return renamed_ids(self.store)
+
+    def check_reusable(self, memory_id: str, moving: str = "") -> None:
+        """Refuse ``--reuse-id`` for an id no rename moved to a memory that is still there
+        (``renamed_to``): the option would do nothing it says."""
+        if self.renamed_to(memory_id, moving) is None:
+            raise InvalidInputError(f"--reuse-id gives an id a rename moved to another memory, and no rename moved "
+                                    f"'{memory_id}' to one that is still there: drop --reuse-id.")
 
     def check_not_renamed(self, memory_id: str, instead: str, moving: str = "") -> None:
         """Refuse to give an id a commit renamed away to a memory that still exists

@@ -227,9 +227,8 @@ def rename(kb: Context, old: str, new: str, *, force: bool = False, reuse_id: bo
         _check_free(kb, old, new)
         if not reuse_id:
             kb.check_not_renamed(new, f"to give '{old}' a name of its own, choose another", moving=old)
-        elif kb.renamed_to(new, moving=old) is None:
-            raise InvalidInputError(f"--reuse-id gives an id a rename moved to another memory, and no rename moved "
-                                    f"'{new}' to one that is still there: drop --reuse-id.")
+        else:
+            kb.check_reusable(new, moving=old)
         changes, rewritten, kept = tx.rewrite(lambda: moved(kb, tx, {old: new}), force)
         # The trailer records the move, for a sync meeting links to the old id (renames.py).
         commit = tx.commit(changes, f"memory: rename {old} to {new}{rewrote_note(rewritten)}\n\n{trailer(old, new)}")
