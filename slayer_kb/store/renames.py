@@ -217,14 +217,9 @@ def renames_between(store: GitStore, base: str, head: str = "HEAD") -> dict[str,
     return chains(store, base, head)[1]
 
 
-def first_ids(store: GitStore, base: str, head: str = "HEAD") -> dict[str, str]:
-    """{every id the renames of ``base..head`` gave, one a later rename moved on too: the id it
-    had at ``base``} (1 -> kb.b, then kb.b -> kb.c: kb.b and kb.c were 1)."""
-    return chains(store, base, head)[0]
-
-
 def chains(store: GitStore, base: str, head: str = "HEAD") -> tuple[dict[str, str], dict[str, str]]:
-    """``first_ids`` and ``renames_between`` of ``base..head``, from one ``git log``."""
+    """{every id the renames of ``base..head`` gave: the id it had at ``base``} (1 -> kb.b, then kb.b
+    -> kb.c: kb.b and kb.c were 1), and ``renames_between`` of the same, from one ``git log``."""
     first: dict[str, str] = {}
     final: dict[str, str] = {}
     for old, new in _moves(store, base, head):
