@@ -55,7 +55,8 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
         bases = merge_bases(store, (before, sha))
         parted = bases[0] if bases else ""
         # What sync refuses before it merges, this refuses too: an id REF renamed and gave again.
-        refuse_reuse(store, kb.root, parted, (sha, before), ref, Retry.merge(ref))
+        both = written_on_both(store, parted, (sha, before)) if parted else []
+        refuse_reuse(store, kb.root, parted, (sha, before), ref, Retry.merge(ref), both)
         stopped = merge_in(store, ref, sha, written_on_either(store, (sha, before), bases), parted)
         if stopped is not None:
             raise ConflictError(merge_conflict_message(store, ref, *stopped, tips=("HEAD", sha)))
@@ -67,8 +68,7 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
                              push_step(kb.shared_remote(), branch, 0, store.root))
         if result.action == "merged":
             if parted:  # before the fixes' commits, HEAD holds the merged sessions
-                result.session_projects = session_projects(store, (sha, before),
-                                                           written_on_both(store, parted, (sha, before)))
+                result.session_projects = session_projects(store, (sha, before), both)
             # What sync does once the upstream is in: the same fixes, and its revalidation named.
             checked = finish_or_put_back(kb, store, tx, sha, parted, Moves(result.folded, result.unlinked, result.cascaded,
                                                                            result.deduplicated, result.relinked), before, head)

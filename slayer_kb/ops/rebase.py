@@ -55,11 +55,12 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
             rewrite_pushed: bool) -> RebaseResult:
     remote, pushed, branch, onto_commit, ours = kb.shared_remote(), 0, "", "", ""
     bases: list[str] = []  # where this branch as it was (``ours``) and the upstream parted
+    both: list[str] | None = None  # the files both sides wrote since they parted, read at the start
     with store.locked():
         if action is None:
             if upstream is None:
                 raise UsageError(f"Give the branch to rebase onto ({command(kb.root)} rebase origin/main), "
-                                        "or --continue or --abort for the rebase in progress.")
+                                 "or --continue or --abort for the rebase in progress.")
             if in_progress(store):
                 typed = command(kb.root)
                 raise ConflictError(f"A rebase is already in progress; go on with '{typed} rebase --continue' "
@@ -77,7 +78,8 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
             if bases:  # without one, git refuses the rebase and writes nothing
                 require_shown(store, bases[0], onto_commit)
                 # What sync refuses before it rebases, this refuses too: an id the upstream renamed and gave again.
-                refuse_reuse(store, kb.root, bases[0], (onto_commit, ours), upstream, Retry.rebase(upstream))
+                both = written_on_both(store, bases[0], (onto_commit, ours))
+                refuse_reuse(store, kb.root, bases[0], (onto_commit, ours), upstream, Retry.rebase(upstream), both)
         elif not in_progress(store):
             raise InvalidInputError(f"No rebase is in progress, so there is nothing to {action}; "
                                     f"start one with '{command(kb.root)} rebase UPSTREAM'.")
@@ -106,8 +108,9 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
     if onto_commit:
         parted = bases[0] if bases else ""
         if parted:  # this branch's commits as they were (``ours``) were replayed onto the upstream's
-            result.session_projects = session_projects(store, (onto_commit, ours),
-                                                       written_on_both(store, parted, (onto_commit, ours)))
+            if both is None:  # a rebase continued: its start read them in another process
+                both = written_on_both(store, parted, (onto_commit, ours))
+            result.session_projects = session_projects(store, (onto_commit, ours), both)
         # What sync does once the upstream is in (revalidation.py): a conflict resolved by hand must
         # not leave a link to what the other side forgot, or a topic key both sides saved twice.
         # Refused, the branch goes back to where it was before the rebase began: a rebase continued

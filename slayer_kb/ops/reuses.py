@@ -18,7 +18,6 @@ from ..core.problems import cd_step, command_in, words
 from ..store.gitenv import LITERAL_PATHS
 from ..store.renames import renames_between, trailer
 from ..store.repo import GitStore
-from .snapshot import written_on_both
 
 
 @dataclass(frozen=True)
@@ -45,10 +44,11 @@ class Retry:
         return cls(f"rebase {words(ref)}", False, "replayed there", "the rebase", "rebased")
 
 
-def refuse_reuse(store: GitStore, root: Path, parted: str, tips: tuple[str, str], ref: str, retry: Retry) -> None:
+def refuse_reuse(store: GitStore, root: Path, parted: str, tips: tuple[str, str], ref: str, retry: Retry,
+                 both: list[str]) -> None:
     """``reuse_stop`` for ``slayer-kb merge`` or ``rebase`` (``retry``) of ``ref`` (``tips``: its
-    commit and this branch's, parted at ``parted``), raised before either writes anything."""
-    both = written_on_both(store, parted, tips) if parted else []
+    commit and this branch's, parted at ``parted``; ``both``: the files both wrote since,
+    ``written_on_both``), raised before either writes anything."""
     renames = (renames_between(store, parted, tips[0]), renames_between(store, parted, tips[1])) if both else ({}, {})
     if both and (stop := reuse_stop(store, root, parted, tips, renames, both, ref, retry.command.startswith("merge"),
                                     retry)):
