@@ -141,6 +141,10 @@ def _links_to_own_removals(compared: Branch, base: str, head: str, ours: dict[st
     forgot = {id_of_path(path) or "" for path, (before, after) in ours.items()
               if id_of_path(path) is not None and before != NO_BLOB and after == NO_BLOB}
     forgot |= {id_of_path(path) or "" for path in undone}
+    memories = {path: blobs for path, blobs in theirs.items() if id_of_path(path) is not None}
+    changed = {path: blobs for path, blobs in memories.items() if blobs[1] != NO_BLOB}
+    if not changed:  # the revision wrote no memory that could link what this branch removed
+        return []
     deleted = deleted_entities(store, base, head, catalog_changed(store, base, head))
     if not forgot and not deleted:
         return []
@@ -150,8 +154,6 @@ def _links_to_own_removals(compared: Branch, base: str, head: str, ours: dict[st
         linked = linked_id(entity)
         return linked in forgot if linked is not None else under(entity, deleted)
 
-    memories = {path: blobs for path, blobs in theirs.items() if id_of_path(path) is not None}
-    changed = {path: blobs for path, blobs in memories.items() if blobs[1] != NO_BLOB}
     texts = store.objects.read_many("blob", {blob for blobs in memories.values() for blob in blobs} - {NO_BLOB})
     moved: dict[str, str] | None = None  # {new id: old id} of the revision's renames, asked once if needed
     found = []  # (the memory's path, its id, the links it gained to what this branch removed)
