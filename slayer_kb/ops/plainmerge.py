@@ -12,11 +12,11 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from ..core.ids import is_auto_id
+from ..core.ids import id_sort_key, is_auto_id
 from ..core.locate import id_of_path, linked_id, memory_link
-from ..core.problems import Problem, shell_word, shown
+from ..core.problems import Problem, command, git_command, shell_word, shown
 from ..core.session import SESSIONS_DIR
-from ..store.renames import renames_between
+from ..store.renames import renamed_since, renames_between
 from ..store.repo import GitStore
 from .snapshot import NO_BLOB, catalog_changed, deleted_entities, under, written_since
 from .teamchecks import MEMORIES, Branch, delete_roots, links_in
@@ -54,7 +54,7 @@ def plain_merge_conflicts(compared: Branch) -> list[Problem]:
     # {old id: new id} of the branch's renames, asked of git once, where a problem names one.
     renamed = functools.cache(lambda: renames_between(store, base, head))
     undone = _undone_forgets(compared, base, head, ours, theirs)
-    problems = (_undone_problems(compared, theirs, undone, renamed)
+    problems = (_revived(compared, ours, theirs) + _undone_problems(compared, theirs, undone, renamed)
                 + _links_to_own_removals(compared, base, head, ours, theirs, list(undone), renamed))
     both = {path for path in ours.keys() & theirs.keys() if ours[path][1] != theirs[path][1] and _merged(path)}
     if not both:
@@ -96,6 +96,49 @@ def _undone_forgets(compared: Branch, base: str, head: str, ours: dict[str, tupl
         return {}
     forgot = sorted(taken_in & set(compared.store.added_paths(base, head, under=f"{MEMORIES}/")))
     return compared.same_memories(forgot)
+
+
+def _revived(compared: Branch, ours: dict[str, tuple[str, str]], theirs: dict[str, tuple[str, str]]) -> list[Problem]:
+    """The memories this branch added and holds as the revision compared with took them in by a
+    squash or rebase merge (``same_memories``), which that revision has forgotten or renamed since
+    (so it lacks the file, as where they parted). git's merge base is older than the memory, so
+    any merge of the branch (``slayer-kb merge`` too) sees the branch add it and brings it back:
+    forgotten, it is forgotten on the branch too; renamed, the branch's copy is removed, and the
+    merge takes the rename."""
+    added = [path for path, (before, after) in ours.items()
+             if before == NO_BLOB and after != NO_BLOB and path not in theirs and id_of_path(path) is not None]
+    shared = compared.same_memories(added) if added else {}
+    kept = {id_of_path(path) or "": path for path, blob in shared.items() if ours[path][1] == blob}
+    if not kept:
+        return []
+    store, against, root = compared.store, compared.against, compared.root
+    assert compared.base is not None
+    renamed = renamed_since(store, compared.base, compared.against_sha, kept).live
+    taken = f"{against} took memory {{}} in from this branch (a squash or rebase merge, under commits of its own) and "
+    problems = []
+    for memory_id, path in sorted(kept.items(), key=lambda item: id_sort_key(item[0])):
+        if memory_id in renamed:
+            new = renamed[memory_id]
+            message = _quoted(f"memory: drop {memory_id}, renamed to {new} on {against}")
+            fix = (f"{git_command(root, f'rm -q -- {shell_word(path)}')} && "
+                   f"{git_command(root, f'commit -q -m {message}')}")
+            text = (f"{taken.format(memory_id)}has renamed it to '{new}' since, and this branch holds it as taken in, "
+                    f"under its old id: a merge of this branch (a plain git merge, or slayer-kb merge) brings it "
+                    f"back beside '{new}', one memory under two ids, since git's merge base is older than the "
+                    f"memory. Run '{fix}': with this branch's copy gone, the merge keeps it as '{new}' alone")
+        else:
+            fix = f"{command(root)} forget {shell_word(memory_id)}"
+            text = (f"{taken.format(memory_id)}has forgotten it since, and this branch holds it as taken in: a merge "
+                    "of this branch (a plain git merge, or slayer-kb merge) brings it back, since git's merge base "
+                    f"is older than the memory. Run '{fix}': it forgets it on this branch too, in one commit")
+        problems.append(Problem(shown(root / path), 1, text))
+    return problems
+
+
+def _quoted(text: str) -> str:
+    """``text`` as one shell word inside a fix the message quotes with single quotes: in double
+    quotes where nothing in it is special there (no nested single quotes), else ``shell_word``'s."""
+    return f'"{text}"' if text.isprintable() and not any(ch in text for ch in '$`\\"!') else shell_word(text)
 
 
 def _undone_problems(compared: Branch, theirs: dict[str, tuple[str, str]], undone: dict[str, str],

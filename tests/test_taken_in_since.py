@@ -1,0 +1,71 @@
+"""What ``validate --against`` and ``review`` tell a reviewer of a branch whose memories ``main``
+took in by a squash merge and then renamed, forgot or gave to another memory (``rename``, ``forget``,
+``save --reuse-id``): git's merge base is older than those memories, so what a merge of the branch
+does with them is not what ``git diff`` suggests. Each test is a team (``squash_merged_branch``)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from testing import CliRunner, git, in_process_runner, in_the_kb, json_of, squash_merged_branch
+
+# What the agent saves on its branch before main squash-merges it.
+REFUNDS = ("save", "Refund reasons are free text", "-e", "shop.refunds.amount")
+CENTS = ("save", "Amounts are in cents", "-e", "shop.orders.amount")
+
+
+@pytest.fixture
+def invoke_cli() -> CliRunner:
+    """Every command typed in the clone's folder, as a user would."""
+    return in_the_kb(in_process_runner())
+
+
+def _on_agent_a(reviewer: Path) -> None:
+    """The reviewer's clone at the agent's pushed branch, as CI checks it out."""
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "switch", "-q", "--detach", "origin/agent-a")
+
+
+def test_validate_against_names_a_squash_merged_memory_main_renamed_or_forgot_since(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # main squash-merged the agent's memories 1 and 2, then renamed 1 and forgot 2; the agent left
+    # both as they were. The review noted both, 'validate --against' said "no problems", and any
+    # merge of the branch (slayer-kb merge too) brought 2 back, and 1 beside kb.refunds.
+    agent, reviewer = squash_merged_branch(tmp_path, invoke_cli, REFUNDS, CENTS)
+    invoke_cli("--kb", reviewer, "rename", "1", "kb.refunds", check=True)
+    invoke_cli("--kb", reviewer, "forget", "2", check=True)
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    invoke_cli("--kb", agent, "save", "Orders ship in boxes", "-e", "shop.orders.status", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    _on_agent_a(reviewer)
+
+    checked = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
+    taken = ("origin/main took memory {} in from this branch (a squash or rebase merge, under commits of its own) "
+             "and has ")
+    renamed = (taken.format(1) + "renamed it to 'kb.refunds' since, and this branch holds it as taken in, under its "
+               "old id: a merge of this branch (a plain git merge, or slayer-kb merge) brings it back beside "
+               "'kb.refunds', one memory under two ids, since git's merge base is older than the memory. Run 'git rm "
+               "-q -- memories/1.yaml && git commit -q -m \"memory: drop 1, renamed to kb.refunds on origin/main\"': "
+               "with this branch's copy gone, the merge keeps it as 'kb.refunds' alone")
+    forgot = (taken.format(2) + "forgotten it since, and this branch holds it as taken in: a merge of this branch (a "
+              "plain git merge, or slayer-kb merge) brings it back, since git's merge base is older than the memory. "
+              "Run 'slayer-kb forget 2': it forgets it on this branch too, in one commit")
+    assert (checked.returncode, checked.stdout) == (1, (
+        f"memories/1.yaml:1: {renamed}\nmemories/2.yaml:1: {forgot}\n2 problems in 2 files (3 files checked)\n"))
+    data = json_of(invoke_cli("--kb", reviewer, "--json", "validate", "--against", "origin/main"))
+    assert [(p["path"], p["message"]) for p in data["problems"]] == [("memories/1.yaml", renamed),
+                                                                     ("memories/2.yaml", forgot)]
+
+    # The two fixes, pasted on the agent's clone, make the reviewer's plain merge right.
+    subprocess.run(["sh", "-c", renamed.split("Run '")[1].split("': ")[0]], cwd=agent, check=True)
+    invoke_cli("--kb", agent, "forget", "2", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    _on_agent_a(reviewer)
+    again = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
+    assert (again.returncode, again.stdout) == (0, "Checked 1 file: no problems.\n")
+    git(reviewer, "switch", "-q", "main")
+    git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge agent-a")
+    assert git(reviewer, "ls-files", "memories").split() == ["memories/3.yaml", "memories/kb.refunds.yaml"]
