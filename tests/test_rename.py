@@ -317,8 +317,9 @@ def test_the_new_id_at_a_revision_before_the_rename_is_the_file_it_had(
 
 def test_an_id_renamed_twice_names_its_last_id_and_a_forget_after(
         linked_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
-    """``7`` renamed to kb.b, then kb.b to kb.c: ``7`` names kb.c (kb.b is gone too), and once
-    kb.c is forgotten, that, with the way back, not "use that id"."""
+    """``7`` renamed to kb.b, then kb.b to kb.c: ``7`` names kb.c, also once kb.b is given to another
+    memory (``--reuse-id``; it named kb.b, that other memory), and once kb.c is forgotten, that,
+    with the way back, not "use that id"."""
     root = linked_kb.root
 
     def head() -> str:
@@ -328,6 +329,7 @@ def test_an_id_renamed_twice_names_its_last_id_and_a_forget_after(
     first = head()
     invoke_cli("rename", "kb.b", "kb.c", cwd=root, check=True)
     second = head()
+    invoke_cli("save", "Another note", "--id", "kb.b", "--reuse-id", "-e", "orders.amount", cwd=root, check=True)
     moved = f"Memory '7' was renamed to 'kb.b' in commit {first}, then to 'kb.c' in commit {second}"
     with traced_git(root.parent) as runs:
         assert invoke_cli("get", "7", cwd=root).stderr == f"Error: {moved}: use that id.\n"

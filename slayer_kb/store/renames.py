@@ -77,27 +77,27 @@ class Away:
 
 def renamed_away(store: GitStore, memory_id: str, deleting: str | None = None) -> Away | None:
     """Where ``memory_id`` went when the commit that last deleted its file (``deleting``, found
-    when not given) renamed it, followed through later renames (1 -> kb.b, then kb.b -> kb.c:
-    kb.c, since kb.b is gone too) to an id whose file HEAD holds, or that a commit forgot; None
-    when that commit did not rename it."""
-    moves: list[tuple[str, str]] = []
-    at = memory_id
-    tree: str | None = None  # HEAD's, read once a rename is found: each step's file looked up in it, no process
-    while (deleting := deleting or last_deletion(store, at)) is not None:
-        new = renamed_in(store, deleting).get(at)
-        if new is None:
+    when not given) renamed it, followed through the later renames of the id it had then, in the
+    order they were made (1 -> kb.b, then kb.b -> kb.c: kb.c), to the id it has at HEAD or the
+    commit that forgot it; None when that commit did not rename it. An id the chain passed
+    through that HEAD holds is another memory's (given again, ``--reuse-id``), not where it went."""
+    deleting = deleting or last_deletion(store, memory_id)
+    first = renamed_in(store, deleting).get(memory_id) if deleting is not None else None
+    if deleting is None or first is None:
+        return None
+    moves, at = [(first, deleting)], first
+    for commit, old, new in _moves(store, deleting, "HEAD"):
+        if at == memory_id or len(moves) > 100:  # a chain back to the start, or absurdly long: stop
             break
-        moves.append((new, deleting))
-        if tree is None:
-            head = store.head()
-            assert head is not None  # a commit deleted the file
-            tree = store.objects.tree_of(head)
-        path = store.repo_path(memory_path(new))
-        held = store.objects.blobs_at(tree, [path])[path] is not None
-        if held or new == memory_id or len(moves) > 100:  # a chain back to the start, or absurdly long: stop
-            return Away(tuple(moves), None)
-        at, deleting = new, None
-    return Away(tuple(moves), deleting) if moves else None
+        if old == at:
+            moves.append((new, commit))
+            at = new
+    head = store.head()
+    assert head is not None  # a commit deleted the file
+    path = store.repo_path(memory_path(at))
+    if store.objects.blobs_at(store.objects.tree_of(head), [path])[path] is not None or at == memory_id:
+        return Away(tuple(moves), None)
+    return Away(tuple(moves), last_deletion(store, at))
 
 
 @dataclass(frozen=True)
@@ -119,7 +119,7 @@ def renamed_since(store: GitStore, base: str, head: str, olds: Collection[str], 
     rename), ends where ``head`` holds its file: a link to the old id, or to the id the dropped
     rename gave, follows the kept rename."""
     # ``head``'s last: of two ids both held (a merge resolved by keeping both files), its own.
-    moves = (_moves(store, base, also) if also else []) + _moves(store, base, head)
+    moves = [(old, new) for _commit, old, new in (_moves(store, base, also) if also else []) + _moves(store, base, head)]
     if not moves:
         return Renamed({}, {})
     first: dict[str, str] = {}  # every id the renames gave: the id it had at ``base``
@@ -222,7 +222,7 @@ def chains(store: GitStore, base: str, head: str = "HEAD") -> tuple[dict[str, st
     -> kb.c: kb.b and kb.c were 1), and ``renames_between`` of the same, from one ``git log``."""
     first: dict[str, str] = {}
     final: dict[str, str] = {}
-    for old, new in _moves(store, base, head):
+    for _commit, old, new in _moves(store, base, head):
         first[new] = first.get(old, old)
         final = {was: (new if now == old else now) for was, now in final.items()}
         final[old] = new
@@ -230,15 +230,15 @@ def chains(store: GitStore, base: str, head: str = "HEAD") -> tuple[dict[str, st
             {old: new for old, new in final.items() if old != new})
 
 
-def _moves(store: GitStore, base: str, head: str) -> list[tuple[str, str]]:
-    """The (old id, new id) of each rename ``base..head`` made, oldest first."""
+def _moves(store: GitStore, base: str, head: str) -> list[tuple[str, str, str]]:
+    """The (commit, old id, new id) of each rename ``base..head`` made, oldest first."""
     # Basic regex whatever grep.patternType says (fixed strings would match no "^").
     out = store.git(*_LOG, "--reverse", "-z", "--format=%H%n%B", "--basic-regexp", f"--grep=^{_KEY}", head,
                     f"^{base}", "--").stdout
-    moves: list[tuple[str, str]] = []
+    moves: list[tuple[str, str, str]] = []
     for entry in filter(None, out.decode("utf-8", "replace").split("\0")):
         commit, _, message = entry.strip("\n").partition("\n")
-        moves += _checked(store, commit, message).items()
+        moves += ((commit, old, new) for old, new in _checked(store, commit, message).items())
     return moves
 
 
