@@ -69,3 +69,51 @@ def test_validate_against_names_a_squash_merged_memory_main_renamed_or_forgot_si
     git(reviewer, "switch", "-q", "main")
     git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge agent-a")
     assert git(reviewer, "ls-files", "memories").split() == ["memories/3.yaml", "memories/kb.refunds.yaml"]
+
+
+def test_review_says_main_soft_forgot_or_gave_the_id_to_another_memory(tmp_path: Path,
+                                                                        invoke_cli: CliRunner) -> None:
+    # main squash-merged 1, 2, kb.cents and kb.fees, then soft-forgot 1 and 2, and renamed kb.cents
+    # and kb.fees away, giving each id to a new memory (--reuse-id); the agent edited 2 and kb.fees.
+    # The review said "origin/main has edited it since ... 'slayer-kb merge origin/main' merges the
+    # two" of all four: a forget, and a different memory under the id, which that merge stops on.
+    agent, reviewer = squash_merged_branch(
+        tmp_path, invoke_cli, REFUNDS, CENTS, ("save", "Costs are in cents", "-e", "shop.orders.cost", "--id", "kb.cents"),
+        ("save", "Fees are netted", "-e", "shop.orders.amount", "--id", "kb.fees"))
+    for memory_id in ("1", "2"):
+        invoke_cli("--kb", reviewer, "forget", "--soft", memory_id, check=True)
+    for memory_id, new in (("kb.cents", "kb.money"), ("kb.fees", "kb.netted")):
+        invoke_cli("--kb", reviewer, "rename", memory_id, new, check=True)
+        invoke_cli("--kb", reviewer, "save", "Another note", "-e", "shop.orders.status", "--id", memory_id,
+                   "--reuse-id", check=True)
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    invoke_cli("--kb", agent, "update", "2", "--content", "Amounts are in whole cents", check=True)
+    invoke_cli("--kb", agent, "update", "kb.fees", "--content", "Fees are netted monthly", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    _on_agent_a(reviewer)
+
+    merge = "'git fetch origin && slayer-kb merge origin/main'"
+    soft = "origin/main has forgotten it since (a soft forget): a plain git merge stops on it"
+    kept, asked = f"{soft}, where {merge} keeps it forgotten", f"{soft}, and so does {merge}, for a person to keep the edit or the forget"
+    given = "origin/main has renamed it to '{}' since and given '{}' to another memory: a plain git merge stops on it; "
+    removed = given.format("kb.money", "kb.cents") + (
+        "remove this branch's copy ('git rm -q -- memories/kb.cents.yaml', then commit): the merge then takes the rename")
+    moved = given.format("kb.netted", "kb.fees") + (
+        f"{merge} stops on it too, with the steps that make this branch's change on 'kb.netted'")
+    review = invoke_cli("--kb", reviewer, "review", "origin/main", check=True)
+    assert review.stdout == (
+        "## Knowledge base changes (origin/main...HEAD)\n\n"
+        "Memories: 0 added, 2 changed, 0 re-linked, 0 removed, 2 already on origin/main.\n\n"
+        "### Changed\n\n"
+        f"- **2**: Amounts are in whole cents (changed: learning, updated_at; {asked})\n\n"
+        "  ```diff\n  Amounts are in {+whole +}cents\n  ```\n"
+        f"- **kb.fees**: Fees are netted monthly (changed: learning, updated_at; {moved})\n\n"
+        "  ```diff\n  Fees are netted{+ monthly+}\n  ```\n\n"
+        "### Already on origin/main\n\n"
+        "- **1**: Refund reasons are free text (entities: `shop.refunds.amount`; taken in by a squash or rebase "
+        f"merge; unchanged since, but {kept})\n"
+        "- **kb.cents**: Costs are in cents (entities: `shop.orders.cost`; taken in by a squash or rebase merge; "
+        f"unchanged since, but {removed})\n")
+    data = json_of(invoke_cli("--kb", reviewer, "--json", "review", "origin/main", check=True))
+    assert [(c["id"], c.get("note")) for c in data["changed"]] == [("2", asked), ("kb.fees", moved)]
+    assert [(c["id"], c.get("note")) for c in data["taken_in"]] == [("1", kept), ("kb.cents", removed)]

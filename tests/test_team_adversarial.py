@@ -496,15 +496,16 @@ def test_review_shows_a_squash_merged_memory_main_forgot_renamed_or_edited_since
     git(reviewer, "fetch", "-q", "origin")
     git(reviewer, "switch", "-q", "--detach", "origin/agent-a")
     review = invoke_cli("--kb", reviewer, "review", "origin/main", check=True)
-    gone = "origin/main took it in by a squash or rebase merge and has forgotten or renamed it since: merging brings it back"
+    gone = "origin/main took it in by a squash or rebase merge and has {} since: merging brings it back"
+    forgot, moved = gone.format("forgotten it"), gone.format("renamed it to 'kb.status'")
     edited = ("origin/main has edited it since: a plain git merge stops on it, where 'git fetch origin && slayer-kb "
               "merge origin/main' merges the two")
     assert review.stdout == (
         "## Knowledge base changes (origin/main...HEAD)\n\n"
         "Memories: 2 added, 1 changed, 0 re-linked, 0 removed, 2 already on origin/main.\n\n"
         "### Added\n\n"
-        f"- **2**: Amounts are in cents, always (entities: `shop.orders.amount`; {gone})\n"
-        f"- **3**: Orders have a status (entities: `shop.orders.status`; {gone})\n\n"
+        f"- **2**: Amounts are in cents, always (entities: `shop.orders.amount`; {forgot})\n"
+        f"- **3**: Orders have a status (entities: `shop.orders.status`; {moved})\n\n"
         "### Changed\n\n"
         f"- **5**: Costs are in whole cents (changed: learning, updated_at; {edited})\n\n"
         "  ```diff\n  Costs are in {+whole +}cents\n  ```\n\n"
@@ -514,7 +515,7 @@ def test_review_shows_a_squash_merged_memory_main_forgot_renamed_or_edited_since
         "- **4**: Orders have an id (entities: `shop.orders.id`; taken in by a squash or rebase merge; unchanged "
         f"since, but {edited})\n")
     data = json_of(invoke_cli("--kb", reviewer, "--json", "review", "origin/main", check=True))
-    assert [(c["id"], c.get("note")) for c in data["added"]] == [("2", gone), ("3", gone)]
+    assert [(c["id"], c.get("note")) for c in data["added"]] == [("2", forgot), ("3", moved)]
     assert [(c["id"], c.get("note")) for c in data["taken_in"]] == [("1", None), ("4", edited)]
     assert [(c["id"], c.get("note")) for c in data["changed"]] == [("5", edited)]
 

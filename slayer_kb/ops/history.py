@@ -45,13 +45,13 @@ from ..core.fileio import NotRegularFile, not_a_file, read_regular
 from ..core.ids import check_existing_id, id_sort_key, meant_id, no_memory
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.memory import Memory, dumps, loads, with_entities
-from ..core.problems import command, shell_word, shown, words
+from ..core.problems import command, git_command, shell_word, shown, words
 from ..core.results import LogEntry, RestoreResult, Shown
 from ..core.review import MemoryChange, Review
 from ..core.session import SESSIONS_DIR, Session, id_of_file
 from ..core.session import loads as load_session
 from ..store.gitenv import LITERAL_PATHS
-from ..store.renames import last_deletion, renames_between
+from ..store.renames import last_deletion, renamed_since, renames_between
 from ..store.repo import GitStore
 from ..store.revisions import resolve_rev, same_memories, shallow_parting
 from ..transaction import memory_change
@@ -324,19 +324,24 @@ def _taken_in(store: GitStore, result: Review, added: dict[str, Memory], head_sh
     repo_paths = [store.repo_path(path) for path in shared]
     now = objects.blobs_at(objects.tree_of(head_sha), repo_paths)
     held = objects.blobs_at(objects.tree_of(against_sha), repo_paths)
-    texts = objects.read_many("blob", set(shared.values()))
+    texts = objects.read_many("blob", set(shared.values()) | {b for b in held.values() if b is not None})
+    # What the base did with a memory it took in: read once, where it no longer holds that memory.
+    moved = functools.cache(lambda: renamed_since(store, result.merge_base, against_sha,
+                                                  [added[path].id for path in shared]).live)
+    merge = fix_command(store, store.root, f"merge {shell_word(result.base)}", result.base)
     by_id = {c.id: c for c in result.added}
     for path, blob in shared.items():
         after, on_base = added[path], held[store.repo_path(path)]
-        if on_base is None:
-            by_id[after.id].note = (f"{result.base} took it in by a squash or rebase merge and has forgotten or "
-                                    "renamed it since: merging brings it back")
-            continue
         mine = now[store.repo_path(path)]
+        if on_base is None:
+            what = f"renamed it to '{moved()[after.id]}'" if after.id in moved() else "forgotten it"
+            by_id[after.id].note = (f"{result.base} took it in by a squash or rebase merge and has {what} since: "
+                                    "merging brings it back")
+            continue
         # The base edited it since, unless to the branch's own version (git merges that in silence).
-        edited = None if on_base in (blob, mine) else (
-            f"{result.base} has edited it since: a plain git merge stops on it, where "
-            f"'{fix_command(store, store.root, f'merge {shell_word(result.base)}', result.base)}' merges the two")
+        edited = None if on_base in (blob, mine) else _since_taken_in(
+            store, result.base, after.id, texts[blob], texts[on_base], moved() if after.id in moved() else {}, mine == blob,
+            merge)
         if mine == blob:
             result.added.remove(by_id[after.id])
             result.taken_in.append(MemoryChange(after.id, "taken in", label_of(after), list(after.entities),
@@ -348,6 +353,30 @@ def _taken_in(store: GitStore, result: Review, added: dict[str, Memory], head_sh
             change.note = edited
             result.added.remove(by_id[after.id])
             _file(result, change)
+
+
+def _since_taken_in(store: GitStore, base: str, memory_id: str, taken: bytes, now: bytes, renamed: dict[str, str],
+                    untouched: bool, merge: str) -> str:
+    """What ``base`` did to a memory it took in from the branch and holds another version of now
+    (``taken`` and ``now``, its texts), and what a merge of the branch does with it: a plain git
+    merge stops on it (both added it, git's merge base being older); ``merge``, the command that
+    merges the two, stops too where the base gave the id to another memory (``renamed``: where the
+    one taken in went) or the branch edited what the base forgot."""
+    if memory_id in renamed:
+        new = renamed[memory_id]
+        remove = git_command(store.root, f"rm -q -- {words(memory_path(memory_id))}")
+        fix = (f"remove this branch's copy ('{remove}', then commit): the merge then takes the rename" if untouched else f"'{merge}' stops on it too, with the steps that make this "
+               f"branch's change on '{new}'")
+        return (f"{base} has renamed it to '{new}' since and given '{memory_id}' to another memory: a plain git "
+                f"merge stops on it; {fix}")
+    with contextlib.suppress(MemoryFileError):
+        if loads(now.decode("utf-8", "replace"), memory_id).deleted_at and not loads(
+                taken.decode("utf-8", "replace"), memory_id).deleted_at:
+            return (f"{base} has forgotten it since (a soft forget): a plain git merge stops on it, where "
+                    f"'{merge}' keeps it forgotten" if untouched else
+                    f"{base} has forgotten it since (a soft forget): a plain git merge stops on it, and so does "
+                    f"'{merge}', for a person to keep the edit or the forget")
+    return f"{base} has edited it since: a plain git merge stops on it, where '{merge}' merges the two"
 
 
 def _file(result: Review, change: MemoryChange) -> None:
