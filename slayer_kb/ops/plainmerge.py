@@ -67,9 +67,13 @@ def plain_merge_conflicts(compared: Branch) -> list[Problem]:
     # (a squash or rebase merge of the branch, edited since) is a merge's to join.
     added = [path for path in stopped if is_auto_id(id_of_path(path) or "") and ours.get(path, ("",))[0] == NO_BLOB]
     alike = compared.same_memories(added)
+    given = _given_again(compared, ours, theirs, stopped)
     for kb_path in sorted(stopped):
         folder = kb_path.partition("/")[0]
         if not _merged(kb_path) or (kb_path in added and kb_path not in alike):
+            continue
+        if kb_path in given:
+            problems.append(given[kb_path])
             continue
         kind, merges = _MERGES[folder]
         fix = fix or compared.fix(f"merge {shell_word(compared.against)}")
@@ -78,6 +82,35 @@ def plain_merge_conflicts(compared: Branch) -> list[Problem]:
             f"{compared.against} wrote this {kind} too since this branch parted from it, in lines git's merge "
             f"cannot join: a plain git merge of this branch stops on it. Run '{fix}': {merges}",
         ))
+    return problems
+
+
+def _given_again(compared: Branch, ours: dict[str, tuple[str, str]], theirs: dict[str, tuple[str, str]],
+                 stopped: set[str]) -> dict[str, Problem]:
+    """Of the memories both sides added that a plain git merge stops on (``stopped``), those the
+    revision compared with took in from this branch (a squash or rebase merge), then renamed and
+    gave the id to another memory (``--reuse-id``): ``slayer-kb merge`` stops on them too, since
+    a change of the branch's could be meant for either. The branch's copy, left as taken in, is
+    removed; a change it made is made on the new id (the merge's steps)."""
+    both_added = [path for path in stopped if id_of_path(path) is not None and path in ours and path in theirs
+                  and ours[path][0] == theirs[path][0] == NO_BLOB]
+    assert compared.base is not None
+    away = renames_between(compared.store, compared.base, compared.against_sha) if both_added else {}
+    shared = compared.same_memories([path for path in both_added if id_of_path(path) in away])
+    against, root, problems = compared.against, compared.root, {}
+    for path, blob in shared.items():
+        memory_id = id_of_path(path) or ""
+        new = away[memory_id]
+        said = (f"{against} took memory {memory_id} in from this branch (a squash or rebase merge, under commits of "
+                f"its own) and has renamed it to '{new}' since, and given '{memory_id}' to another memory: a plain git "
+                "merge of this branch stops on it, and so does slayer-kb merge")
+        if ours[path][1] == blob:
+            said += (f". Run '{_drop_fix(compared, path, new)}': with this branch's copy gone, the merge takes "
+                     f"{against}'s '{memory_id}' and '{new}' as they are")
+        else:
+            said += (f", since this branch changed it. Run '{compared.fix(f'merge {shell_word(against)}')}': it stops "
+                     f"with the steps that make this branch's change on '{new}'")
+        problems[path] = Problem(shown(root / path), 1, said)
     return problems
 
 
@@ -119,9 +152,7 @@ def _revived(compared: Branch, ours: dict[str, tuple[str, str]], theirs: dict[st
     for memory_id, path in sorted(kept.items(), key=lambda item: id_sort_key(item[0])):
         if memory_id in renamed:
             new = renamed[memory_id]
-            message = _quoted(f"memory: drop {memory_id}, renamed to {new} on {against}")
-            fix = (f"{git_command(root, f'rm -q -- {shell_word(path)}')} && "
-                   f"{git_command(root, f'commit -q -m {message}')}")
+            fix = _drop_fix(compared, path, new)
             text = (f"{taken.format(memory_id)}has renamed it to '{new}' since, and this branch holds it as taken in, "
                     f"under its old id: a merge of this branch (a plain git merge, or slayer-kb merge) brings it "
                     f"back beside '{new}', one memory under two ids, since git's merge base is older than the "
@@ -133,6 +164,14 @@ def _revived(compared: Branch, ours: dict[str, tuple[str, str]], theirs: dict[st
                     f"is older than the memory. Run '{fix}': it forgets it on this branch too, in one commit")
         problems.append(Problem(shown(root / path), 1, text))
     return problems
+
+
+def _drop_fix(compared: Branch, path: str, new: str) -> str:
+    """The commands that remove this branch's copy of the memory at ``path``, which the revision
+    compared with took in and renamed to ``new``, in one commit."""
+    message = _quoted(f"memory: drop {id_of_path(path)}, renamed to {new} on {compared.against}")
+    return (f"{git_command(compared.root, f'rm -q -- {shell_word(path)}')} && "
+            f"{git_command(compared.root, f'commit -q -m {message}')}")
 
 
 def _quoted(text: str) -> str:

@@ -361,7 +361,15 @@ def gone_links(store: GitStore, base: str, against: str, against_sha: str, mine:
     problem gives for slayer-kb's arguments (``fix_command``, or ``Branch.fix``, which knows the
     remote already)."""
     linked = {i for _name, links in mine.values() for e in links if (i := linked_id(e)) is not None}
-    gone = {memory_link(i) for i in _forgotten(store, base, against_sha, linked) if present(i)} if linked else set()
+    paths = [store.repo_path(f"{MEMORIES}/{i}.yaml") for i in sorted(linked)]
+    at_base = _tree_blobs(store, base, "", paths) if linked else {}
+    at_ref = _tree_blobs(store, against_sha, "", paths) if at_base else {}
+    forgotten = {i for i in at_base if i not in at_ref and present(i)}
+    # An id ``against`` renamed away and gave to another memory (``--reuse-id``) holds another file
+    # there: a link to it would name that memory once merged. Renames read only where one can be.
+    other = [i for i in at_base if i in at_ref and at_base[i] != at_ref[i] and present(i)]
+    renamed = renamed_since(store, base, against_sha, {*forgotten, *other}).live if forgotten or other else {}
+    gone = {memory_link(i) for i in {*forgotten, *(i for i in other if i in renamed)}}
 
     def lost(entity: str) -> bool:
         return entity in gone or (linked_id(entity) is None and under(entity, deleted))
@@ -379,17 +387,21 @@ def gone_links(store: GitStore, base: str, against: str, against_sha: str, mine:
     if not any(new for _i, _name, new in found):
         return []
     merge = fix(f"merge {shell_word(against)}")
-    # A memory ``against`` renamed (and still has) is no forget: the merge points the link at its new id.
-    renamed = renamed_since(store, base, against_sha, {e.removeprefix(MEMORY_LINK) for e in gone}).live
     problems = []
     for memory_id, name, new in found:
         for i in sorted((i for e in new if (i := linked_id(e)) is not None), key=lambda i: (len(i), i)):
-            what, does = ((f"renamed to '{renamed[i]}'", "points links to renamed memories at their new ids")
-                          if i in renamed else ("forgot", "strips links to forgotten memories"))
+            # A memory ``against`` renamed (and still has) is no forget: the merge points the link at its new id.
+            what, then, does = ("forgot since this branch parted from it", "point at nothing",
+                                "strips links to forgotten memories")
+            if i in renamed:
+                what, does = (f"renamed to '{renamed[i]}' since this branch parted from it",
+                              "points links to renamed memories at their new ids")
+            if i in at_ref:  # renamed, and the id given to another memory
+                what, then = f"{what}, and then gave '{i}' to another memory", "name that other memory"
             problems.append(Problem(
                 name, 1,
-                f"memory {memory_id} links '{memory_link(i)}', which {against} {what} since this branch parted from "
-                f"it; merged as it is, the link would point at nothing. Run '{merge}': it {does}, in one commit"))
+                f"memory {memory_id} links '{memory_link(i)}', which {against} {what}; merged as it is, the link "
+                f"would {then}. Run '{merge}': it {does}, in one commit"))
         problems += [Problem(
             name, 1,
             f"memory {memory_id} links '{entity}', which {against} deleted from the catalog since this branch "
@@ -421,12 +433,6 @@ def _remote_of(store: GitStore, rev: str) -> str | None:
     # The longest name first: a remote may be called 'a' beside one called 'a/b'.
     return next((name for name in sorted(remotes, key=len, reverse=True)
                  if full.startswith(f"refs/remotes/{name}/")), None)
-
-
-def _forgotten(store: GitStore, base: str, against_sha: str, ids: set[str]) -> set[str]:
-    """The memory ids among ``ids`` there at ``base`` and gone at ``against_sha``."""
-    paths = [store.repo_path(f"{MEMORIES}/{i}.yaml") for i in sorted(ids)]
-    return set(_tree_blobs(store, base, "", paths)) - set(_tree_blobs(store, against_sha, "", paths))
 
 
 def _links_of(path: Path, marks: tuple[str, ...]) -> set[str]:

@@ -1,7 +1,8 @@
-"""What ``validate --against`` and ``review`` tell a reviewer of a branch whose memories ``main``
-took in by a squash merge and then renamed, forgot or gave to another memory (``rename``, ``forget``,
-``save --reuse-id``): git's merge base is older than those memories, so what a merge of the branch
-does with them is not what ``git diff`` suggests. Each test is a team (``squash_merged_branch``)."""
+"""What ``validate --against`` and ``review`` tell a reviewer of a branch about memories ``main``
+renamed, forgot or whose id it gave to another memory since (``rename``, ``forget``, ``save
+--reuse-id``): one the branch links, or one ``main`` took in from the branch by a squash merge,
+where git's merge base is older than the memory, so what a merge of the branch does with it is
+not what ``git diff`` suggests. Each test is one team (``make_team``, ``squash_merged_branch``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, git, in_process_runner, in_the_kb, json_of, squash_merged_branch
+from testing import CliRunner, git, in_process_runner, in_the_kb, json_of, make_team, squash_merged_branch
 
 # What the agent saves on its branch before main squash-merges it.
 REFUNDS = ("save", "Refund reasons are free text", "-e", "shop.refunds.amount")
@@ -117,3 +118,59 @@ def test_review_says_main_soft_forgot_or_gave_the_id_to_another_memory(tmp_path:
     data = json_of(invoke_cli("--kb", reviewer, "--json", "review", "origin/main", check=True))
     assert [(c["id"], c.get("note")) for c in data["changed"]] == [("2", asked), ("kb.fees", moved)]
     assert [(c["id"], c.get("note")) for c in data["taken_in"]] == [("1", kept), ("kb.cents", removed)]
+
+    # 'validate --against' said of kb.cents and kb.fees that 'slayer-kb merge' merges both sides' revisions.
+    checked = json_of(invoke_cli("--kb", reviewer, "--json", "validate", "--against", "origin/main"))
+    taken = ("origin/main took memory {0} in from this branch (a squash or rebase merge, under commits of its own) and "
+             "has renamed it to '{1}' since, and given '{0}' to another memory: a plain git merge of this branch stops "
+             "on it, and so does slayer-kb merge")
+    assert [(p["path"], p["message"]) for p in checked["problems"] if p["path"].startswith("memories/kb.")] == [
+        ("memories/kb.cents.yaml", taken.format("kb.cents", "kb.money") + (
+            ". Run 'git rm -q -- memories/kb.cents.yaml && git commit -q -m \"memory: drop kb.cents, renamed to "
+            "kb.money on origin/main\"': with this branch's copy gone, the merge takes origin/main's 'kb.cents' and "
+            "'kb.money' as they are")),
+        ("memories/kb.fees.yaml", taken.format("kb.fees", "kb.netted") + (
+            f", since this branch changed it. Run {merge}: it stops with the steps that make this branch's change on "
+            "'kb.netted'"))]
+
+
+def test_validate_against_names_a_link_to_an_id_main_renamed_and_gave_to_another_memory(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # The agent's memory 101 links kb.cents; main then renamed kb.cents to kb.money and gave
+    # kb.cents to a new memory (--reuse-id). 'validate --against' and the review said nothing, and
+    # the reviewer's plain merge made 101 link the new memory, which it never meant.
+    _bare, (agent, reviewer) = make_team(tmp_path)
+    invoke_cli("--kb", reviewer, *CENTS, "--id", "kb.cents", check=True)
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    git(agent, "pull", "-q", "origin", "main")
+    git(agent, "switch", "-q", "-c", "agent-a")
+    invoke_cli("--kb", agent, "save", "Totals: see kb.cents", "-e", "shop.orders.amount", "-e", "memory:kb.cents",
+               check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    invoke_cli("--kb", reviewer, "rename", "kb.cents", "kb.money", check=True)
+    invoke_cli("--kb", reviewer, "save", "Another note", "-e", "shop.orders.status", "--id", "kb.cents", "--reuse-id",
+               check=True)
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    _on_agent_a(reviewer)
+
+    problem = ("memory 101 links 'memory:kb.cents', which origin/main renamed to 'kb.money' since this branch parted "
+               "from it, and then gave 'kb.cents' to another memory; merged as it is, the link would name that other "
+               "memory. Run 'git fetch origin && slayer-kb merge origin/main': it points links to renamed memories at "
+               "their new ids, in one commit")
+    checked = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
+    assert (checked.returncode, checked.stdout) == (
+        1, f"memories/101.yaml:1: {problem}\n1 problem in 1 file (1 file checked)\n")
+    data = json_of(invoke_cli("--kb", reviewer, "--json", "validate", "--against", "origin/main"))
+    assert [(p["path"], p["message"]) for p in data["problems"]] == [("memories/101.yaml", problem)]
+    reviewed = json_of(invoke_cli("--kb", reviewer, "--json", "review", "origin/main", check=True))
+    assert reviewed["problems"] == [f"memories/101.yaml:1: {problem}"]
+
+    # The fix, typed on the agent's clone, points the link at kb.money before the reviewer merges.
+    git(agent, "fetch", "-q", "origin")
+    merged = invoke_cli("--kb", agent, "merge", "origin/main", check=True)
+    assert merged.stdout == ("Merged origin/main; run slayer-kb sync to push.\n"
+                             "  rewrote links to renamed memories: memory:kb.cents -> memory:kb.money in 101\n")
+    invoke_cli("--kb", agent, "sync", check=True)
+    _on_agent_a(reviewer)
+    again = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
+    assert (again.returncode, again.stdout) == (0, "Checked 1 file: no problems.\n")
