@@ -47,12 +47,16 @@ def same_memories(store: GitStore, kb_paths: list[str], base: str | None, ours: 
     both sides' changes start from: one side first added a version the other's history of the file
     held (a commit replayed by a rebase or cherry-picked under another hash, or a squash merge,
     which adds the branch's last version of the file), whatever either side changed since. Two
-    ``git log`` walks for all of them."""
+    ``git log`` walks for all of them, one where ``theirs`` added none."""
     if not kb_paths:
         return {}
     paths = {store.repo_path(path): path for path in kb_paths}
-    mine = _histories(store, [ours] if base is None else [ours, f"^{base}"], list(paths))
+    # ``theirs``'s first: most paths asked of (a branch's new memories) it never added, and then
+    # ``ours``'s history is not read.
     other = _histories(store, [theirs, f"^{ours}"], list(paths))
+    if not other:
+        return {}
+    mine = _histories(store, [ours] if base is None else [ours, f"^{base}"], list(other))
     shared = {path: _shared(mine.get(path), other.get(path)) for path in paths}
     return {paths[path]: blob for path, blob in shared.items() if blob is not None}
 
