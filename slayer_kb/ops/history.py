@@ -328,7 +328,7 @@ def _taken_in(store: GitStore, result: Review, added: dict[str, Memory], head_sh
     # What the base did with a memory it took in: read once, where it no longer holds that memory.
     moved = functools.cache(lambda: renamed_since(store, result.merge_base, against_sha,
                                                   [added[path].id for path in shared]).live)
-    merge = fix_command(store, store.root, f"merge {shell_word(result.base)}", result.base)
+    merge = functools.cache(lambda: fix_command(store, store.root, f"merge {shell_word(result.base)}", result.base))
     by_id = {c.id: c for c in result.added}
     for path, blob in shared.items():
         after, on_base = added[path], held[store.repo_path(path)]
@@ -340,8 +340,7 @@ def _taken_in(store: GitStore, result: Review, added: dict[str, Memory], head_sh
             continue
         # The base edited it since, unless to the branch's own version (git merges that in silence).
         edited = None if on_base in (blob, mine) else _since_taken_in(
-            store, result.base, after.id, texts[blob], texts[on_base], moved() if after.id in moved() else {}, mine == blob,
-            merge)
+            store, result.base, after.id, (texts[blob], texts[on_base]), moved(), mine == blob, merge())
         if mine == blob:
             result.added.remove(by_id[after.id])
             result.taken_in.append(MemoryChange(after.id, "taken in", label_of(after), list(after.entities),
@@ -355,27 +354,26 @@ def _taken_in(store: GitStore, result: Review, added: dict[str, Memory], head_sh
             _file(result, change)
 
 
-def _since_taken_in(store: GitStore, base: str, memory_id: str, taken: bytes, now: bytes, renamed: dict[str, str],
+def _since_taken_in(store: GitStore, base: str, memory_id: str, texts: tuple[bytes, bytes], renamed: dict[str, str],
                     untouched: bool, merge: str) -> str:
     """What ``base`` did to a memory it took in from the branch and holds another version of now
-    (``taken`` and ``now``, its texts), and what a merge of the branch does with it: a plain git
+    (``texts``: as taken in, and now), and what a merge of the branch does with it: a plain git
     merge stops on it (both added it, git's merge base being older); ``merge``, the command that
-    merges the two, stops too where the base gave the id to another memory (``renamed``: where the
-    one taken in went) or the branch edited what the base forgot."""
+    merges the two, stops too where the base gave the id to another memory (``renamed``: where
+    the one taken in went) or the branch edited what the base forgot."""
     if memory_id in renamed:
         new = renamed[memory_id]
         remove = git_command(store.root, f"rm -q -- {words(memory_path(memory_id))}")
-        fix = (f"remove this branch's copy ('{remove}', then commit): the merge then takes the rename" if untouched else f"'{merge}' stops on it too, with the steps that make this "
-               f"branch's change on '{new}'")
+        fix = (f"remove this branch's copy ('{remove}', then commit): the merge then takes the rename" if untouched
+               else f"'{merge}' stops on it too, with the steps that make this branch's change on '{new}'")
         return (f"{base} has renamed it to '{new}' since and given '{memory_id}' to another memory: a plain git "
                 f"merge stops on it; {fix}")
     with contextlib.suppress(MemoryFileError):
-        if loads(now.decode("utf-8", "replace"), memory_id).deleted_at and not loads(
-                taken.decode("utf-8", "replace"), memory_id).deleted_at:
-            return (f"{base} has forgotten it since (a soft forget): a plain git merge stops on it, where "
-                    f"'{merge}' keeps it forgotten" if untouched else
-                    f"{base} has forgotten it since (a soft forget): a plain git merge stops on it, and so does "
-                    f"'{merge}', for a person to keep the edit or the forget")
+        taken, now = (loads(text.decode("utf-8", "replace"), memory_id) for text in texts)
+        if now.deleted_at and not taken.deleted_at:
+            soft = f"{base} has forgotten it since (a soft forget): a plain git merge stops on it"
+            return (f"{soft}, where '{merge}' keeps it forgotten" if untouched else
+                    f"{soft}, and so does '{merge}', for a person to keep the edit or the forget")
     return f"{base} has edited it since: a plain git merge stops on it, where '{merge}' merges the two"
 
 
