@@ -529,6 +529,37 @@ def test_a_merge_of_two_renames_git_paired_one_of_names_both_and_drops_no_edit(
     assert _files(b)["kb.a.yaml"].startswith("learning: Revenue is paid orders!\ndescription: Paid orders only\n")
 
 
+def test_a_sync_rebasing_onto_a_rename_git_missed_names_both_and_pushes_no_twin(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """origin/main renamed 1 to kb.a and rewrote its short text (git sees no rename there); this
+    clone renamed it to kb.b. The sync called it a forget ('origin/main forgot memories/1.yaml'),
+    and its step 'git add memories/kb.b.yaml' pushed one memory under two ids."""
+    a, b = _renamed_on_a(tmp_path, invoke_cli, "rename", "1", "kb.b")
+    invoke_cli("--kb", a, "update", "kb.a", "--content", "Net sales count settled invoices", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    stopped = invoke_cli("--kb", b, "sync")
+    assert (stopped.returncode, stopped.stderr) == (1, (
+        "Error: Your commits renamed memories/1.yaml to kb.b, and origin/main renamed it to kb.a, each file holding "
+        "its side's edits, which git did not merge; the repository is back as it was. To merge by hand: "
+        f"cd {b}; git fetch origin; slayer-kb rebase origin/main (it stops on the conflict); edit memories/kb.a.yaml "
+        "to keep what both sides meant (your edits are in memories/kb.b.yaml); git rm -q memories/kb.b.yaml && git "
+        "add memories/kb.a.yaml to keep origin/main's id kb.a (it drops your rename, and validate names the links "
+        "to kb.b until rebase --continue points them at kb.a; once synced, slayer-kb rename kb.a kb.b gives the "
+        "memory yours); slayer-kb validate; slayer-kb rebase --continue (a later commit that stops says so again); "
+        "slayer-kb sync.\n"))
+    said = _typed(invoke_cli, stopped.stderr.removeprefix("Error: ").replace(
+        "edit memories/kb.a.yaml to keep what both sides meant (your edits are in memories/kb.b.yaml); ", ""))
+    assert said[-2:] == ["Rebased onto origin/main; run slayer-kb sync to push.\n"
+                         "  rewrote links to renamed memories: memory:kb.b -> memory:kb.a in kb.l\n",
+                         "Synced main with origin: pushed, 0 pulled, 2 pushed.\n"]
+    invoke_cli("--kb", a, "sync", check=True)
+    for clone in (a, b):
+        assert list(_files(clone)) == ["kb.a.yaml", "kb.l.yaml"]
+        assert _files(clone)["kb.a.yaml"].startswith("learning: Net sales count settled invoices\n")
+        assert "entities:\n- memory:kb.a\ncreated_at" in _files(clone)["kb.l.yaml"]
+        assert invoke_cli("--kb", clone, "validate", check=True).stdout == "Checked 2 files: no problems.\n"
+
+
 def test_a_link_through_a_chain_whose_middle_id_was_reused_is_to_a_forgotten_memory(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """origin/main renamed 1 to kb.a, then kb.a to kb.b, forgot kb.b and saved an unrelated memory
