@@ -529,6 +529,43 @@ def test_a_merge_of_two_renames_git_paired_one_of_names_both_and_drops_no_edit(
     assert _files(b)["kb.a.yaml"].startswith("learning: Revenue is paid orders!\ndescription: Paid orders only\n")
 
 
+def test_a_merge_of_two_renames_git_saw_neither_of_stops_naming_both(
+        tmp_path: Path, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both sides renamed memory 1 (to kb.a on origin/main, kb.b here) and rewrote its short text,
+    too unlike the old one for git to see either rename: git merged both files as adds, and the
+    merge completed with one memory under two ids, which validate passed. The renames' trailers
+    pair them: the merge stops as on two renames git saw, and its steps leave one memory."""
+    a, b = _renamed_on_a(tmp_path, invoke_cli, "rename", "1", "kb.b")
+    invoke_cli("--kb", a, "update", "kb.a", "--content", "Net sales count settled invoices", check=True)
+    invoke_cli("--kb", b, "--author", "Bee <bee@example.com>", "update", "kb.b", "--content",
+               "Gross bookings minus chargebacks", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(b, "fetch", "-q", "origin")
+    stopped = invoke_cli("merge", "origin/main", cwd=b)
+    edit = "edit memories/kb.a.yaml to keep what both sides meant (your edits are in memories/kb.b.yaml); "
+    assert (stopped.returncode, stopped.stderr) == (1, (
+        "Error: This branch renamed memories/1.yaml to kb.b, and origin/main renamed it to kb.a, each file holding "
+        "its side's edits, which git did not merge; the merge stopped, and git merge --abort would put the branch "
+        f"back as it was. To merge by hand: {edit}git rm -q memories/kb.b.yaml && git add memories/kb.a.yaml to "
+        "keep origin/main's id kb.a (validate names the links to kb.b until the sync, which points them at kb.a; "
+        "once synced, slayer-kb rename kb.a kb.b gives the memory yours); slayer-kb validate; git commit --no-edit; "
+        "slayer-kb sync.\n"))
+    assert git(b, "status", "--porcelain", "memories/kb.b.yaml") == "UD memories/kb.b.yaml\n"
+    assert _files(b)["kb.b.yaml"].startswith("learning: Gross bookings minus chargebacks\n")
+    kept = b / "memories" / "kb.a.yaml"
+    kept.write_text(kept.read_text().replace("learning: Net sales count settled invoices\n",
+                                             "learning: Net sales count settled invoices, less chargebacks\n"))
+    monkeypatch.chdir(b)
+    said = _typed(invoke_cli, stopped.stderr.removeprefix("Error: ").replace(edit, ""))
+    assert said[-1].startswith("Synced main with origin: pushed, 0 pulled, ")
+    invoke_cli("--kb", a, "sync", check=True)
+    for clone in (a, b):
+        assert list(_files(clone)) == ["kb.a.yaml", "kb.l.yaml"]
+        assert _files(clone)["kb.a.yaml"].startswith("learning: Net sales count settled invoices, less chargebacks\n")
+        assert "entities:\n- memory:kb.a\ncreated_at" in _files(clone)["kb.l.yaml"]
+        assert invoke_cli("--kb", clone, "validate", check=True).stdout == "Checked 2 files: no problems.\n"
+
+
 def test_a_sync_rebasing_onto_a_rename_git_missed_names_both_and_pushes_no_twin(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """origin/main renamed 1 to kb.a and rewrote its short text (git sees no rename there); this
