@@ -441,10 +441,11 @@ def test_a_change_of_an_id_the_upstream_renamed_and_reused_stops_the_sync(
         "'kb.revenue' and then gave 'kb.r' to a new memory (--reuse-id): replayed there, your change would land on "
         "the new memory, and sync cannot tell it from one meant for that memory, so nothing was pushed and the "
         "repository is back as it was. Make it on 'kb.revenue' instead: "
-        f"cd {b}; git fetch origin; git show HEAD:./memories/kb.r.yaml > kb.r.mine.yaml; git reset --soft {parted}; "
+        f"cd {b}; git fetch origin; mkdir -p .git/slayer-kb-set-aside; git show HEAD:./memories/kb.r.yaml > "
+        f".git/slayer-kb-set-aside/kb.r.mine.yaml; git reset --soft {parted}; "
         f"git restore --source={parted} --staged --worktree -- memories/kb.r.yaml; git commit -m 'My changes, memory "
         "kb.r set aside' (if anything is left); slayer-kb sync; then make your change again there (slayer-kb edit "
-        "kb.revenue, your version in kb.r.mine.yaml; or slayer-kb forget kb.revenue).\n"))
+        "kb.revenue, your version in .git/slayer-kb-set-aside/kb.r.mine.yaml; or slayer-kb forget kb.revenue).\n"))
     assert git(b, "rev-parse", "HEAD") == head and not (b / "memories" / "kb.revenue.yaml").exists()
 
 
@@ -468,10 +469,12 @@ def test_an_id_both_clones_renamed_and_reused_stops_the_sync(tmp_path: Path, inv
         "each side gave 'kb.r' to a new memory (--reuse-id): two memories for one id, and a link to 'kb.r' means a "
         "different one on each side. Sync cannot tell which one a link or an agent meant, so nothing was pushed and "
         "the repository is back as it was. Keep one side's 'kb.r': to give up yours, "
-        f"cd {b}; git fetch origin; git show HEAD:./memories/kb.r.yaml > kb.r.mine.yaml; git reset --soft {parted}; "
+        f"cd {b}; git fetch origin; mkdir -p .git/slayer-kb-set-aside; git show HEAD:./memories/kb.r.yaml > "
+        f".git/slayer-kb-set-aside/kb.r.mine.yaml; git reset --soft {parted}; "
         f"git restore --source={parted} --staged --worktree -- memories/kb.r.yaml; git rm -q -f -- memories/kb.y.yaml; "
         "git commit -m 'My changes, memory kb.r set aside' (if anything is left); then, before syncing, save your new "
-        "memory again under an id of its own (slayer-kb save ... --id NEW-ID; its text is in kb.r.mine.yaml), point "
+        "memory again under an id of its own (slayer-kb save ... --id NEW-ID; its text is in "
+        ".git/slayer-kb-set-aside/kb.r.mine.yaml), point "
         "your links to it there and those to 'kb.y' at 'kb.x', and slayer-kb sync; the other side's clone does the "
         "same to give up theirs.\n"))
     assert git(b, "rev-parse", "HEAD") == head
@@ -727,17 +730,20 @@ def test_merge_of_an_upstream_that_renamed_and_reused_an_id_this_branch_changed_
         f"'kb.revenue' and then gave 'kb.r' to a new memory (--reuse-id): {meets}, your change would land on "
         f"the new memory, and the {command} cannot tell it from one meant for that memory, so nothing was {done} and the "
         "repository is back as it was. Make it on 'kb.revenue' instead: "
-        f"cd {b}; git show HEAD:./memories/kb.r.yaml > kb.r.mine.yaml; git reset --soft {parted}; "
+        f"cd {b}; mkdir -p .git/slayer-kb-set-aside; git show HEAD:./memories/kb.r.yaml > "
+        f".git/slayer-kb-set-aside/kb.r.mine.yaml; git reset --soft {parted}; "
         f"git restore --source={parted} --staged --worktree -- memories/kb.r.yaml; git commit -m 'My changes, memory "
         f"kb.r set aside' (if anything is left); slayer-kb {command} origin/main; then make your change again there "
-        "(slayer-kb edit kb.revenue, your version in kb.r.mine.yaml; or slayer-kb forget kb.revenue).\n"))
+        "(slayer-kb edit kb.revenue, your version in .git/slayer-kb-set-aside/kb.r.mine.yaml; or slayer-kb forget "
+        "kb.revenue).\n"))
     assert git(b, "rev-parse", "HEAD") == head and not (b / "memories" / "kb.revenue.yaml").exists()
     assert "description: b's summary\n" in (b / "memories" / "kb.r.yaml").read_text()
     steps = proc.stderr.split(" instead: ", 1)[1].split(f"; slayer-kb {command}", 1)[0].replace(" (if anything is left)", "")
     subprocess.run(["bash", "-c", steps], check=False, capture_output=True)  # nothing else to commit
+    assert git(b, "status", "--porcelain") == ""  # nothing a 'git add -A' would commit, nothing read as a memory
     assert invoke_cli("--kb", b, command, "origin/main").returncode == 0
     assert git(b, "rev-parse", "HEAD") == git(b, "rev-parse", "origin/main")
-    assert "description: b's summary\n" in (b / "kb.r.mine.yaml").read_text()
+    assert "description: b's summary\n" in (b / ".git" / "slayer-kb-set-aside" / "kb.r.mine.yaml").read_text()
     assert "description: b's summary\n" not in (b / "memories" / "kb.r.yaml").read_text()
 
 
@@ -765,10 +771,11 @@ def test_an_upstream_change_of_an_id_this_merging_branch_renamed_and_reused_is_m
         "Error: origin/main changed memory 'kb.r', which your commits renamed to 'kb.revenue' and then gave to a new "
         "memory (--reuse-id): merged, its change could land on the new memory, so nothing was pushed and the "
         "repository is back as it was. Merge keeping your 'kb.r', and make that change on 'kb.revenue': "
-        f"cd {a}; git fetch origin; git show origin/main:./memories/kb.r.yaml > kb.r.theirs.yaml; git merge -q --no-ff "
-        "--no-commit origin/main; git checkout HEAD -- memories/kb.r.yaml; slayer-kb validate; git commit --no-edit; "
-        "slayer-kb sync; then make it again there (slayer-kb edit kb.revenue, their version in kb.r.theirs.yaml; or "
-        "slayer-kb forget kb.revenue if they forgot it) and slayer-kb sync.\n"))
+        f"cd {a}; git fetch origin; mkdir -p .git/slayer-kb-set-aside; git show origin/main:./memories/kb.r.yaml > "
+        ".git/slayer-kb-set-aside/kb.r.theirs.yaml; git merge -q --no-ff --no-commit origin/main; git checkout HEAD "
+        "-- memories/kb.r.yaml; slayer-kb validate; git commit --no-edit; slayer-kb sync; then make it again there "
+        "(slayer-kb edit kb.revenue, their version in .git/slayer-kb-set-aside/kb.r.theirs.yaml; or slayer-kb forget "
+        "kb.revenue if they forgot it) and slayer-kb sync.\n"))
     assert git(a, "rev-parse", "HEAD") == head
     steps = proc.stderr.split("'kb.revenue': ", 1)[1].split("; then make it", 1)[0]
     for step in steps.split("; ")[1:]:  # after the cd: git's in bash, slayer-kb's in this process
@@ -776,7 +783,8 @@ def test_an_upstream_change_of_an_id_this_merging_branch_renamed_and_reused_is_m
             invoke_cli("--kb", a, *shlex.split(step)[1:], check=True)
         else:
             subprocess.run(["bash", "-c", step], cwd=a, check=step.startswith("git commit"), capture_output=True)
-    assert "description: b's summary\n" in (a / "kb.r.theirs.yaml").read_text()
+    assert "description: b's summary\n" in (a / ".git" / "slayer-kb-set-aside" / "kb.r.theirs.yaml").read_text()
+    assert git(a, "status", "--porcelain") == ""
     invoke_cli("--kb", a, "update", "kb.revenue", "--description", "b's summary", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     invoke_cli("--kb", b, "sync", check=True)
