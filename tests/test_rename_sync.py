@@ -569,6 +569,32 @@ def test_a_merge_of_two_renames_git_saw_neither_of_stops_naming_both(
         assert invoke_cli("--kb", clone, "validate", check=True).stdout == "Checked 2 files: no problems.\n"
 
 
+def test_a_merging_sync_of_two_renames_git_saw_neither_of_names_both(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """The case above, met by a sync that merges (this branch holds a merge): the merge stops on
+    this branch's file, and the stop, made once the sync put the work tree back (main's file no
+    longer in it), still pairs the two renames rather than calling one a forget."""
+    a, b = _renamed_on_a(tmp_path, invoke_cli, "rename", "1", "kb.b")
+    git(b, "checkout", "-q", "-b", "side")
+    git(b, "commit", "-q", "--allow-empty", "-m", "side")
+    git(b, "checkout", "-q", "main")
+    invoke_cli("--kb", a, "update", "kb.a", "--content", "Net sales count settled invoices", check=True)
+    invoke_cli("--kb", b, "--author", "Bee <bee@example.com>", "update", "kb.b", "--content",
+               "Gross bookings minus chargebacks", check=True)
+    git(b, "merge", "-q", "--no-edit", "side")
+    invoke_cli("--kb", a, "sync", check=True)
+    head = git(b, "rev-parse", "HEAD")
+    stopped = invoke_cli("--kb", b, "sync")
+    assert (stopped.returncode, stopped.stderr) == (1, (
+        "Error: This branch renamed memories/1.yaml to kb.b, and origin/main renamed it to kb.a, each file holding "
+        "its side's edits, which git did not merge; the repository is back as it was. To merge by hand: "
+        f"cd {b}; git fetch origin; slayer-kb merge origin/main (it stops on the conflict); edit memories/kb.a.yaml "
+        "to keep what both sides meant (your edits are in memories/kb.b.yaml); git rm -q memories/kb.b.yaml && git "
+        "add memories/kb.a.yaml to keep origin/main's id kb.a (validate names the links to kb.b until the sync, "
+        "which points them at kb.a; once synced, slayer-kb rename kb.a kb.b gives the memory yours); slayer-kb "
+        "validate; git commit --no-edit; slayer-kb sync.\n"))
+    assert git(b, "rev-parse", "HEAD") == head and git(b, "status", "--porcelain") == ""
+
+
 def test_a_sync_rebasing_onto_a_rename_git_missed_names_both_and_pushes_no_twin(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """origin/main renamed 1 to kb.a and rewrote its short text (git sees no rename there); this
