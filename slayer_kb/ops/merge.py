@@ -185,6 +185,11 @@ def _hold_unseen_renames(store: GitStore, parted: str, tips: tuple[str, str], ad
     the stop pairs the two by the renames' trailers and a commit waits for the steps; whether any was."""
     if not (added[0] - added[1] and added[1] - added[0]):  # a rename adds its new id on each side
         return False
+    # ... and deletes the old one: a memory file both deleted, read of the trees (no git process).
+    objects, folder = store.objects, store.repo_path(MEMORIES_DIR)
+    parted_names, *tip_names = (set(objects.names_in(objects.tree_of(c), folder)) for c in (parted, *tips))
+    if not parted_names - set().union(*tip_names):
+        return False
     mine, theirs = (renames_between(store, parted, tip) for tip in tips)
     pairs = {store.repo_path(memory_path(old)): (store.repo_path(memory_path(new)), store.repo_path(memory_path(end)))
              for old, new in mine.items() if (end := theirs.get(old)) not in (None, new)}
@@ -197,7 +202,7 @@ def _hold_unseen_renames(store: GitStore, parted: str, tips: tuple[str, str], ad
     pairs = {old: pair for old, pair in pairs.items() if all(merged.get(p, ["", "", "?"])[2] == "0" for p in pair)}
     if not pairs:
         return False
-    olds = store.objects.blobs_at(store.objects.tree_of(parted), list(pairs))
+    olds = objects.blobs_at(objects.tree_of(parted), list(pairs))
     store.git_writing_index("update-index", "--index-info", input="".join(
         f"0 {'0' * 40}\t{new}\n" + (f"{merged[new][0]} {olds[old]} 1\t{new}\n" if olds[old] else "")
         + f"{merged[new][0]} {merged[new][1]} 2\t{new}\n" for old, (new, _end) in pairs.items()).encode())
