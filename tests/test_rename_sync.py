@@ -441,10 +441,11 @@ def test_a_change_of_an_id_the_upstream_renamed_and_reused_stops_the_sync(
         "'kb.revenue' and then gave 'kb.r' to a new memory (--reuse-id): replayed there, your change would land on "
         "the new memory, and sync cannot tell it from one meant for that memory, so nothing was pushed and the "
         "repository is back as it was. Make it on 'kb.revenue' instead: "
-        f"cd {b}; git fetch origin; git show HEAD:./memories/kb.r.yaml > kb.r.mine.yaml; git reset --soft {parted}; "
+        f"cd {b}; git fetch origin; mkdir -p .git/slayer-kb-set-aside; git show HEAD:./memories/kb.r.yaml > "
+        f".git/slayer-kb-set-aside/kb.r.mine.yaml; git reset --soft {parted}; "
         f"git restore --source={parted} --staged --worktree -- memories/kb.r.yaml; git commit -m 'My changes, memory "
         "kb.r set aside' (if anything is left); slayer-kb sync; then make your change again there (slayer-kb edit "
-        "kb.revenue, your version in kb.r.mine.yaml; or slayer-kb forget kb.revenue).\n"))
+        "kb.revenue, your version in .git/slayer-kb-set-aside/kb.r.mine.yaml; or slayer-kb forget kb.revenue).\n"))
     assert git(b, "rev-parse", "HEAD") == head and not (b / "memories" / "kb.revenue.yaml").exists()
 
 
@@ -468,10 +469,12 @@ def test_an_id_both_clones_renamed_and_reused_stops_the_sync(tmp_path: Path, inv
         "each side gave 'kb.r' to a new memory (--reuse-id): two memories for one id, and a link to 'kb.r' means a "
         "different one on each side. Sync cannot tell which one a link or an agent meant, so nothing was pushed and "
         "the repository is back as it was. Keep one side's 'kb.r': to give up yours, "
-        f"cd {b}; git fetch origin; git show HEAD:./memories/kb.r.yaml > kb.r.mine.yaml; git reset --soft {parted}; "
+        f"cd {b}; git fetch origin; mkdir -p .git/slayer-kb-set-aside; git show HEAD:./memories/kb.r.yaml > "
+        f".git/slayer-kb-set-aside/kb.r.mine.yaml; git reset --soft {parted}; "
         f"git restore --source={parted} --staged --worktree -- memories/kb.r.yaml; git rm -q -f -- memories/kb.y.yaml; "
         "git commit -m 'My changes, memory kb.r set aside' (if anything is left); then, before syncing, save your new "
-        "memory again under an id of its own (slayer-kb save ... --id NEW-ID; its text is in kb.r.mine.yaml), point "
+        "memory again under an id of its own (slayer-kb save ... --id NEW-ID; its text is in "
+        ".git/slayer-kb-set-aside/kb.r.mine.yaml), point "
         "your links to it there and those to 'kb.y' at 'kb.x', and slayer-kb sync; the other side's clone does the "
         "same to give up theirs.\n"))
     assert git(b, "rev-parse", "HEAD") == head
@@ -527,6 +530,100 @@ def test_a_merge_of_two_renames_git_paired_one_of_names_both_and_drops_no_edit(
     assert said[-1].startswith("Synced main with origin: pushed, 0 pulled, ")
     assert list(_files(b)) == ["kb.a.yaml", "kb.l.yaml"]
     assert _files(b)["kb.a.yaml"].startswith("learning: Revenue is paid orders!\ndescription: Paid orders only\n")
+
+
+def test_a_merge_of_two_renames_git_saw_neither_of_stops_naming_both(
+        tmp_path: Path, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both sides renamed memory 1 (to kb.a on origin/main, kb.b here) and rewrote its short text,
+    too unlike the old one for git to see either rename: git merged both files as adds, and the
+    merge completed with one memory under two ids, which validate passed. The renames' trailers
+    pair them: the merge stops as on two renames git saw, and its steps leave one memory."""
+    a, b = _renamed_on_a(tmp_path, invoke_cli, "rename", "1", "kb.b")
+    invoke_cli("--kb", a, "update", "kb.a", "--content", "Net sales count settled invoices", check=True)
+    invoke_cli("--kb", b, "--author", "Bee <bee@example.com>", "update", "kb.b", "--content",
+               "Gross bookings minus chargebacks", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(b, "fetch", "-q", "origin")
+    stopped = invoke_cli("merge", "origin/main", cwd=b)
+    edit = "edit memories/kb.a.yaml to keep what both sides meant (your edits are in memories/kb.b.yaml); "
+    assert (stopped.returncode, stopped.stderr) == (1, (
+        "Error: This branch renamed memories/1.yaml to kb.b, and origin/main renamed it to kb.a, each file holding "
+        "its side's edits, which git did not merge; the merge stopped, and git merge --abort would put the branch "
+        f"back as it was. To merge by hand: {edit}git rm -q memories/kb.b.yaml && git add memories/kb.a.yaml to "
+        "keep origin/main's id kb.a (validate names the links to kb.b until the sync, which points them at kb.a; "
+        "once synced, slayer-kb rename kb.a kb.b gives the memory yours); slayer-kb validate; git commit --no-edit; "
+        "slayer-kb sync.\n"))
+    assert git(b, "status", "--porcelain", "memories/kb.b.yaml") == "UD memories/kb.b.yaml\n"
+    assert _files(b)["kb.b.yaml"].startswith("learning: Gross bookings minus chargebacks\n")
+    kept = b / "memories" / "kb.a.yaml"
+    kept.write_text(kept.read_text().replace("learning: Net sales count settled invoices\n",
+                                             "learning: Net sales count settled invoices, less chargebacks\n"))
+    monkeypatch.chdir(b)
+    said = _typed(invoke_cli, stopped.stderr.removeprefix("Error: ").replace(edit, ""))
+    assert said[-1].startswith("Synced main with origin: pushed, 0 pulled, ")
+    invoke_cli("--kb", a, "sync", check=True)
+    for clone in (a, b):
+        assert list(_files(clone)) == ["kb.a.yaml", "kb.l.yaml"]
+        assert _files(clone)["kb.a.yaml"].startswith("learning: Net sales count settled invoices, less chargebacks\n")
+        assert "entities:\n- memory:kb.a\ncreated_at" in _files(clone)["kb.l.yaml"]
+        assert invoke_cli("--kb", clone, "validate", check=True).stdout == "Checked 2 files: no problems.\n"
+
+
+def test_a_merging_sync_of_two_renames_git_saw_neither_of_names_both(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """The case above, met by a sync that merges (this branch holds a merge): the merge stops on
+    this branch's file, and the stop, made once the sync put the work tree back (main's file no
+    longer in it), still pairs the two renames rather than calling one a forget."""
+    a, b = _renamed_on_a(tmp_path, invoke_cli, "rename", "1", "kb.b")
+    git(b, "checkout", "-q", "-b", "side")
+    git(b, "commit", "-q", "--allow-empty", "-m", "side")
+    git(b, "checkout", "-q", "main")
+    invoke_cli("--kb", a, "update", "kb.a", "--content", "Net sales count settled invoices", check=True)
+    invoke_cli("--kb", b, "--author", "Bee <bee@example.com>", "update", "kb.b", "--content",
+               "Gross bookings minus chargebacks", check=True)
+    git(b, "merge", "-q", "--no-edit", "side")
+    invoke_cli("--kb", a, "sync", check=True)
+    head = git(b, "rev-parse", "HEAD")
+    stopped = invoke_cli("--kb", b, "sync")
+    assert (stopped.returncode, stopped.stderr) == (1, (
+        "Error: This branch renamed memories/1.yaml to kb.b, and origin/main renamed it to kb.a, each file holding "
+        "its side's edits, which git did not merge; the repository is back as it was. To merge by hand: "
+        f"cd {b}; git fetch origin; slayer-kb merge origin/main (it stops on the conflict); edit memories/kb.a.yaml "
+        "to keep what both sides meant (your edits are in memories/kb.b.yaml); git rm -q memories/kb.b.yaml && git "
+        "add memories/kb.a.yaml to keep origin/main's id kb.a (validate names the links to kb.b until the sync, "
+        "which points them at kb.a; once synced, slayer-kb rename kb.a kb.b gives the memory yours); slayer-kb "
+        "validate; git commit --no-edit; slayer-kb sync.\n"))
+    assert git(b, "rev-parse", "HEAD") == head and git(b, "status", "--porcelain") == ""
+
+
+def test_a_sync_rebasing_onto_a_rename_git_missed_names_both_and_pushes_no_twin(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """origin/main renamed 1 to kb.a and rewrote its short text (git sees no rename there); this
+    clone renamed it to kb.b. The sync called it a forget ('origin/main forgot memories/1.yaml'),
+    and its step 'git add memories/kb.b.yaml' pushed one memory under two ids."""
+    a, b = _renamed_on_a(tmp_path, invoke_cli, "rename", "1", "kb.b")
+    invoke_cli("--kb", a, "update", "kb.a", "--content", "Net sales count settled invoices", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    stopped = invoke_cli("--kb", b, "sync")
+    assert (stopped.returncode, stopped.stderr) == (1, (
+        "Error: Your commits renamed memories/1.yaml to kb.b, and origin/main renamed it to kb.a, each file holding "
+        "its side's edits, which git did not merge; the repository is back as it was. To merge by hand: "
+        f"cd {b}; git fetch origin; slayer-kb rebase origin/main (it stops on the conflict); edit memories/kb.a.yaml "
+        "to keep what both sides meant (your edits are in memories/kb.b.yaml); git rm -q memories/kb.b.yaml && git "
+        "add memories/kb.a.yaml to keep origin/main's id kb.a (it drops your rename, and validate names the links "
+        "to kb.b until rebase --continue points them at kb.a; once synced, slayer-kb rename kb.a kb.b gives the "
+        "memory yours); slayer-kb validate; slayer-kb rebase --continue (a later commit that stops says so again); "
+        "slayer-kb sync.\n"))
+    said = _typed(invoke_cli, stopped.stderr.removeprefix("Error: ").replace(
+        "edit memories/kb.a.yaml to keep what both sides meant (your edits are in memories/kb.b.yaml); ", ""))
+    assert said[-2:] == ["Rebased onto origin/main; run slayer-kb sync to push.\n"
+                         "  rewrote links to renamed memories: memory:kb.b -> memory:kb.a in kb.l\n",
+                         "Synced main with origin: pushed, 0 pulled, 2 pushed.\n"]
+    invoke_cli("--kb", a, "sync", check=True)
+    for clone in (a, b):
+        assert list(_files(clone)) == ["kb.a.yaml", "kb.l.yaml"]
+        assert _files(clone)["kb.a.yaml"].startswith("learning: Net sales count settled invoices\n")
+        assert "entities:\n- memory:kb.a\ncreated_at" in _files(clone)["kb.l.yaml"]
+        assert invoke_cli("--kb", clone, "validate", check=True).stdout == "Checked 2 files: no problems.\n"
 
 
 def test_a_link_through_a_chain_whose_middle_id_was_reused_is_to_a_forgotten_memory(
@@ -659,17 +756,20 @@ def test_merge_of_an_upstream_that_renamed_and_reused_an_id_this_branch_changed_
         f"'kb.revenue' and then gave 'kb.r' to a new memory (--reuse-id): {meets}, your change would land on "
         f"the new memory, and the {command} cannot tell it from one meant for that memory, so nothing was {done} and the "
         "repository is back as it was. Make it on 'kb.revenue' instead: "
-        f"cd {b}; git show HEAD:./memories/kb.r.yaml > kb.r.mine.yaml; git reset --soft {parted}; "
+        f"cd {b}; mkdir -p .git/slayer-kb-set-aside; git show HEAD:./memories/kb.r.yaml > "
+        f".git/slayer-kb-set-aside/kb.r.mine.yaml; git reset --soft {parted}; "
         f"git restore --source={parted} --staged --worktree -- memories/kb.r.yaml; git commit -m 'My changes, memory "
         f"kb.r set aside' (if anything is left); slayer-kb {command} origin/main; then make your change again there "
-        "(slayer-kb edit kb.revenue, your version in kb.r.mine.yaml; or slayer-kb forget kb.revenue).\n"))
+        "(slayer-kb edit kb.revenue, your version in .git/slayer-kb-set-aside/kb.r.mine.yaml; or slayer-kb forget "
+        "kb.revenue).\n"))
     assert git(b, "rev-parse", "HEAD") == head and not (b / "memories" / "kb.revenue.yaml").exists()
     assert "description: b's summary\n" in (b / "memories" / "kb.r.yaml").read_text()
     steps = proc.stderr.split(" instead: ", 1)[1].split(f"; slayer-kb {command}", 1)[0].replace(" (if anything is left)", "")
     subprocess.run(["bash", "-c", steps], check=False, capture_output=True)  # nothing else to commit
+    assert git(b, "status", "--porcelain") == ""  # nothing a 'git add -A' would commit, nothing read as a memory
     assert invoke_cli("--kb", b, command, "origin/main").returncode == 0
     assert git(b, "rev-parse", "HEAD") == git(b, "rev-parse", "origin/main")
-    assert "description: b's summary\n" in (b / "kb.r.mine.yaml").read_text()
+    assert "description: b's summary\n" in (b / ".git" / "slayer-kb-set-aside" / "kb.r.mine.yaml").read_text()
     assert "description: b's summary\n" not in (b / "memories" / "kb.r.yaml").read_text()
 
 
@@ -697,10 +797,11 @@ def test_an_upstream_change_of_an_id_this_merging_branch_renamed_and_reused_is_m
         "Error: origin/main changed memory 'kb.r', which your commits renamed to 'kb.revenue' and then gave to a new "
         "memory (--reuse-id): merged, its change could land on the new memory, so nothing was pushed and the "
         "repository is back as it was. Merge keeping your 'kb.r', and make that change on 'kb.revenue': "
-        f"cd {a}; git fetch origin; git show origin/main:./memories/kb.r.yaml > kb.r.theirs.yaml; git merge -q --no-ff "
-        "--no-commit origin/main; git checkout HEAD -- memories/kb.r.yaml; slayer-kb validate; git commit --no-edit; "
-        "slayer-kb sync; then make it again there (slayer-kb edit kb.revenue, their version in kb.r.theirs.yaml; or "
-        "slayer-kb forget kb.revenue if they forgot it) and slayer-kb sync.\n"))
+        f"cd {a}; git fetch origin; mkdir -p .git/slayer-kb-set-aside; git show origin/main:./memories/kb.r.yaml > "
+        ".git/slayer-kb-set-aside/kb.r.theirs.yaml; git merge -q --no-ff --no-commit origin/main; git checkout HEAD "
+        "-- memories/kb.r.yaml; slayer-kb validate; git commit --no-edit; slayer-kb sync; then make it again there "
+        "(slayer-kb edit kb.revenue, their version in .git/slayer-kb-set-aside/kb.r.theirs.yaml; or slayer-kb forget "
+        "kb.revenue if they forgot it) and slayer-kb sync.\n"))
     assert git(a, "rev-parse", "HEAD") == head
     steps = proc.stderr.split("'kb.revenue': ", 1)[1].split("; then make it", 1)[0]
     for step in steps.split("; ")[1:]:  # after the cd: git's in bash, slayer-kb's in this process
@@ -708,7 +809,8 @@ def test_an_upstream_change_of_an_id_this_merging_branch_renamed_and_reused_is_m
             invoke_cli("--kb", a, *shlex.split(step)[1:], check=True)
         else:
             subprocess.run(["bash", "-c", step], cwd=a, check=step.startswith("git commit"), capture_output=True)
-    assert "description: b's summary\n" in (a / "kb.r.theirs.yaml").read_text()
+    assert "description: b's summary\n" in (a / ".git" / "slayer-kb-set-aside" / "kb.r.theirs.yaml").read_text()
+    assert git(a, "status", "--porcelain") == ""
     invoke_cli("--kb", a, "update", "kb.revenue", "--description", "b's summary", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     invoke_cli("--kb", b, "sync", check=True)

@@ -46,16 +46,21 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
     forgot_here = [p for p in forgot_here if p not in kept_forgotten]
     forgot_there = [p for p in paths if sides[p] == {3}]
     # A memory one side renamed: git holds its new file on that side alone, as if forgotten on the other.
-    was, ends = _renamed_from(store, forgot_here + forgot_there, tips)
+    was, by_tip = _renamed_from(store, forgot_here + forgot_there, tips)
+    ends: dict[str, set[str]] = {}  # each old id: the ids the sides' renames give it at their tips
+    for _gave, final in by_tip.values():
+        for old, new in final.items():
+            ends.setdefault(old, set()).add(new)
     # Both renamed one memory, to two ids: the other's id is kept (in a rebase, dropping this
     # branch's rename; in a merge, this branch's new file), and the links to this branch's id
     # follow it once the rebase goes on (or the merge is synced: ``renames.renamed_since``).
     both = [(here, there) for here in forgot_here for there in forgot_there if here in was and was[here] == was.get(there)]
     rebasing = checkout == ("--ours", "--theirs")
-    # A merge where git missed one side's rename (its edit made the file too unlike the old one):
-    # that side's new file merged as a plain add, so only the other's stops. The renames' ends pair
-    # them, or the step that keeps the other's id would drop that file and its edits unseen.
-    missed = [] if rebasing else _missed_renames(store, forgot_here, forgot_there, both, was, ends)
+    # Git missed one side's rename (its edit made the file too unlike the old one): that side's new
+    # file merged as a plain add, so only the other's stops, read as a forget. The renames' ends
+    # pair them, or the step that keeps the other's id would drop that file and its edits unseen
+    # (in a merge), or keep both files, one memory twice (in a rebase).
+    missed = _missed_renames(store, forgot_here, forgot_there, both, was, by_tip)
     both += missed
     paired = {p for pair in both for p in pair}
     renamed_there = [p for p in forgot_here if p in was and p not in paired]
@@ -104,13 +109,16 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
                        else ""))
         if (here, there) in missed:
             steps.append(f"edit {files([here])} to keep what both sides meant (your edits are in {files([there])})")
-        if rebasing:
+        if rebasing and (here, there) not in missed:
             steps.append(f"git reset -q --hard to keep {other}'s id {theirs} (it drops your rename; {yours})")
-        else:
+        else:  # a reset would drop the edit just made to the other's file
             # The old file, which both deleted (git holds its base alone), goes with this branch's new one.
             drop = [there, *([was[here]] if was[here] in paths else [])]
-            steps.append(f"git rm -q {args(drop)} && git add {args([here])} to keep {other}'s id {theirs} (validate "
-                         f"names the links to {mine} until the sync, which points them at {theirs}; {yours})")
+            links = (f"it drops your rename, and validate names the links to {mine} until rebase --continue points "
+                     f"them at {theirs}" if rebasing else
+                     f"validate names the links to {mine} until the sync, which points them at {theirs}")
+            steps.append(f"git rm -q {args(drop)} && git add {args([here])} to keep {other}'s id {theirs} ({links}; "
+                         f"{yours})")
     for path in renamed_there:
         what.append(f"{subject()} forgot {files([was[path]])}, which {other} renamed to {_id(store, path)}")
         steps.append(f"git rm {args([path])} to keep it forgotten, the links to it stripped as the rebase goes on "
@@ -142,11 +150,11 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
 
 
 def _renamed_from(store: GitStore, paths: list[str],
-                  tips: tuple[str, ...]) -> tuple[dict[str, str], dict[str, set[str]]]:
+                  tips: tuple[str, ...]) -> tuple[dict[str, str], dict[str, tuple[set[str], dict[str, str]]]]:
     """Of ``paths`` (repository-relative memory files git holds on one side only), those a
     ``rename`` commit of a side made since ``tips`` parted (its trailer), each with the path of the
-    file it was; and for each such old id, the ids the sides' renames give it at their tips (the
-    ends of their chains: 1 -> kb.b -> kb.c ends at kb.c)."""
+    file it was; and for each tip, the ids its renames gave and where each old id's chain ends
+    there (1 -> kb.b -> kb.c: kb.b and kb.c given, 1 ends at kb.c)."""
     ids = {p: id_of_path(p[len(store.prefix):]) for p in paths}
     if not any(ids.values()):
         return {}, {}
@@ -155,30 +163,34 @@ def _renamed_from(store: GitStore, paths: list[str],
         return {}, {}
     # An id a later rename moved on counts too: the rebase replays the rename commits one by one.
     old_of: dict[str, str] = {}
-    ends: dict[str, set[str]] = {}
+    by_tip: dict[str, tuple[set[str], dict[str, str]]] = {}
     for tip in dict.fromkeys(tips):
         first, final = chains(store, base, tip)
-        old_of |= {new: old for new, old in first.items()}
-        for old, new in final.items():
-            ends.setdefault(old, set()).add(new)
-    return {p: store.repo_path(memory_path(old_of[i])) for p, i in ids.items() if i in old_of}, ends
+        old_of |= first
+        by_tip[tip] = (set(first), final)
+    return {p: store.repo_path(memory_path(old_of[i])) for p, i in ids.items() if i in old_of}, by_tip
 
 
 def _missed_renames(store: GitStore, forgot_here: list[str], forgot_there: list[str], both: list[tuple[str, str]],
-                    was: dict[str, str], ends: dict[str, set[str]]) -> list[tuple[str, str]]:
+                    was: dict[str, str],
+                    by_tip: dict[str, tuple[set[str], dict[str, str]]]) -> list[tuple[str, str]]:
     """(the other's new file, this branch's) for each memory both sides renamed where git paired
-    one side's rename alone (the other's new file is in the work tree, merged as an add)."""
+    one side's rename alone: the other's new file merged as an add, held where another tip's
+    renames (``by_tip``, of ``_renamed_from``) end (in a rebase stopped at 1 -> kb.b, this
+    branch's own later kb.c is no other side's)."""
     paired = {p for pair in both for p in pair}
     pairs = []
     for path in forgot_here + forgot_there:
         if path not in was or path in paired:
             continue
-        for end in sorted(ends.get(_id(store, was[path]), set()) - {_id(store, path)}):
-            if (store.root / memory_path(end)).is_file():
-                new = store.repo_path(memory_path(end))
-                was.setdefault(new, was[path])  # the other's new file, merged as an add: the same old file
-                pairs.append((path, new) if path in forgot_here else (new, path))
-                break
+        own, old = _id(store, path), _id(store, was[path])
+        found = sorted({(end, tip) for tip, (gave, final) in by_tip.items()
+                        if own not in gave and (end := final.get(old)) not in (None, own)})
+        new = next((store.repo_path(memory_path(end)) for end, tip in found
+                    if files_at(store, tip, memory_path(end))), None)
+        if new is not None:
+            was.setdefault(new, was[path])  # the other's new file, merged as an add: the same old file
+            pairs.append((path, new) if path in forgot_here else (new, path))
     return pairs
 
 

@@ -23,11 +23,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..core.errors import ConflictError
-from ..core.locate import MEMORIES_DIR
+from ..core.locate import MEMORIES_DIR, memory_path
 from ..core.problems import cd_step, command_in, git_command
 from ..core.results import MergeResult
 from ..store import mergedriver
 from ..store.gitenv import LITERAL_PATHS
+from ..store.renames import renames_between
 from ..store.revisions import added_alike, resolve_rev
 from ..store.worktree import require_shown
 from .rebase import conflict_steps, held_stages, merge_from, push_step, settle, swap_sides, unmerged
@@ -109,8 +110,10 @@ def merge_in(store: GitStore, ref: str, sha: str, written: list[str] | None,
         stopped = [] if settle(store, stopped, "MERGE_HEAD") else unmerged(store)
     if not merging(store):
         return None
-    _merge_added_alike(store, parted, before, sha, stopped)
-    forget, edited = _forgotten_here(store, parted, before, sha)
+    # The memory files each side added since they parted (KB-relative), read once for the checks below.
+    added = tuple(set(store.added_paths(parted, tip, f"{MEMORIES_DIR}/")) for tip in (before, sha))
+    _merge_added_alike(store, before, sha, added, stopped)
+    forget, edited = _forgotten_here(store, before, sha, added[0])
     if forget:
         store.git_writing_index("rm", "-q", "-f", "--", *forget, env=LITERAL_PATHS)
     if edited:
@@ -118,6 +121,8 @@ def merge_in(store: GitStore, ref: str, sha: str, written: list[str] | None,
         # stage 3, so that 'git rm' and 'git add' resolve it and a commit waits for them.
         store.git_writing_index("update-index", "--index-info", input="".join(
             f"0 {'0' * 40}\t{path}\n100644 {blob} 3\t{path}\n" for path, blob in edited.items()).encode())
+        stopped = unmerged(store)
+    if _hold_unseen_renames(store, parted, (before, sha), added):
         stopped = unmerged(store)
     if stopped:
         # In a merge git holds this branch's version at stage 2 and REF's at 3, the other
@@ -132,14 +137,15 @@ def merging(store: GitStore) -> bool:
     return store.git("rev-parse", "-q", "--verify", "MERGE_HEAD", check=False).returncode == 0
 
 
-def _merge_added_alike(store: GitStore, parted: str, ours: str, theirs: str, unresolved: list[str]) -> None:
-    """Merge again, from the version both added, each memory both sides added alike since
-    ``parted`` (a pull request merged by squash or rebase) and then changed: git's merge base
+def _merge_added_alike(store: GitStore, ours: str, theirs: str, added: tuple[set[str], ...],
+                       unresolved: list[str]) -> None:
+    """Merge again, from the version both added, each memory both sides added alike since they
+    parted (``added``: each side's added memory files; a pull request merged by squash or rebase)
+    and then changed: git's merge base
     predates the add, so git handed the driver an empty base, and it counted the revision both
     sides hold twice (a topic key squash-merged, then revised on both sides). ``unresolved``: the
     paths the merge left unmerged, left as they are."""
-    both = set(store.added_paths(parted, ours, f"{MEMORIES_DIR}/")) & set(store.added_paths(parted, theirs, f"{MEMORIES_DIR}/"))
-    paths = sorted(rp for rp in map(store.repo_path, both) if rp not in unresolved)
+    paths = sorted(rp for rp in map(store.repo_path, added[0] & added[1]) if rp not in unresolved)
     objects = store.objects
     here, there = objects.blobs_at(objects.tree_of(ours), paths), objects.blobs_at(objects.tree_of(theirs), paths)
     for path in paths:
@@ -150,13 +156,13 @@ def _merge_added_alike(store: GitStore, parted: str, ours: str, theirs: str, unr
                 merge_from(store, path, "100644", (base, mine, other))
 
 
-def _forgotten_here(store: GitStore, parted: str, ours: str, theirs: str) -> tuple[list[str], dict[str, str]]:
-    """The memories ``ours`` added and then forgot since it parted from ``theirs`` (at ``parted``), which
+def _forgotten_here(store: GitStore, ours: str, theirs: str, added: set[str]) -> tuple[list[str], dict[str, str]]:
+    """The memories ``ours`` added (``added``) and then forgot since it parted from ``theirs``, which
     ``theirs`` holds as one memory with them (a pull request merged by squash or rebase before the
     forget): git's merge base predates the add, so the merge brings them back. Returns (those
     ``theirs`` left as added, whose forget stands; those it edited, a forget against an edit,
     with their blobs there), repository-relative."""
-    paths = [store.repo_path(p) for p in store.added_paths(parted, ours, f"{MEMORIES_DIR}/")]
+    paths = [store.repo_path(p) for p in sorted(added)]
     objects = store.objects
     here, there = objects.blobs_at(objects.tree_of(ours), paths), objects.blobs_at(objects.tree_of(theirs), paths)
     forget: list[str] = []
@@ -169,6 +175,38 @@ def _forgotten_here(store: GitStore, parted: str, ours: str, theirs: str) -> tup
             else:
                 edited[path] = blob
     return forget, edited
+
+
+def _hold_unseen_renames(store: GitStore, parted: str, tips: tuple[str, str], added: tuple[set[str], ...]) -> bool:
+    """Hold as unmerged this branch's new file of each memory both ``tips`` (this branch, REF)
+    renamed since ``parted`` to two ids where git saw neither rename (each side's edit made its file
+    too unlike the old one): git merged both new files as adds, one memory twice. Held as git
+    holds a rename it saw against a forget (the old file's version and this branch's), so that
+    the stop pairs the two by the renames' trailers and a commit waits for the steps; whether any was."""
+    if not (added[0] - added[1] and added[1] - added[0]):  # a rename adds its new id on each side
+        return False
+    # ... and deletes the old one: a memory file both deleted, read of the trees (no git process).
+    objects, folder = store.objects, store.repo_path(MEMORIES_DIR)
+    parted_names, *tip_names = (set(objects.names_in(objects.tree_of(c), folder)) for c in (parted, *tips))
+    if not parted_names - set().union(*tip_names):
+        return False
+    mine, theirs = (renames_between(store, parted, tip) for tip in tips)
+    pairs = {store.repo_path(memory_path(old)): (store.repo_path(memory_path(new)), store.repo_path(memory_path(end)))
+             for old, new in mine.items() if (end := theirs.get(old)) not in (None, new)}
+    if not pairs:
+        return False
+    out = store.git("ls-files", "-s", "-z", "--", *(p for pair in pairs.values() for p in pair),
+                    env=LITERAL_PATHS).stdout.decode("utf-8", "surrogateescape")
+    merged = {path: info.split() for info, _, path in (entry.partition("\t") for entry in out.split("\0") if entry)}
+    # Both merged cleanly (stage 0): git saw neither rename, else it stopped on them already.
+    pairs = {old: pair for old, pair in pairs.items() if all(merged.get(p, ["", "", "?"])[2] == "0" for p in pair)}
+    if not pairs:
+        return False
+    olds = objects.blobs_at(objects.tree_of(parted), list(pairs))
+    store.git_writing_index("update-index", "--index-info", input="".join(
+        f"0 {'0' * 40}\t{new}\n" + (f"{merged[new][0]} {olds[old]} 1\t{new}\n" if olds[old] else "")
+        + f"{merged[new][0]} {merged[new][1]} 2\t{new}\n" for old, (new, _end) in pairs.items()).encode())
+    return True
 
 
 def merge_conflict_message(store: GitStore, ref: str, paths: list[str], held: dict[str, set[int]],

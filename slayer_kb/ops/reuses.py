@@ -69,6 +69,7 @@ def reuse_stop(store: GitStore, root: Path, parted: str, tips: tuple[str, str],
         return None
     held = [_held(store, tip, [*theirs, *mine]) for tip in tips]
     base = parted[:12]
+    aside = _Aside(store, root)
     for old in sorted({*theirs, *mine}):
         there, here = old in theirs and old in held[0], old in mine and old in held[1]
         if there and here:
@@ -76,9 +77,9 @@ def reuse_stop(store: GitStore, root: Path, parted: str, tips: tuple[str, str],
                     f"'{theirs[old]}'), and each side gave '{old}' to a new memory (--reuse-id): two memories for one "
                     f"id, and a link to '{old}' means a different one on each side. {retry.who.capitalize()} cannot tell which one a link "
                     f"or an agent meant, so nothing was {retry.undone} and the repository is back as it was. Keep one "
-                    f"side's '{old}': to give up yours, {_steps(root, base, old, name, retry, renames[1], mine[old])} then, before "
+                    f"side's '{old}': to give up yours, {_steps(aside, base, old, name, retry, renames[1], mine[old])} then, before "
                     f"syncing, save your new memory again under an id of its own ({command_in(root)} save ... --id "
-                    f"NEW-ID; its text is in {old}.mine.yaml), point your links to it there and those to "
+                    f"NEW-ID; its text is in {aside.file(old, 'mine')}), point your links to it there and those to "
                     f"'{mine[old]}' at '{theirs[old]}', and {command_in(root)} {retry.command}; the other side's clone does the "
                     "same to give up theirs.")
         if there:
@@ -86,8 +87,8 @@ def reuse_stop(store: GitStore, root: Path, parted: str, tips: tuple[str, str],
                     f"'{theirs[old]}' and then gave '{old}' to a new memory (--reuse-id): {retry.meets}, your change "
                     f"would land on the new memory, and {retry.who} cannot tell it from one meant for that memory, so "
                     f"nothing was {retry.undone} and the repository is back as it was. Make it on '{theirs[old]}' "
-                    f"instead: {_steps(root, base, old, name, retry, renames[1])} {command_in(root)} {retry.command}; then make your change again there "
-                    f"({command_in(root)} edit {words(theirs[old])}, your version in {old}.mine.yaml; or "
+                    f"instead: {_steps(aside, base, old, name, retry, renames[1])} {command_in(root)} {retry.command}; then make your change again there "
+                    f"({command_in(root)} edit {words(theirs[old])}, your version in {aside.file(old, 'mine')}; or "
                     f"{command_in(root)} forget {words(theirs[old])}).")
         if here and merges:  # in a rebase, git replays this side's rename onto the upstream's change
             # That change is upstream already, made before the rename reached its clone: it meant
@@ -95,35 +96,59 @@ def reuse_stop(store: GitStore, root: Path, parted: str, tips: tuple[str, str],
             return (f"{name} changed memory '{old}', which your commits renamed to '{mine[old]}' and then gave to a "
                     "new memory (--reuse-id): merged, its change could land on the new memory, so nothing was "
                     f"{retry.undone} and the repository is back as it was. Merge keeping your '{old}', and make "
-                    f"that change on '{mine[old]}': {_merge_steps(root, old, name, retry)} then make it again "
-                    f"there ({command_in(root)} edit {words(mine[old])}, their version in {old}.theirs.yaml; or "
+                    f"that change on '{mine[old]}': {_merge_steps(aside, old, name, retry)} then make it again "
+                    f"there ({command_in(root)} edit {words(mine[old])}, their version in {aside.file(old, 'theirs')}; or "
                     f"{command_in(root)} forget {words(mine[old])} if they forgot it) and {command_in(root)} sync.")
     return None
 
 
-def _steps(root: Path, base: str, old: str, name: str, retry: Retry, renamed: dict[str, str], copy: str = "") -> str:
-    """The steps that take this branch's change of ``old`` off it (kept in ``OLD.mine.yaml``) and
-    commit the rest (the caller says when to sync): its commits since ``base`` become one, the
-    file as it was at ``base``, and ``copy`` (this side's rename of it, which the other side's
-    rename keeps) removed. That one commit says the branch's other renames (``renamed``: where
-    each id went since ``base``), or a sync would take them for forgets and strip links to them."""
+class _Aside:
+    """Where the steps keep the version of a memory they set aside (``OLD.mine.yaml``,
+    ``OLD.theirs.yaml``): a folder of this worktree's git folder. No command reads memories
+    outside ``memories/``, but in the KB's folder the file sat untracked in the work tree, and a
+    person's ``git add -A`` committed it into the KB. Named from the KB's folder ``root``, where
+    the steps run, when it holds the git folder (``.git/...``), else in full."""
+
+    def __init__(self, store: GitStore, root: Path) -> None:
+        self.root, self.folder = root, store.git_dirs()[0] / "slayer-kb-set-aside"
+
+    def _named(self, path: Path) -> str:
+        return words(str(path.relative_to(self.root) if path.is_relative_to(self.root) else path))
+
+    def file(self, old: str, side: str) -> str:
+        return self._named(self.folder / f"{old}.{side}.yaml")
+
+    def kept(self, source: str, old: str, side: str) -> list[str]:
+        """The steps that keep ``source`` (a ``git show`` argument) as ``file(old, side)``."""
+        return [f"mkdir -p {self._named(self.folder)}", f"git show {words(source)} > {self.file(old, side)}"]
+
+
+def _steps(aside: _Aside, base: str, old: str, name: str, retry: Retry, renamed: dict[str, str], copy: str = "") -> str:
+    """The steps that take this branch's change of ``old`` off it (kept in ``OLD.mine.yaml``, in
+    ``aside``) and commit the rest (the caller says when to sync): its commits since ``base``
+    become one, the file as it was at ``base``, and ``copy`` (this side's rename of it, which the
+    other side's rename keeps) removed. That one commit says the branch's other renames
+    (``renamed``: where each id went since ``base``), or a sync would take them for forgets and
+    strip links to them."""
     path = words(memory_path(old))
     fetch = [f"git fetch {words(name.partition('/')[0])}"] if retry.fetch else []
     trailers = "".join(f" --trailer {words(trailer(was, now))}" for was, now in renamed.items() if was != old)
-    steps = [*cd_step(root), *fetch, f"git show HEAD:./{path} > {words(old + '.mine.yaml')}",
+    steps = [*cd_step(aside.root), *fetch, *aside.kept(f"HEAD:./{memory_path(old)}", old, "mine"),
              f"git reset --soft {base}", f"git restore --source={base} --staged --worktree -- {path}",
              *([f"git rm -q -f -- {words(memory_path(copy))}"] if copy else []),
              "git commit -m 'My changes, memory " + old.replace("'", "") + f" set aside'{trailers} (if anything is left)"]
     return "; ".join(steps) + ";"
 
 
-def _merge_steps(root: Path, old: str, name: str, retry: Retry) -> str:
+def _merge_steps(aside: _Aside, old: str, name: str, retry: Retry) -> str:
     """The steps that merge the upstream ``name`` by hand, its version of ``old`` kept aside in
-    ``OLD.theirs.yaml`` (none when it forgot it) and this branch's kept, then run the command again."""
+    ``OLD.theirs.yaml`` (in ``aside``; none when it forgot it) and this branch's kept, then run the
+    command again."""
     path = words(memory_path(old))
     fetch = [f"git fetch {words(name.partition('/')[0])}"] if retry.fetch else []
+    root = aside.root
     # A merge that conflicts elsewhere stops at the commit, naming the files, as git's does.
-    steps = [*cd_step(root), *fetch, f"git show {words(name + ':./' + memory_path(old))} > {words(old + '.theirs.yaml')}",
+    steps = [*cd_step(root), *fetch, *aside.kept(f"{name}:./{memory_path(old)}", old, "theirs"),
              f"git merge -q --no-ff --no-commit {words(name)}", f"git checkout HEAD -- {path}",
              f"{command_in(root)} validate", "git commit --no-edit", f"{command_in(root)} {retry.command};"]
     return "; ".join(steps)
