@@ -13,7 +13,7 @@ from ..core.errors import InvalidInputError, KBError, ReferenceFormError, Resolu
 from ..core.nesting import check_depth
 from ..core.text import kind_of, shown_value
 from . import sqlwords
-from .querychecks import formula_problem, unspaced_colon
+from .querychecks import dotted, formula_problem, unspaced_colon
 from .scan import filter_references, formula_references, star_refused
 from .slayerquery import Item, Shape, check_query
 
@@ -73,7 +73,8 @@ _COLON_AGG = re.compile(
     r"(?P<head>[^:()]*?)(?P<gap>\s*):\s*(?P<agg>[A-Za-z_]\w*)\s*(?:\((?P<args>.*)\))?", re.S
 )
 _DISTINCT = re.compile(r"^distinct\s+", re.I)
-_CALL_HEAD = re.compile(r"(?P<func>[A-Za-z_]\w*)\s*\(")
+# A call, or a method call path.agg(value), SLayer's spelling of agg(path.value).
+_CALL_HEAD = re.compile(r"(?:(?P<path>[A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*)\s*\.\s*)?(?P<func>[A-Za-z_]\w*)\s*\(")
 _KWARG = re.compile(r"\s*[A-Za-z_]\w*\s*=(?!=)")
 _PLAIN_REF = re.compile(r"(?!\d)[\w.\-]+")
 
@@ -104,7 +105,7 @@ def parse_reference(ref: str) -> RefTarget:
     call = _call(text)
     if call is None:  # sum(a) + sum(b): an expression, not one call
         raise ReferenceFormError(_not_single(text))
-    aggregation, args = call
+    path, aggregation, args = call
     if not args or not args[0].strip() or _KWARG.match(args[0]):
         raise ReferenceFormError(
             f"Invalid Mode-B expression {text!r}: aggregation '{aggregation}' requires a value "
@@ -114,7 +115,7 @@ def parse_reference(ref: str) -> RefTarget:
     value = args[0].strip()
     if aggregation.lower() == "count":
         value = _DISTINCT.sub("", value)
-    return _target(value, aggregation, ref)
+    return _target(f"{path}.{value}" if path else value, aggregation, ref)
 
 
 def invalid_segment(ref: str) -> str:
@@ -133,8 +134,9 @@ def _not_single(ref: str) -> str:
     )
 
 
-def _call(text: str) -> tuple[str, list[str]] | None:
-    """``(function, arguments)`` when the whole of ``text`` is one call ``f(...)``."""
+def _call(text: str) -> tuple[str, str, list[str]] | None:
+    """``(path, function, arguments)`` when the whole of ``text`` is one call ``f(...)`` (path
+    ``""``) or method call ``path.f(...)``, the path's spaces around its dots dropped."""
     head = _CALL_HEAD.match(text)
     if head is None or not text.endswith(")"):
         return None
@@ -144,7 +146,7 @@ def _call(text: str) -> tuple[str, list[str]] | None:
         if depth == 0:
             if index != len(text) - 1:
                 return None  # f(a) + g(b): an expression, not one call
-            return head["func"], _split_top(text[head.end() : -1])
+            return dotted(head["path"] or ""), head["func"], _split_top(text[head.end() : -1])
     return None
 
 
