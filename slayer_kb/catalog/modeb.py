@@ -295,6 +295,15 @@ def _call_problem(name: str, args: list[ast.expr]) -> str | None:
     return None
 
 
+def aggregation_call(name: str) -> bool:
+    """Whether SLayer calls ``name(value, ...)`` as an aggregation: a built-in one, or a name it
+    does not know, which it defers to a custom aggregation of the model."""
+    lowered = name.lower()
+    if lowered in _AGGREGATIONS:
+        return True
+    return name not in _TRANSFORMS and lowered not in _SCALARS | _DATE_PART_FUNCTIONS and lowered != "extract"
+
+
 def _empty_call(name: str) -> str | None:
     """Why SLayer refuses ``name()``, a call with no positional argument; None when it takes it."""
     if name == AGGREGATED:

@@ -9,12 +9,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from ..core.errors import InvalidInputError, KBError, ReferenceFormError, ResolutionError
+from ..core.errors import AmbiguousEntityError, InvalidInputError, KBError, ReferenceFormError, ResolutionError
 from ..core.nesting import check_depth
 from ..core.text import kind_of, shown_value
 from . import sqlwords
 from .querychecks import dotted, formula_problem, unspaced_colon
-from .scan import filter_references, formula_references, star_refused
+from .scan import Scanned, scan_filter, scan_formula, star_refused
 from .slayerquery import Item, Shape, check_query
 
 if TYPE_CHECKING:
@@ -195,6 +195,8 @@ class Resolves(Protocol):
 
     def resolve(self, ref: str, source_model: str | Model | None = None) -> Resolution: ...
 
+    def resolve_from(self, ref: str, source: Model) -> Resolution: ...
+
 
 def query_entities(query: Any, resolver: Resolves) -> tuple[list[str], list[str]]:
     """The canonical entities a SlayerQuery touches (source model first) and resolution warnings.
@@ -252,22 +254,42 @@ def _resolutions(shape: Shape, source: Model, resolver: Resolves) -> Iterator[tu
     error (in the query's words) that says why it does not."""
     for item in shape.items:
         try:
-            refs = [item.text] if item.kind == "ref" else _SCANS[item.kind](item.text)
+            scanned = Scanned([item.text], frozenset()) if item.kind == "ref" else _SCANS[item.kind](item.text)
         except InvalidInputError as exc:  # refused whatever the catalog: the item's other words unread
             yield f"{item.where} {item.text}", InvalidInputError(f"{item.where}: {exc}")
             continue
+        refs = scanned.refs
         for ref in refs:
             if ref in shape.defined:
                 continue
             resolved: Resolution | KBError
             try:
-                resolved = resolver.resolve(ref, source)
+                resolved = _resolve(resolver, ref, source, ref in scanned.later)
             except KBError as exc:
                 resolved = _in_context(_word_slip(exc, ref, item), item, refs)
             yield f"{item.where} {ref}", resolved
 
 
-_SCANS = {"formula": formula_references, "filter": filter_references}
+_SCANS = {"formula": scan_formula, "filter": scan_filter}
+
+
+def _resolve(resolver: Resolves, ref: str, source: Model, later: bool) -> Resolution:
+    """What ``ref`` names in a query on ``source``. A name read only in an aggregation's later
+    argument, which SLayer's memory resolver does not read, SLayer's engine walks from the source
+    model, so a join's name may head it (``last(amount, original_order.created_at)``)."""
+    try:
+        return resolver.resolve(ref, source)
+    except ResolutionError as exc:
+        if not later or "." not in ref or isinstance(exc, AmbiguousEntityError):
+            raise
+        try:
+            return resolver.resolve_from(ref, source)
+        except KBError as walked:
+            try:  # where the head is a join of the source, the walk says what is missing past it
+                resolver.resolve_from(ref.split(".")[0], source)
+            except KBError:
+                raise exc from None
+            raise walked from None
 
 
 def _word_slip(exc: KBError, ref: str, item: Item) -> KBError:

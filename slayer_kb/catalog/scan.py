@@ -37,6 +37,7 @@ from ..core.errors import InvalidInputError
 from ..core.text import kind_of
 from . import lexer
 from .lexer import Token
+from .modeb import aggregation_call
 from .querycolumns import GRANULARITIES
 
 SOURCE_MODEL = "*"
@@ -79,23 +80,45 @@ class _Frame:
     path: str | None = None  # a method call's path, onto which its value's names go
     method: bool = False  # the method call's own frame: its later arguments take no path
     keyword: bool = False  # inside a keyword argument's value of this call
+    argument: int = 0  # which of the call's arguments is being read
 
     @property
     def skip(self) -> bool:
         return self.inherited or self.keyword
 
 
+@dataclass(frozen=True)
+class Scanned:
+    """The references a formula or filter names, in order, and those it names only in an
+    aggregation's later positional argument (``last(amount, original_order.created_at)``), which
+    SLayer's memory resolver does not read and its engine reads from the query's source model."""
+
+    refs: list[str]
+    later: frozenset[str]
+
+
 def formula_references(formula: str) -> list[str]:
     """Column references of a measure formula, in either syntax (``sum(x)``, ``x:sum``)."""
+    return scan_formula(formula).refs
+
+
+def scan_formula(formula: str) -> Scanned:
+    """:func:`formula_references`, with the names read only in an aggregation's later argument."""
     return _scan(formula, "formula", sql=False)
 
 
 def filter_references(filter_text: str) -> list[str]:
     """Column references of a SQL-ish filter; literals, placeholders and SQL words are skipped."""
+    return scan_filter(filter_text).refs
+
+
+def scan_filter(filter_text: str) -> Scanned:
+    """:func:`filter_references` as :class:`Scanned`: SLayer's memory resolver reads every word of
+    a filter, so none is ``later``."""
     return _scan(filter_text, "filter", sql=True)
 
 
-def _scan(text: str, what: str, sql: bool) -> list[str]:
+def _scan(text: str, what: str, sql: bool) -> Scanned:
     if not isinstance(text, str):
         raise InvalidInputError(f"A {what} must be a string, got {kind_of(text)}.")
     # Python, so a formula, reads `customers . city` as customers.city; SQL, so a filter, does not.
@@ -112,7 +135,7 @@ def _scan(text: str, what: str, sql: bool) -> list[str]:
     tokens = tokens[: unclosed + 1]
     if sql:
         _refuse_backquote(tokens, text, what)
-    refs: dict[str, None] = {}
+    refs: dict[str, bool] = {}  # each reference: whether it is read only in later arguments
     stack: list[_Frame] = []
     rewritten = set() if sql else _rewritten_words(tokens, cases.words)
     for index, token in enumerate(tokens):
@@ -124,6 +147,7 @@ def _scan(text: str, what: str, sql: bool) -> list[str]:
         elif token.text == ",":
             if stack:
                 stack[-1].keyword = False
+                stack[-1].argument += 1
                 if stack[-1].method:
                     stack[-1].path = None  # a method call's later arguments are literals
         elif stack and stack[-1].skip:
@@ -131,10 +155,16 @@ def _scan(text: str, what: str, sql: bool) -> list[str]:
         elif token.kind == "name" and index not in rewritten:
             ref = _name_reference(tokens, index, stack, sql, text, what)
             if ref is not None:
-                refs[ref] = None
+                refs[ref] = refs.get(ref, True) and not sql and _in_later_argument(stack)
         elif token.text == "*" and _star(tokens, index, stack, sql, text, what):
-            refs[f"{stack[-1].path}.*" if stack and stack[-1].path else SOURCE_MODEL] = None
-    return list(refs)
+            refs[f"{stack[-1].path}.*" if stack and stack[-1].path else SOURCE_MODEL] = False
+    return Scanned(list(refs), frozenset(ref for ref, later in refs.items() if later))
+
+
+def _in_later_argument(stack: list[_Frame]) -> bool:
+    """Whether the name read is inside a later positional argument of an aggregation's call."""
+    return any(frame.argument and frame.func and not frame.method and aggregation_call(frame.func)
+               for frame in stack)
 
 
 
