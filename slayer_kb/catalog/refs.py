@@ -214,7 +214,7 @@ def query_entities(query: Any, resolver: Resolves) -> tuple[list[str], list[str]
     source = resolver.query_source(name)
     entities: dict[str, None] = {source.entity: None}
     warnings: dict[str, None] = {}
-    for _ref, resolved in _resolutions(shape, source, resolver):
+    for _ref, resolved in _resolutions(shape.items, shape.defined, source, resolver):
         if isinstance(resolved, KBError):
             raise resolved from None
         entities[resolved.entity] = None
@@ -229,12 +229,15 @@ def reference_problems(query: Any, resolver: Resolves) -> list[tuple[str, KBErro
     An item SLayer refuses whatever the catalog comes first, named by its place and text; what is
     wrong with the query as a whole raises."""
     shape, name = _shape(query)
-    refused: list[tuple[str, KBError]] = list(shape.refused)
+    found: list[tuple[str, KBError]] = list(shape.refused)
+    source: Model | None = None
     try:
         source = resolver.query_source(name)
-    except KBError as exc:
-        return [*refused, (f"source_model {name}", exc)]
-    return refused + [(ref, found) for ref, found in _resolutions(shape, source, resolver) if isinstance(found, KBError)]
+    except KBError as exc:  # the other references read as they read alone, the same at both catalogs
+        found.append((f"source_model {name}", exc))
+    items = [*shape.items, *shape.unread]
+    return found + [(ref, error) for ref, error in _resolutions(items, shape.defined, source, resolver)
+                    if isinstance(error, KBError)]
 
 
 def _shape(query: Any) -> tuple[Shape, str]:
@@ -249,18 +252,19 @@ def _shape(query: Any) -> tuple[Shape, str]:
     return shape, shape.source
 
 
-def _resolutions(shape: Shape, source: Model, resolver: Resolves) -> Iterator[tuple[str, Resolution | KBError]]:
-    """Each reference of the query, named by its place and text, and what it resolves to, or the
-    error (in the query's words) that says why it does not."""
-    for item in shape.items:
-        try:
-            scanned = Scanned([item.text], frozenset()) if item.kind == "ref" else _SCANS[item.kind](item.text)
-        except InvalidInputError as exc:  # refused whatever the catalog: the item's other words unread
-            yield f"{item.where} {item.text}", InvalidInputError(f"{item.where}: {exc}")
-            continue
+def _resolutions(items: list[Item], defined: set[str], source: Model | None,
+                 resolver: Resolves) -> Iterator[tuple[str, Resolution | KBError]]:
+    """Each reference of ``items`` (but the names the query defines), named by its place and
+    text, and what it resolves to in a query on ``source``, or the error (in the query's words)
+    that says why it does not. An item refused whatever the catalog comes first, named by its
+    place and text, then its words."""
+    for item in items:
+        scanned = Scanned([item.text], frozenset()) if item.kind == "ref" else _SCANS[item.kind](item.text)
+        if scanned.refused is not None:
+            yield f"{item.where} {item.text}", InvalidInputError(f"{item.where}: {scanned.refused}")
         refs = scanned.refs
         for ref in refs:
-            if ref in shape.defined:
+            if ref in defined:
                 continue
             resolved: Resolution | KBError
             try:
@@ -273,14 +277,14 @@ def _resolutions(shape: Shape, source: Model, resolver: Resolves) -> Iterator[tu
 _SCANS = {"formula": scan_formula, "filter": scan_filter}
 
 
-def _resolve(resolver: Resolves, ref: str, source: Model, later: bool) -> Resolution:
+def _resolve(resolver: Resolves, ref: str, source: Model | None, later: bool) -> Resolution:
     """What ``ref`` names in a query on ``source``. A name read only in an aggregation's later
     argument, which SLayer's memory resolver does not read, SLayer's engine walks from the source
     model, so a join's name may head it (``last(amount, original_order.created_at)``)."""
     try:
         return resolver.resolve(ref, source)
     except ResolutionError as exc:
-        if not later or "." not in ref or isinstance(exc, AmbiguousEntityError):
+        if source is None or not later or "." not in ref or isinstance(exc, AmbiguousEntityError):
             raise
         try:
             return resolver.resolve_from(ref, source)

@@ -95,11 +95,14 @@ class Scanned:
 
     refs: list[str]
     later: frozenset[str]
+    # Why SLayer refuses the text whatever the catalog (``sum(*)``, a backquoted name), where
+    # it does: its other names are still read, so that two catalogs compare on them too.
+    refused: InvalidInputError | None = None
 
 
 def formula_references(formula: str) -> list[str]:
     """Column references of a measure formula, in either syntax (``sum(x)``, ``x:sum``)."""
-    return scan_formula(formula).refs
+    return _refs(scan_formula(formula))
 
 
 def scan_formula(formula: str) -> Scanned:
@@ -109,13 +112,19 @@ def scan_formula(formula: str) -> Scanned:
 
 def filter_references(filter_text: str) -> list[str]:
     """Column references of a SQL-ish filter; literals, placeholders and SQL words are skipped."""
-    return scan_filter(filter_text).refs
+    return _refs(scan_filter(filter_text))
 
 
 def scan_filter(filter_text: str) -> Scanned:
     """:func:`filter_references` as :class:`Scanned`: SLayer's memory resolver reads every word of
     a filter, so none is ``later``."""
     return _scan(filter_text, "filter", sql=True)
+
+
+def _refs(scanned: Scanned) -> list[str]:
+    if scanned.refused is not None:
+        raise scanned.refused
+    return scanned.refs
 
 
 def _scan(text: str, what: str, sql: bool) -> Scanned:
@@ -133,8 +142,7 @@ def _scan(text: str, what: str, sql: bool) -> Scanned:
     # A quote that closes nowhere: the rest is inside its string (the quote kept: it opens one).
     unclosed = next((at for at, token in enumerate(tokens) if token.kind == "unclosed"), len(tokens) - 1)
     tokens = tokens[: unclosed + 1]
-    if sql:
-        _refuse_backquote(tokens, text, what)
+    refused = _backquoted(tokens, text, what) if sql else None
     refs: dict[str, bool] = {}  # each reference: whether it is read only in later arguments
     stack: list[_Frame] = []
     rewritten = set() if sql else _rewritten_words(tokens, cases.words)
@@ -152,13 +160,17 @@ def _scan(text: str, what: str, sql: bool) -> Scanned:
                     stack[-1].path = None  # a method call's later arguments are literals
         elif stack and stack[-1].skip:
             continue
-        elif token.kind == "name" and index not in rewritten:
-            ref = _name_reference(tokens, index, stack, sql, text, what)
-            if ref is not None:
-                refs[ref] = refs.get(ref, True) and not sql and _in_later_argument(stack)
-        elif token.text == "*" and _star(tokens, index, stack, sql, text, what):
-            refs[f"{stack[-1].path}.*" if stack and stack[-1].path else SOURCE_MODEL] = False
-    return Scanned(list(refs), frozenset(ref for ref, later in refs.items() if later))
+        else:
+            try:
+                if token.kind == "name" and index not in rewritten:
+                    ref = _name_reference(tokens, index, stack, sql, text, what)
+                    if ref is not None:
+                        refs[ref] = refs.get(ref, True) and not sql and _in_later_argument(stack)
+                elif token.text == "*" and _star(tokens, index, stack, sql, text, what):
+                    refs[f"{stack[-1].path}.*" if stack and stack[-1].path else SOURCE_MODEL] = False
+            except InvalidInputError as exc:  # the first refusal is the text's; the rest still read
+                refused = refused or exc
+    return Scanned(list(refs), frozenset(ref for ref, later in refs.items() if later), refused)
 
 
 def _in_later_argument(stack: list[_Frame]) -> bool:
@@ -168,15 +180,16 @@ def _in_later_argument(stack: list[_Frame]) -> bool:
 
 
 
-def _refuse_backquote(tokens: list[Token], text: str, what: str) -> None:
-    """Refuse a filter's backquoted name (outside a string): SLayer's resolver reads the name and
-    its engine does not parse the backquotes."""
+def _backquoted(tokens: list[Token], text: str, what: str) -> InvalidInputError | None:
+    """The refusal of a filter's backquoted name (outside a string): SLayer's resolver reads the
+    name and its engine does not parse the backquotes."""
     quoted = next((token for token in tokens if token.kind == "lit" and token.text.startswith("`")), None)
-    if quoted is not None:
-        raise InvalidInputError(
-            f"{what} {text!r}: a backquote quotes no name in a filter: SLayer's engine cannot parse it. "
-            f"Write the name bare: {quoted.text.strip('`')}."
-        )
+    if quoted is None:
+        return None
+    return InvalidInputError(
+        f"{what} {text!r}: a backquote quotes no name in a filter: SLayer's engine cannot parse it. "
+        f"Write the name bare: {quoted.text.strip('`')}."
+    )
 
 
 def _rewritten_words(tokens: list[Token], case_words: set[int]) -> set[int]:

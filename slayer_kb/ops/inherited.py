@@ -9,8 +9,10 @@ the same query already has at the base (where the branch parted from REF; HEAD f
 checked against the base's catalog with this release's rules, is a warning naming the memory and
 its fix. Only what failed at the base is inherited: every reference that fails here failed there,
 of the same kind (stale or invalid), whatever each catalog's message lists (columns suggested,
-models holding a name). A query the branch wrote or changed, one a catalog change of the branch
-broke, and one with a new failing reference beside an old one still fail, named by the new one.
+models holding a name); a refused item's words and, where the source model is refused, the query's
+other references are compared too (``refs.reference_problems``). A query the branch wrote or
+changed, one a catalog change of the branch broke, and one with a new failing reference beside an
+old one still fail, named by the new one.
 """
 
 from __future__ import annotations
