@@ -1,6 +1,7 @@
 """What SLayer 1.4.1's Mode-B parser (``slayer.engine.syntax.parse_expr``) refuses in a formula
 that Python parses, in its words: the check of a formula (``querychecks.formula_problem``) parses
-it with Python first, then asks :func:`node_problem` and :func:`extract_problem`."""
+it with Python first (``extract(part from x)`` read as :func:`extract_as_date_part` writes it),
+then asks :func:`node_problem`."""
 
 from __future__ import annotations
 
@@ -233,9 +234,8 @@ def _functional(node: ast.Call, path: str, name: str) -> str:
         return name
     probed = any((isinstance(leaf, ast.Name) and leaf.id in (AGGREGATED, COUNTED))
                  or (isinstance(leaf, ast.Attribute) and leaf.attr == COUNTED)
-                 or (isinstance(leaf, ast.Call) and isinstance(leaf.func, ast.Name) and leaf.func.id.lower() == "extract")
                  for arg in node.args for leaf in ast.walk(arg))
-    if probed:  # the check rewrote what it holds (x:agg, a counted star, extract's unit): not shown
+    if probed:  # the check rewrote what it holds (x:agg, a counted star): not shown
         return f"{name}(...)"
 
     class _OntoPath(ast.NodeTransformer):
@@ -243,7 +243,9 @@ def _functional(node: ast.Call, path: str, name: str) -> str:
             return ast.Attribute(ast.Name(path), leaf.id) if path else leaf
 
         def visit_Call(self, call: ast.Call) -> ast.Call:
-            return self.generic_visit(call) if _scalar(call) else call  # type: ignore[return-value]
+            if _scalar(call):  # its arguments go onto the path, not its name
+                call.args = [self.visit(arg) for arg in call.args]
+            return call
 
     args = [_OntoPath().visit(node.args[0]) if node.args else None, *node.args[1:]]
     params = [ast.unparse(arg) for arg in args if arg is not None]
@@ -330,22 +332,19 @@ _AMBIGUOUS_WEEKDAYS = ("weekday", "dayofweek", "dow")
 _DATE_PART_FUNCTIONS = frozenset({*_DATE_PART_ALIASES, "day_of_week", "day_of_year", "iso_year"})
 
 
-def extract_problem(text: str) -> str | None:
-    """An ``extract(part from x)`` (outside strings and ``#`` comments) whose part SLayer's
-    ``date_part()`` does not take, in its words (the check reads the formula with the part
-    dropped, so it is read here, from the text)."""
+def extract_as_date_part(text: str) -> str:
+    """``text`` with each ``extract(part from x)`` (outside strings and ``#`` comments) written as
+    SLayer's parser lowers it, ``date_part('part', x)``: its part is then checked as date_part's,
+    and a method call's example shows it so, as SLayer's does."""
     tokens = lexer.uncommented(text, lexer.tokens(text))
-    for index in range(len(tokens)):
+    written, at = [], 0
+    for index in range(len(tokens) - 3):
         window = [t.text.lower() for t in tokens[index : index + 4]]
-        if len(window) < 4 or window[:2] != ["extract", "("] or window[3] != "from":
+        if window[:2] != ["extract", "("] or window[3] != "from" or tokens[index].start < at:
             continue
-        part = tokens[index + 2].text.strip("'\"")
-        word = part.lower()
-        if word in _AMBIGUOUS_WEEKDAYS:
-            return _ambiguous_weekday(part)
-        if _DATE_PART_ALIASES.get(word, word) not in _DATE_PARTS:
-            return f"unknown date_part() part {part!r}; accepted: {', '.join(_DATE_PARTS)}."
-    return None
+        written += [text[at : tokens[index].start], f"date_part({tokens[index + 2].text.strip(chr(39) + chr(34))!r},"]
+        at = tokens[index + 3].end
+    return "".join([*written, text[at:]])
 
 
 def _ambiguous_weekday(part: str) -> str:
