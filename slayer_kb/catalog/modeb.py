@@ -15,6 +15,10 @@ AGGREGATED = "_agg"
 # And for a counted star (count(*), count(orders.*)).
 COUNTED = "_star"
 
+# SLayer 1.4.1's built-in granularities: a time dimension's (``month(created_at)``), and the unit a
+# date function takes (``date_add(x, 1, 'day')``, ``interval(1, 'day')``).
+GRANULARITIES = ("second", "minute", "hour", "day", "week", "week_sunday", "month", "quarter", "year")
+
 # The binary operators SLayer's Mode-B parser takes: arithmetic, and | (SQL's ||, which it
 # reads as concat(x, y)); ^ & << >> @ it refuses.
 _BINARY = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Mod, ast.Pow, ast.FloorDiv, ast.BitOr)
@@ -260,7 +264,6 @@ _TRANSFORM_POSITIONAL = {"time_shift": ("periods", "granularity"), "lag": ("peri
 # rank family's partition_by and direction): cumsum, change, change_pct and consecutive_periods none.
 _TRANSFORM_KEYWORDS = {"rank": ("partition_by", "direction"), "dense_rank": ("partition_by", "direction"),
                        "percent_rank": ("partition_by",), "ntile": ("n", "partition_by")}
-_UNITS = ("second", "minute", "hour", "day", "week", "week_sunday", "month", "quarter", "year")
 # The date functions whose unit (date_part's part) is a string literal, and where (``DATE_UNIT_ARGS``).
 _UNIT_ARGS = {"date_part": 0, "date_diff": 0, "date_add": 2, "interval": 1}
 
@@ -282,7 +285,7 @@ def _call_problem(name: str, args: list[ast.expr]) -> str | None:
     at = _UNIT_ARGS.get(lowered)
     if at is None or at >= len(args):
         return None
-    words = _DATE_PARTS if lowered == "date_part" else _UNITS
+    words = _DATE_PARTS if lowered == "date_part" else GRANULARITIES
     what = "part" if lowered == "date_part" else "unit"
     unit = args[at]
     if not (isinstance(unit, ast.Constant) and isinstance(unit.value, str)):

@@ -37,8 +37,7 @@ from ..core.errors import InvalidInputError
 from ..core.text import kind_of
 from . import lexer
 from .lexer import Token
-from .modeb import aggregation_call
-from .querycolumns import GRANULARITIES
+from .modeb import GRANULARITIES, aggregation_call
 
 SOURCE_MODEL = "*"
 """What :func:`formula_references` / :func:`filter_references` return for ``count(*)``."""

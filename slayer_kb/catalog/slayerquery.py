@@ -46,6 +46,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from ..core.errors import InvalidInputError
 from ..core.text import kind_of
+from .modeb import GRANULARITIES
 from .querychecks import (
     FALSE,
     TRUE,
@@ -64,7 +65,6 @@ from .querychecks import (
 )
 from .querycolumns import (
     CALL,
-    GRANULARITIES,
     NAME,
     NAME_RULE,
     column_ref,
