@@ -309,6 +309,45 @@ def aggregation_call(name: str) -> bool:
     return name not in _TRANSFORMS and lowered not in _SCALARS | _DATE_PART_FUNCTIONS and lowered != "extract"
 
 
+# SLayer's aliases of its aggregations (``AGGREGATION_ALIASES``), and the parameters a built-in one
+# takes positionally after its value (``BUILTIN_AGGREGATION_PARAM_ORDER``); first and last rank by
+# one column so given, and the rest take none.
+_ALIASES = {"countd": "count_distinct", "countdistinct": "count_distinct", "approx_count_distinct": "count_distinct_approx",
+            "countdistinctapprox": "count_distinct_approx", "stddev": "stddev_samp", "var": "var_samp", "variance": "var_samp"}
+_PARAMETERS = {"percentile": ("p",), "weighted_avg": ("weight",), "corr": ("other",), "covar_samp": ("other",),
+               "covar_pop": ("other",), "first": ("the ranking column",), "last": ("the ranking column",)}
+
+
+def aggregation_problem(tree: ast.Expression) -> str | None:
+    """Why SLayer's engine refuses a query whose formula gives a built-in aggregation more
+    positional arguments than it takes, when the query runs (``_fold_positional_agg_args``; its
+    memory resolver reads none of them and saves the query), in its words, then the fix. Not an
+    entity reference's concern: ``last(balance, updated_at)`` names ``balance`` there."""
+    calls = (node for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name))
+    return next((problem for call in calls if (problem := _aggregation_call_problem(call)) is not None), None)
+
+
+def _aggregation_call_problem(call: ast.Call) -> str | None:
+    assert isinstance(call.func, ast.Name)
+    name, args, keywords = call.func.id, call.args, call.keywords
+    agg = _ALIASES.get(name.lower(), name.lower())
+    taken = _PARAMETERS.get(agg, ())
+    given = len(args) - 1
+    if agg not in _AGGREGATIONS or given <= len(taken):
+        if any(keyword.arg in taken[:given] for keyword in keywords):
+            param = next(keyword.arg for keyword in keywords if keyword.arg in taken[:given])
+            return f"Aggregation {agg!r} got parameter {param!r} both positionally and by name."
+        return None
+    if not taken:
+        return (f"Aggregation {agg!r} takes no parameters; got {given} positional value(s). It aggregates one "
+                f"value: write {name}(value).")
+    if agg in ("first", "last"):
+        return (f"Aggregation {agg!r} ranks by at most one column; got {given} positional value(s). Write "
+                f"{name}(value, ranking_column).")
+    return (f"Aggregation {agg!r} takes at most {len(taken)} parameter(s) ({', '.join(taken)}); got {given} "
+            f"positional value(s).")
+
+
 def _empty_call(name: str) -> str | None:
     """Why SLayer refuses ``name()``, a call with no positional argument; None when it takes it."""
     if name == AGGREGATED:

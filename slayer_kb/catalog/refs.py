@@ -99,7 +99,7 @@ def parse_reference(ref: str) -> RefTarget:
         return _target(colon["head"], colon["agg"], ref)
     if "(" not in text:
         return _target(text, None, ref)
-    problem = formula_problem(text)
+    problem = formula_problem(text, runs=False)
     if problem is not None:
         raise ReferenceFormError(problem)
     call = _call(text)
