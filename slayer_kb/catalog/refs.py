@@ -226,8 +226,9 @@ def reference_problems(query: Any, resolver: Resolves) -> list[tuple[str, KBErro
     """Each reference of ``query`` that does not resolve against ``resolver``'s catalog, named by
     its place and text (``measures[0] nope``), with what :func:`query_entities` raises of it, in
     its order; so that one query's problems against two catalogs compare reference by reference.
-    An item SLayer refuses whatever the catalog comes first, named by its place and text; what is
-    wrong with the query as a whole raises."""
+    An item SLayer refuses whatever the catalog comes first, named by its place and text, then its
+    words (a refused measure's or filter's too); where the source model does not resolve, the
+    other references are resolved without one. What is wrong with the query as a whole raises."""
     shape, name = _shape(query)
     found: list[tuple[str, KBError]] = list(shape.refused)
     source: Model | None = None
