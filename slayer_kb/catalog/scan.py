@@ -178,7 +178,6 @@ def _in_later_argument(stack: list[_Frame]) -> bool:
                for frame in stack)
 
 
-
 def _backquoted(tokens: list[Token], text: str, what: str) -> InvalidInputError | None:
     """The refusal of a filter's backquoted name (outside a string): SLayer's resolver reads the
     name and its engine does not parse the backquotes."""
