@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.catalog.refs import filter_references
+from slayer_kb.catalog.scan import filter_references
 from testing import CliRunner, commit_all, json_of, make_catalog_kb, save_refusal
 
 # SLayer 1.4.1's _FILTER_TOKEN_BLACKLIST: in a filter, these alone name no column.

@@ -141,7 +141,7 @@ def test_a_comment_hides_no_distinct_slayer_refuses(example_kb_read_only: Knowle
 def test_count_distinct_of_any_operand_tags_its_columns_only() -> None:
     """SLayer reads count(distinct x) as count_distinct(x) whatever x is; before a sign or a
     number the distinct was read as a column, not found, and the query refused."""
-    from slayer_kb.catalog.refs import formula_references
+    from slayer_kb.catalog.scan import formula_references
 
     assert [formula_references(formula) for formula in (
         "count(distinct -amount)", "count(distinct +amount)", "count(distinct 1)", "count(distinct -(qty))")] == [
@@ -160,7 +160,7 @@ def test_count_distinct_takes_one_operand_as_slayer_does() -> None:
 
 def test_extract_with_a_quoted_part_names_its_value_only() -> None:
     """SLayer takes extract's part quoted (``extract('month' from x)``); its FROM was tagged."""
-    from slayer_kb.catalog.refs import formula_references
+    from slayer_kb.catalog.scan import formula_references
 
     assert formula_references("max(Extract('month' FROM created_at))") == ["created_at"]
 
@@ -186,7 +186,7 @@ def test_a_colon_aggregation_of_a_python_word_is_refused_naming_the_fix(
 def test_a_filters_colon_drops_only_the_word_right_after_it(text: str, refs: list[str]) -> None:
     """SLayer's resolver drops ``:agg`` and ``::type`` from a filter only written together
     (``_FILTER_AGG_SUFFIX_RE``); a word after a spaced colon is a column, as there."""
-    from slayer_kb.catalog.refs import filter_references
+    from slayer_kb.catalog.scan import filter_references
 
     assert filter_references(text) == refs
 

@@ -16,17 +16,9 @@ from slayer_kb.catalog import lexer
 from slayer_kb.catalog.catalog import load_catalog
 from slayer_kb.catalog.lexer import lower_cases
 from slayer_kb.catalog.querychecks import formula_problem
-from slayer_kb.catalog.refs import (
-    SOURCE_MODEL,
-    SQL_WORDS,
-    clean_query,
-    filter_references,
-    formula_references,
-    query_entities,
-    split_references,
-    strip_aggregation,
-)
+from slayer_kb.catalog.refs import clean_query, query_entities, split_references, strip_aggregation
 from slayer_kb.catalog.resolve import Resolver
+from slayer_kb.catalog.scan import SOURCE_MODEL, SQL_WORDS, filter_references, formula_references
 from slayer_kb.core.errors import (
     AmbiguousEntityError,
     InvalidInputError,

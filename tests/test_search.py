@@ -352,3 +352,12 @@ def test_a_bare_name_also_finds_a_memory_that_writes_its_full_name(example_kb: K
     found = example_kb.search("is_deleted", match="all")
     assert saved.memory_id in [m["id"] for m in found.memories]
     assert found.notes[0] == "'is_deleted' names shop.customers.is_deleted; memories linked to it are found too."
+
+
+def test_a_method_call_names_the_entity_it_aggregates(example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """SLayer's resolve_entity reads customers.max(segment) as max(customers.segment), and
+    customers.count(*) as count(customers.*): slayer-kb refused both as no single aggregated
+    column reference."""
+    proc = invoke_cli("--kb", example_kb_read_only.root, "search", "segment", "-e", "customers.max(segment)",
+                      "-e", "customers.count(*)", "--json")
+    assert (proc.returncode, json_of(proc)["resolved_input_entities"]) == (0, ["shop.customers.segment", "shop.customers"])

@@ -76,7 +76,9 @@ def test_only_the_same_problem_at_the_base_is_inherited(catalog_kb: KnowledgeBas
     """Any problem at the base made the branch's a warning: a branch that dropped a column a query
     reads passed review when that query had another problem at the base (m-two, m-new: only the
     first failing reference was compared; m-shape, m-tick, m-key: a formula, a filter or a key
-    SLayer refuses hid the query's other references). The same problem with other columns suggested (the
+    SLayer refuses hid the query's other references; m-inside, m-quoted: it hid the names inside a
+    refused measure or filter). A query whose source model was missing at the base failed the branch
+    that added the model for a name failing at the base too (m-stores). The same problem with other columns suggested (the
     branch added one spelled alike) or other models listed (the branch added one) is still the
     base's: it failed the branch."""
     root = catalog_kb.root
@@ -102,6 +104,15 @@ def test_only_the_same_problem_at_the_base_is_inherited(catalog_kb: KnowledgeBas
         filters = "" if memory_id == "m-src" else f"  filters:\n{first}  - cost > 1\n"
         (memories / f"{memory_id}.yaml").write_text(
             f"learning: {memory_id}\nquery:\n  source_model: orders\n{measures}{filters}{CREATED}", encoding="utf-8")
+    # Refused at the base, its words unread (a measure SLayer's parser refuses, a filter the
+    # scan refuses): the branch breaks a name inside, which fails it, named by the name.
+    (memories / "m-inside.yaml").write_text(memory("Inside", "measures", "cumsum(sum(cost), 1)"), encoding="utf-8")
+    (memories / "m-quoted.yaml").write_text(memory("Quoted", "filters", "\"`status` = 'a' and cost > 1\""),
+                                            encoding="utf-8")
+    # No model stores at the base, its other words unread: the branch adds the model, and the
+    # query fails for a name that failed there too, which is no new failure.
+    (memories / "m-stores.yaml").write_text(memory("Stores", "measures", "sum(nope)").replace(
+        "source_model: orders", "source_model: stores"), encoding="utf-8")
     model, text = _on_a_branch_adding_a_column(root)
     model.write_text(text.replace("- {name: cost, sql: cost, type: DOUBLE}\n", ""), encoding="utf-8")
     (root / "models" / "shop" / "stores.yaml").write_text(
@@ -118,8 +129,12 @@ def test_only_the_same_problem_at_the_base_is_inherited(catalog_kb: KnowledgeBas
               "'cumsum(sum(amount), 1)': Transform 'cumsum' accepts exactly one positional argument (the value "
               "to transform); it takes no settings: write cumsum(value).)")
     assert (proc.returncode, proc.stdout.splitlines()) == (1, [
+        "memories/m-inside.yaml:2: attached query has stale references (measures[0] 'cumsum(sum(cost), 1)': Entity "
+        f"'cost' not found in any datasource (checked all known datasources).); {edit} m-inside'",
         f"memories/m-key.yaml:2: attached query has stale references (filters[0] {cost}; {edit} m-key'",
         f"memories/m-new.yaml:2: attached query has stale references (filters[0] {cost}; {edit} m-new'",
+        "memories/m-quoted.yaml:2: attached query has stale references (filters[0] \"`status` = 'a' and cost > 1\": "
+        f"Entity 'cost' not found in any datasource (checked all known datasources).); {edit} m-quoted'",
         f"memories/m-shape.yaml:2: attached query has stale references (filters[0] {cost}; {edit} m-shape'",
         f"memories/m-tick.yaml:2: attached query has stale references (filters[1] {cost}; {edit} m-tick'",
         "memories/m-two.yaml:2: attached query has stale references (measures[0] 'sum(cost)': Entity 'cost' not "
@@ -132,4 +147,5 @@ def test_only_the_same_problem_at_the_base_is_inherited(catalog_kb: KnowledgeBas
         f"{edit} m-gone'; {inherited}",
         f"memories/m-nope.yaml:2: warning: {nope}; {edit} m-nope'; {inherited}",
         f"memories/m-src.yaml:2: warning: {cumsum}; {edit} m-src'; {inherited}",
-        "5 problems in 5 files (9 files checked), 4 warnings"])
+        f"memories/m-stores.yaml:2: warning: {nope}; {edit} m-stores'; {inherited}",
+        "7 problems in 7 files (12 files checked), 5 warnings"])

@@ -1,6 +1,7 @@
 """What SLayer 1.4.1's Mode-B parser (``slayer.engine.syntax.parse_expr``) refuses in a formula
 that Python parses, in its words: the check of a formula (``querychecks.formula_problem``) parses
-it with Python first, then asks :func:`node_problem` and :func:`extract_problem`."""
+it with Python first (``extract(part from x)`` read as :func:`extract_as_date_part` writes it),
+then asks :func:`node_problem`."""
 
 from __future__ import annotations
 
@@ -13,6 +14,10 @@ from . import lexer
 AGGREGATED = "_agg"
 # And for a counted star (count(*), count(orders.*)).
 COUNTED = "_star"
+
+# SLayer 1.4.1's built-in granularities: a time dimension's (``month(created_at)``), and the unit a
+# date function takes (``date_add(x, 1, 'day')``, ``interval(1, 'day')``).
+GRANULARITIES = ("second", "minute", "hour", "day", "week", "week_sunday", "month", "quarter", "year")
 
 # The binary operators SLayer's Mode-B parser takes: arithmetic, and | (SQL's ||, which it
 # reads as concat(x, y)); ^ & << >> @ it refuses.
@@ -233,9 +238,8 @@ def _functional(node: ast.Call, path: str, name: str) -> str:
         return name
     probed = any((isinstance(leaf, ast.Name) and leaf.id in (AGGREGATED, COUNTED))
                  or (isinstance(leaf, ast.Attribute) and leaf.attr == COUNTED)
-                 or (isinstance(leaf, ast.Call) and isinstance(leaf.func, ast.Name) and leaf.func.id.lower() == "extract")
                  for arg in node.args for leaf in ast.walk(arg))
-    if probed:  # the check rewrote what it holds (x:agg, a counted star, extract's unit): not shown
+    if probed:  # the check rewrote what it holds (x:agg, a counted star): not shown
         return f"{name}(...)"
 
     class _OntoPath(ast.NodeTransformer):
@@ -243,7 +247,9 @@ def _functional(node: ast.Call, path: str, name: str) -> str:
             return ast.Attribute(ast.Name(path), leaf.id) if path else leaf
 
         def visit_Call(self, call: ast.Call) -> ast.Call:
-            return self.generic_visit(call) if _scalar(call) else call  # type: ignore[return-value]
+            if _scalar(call):  # its arguments go onto the path, not its name
+                call.args = [self.visit(arg) for arg in call.args]
+            return call
 
     args = [_OntoPath().visit(node.args[0]) if node.args else None, *node.args[1:]]
     params = [ast.unparse(arg) for arg in args if arg is not None]
@@ -258,7 +264,6 @@ _TRANSFORM_POSITIONAL = {"time_shift": ("periods", "granularity"), "lag": ("peri
 # rank family's partition_by and direction): cumsum, change, change_pct and consecutive_periods none.
 _TRANSFORM_KEYWORDS = {"rank": ("partition_by", "direction"), "dense_rank": ("partition_by", "direction"),
                        "percent_rank": ("partition_by",), "ntile": ("n", "partition_by")}
-_UNITS = ("second", "minute", "hour", "day", "week", "week_sunday", "month", "quarter", "year")
 # The date functions whose unit (date_part's part) is a string literal, and where (``DATE_UNIT_ARGS``).
 _UNIT_ARGS = {"date_part": 0, "date_diff": 0, "date_add": 2, "interval": 1}
 
@@ -280,7 +285,7 @@ def _call_problem(name: str, args: list[ast.expr]) -> str | None:
     at = _UNIT_ARGS.get(lowered)
     if at is None or at >= len(args):
         return None
-    words = _DATE_PARTS if lowered == "date_part" else _UNITS
+    words = _DATE_PARTS if lowered == "date_part" else GRANULARITIES
     what = "part" if lowered == "date_part" else "unit"
     unit = args[at]
     if not (isinstance(unit, ast.Constant) and isinstance(unit.value, str)):
@@ -293,6 +298,54 @@ def _call_problem(name: str, args: list[ast.expr]) -> str | None:
     if word not in words:
         return f"unknown {lowered}() {what} {unit.value!r}; accepted: {', '.join(words)}."
     return None
+
+
+def aggregation_call(name: str) -> bool:
+    """Whether SLayer calls ``name(value, ...)`` as an aggregation: a built-in one, or a name it
+    does not know, which it defers to a custom aggregation of the model."""
+    lowered = name.lower()
+    if lowered in _AGGREGATIONS:
+        return True
+    return name not in _TRANSFORMS and lowered not in _SCALARS | _DATE_PART_FUNCTIONS and lowered != "extract"
+
+
+# SLayer's aliases of its aggregations (``AGGREGATION_ALIASES``), and the parameters a built-in one
+# takes positionally after its value (``BUILTIN_AGGREGATION_PARAM_ORDER``); first and last rank by
+# one column so given, and the rest take none.
+_ALIASES = {"countd": "count_distinct", "countdistinct": "count_distinct", "approx_count_distinct": "count_distinct_approx",
+            "countdistinctapprox": "count_distinct_approx", "stddev": "stddev_samp", "var": "var_samp", "variance": "var_samp"}
+_PARAMETERS = {"percentile": ("p",), "weighted_avg": ("weight",), "corr": ("other",), "covar_samp": ("other",),
+               "covar_pop": ("other",), "first": ("the ranking column",), "last": ("the ranking column",)}
+
+
+def aggregation_problem(tree: ast.Expression) -> str | None:
+    """Why SLayer's engine refuses a query whose formula gives a built-in aggregation more
+    positional arguments than it takes, when the query runs (``_fold_positional_agg_args``; its
+    memory resolver reads none of them and saves the query), in its words, then the fix. Not an
+    entity reference's concern: ``last(balance, updated_at)`` names ``balance`` there."""
+    calls = (node for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name))
+    return next((problem for call in calls if (problem := _aggregation_call_problem(call)) is not None), None)
+
+
+def _aggregation_call_problem(call: ast.Call) -> str | None:
+    assert isinstance(call.func, ast.Name)
+    name, args, keywords = call.func.id, call.args, call.keywords
+    agg = _ALIASES.get(name.lower(), name.lower())
+    taken = _PARAMETERS.get(agg, ())
+    given = len(args) - 1
+    if agg not in _AGGREGATIONS or given <= len(taken):
+        if any(keyword.arg in taken[:given] for keyword in keywords):
+            param = next(keyword.arg for keyword in keywords if keyword.arg in taken[:given])
+            return f"Aggregation {agg!r} got parameter {param!r} both positionally and by name."
+        return None
+    if not taken:
+        return (f"Aggregation {agg!r} takes no parameters; got {given} positional value(s). It aggregates one "
+                f"value: write {name}(value).")
+    if agg in ("first", "last"):
+        return (f"Aggregation {agg!r} ranks by at most one column; got {given} positional value(s). Write "
+                f"{name}(value, ranking_column).")
+    return (f"Aggregation {agg!r} takes at most {len(taken)} parameter(s) ({', '.join(taken)}); got {given} "
+            f"positional value(s).")
 
 
 def _empty_call(name: str) -> str | None:
@@ -321,22 +374,19 @@ _AMBIGUOUS_WEEKDAYS = ("weekday", "dayofweek", "dow")
 _DATE_PART_FUNCTIONS = frozenset({*_DATE_PART_ALIASES, "day_of_week", "day_of_year", "iso_year"})
 
 
-def extract_problem(text: str) -> str | None:
-    """An ``extract(part from x)`` (outside strings and ``#`` comments) whose part SLayer's
-    ``date_part()`` does not take, in its words (the check reads the formula with the part
-    dropped, so it is read here, from the text)."""
+def extract_as_date_part(text: str) -> str:
+    """``text`` with each ``extract(part from x)`` (outside strings and ``#`` comments) written as
+    SLayer's parser lowers it, ``date_part('part', x)``: its part is then checked as date_part's,
+    and a method call's example shows it so, as SLayer's does."""
     tokens = lexer.uncommented(text, lexer.tokens(text))
-    for index in range(len(tokens)):
+    written, at = [], 0
+    for index in range(len(tokens) - 3):
         window = [t.text.lower() for t in tokens[index : index + 4]]
-        if len(window) < 4 or window[:2] != ["extract", "("] or window[3] != "from":
+        if window[:2] != ["extract", "("] or window[3] != "from" or tokens[index].start < at:
             continue
-        part = tokens[index + 2].text.strip("'\"")
-        word = part.lower()
-        if word in _AMBIGUOUS_WEEKDAYS:
-            return _ambiguous_weekday(part)
-        if _DATE_PART_ALIASES.get(word, word) not in _DATE_PARTS:
-            return f"unknown date_part() part {part!r}; accepted: {', '.join(_DATE_PARTS)}."
-    return None
+        written += [text[at : tokens[index].start], f"date_part({tokens[index + 2].text.strip(chr(39) + chr(34))!r},"]
+        at = tokens[index + 3].end
+    return "".join([*written, text[at:]])
 
 
 def _ambiguous_weekday(part: str) -> str:

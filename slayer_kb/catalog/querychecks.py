@@ -15,7 +15,7 @@ from ..core.errors import InvalidInputError
 from ..core.text import kind_of
 from . import lexer
 from .lexer import MalformedCase, lower_cases
-from .modeb import AGGREGATED, COUNTED, extract_problem, node_problem
+from .modeb import AGGREGATED, COUNTED, aggregation_problem, extract_as_date_part, node_problem
 
 # The alias map of likely slips whose nearest spelling is not the intended key.
 _MEANT = {
@@ -144,18 +144,20 @@ def _parsed(text: str) -> ast.Expression | str:
 
 
 # The spellings SLayer's Mode-B parser rewrites before Python reads a formula: a colon aggregation
-# (amount:sum, orders.*:count), a counted star (count(*), count(orders.*)), count(distinct x) and
-# extract(year from x); and CASE ... END, which the check reads as iif calls (``lexer.lower_cases``).
+# (amount:sum, orders.*:count), a counted star (count(*), count(orders.*)) and count(distinct x);
+# extract(year from x), which it reads as date_part('year', x); and CASE ... END, which the check
+# reads as iif calls (``lexer.lower_cases``).
 _COLON_AGGREGATION = re.compile(r"(?:\*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:\.\*)?):[A-Za-z_]\w*")
 _COUNTED_STAR = re.compile(r"(\(\s*|\.)\*(?=\s*[),])")
-_SQL_SPELLING = re.compile(r"\b(?:extract\s*\(\s*(?:\w+|'[^']*'|\"[^\"]*\")\s+from|count\s*\(\s*distinct)\s+", re.I)
+_COUNT_DISTINCT = re.compile(r"\bcount\s*\(\s*distinct\s+", re.I)
 _SPACED_COLON = re.compile(r"(?<=[\w*])\s*:\s*(?=[A-Za-z_])")
 
 
-def formula_problem(text: str) -> str | None:
+def formula_problem(text: str, runs: bool = True) -> str | None:
     """Why SLayer's Mode-B parser refuses the measure formula ``text``, in its words
     (``Invalid Mode-B expression 'sum(amount': '(' was never closed (<unknown>, line 1)``);
-    None when it parses."""
+    None when it parses. ``runs``: a query's formula, which SLayer's engine must also run (an
+    entity reference is only resolved)."""
     if _distinct_misused(text):
         return (
             f"Invalid Mode-B expression {text!r}: DISTINCT is supported only as count(distinct x), "
@@ -165,16 +167,15 @@ def formula_problem(text: str) -> str | None:
         probe = lower_cases(text)
     except MalformedCase as exc:
         return f"Malformed CASE expression in {text!r}: {exc}"
-    lowered = probe
-    probe = _COLON_AGGREGATION.sub(AGGREGATED, probe)
+    probe = _COLON_AGGREGATION.sub(AGGREGATED, extract_as_date_part(probe))
     probe = _COUNTED_STAR.sub(lambda m: m.group(1) + COUNTED, probe)
-    probe = _SQL_SPELLING.sub(lambda m: m.group().split("(")[0] + "(", probe)
+    probe = _COUNT_DISTINCT.sub(lambda m: m.group().split("(")[0] + "(", probe)
     parsed = _parsed(probe)
-    problem = parsed if isinstance(parsed, str) else node_problem(parsed) or extract_problem(lowered)
+    problem = parsed if isinstance(parsed, str) else node_problem(parsed) or (aggregation_problem(parsed) if runs else None)
     if problem is None:
         return None
     unspaced = _SPACED_COLON.sub(":", text)
-    if unspaced != text and formula_problem(unspaced) is None:  # what older slayer-kb releases took
+    if unspaced != text and formula_problem(unspaced, runs) is None:  # what older slayer-kb releases took
         problem += f"; {unspaced_colon(unspaced)}"
     return f"Invalid Mode-B expression {text!r}: {problem}"
 

@@ -9,12 +9,12 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from .modeb import GRANULARITIES
 from .querychecks import VARIABLE, dotted, fail, ignored_keys, parses, required, string
 from .timepoints import check_date_range
 
 COLUMN_REF_KEYS = ("name", "model", "label")
 TIME_DIMENSION_KEYS = ("dimension", "column", "granularity", "date_range", "label")
-GRANULARITIES = ("second", "minute", "hour", "day", "week", "week_sunday", "month", "quarter", "year")
 
 NAME = re.compile(r"[a-zA-Z_]\w*", re.ASCII)
 NAME_RULE = "must contain only letters, digits, and underscores, and start with a letter or underscore"

@@ -1,31 +1,6 @@
-"""A SlayerQuery's entity references: the tokenizer behind ``linked_entities`` given as a query.
-
-Formulas and filters are read with the tokens of :mod:`lexer` (the ones the check of a formula
-reads) instead of SLayer's full parser, because slayer-kb only needs to know which columns a query
-touches, not how to compile it:
-
-- quoted strings (a formula's Python's, as SLayer's parser reads them: ``'it\\'s'`` is one,
-  ``'it''s'`` two side by side; a filter's with no escapes, as SLayer's memory resolver reads them:
-  ``'C:\\'`` is one), backquotes and ``{var}`` placeholders are dropped first, so nothing inside
-  them is ever tagged (after a quote that closes nowhere, nothing is), nor anything in a ``#``
-  comment, to the end of its line, which Python skips;
-- a formula with a CASE keyword is read up to an unmatched ``)``, where SLayer's CASE reader stops
-  (it drops the rest);
-- an identifier directly followed by ``(`` is a function (``sum``, ``cumsum``, ``lower``, ...);
-- an identifier after ``:`` or ``::`` is an aggregation (``amount:sum``) or a cast type;
-- a keyword argument (``weight=qty``, ``partition_by=region``) is skipped with its value: it is
-  written after a ``,`` inside a call, or first inside a colon aggregation's ``(...)``;
-- numbers, typed-literal prefixes (``DATE '2024-01-01'``) and cast targets (``AS date``) are
-  skipped, and in filters also SQL words (:data:`SQL_WORDS`);
-- ``count(*)`` / ``*:count`` yield the marker :data:`SOURCE_MODEL` (``"*"``): the query's source
-  model, which :meth:`Resolver.resolve` understands; ``count(m.*)`` / ``m.*:count`` yield ``"m.*"``,
-  which resolves to the model ``m``. ``*`` with any other aggregation is an error; any other ``*``
-  is a multiplication.
-
-Every other identifier (``amount``, ``customers.regions.name``) is a reference, returned in order
-of first appearance without repeats. ``-`` is always the minus operator here, so a catalog name
-containing ``-`` cannot be written inside a formula or filter (it can as a plain reference).
-"""
+"""Entity references: one reference as SLayer's ``split_entity_agg_ref`` reads it (its aggregation
+peeled), and the references of a whole SlayerQuery (its formulas and filters read by :mod:`scan`),
+resolved item by item."""
 
 from __future__ import annotations
 
@@ -34,37 +9,19 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from ..core.errors import InvalidInputError, KBError, ReferenceFormError, ResolutionError
+from ..core.errors import AmbiguousEntityError, InvalidInputError, KBError, ReferenceFormError, ResolutionError
 from ..core.nesting import check_depth
 from ..core.text import kind_of, shown_value
-from . import lexer, sqlwords
-from .lexer import Token
-from .querychecks import formula_problem, unspaced_colon
-from .querycolumns import GRANULARITIES
+from . import sqlwords
+from .querychecks import dotted, formula_problem, unspaced_colon
+from .scan import Scanned, scan_filter, scan_formula, star_refused
 from .slayerquery import Item, Shape, check_query
 
 if TYPE_CHECKING:
     from .catalog import Model
 
-SOURCE_MODEL = "*"
-"""What :func:`formula_references` / :func:`filter_references` return for ``count(*)``."""
-
 # The longest entity reference taken (characters): ``shop.orders.amount:sum`` is 22.
 MAX_REFERENCE = 1000
-
-# The words of a filter that name no column: SLayer 1.4.1's memory resolver skips these alone
-# (``_FILTER_TOKEN_BLACKLIST``) and reads every other word as a column, as its engine does where
-# the filter parses (a column named ``desc`` or ``offset``); a word SQL has and SLayer not
-# (``ilike``, ``interval``) is a column neither finds, unless a string follows it (a typed
-# literal's prefix, below). And ``as``, which with the type after it is a cast's
-# (``CAST(x AS date)``): a Python keyword, no column SLayer's engine could read.
-SQL_WORDS = frozenset(
-    """
-    and or not is null in like between true false case when then else end exists as
-    coalesce nullif cast ln log log2 log10 exp sqrt pow power abs round floor ceil ceiling
-    current_date current_timestamp now
-    """.split()
-)
 
 # ----------------------------------------------------------------------------------------------
 # Single references
@@ -116,7 +73,8 @@ _COLON_AGG = re.compile(
     r"(?P<head>[^:()]*?)(?P<gap>\s*):\s*(?P<agg>[A-Za-z_]\w*)\s*(?:\((?P<args>.*)\))?", re.S
 )
 _DISTINCT = re.compile(r"^distinct\s+", re.I)
-_CALL_HEAD = re.compile(r"(?P<func>[A-Za-z_]\w*)\s*\(")
+# A call, or a method call path.agg(value), SLayer's spelling of agg(path.value).
+_CALL_HEAD = re.compile(r"(?:(?P<path>[A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*)\s*\.\s*)?(?P<func>[A-Za-z_]\w*)\s*\(")
 _KWARG = re.compile(r"\s*[A-Za-z_]\w*\s*=(?!=)")
 _PLAIN_REF = re.compile(r"(?!\d)[\w.\-]+")
 
@@ -141,13 +99,13 @@ def parse_reference(ref: str) -> RefTarget:
         return _target(colon["head"], colon["agg"], ref)
     if "(" not in text:
         return _target(text, None, ref)
-    problem = formula_problem(text)
+    problem = formula_problem(text, runs=False)
     if problem is not None:
         raise ReferenceFormError(problem)
     call = _call(text)
     if call is None:  # sum(a) + sum(b): an expression, not one call
         raise ReferenceFormError(_not_single(text))
-    aggregation, args = call
+    path, aggregation, args = call
     if not args or not args[0].strip() or _KWARG.match(args[0]):
         raise ReferenceFormError(
             f"Invalid Mode-B expression {text!r}: aggregation '{aggregation}' requires a value "
@@ -157,7 +115,7 @@ def parse_reference(ref: str) -> RefTarget:
     value = args[0].strip()
     if aggregation.lower() == "count":
         value = _DISTINCT.sub("", value)
-    return _target(value, aggregation, ref)
+    return _target(f"{path}.{value}" if path else value, aggregation, ref)
 
 
 def invalid_segment(ref: str) -> str:
@@ -176,8 +134,9 @@ def _not_single(ref: str) -> str:
     )
 
 
-def _call(text: str) -> tuple[str, list[str]] | None:
-    """``(function, arguments)`` when the whole of ``text`` is one call ``f(...)``."""
+def _call(text: str) -> tuple[str, str, list[str]] | None:
+    """``(path, function, arguments)`` when the whole of ``text`` is one call ``f(...)`` (path
+    ``""``) or method call ``path.f(...)``, the path's spaces around its dots dropped."""
     head = _CALL_HEAD.match(text)
     if head is None or not text.endswith(")"):
         return None
@@ -187,7 +146,7 @@ def _call(text: str) -> tuple[str, list[str]] | None:
         if depth == 0:
             if index != len(text) - 1:
                 return None  # f(a) + g(b): an expression, not one call
-            return head["func"], _split_top(text[head.end() : -1])
+            return dotted(head["path"] or ""), head["func"], _split_top(text[head.end() : -1])
     return None
 
 
@@ -196,7 +155,7 @@ def _target(text: str, aggregation: str | None, ref: str) -> RefTarget:
         raise ReferenceFormError(invalid_segment(ref.strip()))
     if text == "*" or text.endswith(".*"):
         if aggregation is not None and aggregation != "count":  # SLayer's case: COUNT(*) is refused
-            raise ReferenceFormError(_star_refused(ref.strip(), text))
+            raise ReferenceFormError(star_refused(ref.strip(), text))
         if text == "*":
             return RefTarget("", True)
         # SLayer resolves count(m.*) as it resolves the name m, warnings and all.
@@ -206,13 +165,6 @@ def _target(text: str, aggregation: str | None, ref: str) -> RefTarget:
     return RefTarget(text, False)
 
 
-def _star_refused(ref: str, star: str) -> str:
-    """SLayer's refusal of ``star`` (``*`` or ``m.*``) counted by anything but a lower-case count:
-    ``sum(*)``, ``avg(orders.*)``, a formula's ``COUNT(orders.*)``."""
-    form = "use 'count(*)' to refer to a model's row count" if star == "*" else "use the 'count(<model>.*)' form"
-    return f"'{ref}' is not a valid entity reference; {form}."
-
-
 def strip_aggregation(ref: str) -> tuple[str, bool]:
     """``(reference, is_star)``: ``("amount", False)`` for sum(amount), ``("", True)`` for count(*).
 
@@ -220,227 +172,6 @@ def strip_aggregation(ref: str) -> tuple[str, bool]:
     """
     target = parse_reference(ref)
     return target.name, target.star
-
-
-# ----------------------------------------------------------------------------------------------
-# Formulas and filters
-# ----------------------------------------------------------------------------------------------
-
-_NONE = Token("", "", -1, -1)
-_SPACED_DOT = re.compile(r"(?<=[A-Za-z_])\s*\.\s*(?=[A-Za-z_])")
-# The words of a formula that name no column: Python's operators, and the constants SLayer reads
-# in any case (true, false, null; None as Python spells it: ``none`` is a column, as in SLayer).
-# The SQL words SLayer's Mode-B parser rewrites (CASE WHEN, count(distinct x), extract(year from x))
-# are words only in those places (:func:`_rewritten_words`); anywhere else `end` or `from` is a
-# column like any other.
-_FORMULA_WORDS = frozenset({"and", "or", "not", "in", "is", "true", "false", "null"})
-# The calls that take a granularity among their later arguments (SLayer's time_shift(x, -1, month)).
-_GRANULAR = frozenset({"time_shift"})
-
-
-@dataclass
-class _Frame:
-    """One open ``(`` or ``[``."""
-
-    func: str | None  # the function it calls, lower-cased; None for grouping parentheses
-    colon: bool  # the argument list of a colon aggregation, x:agg(...)
-    inherited: bool  # inside a keyword argument's value further out
-    path: str | None = None  # a method call's path, onto which its value's names go
-    method: bool = False  # the method call's own frame: its later arguments take no path
-    keyword: bool = False  # inside a keyword argument's value of this call
-
-    @property
-    def skip(self) -> bool:
-        return self.inherited or self.keyword
-
-
-def formula_references(formula: str) -> list[str]:
-    """Column references of a measure formula, in either syntax (``sum(x)``, ``x:sum``)."""
-    return _scan(formula, "formula", sql=False)
-
-
-def filter_references(filter_text: str) -> list[str]:
-    """Column references of a SQL-ish filter; literals, placeholders and SQL words are skipped."""
-    return _scan(filter_text, "filter", sql=True)
-
-
-def _scan(text: str, what: str, sql: bool) -> list[str]:
-    if not isinstance(text, str):
-        raise InvalidInputError(f"A {what} must be a string, got {kind_of(text)}.")
-    # Python, so a formula, reads `customers . city` as customers.city; SQL, so a filter, does not.
-    scanned = text if sql else _SPACED_DOT.sub(".", text)
-    # A formula as SLayer reads it: with a CASE in it, up to an unmatched ')' (SLayer drops the rest).
-    cases = lexer.CaseReading(set(), len(scanned)) if sql else lexer.read_cases(scanned)
-    found = [token for token in lexer.tokens(scanned, sql) if token.start < cases.end]
-    # Every token is kept, one SLayer refuses too: dropped, it let the name before it meet the
-    # string after it, which then read as a typed literal (DATE '2024-01-01') and hid the name;
-    # but a comment's, which Python skips.
-    tokens = lexer.uncommented(scanned, found)
-    # A quote that closes nowhere: the rest is inside its string (the quote kept: it opens one).
-    unclosed = next((at for at, token in enumerate(tokens) if token.kind == "unclosed"), len(tokens) - 1)
-    tokens = tokens[: unclosed + 1]
-    if sql:
-        _refuse_backquote(tokens, text, what)
-    refs: dict[str, None] = {}
-    stack: list[_Frame] = []
-    rewritten = set() if sql else _rewritten_words(tokens, cases.words)
-    for index, token in enumerate(tokens):
-        if token.text in ("(", "["):
-            stack.append(_open_frame(tokens, index, stack, sql))
-        elif token.text in (")", "]"):
-            if stack:
-                stack.pop()
-        elif token.text == ",":
-            if stack:
-                stack[-1].keyword = False
-                if stack[-1].method:
-                    stack[-1].path = None  # a method call's later arguments are literals
-        elif stack and stack[-1].skip:
-            continue
-        elif token.kind == "name" and index not in rewritten:
-            ref = _name_reference(tokens, index, stack, sql, text, what)
-            if ref is not None:
-                refs[ref] = None
-        elif token.text == "*" and _star(tokens, index, stack, sql, text, what):
-            refs[f"{stack[-1].path}.*" if stack and stack[-1].path else SOURCE_MODEL] = None
-    return list(refs)
-
-
-
-def _refuse_backquote(tokens: list[Token], text: str, what: str) -> None:
-    """Refuse a filter's backquoted name (outside a string): SLayer's resolver reads the name and
-    its engine does not parse the backquotes."""
-    quoted = next((token for token in tokens if token.kind == "lit" and token.text.startswith("`")), None)
-    if quoted is not None:
-        raise InvalidInputError(
-            f"{what} {text!r}: a backquote quotes no name in a filter: SLayer's engine cannot parse it. "
-            f"Write the name bare: {quoted.text.strip('`')}."
-        )
-
-
-def _rewritten_words(tokens: list[Token], case_words: set[int]) -> set[int]:
-    """Where a formula's tokens are SQL words SLayer rewrites rather than columns: the keywords of
-    a CASE ... END (found where ``case_words`` says they start, read as SLayer lowers them);
-    distinct right after ``count(`` and before its operand (``-amount``, ``1``); the unit and FROM of ``extract(year from x)``."""
-    words: set[int] = set()
-    for index, token in enumerate(tokens):
-        if token.kind not in ("name", "lit"):  # extract's unit may be quoted: extract('month' from x)
-            continue
-        word = token.text.lower()
-        before = [t.text.lower() for t in tokens[max(index - 2, 0) : index]]
-        after = tokens[index + 1 : index + 3]
-        if token.start in case_words:
-            pass
-        elif word == "distinct" and before == ["count", "("] and after and after[0].text not in (")", ","):
-            pass
-        elif (
-            before == ["extract", "("]
-            and len(after) == 2
-            and after[0].text.lower() == "from"
-            and after[1].kind == "name"
-        ):
-            words.add(index + 1)  # the FROM
-        else:
-            continue
-        words.add(index)
-    return words
-
-
-def _open_frame(tokens: list[Token], index: int, stack: list[_Frame], sql: bool) -> _Frame:
-    """The frame ``tokens[index]`` opens. A formula's ``customers.sum(city)`` is SLayer's method
-    form of ``sum(customers.city)``: its value's names go onto the path (a filter's, SLayer's
-    resolver reads bare)."""
-    before = tokens[index - 1] if index >= 1 else _NONE
-    func = before.text.lower() if before.kind == "name" else None
-    colon = func is not None and index >= 2 and tokens[index - 2].text == ":"
-    path = before.text.rpartition(".")[0] if func is not None and not sql else None
-    return _Frame(func, colon, bool(stack) and stack[-1].skip, path or (stack[-1].path if stack else None), bool(path))
-
-
-def _name_reference(
-    tokens: list[Token], index: int, stack: list[_Frame], sql: bool, text: str, what: str
-) -> str | None:
-    name = tokens[index].text
-    before = tokens[index - 1] if index >= 1 else _NONE
-    after = tokens[index + 1] if index + 1 < len(tokens) else _NONE
-    # A filter's :agg and ::type, as SLayer's resolver drops them, are written together.
-    if after.text == "(" or (before.text in (":", "::") and not (sql and before.end < tokens[index].start)):
-        return None  # a function, an aggregation name or a cast type
-    if (
-        after.text == "="
-        and stack
-        and (before.text == "," or (before.text == "(" and stack[-1].colon))
-    ):
-        stack[-1].keyword = True
-        return None
-    if after.kind in ("lit", "unclosed") or (before.kind == "name" and before.text.lower() == "as"):
-        return None  # DATE '2024-01-01', CAST(x AS date)
-    # A formula's x:agg aggregates the column x, whatever its name (SLayer's true:count counts one).
-    aggregated = not sql and after.text == ":" and after.start == tokens[index].end
-    if not aggregated and (name == "None" or (sql and name.lower() in SQL_WORDS)):
-        return None
-    if not aggregated and not sql and name.lower() in _FORMULA_WORDS:
-        return None
-    if not sql and before.text == "," and name in GRANULARITIES and stack and stack[-1].func in _GRANULAR:
-        return None  # a transform's granularity: time_shift(sum(amount), -1, month)
-    if not name.isascii():
-        raise InvalidInputError(
-            f"{what} {text!r}: '{name}' is not a name SLayer can use; columns are ASCII letters, "
-            "digits and '_'."
-        )
-    if stack and stack[-1].path:
-        name = f"{stack[-1].path}.{name}"
-    if name.endswith(".*") and not _counted(tokens, index, stack, sql):
-        _refuse_miscased_count(tokens, index, stack, text, what)
-        raise InvalidInputError(
-            f"{what} {text!r}: '{name}' only works as count({name}) or {name}:count."
-        )
-    return name
-
-
-def _star(
-    tokens: list[Token], index: int, stack: list[_Frame], sql: bool, text: str, what: str
-) -> bool:
-    """Whether this ``*`` counts rows (True) or multiplies (False); ``sum(*)`` is an error."""
-    if _counted(tokens, index, stack, sql):
-        return True
-    before = tokens[index - 1] if index >= 1 else _NONE
-    after = tokens[index + 1] if index + 1 < len(tokens) else _NONE
-    if after.text == ":" or (before.text == "(" and after.text in (")", ",")):
-        _refuse_miscased_count(tokens, index, stack, text, what)
-        raise InvalidInputError(
-            f"{what} {text!r}: only count takes '*' (count(*) or *:count counts the source "
-            "model's rows)."
-        )
-    return False
-
-
-def _refuse_miscased_count(
-    tokens: list[Token], index: int, stack: list[_Frame], text: str, what: str
-) -> None:
-    """A formula's ``COUNT(*)``: SLayer's Mode-B parser takes only the lower-case count."""
-    if _counted(tokens, index, stack, sql=True):
-        # A method call's path goes onto the star, as SLayer reads customers.COUNT(*).
-        path, _, count = tokens[index - 2].text.rpartition(".")
-        star = f"{path}.{tokens[index].text}" if path else tokens[index].text
-        raise InvalidInputError(f"{what} {text!r}: {_star_refused(f'{star}:{count}', star)}")
-
-
-def _counted(tokens: list[Token], index: int, stack: list[_Frame], sql: bool) -> bool:
-    """``*`` or ``m.*`` as the argument of ``count(...)`` or before ``:count``; a filter is SQL,
-    whose COUNT(*) SLayer takes, where a formula's COUNT(*) it refuses."""
-    before = tokens[index - 1] if index >= 1 else _NONE
-    after = tokens[index + 1] if index + 1 < len(tokens) else _NONE
-    if after.text == ":":
-        agg = tokens[index + 2] if index + 2 < len(tokens) else _NONE
-        return agg.kind == "name" and agg.text == "count"
-    return (
-        before.text == "("
-        and bool(stack)
-        and index >= 2
-        and (tokens[index - 2].text.lower() if sql else tokens[index - 2].text).rpartition(".")[2] == "count"
-        and after.text in (")", ",")
-    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -464,6 +195,8 @@ class Resolves(Protocol):
 
     def resolve(self, ref: str, source_model: str | Model | None = None) -> Resolution: ...
 
+    def resolve_from(self, ref: str, source: Model) -> Resolution: ...
+
 
 def query_entities(query: Any, resolver: Resolves) -> tuple[list[str], list[str]]:
     """The canonical entities a SlayerQuery touches (source model first) and resolution warnings.
@@ -481,7 +214,7 @@ def query_entities(query: Any, resolver: Resolves) -> tuple[list[str], list[str]
     source = resolver.query_source(name)
     entities: dict[str, None] = {source.entity: None}
     warnings: dict[str, None] = {}
-    for _ref, resolved in _resolutions(shape, source, resolver):
+    for _ref, resolved in _resolutions(shape.items, shape.defined, source, resolver):
         if isinstance(resolved, KBError):
             raise resolved from None
         entities[resolved.entity] = None
@@ -493,15 +226,19 @@ def reference_problems(query: Any, resolver: Resolves) -> list[tuple[str, KBErro
     """Each reference of ``query`` that does not resolve against ``resolver``'s catalog, named by
     its place and text (``measures[0] nope``), with what :func:`query_entities` raises of it, in
     its order; so that one query's problems against two catalogs compare reference by reference.
-    An item SLayer refuses whatever the catalog comes first, named by its place and text; what is
-    wrong with the query as a whole raises."""
+    An item SLayer refuses whatever the catalog comes first, named by its place and text, then its
+    words (a refused measure's or filter's too); where the source model does not resolve, the
+    other references are resolved without one. What is wrong with the query as a whole raises."""
     shape, name = _shape(query)
-    refused: list[tuple[str, KBError]] = list(shape.refused)
+    found: list[tuple[str, KBError]] = list(shape.refused)
+    source: Model | None = None
     try:
         source = resolver.query_source(name)
-    except KBError as exc:
-        return [*refused, (f"source_model {name}", exc)]
-    return refused + [(ref, found) for ref, found in _resolutions(shape, source, resolver) if isinstance(found, KBError)]
+    except KBError as exc:  # the other references read as they read alone, the same at both catalogs
+        found.append((f"source_model {name}", exc))
+    items = [*shape.items, *shape.unread]
+    return found + [(ref, error) for ref, error in _resolutions(items, shape.defined, source, resolver)
+                    if isinstance(error, KBError)]
 
 
 def _shape(query: Any) -> tuple[Shape, str]:
@@ -516,27 +253,48 @@ def _shape(query: Any) -> tuple[Shape, str]:
     return shape, shape.source
 
 
-def _resolutions(shape: Shape, source: Model, resolver: Resolves) -> Iterator[tuple[str, Resolution | KBError]]:
-    """Each reference of the query, named by its place and text, and what it resolves to, or the
-    error (in the query's words) that says why it does not."""
-    for item in shape.items:
-        try:
-            refs = [item.text] if item.kind == "ref" else _SCANS[item.kind](item.text)
-        except InvalidInputError as exc:  # refused whatever the catalog: the item's other words unread
-            yield f"{item.where} {item.text}", InvalidInputError(f"{item.where}: {exc}")
-            continue
+def _resolutions(items: list[Item], defined: set[str], source: Model | None,
+                 resolver: Resolves) -> Iterator[tuple[str, Resolution | KBError]]:
+    """Each reference of ``items`` (but the names the query defines), named by its place and
+    text, and what it resolves to in a query on ``source``, or the error (in the query's words)
+    that says why it does not. An item refused whatever the catalog comes first, named by its
+    place and text, then its words."""
+    for item in items:
+        scanned = Scanned([item.text], frozenset()) if item.kind == "ref" else _SCANS[item.kind](item.text)
+        if scanned.refused is not None:
+            yield f"{item.where} {item.text}", InvalidInputError(f"{item.where}: {scanned.refused}")
+        refs = scanned.refs
         for ref in refs:
-            if ref in shape.defined:
+            if ref in defined:
                 continue
             resolved: Resolution | KBError
             try:
-                resolved = resolver.resolve(ref, source)
+                resolved = _resolve(resolver, ref, source, ref in scanned.later)
             except KBError as exc:
                 resolved = _in_context(_word_slip(exc, ref, item), item, refs)
             yield f"{item.where} {ref}", resolved
 
 
-_SCANS = {"formula": formula_references, "filter": filter_references}
+_SCANS = {"formula": scan_formula, "filter": scan_filter}
+
+
+def _resolve(resolver: Resolves, ref: str, source: Model | None, later: bool) -> Resolution:
+    """What ``ref`` names in a query on ``source``. A name read only in an aggregation's later
+    argument, which SLayer's memory resolver does not read, SLayer's engine walks from the source
+    model, so a join's name may head it (``last(amount, original_order.created_at)``)."""
+    try:
+        return resolver.resolve(ref, source)
+    except ResolutionError as exc:
+        if source is None or not later or "." not in ref or isinstance(exc, AmbiguousEntityError):
+            raise
+        try:
+            return resolver.resolve_from(ref, source)
+        except KBError as walked:
+            try:  # where the head is a join of the source, the walk says what is missing past it
+                resolver.resolve_from(ref.split(".")[0], source)
+            except KBError:
+                raise exc from None
+            raise walked from None
 
 
 def _word_slip(exc: KBError, ref: str, item: Item) -> KBError:

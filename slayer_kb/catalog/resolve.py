@@ -157,6 +157,12 @@ class Resolver:
         entity = self._path(segments, source, warnings, text)
         return Resolution(entity, warnings)
 
+    def resolve_from(self, ref: str, source: Model) -> Resolution:
+        """The column or model the dotted name ``ref`` reaches walked from ``source``'s joins, as
+        SLayer's engine reads a name its memory resolver does not (an aggregation's later
+        argument): ``original_order.created_at`` on refunds, a join named ``original_order``."""
+        return Resolution(self._dotted(source, _segments(ref, ref)), [])
+
     def resolve_model(self, ref: str) -> Resolution:
         """A model reference (``orders``, ``shop.orders``) as a canonical model entity."""
         return Resolution(self.source(ref).entity, [])

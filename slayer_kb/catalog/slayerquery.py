@@ -46,6 +46,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from ..core.errors import InvalidInputError
 from ..core.text import kind_of
+from .modeb import GRANULARITIES
 from .querychecks import (
     FALSE,
     TRUE,
@@ -64,7 +65,6 @@ from .querychecks import (
 )
 from .querycolumns import (
     CALL,
-    GRANULARITIES,
     NAME,
     NAME_RULE,
     column_ref,
@@ -136,6 +136,9 @@ class Shape:
     # Each item SLayer refuses, by its place and text, and why: the query's other items are still
     # read, so that a reader comparing two catalogs sees their references too.
     refused: list[tuple[str, InvalidInputError]] = field(default_factory=list)
+    # The text of each measure and filter refused, its names still read where two catalogs are
+    # compared, so that a name the branch broke is not hidden behind the item's older refusal.
+    unread: list[Item] = field(default_factory=list)
 
     def item(self, where: str, value: Any, check: Callable[..., T], *args: Any) -> T | None:
         """``check(*args)``, or None with its refusal kept, named by ``where`` and ``value``."""
@@ -267,6 +270,9 @@ def _measures(data: Mapping[str, Any], shape: Shape) -> list[Item]:
         where = f"measures[{i}]"
         formula = shape.item(where, value, _measure, value, where)
         if formula is None:
+            text = value.get("formula") if isinstance(value, Mapping) else value
+            if isinstance(text, str):
+                shape.unread.append(Item(where, "formula", text))
             continue
         if isinstance(value, Mapping) and isinstance(value.get("name"), str):
             shape.defined.add(value["name"])
@@ -405,8 +411,14 @@ def _filters(data: Mapping[str, Any], shape: Shape) -> list[Item]:
         return []
     if not isinstance(values, (list, tuple)):
         fail("filters", "Input should be a valid list (write filters: [\"status = 'paid'\"])")
-    found = (shape.item(f"filters[{i}]", value, _filter, value, f"filters[{i}]") for i, value in enumerate(values))
-    return [item for item in found if item is not None]
+    items = []
+    for i, value in enumerate(values):
+        item = shape.item(f"filters[{i}]", value, _filter, value, f"filters[{i}]")
+        if item is not None:
+            items.append(item)
+        elif isinstance(value, str):
+            shape.unread.append(Item(f"filters[{i}]", "filter", value))
+    return items
 
 
 def _filter(value: Any, where: str) -> Item:

@@ -9,12 +9,15 @@ the same query already has at the base (where the branch parted from REF; HEAD f
 checked against the base's catalog with this release's rules, is a warning naming the memory and
 its fix. Only what failed at the base is inherited: every reference that fails here failed there,
 of the same kind (stale or invalid), whatever each catalog's message lists (columns suggested,
-models holding a name). A query the branch wrote or changed, one a catalog change of the branch
-broke, and one with a new failing reference beside an old one still fail, named by the new one.
+models holding a name); a refused item's words and, where the source model is refused, the query's
+other references are compared too (``refs.reference_problems``). A query the branch wrote or
+changed, one a catalog change of the branch broke, and one with a new failing reference beside an
+old one still fail, named by the new one.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from ..catalog.catalog import Catalog
@@ -25,17 +28,18 @@ from ..core.locate import memory_path
 from ..core.memory import MAX_FILE_BYTES
 from ..core.problems import INVALID_QUERY, STALE_QUERY, Problem
 from ..store.repo import GitStore, find_toplevel
-from .queryproblem import query_of, query_problem
+from .queryproblem import QueryProblem, query_of, query_problem, reported
 from .snapshot import blobs_at, catalog_at
 from .teamchecks import Branch
 
 
-def inherited_as_warnings(problems: list[Problem], warnings: list[Problem], compared: Branch | None,
-                          hook: bool, root: Path, ids: set[str], resolver: Resolver) -> list[Problem]:
+def inherited_as_warnings(problems: list[Problem], warnings: list[Problem], compared: Branch | None, hook: bool,
+                          root: Path, ids: set[str], queries: Mapping[str, tuple[QueryProblem, str]]) -> list[Problem]:
     """``problems`` of the KB at ``root`` without the query problems it inherits from the base,
     which go to ``warnings``. The base: where the branch parted from ``compared``'s revision;
     HEAD when ``hook`` (a catalog file named, as pre-commit names the files of a commit).
-    ``resolver``: the KB's, at ``root``."""
+    ``ids``: the KB's memory ids; ``queries``: the query problem each of ``problems`` reports, and
+    its fix, by memory id."""
     ours = [p for p in problems if p.kind in (INVALID_QUERY, STALE_QUERY)]
     base = _base(compared, hook, root) if ours else None
     if base is None:
@@ -50,15 +54,12 @@ def inherited_as_warnings(problems: list[Problem], warnings: list[Problem], comp
         if query is None or query != query_of(_read(root / memory_path(Path(problem.path).stem))):
             continue
         catalog = catalog or [catalog_at(store, rev)]
-        at_head = query_problem(query, resolver)
-        if at_head is None:
-            continue
+        at_head, fix = queries[Path(problem.path).stem]
         new = at_head.since(query_problem(query, Resolver(catalog[0], ids.__contains__, check_id)))
         if new is None:
             inherited.add(id(problem))
-        elif new.message != at_head.message and problem.message.startswith(at_head.message):
-            newly[id(problem)] = Problem(problem.path, problem.line,
-                                         new.message + problem.message[len(at_head.message):], new.kind)
+        elif new.message != at_head.message:
+            newly[id(problem)] = Problem(problem.path, problem.line, reported(new, fix), new.kind)
     warnings.extend(Problem(p.path, p.line, f"{p.message}; the query is so at {label} already: not this "
                             "branch's doing, so it fails nothing", p.kind) for p in ours if id(p) in inherited)
     return [newly.get(id(p), p) for p in problems if id(p) not in inherited]

@@ -37,6 +37,11 @@ class QueryProblem:
         return QueryProblem(new[0][2], new[0][0], new) if new else None
 
 
+def reported(problem: QueryProblem, fix: str) -> str:
+    """``problem`` as validate reports it: what is wrong, then the fix, which names the memory."""
+    return f"{problem.message}; {fix}"
+
+
 def query_problem(query: Any, resolver: Resolver) -> QueryProblem | None:
     """What is wrong with ``query`` against ``resolver``'s catalog; None when nothing is. A reference
     that no longer resolves is stale (what a catalog delete leaves); anything else is invalid."""

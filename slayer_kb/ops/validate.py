@@ -77,7 +77,7 @@ from ..store.listing import RACY_SECONDS
 from ..store.repo import STATE_DIR, GitStore
 from .inherited import inherited_as_warnings
 from .plainmerge import plain_merge_conflicts
-from .queryproblem import query_problem
+from .queryproblem import QueryProblem, query_problem, reported
 from .schema_words import item_line, memory_problems, read_times, session_problems
 from .teamchecks import (
     branch,
@@ -205,6 +205,9 @@ class KBContext:
             folded.setdefault(fold_id(memory_id), []).append(memory_id)
         self.folded = folded
         self.resolver = Resolver(self.catalog, self.ids.__contains__, check_id)
+        # Each memory's query problem found, and its fix, by memory id: what the inherited check
+        # compares with the base's (``inherited``).
+        self.queries: dict[str, tuple[QueryProblem, str]] = {}
 
     @classmethod
     def of(cls, root: Path) -> KBContext:
@@ -265,7 +268,7 @@ def validate(paths: Sequence[Path], against: str | None = None, opened: GitStore
             found.extend(check_file(path, name, context, report.warnings) if path in target.files
                          else reference_problems(path, name, context))
         report.problems.extend(inherited_as_warnings(found, report.warnings, compared, target.hook, target.root,
-                                                     context.ids, context.resolver))
+                                                     context.ids, context.queries))
         # A key held twice needs every holder, not just the branch's files.
         holders = target.files
         if changed is not None and compared is not None and holds_a_topic_key(changed.own):
@@ -574,7 +577,8 @@ def _query_problems(
     found = query_problem(query, context.resolver)
     if found is not None:
         fix = f"fix or remove the query with '{context.command} edit {shell_word(memory_id)}'"
-        yield key_line(text, "query"), f"{found.message}; {fix}", found.kind
+        context.queries[memory_id] = found, fix
+        yield key_line(text, "query"), reported(found, fix), found.kind
 
 
 def _unresolved(entity: str, context: KBContext, memory_id: str) -> str:
