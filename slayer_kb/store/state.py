@@ -11,9 +11,10 @@ when slayer-kb opens it. So before anything in it is read:
   but not the folder's inode, and an attacker does not know the key, so a folder checked out from
   a repository never matches;
 - and it must hold no file that git put there. What git tracks under the folder is listed by
-  ``git ls-files`` and kept, under the key's MAC, in ``checked-head``, bound to HEAD and to git's
-  index file (its device, inode, size, times and checksum trailer: any git command that stages
-  rewrites it). A change to either lists again: a pull or checkout moves HEAD, and ``git
+  ``git ls-files`` (nothing, without git, where git's index file read in the process cannot
+  hold the folder's path: ``gitindex.may_hold``) and kept, under the key's MAC, in
+  ``checked-head``, bound to HEAD and to git's index file (its device, inode, size, times and
+  checksum trailer: any git command that stages rewrites it). A change to either lists again: a pull or checkout moves HEAD, and ``git
   checkout BRANCH -- .slayer-kb``, ``merge --squash``, ``cherry-pick -n``, ``stash pop`` or
   ``apply --index`` stage git's files without moving it. Each check then looks for those paths
   in the folder, and a file there with the very bytes (or link) git tracks is git's copy (a
