@@ -38,6 +38,7 @@ from .core.ids import MAX_AUTO_DIGITS, MAX_ID_BYTES, check_new_id, highest_auto_
 from .core.locate import MEMORIES_DIR, id_of_path, memory_path
 from .core.memory import Memory, dumps, loads
 from .core.text import listed
+from .store import gitindex
 from .store.gitstate import detached_head
 from .store.leases import BLOCK, block_of, first_of
 from .store.repo import Change
@@ -302,17 +303,9 @@ class Transaction:
     def _index_names(self) -> set[str] | None:
         """The memory ids git's index names (a few more where another folder's path ends as the
         memories folder's does), from one scan of its file where each path is spelt whole (version 2
-        or 3, not split: no shared index beside it); None when it cannot tell."""
-        path = self.store.index_file
-        try:
-            with open(path, "rb") as index:
-                data = index.read()
-            shared = any(name.startswith("sharedindex.") for name in os.listdir(path.parent))
-        except FileNotFoundError:
-            return set()
-        except OSError:
-            return None
-        if data[:8] not in (b"DIRC\0\0\0\2", b"DIRC\0\0\0\3") or shared:
+        or 3, neither split nor sparse: ``gitindex.read_whole``); None when it cannot tell."""
+        data = gitindex.read_whole(self.store.index_file)
+        if data is None:
             return None
         folder = re.escape(self.store.repo_path(f"{MEMORIES_DIR}/").encode("utf-8", "surrogateescape"))
         return {name.decode("utf-8", "surrogateescape") for name in re.findall(folder + rb"([^\0/]+)\.yaml\0", data)}

@@ -12,7 +12,7 @@ import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import StoreError
-from testing import CliRunner, Watcher, eventually, git, hostile_toc, json_of, traced_git
+from testing import CliRunner, Watcher, eventually, git, hostile_toc, json_of, make_empty_kb, traced_git
 
 
 def hostile_repo(tmp_path: Path, proof: Path) -> Path:
@@ -190,26 +190,30 @@ def set_aside(root: Path) -> list[str]:
     return sorted(p.name for p in root.iterdir() if p.name.startswith(".slayer-kb.untrusted-"))
 
 
-def tracking_clone(tmp_path: Path, how: str) -> Path:
+def tracking_clone(tmp_path: Path, how: str, under: str = "") -> Path:
     """A clone of a KB whose repository tracks a file under .slayer-kb (``file``) or .slayer-kb
-    itself as a symbolic link (``link``) or a file (``plain``)."""
+    itself as a symbolic link (``link``) or a file (``plain``); the KB in the repository's folder
+    ``under``, at its top by default. The clone's KB."""
     origin = tmp_path / "origin"
-    KnowledgeBase.init(origin).save_observation(title="Refunds", content="refunds are counted once")
+    if under:
+        git(tmp_path, "init", "-q", str(origin))
+    kb = origin / under
+    KnowledgeBase.init(kb).save_observation(title="Refunds", content="refunds are counted once")
     if how == "file":
-        (origin / ".slayer-kb" / "x").write_text("committed by mistake\n")
-        git(origin, "add", "-f", ".slayer-kb/x")
+        (kb / ".slayer-kb" / "x").write_text("committed by mistake\n")
+        git(kb, "add", "-f", ".slayer-kb/x")
     elif how == "plain":
-        shutil.rmtree(origin / ".slayer-kb")
-        (origin / ".slayer-kb").write_text("committed by mistake\n")
-        git(origin, "add", "-f", ".slayer-kb")
+        shutil.rmtree(kb / ".slayer-kb")
+        (kb / ".slayer-kb").write_text("committed by mistake\n")
+        git(kb, "add", "-f", ".slayer-kb")
     else:
-        shutil.rmtree(origin / ".slayer-kb")
-        os.symlink("elsewhere", origin / ".slayer-kb")
-        git(origin, "add", "-f", ".slayer-kb")
-    git(origin, "commit", "-q", "-m", "state tracked")
+        shutil.rmtree(kb / ".slayer-kb")
+        os.symlink("elsewhere", kb / ".slayer-kb")
+        git(kb, "add", "-f", ".slayer-kb")
+    git(kb, "commit", "-q", "-m", "state tracked")
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(origin), str(clone))
-    return clone
+    return clone / under
 
 
 @pytest.mark.parametrize(("how", "what"), [("file", "1 file under .slayer-kb"),
@@ -409,3 +413,34 @@ def test_a_warm_server_never_opens_what_git_put_in_its_folder_and_hands_the_comm
     assert not proof.exists()
     assert len(set_aside(clone)) == 1
     assert any("was set aside while this process had the KB open" in line for line in server.lines), server.lines
+
+
+def test_a_kb_whose_git_index_holds_nothing_under_the_folder_is_checked_without_git(tmp_path: Path,
+                                                                                    invoke_cli) -> None:  # noqa: ANN001
+    """After a save (HEAD moved, git's index written) the next command checks the folder again:
+    git's index file, read in the process, names no path under it, so no git process lists it."""
+    kb = make_empty_kb(tmp_path / "kb")
+    assert invoke_cli("--kb", kb, "save", "refunds are counted once", "--title", "Refunds").returncode == 0
+    with traced_git(tmp_path) as runs:
+        got = invoke_cli("--kb", kb, "get", "1")
+    assert (got.returncode, got.stderr, runs("ls-files"), runs("cat-file")) == (0, "", [], [])
+    assert "Refunds" in got.stdout
+
+
+@pytest.mark.parametrize("form", [["--index-version", "4"], ["--split-index"]])
+def test_a_git_index_whose_paths_are_not_spelt_whole_is_asked_of_git(tmp_path: Path, invoke_cli,  # noqa: ANN001
+                                                                     form: list[str]) -> None:
+    """A version 4 index spells each path against the one before it, a split index keeps its
+    entries in a shared file beside it: neither file holds the tracked folder's path, so git is
+    asked, and its copy checked out into the folder is still set aside unread. (The KB is in a
+    folder of its repository: git's cache of trees names each folder alone, not its path.)"""
+    clone = tracking_clone(tmp_path, "file", under="kb")
+    assert invoke_cli("--kb", clone, "list").returncode == 0  # the clone's folder set aside
+    git(clone, "update-index", *form)
+    assert b"kb/.slayer-kb" not in (clone.parent / ".git" / "index").read_bytes()
+    git(clone, "checkout", "--", ".slayer-kb")
+    with traced_git(tmp_path) as runs:
+        proc = invoke_cli("--kb", clone, "list")
+    assert proc.returncode == 0, proc.stderr
+    assert "git tracks files in it (force-added to the repository) and put x there" in proc.stderr
+    assert (len(runs("ls-files")), len(set_aside(clone))) == (1, 2)

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from whoosh import index as windex
 from whoosh.codec.whoosh3 import W3PerDocReader
 from whoosh.fields import ID, KEYWORD, STORED, TEXT, Schema
+from whoosh.filedb import filetables
 from whoosh.filedb.filestore import FileStorage
 from whoosh.filedb.structfile import BufferFile
 from whoosh.idsets import BitSet
@@ -119,6 +120,30 @@ def test_buffer_file_sets_the_attributes_it_did() -> None:
     with assumption("BufferFile.__init__ sets exactly BUFFER_FILE_ATTRIBUTES"):
         assert set(vars(BufferFile(b"abc", name="part"))) == internals.BUFFER_FILE_ATTRIBUTES
         assert set(vars(BufferFile(memoryview(b"abc"), name="part"))) == internals.BUFFER_FILE_ATTRIBUTES
+
+
+def test_a_terms_file_is_opened_as_whoosh_opens_it(tmp_path: Path) -> None:
+    """``_open_hash`` sets the attributes HashReader.__init__ sets, to the same values: the one
+    read of its directory gives what Whoosh's 256 reads give, for a segment's terms file (a compound
+    file's part, read in place, and a file of its own)."""
+    (tmp_path / "ix").mkdir()
+    ix = windex.create_in(str(tmp_path / "ix"), schema.SCHEMA)
+    for compound in (True, False):
+        writer = ix.writer(codec=schema.CODEC, compound=compound)
+        for n in range(40):
+            writer.add_document(id=f"{compound}{n}", text=f"refunds counted once, word{n} and word{n * 7}")
+        writer.commit(merge=False)
+    with ix.reader() as reader:
+        for leaf, _offset in reader.leaf_readers():
+            segment = leaf.segment()
+            storage = segment.open_compound_file(ix.storage) if segment.is_compound() else ix.storage
+            dbfile = segment.open_file(storage, codec.Codec.TERMS_EXT)  # each opening seeks where it reads
+            ours = filetables.OrderedHashReader(dbfile)
+            whooshs = object.__new__(filetables.OrderedHashReader)
+            internals.hash_reader_init(whooshs, dbfile)
+            with assumption("HashReader.__init__ sets the attributes _open_hash sets, to the same values"):
+                assert vars(ours) == vars(whooshs)
+            assert len(ours.tables) == 256 and list(ours.keys()) == list(whooshs.keys())
 
 
 @settings(max_examples=60, deadline=None)
@@ -372,6 +397,7 @@ import functools, sys
 import slayer_kb.search.index
 import whoosh.compat, whoosh.reading
 from whoosh.fields import ID, Schema
+from whoosh.filedb import filetables
 from whoosh.filedb.filestore import FileStorage
 print(sorted(m for m in ("asyncio", "urllib.request", "cached_property") if m in sys.modules))
 print(whoosh.reading.cached_property is functools.cached_property)

@@ -17,7 +17,9 @@ What relies on what:
 - ``postings_of``, ``posting_blocks``, ``length_bytes``, ``LENGTH_OF_BYTE``, ``field_b``: BM25F
   scored with numpy over whole posting lists (scoring.py, bm25.py); ``index_of``: decoded
   postings kept by index (postings.py);
-- ``BulkWriter``, ``unblock_jobs``: the multi-process writer made safe to kill (workers.py).
+- ``BulkWriter``, ``unblock_jobs``: the multi-process writer made safe to kill (workers.py);
+- ``hash_reader_init``: Whoosh's own opening of a terms file, replaced by one that reads its
+  directory at once (``_open_hash``).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from . import whoosh_start  # noqa: F401  # isort: skip  (first: see its doc)
 from whoosh import columns
 from whoosh import index as windex
 from whoosh.codec.whoosh3 import LENGTHS_COLUMN, W3Codec, W3LeafMatcher, W3PerDocReader, _lenfield
+from whoosh.filedb import filetables
 from whoosh.filedb.structfile import BufferFile
 from whoosh.idsets import BitSet
 from whoosh.index import TOC, clean_files
@@ -164,6 +167,38 @@ def _open_view(self: Any, buf: Any, name: str | None = None, onclose: Any = None
 BUFFER_FILE_ATTRIBUTES = frozenset({"_buf", "_name", "file", "onclose", "is_real", "is_closed"})
 _buffer_file_init = BufferFile.__init__
 BufferFile.__init__ = _open_view
+
+
+def _open_hash(self: Any, dbfile: Any, length: int | None = None, magic: bytes = b"HSH3", startoffset: int = 0) -> None:
+    """HashReader.__init__ with its directory of 256 hash tables read in one read rather than
+    one each: every segment's terms file is one, opened with each reader of the segment (a
+    save's look-ups open every segment's), and the 256 reads were a third of a save's Python
+    time in process. Assumes HashReader.__init__ sets these attributes and no other."""
+    self.dbfile = dbfile
+    self.startoffset = startoffset
+    self.is_closed = False
+    if length is None:
+        dbfile.seek(0, os.SEEK_END)
+        length = dbfile.tell() - startoffset
+    dbfile.seek(startoffset)
+    if (filemagic := dbfile.read(4)) != magic:
+        raise filetables.FileFormatError(f"Unknown file header {filemagic!r}")
+    self.hashtype = dbfile.read_byte()
+    self.hashfn = filetables._hash_functions[self.hashtype]
+    dbfile.read_int()  # two ints Whoosh keeps for later use
+    dbfile.read_int()
+    self.startofdata = dbfile.tell()
+    extras_end = startoffset + length - filetables._INT_SIZE
+    extras_at = extras_end - dbfile.get_int(extras_end)
+    dbfile.seek(extras_at)
+    self._read_extras()
+    dbfile.seek(extras_at - filetables._directory_size)
+    self.tables = list(filetables._dir_entry.iter_unpack(dbfile.read(filetables._directory_size)))
+    self.endofdata = self.tables[0][0]
+
+
+hash_reader_init = filetables.HashReader.__init__
+filetables.HashReader.__init__ = _open_hash
 
 
 def reader_reusing(ix: Any, old: Any) -> Any:

@@ -11,9 +11,10 @@ when slayer-kb opens it. So before anything in it is read:
   but not the folder's inode, and an attacker does not know the key, so a folder checked out from
   a repository never matches;
 - and it must hold no file that git put there. What git tracks under the folder is listed by
-  ``git ls-files`` and kept, under the key's MAC, in ``checked-head``, bound to HEAD and to git's
-  index file (its device, inode, size, times and checksum trailer: any git command that stages
-  rewrites it). A change to either lists again: a pull or checkout moves HEAD, and ``git
+  ``git ls-files`` (nothing, without git, where git's index file read in the process cannot
+  hold the folder's path: ``gitindex.may_hold``) and kept, under the key's MAC, in
+  ``checked-head``, bound to HEAD and to git's index file (its device, inode, size, times and
+  checksum trailer: any git command that stages rewrites it). A change to either lists again: a pull or checkout moves HEAD, and ``git
   checkout BRANCH -- .slayer-kb``, ``merge --squash``, ``cherry-pick -n``, ``stash pop`` or
   ``apply --index`` stage git's files without moving it. Each check then looks for those paths
   in the folder, and a file there with the very bytes (or link) git tracks is git's copy (a
@@ -50,6 +51,8 @@ from pathlib import Path
 
 from ..core.errors import StoreError
 from ..core.home import account_home, home
+from . import gitindex
+from .gitenv import LITERAL_PATHS
 
 STATE_DIR = ".slayer-kb"
 STAMP = "owner"
@@ -307,10 +310,14 @@ def index_state(path: Path) -> str:
     return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{trailer}"
 
 
-def tracked(git: Callable[..., subprocess.CompletedProcess[bytes]], folder: str) -> list[Tracked]:
+def tracked(git: Callable[..., subprocess.CompletedProcess[bytes]], folder: str, index_file: Path) -> list[Tracked]:
     """What git tracks at ``folder`` (its path in the repository) or under it: each path's mode,
-    object id and size, its path inside the folder. ``git`` runs git in the repository."""
-    out = git("ls-files", "-s", "-z", "--", folder, check=False).stdout
+    object id and size, its path inside the folder. ``git`` runs git in the repository, whose
+    index file is ``index_file``: where that file cannot hold the folder's path (nearly always:
+    nothing under it is tracked), no git process is started."""
+    if not gitindex.may_hold(index_file, folder):
+        return []
+    out = git("ls-files", "-s", "-z", "--", folder, check=False, env=LITERAL_PATHS).stdout
     staged = [entry.split(b"\t", 1) for entry in out.split(b"\0") if b"\t" in entry]
     if not staged:
         return []
