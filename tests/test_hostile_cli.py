@@ -826,5 +826,6 @@ def test_a_link_a_file_name_or_a_padded_id_given_as_an_id_names_the_id(
     for given in ("memories/7.yaml.orig", "memories/notes.txt", "memories/7"):
         proc = invoke_cli("--kb", root, "get", given)
         assert (proc.returncode, proc.stderr) == (1, (
-            f"Error: Memory id '{given}' contains '/'; ids may not contain \" # * / : < > ? \\ |. "
-            "Use letters, digits, '.', '_' or '-'.\n"))
+            f"Error: Memory id '{given}' is not a valid id (it contains '/'), so no memory has it; give the id of the "
+            "memory to show (search and list show the ids). An id is letters, digits, '.', '_' or '-', starting with "
+            "a letter or digit: 12, kb.paid-revenue.\n"))

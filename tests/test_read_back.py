@@ -191,3 +191,29 @@ def test_show_of_a_broken_memory_file_says_how_to_fix_it_as_get_does(indexed_exa
     assert got.returncode == 1 and f"Edit {root}/memories/5.yaml to fix it" in got.stderr
     shown = invoke_cli("--kb", root, "--json", "show", "5")
     assert (shown.returncode, shown.stderr) == (1, got.stderr)
+
+
+ID_FORM = "An id is letters, digits, '.', '_' or '-', starting with a letter or digit: 12, kb.paid-revenue."
+
+
+def test_an_id_no_memory_can_have_is_told_what_an_id_is_not_to_choose_another(
+        example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """``get .`` said "Memory id '.' is not a usable file name; choose another.", a save's advice
+    for a new id: the user looking for a memory has none to choose. An id given to find a memory
+    that no id can be is said to be no valid id, with the fix and what an id looks like."""
+    root = example_kb_read_only.root
+    for given, reason in ((".", "it names a folder, not a file"), ("..", "it names a folder, not a file"),
+                          ("/", "it contains '/'"), ("-x", "it starts with '-'"),
+                          ("a\u202eb", "it contains whitespace or an invisible/control character, U+202E")):
+        proc = invoke_cli("--kb", root, "--json", "get", "--", given)
+        message = (f"Memory id '{ascii(given)[1:-1]}' is not a valid id ({reason}), so no memory has it; give the id "
+                   f"of the memory to show (search and list show the ids). {ID_FORM}")
+        assert (proc.returncode, json_of(proc), proc.stderr) == (
+            1, {"error": {"type": "invalid_id", "message": message}}, f"Error: {message}\n"), given
+    proc = invoke_cli("--kb", root, "forget", "x" * 300)
+    assert (proc.returncode, proc.stderr) == (1, (
+        "Error: The id given is not a valid id (it is 300 bytes long; an id is at most 200 bytes), so no memory has "
+        f"it; give the id of the memory to forget (search and list show the ids). {ID_FORM}\n"))
+    # A new id keeps a new id's advice.
+    proc = invoke_cli("--kb", root, "save", "x", "-e", "orders", "--id", ".")
+    assert (proc.returncode, proc.stderr) == (1, "Error: Memory id '.' is not a usable file name; choose another.\n")
