@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from slayer_kb import KnowledgeBase
+from slayer_kb.mcp import tools
 from testing import CliRunner, commit_all, git, json_of
 
 NOT_UTF8 = "memories/4.yaml: cannot be read: it is not UTF-8 text (invalid start byte at byte 0)"
@@ -217,3 +218,25 @@ def test_an_id_no_memory_can_have_is_told_what_an_id_is_not_to_choose_another(
     # A new id keeps a new id's advice.
     proc = invoke_cli("--kb", root, "save", "x", "-e", "orders", "--id", ".")
     assert (proc.returncode, proc.stderr) == (1, "Error: Memory id '.' is not a usable file name; choose another.\n")
+
+
+TITLE_BREAK = ("title is one line, and this one breaks at U+{:04X}: a title heads the memory in every listing and "
+               "names it in the commit. Write it on one line; the detail goes in the content.")
+
+
+def test_a_title_of_two_lines_is_refused_with_the_fix(example_kb_read_only: KnowledgeBase,
+                                                       invoke_cli: CliRunner) -> None:
+    """``save --title 'a\\nb'`` was saved: every listing then showed ``a\\x0ab`` and the commit's
+    subject ``a b``. A title is one line; a save, an update and the MCP tools refuse one that
+    breaks (after the trim: a line break at its end is none), naming the break and the fix."""
+    root = example_kb_read_only.root
+    for title, code in (("a\nb", 0x0A), ("a\r\nb", 0x0D), ("a\u2028b", 0x2028), ("a\x0bb", 0x0B)):
+        message = TITLE_BREAK.format(code)
+        for args in (("save", "x", "--title", title), ("update", "25", "--title", title)):
+            proc = invoke_cli("--kb", root, "--json", *args)
+            assert (proc.returncode, json_of(proc), proc.stderr) == (
+                1, {"error": {"type": "invalid_input", "message": message}}, f"Error: {message}\n"), (args, title)
+        for tool, arguments in (("mem_save", {"title": title, "content": "x"}),
+                                ("mem_update", {"id": "25", "title": title})):
+            reply = tools.call_tool(example_kb_read_only, tool, arguments)
+            assert (reply.is_error, reply.text) == (True, message), tool
