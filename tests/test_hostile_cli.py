@@ -569,9 +569,12 @@ def test_control_characters_of_a_title_reach_no_commit_message(indexed_example_k
                                                                invoke_cli: CliRunner) -> None:
     """A title is kept exactly, but the commit message names it on one line of printable text:
     a NUL made git refuse the commit ("git commit-tree failed"), an escape sequence went into
-    every `git log` of the KB, and a blank line started a body of forged trailers."""
+    every `git log` of the KB, and a blank line started a body of forged trailers (a title is
+    one line now: refused; a capture's source still may break lines)."""
     root = indexed_example_kb.root
-    title = "a\x00b \x1b]0;pwned\x07 \u202eevil\n\nSigned-off-by: someone else"
+    forged = invoke_cli("--kb", root, "save", "the learning", "--title", "a\n\nSigned-off-by: someone else")
+    assert forged.returncode == 1 and forged.stderr.startswith("Error: title is one line, and this one breaks at U+000A")
+    title = "a\x00b \x1b]0;pwned\x07 \u202eevil\tSigned-off-by: someone else"
     saved = invoke_cli("--kb", root, "--json", "save", "the learning", "--title", title)
     assert (saved.returncode, json_of(saved)["memory_id"], saved.stderr) == (0, "27", "")
     assert json_of(invoke_cli("--kb", root, "--json", "get", "27", check=True))["title"] == title
