@@ -240,3 +240,21 @@ def test_a_title_of_two_lines_is_refused_with_the_fix(example_kb_read_only: Know
                                 ("mem_update", {"id": "25", "title": title})):
             reply = tools.call_tool(example_kb_read_only, tool, arguments)
             assert (reply.is_error, reply.text) == (True, message), tool
+
+
+def test_a_control_or_bidi_character_in_a_refused_value_is_shown_escaped_in_every_reply(
+        example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """``save -e`` of a reference holding U+202E (a right-to-left override) or an escape sequence
+    put the raw character in the message under --json and in MCP's reply, where a reader lays
+    the line out reversed or a terminal acts on it; stderr showed it escaped. Every error message
+    shows it as stderr does."""
+    root = example_kb_read_only.root
+    for ref, shown in (("ord\u202eers.amount", "ord\\u202eers.amount"), ("ord\x1b]52;c;eA==\x07ers", "ord\\x1b]52;c;eA==\\x07ers"),
+                       ("ord\u2066ers.x", "ord\\u2066ers.x")):
+        message = (f"'{shown}' contains an invalid identifier segment. (Each part between dots is a name: a letter or "
+                   "'_', then letters, digits, '_' or '-'.)")
+        proc = invoke_cli("--kb", root, "--json", "save", "x", "-e", ref)
+        assert (proc.returncode, json_of(proc), proc.stderr) == (
+            1, {"error": {"type": "resolution", "message": message}}, f"Error: {message}\n"), ref
+        reply = tools.call_tool(example_kb_read_only, "save_memory", {"learning": "x", "linked_entities": [ref]})
+        assert (reply.is_error, reply.text) == (True, message), ref

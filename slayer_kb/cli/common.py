@@ -32,7 +32,7 @@ from ..core.errors import (
 from ..core.inputs import given_text, read_given_file, whole_number
 from ..core.locate import find_kb_root, named_kb, not_a_kb
 from ..core.memory import MAX_CONTENT_CEILING, MAX_FILE_BYTES
-from ..core.text import MAX_SHOWN, json_surrogates_escaped, one_line_shown, shown_controls, warning_lines
+from ..core.text import MAX_SHOWN, json_surrogates_escaped, one_line_shown, terminal_text, warning_lines
 from ..daemon.relay import MAX_STDIN_CHARS
 
 if TYPE_CHECKING:
@@ -209,7 +209,7 @@ def for_terminal(text: str) -> str:
     sequence in one must not retitle, clear or recolour the reader's terminal, or write its
     clipboard (OSC 52); a lone carriage return must not overwrite the line it is on. ``--json``
     keeps the exact text."""
-    return shown_controls(text.replace("\r\n", "\n"))
+    return terminal_text(text)
 
 
 def fail(settings: Settings | None, error: KBError) -> NoReturn:

@@ -115,6 +115,13 @@ def shown_controls(text: str) -> str:
     return text.translate(_CONTROLS)
 
 
+def terminal_text(text: str) -> str:
+    """``shown_controls`` of ``text`` with its CRLF line ends as LF: text a person reads on a
+    terminal (the human output, an error's message), where a lone carriage return would
+    overwrite the line it is on."""
+    return shown_controls(text.replace("\r\n", "\n"))
+
+
 def json_surrogates_escaped(text: str) -> str:
     """JSON written with ``ensure_ascii=False``, each lone surrogate in it as its JSON escape."""
     return text.translate(_JSON_SURROGATES)
