@@ -258,3 +258,22 @@ def test_a_control_or_bidi_character_in_a_refused_value_is_shown_escaped_in_ever
             1, {"error": {"type": "resolution", "message": message}}, f"Error: {message}\n"), ref
         reply = tools.call_tool(example_kb_read_only, "save_memory", {"learning": "x", "linked_entities": [ref]})
         assert (reply.is_error, reply.text) == (True, message), ref
+
+
+def test_a_long_value_click_refuses_is_quoted_cut(example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """click quoted a value it refused whole (a 10 KB import path: 10 KB on stderr, 10 KB under
+    --json), where every message of ours quotes its first 100 characters and its length."""
+    root = example_kb_read_only.root
+    long = "x" * 10_000
+    cut = f"{'x' * 100!r}... (10000 characters)"
+    for args, name, message in (
+            (("import-slayer", long), "import-slayer", f"Invalid value for 'DIRECTORY': Directory {cut} does not exist."),
+            (("list", "--scope", long), "list", f"Invalid value for '--scope': {cut} is not one of 'project', 'personal'."),
+            (("list", f"--scope={long}"), "list", f"Invalid value for '--scope': {cut} is not one of 'project', "
+                                                  "'personal'."),
+            ((long,), "", f"No such command {cut}.")):
+        proc = invoke_cli("--kb", root, "--json", *args)
+        usage = f"slayer-kb {name}".strip()
+        assert (proc.returncode, json_of(proc)) == (2, {"error": {"type": "usage", "message": (
+            f"{message} Try '{usage} --help' for help.")}}), args
+        assert proc.stderr.endswith(f"Try '{usage} --help' for help.\n\nError: {message}\n"), args
