@@ -646,17 +646,20 @@ def test_an_empty_entity_option_on_a_folder_that_is_no_kb_hears_of_the_folder(
     assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"Error: {message}\n")
 
 
-@pytest.mark.parametrize("author", ["Evil\x1b[2J <e@example.com>", "Evil\u202e <e@example.com>", "A\tB <e@example.com>"])
+@pytest.mark.parametrize("author", ["Evil\x1b[2J <e@example.com>", "Evil\u202e <e@example.com>", "A\tB <e@example.com>",
+                                    "bob"])
 def test_an_author_with_control_characters_is_refused(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner,
                                                       author: str) -> None:
-    """Each went into the commit's author line as it was, for every `git log` to print raw."""
+    """Each went into the commit's author line as it was, for every `git log` to print raw. The
+    refusal is of a value given (it was "type": "store", as if git had refused), with the fix."""
     root = indexed_example_kb.root
     head = git(root, "rev-parse", "HEAD")
-    message = f"Author {author!r} is not of the form 'Name <email>' in printable text (no control or invisible characters)."
+    message = (f"Author {author!r} is not of the form 'Name <email>' in printable text (no control or invisible "
+               "characters): give one such as 'Ann Lee <ann@example.com>' (--author, or SLAYER_KB_AUTHOR).")
     for args, env in (((["--author", author]), None), ([], {"SLAYER_KB_AUTHOR": author})):
         proc = invoke_cli("--kb", root, *args, "--json", "save", "a note", "-e", "shop.orders.amount", env=env)
         assert (proc.returncode, json_of(proc), proc.stderr) == (
-            1, {"error": {"type": "store", "message": message}}, f"Error: {message}\n")
+            1, {"error": {"type": "invalid_input", "message": message}}, f"Error: {message}\n")
     assert git(root, "rev-parse", "HEAD") == head
     assert git(root, "status", "--porcelain") == ""
 
