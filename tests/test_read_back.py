@@ -277,3 +277,11 @@ def test_a_long_value_click_refuses_is_quoted_cut(example_kb_read_only: Knowledg
         assert (proc.returncode, json_of(proc)) == (2, {"error": {"type": "usage", "message": (
             f"{message} Try '{usage} --help' for help.")}}), args
         assert proc.stderr.endswith(f"Try '{usage} --help' for help.\n\nError: {message}\n"), args
+
+
+def test_an_engram_reply_quotes_what_it_echoes_as_go_does(example_kb_read_only: KnowledgeBase) -> None:
+    """Engram's replies quote a query or title with Go's %q, which escapes every character Go
+    does not print; JSON's quoting, used in its place, kept a right-to-left override raw in the
+    reply an agent reads, and wrote an escape as \\u001b where Go writes \\x1b."""
+    reply = tools.call_tool(example_kb_read_only, "mem_search", {"query": "zzqx\x1b[2J\u202e \"q\"\t\u00a0"})
+    assert (reply.is_error, reply.text) == (False, 'No memories found for: "zzqx\\x1b[2J\\u202e \\"q\\"\\t\\u00a0"')
