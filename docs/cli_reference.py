@@ -28,10 +28,7 @@ HEADER = """\
 `slayer-kb [--kb DIR] [--author 'NAME <EMAIL>'] COMMAND ... [--json]`
 
 `--kb` defaults to `$SLAYER_KB`, else the nearest enclosing KB of the current directory (a folder
-with `memories/` or a SLayer catalog). The folder found or named is opened only when it is a KB
-by `init`'s definition (a commit holding its `memories/` or `datasources/` with `.slayer-kb/` in a
-committed `.gitignore`, or a `.slayer-kb/` folder a command made): a project with `memories/` or
-`datasources/` folders of its own exits 1 naming the `init` that makes it one. An empty `--kb` (`--kb "$KB"` with `KB`
+with `memories/` or a SLayer catalog). An empty `--kb` (`--kb "$KB"` with `KB`
 unset) or one of blanks, or a `$SLAYER_KB` of blanks, exits 1 naming it, never falling back to the enclosing
 KB; an empty `$SLAYER_KB` counts as unset (`SLAYER_KB= slayer-kb ...`). A `--kb` that names no KB (a file, a symlink loop, a
 missing folder, a folder that takes none such as `/proc`, a `memories` that is a file, another

@@ -58,10 +58,8 @@ class KnowledgeBase(Context, EngramTools, Cascades):
     def __init__(
         self, path: str | os.PathLike[str], *, author: str | None = None,
         dedup_window: timedelta = DEFAULT_DEDUP_WINDOW, max_content: int = DEFAULT_MAX_CONTENT,
-        being_made: bool = False,
     ) -> None:
-        super().__init__(path, author=author, dedup_window=dedup_window, max_content=max_content,
-                         being_made=being_made)
+        super().__init__(path, author=author, dedup_window=dedup_window, max_content=max_content)
         self.history = History(self)
         self.team = Team(self)
         self.interchange = Interchange(self)
@@ -109,7 +107,7 @@ class KnowledgeBase(Context, EngramTools, Cascades):
             own = find_toplevel(root) is None
             if own:
                 init_repository(root)
-            kb = cls(root, author=author, being_made=True)
+            kb = cls(root, author=author)
             kb._create(example, undo, own)
         return kb
 

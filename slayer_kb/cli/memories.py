@@ -46,9 +46,8 @@ def init(settings: Settings, directory: str, example: bool) -> None:
     DIRECTORY may not be in a repository's .git folder, nor inside another knowledge base
     (its memories/, its catalog's models/, any folder of it), nor at a path in its repository that is not
     UTF-8 (git is given the KB's paths as UTF-8). A knowledge base is a folder with a commit holding
-    memories/ (or a catalog's datasources/) and .slayer-kb/ in a committed .gitignore, or a
-    .slayer-kb/ folder a command made; a folder merely holding memories/ (a project's notes) is
-    none, and no other command opens it. As with `git init`, a DIRECTORY
+    memories/ and .slayer-kb/ in a committed .gitignore, or a .slayer-kb/ folder a command made; a
+    folder merely holding memories/ (a project's notes) is none. As with `git init`, a DIRECTORY
     that is a knowledge base already is no error: init commits what it lacks, or says there was nothing to do (--json:
     "created" is false). Init's commit holds nothing you have not committed: a .gitignore of
     yours that is not committed as it stands (untracked, staged, edited or deleted) is refused,

@@ -28,7 +28,7 @@ from ..core.results import Document, IndexWritten, SyncReport
 from ..core.session import SESSIONS_DIR
 from ..store.leases import IdLeases
 from ..store.moves import MovedIds
-from ..store.place import kb_folder_refusal, unmade_kb_refusal
+from ..store.place import kb_folder_refusal
 from ..store.repo import GitStore
 from ..store.statefiles import IdCache, PendingDuplicates
 
@@ -53,9 +53,7 @@ class Parts:
         author: str | None = None,
         dedup_window: timedelta = DEFAULT_DEDUP_WINDOW,
         max_content: int = DEFAULT_MAX_CONTENT,
-        being_made: bool = False,
     ) -> None:
-        """``being_made``: ``init`` opens the folder it is making a KB, which is none yet."""
         self.root = Path(os.path.realpath(path))  # a symlink loop: no folder, said below
         if not self.root.is_dir():
             raise NotFoundError(not_a_kb(str(self.root)))
@@ -66,8 +64,6 @@ class Parts:
         self.dedup_window = dedup_window
         self.max_content = min(max_content, MAX_CONTENT_CEILING)  # what a memory file may hold
         self.store = GitStore(self.root)
-        if not being_made and (why := unmade_kb_refusal(self.root)) is not None:
-            raise NotFoundError(why)
         self.memories_dir = self.root / MEMORIES_DIR
         self.state = self.store.state  # .slayer-kb/: derived state (state_dir() makes it)
         self._index: Index | None = None  # made on first use (``index``)

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from ..core.locate import MEMORIES_DIR, find_root
-from ..core.problems import shell_word, words
+from ..core.problems import words
 from ..core.session import SESSIONS_DIR
 from .bounded import run_bounded
 from .gitenv import git_env
@@ -87,39 +87,18 @@ def inside_kb_refusal(root: Path) -> str | None:
 def is_made_kb(folder: Path) -> bool:
     """Whether ``folder`` is a KB by init's definition, not only one by its look (a project's
     notes in ``memories/``): it has the state folder a command made, or HEAD holds its
-    ``memories/`` (or its catalog's ``datasources/``: a KB whose memories are all forgotten, or
-    made by hand with none yet, which git holds no empty folder of) and a ``.gitignore`` of its
-    own that ignores the state folder (a clone)."""
+    ``memories/`` and a ``.gitignore`` of its own that ignores the state folder (a clone)."""
     if (folder / STATE_DIR).is_dir():
         return True
     env = git_env()
     try:
-        held = run_bounded(["git", "ls-tree", "-d", "--name-only", "HEAD", "--", MEMORIES_DIR, CATALOG_DIR], folder,
-                           None, env, None)
-        if held.returncode != 0 or not held.stdout:
+        kind = run_bounded(["git", "cat-file", "-t", f"HEAD:./{MEMORIES_DIR}"], folder, None, env, None)
+        if kind.stdout != b"tree\n":
             return False
         ignore = run_bounded(["git", "cat-file", "blob", "HEAD:./.gitignore"], folder, None, env, None)
     except FileNotFoundError:  # no git: the store says so
         return False
     return ignore.returncode == 0 and ignores_state(ignore.stdout)
-
-
-def unmade_kb_refusal(root: Path) -> str | None:
-    """Why ``root`` (absolute, links resolved), opened as a KB, is none by init's definition
-    (``is_made_kb``), the one ``init`` goes by: a project's own ``memories/`` or ``datasources/``
-    folder makes no KB (opened as one, it was given a state folder, which made it one for good);
-    None when it is one."""
-    if is_made_kb(root):
-        return None
-    init = f"'slayer-kb init {shell_word(str(root))}'"
-    held = [f"{name}/" for name in (MEMORIES_DIR, CATALOG_DIR) if (root / name).is_dir()]
-    if not held:
-        return f"No knowledge base at {root}: create one with {init}, or give the folder of a knowledge base."
-    folders = f"{' and '.join(held)} folder{'s' if len(held) > 1 else ''}"
-    return (f"{root} is no knowledge base, though it has {folders} of its own: no commit holds its "
-            f"{' or '.join(held)} with {STATE_DIR}/ in a committed .gitignore, and no command made its {STATE_DIR}/ "
-            f"folder. Make it one with {init} (it commits that .gitignore, and {MEMORIES_DIR}/ where HEAD lacks it), "
-            "or give the folder of a knowledge base.")
 
 
 def ignores_state(text: bytes) -> bool:
