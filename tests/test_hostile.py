@@ -160,7 +160,7 @@ def test_hostile_ids_are_refused_by_the_cli(catalog_kb: KnowledgeBase, invoke_cl
     # After '--' an id that looks like an option is an argument, and still refused.
     for command in ("forget",):
         proc = invoke_cli("--kb", root, command, "--", "--help")
-        assert_clear_cli_error(proc, "Error: Memory id '--help' starts with '-'")
+        assert_clear_cli_error(proc, "Error: Memory id '--help' is not a valid id (it starts with '-')")
     # Invalid UTF-8 in argv arrives as a lone surrogate: a clear error too.
     proc = run_raw(root, "save", "hostile", "-e", "orders.amount", b"--id=a\xffb")
     assert_clear_cli_error(proc, "Error: Memory id 'a\\udcffb' contains whitespace or an invisible")

@@ -569,9 +569,12 @@ def test_control_characters_of_a_title_reach_no_commit_message(indexed_example_k
                                                                invoke_cli: CliRunner) -> None:
     """A title is kept exactly, but the commit message names it on one line of printable text:
     a NUL made git refuse the commit ("git commit-tree failed"), an escape sequence went into
-    every `git log` of the KB, and a blank line started a body of forged trailers."""
+    every `git log` of the KB, and a blank line started a body of forged trailers (a title is
+    one line now: refused; a capture's source still may break lines)."""
     root = indexed_example_kb.root
-    title = "a\x00b \x1b]0;pwned\x07 \u202eevil\n\nSigned-off-by: someone else"
+    forged = invoke_cli("--kb", root, "save", "the learning", "--title", "a\n\nSigned-off-by: someone else")
+    assert forged.returncode == 1 and forged.stderr.startswith("Error: title is one line, and this one breaks at U+000A")
+    title = "a\x00b \x1b]0;pwned\x07 \u202eevil\tSigned-off-by: someone else"
     saved = invoke_cli("--kb", root, "--json", "save", "the learning", "--title", title)
     assert (saved.returncode, json_of(saved)["memory_id"], saved.stderr) == (0, "27", "")
     assert json_of(invoke_cli("--kb", root, "--json", "get", "27", check=True))["title"] == title
@@ -643,17 +646,20 @@ def test_an_empty_entity_option_on_a_folder_that_is_no_kb_hears_of_the_folder(
     assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"Error: {message}\n")
 
 
-@pytest.mark.parametrize("author", ["Evil\x1b[2J <e@example.com>", "Evil\u202e <e@example.com>", "A\tB <e@example.com>"])
+@pytest.mark.parametrize("author", ["Evil\x1b[2J <e@example.com>", "Evil\u202e <e@example.com>", "A\tB <e@example.com>",
+                                    "bob"])
 def test_an_author_with_control_characters_is_refused(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner,
                                                       author: str) -> None:
-    """Each went into the commit's author line as it was, for every `git log` to print raw."""
+    """Each went into the commit's author line as it was, for every `git log` to print raw. The
+    refusal is of a value given (it was "type": "store", as if git had refused), with the fix."""
     root = indexed_example_kb.root
     head = git(root, "rev-parse", "HEAD")
-    message = f"Author {author!r} is not of the form 'Name <email>' in printable text (no control or invisible characters)."
+    message = (f"Author {author!r} is not of the form 'Name <email>' in printable text (no control or invisible "
+               "characters): give one such as 'Ann Lee <ann@example.com>' (--author, or SLAYER_KB_AUTHOR).")
     for args, env in (((["--author", author]), None), ([], {"SLAYER_KB_AUTHOR": author})):
         proc = invoke_cli("--kb", root, *args, "--json", "save", "a note", "-e", "shop.orders.amount", env=env)
         assert (proc.returncode, json_of(proc), proc.stderr) == (
-            1, {"error": {"type": "store", "message": message}}, f"Error: {message}\n")
+            1, {"error": {"type": "invalid_input", "message": message}}, f"Error: {message}\n")
     assert git(root, "rev-parse", "HEAD") == head
     assert git(root, "status", "--porcelain") == ""
 
@@ -826,5 +832,6 @@ def test_a_link_a_file_name_or_a_padded_id_given_as_an_id_names_the_id(
     for given in ("memories/7.yaml.orig", "memories/notes.txt", "memories/7"):
         proc = invoke_cli("--kb", root, "get", given)
         assert (proc.returncode, proc.stderr) == (1, (
-            f"Error: Memory id '{given}' contains '/'; ids may not contain \" # * / : < > ? \\ |. "
-            "Use letters, digits, '.', '_' or '-'.\n"))
+            f"Error: Memory id '{given}' is not a valid id (it contains '/'), so no memory has it; give the id of the "
+            "memory to show (search and list show the ids). An id is letters, digits, '.', '_' or '-', starting with "
+            "a letter or digit: 12, kb.paid-revenue.\n"))

@@ -40,10 +40,15 @@ def test_a_huge_value_is_never_quoted_back_whole(indexed_example_kb: KnowledgeBa
         ("save_memory", {"learning": "l", "linked_entities": BIG},
          f"entity reference {SHOWN} is over the limit of 1000 characters: name a datasource, model, column or "
          "memory:<id> (e.g. 'orders.amount')."),
-        ("mem_get_observation", {"id": "a/" * 150_000}, "Memory id is 300000 bytes long; the limit is 200 bytes "
-                                                         "(UTF-8). Choose a shorter id."),
-        ("mem_get_observation", {"id": "a\ud800"}, "Memory id 'a\\ud800' contains whitespace or an invisible/control "
-                                                   "character (U+D800); use letters, digits, '.', '_' or '-'."),
+        # An id to find a memory by: told to give one, in the tools' terms, not to choose a shorter one.
+        ("mem_get_observation", {"id": "a/" * 150_000},
+         "The id given is not a valid id (it is 300000 bytes long; an id is at most 200 bytes), so no memory has "
+         "it; give the id of the memory to show (the search, mem_search and mem_context tools show the ids). An id is "
+         "letters, digits, '.', '_' or '-', starting with a letter or digit: 12, kb.paid-revenue."),
+        ("mem_get_observation", {"id": "a\ud800"},
+         "Memory id 'a\\ud800' is not a valid id (it contains whitespace or an invisible/control character, U+D800), "
+         "so no memory has it; give the id of the memory to show (the search, mem_search and mem_context tools show "
+         "the ids). An id is letters, digits, '.', '_' or '-', starting with a letter or digit: 12, kb.paid-revenue."),
         # The title is made of the project: it was the title that was said to be too long.
         ("mem_session_summary", {"content": "c", "project": "p" * 201},
          "project is 201 characters long; the limit is 200. Use a short name; put the detail in the content."),

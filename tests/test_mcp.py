@@ -64,6 +64,11 @@ BAD_ID = (
     "Memory id 'a/b' contains '/'; ids may not contain \" # * / : < > ? \\ |. "
     "Use letters, digits, '.', '_' or '-'."
 )
+# The same id given to find a memory: no memory has it, and the fix is the tools' (or the commands').
+NO_ID_TO_FORGET = (
+    "Memory id 'a/b' is not a valid id (it contains '/'), so no memory has it; give the id of the memory to forget "
+    "({}). An id is letters, digits, '.', '_' or '-', starting with a letter or digit: 12, kb.paid-revenue."
+)
 
 
 def test_every_tool_and_parameter_is_documented(indexed_example_kb: KnowledgeBase) -> None:
@@ -144,7 +149,8 @@ def test_slayer_tools_round_trip_and_errors(indexed_example_kb: KnowledgeBase, i
         # Errors are tool errors carrying the CLI's message; the session carries on after them.
         assert await error(session, "save_memory", learning="x", linked_entities=["id"]) == AMBIGUOUS_ID
         assert await error(session, "forget_memory", id="nope") == "No memory with id 'nope'."
-        assert await error(session, "forget_memory", id="a/b") == BAD_ID
+        assert await error(session, "forget_memory", id="a/b") == NO_ID_TO_FORGET.format(
+            "the search, mem_search and mem_context tools show the ids")
         # MCP has no list: an empty id is told the tools that show ids (the CLI names its commands).
         for tool, arguments, purpose in (("forget_memory", {"id": ""}, "to forget"),
                                          ("mem_timeline", {"observation_id": ""}, "whose session neighbours to show")):
@@ -189,7 +195,7 @@ def test_slayer_tools_round_trip_and_errors(indexed_example_kb: KnowledgeBase, i
     # The same messages as the CLI prints after "Error: ".
     for args, message in (
         (("forget", "nope"), "No memory with id 'nope'."),
-        (("forget", "a/b"), BAD_ID),
+        (("forget", "a/b"), NO_ID_TO_FORGET.format("search and list show the ids")),
         (("save", "x", "-e", "id"), AMBIGUOUS_ID),
     ):
         proc = invoke_cli("--kb", root, *args)

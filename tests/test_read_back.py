@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from slayer_kb import KnowledgeBase
+from slayer_kb.mcp import tools
 from testing import CliRunner, commit_all, git, json_of
 
 NOT_UTF8 = "memories/4.yaml: cannot be read: it is not UTF-8 text (invalid start byte at byte 0)"
@@ -191,3 +192,96 @@ def test_show_of_a_broken_memory_file_says_how_to_fix_it_as_get_does(indexed_exa
     assert got.returncode == 1 and f"Edit {root}/memories/5.yaml to fix it" in got.stderr
     shown = invoke_cli("--kb", root, "--json", "show", "5")
     assert (shown.returncode, shown.stderr) == (1, got.stderr)
+
+
+ID_FORM = "An id is letters, digits, '.', '_' or '-', starting with a letter or digit: 12, kb.paid-revenue."
+
+
+def test_an_id_no_memory_can_have_is_told_what_an_id_is_not_to_choose_another(
+        example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """``get .`` said "Memory id '.' is not a usable file name; choose another.", a save's advice
+    for a new id: the user looking for a memory has none to choose. An id given to find a memory
+    that no id can be is said to be no valid id, with the fix and what an id looks like."""
+    root = example_kb_read_only.root
+    for given, reason in ((".", "it names a folder, not a file"), ("..", "it names a folder, not a file"),
+                          ("/", "it contains '/'"), ("-x", "it starts with '-'"),
+                          ("a\u202eb", "it contains whitespace or an invisible/control character, U+202E")):
+        proc = invoke_cli("--kb", root, "--json", "get", "--", given)
+        message = (f"Memory id '{ascii(given)[1:-1]}' is not a valid id ({reason}), so no memory has it; give the id "
+                   f"of the memory to show (search and list show the ids). {ID_FORM}")
+        assert (proc.returncode, json_of(proc), proc.stderr) == (
+            1, {"error": {"type": "invalid_id", "message": message}}, f"Error: {message}\n"), given
+    proc = invoke_cli("--kb", root, "forget", "x" * 300)
+    assert (proc.returncode, proc.stderr) == (1, (
+        "Error: The id given is not a valid id (it is 300 bytes long; an id is at most 200 bytes), so no memory has "
+        f"it; give the id of the memory to forget (search and list show the ids). {ID_FORM}\n"))
+    # A new id keeps a new id's advice.
+    proc = invoke_cli("--kb", root, "save", "x", "-e", "orders", "--id", ".")
+    assert (proc.returncode, proc.stderr) == (1, "Error: Memory id '.' is not a usable file name; choose another.\n")
+
+
+TITLE_BREAK = ("title is one line, and this one breaks at U+{:04X}: a title heads the memory in every listing and "
+               "names it in the commit. Write it on one line; the detail goes in the content.")
+
+
+def test_a_title_of_two_lines_is_refused_with_the_fix(example_kb_read_only: KnowledgeBase,
+                                                       invoke_cli: CliRunner) -> None:
+    """``save --title 'a\\nb'`` was saved: every listing then showed ``a\\x0ab`` and the commit's
+    subject ``a b``. A title is one line; a save, an update and the MCP tools refuse one that
+    breaks (after the trim: a line break at its end is none), naming the break and the fix."""
+    root = example_kb_read_only.root
+    for title, code in (("a\nb", 0x0A), ("a\r\nb", 0x0D), ("a\u2028b", 0x2028), ("a\x0bb", 0x0B)):
+        message = TITLE_BREAK.format(code)
+        for args in (("save", "x", "--title", title), ("update", "25", "--title", title)):
+            proc = invoke_cli("--kb", root, "--json", *args)
+            assert (proc.returncode, json_of(proc), proc.stderr) == (
+                1, {"error": {"type": "invalid_input", "message": message}}, f"Error: {message}\n"), (args, title)
+        for tool, arguments in (("mem_save", {"title": title, "content": "x"}),
+                                ("mem_update", {"id": "25", "title": title})):
+            reply = tools.call_tool(example_kb_read_only, tool, arguments)
+            assert (reply.is_error, reply.text) == (True, message), tool
+
+
+def test_a_control_or_bidi_character_in_a_refused_value_is_shown_escaped_in_every_reply(
+        example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """``save -e`` of a reference holding U+202E (a right-to-left override) or an escape sequence
+    put the raw character in the message under --json and in MCP's reply, where a reader lays
+    the line out reversed or a terminal acts on it; stderr showed it escaped. Every error message
+    shows it as stderr does."""
+    root = example_kb_read_only.root
+    for ref, shown in (("ord\u202eers.amount", "ord\\u202eers.amount"), ("ord\x1b]52;c;eA==\x07ers", "ord\\x1b]52;c;eA==\\x07ers"),
+                       ("ord\u2066ers.x", "ord\\u2066ers.x")):
+        message = (f"'{shown}' contains an invalid identifier segment. (Each part between dots is a name: a letter or "
+                   "'_', then letters, digits, '_' or '-'.)")
+        proc = invoke_cli("--kb", root, "--json", "save", "x", "-e", ref)
+        assert (proc.returncode, json_of(proc), proc.stderr) == (
+            1, {"error": {"type": "resolution", "message": message}}, f"Error: {message}\n"), ref
+        reply = tools.call_tool(example_kb_read_only, "save_memory", {"learning": "x", "linked_entities": [ref]})
+        assert (reply.is_error, reply.text) == (True, message), ref
+
+
+def test_a_long_value_click_refuses_is_quoted_cut(example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """click quoted a value it refused whole (a 10 KB import path: 10 KB on stderr, 10 KB under
+    --json), where every message of ours quotes its first 100 characters and its length."""
+    root = example_kb_read_only.root
+    long = "x" * 10_000
+    cut = f"{'x' * 100!r}... (10000 characters)"
+    for args, name, message in (
+            (("import-slayer", long), "import-slayer", f"Invalid value for 'DIRECTORY': Directory {cut} does not exist."),
+            (("list", "--scope", long), "list", f"Invalid value for '--scope': {cut} is not one of 'project', 'personal'."),
+            (("list", f"--scope={long}"), "list", f"Invalid value for '--scope': {cut} is not one of 'project', "
+                                                  "'personal'."),
+            ((long,), "", f"No such command {cut}.")):
+        proc = invoke_cli("--kb", root, "--json", *args)
+        usage = f"slayer-kb {name}".strip()
+        assert (proc.returncode, json_of(proc)) == (2, {"error": {"type": "usage", "message": (
+            f"{message} Try '{usage} --help' for help.")}}), args
+        assert proc.stderr.endswith(f"Try '{usage} --help' for help.\n\nError: {message}\n"), args
+
+
+def test_an_engram_reply_quotes_what_it_echoes_as_go_does(example_kb_read_only: KnowledgeBase) -> None:
+    """Engram's replies quote a query or title with Go's %q, which escapes every character Go
+    does not print; JSON's quoting, used in its place, kept a right-to-left override raw in the
+    reply an agent reads, and wrote an escape as \\u001b where Go writes \\x1b."""
+    reply = tools.call_tool(example_kb_read_only, "mem_search", {"query": "zzqx\x1b[2J\u202e \"q\"\t\u00a0"})
+    assert (reply.is_error, reply.text) == (False, 'No memories found for: "zzqx\\x1b[2J\\u202e \\"q\\"\\t\\u00a0"')

@@ -42,6 +42,8 @@ MISUSES = [
      "--rewrite-pushed is for starting a rebase (with UPSTREAM), not --abort: drop it."),
     (("search", "q", "--all", "--any"), "--all and --any cannot be used together; give one (--any is the default)."),
     (("watch",), "watch prints no JSON document: it runs until stopped, saying so on stdout. Drop --json."),
+    (("mcp",), "mcp prints no JSON document: it speaks MCP's JSON-RPC on stdin and stdout until its client closes "
+               "them. Drop --json."),
 ]
 
 
@@ -55,6 +57,16 @@ def test_options_that_cannot_go_together_exit_2_with_the_usage(
     assert proc.stderr.endswith(f"Try 'slayer-kb {name} --help' for help.\n\nError: {message}\n")
     assert json.loads(proc.stdout) == {"error": {"type": "usage",
                                                  "message": f"{message} Try 'slayer-kb {name} --help' for help."}}
+
+
+def test_json_before_mcp_is_refused_as_after_it(invoke_cli: CliRunner, example_kb_read_only: KnowledgeBase) -> None:
+    """``slayer-kb --json mcp`` started the server (stdout is its JSON-RPC channel, where --json
+    means nothing), while ``mcp --json`` was an unknown option; both are the misuse above."""
+    proc = invoke_cli("--kb", example_kb_read_only.root, "--json", "mcp")
+    message = dict(MISUSES)[("mcp",)]
+    assert (proc.returncode, json.loads(proc.stdout)) == (
+        2, {"error": {"type": "usage", "message": f"{message} Try 'slayer-kb mcp --help' for help."}})
+    assert proc.stderr.endswith(f"\n\nError: {message}\n")
 
 
 # One rule with the misuses above: what a command needs, left out, is a usage error; given empty

@@ -32,7 +32,14 @@ from ..core.errors import (
 from ..core.inputs import given_text, read_given_file, whole_number
 from ..core.locate import find_kb_root, named_kb, not_a_kb
 from ..core.memory import MAX_CONTENT_CEILING, MAX_FILE_BYTES
-from ..core.text import MAX_SHOWN, json_surrogates_escaped, one_line_shown, shown_controls, warning_lines
+from ..core.text import (
+    MAX_SHOWN,
+    json_surrogates_escaped,
+    one_line_shown,
+    shown_value,
+    terminal_text,
+    warning_lines,
+)
 from ..daemon.relay import MAX_STDIN_CHARS
 
 if TYPE_CHECKING:
@@ -209,7 +216,7 @@ def for_terminal(text: str) -> str:
     sequence in one must not retitle, clear or recolour the reader's terminal, or write its
     clipboard (OSC 52); a lone carriage return must not overwrite the line it is on. ``--json``
     keeps the exact text."""
-    return shown_controls(text.replace("\r\n", "\n"))
+    return terminal_text(text)
 
 
 def fail(settings: Settings | None, error: KBError) -> NoReturn:
@@ -324,13 +331,29 @@ def _with_extra_hint(error: click.UsageError) -> click.UsageError:
     return click.UsageError(f"{said} ({shown}).{hint}", ctx=error.ctx)
 
 
+def _with_cut_values(error: click.UsageError, given: tuple[str, ...]) -> click.UsageError:
+    """click quotes a value it refuses whole: a path that does not exist, a choice or a number it
+    cannot take (a 10 KB import path came back whole, on stderr and under --json). Each argument
+    ``given`` over ``MAX_SHOWN`` characters (an option's ``--name=VALUE`` too) is quoted as our
+    own messages quote a long value (``shown_value``)."""
+    values = {value for arg in given for value in (arg, arg.partition("=")[2] if arg.startswith("--") else "")
+              if len(value) > MAX_SHOWN}
+    said = message = error.format_message()
+    for value in sorted(values, key=len, reverse=True):  # an option's value is inside its --name=VALUE
+        for quoted in (repr(value), f"'{value}'", f'"{value}"', value):
+            message = message.replace(quoted, shown_value(value))
+    return error if message == said else click.UsageError(message, ctx=error.ctx)
+
+
 class KBContext(click.Context):
     """The root context, which knows whether the command line asks for ``--json`` (_asks_json)
-    from before its options are read: the eager ``--version`` runs before ``--json`` is."""
+    from before its options are read: the eager ``--version`` runs before ``--json`` is, and
+    the arguments it was given (``given``), which a usage error quotes cut (_with_cut_values)."""
 
-    def __init__(self, *args: Any, json_asked: bool = False, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, json_asked: bool = False, given: tuple[str, ...] = (), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.json_asked = json_asked
+        self.given = given
 
 
 def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
@@ -357,7 +380,7 @@ class KBGroup(click.Group):
                      **extra: Any) -> click.Context:
         asked = _asks_json(self, args)
         try:
-            return super().make_context(info_name, args, parent=parent, json_asked=asked, **extra)
+            return super().make_context(info_name, args, parent=parent, json_asked=asked, given=tuple(args), **extra)
         except click.UsageError as exc:  # among the options before the command name
             if asked:
                 _print_usage_json(exc)
@@ -368,6 +391,7 @@ class KBGroup(click.Group):
             return super().invoke(ctx)
         except click.UsageError as exc:  # the command's name, options or arguments
             error = _with_extra_hint(_with_dash_hint(_with_global_hint(exc)))
+            error = _with_cut_values(error, ctx.given if isinstance(ctx, KBContext) else ())
             settings = ctx.find_object(Settings)
             if (isinstance(ctx, KBContext) and ctx.json_asked) or (settings is not None and settings.json):
                 _print_usage_json(error)

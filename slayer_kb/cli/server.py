@@ -161,6 +161,7 @@ def watch(settings: Settings) -> None:
 
 
 @click.command()
+@json_option
 @pass_settings
 def mcp(settings: Settings) -> None:
     """Serve the memory tools over MCP on stdio (needs the 'mcp' extra).
@@ -169,6 +170,9 @@ def mcp(settings: Settings) -> None:
     Example:
       slayer-kb --kb ./kb mcp
     """
+    if settings.json:  # stdout is the protocol's: no document of ours may go there
+        raise UsageError("mcp prints no JSON document: it speaks MCP's JSON-RPC on stdin and stdout until its "
+                         "client closes them. Drop --json.")
     from ..mcp.server import serve
 
     serve(settings.kb())

@@ -181,12 +181,20 @@ def check_printable(value: str | None, name: str) -> str | None:
 
 
 def check_title(title: str) -> str:
-    """``title``, refused when longer than MAX_TITLE (it is one line of every listing and the
-    subject of the save's commit)."""
+    """``title``, refused when longer than MAX_TITLE or of more than one line once trimmed (it is
+    one line of every listing and the subject of the save's commit, where a line break showed as
+    ``\\x0a`` and a space). Engram keeps such a title; an agent told the fix writes one line."""
     if len(title) > MAX_TITLE:
         raise InvalidInputError(
             f"title is {len(title)} characters long; the limit is {MAX_TITLE}. Keep the title short "
             "and put the detail in the content."
+        )
+    trimmed = title.strip()
+    first, *rest = trimmed.splitlines() or [""]
+    if rest:
+        raise InvalidInputError(
+            f"title is one line, and this one breaks at U+{ord(trimmed[len(first)]):04X}: a title heads the memory in "
+            "every listing and names it in the commit. Write it on one line; the detail goes in the content."
         )
     return title
 

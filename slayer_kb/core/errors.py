@@ -5,10 +5,13 @@ from __future__ import annotations
 import errno
 import os
 
+from .text import terminal_text
+
 
 class KBError(Exception):
     """Base of every error a user can act on; the CLI prints it and exits 1. Advice that names a
-    command has ``tool_message``, the same advice in an MCP client's terms (its tools)."""
+    command has ``tool_message``, the same advice in an MCP client's terms (its tools). Both are
+    kept as ``terminal_text`` shows them."""
 
     type_name = "error"
     # Whether a stored query that raises this is stale (names what the catalog no longer has,
@@ -16,8 +19,11 @@ class KBError(Exception):
     stale = False
 
     def __init__(self, message: str = "", *, tool_message: str | None = None) -> None:
-        super().__init__(message)
-        self.tool_message = tool_message
+        # A value quoted in a message (a reference, a path, a name) is shown as the terminal shows
+        # text: an escape or a bidi override in it reaches no terminal, and no agent's reader,
+        # raw, under --json and through MCP as on stderr.
+        super().__init__(terminal_text(message))
+        self.tool_message = tool_message and terminal_text(tool_message)
 
     def for_tools(self) -> str:
         """The message an MCP client reads."""

@@ -53,12 +53,19 @@ _IDS_SHOWN_TO_TOOLS = "the search, mem_search and mem_context tools show the ids
 
 
 def check_existing_id(memory_id: object, purpose: str) -> str:
-    """:func:`check_id` where a command acts on an existing memory: an empty id is told to give
-    the memory's id, ``purpose`` saying what the command does with it ("to forget")."""
+    """:func:`check_id` where a command acts on an existing memory: an id that is empty or no
+    valid id is told to give the memory's id, ``purpose`` saying what the command does with it
+    ("to forget"), and what an id looks like; not the advice for a new id ("choose another")."""
     fix = f"give the id of the memory {purpose}"
-    if isinstance(memory_id, str):
+    cli_fix, tool_fix = f"{fix} ({_IDS_SHOWN})", f"{fix} ({_IDS_SHOWN_TO_TOOLS})"
+    if isinstance(memory_id, str) and memory_id:
         _refuse_a_name_of_an_id(memory_id)
-    return check_id(memory_id, f"{fix} ({_IDS_SHOWN})", tool_fix=f"{fix} ({_IDS_SHOWN_TO_TOOLS})")
+        problem = _id_problem(memory_id)
+        if problem is not None:
+            subject = "The id given" if problem.too_long else f"Memory id '{_typed(memory_id)}'"
+            said = f"{subject} is not a valid id ({problem.reason}), so no memory has it; {{}}. {_ID_FORM}"
+            raise InvalidIdError(said.format(cli_fix), tool_message=said.format(tool_fix))
+    return check_id(memory_id, cli_fix, tool_fix=tool_fix)
 
 
 def _refuse_a_name_of_an_id(given: str) -> None:
@@ -97,31 +104,54 @@ def check_id(memory_id: object, empty_fix: str = NEW_ID_FIX, tool_fix: str | Non
     if memory_id == "":
         said = "Memory id must not be empty; {}."
         raise InvalidIdError(said.format(empty_fix), tool_message=tool_fix and said.format(tool_fix))
+    problem = _id_problem(memory_id)
+    if problem is not None:
+        raise InvalidIdError(problem.message)
+    return memory_id
+
+
+# What an id looks like, for the message about one given to find a memory that is no id.
+_ID_FORM = "An id is letters, digits, '.', '_' or '-', starting with a letter or digit: 12, kb.paid-revenue."
+
+
+@dataclass(frozen=True)
+class _IdProblem:
+    """Why a non-empty string is no valid id: ``message`` as a new id is told it (with what to
+    choose instead), ``reason`` alone for a message about an id given to find a memory."""
+
+    message: str
+    reason: str
+    too_long: bool = False  # the reason, not the message, holds the id's length: it is not quoted
+
+
+def _id_problem(memory_id: str) -> _IdProblem | None:
     # Before its characters: the messages below quote the whole id, and a 17 MB one sent by an
     # agent took seconds to look through (surrogatepass: a lone surrogate is told below).
     size = len(memory_id.encode("utf-8", "surrogatepass"))
     if size > MAX_ID_BYTES:
-        raise InvalidIdError(f"Memory id is {size} bytes long; the limit is {MAX_ID_BYTES} bytes (UTF-8). Choose a shorter id.")
+        return _IdProblem(f"Memory id is {size} bytes long; the limit is {MAX_ID_BYTES} bytes (UTF-8). Choose a "
+                          f"shorter id.", f"it is {size} bytes long; an id is at most {MAX_ID_BYTES} bytes", too_long=True)
     shown = ascii(memory_id)[1:-1]
     for ch in memory_id:
         if ch in FORBIDDEN_CHARS:
-            raise InvalidIdError(
+            return _IdProblem(
                 f"Memory id '{shown}' contains {ch!r}; ids may not contain "
-                f"{' '.join(sorted(FORBIDDEN_CHARS))}. Use letters, digits, '.', '_' or '-'."
-            )
+                f"{' '.join(sorted(FORBIDDEN_CHARS))}. Use letters, digits, '.', '_' or '-'.",
+                f"it contains {ch!r}")
         if ch.isspace() or unicodedata.category(ch) in FORBIDDEN_CATEGORIES:
-            raise InvalidIdError(
+            return _IdProblem(
                 f"Memory id '{shown}' contains whitespace or an invisible/control character "
-                f"(U+{ord(ch):04X}); use letters, digits, '.', '_' or '-'."
-            )
+                f"(U+{ord(ch):04X}); use letters, digits, '.', '_' or '-'.",
+                f"it contains whitespace or an invisible/control character, U+{ord(ch):04X}")
     if memory_id in (".", ".."):
-        raise InvalidIdError(f"Memory id '{memory_id}' is not a usable file name; choose another.")
+        return _IdProblem(f"Memory id '{memory_id}' is not a usable file name; choose another.",
+                          "it names a folder, not a file")
     if memory_id[0] in ".-":
-        raise InvalidIdError(
+        return _IdProblem(
             f"Memory id '{shown}' starts with {memory_id[0]!r}, which would make a hidden file or "
-            "look like a command-line option; start it with a letter or digit."
-        )
-    return memory_id
+            "look like a command-line option; start it with a letter or digit.",
+            f"it starts with {memory_id[0]!r}")
+    return None
 
 
 def is_auto_id(memory_id: str) -> bool:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime
-import json
 from collections.abc import Iterable, Mapping, Sequence
 
 
@@ -115,6 +114,13 @@ def shown_controls(text: str) -> str:
     return text.translate(_CONTROLS)
 
 
+def terminal_text(text: str) -> str:
+    """``shown_controls`` of ``text`` with its CRLF line ends as LF: text a person reads on a
+    terminal (the human output, an error's message), where a lone carriage return would
+    overwrite the line it is on."""
+    return shown_controls(text.replace("\r\n", "\n"))
+
+
 def json_surrogates_escaped(text: str) -> str:
     """JSON written with ``ensure_ascii=False``, each lone surrogate in it as its JSON escape."""
     return text.translate(_JSON_SURROGATES)
@@ -126,6 +132,21 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+# Go's strconv.Quote: these as a backslash and a letter, any other character Go's IsPrint
+# refuses (Python's isprintable refuses the same: controls, format characters such as a bidi
+# override, separators but the space) as \xNN, \uNNNN or \UNNNNNNNN.
+_GO_ESCAPES = {'"': '\\"', "\\": "\\\\", "\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r",
+               "\t": "\\t", "\v": "\\v"}
+
+
 def quoted(text: str) -> str:
-    """A string as Go's ``%q`` shows it in Engram's replies (escapes for quotes and controls)."""
-    return json.dumps(text, ensure_ascii=False)
+    """A string as Go's ``%q`` shows it in Engram's replies: a right-to-left override or an
+    escape in a query or title echoed back reaches the agent escaped, as Engram's does (JSON's
+    quoting, used before, kept U+202E raw and wrote an escape as \\u001b)."""
+    return '"' + "".join(_GO_ESCAPES.get(ch) or (ch if ch.isprintable() else _go_escape(ord(ch))) for ch in text) + '"'
+
+
+def _go_escape(code: int) -> str:
+    if code < 0x80:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"

@@ -158,7 +158,7 @@ def _mem_search(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
     hits, notes = result.merged(limit)
     data = {"results": hits, "warnings": result.warnings, "notes": notes}
     if not hits:
-        text = f"No memories found for: {json.dumps(a['query'], ensure_ascii=False)}"
+        text = f"No memories found for: {quoted(a['query'])}"
         return Reply(_with_warnings(text, result.warnings), data)
     lines = [f"Found {len(hits)} memories:", ""]
     truncated = False

@@ -10,7 +10,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core.errors import StoreError
+from ..core.errors import InvalidInputError
+from ..core.text import shown_value
 from . import config
 
 if TYPE_CHECKING:
@@ -27,10 +28,13 @@ Sources = tuple[tuple[tuple[str, str], ...], tuple[tuple[int, int, int] | None, 
 
 
 def parse_author(author: str) -> tuple[str, str]:
+    """``(name, email)`` of ``author``, refused with the fix when it is not ``Name <email>`` in
+    printable text: a bad value given, not a refusal of git's (``invalid_input``, not ``store``)."""
     match = _AUTHOR.match(author)
     if not match or not match.group("name") or not author.isprintable():  # git log would print a control raw
-        raise StoreError(f"Author {author!r} is not of the form 'Name <email>' in printable text (no control or "
-                         "invisible characters).")
+        raise InvalidInputError(f"Author {shown_value(author)} is not of the form 'Name <email>' in printable text (no "
+                                "control or invisible characters): give one such as 'Ann Lee <ann@example.com>' "
+                                "(--author, or SLAYER_KB_AUTHOR).")
     return match.group("name"), match.group("email")
 
 
