@@ -55,62 +55,22 @@ def catalog_signature(root: Path, racy_seconds: float) -> list[list[Any]]:
 
 def load_catalog_cached(root: Path, cache: Path, signature: Any) -> Catalog:
     """``load_catalog``, reusing the parsed catalog saved in ``cache`` while the files' signature
-    is unchanged: parsing hundreds of model files costs a short command most of its run time. A
-    file with a new inode and its old time and size (a copy, ``cp -p``) counts as unchanged when
-    its bytes are the ones the cache was made from (``_same_bytes``)."""
+    is unchanged: parsing hundreds of model files costs a short command most of its run time."""
     try:
         data = json.loads(cache.read_text(encoding="utf-8"))
-        if data.get("format") == CACHE_FORMAT:
-            if same_signature(data.get("signature"), signature):
-                return _from_json(data["catalog"], root)
-            if _same_bytes(root, data.get("signature"), signature, data.get("hashes")):
-                catalog = _from_json(data["catalog"], root)
-                _save(cache, signature, data["catalog"], data["hashes"])  # the next command stats only
-                return catalog
+        if data.get("format") == CACHE_FORMAT and same_signature(data.get("signature"), signature):
+            return _from_json(data["catalog"], root)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         pass
-    # Hashed before the parse, as ``signature`` was taken: bytes changed since carry another
-    # time (or, within its granularity, other bytes) and miss.
-    hashes = _hashes(root)
     catalog = load_catalog(root)
-    _save(cache, signature, _to_json(catalog, root), hashes)
-    return catalog
-
-
-def _save(cache: Path, signature: Any, catalog: dict[str, Any], hashes: dict[str, str]) -> None:
     with contextlib.suppress(OSError):
         tmp = cache.with_name(cache.name + ".tmp")
-        tmp.write_text(json.dumps({"format": CACHE_FORMAT, "signature": signature, "catalog": catalog,
-                                   "hashes": hashes}), encoding="utf-8")
+        tmp.write_text(
+            json.dumps({"format": CACHE_FORMAT, "signature": signature, "catalog": _to_json(catalog, root)}),
+            encoding="utf-8",
+        )
         os.replace(tmp, cache)
-
-
-def _hashes(root: Path) -> dict[str, str]:
-    """The content hash of each catalog file ``load_catalog`` reads (never a link out of the KB)."""
-    return {rel: found for rel, leads_out in catalog_files(root)
-            if not leads_out and (found := _hash_of(root, rel)) is not None}
-
-
-def _same_bytes(root: Path, cached: Any, now: list[list[Any]], hashes: Any) -> bool:
-    """Whether the files ``now`` describes are those of the ``cached`` signature but for their
-    inodes, each file whose inode changed holding the bytes hashed in ``hashes``."""
-    if not isinstance(cached, list) or not isinstance(hashes, dict) or len(cached) != len(now):
-        return False
-    moved = []
-    for x, y in zip(cached, now, strict=True):
-        if x[:3] != y[:3] or (len(x) > 4 and len(y) > 4 and x[4] != y[4]):
-            return False
-        if x[3] != y[3]:
-            moved.append(y[0])
-    return all(rel in hashes and _hash_of(root, rel) == hashes[rel] for rel in moved)
-
-
-def _hash_of(root: Path, rel: str) -> str | None:
-    try:
-        data = read_regular(os.path.join(root, rel), follow_symlinks=True, limit=MAX_CATALOG_BYTES)
-    except (OSError, TooLarge):
-        return None
-    return hashlib.sha1(data, usedforsecurity=False).hexdigest()
+    return catalog
 
 
 def _to_json(catalog: Catalog, root: Path) -> dict[str, Any]:
