@@ -427,6 +427,29 @@ def test_a_kb_whose_git_index_holds_nothing_under_the_folder_is_checked_without_
     assert "Refunds" in got.stdout
 
 
+def test_a_kb_in_a_folder_whose_name_is_not_ascii_asks_git_what_it_tracks(tmp_path: Path,
+                                                                        invoke_cli) -> None:  # noqa: ANN001
+    """git on macOS keeps a path precomposed in its index, whatever the name the folder reads as
+    here, so the index's bytes cannot tell that it lacks the folder: git is asked."""
+    git(tmp_path, "init", "-q", "repo")
+    kb = tmp_path / "repo" / "caf\u00e9"
+    KnowledgeBase.init(kb)
+    assert invoke_cli("--kb", kb, "save", "refunds are counted once", "--title", "Refunds").returncode == 0
+    with traced_git(tmp_path) as runs:
+        got = invoke_cli("--kb", kb, "get", "1")
+    assert (got.returncode, got.stderr, len(runs("ls-files"))) == (0, "", 1)
+
+
+def test_a_git_index_that_is_a_folder_is_read_as_git_reads_it(tmp_path: Path, invoke_cli) -> None:  # noqa: ANN001
+    """An index that is a folder made the state check's read of it end in a traceback."""
+    kb = make_empty_kb(tmp_path / "kb")
+    assert invoke_cli("--kb", kb, "save", "refunds are counted once", "--title", "Refunds").returncode == 0
+    (kb / ".git" / "index").unlink()
+    (kb / ".git" / "index").mkdir()
+    got = invoke_cli("--kb", kb, "list")
+    assert (got.returncode, "[1] Refunds" in got.stdout) == (0, True), got.stderr
+
+
 @pytest.mark.parametrize("form", [["--index-version", "4"], ["--split-index"]])
 def test_a_git_index_whose_paths_are_not_spelt_whole_is_asked_of_git(tmp_path: Path, invoke_cli,  # noqa: ANN001
                                                                      form: list[str]) -> None:

@@ -26,9 +26,10 @@ def read_whole(path: Path) -> bytes | None:
         return b""
     except OSError:
         return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # before fdopen, which refuses a folder
+        os.close(fd)
+        return None
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            return None
         data = handle.read()
     try:
         shared = any(name.startswith("sharedindex.") for name in os.listdir(path.parent))
@@ -39,6 +40,10 @@ def read_whole(path: Path) -> bytes | None:
 
 def may_hold(path: Path, repo_path: str) -> bool:
     """Whether git's index file ``path`` may hold ``repo_path`` or a path under it: False only
-    where its bytes are not in the file at all."""
+    where its bytes are not in the file at all. A path that is not ASCII may be spelt otherwise in
+    the index (git on macOS stores it precomposed, whatever the folder's name reads as here), so
+    git is asked."""
+    if not repo_path.isascii():
+        return True
     data = read_whole(path)
-    return data is None or repo_path.encode("utf-8", "surrogateescape") in data
+    return data is None or repo_path.encode("ascii") in data

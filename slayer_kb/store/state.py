@@ -300,6 +300,9 @@ def index_state(path: Path) -> str:
         return "none"
     except OSError:
         return secrets.token_hex(8)
+    if stat.S_ISDIR(os.fstat(fd).st_mode):  # fdopen refuses a folder
+        os.close(fd)
+        return secrets.token_hex(8)
     with os.fdopen(fd, "rb") as handle:
         st = os.fstat(handle.fileno())
         if st.st_size >= 32 and stat.S_ISREG(st.st_mode):
