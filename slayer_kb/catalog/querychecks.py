@@ -15,7 +15,7 @@ from ..core.errors import InvalidInputError
 from ..core.text import kind_of
 from . import lexer
 from .lexer import MalformedCase, lower_cases
-from .modeb import AGGREGATED, COUNTED, aggregation_problem, extract_as_date_part, node_problem
+from .modeb import AGGREGATED, COUNTED, MalformedExtract, aggregation_problem, extract_as_date_part, node_problem
 
 # The alias map of likely slips whose nearest spelling is not the intended key.
 _MEANT = {
@@ -163,15 +163,18 @@ def formula_problem(text: str, runs: bool = True) -> str | None:
             f"Invalid Mode-B expression {text!r}: DISTINCT is supported only as count(distinct x), "
             "i.e. count_distinct(x)."
         )
-    try:
-        probe = lower_cases(text)
+    try:  # in SLayer's order: extract, then CASE
+        probe = lower_cases(extract_as_date_part(text))
+    except MalformedExtract as exc:
+        return f"Invalid Mode-B expression {text!r}: {exc}"
     except MalformedCase as exc:
         return f"Malformed CASE expression in {text!r}: {exc}"
-    probe = _COLON_AGGREGATION.sub(AGGREGATED, extract_as_date_part(probe))
+    colons = _COLON_AGGREGATION.findall(probe)  # in order: their arguments are their parameters
+    probe = _COLON_AGGREGATION.sub(AGGREGATED, probe)
     probe = _COUNTED_STAR.sub(lambda m: m.group(1) + COUNTED, probe)
     probe = _COUNT_DISTINCT.sub(lambda m: m.group().split("(")[0] + "(", probe)
     parsed = _parsed(probe)
-    problem = parsed if isinstance(parsed, str) else node_problem(parsed) or (aggregation_problem(parsed) if runs else None)
+    problem = parsed if isinstance(parsed, str) else node_problem(parsed) or (aggregation_problem(parsed, colons) if runs else None)
     if problem is None:
         return None
     unspaced = _SPACED_COLON.sub(":", text)
