@@ -169,8 +169,7 @@ def formula_problem(text: str, runs: bool = True) -> str | None:
         return f"Invalid Mode-B expression {text!r}: {exc}"
     except MalformedCase as exc:
         return f"Malformed CASE expression in {text!r}: {exc}"
-    colons = _COLON_AGGREGATION.findall(probe)  # in order: their arguments are their parameters
-    probe = _COLON_AGGREGATION.sub(AGGREGATED, probe)
+    probe, colons = _colon_aggregations(probe)
     probe = _COUNTED_STAR.sub(lambda m: m.group(1) + COUNTED, probe)
     probe = _COUNT_DISTINCT.sub(lambda m: m.group().split("(")[0] + "(", probe)
     parsed = _parsed(probe)
@@ -181,6 +180,30 @@ def formula_problem(text: str, runs: bool = True) -> str | None:
     if unspaced != text and formula_problem(unspaced, runs) is None:  # what older slayer-kb releases took
         problem += f"; {unspaced_colon(unspaced)}"
     return f"Invalid Mode-B expression {text!r}: {problem}"
+
+
+def _colon_aggregations(text: str) -> tuple[str, list[str]]:
+    """``text`` with each colon aggregation (``amount:max``) outside strings and comments written
+    :data:`AGGREGATED`, and them in order, as Python then reads them (their arguments are their
+    parameters: ``aggregation_problem``); a string's or a comment's text is left as written."""
+    quiet: list[tuple[int, int]] = []
+    for token in lexer.tokens(text):
+        if quiet and token.start < quiet[-1][1]:
+            continue
+        if token.kind == "lit":
+            quiet.append((token.start, token.end))
+        elif token.text == "#":
+            line_end = text.find("\n", token.start)
+            quiet.append((token.start, len(text) if line_end < 0 else line_end))
+    colons: list[str] = []
+
+    def written(match: re.Match[str]) -> str:
+        if any(start <= match.start() < end for start, end in quiet):
+            return match.group()
+        colons.append(match.group())
+        return AGGREGATED
+
+    return _COLON_AGGREGATION.sub(written, text), colons
 
 
 def unspaced_colon(unspaced: str) -> str:
