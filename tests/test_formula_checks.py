@@ -211,6 +211,9 @@ def test_more_that_slayers_parser_refuses(formula: str, words: str) -> None:
     "sum(iif(status in ('a', 'b'), amount, 0))", "sum(iif(qty in [-1, None, True], amount, 0))",
     "sum(iif(created_at in '2025-Q1', amount, 0))", "coalesce(sum(amount), now())",
     "sum(amount) # extract(nothing from here)", "amount:weighted_avg(weight=qty)",
+    # A colon in a string or a comment is no colon aggregation whose arguments are counted.
+    "sum(iif(status == 'a:max', 1, 0)) + amount:last(created_at)", "amount:last(created_at) # qty:max",
+    "max(extract(year from (created_at)))",
 ])
 def test_what_slayers_parser_takes_is_taken_too(formula: str) -> None:
     assert formula_problem(formula) is None

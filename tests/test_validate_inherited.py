@@ -76,8 +76,8 @@ def test_only_the_same_problem_at_the_base_is_inherited(catalog_kb: KnowledgeBas
     """Any problem at the base made the branch's a warning: a branch that dropped a column a query
     reads passed review when that query had another problem at the base (m-two, m-new: only the
     first failing reference was compared; m-shape, m-tick, m-key: a formula, a filter or a key
-    SLayer refuses hid the query's other references; m-inside, m-quoted: it hid the names inside a
-    refused measure or filter). A query whose source model was missing at the base failed the branch
+    SLayer refuses hid the query's other references; m-inside, m-quoted, m-order, m-dim: it hid the
+    names inside a refused measure, filter, order item or dimension). A query whose source model was missing at the base failed the branch
     that added the model for a name failing at the base too (m-stores). The same problem with other columns suggested (the
     branch added one spelled alike) or other models listed (the branch added one) is still the
     base's: it failed the branch."""
@@ -109,6 +109,11 @@ def test_only_the_same_problem_at_the_base_is_inherited(catalog_kb: KnowledgeBas
     (memories / "m-inside.yaml").write_text(memory("Inside", "measures", "cumsum(sum(cost), 1)"), encoding="utf-8")
     (memories / "m-quoted.yaml").write_text(memory("Quoted", "filters", "\"`status` = 'a' and cost > 1\""),
                                             encoding="utf-8")
+    # Refused at the base by a setting (an order's direction, a dimension's label): the branch
+    # breaks the column it names, which fails it, named by the column.
+    (memories / "m-order.yaml").write_text(memory("Order", "order", "{column: cost, direction: sideways}"),
+                                           encoding="utf-8")
+    (memories / "m-dim.yaml").write_text(memory("Dim", "dimensions", "{name: cost, label: 3}"), encoding="utf-8")
     # No model stores at the base, its other words unread: the branch adds the model, and the
     # query fails for a name that failed there too, which is no new failure.
     (memories / "m-stores.yaml").write_text(memory("Stores", "measures", "sum(nope)").replace(
@@ -129,10 +134,14 @@ def test_only_the_same_problem_at_the_base_is_inherited(catalog_kb: KnowledgeBas
               "'cumsum(sum(amount), 1)': Transform 'cumsum' accepts exactly one positional argument (the value "
               "to transform); it takes no settings: write cumsum(value).)")
     assert (proc.returncode, proc.stdout.splitlines()) == (1, [
+        "memories/m-dim.yaml:2: attached query has stale references (dimensions[0]: Entity 'cost' not found in any "
+        f"datasource (checked all known datasources).); {edit} m-dim'",
         "memories/m-inside.yaml:2: attached query has stale references (measures[0] 'cumsum(sum(cost), 1)': Entity "
         f"'cost' not found in any datasource (checked all known datasources).); {edit} m-inside'",
         f"memories/m-key.yaml:2: attached query has stale references (filters[0] {cost}; {edit} m-key'",
         f"memories/m-new.yaml:2: attached query has stale references (filters[0] {cost}; {edit} m-new'",
+        "memories/m-order.yaml:2: attached query has stale references (order[0].column: Entity 'cost' not found in "
+        f"any datasource (checked all known datasources).); {edit} m-order'",
         "memories/m-quoted.yaml:2: attached query has stale references (filters[0] \"`status` = 'a' and cost > 1\": "
         f"Entity 'cost' not found in any datasource (checked all known datasources).); {edit} m-quoted'",
         f"memories/m-shape.yaml:2: attached query has stale references (filters[0] {cost}; {edit} m-shape'",
@@ -148,4 +157,4 @@ def test_only_the_same_problem_at_the_base_is_inherited(catalog_kb: KnowledgeBas
         f"memories/m-nope.yaml:2: warning: {nope}; {edit} m-nope'; {inherited}",
         f"memories/m-src.yaml:2: warning: {cumsum}; {edit} m-src'; {inherited}",
         f"memories/m-stores.yaml:2: warning: {nope}; {edit} m-stores'; {inherited}",
-        "7 problems in 7 files (12 files checked), 5 warnings"])
+        "9 problems in 9 files (14 files checked), 5 warnings"])

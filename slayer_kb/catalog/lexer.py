@@ -300,3 +300,39 @@ def _sql_condition(condition: str) -> str:
 
 def _literals(text: str) -> list[tuple[int, int]]:
     return [(token.start, token.end) for token in tokens(text) if token.kind == "lit"]
+
+
+class Extract(NamedTuple):
+    """One ``extract(... from ...)`` of a formula's tokens, by where its tokens are."""
+
+    at: int  # its ``extract``
+    word: int  # its first FROM directly inside its parentheses
+    end: int  # its closing parenthesis
+
+    def taken(self, found: list[Token]) -> bool:
+        """Whether SLayer's parser rewrites it (``_rewrite_extract``): exactly one part, a name or a
+        quoted string, before FROM (a comment's ``#`` is a token), and a value after it."""
+        part = found[self.at + 2]
+        return self.word == self.at + 3 and self.end > self.word + 1 and (
+            (part.kind == "name" and "." not in part.text) or (part.kind == "lit" and part.text[0] in "'\""))
+
+
+def extracts(found: list[Token]) -> list[Extract]:
+    """Each ``extract(`` of ``found`` that SLayer's parser reads as its SQL spelling
+    (``_extract_call``): closed, with a FROM directly inside its parentheses; nested ones too."""
+    calls: list[Extract] = []
+    for at, token in enumerate(found):
+        if not (token.kind == "name" and token.text.lower() == "extract" and token.text.isascii()
+                and found[at + 1 : at + 2] and found[at + 1].text == "(" and not (at and found[at - 1].text == ".")):
+            continue
+        depth, word = 0, None
+        for index in range(at + 1, len(found)):
+            text = found[index].text
+            depth += (text == "(") - (text == ")")
+            if depth == 0:
+                if word is not None:
+                    calls.append(Extract(at, word, index))
+                break
+            if depth == 1 and word is None and found[index].kind == "name" and text.lower() == "from":
+                word = index if found[index - 1].text != "." else None
+    return calls

@@ -6,12 +6,14 @@ then asks :func:`node_problem`."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 
 from . import lexer
 
 # What the check writes for a colon aggregation (``amount:sum``) before Python reads the formula;
-# called, it has its arguments after the colon's (``amount:weighted_avg(weight=qty)``).
-AGGREGATED = "_agg"
+# called, it has its arguments after the colon's (``amount:weighted_avg(weight=qty)``). SLayer's
+# parser writes its own under the prefix it reserves, so no name of the user's is one.
+AGGREGATED = "__slayer_agg__"
 # And for a counted star (count(*), count(orders.*)).
 COUNTED = "_star"
 
@@ -249,12 +251,28 @@ def _functional(node: ast.Call, path: str, name: str) -> str:
         def visit_Call(self, call: ast.Call) -> ast.Call:
             if _scalar(call):  # its arguments go onto the path, not its name
                 call.args = [self.visit(arg) for arg in call.args]
+                return _spelled(call)
             return call
 
     args = [_OntoPath().visit(node.args[0]) if node.args else None, *node.args[1:]]
     params = [ast.unparse(arg) for arg in args if arg is not None]
     params += [f"{keyword.arg}={ast.unparse(keyword.value)}" for keyword in node.keywords]
     return f"{name}({', '.join(params)})"
+
+
+def _spelled(call: ast.Call) -> ast.Call:
+    """A scalar call as SLayer's parser spells it back: its name and a date unit in lower case, a
+    date part's alias as date_part's part (``DOY(x)``, ``date_part('Doy', x)``: ``date_part('day_of_year', x)``)."""
+    assert isinstance(call.func, ast.Name)
+    name, args = call.func.id.lower(), list(call.args)
+    if name in _DATE_PART_FUNCTIONS and len(args) == 1:
+        name, args = "date_part", [ast.Constant(name), *args]
+    at = _UNIT_ARGS.get(name)
+    unit = args[at] if at is not None and at < len(args) else None
+    if at is not None and isinstance(unit, ast.Constant) and isinstance(unit.value, str):
+        word = unit.value.lower()
+        args[at] = ast.Constant(_DATE_PART_ALIASES.get(word, word) if name == "date_part" else word)
+    return ast.Call(ast.Name(name), args, call.keywords)
 
 
 # The transforms that take more than their value positionally, and what (SLayer's
@@ -318,21 +336,28 @@ _PARAMETERS = {"percentile": ("p",), "weighted_avg": ("weight",), "corr": ("othe
                "covar_pop": ("other",), "first": ("the ranking column",), "last": ("the ranking column",)}
 
 
-def aggregation_problem(tree: ast.Expression) -> str | None:
+def aggregation_problem(tree: ast.Expression, colons: Sequence[str] = ()) -> str | None:
     """Why SLayer's engine refuses a query whose formula gives a built-in aggregation more
     positional arguments than it takes, when the query runs (``_fold_positional_agg_args``; its
-    memory resolver reads none of them and saves the query), in its words, then the fix. Not an
-    entity reference's concern: ``last(balance, updated_at)`` names ``balance`` there."""
+    memory resolver reads none of them and saves the query), in its words, then the fix. ``colons``:
+    the formula's colon aggregations in order (``amount:max``), which ``tree`` holds as
+    :data:`AGGREGATED`, each argument of theirs a parameter. Not an entity reference's concern:
+    ``last(balance, updated_at)`` names ``balance`` there."""
+    written = sorted((node for node in ast.walk(tree) if isinstance(node, ast.Name) and node.id == AGGREGATED),
+                     key=lambda node: (node.lineno, node.col_offset))
+    colon = {id(node): spelled for node, spelled in zip(written, colons, strict=False)}
     calls = (node for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name))
-    return next((problem for call in calls if (problem := _aggregation_call_problem(call)) is not None), None)
+    return next((problem for call in calls if (problem := _aggregation_call_problem(call, colon)) is not None), None)
 
 
-def _aggregation_call_problem(call: ast.Call) -> str | None:
+def _aggregation_call_problem(call: ast.Call, colon: dict[int, str]) -> str | None:
     assert isinstance(call.func, ast.Name)
-    name, args, keywords = call.func.id, call.args, call.keywords
+    spelled = colon.get(id(call.func))  # amount:max(status) is max with the parameter status
+    name = spelled.rpartition(":")[2] if spelled else call.func.id
+    keywords = call.keywords
     agg = _ALIASES.get(name.lower(), name.lower())
     taken = _PARAMETERS.get(agg, ())
-    given = len(args) - 1
+    given = len(call.args) - (spelled is None)
     if agg not in _AGGREGATIONS or given <= len(taken):
         if any(keyword.arg in taken[:given] for keyword in keywords):
             param = next(keyword.arg for keyword in keywords if keyword.arg in taken[:given])
@@ -340,10 +365,10 @@ def _aggregation_call_problem(call: ast.Call) -> str | None:
         return None
     if not taken:
         return (f"Aggregation {agg!r} takes no parameters; got {given} positional value(s). It aggregates one "
-                f"value: write {name}(value).")
+                f"value: write {spelled or f'{name}(value)'}.")
     if agg in ("first", "last"):
         return (f"Aggregation {agg!r} ranks by at most one column; got {given} positional value(s). Write "
-                f"{name}(value, ranking_column).")
+                f"{spelled + '(ranking_column)' if spelled else f'{name}(value, ranking_column)'}.")
     return (f"Aggregation {agg!r} takes at most {len(taken)} parameter(s) ({', '.join(taken)}); got {given} "
             f"positional value(s).")
 
@@ -374,18 +399,29 @@ _AMBIGUOUS_WEEKDAYS = ("weekday", "dayofweek", "dow")
 _DATE_PART_FUNCTIONS = frozenset({*_DATE_PART_ALIASES, "day_of_week", "day_of_year", "iso_year"})
 
 
+class MalformedExtract(ValueError):
+    """An ``extract(...)`` SLayer's parser refuses, in its words."""
+
+
 def extract_as_date_part(text: str) -> str:
-    """``text`` with each ``extract(part from x)`` (outside strings and ``#`` comments) written as
-    SLayer's parser lowers it, ``date_part('part', x)``: its part is then checked as date_part's,
-    and a method call's example shows it so, as SLayer's does."""
-    tokens = lexer.uncommented(text, lexer.tokens(text))
+    """``text`` with each ``extract(part from x)`` written as SLayer's parser lowers it,
+    ``date_part('part', x)`` (``_rewrite_extract``, which reads a comment's words as tokens too):
+    its part is then checked as date_part's, and a method call's example shows it so, as SLayer's
+    does. :class:`MalformedExtract` for one SLayer refuses (``extract(year from)``)."""
+    if "extract" not in text.lower():
+        return text
+    found = lexer.tokens(text)
     written, at = [], 0
-    for index in range(len(tokens) - 3):
-        window = [t.text.lower() for t in tokens[index : index + 4]]
-        if window[:2] != ["extract", "("] or window[3] != "from" or tokens[index].start < at:
-            continue
-        written += [text[at : tokens[index].start], f"date_part({tokens[index + 2].text.strip(chr(39) + chr(34))!r},"]
-        at = tokens[index + 3].end
+    for call in lexer.extracts(found):
+        if found[call.at].start < at:
+            continue  # inside the value of one written already, which wrote it
+        if not call.taken(found):
+            raise MalformedExtract("write extract(<part> from <value>), e.g. extract(day from created_at).")
+        part = found[call.at + 2].text
+        word = part if part[0] in "'\"" else f"'{part}'"
+        value = extract_as_date_part(text[found[call.word].end : found[call.end].start].strip())
+        written += [text[at : found[call.at].start], f"date_part({word}, {value})"]
+        at = found[call.end].end
     return "".join([*written, text[at:]])
 
 

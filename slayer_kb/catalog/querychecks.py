@@ -15,7 +15,7 @@ from ..core.errors import InvalidInputError
 from ..core.text import kind_of
 from . import lexer
 from .lexer import MalformedCase, lower_cases
-from .modeb import AGGREGATED, COUNTED, aggregation_problem, extract_as_date_part, node_problem
+from .modeb import AGGREGATED, COUNTED, MalformedExtract, aggregation_problem, extract_as_date_part, node_problem
 
 # The alias map of likely slips whose nearest spelling is not the intended key.
 _MEANT = {
@@ -163,21 +163,47 @@ def formula_problem(text: str, runs: bool = True) -> str | None:
             f"Invalid Mode-B expression {text!r}: DISTINCT is supported only as count(distinct x), "
             "i.e. count_distinct(x)."
         )
-    try:
-        probe = lower_cases(text)
+    try:  # in SLayer's order: extract, then CASE
+        probe = lower_cases(extract_as_date_part(text))
+    except MalformedExtract as exc:
+        return f"Invalid Mode-B expression {text!r}: {exc}"
     except MalformedCase as exc:
         return f"Malformed CASE expression in {text!r}: {exc}"
-    probe = _COLON_AGGREGATION.sub(AGGREGATED, extract_as_date_part(probe))
+    probe, colons = _colon_aggregations(probe)
     probe = _COUNTED_STAR.sub(lambda m: m.group(1) + COUNTED, probe)
     probe = _COUNT_DISTINCT.sub(lambda m: m.group().split("(")[0] + "(", probe)
     parsed = _parsed(probe)
-    problem = parsed if isinstance(parsed, str) else node_problem(parsed) or (aggregation_problem(parsed) if runs else None)
+    problem = parsed if isinstance(parsed, str) else node_problem(parsed) or (aggregation_problem(parsed, colons) if runs else None)
     if problem is None:
         return None
     unspaced = _SPACED_COLON.sub(":", text)
     if unspaced != text and formula_problem(unspaced, runs) is None:  # what older slayer-kb releases took
         problem += f"; {unspaced_colon(unspaced)}"
     return f"Invalid Mode-B expression {text!r}: {problem}"
+
+
+def _colon_aggregations(text: str) -> tuple[str, list[str]]:
+    """``text`` with each colon aggregation (``amount:max``) outside strings and comments written
+    :data:`AGGREGATED`, and them in order, as Python then reads them (their arguments are their
+    parameters: ``aggregation_problem``); a string's or a comment's text is left as written."""
+    quiet: list[tuple[int, int]] = []
+    for token in lexer.tokens(text):
+        if quiet and token.start < quiet[-1][1]:
+            continue
+        if token.kind == "lit":
+            quiet.append((token.start, token.end))
+        elif token.text == "#":
+            line_end = text.find("\n", token.start)
+            quiet.append((token.start, len(text) if line_end < 0 else line_end))
+    colons: list[str] = []
+
+    def written(match: re.Match[str]) -> str:
+        if any(start <= match.start() < end for start, end in quiet):
+            return match.group()
+        colons.append(match.group())
+        return AGGREGATED
+
+    return _COLON_AGGREGATION.sub(written, text), colons
 
 
 def unspaced_colon(unspaced: str) -> str:

@@ -173,8 +173,9 @@ def _scan(text: str, what: str, sql: bool) -> Scanned:
 
 
 def _in_later_argument(stack: list[_Frame]) -> bool:
-    """Whether the name read is inside a later positional argument of an aggregation's call."""
-    return any(frame.argument and frame.func and not frame.method and aggregation_call(frame.func)
+    """Whether the name read is inside a later positional argument of an aggregation's call; in
+    ``x:agg(...)``, every argument is one (``x`` is its value)."""
+    return any((frame.argument or frame.colon) and frame.func and not frame.method and aggregation_call(frame.func)
                for frame in stack)
 
 
@@ -193,10 +194,11 @@ def _backquoted(tokens: list[Token], text: str, what: str) -> InvalidInputError 
 def _rewritten_words(tokens: list[Token], case_words: set[int]) -> set[int]:
     """Where a formula's tokens are SQL words SLayer rewrites rather than columns: the keywords of
     a CASE ... END (found where ``case_words`` says they start, read as SLayer lowers them);
-    distinct right after ``count(`` and before its operand (``-amount``, ``1``); the unit and FROM of ``extract(year from x)``."""
+    distinct right after ``count(`` and before its operand (``-amount``, ``1``); the part, quoted
+    or not, and FROM of an ``extract(year from x)`` SLayer rewrites."""
     words: set[int] = set()
     for index, token in enumerate(tokens):
-        if token.kind not in ("name", "lit"):  # extract's unit may be quoted: extract('month' from x)
+        if token.kind != "name":
             continue
         word = token.text.lower()
         before = [t.text.lower() for t in tokens[max(index - 2, 0) : index]]
@@ -205,16 +207,12 @@ def _rewritten_words(tokens: list[Token], case_words: set[int]) -> set[int]:
             pass
         elif word == "distinct" and before == ["count", "("] and after and after[0].text not in (")", ","):
             pass
-        elif (
-            before == ["extract", "("]
-            and len(after) == 2
-            and after[0].text.lower() == "from"
-            and after[1].kind == "name"
-        ):
-            words.add(index + 1)  # the FROM
         else:
             continue
         words.add(index)
+    for call in lexer.extracts(tokens):  # a malformed one's words are columns: the check refuses it
+        if call.taken(tokens):
+            words |= {call.at + 2, call.word}
     return words
 
 

@@ -136,17 +136,39 @@ class Shape:
     # Each item SLayer refuses, by its place and text, and why: the query's other items are still
     # read, so that a reader comparing two catalogs sees their references too.
     refused: list[tuple[str, InvalidInputError]] = field(default_factory=list)
-    # The text of each measure and filter refused, its names still read where two catalogs are
-    # compared, so that a name the branch broke is not hidden behind the item's older refusal.
+    # What each refused item still names (a measure's or filter's text, a dimension's or order's
+    # column), read where two catalogs are compared, so that a name the branch broke is not hidden
+    # behind the item's older refusal.
     unread: list[Item] = field(default_factory=list)
 
-    def item(self, where: str, value: Any, check: Callable[..., T], *args: Any) -> T | None:
-        """``check(*args)``, or None with its refusal kept, named by ``where`` and ``value``."""
+    def item(self, where: str, value: Any, check: Callable[..., T], *args: Any, kind: str = "") -> T | None:
+        """``check(*args)``, or None with its refusal kept, named by ``where`` and ``value``; and
+        with ``kind`` (formula, filter, or column for a dimension, time dimension or order item),
+        what ``value`` still names kept in ``unread``."""
         try:
             return check(*args)
         except InvalidInputError as exc:
             self.refused.append((f"{where} {value}" if isinstance(value, str) else where, exc))
+            self.unread.extend(_unread(value, where, kind))
             return None
+
+
+def _unread(value: Any, where: str, kind: str) -> list[Item]:
+    """What a refused item of ``kind`` names: a formula's or filter's text; a column's name (with
+    its model), its expression or its text, in whichever key of its mapping holds it."""
+    if isinstance(value, Mapping):
+        key = next((key for key in ("formula", "expression", "column", "dimension") if key in value), None)
+        if key is not None:
+            return _unread(value[key], f"{where}.column" if key == "column" else where, kind)  # as if taken
+        name, model = value.get("name"), value.get("model")
+        if kind != "column" or not isinstance(name, str):
+            return []
+        return [Item(where, "ref", f"{model}.{name}" if isinstance(model, str) else name)]
+    if not isinstance(value, str) or not kind:
+        return []
+    if kind == "column":
+        return [Item(where, "ref" if column_ref_name(value) else "formula", value)]
+    return [Item(where, kind, value)]
 
 
 def check_query(query: Any, *, need_source: bool = True, each: bool = False) -> Shape:
@@ -268,11 +290,8 @@ def _measures(data: Mapping[str, Any], shape: Shape) -> list[Item]:
     items: list[Item] = []
     for i, value in enumerate(python_list(data, "measures", "write measures: ['sum(amount)', {formula: 'count(*)', name: orders}]")):
         where = f"measures[{i}]"
-        formula = shape.item(where, value, _measure, value, where)
+        formula = shape.item(where, value, _measure, value, where, kind="formula")
         if formula is None:
-            text = value.get("formula") if isinstance(value, Mapping) else value
-            if isinstance(text, str):
-                shape.unread.append(Item(where, "formula", text))
             continue
         if isinstance(value, Mapping) and isinstance(value.get("name"), str):
             shape.defined.add(value["name"])
@@ -323,7 +342,7 @@ def _dimensions(data: Mapping[str, Any], shape: Shape) -> tuple[list[Item], list
         fail("", f"'dimensions' must be a list, got {slayer_type(values)} (write dimensions: [status, customers.regions.name])")
     for i, value in enumerate(values):
         where = f"dimensions[{i}]"
-        shape.item(where, value, _dimension, value, where, shape, items, moved)
+        shape.item(where, value, _dimension, value, where, shape, items, moved, kind="column")
     return items, moved
 
 
@@ -381,7 +400,7 @@ def _time_dimensions(data: Mapping[str, Any], moved: list[tuple[str, dict[str, s
     items: list[Item] = []
     seen: dict[tuple[str, str], tuple[Any, ...]] = {}
     for where, value in [*entries, *moved]:
-        shape.item(where, value, _time_dimension, value, where, shape.source, items, seen)
+        shape.item(where, value, _time_dimension, value, where, shape.source, items, seen, kind="column")
     return items
 
 
@@ -413,11 +432,9 @@ def _filters(data: Mapping[str, Any], shape: Shape) -> list[Item]:
         fail("filters", "Input should be a valid list (write filters: [\"status = 'paid'\"])")
     items = []
     for i, value in enumerate(values):
-        item = shape.item(f"filters[{i}]", value, _filter, value, f"filters[{i}]")
+        item = shape.item(f"filters[{i}]", value, _filter, value, f"filters[{i}]", kind="filter")
         if item is not None:
             items.append(item)
-        elif isinstance(value, str):
-            shape.unread.append(Item(f"filters[{i}]", "filter", value))
     return items
 
 
@@ -439,7 +456,7 @@ def _order(data: Mapping[str, Any], shape: Shape) -> list[Item]:
     items: list[Item] = []
     for i, value in enumerate(values):
         where = f"order[{i}]"
-        items.extend(shape.item(where, value, _order_item, value, where) or [])
+        items.extend(shape.item(where, value, _order_item, value, where, kind="column") or [])
     return items
 
 
