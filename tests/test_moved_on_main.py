@@ -137,7 +137,7 @@ def test_review_says_main_soft_forgot_or_gave_the_id_to_another_memory(tmp_path:
 def test_validate_against_names_a_link_to_an_id_main_renamed_and_gave_to_another_memory(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     # The agent's memory 101 links kb.cents; main then renamed kb.cents to kb.money and gave
-    # kb.cents to a new memory (--reuse-id). 'validate --against' and the review said nothing, and
+    # kb.cents to a new memory (--reuse-id), twice. 'validate --against' and the review said nothing, and
     # the reviewer's plain merge made 101 link the new memory, which it never meant.
     _bare, (agent, reviewer) = make_team(tmp_path)
     invoke_cli("--kb", reviewer, *CENTS, "--id", "kb.cents", check=True)
@@ -147,9 +147,12 @@ def test_validate_against_names_a_link_to_an_id_main_renamed_and_gave_to_another
     invoke_cli("--kb", agent, "save", "Totals: see kb.cents", "-e", "shop.orders.amount", "-e", "memory:kb.cents",
                check=True)
     invoke_cli("--kb", agent, "sync", check=True)
-    invoke_cli("--kb", reviewer, "rename", "kb.cents", "kb.money", check=True)
-    invoke_cli("--kb", reviewer, "save", "Another note", "-e", "shop.orders.status", "--id", "kb.cents", "--reuse-id",
-               check=True)
+    # Given twice: the first memory given kb.cents was renamed to kb.other in turn. The branch's link
+    # was named "renamed to 'kb.other'", and the merge pointed it there.
+    for renamed_to in ("kb.money", "kb.other"):
+        invoke_cli("--kb", reviewer, "rename", "kb.cents", renamed_to, check=True)
+        invoke_cli("--kb", reviewer, "save", "Another note", "-e", "shop.orders.status", "--id", "kb.cents",
+                   "--reuse-id", check=True)
     invoke_cli("--kb", reviewer, "sync", check=True)
     _on_agent_a(reviewer)
 
@@ -174,3 +177,34 @@ def test_validate_against_names_a_link_to_an_id_main_renamed_and_gave_to_another
     _on_agent_a(reviewer)
     again = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
     assert (again.returncode, again.stdout) == (0, "Checked 1 file: no problems.\n")
+
+
+def test_after_the_printed_fix_for_a_reused_id_the_branch_merges_keeping_mains_memories(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # main squash-merged kb.fees, renamed it to kb.netted and gave kb.fees to a new memory. After
+    # the fix 'validate --against' printed (remove the branch's copy) it said "this branch forgot
+    # memory kb.fees ... and edited it", and 'slayer-kb merge' stopped offering to 'git rm' main's
+    # new kb.fees.
+    agent, reviewer = squash_merged_branch(
+        tmp_path, invoke_cli, ("save", "Fees are netted", "-e", "shop.orders.amount", "--id", "kb.fees"))
+    invoke_cli("--kb", reviewer, "rename", "kb.fees", "kb.netted", check=True)
+    invoke_cli("--kb", reviewer, "save", "Another note", "-e", "shop.orders.status", "--id", "kb.fees", "--reuse-id",
+               check=True)
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    _on_agent_a(reviewer)
+    fix = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main").stdout.split("Run '", 1)[1]
+    subprocess.run(["sh", "-c", fix.split("': ", 1)[0]], cwd=agent, check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    _on_agent_a(reviewer)
+
+    checked = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
+    assert (checked.returncode, checked.stdout) == (0, "Checked 0 files: no problems.\n")
+    mains = {name: git(reviewer, "show", f"origin/main:memories/{name}") for name in ("kb.fees.yaml", "kb.netted.yaml")}
+    git(agent, "fetch", "-q", "origin")
+    merged = invoke_cli("--kb", agent, "merge", "origin/main")
+    assert (merged.returncode, merged.stdout) == (0, "Merged origin/main; run slayer-kb sync to push.\n")
+    git(reviewer, "switch", "-q", "main")
+    git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge agent-a")
+    for clone in (agent, reviewer):
+        assert {name: (clone / "memories" / name).read_text() for name in mains} == mains
+        assert git(clone, "ls-files", "memories").split() == ["memories/kb.fees.yaml", "memories/kb.netted.yaml"]

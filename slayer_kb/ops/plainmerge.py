@@ -95,7 +95,8 @@ def _given_again(compared: Branch, ours: dict[str, tuple[str, str]], theirs: dic
     both_added = [path for path in stopped if id_of_path(path) is not None and path in ours and path in theirs
                   and ours[path][0] == theirs[path][0] == NO_BLOB]
     assert compared.base is not None
-    away = renames_between(compared.store, compared.base, compared.against_sha) if both_added else {}
+    away = renamed_since(compared.store, compared.base, compared.against_sha,
+                         [id_of_path(path) or "" for path in both_added]).live if both_added else {}
     shared = compared.same_memories([path for path in both_added if id_of_path(path) in away])
     against, root, problems = compared.against, compared.root, {}
     for path, blob in shared.items():
@@ -118,7 +119,8 @@ def _undone_forgets(compared: Branch, base: str, head: str, ours: dict[str, tupl
                     theirs: dict[str, tuple[str, str]]) -> dict[str, str]:
     """The memories this branch added and then forgot (or renamed) after the revision compared
     with took them in by a squash or rebase merge (the very same memory added under commits of
-    its own, ``same_memories``), each with the version both sides held. git's merge base is older
+    its own, ``same_memories``), each with the version both sides held, save those the revision
+    renamed away since (its file under the id, if any, is another memory). git's merge base is older
     than the memory, so a plain ``git merge`` sees that revision add it and the branch leave it
     alone, and keeps it without a word; ``slayer-kb merge`` keeps it forgotten (or renamed), or
     stops on a forget against that revision's edit of it."""
@@ -128,6 +130,9 @@ def _undone_forgets(compared: Branch, base: str, head: str, ours: dict[str, tupl
     if not taken_in:
         return {}
     forgot = sorted(taken_in & set(compared.store.added_paths(base, head, under=f"{MEMORIES}/")))
+    if forgot:  # an id the revision renamed away since and gave again: its file there is another memory
+        moved = renamed_since(compared.store, base, compared.against_sha, [id_of_path(p) or "" for p in forgot])
+        forgot = [path for path in forgot if id_of_path(path) not in moved.live.keys() | moved.gone.keys()]
     return compared.same_memories(forgot)
 
 
