@@ -208,3 +208,52 @@ def test_after_the_printed_fix_for_a_reused_id_the_branch_merges_keeping_mains_m
     for clone in (agent, reviewer):
         assert {name: (clone / "memories" / name).read_text() for name in mains} == mains
         assert git(clone, "ls-files", "memories").split() == ["memories/kb.fees.yaml", "memories/kb.netted.yaml"]
+
+
+def test_validate_against_names_an_edit_of_a_taken_in_memory_main_renamed_or_forgot(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # As the first test, but the agent edited 1 and 2 after main renamed 1 and forgot 2:
+    # 'validate --against' said "no problems", and any merge gave 1 beside kb.refunds and brought 2 back.
+    agent, reviewer = squash_merged_branch(tmp_path, invoke_cli, REFUNDS, CENTS)
+    invoke_cli("--kb", reviewer, "rename", "1", "kb.refunds", check=True)
+    invoke_cli("--kb", reviewer, "forget", "2", check=True)
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    invoke_cli("--kb", agent, "update", "1", "--content", "Refund reasons are free text, always", check=True)
+    invoke_cli("--kb", agent, "update", "2", "--content", "Amounts are in whole cents", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    _on_agent_a(reviewer)
+
+    taken = ("origin/main took memory {} in from this branch (a squash or rebase merge, under commits of its own) "
+             "and has ")
+    drop = "git rm -q -- memories/1.yaml && git commit -q -m \"memory: drop 1, renamed to kb.refunds on origin/main\""
+    renamed = (taken.format(1) + "renamed it to 'kb.refunds' since, and this branch has edited it under its old id: a "
+               "merge of this branch (a plain git merge, or slayer-kb merge) brings it back beside 'kb.refunds', one "
+               "memory under two ids, the edit on the old one alone, since git's merge base is older than the memory. "
+               f"Make the edit on 'kb.refunds' instead: run '{drop}', then 'git fetch origin && slayer-kb merge "
+               "origin/main', and edit 'kb.refunds'")
+    forgot = (taken.format(2) + "forgotten it since, and this branch has edited it: a merge of this branch (a plain "
+              "git merge, or slayer-kb merge) brings it back with the edit, since git's merge base is older than the "
+              "memory. Run 'slayer-kb forget 2' if it is to stay forgotten (the edit goes with it); merged as it is, "
+              "the edit keeps it")
+    checked = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
+    assert (checked.returncode, checked.stdout) == (1, (
+        f"memories/1.yaml:1: {renamed}\nmemories/2.yaml:1: warning: {forgot}\n"
+        "1 problem in 1 file (2 files checked), 1 warning\n"))
+    data = json_of(invoke_cli("--kb", reviewer, "--json", "validate", "--against", "origin/main"))
+    assert [(p["path"], p["message"]) for p in data["problems"]] == [("memories/1.yaml", renamed)]
+    assert [(p["path"], p["message"]) for p in data["warnings"]] == [("memories/2.yaml", forgot)]
+
+    # The agent follows both: the edit made again on kb.refunds, 2 forgotten; the merge is then clean.
+    subprocess.run(["sh", "-c", drop], cwd=agent, check=True)
+    git(agent, "fetch", "-q", "origin")
+    invoke_cli("--kb", agent, "merge", "origin/main", check=True)
+    invoke_cli("--kb", agent, "update", "kb.refunds", "--content", "Refund reasons are free text, always", check=True)
+    invoke_cli("--kb", agent, "forget", "2", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    _on_agent_a(reviewer)
+    again = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
+    assert (again.returncode, again.stdout) == (0, "Checked 1 file: no problems.\n")
+    git(reviewer, "switch", "-q", "main")
+    git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge agent-a")
+    assert git(reviewer, "ls-files", "memories").split() == ["memories/kb.refunds.yaml"]
+    assert "Refund reasons are free text, always" in (reviewer / "memories" / "kb.refunds.yaml").read_text()
