@@ -141,11 +141,12 @@ def test_validate_against_names_a_link_to_an_id_main_renamed_and_gave_to_another
     # the reviewer's plain merge made 101 link the new memory, which it never meant.
     _bare, (agent, reviewer) = make_team(tmp_path)
     invoke_cli("--kb", reviewer, *CENTS, "--id", "kb.cents", check=True)
+    invoke_cli("--kb", reviewer, *REFUNDS, "--id", "kb.fees", check=True)
     invoke_cli("--kb", reviewer, "sync", check=True)
     git(agent, "pull", "-q", "origin", "main")
     git(agent, "switch", "-q", "-c", "agent-a")
     invoke_cli("--kb", agent, "save", "Totals: see kb.cents", "-e", "shop.orders.amount", "-e", "memory:kb.cents",
-               check=True)
+               "-e", "memory:kb.fees", check=True)
     invoke_cli("--kb", agent, "sync", check=True)
     # Given twice: the first memory given kb.cents was renamed to kb.other in turn. The branch's link
     # was named "renamed to 'kb.other'", and the merge pointed it there.
@@ -153,26 +154,38 @@ def test_validate_against_names_a_link_to_an_id_main_renamed_and_gave_to_another
         invoke_cli("--kb", reviewer, "rename", "kb.cents", renamed_to, check=True)
         invoke_cli("--kb", reviewer, "save", "Another note", "-e", "shop.orders.status", "--id", "kb.cents",
                    "--reuse-id", check=True)
+    # kb.fees renamed to kb.a, forgotten there, kb.a saved again for another note and renamed on:
+    # the link was named "renamed to 'kb.z'", that other note. The chain ended at the forget.
+    invoke_cli("--kb", reviewer, "rename", "kb.fees", "kb.a", check=True)
+    invoke_cli("--kb", reviewer, "forget", "kb.a", check=True)
+    invoke_cli("--kb", reviewer, "save", "A third note", "-e", "shop.orders.status", "--id", "kb.a", check=True)
+    invoke_cli("--kb", reviewer, "rename", "kb.a", "kb.z", check=True)
     invoke_cli("--kb", reviewer, "sync", check=True)
     _on_agent_a(reviewer)
 
+    forgot = ("memory 101 links 'memory:kb.fees', which origin/main forgot since this branch parted from it; merged as "
+              "it is, the link would point at nothing. Run 'git fetch origin && slayer-kb merge origin/main': it strips "
+              "links to forgotten memories, in one commit")
     problem = ("memory 101 links 'memory:kb.cents', which origin/main renamed to 'kb.money' since this branch parted "
                "from it, and then gave 'kb.cents' to another memory; merged as it is, the link would name that other "
                "memory. Run 'git fetch origin && slayer-kb merge origin/main': it points links to renamed memories at "
                "their new ids, in one commit")
     checked = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
     assert (checked.returncode, checked.stdout) == (
-        1, f"memories/101.yaml:1: {problem}\n1 problem in 1 file (1 file checked)\n")
+        1, f"memories/101.yaml:1: {forgot}\nmemories/101.yaml:1: {problem}\n2 problems in 1 file (1 file checked)\n")
     data = json_of(invoke_cli("--kb", reviewer, "--json", "validate", "--against", "origin/main"))
-    assert [(p["path"], p["message"]) for p in data["problems"]] == [("memories/101.yaml", problem)]
+    assert [(p["path"], p["message"]) for p in data["problems"]] == [("memories/101.yaml", forgot),
+                                                                      ("memories/101.yaml", problem)]
     reviewed = json_of(invoke_cli("--kb", reviewer, "--json", "review", "origin/main", check=True))
-    assert reviewed["problems"] == [f"memories/101.yaml:1: {problem}"]
+    assert reviewed["problems"] == [f"memories/101.yaml:1: {forgot}", f"memories/101.yaml:1: {problem}"]
 
-    # The fix, typed on the agent's clone, points the link at kb.money before the reviewer merges.
+    # The fix, typed on the agent's clone, points the link at kb.money (and strips the one to kb.fees)
+    # before the reviewer merges.
     git(agent, "fetch", "-q", "origin")
     merged = invoke_cli("--kb", agent, "merge", "origin/main", check=True)
     assert merged.stdout == ("Merged origin/main; run slayer-kb sync to push.\n"
-                             "  rewrote links to renamed memories: memory:kb.cents -> memory:kb.money in 101\n")
+                             "  rewrote links to renamed memories: memory:kb.cents -> memory:kb.money in 101\n"
+                             "  stripped links to forgotten memories: memory:kb.fees from 101\n")
     invoke_cli("--kb", agent, "sync", check=True)
     _on_agent_a(reviewer)
     again = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")

@@ -114,11 +114,14 @@ def next_deletion(store: GitStore, memory_id: str, since: str, head: str = "HEAD
     that gave the memory that id), and whether it renamed it; None when none did (``head`` holds
     it). This is where a chain of renames goes on, or ends: a chain whose end was later forgotten
     is over, whatever a later memory given the id again (a save, ``--reuse-id``) does with it."""
+    first = _first_deletion(store, memory_id, since, head)
+    return None if first is None else Deletion(first, renamed_in(store, first).get(memory_id))
+
+
+def _first_deletion(store: GitStore, memory_id: str, since: str, head: str) -> str | None:
     out = store.git("log", "--reverse", "--format=%H", "--diff-filter=D", f"{since}..{head}", "--",
                     store.repo_path(memory_path(memory_id)), env=LITERAL_PATHS).stdout.decode().split()
-    if not out:
-        return None
-    return Deletion(out[0], renamed_in(store, out[0]).get(memory_id))
+    return out[0] if out else None
 
 
 @dataclass(frozen=True)
@@ -269,15 +272,22 @@ def _of_memories(store: GitStore, moves: list[tuple[str, str, str]]) -> list[tup
     of the ids those took): a rename of an id an earlier rename moved away, in a commit that one
     is an ancestor of, moves another memory given the id since (``--reuse-id``), not the one a link
     made before meant. Two renames of one id on two lines of history (each side renamed the
-    memory) both stay. A ``git merge-base`` only where one id was renamed twice."""
+    memory) both stay. Dropped too: a rename of an id a rename gave, once that id was forgotten
+    in between (and saved again for another memory): a chain whose end was forgotten is over
+    (``next_deletion``). A ``git merge-base`` only where one id was renamed twice, a ``git log``
+    only where a chain goes on from an id a rename gave."""
     left: dict[str, list[str]] = {}  # {id: the commits that moved a memory away from it}
+    given: dict[str, str] = {}  # {id: the commit whose kept rename gave it}
     kept = []
     for commit, old, new in moves:
         if any(store.git("merge-base", "--is-ancestor", earlier, commit, check=False).returncode == 0
                for earlier in left.get(old, ())):
             continue
+        if old in given and _first_deletion(store, old, given[old], commit) != commit:
+            continue
         left.setdefault(old, []).append(commit)
         left.pop(new, None)  # the memory back under an id it left: its next rename moves it again
+        given[new] = commit
         kept.append((commit, old, new))
     return kept
 
