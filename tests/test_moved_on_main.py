@@ -137,40 +137,136 @@ def test_review_says_main_soft_forgot_or_gave_the_id_to_another_memory(tmp_path:
 def test_validate_against_names_a_link_to_an_id_main_renamed_and_gave_to_another_memory(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     # The agent's memory 101 links kb.cents; main then renamed kb.cents to kb.money and gave
-    # kb.cents to a new memory (--reuse-id). 'validate --against' and the review said nothing, and
+    # kb.cents to a new memory (--reuse-id), twice. 'validate --against' and the review said nothing, and
     # the reviewer's plain merge made 101 link the new memory, which it never meant.
     _bare, (agent, reviewer) = make_team(tmp_path)
     invoke_cli("--kb", reviewer, *CENTS, "--id", "kb.cents", check=True)
+    invoke_cli("--kb", reviewer, *REFUNDS, "--id", "kb.fees", check=True)
     invoke_cli("--kb", reviewer, "sync", check=True)
     git(agent, "pull", "-q", "origin", "main")
     git(agent, "switch", "-q", "-c", "agent-a")
     invoke_cli("--kb", agent, "save", "Totals: see kb.cents", "-e", "shop.orders.amount", "-e", "memory:kb.cents",
-               check=True)
+               "-e", "memory:kb.fees", check=True)
     invoke_cli("--kb", agent, "sync", check=True)
-    invoke_cli("--kb", reviewer, "rename", "kb.cents", "kb.money", check=True)
-    invoke_cli("--kb", reviewer, "save", "Another note", "-e", "shop.orders.status", "--id", "kb.cents", "--reuse-id",
-               check=True)
+    # Given twice: the first memory given kb.cents was renamed to kb.other in turn. The branch's link
+    # was named "renamed to 'kb.other'", and the merge pointed it there.
+    for renamed_to in ("kb.money", "kb.other"):
+        invoke_cli("--kb", reviewer, "rename", "kb.cents", renamed_to, check=True)
+        invoke_cli("--kb", reviewer, "save", "Another note", "-e", "shop.orders.status", "--id", "kb.cents",
+                   "--reuse-id", check=True)
+    # kb.fees renamed to kb.a, forgotten there, kb.a saved again for another note and renamed on:
+    # the link was named "renamed to 'kb.z'", that other note. The chain ended at the forget.
+    invoke_cli("--kb", reviewer, "rename", "kb.fees", "kb.a", check=True)
+    invoke_cli("--kb", reviewer, "forget", "kb.a", check=True)
+    invoke_cli("--kb", reviewer, "save", "A third note", "-e", "shop.orders.status", "--id", "kb.a", check=True)
+    invoke_cli("--kb", reviewer, "rename", "kb.a", "kb.z", check=True)
     invoke_cli("--kb", reviewer, "sync", check=True)
     _on_agent_a(reviewer)
 
+    forgot = ("memory 101 links 'memory:kb.fees', which origin/main forgot since this branch parted from it; merged as "
+              "it is, the link would point at nothing. Run 'git fetch origin && slayer-kb merge origin/main': it strips "
+              "links to forgotten memories, in one commit")
     problem = ("memory 101 links 'memory:kb.cents', which origin/main renamed to 'kb.money' since this branch parted "
                "from it, and then gave 'kb.cents' to another memory; merged as it is, the link would name that other "
                "memory. Run 'git fetch origin && slayer-kb merge origin/main': it points links to renamed memories at "
                "their new ids, in one commit")
     checked = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
     assert (checked.returncode, checked.stdout) == (
-        1, f"memories/101.yaml:1: {problem}\n1 problem in 1 file (1 file checked)\n")
+        1, f"memories/101.yaml:1: {forgot}\nmemories/101.yaml:1: {problem}\n2 problems in 1 file (1 file checked)\n")
     data = json_of(invoke_cli("--kb", reviewer, "--json", "validate", "--against", "origin/main"))
-    assert [(p["path"], p["message"]) for p in data["problems"]] == [("memories/101.yaml", problem)]
+    assert [(p["path"], p["message"]) for p in data["problems"]] == [("memories/101.yaml", forgot),
+                                                                      ("memories/101.yaml", problem)]
     reviewed = json_of(invoke_cli("--kb", reviewer, "--json", "review", "origin/main", check=True))
-    assert reviewed["problems"] == [f"memories/101.yaml:1: {problem}"]
+    assert reviewed["problems"] == [f"memories/101.yaml:1: {forgot}", f"memories/101.yaml:1: {problem}"]
 
-    # The fix, typed on the agent's clone, points the link at kb.money before the reviewer merges.
+    # The fix, typed on the agent's clone, points the link at kb.money (and strips the one to kb.fees)
+    # before the reviewer merges.
     git(agent, "fetch", "-q", "origin")
     merged = invoke_cli("--kb", agent, "merge", "origin/main", check=True)
     assert merged.stdout == ("Merged origin/main; run slayer-kb sync to push.\n"
-                             "  rewrote links to renamed memories: memory:kb.cents -> memory:kb.money in 101\n")
+                             "  rewrote links to renamed memories: memory:kb.cents -> memory:kb.money in 101\n"
+                             "  stripped links to forgotten memories: memory:kb.fees from 101\n")
     invoke_cli("--kb", agent, "sync", check=True)
     _on_agent_a(reviewer)
     again = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
     assert (again.returncode, again.stdout) == (0, "Checked 1 file: no problems.\n")
+
+
+def test_after_the_printed_fix_for_a_reused_id_the_branch_merges_keeping_mains_memories(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # main squash-merged kb.fees, renamed it to kb.netted and gave kb.fees to a new memory. After
+    # the fix 'validate --against' printed (remove the branch's copy) it said "this branch forgot
+    # memory kb.fees ... and edited it", and 'slayer-kb merge' stopped offering to 'git rm' main's
+    # new kb.fees.
+    agent, reviewer = squash_merged_branch(
+        tmp_path, invoke_cli, ("save", "Fees are netted", "-e", "shop.orders.amount", "--id", "kb.fees"))
+    invoke_cli("--kb", reviewer, "rename", "kb.fees", "kb.netted", check=True)
+    invoke_cli("--kb", reviewer, "save", "Another note", "-e", "shop.orders.status", "--id", "kb.fees", "--reuse-id",
+               check=True)
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    _on_agent_a(reviewer)
+    fix = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main").stdout.split("Run '", 1)[1]
+    subprocess.run(["sh", "-c", fix.split("': ", 1)[0]], cwd=agent, check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    _on_agent_a(reviewer)
+
+    checked = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
+    assert (checked.returncode, checked.stdout) == (0, "Checked 0 files: no problems.\n")
+    mains = {name: git(reviewer, "show", f"origin/main:memories/{name}") for name in ("kb.fees.yaml", "kb.netted.yaml")}
+    git(agent, "fetch", "-q", "origin")
+    merged = invoke_cli("--kb", agent, "merge", "origin/main")
+    assert (merged.returncode, merged.stdout) == (0, "Merged origin/main; run slayer-kb sync to push.\n")
+    git(reviewer, "switch", "-q", "main")
+    git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge agent-a")
+    for clone in (agent, reviewer):
+        assert {name: (clone / "memories" / name).read_text() for name in mains} == mains
+        assert git(clone, "ls-files", "memories").split() == ["memories/kb.fees.yaml", "memories/kb.netted.yaml"]
+
+
+def test_validate_against_names_an_edit_of_a_taken_in_memory_main_renamed_or_forgot(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # As the first test, but the agent edited 1 and 2 after main renamed 1 and forgot 2:
+    # 'validate --against' said "no problems", and any merge gave 1 beside kb.refunds and brought 2 back.
+    agent, reviewer = squash_merged_branch(tmp_path, invoke_cli, REFUNDS, CENTS)
+    invoke_cli("--kb", reviewer, "rename", "1", "kb.refunds", check=True)
+    invoke_cli("--kb", reviewer, "forget", "2", check=True)
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    invoke_cli("--kb", agent, "update", "1", "--content", "Refund reasons are free text, always", check=True)
+    invoke_cli("--kb", agent, "update", "2", "--content", "Amounts are in whole cents", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    _on_agent_a(reviewer)
+
+    taken = ("origin/main took memory {} in from this branch (a squash or rebase merge, under commits of its own) "
+             "and has ")
+    drop = "git rm -q -- memories/1.yaml && git commit -q -m \"memory: drop 1, renamed to kb.refunds on origin/main\""
+    renamed = (taken.format(1) + "renamed it to 'kb.refunds' since, and this branch has edited it under its old id: a "
+               "merge of this branch (a plain git merge, or slayer-kb merge) brings it back beside 'kb.refunds', one "
+               "memory under two ids, the edit on the old one alone, since git's merge base is older than the memory. "
+               f"Make the edit on 'kb.refunds' instead: run '{drop}', then 'git fetch origin && slayer-kb merge "
+               "origin/main', and edit 'kb.refunds'")
+    forgot = (taken.format(2) + "forgotten it since, and this branch has edited it: a merge of this branch (a plain "
+              "git merge, or slayer-kb merge) brings it back with the edit, since git's merge base is older than the "
+              "memory. Run 'slayer-kb forget 2' if it is to stay forgotten (the edit goes with it); merged as it is, "
+              "the edit keeps it")
+    checked = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
+    assert (checked.returncode, checked.stdout) == (1, (
+        f"memories/1.yaml:1: {renamed}\nmemories/2.yaml:1: warning: {forgot}\n"
+        "1 problem in 1 file (2 files checked), 1 warning\n"))
+    data = json_of(invoke_cli("--kb", reviewer, "--json", "validate", "--against", "origin/main"))
+    assert [(p["path"], p["message"]) for p in data["problems"]] == [("memories/1.yaml", renamed)]
+    assert [(p["path"], p["message"]) for p in data["warnings"]] == [("memories/2.yaml", forgot)]
+
+    # The agent follows both: the edit made again on kb.refunds, 2 forgotten; the merge is then clean.
+    subprocess.run(["sh", "-c", drop], cwd=agent, check=True)
+    git(agent, "fetch", "-q", "origin")
+    invoke_cli("--kb", agent, "merge", "origin/main", check=True)
+    invoke_cli("--kb", agent, "update", "kb.refunds", "--content", "Refund reasons are free text, always", check=True)
+    invoke_cli("--kb", agent, "forget", "2", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    _on_agent_a(reviewer)
+    again = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
+    assert (again.returncode, again.stdout) == (0, "Checked 1 file: no problems.\n")
+    git(reviewer, "switch", "-q", "main")
+    git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge agent-a")
+    assert git(reviewer, "ls-files", "memories").split() == ["memories/kb.refunds.yaml"]
+    assert "Refund reasons are free text, always" in (reviewer / "memories" / "kb.refunds.yaml").read_text()

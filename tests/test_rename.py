@@ -345,6 +345,32 @@ def test_an_id_renamed_twice_names_its_last_id_and_a_forget_after(
         f"'slayer-kb restore kb.c --rev {head()}~1'.\n")
 
 
+def test_an_id_renamed_then_forgotten_is_not_followed_into_a_memory_given_its_new_id(
+        linked_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """``7`` renamed to kb.b, kb.b forgotten, kb.b saved again for another note and that renamed to
+    kb.z: ``get 7`` said "... then to 'kb.z'", the other note; ``7`` was forgotten as kb.b. The
+    answer for a renamed id reads git's history in three processes."""
+    root = linked_kb.root
+
+    def head() -> str:
+        return git(root, "rev-parse", "--short=12", "HEAD").strip()
+
+    invoke_cli("rename", "7", "kb.b", cwd=root, check=True)
+    renamed = head()
+    with traced_git(root.parent) as runs:
+        got = invoke_cli("get", "7", cwd=root)
+    assert got.stderr == f"Error: Memory '7' was renamed to 'kb.b' in commit {renamed}: use that id.\n"
+    # The deleting commit, its message and files at once, and the deletions of kb.b since.
+    assert [run.split()[0] for run in runs("") if run.startswith(("log", "diff-tree"))] == ["log", "diff-tree", "log"]
+    invoke_cli("forget", "kb.b", cwd=root, check=True)
+    forgot = head()
+    invoke_cli("save", "Another note", "--id", "kb.b", "-e", "orders.amount", cwd=root, check=True)
+    invoke_cli("rename", "kb.b", "kb.z", cwd=root, check=True)
+    assert invoke_cli("get", "7", cwd=root).stderr == (
+        f"Error: Memory '7' was renamed to 'kb.b' in commit {renamed}, and then forgotten for good in commit {forgot}: "
+        f"bring its last version back with 'slayer-kb restore kb.b --rev {forgot}~1'.\n")
+
+
 def test_a_new_memory_is_refused_an_id_a_rename_moved_unless_reused_on_purpose(
         linked_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     """A save or a rename giving ``7`` (renamed to kb.b) to another memory would hand it the

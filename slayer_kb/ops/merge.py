@@ -23,12 +23,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..core.errors import ConflictError
-from ..core.locate import MEMORIES_DIR, memory_path
+from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.problems import cd_step, command_in, git_command
 from ..core.results import MergeResult
 from ..store import mergedriver
 from ..store.gitenv import LITERAL_PATHS
-from ..store.renames import renames_between
+from ..store.renames import Renamed, renamed_since, renames_between
 from ..store.revisions import added_alike, resolve_rev
 from ..store.worktree import require_shown
 from .rebase import conflict_steps, held_stages, merge_from, push_step, settle, swap_sides, unmerged
@@ -113,7 +113,7 @@ def merge_in(store: GitStore, ref: str, sha: str, written: list[str] | None,
     # The memory files each side added since they parted (KB-relative), read once for the checks below.
     added = tuple(set(store.added_paths(parted, tip, f"{MEMORIES_DIR}/")) for tip in (before, sha))
     _merge_added_alike(store, before, sha, added, stopped)
-    forget, edited = _forgotten_here(store, before, sha, added[0])
+    forget, edited = _forgotten_here(store, parted, before, sha, added[0])
     if forget:
         store.git_writing_index("rm", "-q", "-f", "--", *forget, env=LITERAL_PATHS)
     if edited:
@@ -156,20 +156,27 @@ def _merge_added_alike(store: GitStore, ours: str, theirs: str, added: tuple[set
                 merge_from(store, path, "100644", (base, mine, other))
 
 
-def _forgotten_here(store: GitStore, ours: str, theirs: str, added: set[str]) -> tuple[list[str], dict[str, str]]:
+def _forgotten_here(store: GitStore, parted: str, ours: str, theirs: str,
+                    added: set[str]) -> tuple[list[str], dict[str, str]]:
     """The memories ``ours`` added (``added``) and then forgot since it parted from ``theirs``, which
     ``theirs`` holds as one memory with them (a pull request merged by squash or rebase before the
     forget): git's merge base predates the add, so the merge brings them back. Returns (those
     ``theirs`` left as added, whose forget stands; those it edited, a forget against an edit,
-    with their blobs there), repository-relative."""
+    with their blobs there), repository-relative. An id ``theirs`` renamed away since is neither:
+    its file there, if any, is another memory it gave the id to (``--reuse-id``)."""
     paths = [store.repo_path(p) for p in sorted(added)]
     objects = store.objects
     here, there = objects.blobs_at(objects.tree_of(ours), paths), objects.blobs_at(objects.tree_of(theirs), paths)
     forget: list[str] = []
     edited: dict[str, str] = {}
-    for path in paths:
-        blob = there[path]
-        if here[path] is None and blob is not None and (first := added_alike(store, path, ours, theirs)) is not None:
+    held = {path: blob for path, blob in there.items() if blob is not None and here[path] is None}
+    # An id ``theirs`` renamed away since, its file there another memory given the id: no forget of it.
+    ids = {path: id_of_path(path[len(store.prefix):]) or "" for path in held}
+    moved = renamed_since(store, parted, theirs, list(ids.values())) if held else Renamed({}, {})
+    for path, blob in held.items():
+        if ids[path] in moved.live.keys() | moved.gone.keys():
+            continue
+        if (first := added_alike(store, path, ours, theirs)) is not None:
             if blob == first:
                 forget.append(path)
             else:

@@ -37,7 +37,7 @@ def _merged(kb_path: str) -> bool:
     return folder in _MERGES and "/" not in name and name.endswith(".yaml")
 
 
-def plain_merge_conflicts(compared: Branch) -> list[Problem]:
+def plain_merge_conflicts(compared: Branch, warnings: list[Problem]) -> list[Problem]:
     """Memory and session files this branch's commits wrote that the revision compared with wrote
     too since they parted, in lines git's merge cannot join (a forget against an edit among
     them): a plain ``git merge`` of the branch (a pull request's merge button, where no merge
@@ -45,7 +45,9 @@ def plain_merge_conflicts(compared: Branch) -> list[Problem]:
     keep (``_undone_forgets``), and the links the revision gained to them or to entities the branch
     deleted from the catalog (``_links_to_own_removals``). ``slayer-kb merge REF`` on the branch
     merges them as sync does, or stops on them for a person. An auto id both sides added for two memories is
-    ``id_collisions``'s to name (its fix is a renumbering)."""
+    ``id_collisions``'s to name (its fix is a renumbering). And the memories that revision took in
+    and forgot or renamed since that any merge brings back (``_revived``; one it forgot that the
+    branch edited is a warning, in ``warnings``)."""
     store, base, against_sha = compared.store, compared.base, compared.against_sha
     head = compared.head
     if base is None or head is None or against_sha == base:
@@ -54,7 +56,7 @@ def plain_merge_conflicts(compared: Branch) -> list[Problem]:
     # {old id: new id} of the branch's renames, asked of git once, where a problem names one.
     renamed = functools.cache(lambda: renames_between(store, base, head))
     undone = _undone_forgets(compared, base, head, ours, theirs)
-    problems = (_revived(compared, ours, theirs) + _undone_problems(compared, theirs, undone, renamed)
+    problems = (_revived(compared, ours, theirs, warnings) + _undone_problems(compared, theirs, undone, renamed)
                 + _links_to_own_removals(compared, base, head, ours, theirs, list(undone), renamed))
     both = {path for path in ours.keys() & theirs.keys() if ours[path][1] != theirs[path][1] and _merged(path)}
     if not both:
@@ -95,7 +97,8 @@ def _given_again(compared: Branch, ours: dict[str, tuple[str, str]], theirs: dic
     both_added = [path for path in stopped if id_of_path(path) is not None and path in ours and path in theirs
                   and ours[path][0] == theirs[path][0] == NO_BLOB]
     assert compared.base is not None
-    away = renames_between(compared.store, compared.base, compared.against_sha) if both_added else {}
+    away = renamed_since(compared.store, compared.base, compared.against_sha,
+                         [id_of_path(path) or "" for path in both_added]).live if both_added else {}
     shared = compared.same_memories([path for path in both_added if id_of_path(path) in away])
     against, root, problems = compared.against, compared.root, {}
     for path, blob in shared.items():
@@ -118,7 +121,8 @@ def _undone_forgets(compared: Branch, base: str, head: str, ours: dict[str, tupl
                     theirs: dict[str, tuple[str, str]]) -> dict[str, str]:
     """The memories this branch added and then forgot (or renamed) after the revision compared
     with took them in by a squash or rebase merge (the very same memory added under commits of
-    its own, ``same_memories``), each with the version both sides held. git's merge base is older
+    its own, ``same_memories``), each with the version both sides held, save those the revision
+    renamed away since (its file under the id, if any, is another memory). git's merge base is older
     than the memory, so a plain ``git merge`` sees that revision add it and the branch leave it
     alone, and keeps it without a word; ``slayer-kb merge`` keeps it forgotten (or renamed), or
     stops on a forget against that revision's edit of it."""
@@ -128,40 +132,56 @@ def _undone_forgets(compared: Branch, base: str, head: str, ours: dict[str, tupl
     if not taken_in:
         return {}
     forgot = sorted(taken_in & set(compared.store.added_paths(base, head, under=f"{MEMORIES}/")))
+    if forgot:  # an id the revision renamed away since and gave again: its file there is another memory
+        moved = renamed_since(compared.store, base, compared.against_sha, [id_of_path(p) or "" for p in forgot])
+        forgot = [path for path in forgot if id_of_path(path) not in moved.live.keys() | moved.gone.keys()]
     return compared.same_memories(forgot)
 
 
-def _revived(compared: Branch, ours: dict[str, tuple[str, str]], theirs: dict[str, tuple[str, str]]) -> list[Problem]:
-    """The memories this branch added and holds as the revision compared with took them in by a
-    squash or rebase merge (``same_memories``), which that revision has forgotten or renamed since
-    (so it lacks the file, as where they parted). git's merge base is older than the memory, so
-    any merge of the branch (``slayer-kb merge`` too) sees the branch add it and brings it back:
-    forgotten, it is forgotten on the branch too; renamed, the branch's copy is removed, and the
-    merge takes the rename."""
+def _revived(compared: Branch, ours: dict[str, tuple[str, str]], theirs: dict[str, tuple[str, str]],
+             warnings: list[Problem]) -> list[Problem]:
+    """The memories this branch added and holds, as the revision compared with took them in by a
+    squash or rebase merge (``same_memories``) or edited since, which that revision has forgotten
+    or renamed since (so it lacks the file, as where they parted). git's merge base is older than
+    the memory, so any merge of the branch (``slayer-kb merge`` too) sees the branch add it and
+    brings it back. Renamed, it is held under two ids: the branch's copy is removed (an edit made
+    again on the new id). Forgotten, it is forgotten on the branch too; where the branch edited
+    it, that is a warning (in ``warnings``): keeping the edit may be what the branch meant."""
     added = [path for path, (before, after) in ours.items()
              if before == NO_BLOB and after != NO_BLOB and path not in theirs and id_of_path(path) is not None]
     shared = compared.same_memories(added) if added else {}
-    kept = {id_of_path(path) or "": path for path, blob in shared.items() if ours[path][1] == blob}
-    if not kept:
+    if not shared:
         return []
     store, against, root = compared.store, compared.against, compared.root
     assert compared.base is not None
-    renamed = renamed_since(store, compared.base, compared.against_sha, kept).live
+    held = {id_of_path(path) or "": path for path in shared}
+    renamed = renamed_since(store, compared.base, compared.against_sha, held).live
     taken = f"{against} took memory {{}} in from this branch (a squash or rebase merge, under commits of its own) and "
+    merged = "a merge of this branch (a plain git merge, or slayer-kb merge) brings it back"
+    older = "since git's merge base is older than the memory"
     problems = []
-    for memory_id, path in sorted(kept.items(), key=lambda item: id_sort_key(item[0])):
+    for memory_id, path in sorted(held.items(), key=lambda item: id_sort_key(item[0])):
+        untouched, said = ours[path][1] == shared[path], taken.format(memory_id)
         if memory_id in renamed:
             new = renamed[memory_id]
             fix = _drop_fix(compared, path, new)
-            text = (f"{taken.format(memory_id)}has renamed it to '{new}' since, and this branch holds it as taken in, "
-                    f"under its old id: a merge of this branch (a plain git merge, or slayer-kb merge) brings it "
-                    f"back beside '{new}', one memory under two ids, since git's merge base is older than the "
-                    f"memory. Run '{fix}': with this branch's copy gone, the merge keeps it as '{new}' alone")
+            text = (f"{said}has renamed it to '{new}' since, and this branch holds it as taken in, under its old "
+                    f"id: {merged} beside '{new}', one memory under two ids, {older}. Run '{fix}': with this "
+                    f"branch's copy gone, the merge keeps it as '{new}' alone") if untouched else (
+                    f"{said}has renamed it to '{new}' since, and this branch has edited it under its old id: "
+                    f"{merged} beside '{new}', one memory under two ids, the edit on the old one alone, {older}. "
+                    f"Make the edit on '{new}' instead: run '{fix}', then "
+                    f"'{compared.fix(f'merge {shell_word(against)}')}', and edit '{new}'")
         else:
             fix = f"{command(root)} forget {shell_word(memory_id)}"
-            text = (f"{taken.format(memory_id)}has forgotten it since, and this branch holds it as taken in: a merge "
-                    "of this branch (a plain git merge, or slayer-kb merge) brings it back, since git's merge base "
-                    f"is older than the memory. Run '{fix}': it forgets it on this branch too, in one commit")
+            if not untouched:
+                warnings.append(Problem(shown(root / path), 1, (
+                    f"{said}has forgotten it since, and this branch has edited it: {merged} with the edit, "
+                    f"{older}. Run '{fix}' if it is to stay forgotten (the edit goes with it); merged as it is, "
+                    "the edit keeps it")))
+                continue
+            text = (f"{said}has forgotten it since, and this branch holds it as taken in: {merged}, {older}. "
+                    f"Run '{fix}': it forgets it on this branch too, in one commit")
         problems.append(Problem(shown(root / path), 1, text))
     return problems
 

@@ -278,7 +278,7 @@ def validate(paths: Sequence[Path], against: str | None = None, opened: GitStore
         if compared is not None:
             report.problems.extend(id_collisions(compared, target.files))
             report.problems.extend(links_to_gone(compared, target.files, context.catalog))
-            report.problems.extend(plain_merge_conflicts(compared))
+            report.problems.extend(plain_merge_conflicts(compared, report.warnings))
     report.problems.sort(key=lambda p: (p.path, p.line))
     report.warnings.sort(key=lambda p: (p.path, p.line))
     return report

@@ -33,9 +33,13 @@ def trailer(old: str, new: str) -> str:
 
 
 def renamed_in(store: GitStore, commit: str) -> dict[str, str]:
-    """{old id: new id} that ``commit`` records and made (see the module doc)."""
-    message = store.git(*_LOG, "-1", "--format=%B", commit).stdout.decode("utf-8", "replace")
-    return _checked(store, commit, message)
+    """{old id: new id} that ``commit`` records and made (see the module doc): its message and the
+    memory files it added and deleted from one ``git diff-tree`` (which prints nothing, not even the
+    message, for a commit that wrote no memory: no rename, then)."""
+    out = store.git("diff-tree", "-r", "-z", "--no-renames", "--name-status", "--root", "--format=%B", commit,
+                    "--", store.repo_path(f"{MEMORIES_DIR}/")).stdout.decode("utf-8", "surrogateescape")
+    message, _, made = out.partition("\0")
+    return _made_pairs(store, message, made.lstrip("\n"))
 
 
 def last_deletion(store: GitStore, memory_id: str) -> str | None:
@@ -77,27 +81,47 @@ class Away:
 
 def renamed_away(store: GitStore, memory_id: str, deleting: str | None = None) -> Away | None:
     """Where ``memory_id`` went when the commit that last deleted its file (``deleting``, found
-    when not given) renamed it, followed through the later renames of the id it had then, in the
-    order they were made (1 -> kb.b, then kb.b -> kb.c: kb.c), to the id it has at HEAD or the
-    commit that forgot it; None when that commit did not rename it. An id the chain passed
-    through that HEAD holds is another memory's (given again, ``--reuse-id``), not where it went."""
+    when not given) renamed it, followed move by move (1 -> kb.b, then kb.b -> kb.c: kb.c) to the
+    id it has at HEAD or the commit that forgot it; None when that commit did not rename it. Each
+    step is the next deletion of the file the last one gave (``next_deletion``): a later rename of
+    an id it passed through, given to another memory since (a forget and a save, ``--reuse-id``),
+    moves that other memory, not this one."""
     deleting = deleting or last_deletion(store, memory_id)
-    first = renamed_in(store, deleting).get(memory_id) if deleting is not None else None
-    if deleting is None or first is None:
+    if deleting is None or (first := renamed_in(store, deleting).get(memory_id)) is None:
         return None
     moves, at = [(first, deleting)], first
-    for commit, old, new in _moves(store, deleting, "HEAD"):
-        if at == memory_id or len(moves) > 100:  # a chain back to the start, or absurdly long: stop
+    while at != memory_id and len(moves) <= 100:  # a chain back to the start, or absurdly long: stop
+        step = next_deletion(store, at, moves[-1][1])
+        if step is None:
             break
-        if old == at:
-            moves.append((new, commit))
-            at = new
-    head = store.head()
-    assert head is not None  # a commit deleted the file
-    path = store.repo_path(memory_path(at))
-    if store.objects.blobs_at(store.objects.tree_of(head), [path])[path] is not None or at == memory_id:
-        return Away(tuple(moves), None)
-    return Away(tuple(moves), last_deletion(store, at))
+        if step.renamed_to is None:
+            return Away(tuple(moves), step.commit)
+        at = step.renamed_to
+        moves.append((at, step.commit))
+    return Away(tuple(moves), None)
+
+
+@dataclass(frozen=True)
+class Deletion:
+    """A commit that deleted a memory's file: a rename to ``renamed_to``, or a forget (None)."""
+
+    commit: str
+    renamed_to: str | None
+
+
+def next_deletion(store: GitStore, memory_id: str, since: str, head: str = "HEAD") -> Deletion | None:
+    """The first commit of ``since..head`` that deleted ``memory_id``'s file (``since``: the commit
+    that gave the memory that id), and whether it renamed it; None when none did (``head`` holds
+    it). This is where a chain of renames goes on, or ends: a chain whose end was later forgotten
+    is over, whatever a later memory given the id again (a save, ``--reuse-id``) does with it."""
+    first = _first_deletion(store, memory_id, since, head)
+    return None if first is None else Deletion(first, renamed_in(store, first).get(memory_id))
+
+
+def _first_deletion(store: GitStore, memory_id: str, since: str, head: str) -> str | None:
+    out = store.git("log", "--reverse", "--format=%H", "--diff-filter=D", f"{since}..{head}", "--",
+                    store.repo_path(memory_path(memory_id)), env=LITERAL_PATHS).stdout.decode().split()
+    return out[0] if out else None
 
 
 @dataclass(frozen=True)
@@ -119,7 +143,8 @@ def renamed_since(store: GitStore, base: str, head: str, olds: Collection[str], 
     rename), ends where ``head`` holds its file: a link to the old id, or to the id the dropped
     rename gave, follows the kept rename."""
     # ``head``'s last: of two ids both held (a merge resolved by keeping both files), its own.
-    moves = [(old, new) for _commit, old, new in (_moves(store, base, also) if also else []) + _moves(store, base, head)]
+    moves = [(old, new) for _commit, old, new in
+             _of_memories(store, (_moves(store, base, also) if also else []) + _moves(store, base, head))]
     if not moves:
         return Renamed({}, {})
     first: dict[str, str] = {}  # every id the renames gave: the id it had at ``base``
@@ -222,7 +247,7 @@ def chains(store: GitStore, base: str, head: str = "HEAD") -> tuple[dict[str, st
     -> kb.c: kb.b and kb.c were 1), and ``renames_between`` of the same, from one ``git log``."""
     first: dict[str, str] = {}
     final: dict[str, str] = {}
-    for _commit, old, new in _moves(store, base, head):
+    for _commit, old, new in _of_memories(store, _moves(store, base, head)):
         first[new] = first.get(old, old)
         final = {was: (new if now == old else now) for was, now in final.items()}
         final[old] = new
@@ -242,12 +267,46 @@ def _moves(store: GitStore, base: str, head: str) -> list[tuple[str, str, str]]:
     return moves
 
 
+def _of_memories(store: GitStore, moves: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    """Of ``moves`` (``_moves``'), those of the memories the ids named where the walk starts (and
+    of the ids those took): a rename of an id an earlier rename moved away, in a commit that one
+    is an ancestor of, moves another memory given the id since (``--reuse-id``), not the one a link
+    made before meant. Two renames of one id on two lines of history (each side renamed the
+    memory) both stay. Dropped too: a rename of an id a rename gave, once that id was forgotten
+    in between (and saved again for another memory): a chain whose end was forgotten is over
+    (``next_deletion``). A ``git merge-base`` only where one id was renamed twice, a ``git log``
+    only where a chain goes on from an id a rename gave."""
+    left: dict[str, list[str]] = {}  # {id: the commits that moved a memory away from it}
+    given: dict[str, str] = {}  # {id: the commit whose kept rename gave it}
+    kept = []
+    for commit, old, new in moves:
+        if any(store.git("merge-base", "--is-ancestor", earlier, commit, check=False).returncode == 0
+               for earlier in left.get(old, ())):
+            continue
+        if old in given and _first_deletion(store, old, given[old], commit) != commit:
+            continue
+        left.setdefault(old, []).append(commit)
+        left.pop(new, None)  # the memory back under an id it left: its next rename moves it again
+        given[new] = commit
+        kept.append((commit, old, new))
+    return kept
+
+
 def _checked(store: GitStore, commit: str, message: str) -> dict[str, str]:
+    if not _TRAILER.search(message):
+        return {}
+    out = store.git("diff-tree", "--no-commit-id", "-r", "-z", "--no-renames", "--name-status", "--root", commit,
+                    "--", store.repo_path(f"{MEMORIES_DIR}/")).stdout.decode("utf-8", "surrogateescape")
+    return _made_pairs(store, message, out)
+
+
+def _made_pairs(store: GitStore, message: str, name_status: str) -> dict[str, str]:
+    """The ``message``'s trailers whose moves the commit made: ``name_status`` (``-z``) deleted the
+    old id's file and added the new one's."""
     pairs = dict(_TRAILER.findall(message))
     if not pairs:
         return {}
-    out = store.git("diff-tree", "--no-commit-id", "-r", "-z", "--no-renames", "--name-status", "--root", commit,
-                    "--", store.repo_path(f"{MEMORIES_DIR}/")).stdout.decode("utf-8", "surrogateescape").split("\0")
+    out = name_status.split("\0")
     made = {(status, path[len(store.prefix):]) for status, path in zip(out[::2], out[1::2], strict=False)}
     return {old: new for old, new in pairs.items()
             if ("D", memory_path(old)) in made and ("A", memory_path(new)) in made}
