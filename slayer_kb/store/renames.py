@@ -119,7 +119,7 @@ def renamed_since(store: GitStore, base: str, head: str, olds: Collection[str], 
     rename), ends where ``head`` holds its file: a link to the old id, or to the id the dropped
     rename gave, follows the kept rename."""
     # ``head``'s last: of two ids both held (a merge resolved by keeping both files), its own.
-    moves = (_moves(store, base, also) if also else []) + _moves(store, base, head)
+    moves = [(old, new) for _commit, old, new in (_moves(store, base, also) if also else []) + _moves(store, base, head)]
     if not moves:
         return Renamed({}, {})
     first: dict[str, str] = {}  # every id the renames gave: the id it had at ``base``
@@ -217,12 +217,44 @@ def renames_between(store: GitStore, base: str, head: str = "HEAD") -> dict[str,
     return chains(store, base, head)[1]
 
 
+def forgotten_ends(store: GitStore, base: str, head: str, olds: Collection[str]) -> set[str]:
+    """Of ``olds``, the ids ``base..head`` renamed whose chain a later commit of that range ended by
+    deleting the file of the id it had come to (a forget): the memory is gone, and one saved at
+    that id since is another memory, not where the rename went. One ``git log`` of those files
+    (and ``_moves``' one)."""
+    ends: dict[str, tuple[str, str]] = {}  # each old id: the id its chain came to, the commit that gave it
+    for commit, old, new in _moves(store, base, head):
+        ends = {was: ((new, commit) if now == old else (now, at)) for was, (now, at) in ends.items()}
+        ends[old] = (new, commit)
+    asked = {old: (store.repo_path(memory_path(new)), commit) for old, (new, commit) in ends.items()
+             if old in olds and new != old}
+    if not asked:
+        return set()
+    # Parents before children: a deletion listed after the commit that gave the id came after it.
+    out = store.git("log", "--reverse", "--topo-order", "-z", "--format=%H", "--name-status", "--no-renames",
+                    "--diff-filter=AD", head, f"^{base}", "--", *{path for path, _ in asked.values()},
+                    env=LITERAL_PATHS).stdout.decode("utf-8", "surrogateescape").split("\0")
+    order: dict[str, int] = {}  # each commit listed: its place
+    deleted: dict[str, int] = {}  # each file: the place of the last commit that deleted it
+    status = ""
+    for token in filter(None, (t.strip("\n") for t in out)):
+        if status:
+            if status == "D":
+                deleted[token] = len(order)
+            status = ""
+        elif token in {"A", "D"}:
+            status = token
+        else:
+            order[token] = len(order) + 1
+    return {old for old, (path, commit) in asked.items() if deleted.get(path, 0) > order.get(commit, len(order) + 1)}
+
+
 def chains(store: GitStore, base: str, head: str = "HEAD") -> tuple[dict[str, str], dict[str, str]]:
     """{every id the renames of ``base..head`` gave: the id it had at ``base``} (1 -> kb.b, then kb.b
     -> kb.c: kb.b and kb.c were 1), and ``renames_between`` of the same, from one ``git log``."""
     first: dict[str, str] = {}
     final: dict[str, str] = {}
-    for old, new in _moves(store, base, head):
+    for _commit, old, new in _moves(store, base, head):
         first[new] = first.get(old, old)
         final = {was: (new if now == old else now) for was, now in final.items()}
         final[old] = new
@@ -230,15 +262,15 @@ def chains(store: GitStore, base: str, head: str = "HEAD") -> tuple[dict[str, st
             {old: new for old, new in final.items() if old != new})
 
 
-def _moves(store: GitStore, base: str, head: str) -> list[tuple[str, str]]:
-    """The (old id, new id) of each rename ``base..head`` made, oldest first."""
+def _moves(store: GitStore, base: str, head: str) -> list[tuple[str, str, str]]:
+    """The (commit, old id, new id) of each rename ``base..head`` made, oldest first."""
     # Basic regex whatever grep.patternType says (fixed strings would match no "^").
     out = store.git(*_LOG, "--reverse", "-z", "--format=%H%n%B", "--basic-regexp", f"--grep=^{_KEY}", head,
                     f"^{base}", "--").stdout
-    moves: list[tuple[str, str]] = []
+    moves: list[tuple[str, str, str]] = []
     for entry in filter(None, out.decode("utf-8", "replace").split("\0")):
         commit, _, message = entry.strip("\n").partition("\n")
-        moves += _checked(store, commit, message).items()
+        moves += ((commit, old, new) for old, new in _checked(store, commit, message).items())
     return moves
 
 
