@@ -902,3 +902,29 @@ def test_a_sync_onto_a_rename_whose_memory_main_then_forgot_calls_it_a_forget(
         "conflict); git add memories/kb.b.yaml to keep it, renamed (or git rm memories/kb.b.yaml to let it go, the "
         "links to it stripped as the rebase goes on); slayer-kb validate; slayer-kb rebase --continue (a later "
         "commit that stops says so again); slayer-kb sync.\n"))
+
+
+def test_a_merge_where_both_forgot_a_memory_and_saved_another_reads_one_trailer_log(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """Both sides forgot memory 1 and each saved a new one: a memory file both deleted, each side
+    adding one, as two renames would. The merge read both sides' renames (a log each) for it; one
+    log of the commits that deleted 1.yaml, which records no rename, is enough."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Revenue is paid orders", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "forget", "1", check=True)
+    invoke_cli("--kb", b, "--author", "Bee <bee@example.com>", "forget", "1", check=True)
+    invoke_cli("--kb", a, "save", "Refunds are negative", "--id", "kb.f", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", b, "save", "Tax is excluded", "--id", "kb.t", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(b, "fetch", "-q", "origin")
+    with traced_git(tmp_path) as runs:
+        proc = invoke_cli("merge", "origin/main", cwd=b)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "Merged origin/main; run slayer-kb sync to push.\n", "")
+    assert list(_files(b)) == ["kb.f.yaml", "kb.t.yaml"]
+    # The reuse check before the merge and the revalidation after it read this side's renames and
+    # main's; the merge itself, one log of both sides' commits that deleted 1.yaml.
+    print(len(runs("")))
+    assert [run.split(" ")[1] for run in runs("log") if "Renamed: " in run] == [
+        "--reverse", "--reverse", "--source", "--reverse", "--reverse"]

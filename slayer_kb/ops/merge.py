@@ -28,7 +28,7 @@ from ..core.problems import cd_step, command_in, git_command
 from ..core.results import MergeResult
 from ..store import mergedriver
 from ..store.gitenv import LITERAL_PATHS
-from ..store.renames import forgotten_ends, renames_between
+from ..store.renames import forgotten_ends, renamed_on_each, renames_between
 from ..store.revisions import added_alike, resolve_rev
 from ..store.worktree import require_shown
 from .rebase import conflict_steps, held_stages, merge_from, push_step, settle, swap_sides, unmerged
@@ -185,10 +185,12 @@ def _hold_unseen_renames(store: GitStore, parted: str, tips: tuple[str, str], ad
     the stop pairs the two by the renames' trailers and a commit waits for the steps; whether any was."""
     if not (added[0] - added[1] and added[1] - added[0]):  # a rename adds its new id on each side
         return False
-    # ... and deletes the old one: a memory file both deleted, read of the trees (no git process).
+    # ... and deletes the old one: a memory file both deleted, read of the trees (no git process),
     objects, folder = store.objects, store.repo_path(MEMORIES_DIR)
     parted_names, *tip_names = (set(objects.names_in(objects.tree_of(c), folder)) for c in (parted, *tips))
-    if not parted_names - set().union(*tip_names):
+    gone = [f"{folder}/{name.decode('utf-8', 'surrogateescape')}" for name in parted_names - set().union(*tip_names)]
+    # by a commit recording a rename on each side (both forgot it, each saving a new memory: none).
+    if not gone or not renamed_on_each(store, parted, tips, gone):
         return False
     mine, theirs = (renames_between(store, parted, tip) for tip in tips)
     pairs = {old: (store.repo_path(memory_path(new)), store.repo_path(memory_path(end)))

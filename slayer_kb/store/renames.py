@@ -66,6 +66,15 @@ def renamed_ids(store: GitStore) -> set[str]:
     return {old for old, _new in _TRAILER.findall(out.decode("utf-8", "replace"))}
 
 
+def renamed_on_each(store: GitStore, base: str, heads: Collection[str], paths: Collection[str]) -> bool:
+    """Whether each of ``heads`` (full commit ids) has, since ``base``, a commit that changed one of
+    ``paths`` (repository-relative memory files) and records a rename (its trailer, unchecked, as
+    ``ever_renamed``): one ``git log`` for all of them."""
+    out = store.git(*_LOG, "--source", "--format=%S", "--basic-regexp", f"--grep=^{_KEY}", *heads, f"^{base}", "--",
+                    *paths, env=LITERAL_PATHS).stdout.decode().split()
+    return set(heads) <= set(out)
+
+
 @dataclass(frozen=True)
 class Away:
     """Where an id a commit renamed went: each move in order (the new id, its commit), and the
