@@ -240,7 +240,7 @@ def forgotten_ends(store: GitStore, base: str, head: str, olds: Collection[str])
     if not asked:
         return set()
     # Parents before children: a deletion listed after the commit that gave the id came after it.
-    out = store.git("log", "--reverse", "--topo-order", "-z", "--format=%H", "--name-status", "--no-renames",
+    out = store.git(*_LOG, "--reverse", "--topo-order", "-z", "--format=%H", "--name-status", "--no-renames",
                     "--diff-filter=AD", head, f"^{base}", "--", *{path for path, _ in asked.values()},
                     env=LITERAL_PATHS).stdout.decode("utf-8", "surrogateescape").split("\0")
     order: dict[str, int] = {}  # each commit listed: its place
