@@ -850,3 +850,81 @@ def test_the_set_aside_steps_keep_this_sides_renames_for_the_other_sides_links(
     invoke_cli("--kb", a, "sync", check=True)
     assert "entities:\n- memory:kb.zz\n" in (a / "memories" / "kb.al.yaml").read_text()
     assert invoke_cli("--kb", a, "validate", check=True).stdout.endswith("no problems.\n")
+
+
+_UNRELATED = ("Totally unrelated: churn is counted monthly, per workspace, from the billing export the finance team "
+              "closes on the third working day, never from the product events table")
+
+
+def _renamed_on_both_then_one_forgot_and_saved_again(tmp_path: Path, invoke_cli: CliRunner, there: bool) -> Path:
+    """Memory 1 renamed to kb.a on origin/main and to kb.b on clone b, each side's text rewritten
+    or the memory forgotten and an unrelated one saved at its new id (on b, or on origin/main when
+    ``there``); origin/main synced. Clone b."""
+    a, b = _renamed_on_a(tmp_path, invoke_cli, "rename", "1", "kb.b")
+    forgets, edits = ((a, "kb.a"), (b, "kb.b")) if there else ((b, "kb.b"), (a, "kb.a"))
+    bee = ("--author", "Bee <bee@example.com>")
+    invoke_cli("--kb", edits[0], *bee, "update", edits[1], "--content", "Net sales count settled invoices", check=True)
+    invoke_cli("--kb", forgets[0], *bee, "forget", forgets[1], check=True)
+    invoke_cli("--kb", forgets[0], *bee, "save", _UNRELATED, "--id", forgets[1], "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    return b
+
+
+@pytest.mark.parametrize("there", [False, True])
+def test_a_merge_pairs_no_rename_whose_memory_a_side_then_forgot(
+        tmp_path: Path, invoke_cli: CliRunner, there: bool) -> None:
+    """Both sides renamed memory 1 (kb.a, kb.b), and one then forgot it and saved an unrelated
+    memory at its new id: that side's rename is over, no rename to pair. The merge stopped on
+    'This branch renamed memories/1.yaml to kb.b, and origin/main renamed it to kb.a', and its
+    steps dropped the other memory with 'git rm'."""
+    b = _renamed_on_both_then_one_forgot_and_saved_again(tmp_path, invoke_cli, there)
+    git(b, "fetch", "-q", "origin")
+    proc = invoke_cli("merge", "origin/main", cwd=b)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "Merged origin/main; run slayer-kb sync to push.\n", "")
+    assert git(b, "status", "--porcelain") == ""
+    files = _files(b)
+    assert list(files) == ["kb.a.yaml", "kb.b.yaml", "kb.l.yaml"]
+    renamed, saved = ("kb.b.yaml", "kb.a.yaml") if there else ("kb.a.yaml", "kb.b.yaml")
+    assert files[renamed].startswith("learning: Net sales count settled invoices\n")
+    assert files[saved].startswith("learning: 'Totally unrelated: churn")
+
+
+def test_a_sync_onto_a_rename_whose_memory_main_then_forgot_calls_it_a_forget(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """origin/main renamed 1 to kb.a, forgot it and saved an unrelated kb.a; this clone renamed it
+    to kb.b and rewrote it. The stop paired kb.b with main's unrelated kb.a, and its step 'git rm
+    -q memories/kb.b.yaml && git add memories/kb.a.yaml' dropped this clone's memory."""
+    b = _renamed_on_both_then_one_forgot_and_saved_again(tmp_path, invoke_cli, there=True)
+    stopped = invoke_cli("--kb", b, "sync")
+    assert (stopped.returncode, stopped.stderr) == (1, (
+        "Error: origin/main forgot memories/1.yaml, which your commits renamed to kb.b; the repository is back as "
+        f"it was. To merge by hand: cd {b}; git fetch origin; slayer-kb rebase origin/main (it stops on the "
+        "conflict); git add memories/kb.b.yaml to keep it, renamed (or git rm memories/kb.b.yaml to let it go, the "
+        "links to it stripped as the rebase goes on); slayer-kb validate; slayer-kb rebase --continue (a later "
+        "commit that stops says so again); slayer-kb sync.\n"))
+
+
+def test_a_merge_where_both_forgot_a_memory_and_saved_another_reads_one_trailer_log(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """Both sides forgot memory 1 and each saved a new one: a memory file both deleted, each side
+    adding one, as two renames would. The merge read both sides' renames (a log each) for it; one
+    log of the commits that deleted 1.yaml, which records no rename, is enough."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Revenue is paid orders", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "forget", "1", check=True)
+    invoke_cli("--kb", b, "--author", "Bee <bee@example.com>", "forget", "1", check=True)
+    invoke_cli("--kb", a, "save", "Refunds are negative", "--id", "kb.f", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", b, "save", "Tax is excluded", "--id", "kb.t", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(b, "fetch", "-q", "origin")
+    with traced_git(tmp_path) as runs:
+        proc = invoke_cli("merge", "origin/main", cwd=b)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "Merged origin/main; run slayer-kb sync to push.\n", "")
+    assert list(_files(b)) == ["kb.f.yaml", "kb.t.yaml"]
+    # The reuse check before the merge and the revalidation after it read this side's renames and
+    # main's; the merge itself, one log of both sides' commits that deleted 1.yaml.
+    print(len(runs("")))
+    assert [run.split(" ")[1] for run in runs("log") if "Renamed: " in run] == [
+        "--reverse", "--reverse", "--source", "--reverse", "--reverse"]

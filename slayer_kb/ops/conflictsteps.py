@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..core.ids import fold_id, free_variant
 from ..core.locate import id_of_path, memory_path
 from ..core.problems import command_in, words
-from ..store.renames import chains
+from ..store.renames import chains, forgotten_ends
 from ..store.repo import GitStore
 from .snapshot import files_at
 
@@ -46,7 +46,7 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
     forgot_here = [p for p in forgot_here if p not in kept_forgotten]
     forgot_there = [p for p in paths if sides[p] == {3}]
     # A memory one side renamed: git holds its new file on that side alone, as if forgotten on the other.
-    was, by_tip = _renamed_from(store, forgot_here + forgot_there, tips)
+    was, by_tip, base = _renamed_from(store, forgot_here + forgot_there, tips)
     ends: dict[str, set[str]] = {}  # each old id: the ids the sides' renames give it at their tips
     for _gave, final in by_tip.values():
         for old, new in final.items():
@@ -60,7 +60,7 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
     # file merged as a plain add, so only the other's stops, read as a forget. The renames' ends
     # pair them, or the step that keeps the other's id would drop that file and its edits unseen
     # (in a merge), or keep both files, one memory twice (in a rebase).
-    missed = _missed_renames(store, forgot_here, forgot_there, both, was, by_tip)
+    missed = _missed_renames(store, forgot_here, forgot_there, both, was, by_tip, base)
     both += missed
     paired = {p for pair in both for p in pair}
     renamed_there = [p for p in forgot_here if p in was and p not in paired]
@@ -150,17 +150,17 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
 
 
 def _renamed_from(store: GitStore, paths: list[str],
-                  tips: tuple[str, ...]) -> tuple[dict[str, str], dict[str, tuple[set[str], dict[str, str]]]]:
+                  tips: tuple[str, ...]) -> tuple[dict[str, str], dict[str, tuple[set[str], dict[str, str]]], str]:
     """Of ``paths`` (repository-relative memory files git holds on one side only), those a
     ``rename`` commit of a side made since ``tips`` parted (its trailer), each with the path of the
-    file it was; and for each tip, the ids its renames gave and where each old id's chain ends
-    there (1 -> kb.b -> kb.c: kb.b and kb.c given, 1 ends at kb.c)."""
+    file it was; for each tip, the ids its renames gave and where each old id's chain ends there
+    (1 -> kb.b -> kb.c: kb.b and kb.c given, 1 ends at kb.c); and where the tips parted."""
     ids = {p: id_of_path(p[len(store.prefix):]) for p in paths}
     if not any(ids.values()):
-        return {}, {}
+        return {}, {}, ""
     base = store.git("merge-base", "--octopus", *tips, check=False).stdout.decode().strip()
     if not base:
-        return {}, {}
+        return {}, {}, ""
     # An id a later rename moved on counts too: the rebase replays the rename commits one by one.
     old_of: dict[str, str] = {}
     by_tip: dict[str, tuple[set[str], dict[str, str]]] = {}
@@ -168,16 +168,16 @@ def _renamed_from(store: GitStore, paths: list[str],
         first, final = chains(store, base, tip)
         old_of |= first
         by_tip[tip] = (set(first), final)
-    return {p: store.repo_path(memory_path(old_of[i])) for p, i in ids.items() if i in old_of}, by_tip
+    return {p: store.repo_path(memory_path(old_of[i])) for p, i in ids.items() if i in old_of}, by_tip, base
 
 
 def _missed_renames(store: GitStore, forgot_here: list[str], forgot_there: list[str], both: list[tuple[str, str]],
                     was: dict[str, str],
-                    by_tip: dict[str, tuple[set[str], dict[str, str]]]) -> list[tuple[str, str]]:
+                    by_tip: dict[str, tuple[set[str], dict[str, str]]], base: str) -> list[tuple[str, str]]:
     """(the other's new file, this branch's) for each memory both sides renamed where git paired
     one side's rename alone: the other's new file merged as an add, held where another tip's
-    renames (``by_tip``, of ``_renamed_from``) end (in a rebase stopped at 1 -> kb.b, this
-    branch's own later kb.c is no other side's)."""
+    renames (``by_tip``, of ``_renamed_from``, since ``base``) end (in a rebase stopped at
+    1 -> kb.b, this branch's own later kb.c is no other side's)."""
     paired = {p for pair in both for p in pair}
     pairs = []
     for path in forgot_here + forgot_there:
@@ -186,8 +186,10 @@ def _missed_renames(store: GitStore, forgot_here: list[str], forgot_there: list[
         own, old = _id(store, path), _id(store, was[path])
         found = sorted({(end, tip) for tip, (gave, final) in by_tip.items()
                         if own not in gave and (end := final.get(old)) not in (None, own)})
-        new = next((store.repo_path(memory_path(end)) for end, tip in found
-                    if files_at(store, tip, memory_path(end))), None)
+        # A chain the tip then ended by forgetting its memory is no rename to pair: a file at its
+        # last id is another memory, saved there since.
+        new = next((store.repo_path(memory_path(end)) for end, tip in found if files_at(store, tip, memory_path(end))
+                    and old not in forgotten_ends(store, base, tip, {old})), None)
         if new is not None:
             was.setdefault(new, was[path])  # the other's new file, merged as an add: the same old file
             pairs.append((path, new) if path in forgot_here else (new, path))

@@ -28,7 +28,7 @@ from ..core.problems import cd_step, command_in, git_command
 from ..core.results import MergeResult
 from ..store import mergedriver
 from ..store.gitenv import LITERAL_PATHS
-from ..store.renames import Renamed, renamed_since, renames_between
+from ..store.renames import Renamed, forgotten_ends, renamed_on_each, renamed_since, renames_between
 from ..store.revisions import added_alike, resolve_rev
 from ..store.worktree import require_shown
 from .rebase import conflict_steps, held_stages, merge_from, push_step, settle, swap_sides, unmerged
@@ -192,13 +192,15 @@ def _hold_unseen_renames(store: GitStore, parted: str, tips: tuple[str, str], ad
     the stop pairs the two by the renames' trailers and a commit waits for the steps; whether any was."""
     if not (added[0] - added[1] and added[1] - added[0]):  # a rename adds its new id on each side
         return False
-    # ... and deletes the old one: a memory file both deleted, read of the trees (no git process).
+    # ... and deletes the old one: a memory file both deleted, read of the trees (no git process),
     objects, folder = store.objects, store.repo_path(MEMORIES_DIR)
     parted_names, *tip_names = (set(objects.names_in(objects.tree_of(c), folder)) for c in (parted, *tips))
-    if not parted_names - set().union(*tip_names):
+    gone = [f"{folder}/{name.decode('utf-8', 'surrogateescape')}" for name in parted_names - set().union(*tip_names)]
+    # by a commit recording a rename on each side (both forgot it, each saving a new memory: none).
+    if not gone or not renamed_on_each(store, parted, tips, gone):
         return False
     mine, theirs = (renames_between(store, parted, tip) for tip in tips)
-    pairs = {store.repo_path(memory_path(old)): (store.repo_path(memory_path(new)), store.repo_path(memory_path(end)))
+    pairs = {old: (store.repo_path(memory_path(new)), store.repo_path(memory_path(end)))
              for old, new in mine.items() if (end := theirs.get(old)) not in (None, new)}
     if not pairs:
         return False
@@ -207,9 +209,14 @@ def _hold_unseen_renames(store: GitStore, parted: str, tips: tuple[str, str], ad
     merged = {path: info.split() for info, _, path in (entry.partition("\t") for entry in out.split("\0") if entry)}
     # Both merged cleanly (stage 0): git saw neither rename, else it stopped on them already.
     pairs = {old: pair for old, pair in pairs.items() if all(merged.get(p, ["", "", "?"])[2] == "0" for p in pair)}
+    # A side that forgot the memory its rename gave has no rename to pair: the file at that id
+    # now is another memory, saved there since.
+    for tip in tips if pairs else ():
+        pairs = {old: pair for old, pair in pairs.items() if old not in forgotten_ends(store, parted, tip, pairs)}
     if not pairs:
         return False
-    olds = objects.blobs_at(objects.tree_of(parted), list(pairs))
+    at_parted = objects.blobs_at(objects.tree_of(parted), [store.repo_path(memory_path(old)) for old in pairs])
+    olds = {old: at_parted[store.repo_path(memory_path(old))] for old in pairs}
     store.git_writing_index("update-index", "--index-info", input="".join(
         f"0 {'0' * 40}\t{new}\n" + (f"{merged[new][0]} {olds[old]} 1\t{new}\n" if olds[old] else "")
         + f"{merged[new][0]} {merged[new][1]} 2\t{new}\n" for old, (new, _end) in pairs.items()).encode())

@@ -70,6 +70,15 @@ def renamed_ids(store: GitStore) -> set[str]:
     return {old for old, _new in _TRAILER.findall(out.decode("utf-8", "replace"))}
 
 
+def renamed_on_each(store: GitStore, base: str, heads: Collection[str], paths: Collection[str]) -> bool:
+    """Whether each of ``heads`` (full commit ids) has, since ``base``, a commit that changed one of
+    ``paths`` (repository-relative memory files) and records a rename (its trailer, unchecked, as
+    ``ever_renamed``): one ``git log`` for all of them."""
+    out = store.git(*_LOG, "--source", "--format=%S", "--basic-regexp", f"--grep=^{_KEY}", *heads, f"^{base}", "--",
+                    *paths, env=LITERAL_PATHS).stdout.decode().split()
+    return set(heads) <= set(out)
+
+
 @dataclass(frozen=True)
 class Away:
     """Where an id a commit renamed went: each move in order (the new id, its commit), and the
@@ -240,6 +249,19 @@ def renames_between(store: GitStore, base: str, head: str = "HEAD") -> dict[str,
     """{old id: the id it has at the end} for the renames the commits ``base..head`` made, in
     the order they were made (1 -> kb.a, then kb.a -> kb.b: 1 -> kb.b)."""
     return chains(store, base, head)[1]
+
+
+def forgotten_ends(store: GitStore, base: str, head: str, olds: Collection[str]) -> set[str]:
+    """Of ``olds``, the ids ``base..head`` renamed whose chain a later commit of that range ended by
+    deleting the file of the id it had come to (a forget, ``next_deletion``): the memory is gone,
+    and one saved at that id since is another memory, not where the rename went. ``_moves``' one
+    ``git log``, and one for each chain asked of."""
+    ends: dict[str, tuple[str, str]] = {}  # each old id: the id its chain came to, the commit that gave it
+    for commit, old, new in _moves(store, base, head):
+        ends = {was: ((new, commit) if now == old else (now, at)) for was, (now, at) in ends.items()}
+        ends[old] = (new, commit)
+    return {old for old, (new, commit) in ends.items()
+            if old in olds and new != old and next_deletion(store, new, commit, head) is not None}
 
 
 def chains(store: GitStore, base: str, head: str = "HEAD") -> tuple[dict[str, str], dict[str, str]]:
