@@ -201,6 +201,8 @@ def test_a_filters_colon_drops_only_the_word_right_after_it(text: str, refs: lis
      "be a literal (string, number, or boolean); got Ref."),
     ("sum(iif(qty in (), amount, 0))", "empty tuple is not allowed on the right-hand side of ``in`` / ``not in`` "
      "(dialect-dependent SQL); use a non-empty literal tuple."),
+    # A FROM glued to a dot is part of a reference to SLayer (``_is_word``), so no extract is read.
+    ("max(extract(year from.5))", "invalid syntax"),
 ])
 def test_more_that_slayers_parser_refuses(formula: str, words: str) -> None:
     problem = formula_problem(formula)

@@ -334,5 +334,9 @@ def extracts(found: list[Token]) -> list[Extract]:
                     calls.append(Extract(at, word, index))
                 break
             if depth == 1 and word is None and found[index].kind == "name" and text.lower() == "from":
-                word = index if found[index - 1].text != "." else None
+                # Not a FROM that a dot before or right after makes part of a reference (SLayer's
+                # ``_is_word``: ``x.from``, ``from.5``).
+                after = found[index + 1] if index + 1 < len(found) else None
+                glued = after is not None and after.start == found[index].end and after.text.startswith(".")
+                word = index if found[index - 1].text != "." and not glued else None
     return calls
