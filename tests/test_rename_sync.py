@@ -933,3 +933,34 @@ def test_a_merge_where_both_forgot_a_memory_and_saved_another_reads_one_trailer_
     # main's; the merge itself, one log of both sides' commits that deleted 1.yaml.
     assert [run.split(" ")[1] for run in runs("log") if "Renamed: " in run] == [
         "--reverse", "--reverse", "--source", "--reverse", "--reverse"]
+
+
+def _unlike(tag: str) -> str:
+    """A text of 40 words no other text of a test shares: git pairs no forget or save with it."""
+    return " ".join(f"{tag}{n}word" for n in range(40))
+
+
+def test_a_merge_of_two_renames_stops_though_one_side_reused_the_id_and_forgot_its_new_memory(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """a renamed kb.x to kb.y, gave kb.x to another memory (--reuse-id), renamed that one to kb.k and
+    forgot it; b renamed kb.x to kb.v; each edited its copy. The forget of kb.k ended the reused
+    memory's chain, and it was read as the end of the first memory's too: the merge finished with
+    one memory under two ids, kb.y and kb.v."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", _unlike("xray"), "--id", "kb.x", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "rename", "kb.x", "kb.y", check=True)
+    invoke_cli("--kb", a, "update", "kb.y", "--content", _unlike("alpha"), check=True)
+    invoke_cli("--kb", a, "save", _unlike("other"), "--id", "kb.x", "--reuse-id", "-e", "shop.orders.amount",
+               check=True)
+    invoke_cli("--kb", a, "rename", "kb.x", "kb.k", check=True)
+    invoke_cli("--kb", a, "forget", "kb.k", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "rename", "kb.x", "kb.v", check=True)
+    invoke_cli("--kb", b, "update", "kb.v", "--content", _unlike("bravo"), check=True)
+    git(b, "fetch", "-q", "origin")
+    merged = invoke_cli("--kb", b, "merge", "origin/main")
+    assert (merged.returncode, merged.stderr.startswith(
+        "Error: This branch renamed memories/kb.x.yaml to kb.v, and origin/main renamed it to kb.y")) == (1, True), \
+        merged.stderr

@@ -257,7 +257,7 @@ def forgotten_ends(store: GitStore, base: str, head: str, olds: Collection[str])
     and one saved at that id since is another memory, not where the rename went. ``_moves``' one
     ``git log``, and one for each chain asked of."""
     ends: dict[str, tuple[str, str]] = {}  # each old id: the id its chain came to, the commit that gave it
-    for commit, old, new in _moves(store, base, head):
+    for commit, old, new in _of_memories(store, _moves(store, base, head)):
         ends = {was: ((new, commit) if now == old else (now, at)) for was, (now, at) in ends.items()}
         ends[old] = (new, commit)
     return {old for old, (new, commit) in ends.items()
