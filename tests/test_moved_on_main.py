@@ -30,15 +30,22 @@ def _on_agent_a(reviewer: Path) -> None:
     git(reviewer, "switch", "-q", "--detach", "origin/agent-a")
 
 
+def _main_renamed_1_and_forgot_2(tmp_path: Path, invoke_cli: CliRunner) -> tuple[Path, Path]:
+    """The agent's memories 1 and 2 squash-merged into main, which then renamed 1 to kb.refunds
+    and forgot 2: (the agent's clone, the reviewer's)."""
+    agent, reviewer = squash_merged_branch(tmp_path, invoke_cli, REFUNDS, CENTS)
+    invoke_cli("--kb", reviewer, "rename", "1", "kb.refunds", check=True)
+    invoke_cli("--kb", reviewer, "forget", "2", check=True)
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    return agent, reviewer
+
+
 def test_validate_against_names_a_squash_merged_memory_main_renamed_or_forgot_since(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     # main squash-merged the agent's memories 1 and 2, then renamed 1 and forgot 2; the agent left
     # both as they were. The review noted both, 'validate --against' said "no problems", and any
     # merge of the branch (slayer-kb merge too) brought 2 back, and 1 beside kb.refunds.
-    agent, reviewer = squash_merged_branch(tmp_path, invoke_cli, REFUNDS, CENTS)
-    invoke_cli("--kb", reviewer, "rename", "1", "kb.refunds", check=True)
-    invoke_cli("--kb", reviewer, "forget", "2", check=True)
-    invoke_cli("--kb", reviewer, "sync", check=True)
+    agent, reviewer = _main_renamed_1_and_forgot_2(tmp_path, invoke_cli)
     invoke_cli("--kb", agent, "save", "Orders ship in boxes", "-e", "shop.orders.status", check=True)
     invoke_cli("--kb", agent, "sync", check=True)
     _on_agent_a(reviewer)
@@ -227,10 +234,7 @@ def test_validate_against_names_an_edit_of_a_taken_in_memory_main_renamed_or_for
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     # As the first test, but the agent edited 1 and 2 after main renamed 1 and forgot 2:
     # 'validate --against' said "no problems", and any merge gave 1 beside kb.refunds and brought 2 back.
-    agent, reviewer = squash_merged_branch(tmp_path, invoke_cli, REFUNDS, CENTS)
-    invoke_cli("--kb", reviewer, "rename", "1", "kb.refunds", check=True)
-    invoke_cli("--kb", reviewer, "forget", "2", check=True)
-    invoke_cli("--kb", reviewer, "sync", check=True)
+    agent, reviewer = _main_renamed_1_and_forgot_2(tmp_path, invoke_cli)
     invoke_cli("--kb", agent, "update", "1", "--content", "Refund reasons are free text, always", check=True)
     invoke_cli("--kb", agent, "update", "2", "--content", "Amounts are in whole cents", check=True)
     invoke_cli("--kb", agent, "sync", check=True)
