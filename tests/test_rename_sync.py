@@ -964,3 +964,23 @@ def test_a_merge_of_two_renames_stops_though_one_side_reused_the_id_and_forgot_i
     assert (merged.returncode, merged.stderr.startswith(
         "Error: This branch renamed memories/kb.x.yaml to kb.v, and origin/main renamed it to kb.y")) == (1, True), \
         merged.stderr
+
+
+def test_a_link_to_an_id_renamed_to_one_forgotten_and_saved_again_is_stripped(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """a renamed kb.x to kb.y, forgot kb.y and saved another memory as kb.y; b, not yet synced,
+    linked memory:kb.x. b's sync pointed the link at kb.y, the other memory: the chain ended in
+    the forget, so the link is to a forgotten memory."""
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", _unlike("xray"), "--id", "kb.x", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "rename", "kb.x", "kb.y", check=True)
+    invoke_cli("--kb", a, "forget", "kb.y", check=True)
+    invoke_cli("--kb", a, "save", _unlike("yankee"), "--id", "kb.y", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", b, "save", _unlike("bravo"), "--id", "kb.q", "-e", "memory:kb.x", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    synced = invoke_cli("--kb", b, "sync", check=True)
+    assert (synced.stdout, synced.stderr) == ("Synced main with origin: rebased, 3 pulled, 2 pushed.\n"
+                                              "  stripped links to forgotten memories: memory:kb.x from kb.q\n", "")
+    assert "memory:kb." not in (b / "memories" / "kb.q.yaml").read_text()

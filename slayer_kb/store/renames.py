@@ -152,8 +152,9 @@ def renamed_since(store: GitStore, base: str, head: str, olds: Collection[str], 
     rename), ends where ``head`` holds its file: a link to the old id, or to the id the dropped
     rename gave, follows the kept rename."""
     # ``head``'s last: of two ids both held (a merge resolved by keeping both files), its own.
-    moves = [(old, new) for _commit, old, new in
-             _of_memories(store, (_moves(store, base, also) if also else []) + _moves(store, base, head))]
+    made = _of_memories(store, (_moves(store, base, also) if also else []) + _moves(store, base, head))
+    moves = [(old, new) for _commit, old, new in made]
+    gave = {new: commit for commit, _old, new in made}  # each id: the last rename that gave it
     if not moves:
         return Renamed({}, {})
     first: dict[str, str] = {}  # every id the renames gave: the id it had at ``base``
@@ -183,7 +184,10 @@ def renamed_since(store: GitStore, base: str, head: str, olds: Collection[str], 
     roots = [*((i, i) for i in olds if i in ends), *((i, first[i]) for i in given if i not in held and i not in olds)]
     for i, root in roots:
         kept = [new for new in dict.fromkeys(ends[root]) if new in held and new != i]
-        if kept:
+        # A chain whose end was forgotten since is over: a memory saved at that id later is another.
+        if kept and next_deletion(store, kept[-1], gave[kept[-1]], head) is not None:
+            gone[i] = kept[-1]
+        elif kept:
             live[i] = kept[-1]
         elif i in ends and ends[i][-1] != i:  # renamed, then forgotten (or its rename undone by hand)
             gone[i] = ends[i][-1]
