@@ -6,6 +6,7 @@ exit code and what it committed."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from slayer_kb import KnowledgeBase
@@ -285,3 +286,38 @@ def test_an_engram_reply_quotes_what_it_echoes_as_go_does(example_kb_read_only: 
     reply an agent reads, and wrote an escape as \\u001b where Go writes \\x1b."""
     reply = tools.call_tool(example_kb_read_only, "mem_search", {"query": "zzqx\x1b[2J\u202e \"q\"\t\u00a0"})
     assert (reply.is_error, reply.text) == (False, 'No memories found for: "zzqx\\x1b[2J\\u202e \\"q\\"\\t\\u00a0"')
+
+
+def test_an_import_keeps_a_title_of_two_lines_on_one_and_validate_names_one(example_kb: KnowledgeBase,
+                                                                            invoke_cli: CliRunner,
+                                                                            tmp_path: Path) -> None:
+    """A title with a line break (Engram keeps one; so does a hand edit) made ``import-engram``
+    and ``import-slayer`` skip the whole memory: an export imported back lost it. An import keeps
+    the memory, the title on one line (each break a space), and says so naming the memory; a
+    file holding one is named by ``validate``, with the fix."""
+    root = example_kb.root
+    memory = root / "memories" / "25.yaml"
+    memory.write_text("title: 'two\n\n  lines\u2028  here'\n" + memory.read_text().partition("\n")[2])  # as fmt writes it
+    commit_all(root, "a title of three lines, by hand")
+    checked = invoke_cli("--kb", root, "validate")
+    assert (checked.returncode, checked.stdout) == (1, (
+        f"{memory}:1: title is one line, and this one breaks at U+000A (a save refuses it; an import makes each "
+        "break a space): write it on one line, e.g. 'two lines here'\n1 problem in 1 file (40 files checked)\n"))
+    folder = tmp_path / "exported"
+    assert invoke_cli("--kb", root, "export-slayer", folder).returncode == 0
+    proc = invoke_cli("--kb", root, "--json", "import-slayer", folder)
+    got = json_of(proc)
+    assert (proc.returncode, got["skipped"], got["warnings"]) == (0, 0, [
+        f"{folder}/memories/25.md: memory 25's title broke a line (U+000A, U+2028); it is kept on one line, "
+        "each break a space."])
+    assert example_kb.read("25").title == "two lines here"
+    engram = tmp_path / "engram.json"
+    engram.write_text(json.dumps({"observations": [{"title": title, "content": f"content {n}"}
+                                                   for n, title in enumerate(("a\rb", "a\u2028b", "a\x0bb"))]}))
+    proc = invoke_cli("--kb", root, "--json", "import-engram", engram)
+    got = json_of(proc)
+    assert (proc.returncode, got["skipped"], got["warnings"]) == (0, 0, [
+        f"engram.json: observation {n + 1}: memory {memory_id}'s title broke a line ({code}); it is kept on one "
+        "line, each break a space." for n, (memory_id, code) in enumerate(zip(got["imported"], (
+            "U+000D", "U+2028", "U+000B"), strict=True))])
+    assert [example_kb.read(memory_id).title for memory_id in got["imported"]] == ["a b"] * 3
