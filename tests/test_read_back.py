@@ -321,3 +321,16 @@ def test_an_import_keeps_a_title_of_two_lines_on_one_and_validate_names_one(exam
         "line, each break a space." for n, (memory_id, code) in enumerate(zip(got["imported"], (
             "U+000D", "U+2028", "U+000B"), strict=True))])
     assert [example_kb.read(memory_id).title for memory_id in got["imported"]] == ["a b"] * 3
+
+
+def test_a_save_or_update_reply_quotes_the_title_as_go_does(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """``Memory saved: "..."`` and ``Memory updated: #.. "..."`` put the title between quotes
+    raw, where Engram's replies quote it with Go's %q: a quote in it ended the quoting early and a
+    right-to-left override reached the agent raw."""
+    title, shown = 'say "hi" \u202eevil\u00a0x', '"say \\"hi\\" \\u202eevil\\u00a0x"'
+    saved = tools.call_tool(example_kb, "mem_save", {"title": title, "content": "a reply quoting test"})
+    assert (saved.is_error, saved.text.splitlines()[0]) == (False, f"Memory saved: {shown} (manual)")
+    proc = invoke_cli("--kb", example_kb.root, "--json", "save", "another reply test", "--title", title + "2")
+    assert json_of(proc)["message"].splitlines()[0] == f"Memory saved: {shown[:-1]}2\" (manual)"
+    updated = tools.call_tool(example_kb, "mem_update", {"id": "25", "title": title})
+    assert (updated.is_error, updated.text) == (False, f"Memory updated: #25 {shown} (learning, scope=personal)")

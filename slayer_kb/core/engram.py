@@ -16,7 +16,7 @@ from slayer_kb.core.errors import InvalidInputError
 from slayer_kb.core.inputs import blank
 from slayer_kb.core.memory import RECOGNISED_TYPES as RECOGNISED_TYPES  # re-exported: the rules name them
 from slayer_kb.core.memory import canonical_type
-from slayer_kb.core.text import shown_value
+from slayer_kb.core.text import quoted, shown_value
 
 DEFAULT_TYPE = "manual"
 # The longest project or type, and the longest title (a title is shown on one line).
@@ -399,8 +399,9 @@ def similar_projects(name: str, existing: Iterable[str]) -> list[str]:
 
 
 def format_save_reply(title: str, type: str, suggested_topic_key: str | None) -> str:
-    """Engram's reply: `Memory saved: "TITLE" (TYPE)`, then the suggested key when there is one."""
-    reply = f'Memory saved: "{title}" ({type})'
+    """Engram's reply: `Memory saved: "TITLE" (TYPE)`, the title quoted as Go's %q quotes it, then
+    the suggested key when there is one."""
+    reply = f"Memory saved: {quoted(title)} ({type})"
     if suggested_topic_key:
         reply += f"\nSuggested topic_key: {suggested_topic_key}"
     return reply
