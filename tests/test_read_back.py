@@ -334,3 +334,12 @@ def test_a_save_or_update_reply_quotes_the_title_as_go_does(example_kb: Knowledg
     assert json_of(proc)["message"].splitlines()[0] == f"Memory saved: {shown[:-1]}2\" (manual)"
     updated = tools.call_tool(example_kb, "mem_update", {"id": "25", "title": title})
     assert (updated.is_error, updated.text) == (False, f"Memory updated: #25 {shown} (learning, scope=personal)")
+
+
+def test_the_library_save_takes_a_title_as_every_other_save_does(example_kb: KnowledgeBase) -> None:
+    """``KnowledgeBase.save_memory(..., title=)`` checked the title as given, where every other
+    save redacts its private spans and trims it first: a line break inside a private span was
+    refused, and ``'x  \\n'`` was stored with its blanks."""
+    for title, stored in (("x <private>a\nb</private> y", "x [REDACTED] y"), ("x  \n", "x")):
+        result = example_kb.save_memory("a library save", ["orders"], title=title)
+        assert example_kb.read(result.memory_id).title == stored, title
