@@ -272,7 +272,11 @@ def test_a_long_value_click_refuses_is_quoted_cut(example_kb_read_only: Knowledg
             (("list", "--scope", long), "list", f"Invalid value for '--scope': {cut} is not one of 'project', 'personal'."),
             (("list", f"--scope={long}"), "list", f"Invalid value for '--scope': {cut} is not one of 'project', "
                                                   "'personal'."),
-            ((long,), "", f"No such command {cut}.")):
+            ((long,), "", f"No such command {cut}."),
+            # An unknown option before the command; a path not UTF-8 (click shows its byte as U+FFFD).
+            (("--" + long, "list"), "", f"No such option {'--' + 'x' * 98!r}... (10002 characters)."),
+            (("import-slayer", "a\udcff" + long), "import-slayer",
+             f"Invalid value for 'DIRECTORY': Directory 'a\\udcff{'x' * 98}'... (10002 characters) does not exist.")):
         proc = invoke_cli("--kb", root, "--json", *args)
         usage = f"slayer-kb {name}".strip()
         assert (proc.returncode, json_of(proc)) == (2, {"error": {"type": "usage", "message": (
