@@ -216,6 +216,13 @@ def test_an_id_no_memory_can_have_is_told_what_an_id_is_not_to_choose_another(
     assert (proc.returncode, proc.stderr) == (1, (
         "Error: The id given is not a valid id (it is 300 bytes long; an id is at most 200 bytes), so no memory has "
         f"it; give the id of the memory to forget (search and list show the ids). {ID_FORM}\n"))
+    # The id sync moved, and a link's id, are ids given to find a memory too.
+    for args, fix in ((("renumber", "--accept", "."), "give the id sync said it moved"),
+                      (("save", "x", "-e", "memory:."), "write memory:<id> with the id of a saved memory")):
+        proc = invoke_cli("--kb", root, *args)
+        assert (proc.returncode, proc.stderr) == (1, (
+            f"Error: Memory id '.' is not a valid id (it names a folder, not a file), so no memory has it; {fix}. "
+            f"{ID_FORM}\n")), args
     # A new id keeps a new id's advice.
     proc = invoke_cli("--kb", root, "save", "x", "-e", "orders", "--id", ".")
     assert (proc.returncode, proc.stderr) == (1, "Error: Memory id '.' is not a usable file name; choose another.\n")

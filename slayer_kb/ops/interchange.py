@@ -60,7 +60,7 @@ from ..catalog.slayerquery import check_query
 from ..core import engram, nesting, problems, yamlio
 from ..core.errors import InvalidIdError, InvalidInputError, KBError, StoreError, os_fix
 from ..core.fileio import outside
-from ..core.ids import case_conflict, check_id, check_new_id
+from ..core.ids import case_conflict, check_new_id
 from ..core.inputs import check_folder_named, check_unicode, given_folder, given_text, read_given_file
 from ..core.locate import MEMORIES_DIR
 from ..core.memory import FIELD_NAMES, KEY_ORDER, MAX_FILE_BYTES, Memory, dumps, loads, utc_now
@@ -234,8 +234,7 @@ def import_slayer(kb: Context, folder: str | Path) -> ImportResult:
     incoming = {m.id for m in parsed}
     with kb.transaction() as tx:
         existing = set(kb.memory_ids())
-        resolver = Resolver(kb.catalog, memory_exists=lambda i: i in incoming or kb.memory_exists(i),
-                            check_id=check_id)
+        resolver = Resolver(kb.catalog, memory_exists=lambda i: i in incoming or kb.memory_exists(i))
         changes: list[Change] = []
         renamed = kb.renamed_ids() if incoming - existing else set()
         for memory in parsed:

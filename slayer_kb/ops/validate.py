@@ -205,7 +205,7 @@ class KBContext:
         for memory_id in self.ids:
             folded.setdefault(fold_id(memory_id), []).append(memory_id)
         self.folded = folded
-        self.resolver = Resolver(self.catalog, self.ids.__contains__, check_id)
+        self.resolver = Resolver(self.catalog, self.ids.__contains__)
 
     @classmethod
     def of(cls, root: Path) -> KBContext:
