@@ -210,6 +210,15 @@ def one_line_title(title: str) -> str:
     return _LINE_BREAK_RE.sub(" ", title.strip())
 
 
+def title_problem(title: str | None) -> str | None:
+    """What ``validate`` and ``edit`` say of a memory file's title that breaks a line, with the
+    fix; None for a title on one line."""
+    if title is None or not (breaks := title_breaks(title)):
+        return None
+    return (f"title is one line, and this one breaks at {breaks[0]} (a save refuses it; an import makes each break "
+            f"a space): write it on one line, e.g. {one_line_title(title)!r}")
+
+
 def given_title(title: str) -> str | None:
     """A title a save, an update or an import stores: private spans redacted, trimmed, checked
     (``check_title``); one with nothing visible in it (a zero-width space) is none, as ''

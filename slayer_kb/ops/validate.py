@@ -49,7 +49,7 @@ from ..catalog.cache import catalog_signature, load_catalog_cached
 from ..catalog.catalog import Catalog, load_catalog
 from ..catalog.resolve import Resolver
 from ..core import yamlio
-from ..core.engram import one_line_title, title_breaks
+from ..core.engram import title_problem
 from ..core.errors import InvalidIdError, KBError, MemoryFileError, ResolutionError
 from ..core.fileio import NotRegularFile, TooLarge, not_a_file, read_regular, unusable_folder
 from ..core.ids import check_id, check_new_id, fold_id, free_variant
@@ -442,9 +442,8 @@ def _text_problems(text: str, memory_id: str, name: str, context: KBContext, typ
         add(key_line(text, "session_id"), f"session_id {memory.session_id!r} contains U+{ord(bad):04X}, a control or "
             f"invisible character, which save and session-start refuse; write the id without it, "
             f"e.g. {printable(memory.session_id)!r}")
-    if memory is not None and memory.title is not None and (breaks := title_breaks(memory.title)):
-        add(key_line(text, "title"), f"title is one line, and this one breaks at {breaks[0]} (a save refuses it; an "
-            f"import makes each break a space): write it on one line, e.g. {one_line_title(memory.title)!r}")
+    if memory is not None and (said := title_problem(memory.title)) is not None:
+        add(key_line(text, "title"), said)
     if memory is None or schema_problems:
         return problems  # fmt cannot rewrite a file that breaks the schema
     canonical = dumps(memory)
