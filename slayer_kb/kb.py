@@ -369,7 +369,7 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         if isinstance(engram_fields.get("type"), str):
             engram_fields["type"] = engram.given_type(engram_fields["type"])
         if isinstance(engram_fields.get("title"), str):
-            engram_fields["title"] = engram.check_title(engram_fields["title"])
+            engram_fields["title"] = engram.given_title(engram_fields["title"])
         # Checked as an observation's session is; a blank one is none given (a note has no default).
         if (session := engram_fields.get("session_id")) is not None:
             blank_text = isinstance(session, str) and not session.strip()

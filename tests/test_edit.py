@@ -227,3 +227,19 @@ def test_an_editor_setting_that_cannot_run_is_named(catalog_kb: KnowledgeBase, i
     assert not (tmp_path / "vi-ran").exists()
     assert git(root, "rev-parse", "HEAD") == head
     assert git(root, "status", "--porcelain") == ""
+
+
+def test_an_edit_to_a_title_of_two_lines_is_a_problem_with_the_fix(catalog_kb: KnowledgeBase) -> None:
+    """``edit`` committed a title with a line break, which a save and an update refuse; it is a
+    problem of the file, said as ``validate`` says it, and the editor reopens on it."""
+    kb = catalog_kb
+    mid = kb.save_memory("Amount is EUR", ["orders.amount"]).memory_id
+    created = kb.get(mid).to_dict()["created_at"]
+    before = commits(kb)
+    problems: list[str] = []
+    with pytest.raises(InvalidInputError):
+        edit(kb, mid, reopen=lambda p: problems.append(p) is not None,
+             run_editor=lambda draft: draft.write_text(f"title: \"two\\rlines\"\nlearning: x\ncreated_at: '{created}'\n"))
+    assert problems == [f"memories/{mid}.yaml:1: title is one line, and this one breaks at U+000D (a save refuses it; "
+                        "an import makes each break a space): write it on one line, e.g. 'two lines'"]
+    assert commits(kb) == before

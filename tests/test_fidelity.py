@@ -25,7 +25,6 @@ from slayer_kb.catalog.catalog import load_catalog
 from slayer_kb.catalog.refs import query_entities
 from slayer_kb.catalog.resolve import Resolver
 from slayer_kb.core.errors import KBError
-from slayer_kb.core.ids import check_id
 
 FIDELITY = Path(__file__).parent / "fidelity"
 sys.path.insert(0, str(FIDELITY))
@@ -44,7 +43,7 @@ def resolver(tmp_path_factory: pytest.TempPathFactory) -> Resolver:
     write_catalog(root)
     catalog = load_catalog(root)
     assert catalog.problems == []
-    return Resolver(catalog, memory_exists=lambda _id: False, check_id=check_id)
+    return Resolver(catalog, memory_exists=lambda _id: False)  # its id check, as every KB resolver has
 
 
 def kb_reference(resolver: Resolver, ref: str) -> dict[str, Any]:

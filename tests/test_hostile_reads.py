@@ -102,8 +102,9 @@ def test_an_id_to_accept_is_checked_as_an_id(indexed_example_kb: KnowledgeBase, 
     empty = invoke_cli("--kb", root, "renumber", "--accept", "")
     assert (empty.returncode, empty.stderr) == (1, "Error: Memory id must not be empty; give the id sync said it moved.\n")
     path = invoke_cli("--kb", root, "renumber", "--accept", "a/b")
-    assert (path.returncode, path.stderr) == (1, "Error: Memory id 'a/b' contains '/'; ids may not contain \" # * / : < > "
-                                                 "? \\ |. Use letters, digits, '.', '_' or '-'.\n")
+    assert (path.returncode, path.stderr) == (1, (
+        "Error: Memory id 'a/b' is not a valid id (it contains '/'), so no memory has it; give the id sync said it "
+        "moved. An id is letters, digits, '.', '_' or '-', starting with a letter or digit: 12, kb.paid-revenue.\n"))
 
 
 MEANT = "; did you mean '1'? An auto id is written in plain ASCII digits, without a sign, leading zeros or decimals."

@@ -6,6 +6,7 @@ exit code and what it committed."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from slayer_kb import KnowledgeBase
@@ -215,6 +216,13 @@ def test_an_id_no_memory_can_have_is_told_what_an_id_is_not_to_choose_another(
     assert (proc.returncode, proc.stderr) == (1, (
         "Error: The id given is not a valid id (it is 300 bytes long; an id is at most 200 bytes), so no memory has "
         f"it; give the id of the memory to forget (search and list show the ids). {ID_FORM}\n"))
+    # The id sync moved, and a link's id, are ids given to find a memory too.
+    for args, fix in ((("renumber", "--accept", "."), "give the id sync said it moved"),
+                      (("save", "x", "-e", "memory:."), "write memory:<id> with the id of a saved memory")):
+        proc = invoke_cli("--kb", root, *args)
+        assert (proc.returncode, proc.stderr) == (1, (
+            f"Error: Memory id '.' is not a valid id (it names a folder, not a file), so no memory has it; {fix}. "
+            f"{ID_FORM}\n")), args
     # A new id keeps a new id's advice.
     proc = invoke_cli("--kb", root, "save", "x", "-e", "orders", "--id", ".")
     assert (proc.returncode, proc.stderr) == (1, "Error: Memory id '.' is not a usable file name; choose another.\n")
@@ -271,7 +279,11 @@ def test_a_long_value_click_refuses_is_quoted_cut(example_kb_read_only: Knowledg
             (("list", "--scope", long), "list", f"Invalid value for '--scope': {cut} is not one of 'project', 'personal'."),
             (("list", f"--scope={long}"), "list", f"Invalid value for '--scope': {cut} is not one of 'project', "
                                                   "'personal'."),
-            ((long,), "", f"No such command {cut}.")):
+            ((long,), "", f"No such command {cut}."),
+            # An unknown option before the command; a path not UTF-8 (click shows its byte as U+FFFD).
+            (("--" + long, "list"), "", f"No such option {'--' + 'x' * 98!r}... (10002 characters)."),
+            (("import-slayer", "a\udcff" + long), "import-slayer",
+             f"Invalid value for 'DIRECTORY': Directory 'a\\udcff{'x' * 98}'... (10002 characters) does not exist.")):
         proc = invoke_cli("--kb", root, "--json", *args)
         usage = f"slayer-kb {name}".strip()
         assert (proc.returncode, json_of(proc)) == (2, {"error": {"type": "usage", "message": (
@@ -285,3 +297,60 @@ def test_an_engram_reply_quotes_what_it_echoes_as_go_does(example_kb_read_only: 
     reply an agent reads, and wrote an escape as \\u001b where Go writes \\x1b."""
     reply = tools.call_tool(example_kb_read_only, "mem_search", {"query": "zzqx\x1b[2J\u202e \"q\"\t\u00a0"})
     assert (reply.is_error, reply.text) == (False, 'No memories found for: "zzqx\\x1b[2J\\u202e \\"q\\"\\t\\u00a0"')
+
+
+def test_an_import_keeps_a_title_of_two_lines_on_one_and_validate_names_one(example_kb: KnowledgeBase,
+                                                                            invoke_cli: CliRunner,
+                                                                            tmp_path: Path) -> None:
+    """A title with a line break (Engram keeps one; so does a hand edit) made ``import-engram``
+    and ``import-slayer`` skip the whole memory: an export imported back lost it. An import keeps
+    the memory, the title on one line (each break a space), and says so naming the memory; a
+    file holding one is named by ``validate``, with the fix."""
+    root = example_kb.root
+    memory = root / "memories" / "25.yaml"
+    memory.write_text("title: 'two\n\n  lines\u2028  here'\n" + memory.read_text().partition("\n")[2])  # as fmt writes it
+    commit_all(root, "a title of three lines, by hand")
+    checked = invoke_cli("--kb", root, "validate")
+    assert (checked.returncode, checked.stdout) == (1, (
+        f"{memory}:1: title is one line, and this one breaks at U+000A (a save refuses it; an import makes each "
+        "break a space): write it on one line, e.g. 'two lines here'\n1 problem in 1 file (40 files checked)\n"))
+    folder = tmp_path / "exported"
+    assert invoke_cli("--kb", root, "export-slayer", folder).returncode == 0
+    proc = invoke_cli("--kb", root, "--json", "import-slayer", folder)
+    got = json_of(proc)
+    assert (proc.returncode, got["skipped"], got["warnings"]) == (0, 0, [
+        f"{folder}/memories/25.md: memory 25's title broke a line (U+000A, U+2028); it is kept on one line, "
+        "each break a space."])
+    assert example_kb.read("25").title == "two lines here"
+    engram = tmp_path / "engram.json"
+    engram.write_text(json.dumps({"observations": [{"title": title, "content": f"content {n}"}
+                                                   for n, title in enumerate(("a\rb", "a\u2028b", "a\x0bb"))]}))
+    proc = invoke_cli("--kb", root, "--json", "import-engram", engram)
+    got = json_of(proc)
+    assert (proc.returncode, got["skipped"], got["warnings"]) == (0, 0, [
+        f"engram.json: observation {n + 1}: memory {memory_id}'s title broke a line ({code}); it is kept on one "
+        "line, each break a space." for n, (memory_id, code) in enumerate(zip(got["imported"], (
+            "U+000D", "U+2028", "U+000B"), strict=True))])
+    assert [example_kb.read(memory_id).title for memory_id in got["imported"]] == ["a b"] * 3
+
+
+def test_a_save_or_update_reply_quotes_the_title_as_go_does(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """``Memory saved: "..."`` and ``Memory updated: #.. "..."`` put the title between quotes
+    raw, where Engram's replies quote it with Go's %q: a quote in it ended the quoting early and a
+    right-to-left override reached the agent raw."""
+    title, shown = 'say "hi" \u202eevil\u00a0x', '"say \\"hi\\" \\u202eevil\\u00a0x"'
+    saved = tools.call_tool(example_kb, "mem_save", {"title": title, "content": "a reply quoting test"})
+    assert (saved.is_error, saved.text.splitlines()[0]) == (False, f"Memory saved: {shown} (manual)")
+    proc = invoke_cli("--kb", example_kb.root, "--json", "save", "another reply test", "--title", title + "2")
+    assert json_of(proc)["message"].splitlines()[0] == f"Memory saved: {shown[:-1]}2\" (manual)"
+    updated = tools.call_tool(example_kb, "mem_update", {"id": "25", "title": title})
+    assert (updated.is_error, updated.text) == (False, f"Memory updated: #25 {shown} (learning, scope=personal)")
+
+
+def test_the_library_save_takes_a_title_as_every_other_save_does(example_kb: KnowledgeBase) -> None:
+    """``KnowledgeBase.save_memory(..., title=)`` checked the title as given, where every other
+    save redacts its private spans and trims it first: a line break inside a private span was
+    refused, and ``'x  \\n'`` was stored with its blanks."""
+    for title, stored in (("x <private>a\nb</private> y", "x [REDACTED] y"), ("x  \n", "x")):
+        result = example_kb.save_memory("a library save", ["orders"], title=title)
+        assert example_kb.read(result.memory_id).title == stored, title

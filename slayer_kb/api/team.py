@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..core.ids import check_id
+from ..core.ids import check_sought_id
 from ..core.results import AcceptResult, MergeResult, RebaseResult, RenumberResult, SyncResult
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ class Team:
     def accept(self, memory_id: str) -> AcceptResult | None:
         """Let ``memory_id``, which sync moved on this clone, mean the memory it names now;
         None when sync moved no memory with that id."""
-        check_id(memory_id, "give the id sync said it moved")
+        check_sought_id(memory_id, "give the id sync said it moved")
         moved = self._moves.get(memory_id)
         if moved is None or not self._moves.accept(memory_id):
             return None

@@ -14,13 +14,12 @@ from typing import Any, NamedTuple
 
 from ..core.errors import (
     AmbiguousEntityError,
-    InvalidIdError,
     InvalidInputError,
     KBError,
     ReferenceFormError,
     ResolutionError,
 )
-from ..core.ids import no_memory
+from ..core.ids import check_link_id, no_memory
 from ..core.locate import linked_id, memory_link
 from ..core.text import kind_of, shown_value
 from . import suggest
@@ -36,7 +35,7 @@ class Resolver:
     resolver (``slayer/memories/resolver.py``), in its words where it has them.
 
     1. Surrounding whitespace is stripped; an empty reference is an error.
-    2. ``memory:<id>``: the id must pass ``check_id`` and the memory must exist.
+    2. ``memory:<id>``: the id must pass ``check_id`` (``check_link_id``) and the memory must exist.
     3. An aggregation is stripped (``sum(x)``, ``x:sum``, ``weighted_avg(x, weight=w)``, ...);
        ``count(*)`` / ``*:count`` name the source model; ``count(m.*)`` / ``m.*:count`` resolve
        as the name ``m`` does, warnings included (SLayer resolves the name again).
@@ -63,7 +62,7 @@ class Resolver:
         self,
         catalog: Catalog,
         memory_exists: Callable[[str], bool] = lambda _id: False,
-        check_id: Callable[[str], object] = lambda _id: None,
+        check_id: Callable[[str], object] = check_link_id,
     ) -> None:
         self.catalog = catalog
         self.memory_exists = memory_exists
@@ -185,9 +184,7 @@ class Resolver:
     # -- steps -------------------------------------------------------------------------------
 
     def _memory(self, memory_id: str) -> str:
-        if memory_id == "":  # a link, not a save: no auto id to fall back on
-            raise InvalidIdError("Memory id must not be empty; write memory:<id> with the id of a saved memory.")
-        self.check_id(memory_id)
+        self.check_id(memory_id)  # an empty one is told LINK_FIX: a link has no auto id to fall back on
         if not self.memory_exists(memory_id):
             raise no_memory(memory_id, self.memory_exists)
         return memory_link(memory_id)

@@ -335,13 +335,15 @@ def _with_cut_values(error: click.UsageError, given: tuple[str, ...]) -> click.U
     """click quotes a value it refuses whole: a path that does not exist, a choice or a number it
     cannot take (a 10 KB import path came back whole, on stderr and under --json). Each argument
     ``given`` over ``MAX_SHOWN`` characters (an option's ``--name=VALUE`` too) is quoted as our
-    own messages quote a long value (``shown_value``)."""
+    own messages quote a long value (``shown_value``). A path is found as click shows it too
+    (``format_filename``: a byte that is not UTF-8 as U+FFFD)."""
     values = {value for arg in given for value in (arg, arg.partition("=")[2] if arg.startswith("--") else "")
               if len(value) > MAX_SHOWN}
     said = message = error.format_message()
     for value in sorted(values, key=len, reverse=True):  # an option's value is inside its --name=VALUE
-        for quoted in (repr(value), f"'{value}'", f'"{value}"', value):
-            message = message.replace(quoted, shown_value(value))
+        for typed in dict.fromkeys((value, click.format_filename(value))):
+            for quoted in (repr(typed), f"'{typed}'", f'"{typed}"', typed):
+                message = message.replace(quoted, shown_value(value))
     return error if message == said else click.UsageError(message, ctx=error.ctx)
 
 
@@ -378,13 +380,14 @@ class KBGroup(click.Group):
 
     def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
                      **extra: Any) -> click.Context:
-        asked = _asks_json(self, args)
+        asked, given = _asks_json(self, args), tuple(args)  # (click's parser consumes ``args``)
         try:
-            return super().make_context(info_name, args, parent=parent, json_asked=asked, given=tuple(args), **extra)
+            return super().make_context(info_name, args, parent=parent, json_asked=asked, given=given, **extra)
         except click.UsageError as exc:  # among the options before the command name
+            error = _with_cut_values(exc, given)
             if asked:
-                _print_usage_json(exc)
-            raise
+                _print_usage_json(error)
+            raise error from None
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

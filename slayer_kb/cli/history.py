@@ -361,9 +361,9 @@ def import_slayer(settings: Settings, directory: str) -> None:
     """Import a SLayer storage folder's memories (memories/<id>.md) as one commit.
 
     Ids and created_at are kept; entities that do not resolve are dropped with a warning; a title
-    is taken as a save takes it (private spans redacted, trimmed). A file it cannot take (not
-    UTF-8, no front matter, an id no file may have, a title over 1,000 characters or of two
-    lines) is skipped with a warning naming it.
+    is taken as a save takes it (private spans redacted, trimmed), a line break in it made a space
+    with a warning. A file it cannot take (not UTF-8, no front matter, an id no file may have, a
+    title over 1,000 characters) is skipped with a warning naming it.
 
     \b
     Example:
@@ -399,9 +399,10 @@ def export_slayer(settings: Settings, directory: str) -> None:
 def import_engram(settings: Settings, file: str) -> None:
     """Import Engram's JSON export (observations) as one commit, skipping exact duplicates.
 
-    An observation a save would refuse (a title over 1,000 characters or of two lines, content
-    over the size limit, a control character in its type, project or topic key) is skipped with
-    a warning, as is a duplicate (naming the memory it repeats); a prompt over the size limit is cut, saying so.
+    An observation a save would refuse (a title over 1,000 characters, content over the size
+    limit, a control character in its type, project or topic key) is skipped with a warning, as
+    is a duplicate (naming the memory it repeats); a prompt over the size limit is cut, and a line
+    break in a title made a space, saying so.
 
     \b
     Example:

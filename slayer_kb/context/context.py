@@ -29,7 +29,7 @@ from ..core.errors import (
     unreadable,
 )
 from ..core.fileio import NotRegularFile, TooLarge, read_regular
-from ..core.ids import check_existing_id, check_id, no_memory
+from ..core.ids import check_existing_id, check_link_id, no_memory
 from ..core.inputs import checked_learning
 from ..core.locate import MEMORIES_DIR, linked_id, memory_path
 from ..core.memory import MAX_FILE_BYTES, Memory, loads, too_large
@@ -57,11 +57,12 @@ class Context(Parts):
         """``given``: references a user or agent gives now (to save, update or search by), in
         which ``memory:<id>`` of an id sync moved on this clone refuses as a command on that id
         does: the link would reach the memory the id names now, not the one they mean."""
-        return Resolver(self.catalog, memory_exists=self.memory_exists,
-                        check_id=self._check_given_link if given else check_id)
+        if given:
+            return Resolver(self.catalog, memory_exists=self.memory_exists, check_id=self._check_given_link)
+        return Resolver(self.catalog, memory_exists=self.memory_exists)
 
     def _check_given_link(self, memory_id: str) -> None:
-        check_id(memory_id)
+        check_link_id(memory_id)
         self.check_not_moved(memory_id)
 
     def resolve_entities(self, refs: list[str] | str, *, given: bool = True,

@@ -16,7 +16,7 @@ from slayer_kb.core.errors import InvalidInputError
 from slayer_kb.core.inputs import blank
 from slayer_kb.core.memory import RECOGNISED_TYPES as RECOGNISED_TYPES  # re-exported: the rules name them
 from slayer_kb.core.memory import canonical_type
-from slayer_kb.core.text import shown_value
+from slayer_kb.core.text import quoted, shown_value
 
 DEFAULT_TYPE = "manual"
 # The longest project or type, and the longest title (a title is shown on one line).
@@ -44,6 +44,8 @@ REDACTED = "[REDACTED]"
 _PRIVATE_RE = re.compile(r"<private>.*?</private>", re.IGNORECASE | re.DOTALL)
 _NON_SLUG_RE = re.compile(r"[^a-z0-9]+")
 _NON_ALNUM_RE = re.compile(r"[\W_]+")
+# A line break as ``str.splitlines`` takes one; ``\r\n`` is one break.
+_LINE_BREAK_RE = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
 def import_subject(count: int, extra: str, source: str) -> str:
@@ -189,14 +191,32 @@ def check_title(title: str) -> str:
             f"title is {len(title)} characters long; the limit is {MAX_TITLE}. Keep the title short "
             "and put the detail in the content."
         )
-    trimmed = title.strip()
-    first, *rest = trimmed.splitlines() or [""]
-    if rest:
+    if breaks := title_breaks(title):
         raise InvalidInputError(
-            f"title is one line, and this one breaks at U+{ord(trimmed[len(first)]):04X}: a title heads the memory in "
+            f"title is one line, and this one breaks at {breaks[0]}: a title heads the memory in "
             "every listing and names it in the commit. Write it on one line; the detail goes in the content."
         )
     return title
+
+
+def title_breaks(title: str) -> list[str]:
+    """The line breaks inside ``title`` once trimmed, each as ``U+000A``, in order (one for
+    ``\\r\\n``): a break at either end is trimmed away."""
+    return [f"U+{ord(found[0]):04X}" for found in _LINE_BREAK_RE.findall(title.strip())]
+
+
+def one_line_title(title: str) -> str:
+    """``title`` trimmed, each line break inside it a space (``title_breaks``)."""
+    return _LINE_BREAK_RE.sub(" ", title.strip())
+
+
+def title_problem(title: str | None) -> str | None:
+    """What ``validate`` and ``edit`` say of a memory file's title that breaks a line, with the
+    fix; None for a title on one line."""
+    if title is None or not (breaks := title_breaks(title)):
+        return None
+    return (f"title is one line, and this one breaks at {breaks[0]} (a save refuses it; an import makes each break "
+            f"a space): write it on one line, e.g. {one_line_title(title)!r}")
 
 
 def given_title(title: str) -> str | None:
@@ -205,6 +225,14 @@ def given_title(title: str) -> str | None:
     is (a save refuses it)."""
     title = check_title(redact_private(title))
     return None if blank(title) else title
+
+
+def imported_title(title: str) -> tuple[str | None, list[str]]:
+    """An import's title (``given_title``), on one line: Engram and a hand edit keep a line break
+    a save refuses, and an import that skipped the memory for it lost it. The breaks it held
+    (``title_breaks``) are returned, for the import to say what it did."""
+    redacted = redact_private(title)
+    return given_title(one_line_title(redacted)), title_breaks(redacted)
 
 
 # A type names its family outright; no type appears twice, so lookup order is irrelevant.
@@ -380,8 +408,9 @@ def similar_projects(name: str, existing: Iterable[str]) -> list[str]:
 
 
 def format_save_reply(title: str, type: str, suggested_topic_key: str | None) -> str:
-    """Engram's reply: `Memory saved: "TITLE" (TYPE)`, then the suggested key when there is one."""
-    reply = f'Memory saved: "{title}" ({type})'
+    """Engram's reply: `Memory saved: "TITLE" (TYPE)`, the title quoted as Go's %q quotes it, then
+    the suggested key when there is one."""
+    reply = f"Memory saved: {quoted(title)} ({type})"
     if suggested_topic_key:
         reply += f"\nSuggested topic_key: {suggested_topic_key}"
     return reply

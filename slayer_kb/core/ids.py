@@ -57,7 +57,22 @@ def check_existing_id(memory_id: object, purpose: str) -> str:
     valid id is told to give the memory's id, ``purpose`` saying what the command does with it
     ("to forget"), and what an id looks like; not the advice for a new id ("choose another")."""
     fix = f"give the id of the memory {purpose}"
-    cli_fix, tool_fix = f"{fix} ({_IDS_SHOWN})", f"{fix} ({_IDS_SHOWN_TO_TOOLS})"
+    return check_sought_id(memory_id, f"{fix} ({_IDS_SHOWN})", f"{fix} ({_IDS_SHOWN_TO_TOOLS})")
+
+
+# What to give instead of a link's id that is no id (``check_link_id``).
+LINK_FIX = "write memory:<id> with the id of a saved memory"
+
+
+def check_link_id(memory_id: object) -> str:
+    """:func:`check_sought_id` of the id in a ``memory:<id>`` link, which names a saved memory."""
+    return check_sought_id(memory_id, LINK_FIX)
+
+
+def check_sought_id(memory_id: object, cli_fix: str, tool_fix: str | None = None) -> str:
+    """:func:`check_id` of an id given to find a memory (a command's, a link's, the id sync
+    moved): one that is empty or no valid id is told ``cli_fix`` (``tool_fix`` in an MCP
+    client's terms) and what an id looks like, not a new id's advice ("choose another")."""
     if isinstance(memory_id, str) and memory_id:
         _refuse_a_name_of_an_id(memory_id)
         problem = _id_problem(memory_id)

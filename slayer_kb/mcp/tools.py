@@ -92,7 +92,12 @@ def _label(data: Mapping[str, Any]) -> str:
     lines of their own in the text an agent reads); SLayer memories have none, so their summary
     stands in."""
     title = data.get("title")
-    return one_line_shown(title) if title else _clip(data.get("description") or data.get("learning"), 80)
+    return one_line_shown(title) if title else _summary(data)
+
+
+def _summary(data: Mapping[str, Any]) -> str:
+    """What stands in for a memory's title where it has none."""
+    return _clip(data.get("description") or data.get("learning"), 80)
 
 
 def _type(data: Mapping[str, Any]) -> str:
@@ -201,7 +206,9 @@ def _change_reply(result: ChangeResult) -> Reply:
     nothing (no commit) keeps Engram's prefix, which clients match, and says so after it."""
     data = result.memory
     verb = "restored" if result.action == "restored" else "updated"
-    text = f'Memory {verb}: #{data["id"]} "{_label(data)}" ({_type(data)}, scope={data["scope"] or "project"})'
+    # Go's %q, as Engram's reply quotes the title (it escapes a line break _label shows as \x0a).
+    label = quoted(data.get("title") or _summary(data))
+    text = f'Memory {verb}: #{data["id"]} {label} ({_type(data)}, scope={data["scope"] or "project"})'
     if result.action == "unchanged":
         text += ": unchanged, it already holds these values; nothing to commit."
     return Reply(_with_warnings(text, result.warnings), result.to_json())

@@ -2,7 +2,8 @@
 
 The editor gets a copy of the file in ``.slayer-kb/tmp/`` (never the file in ``memories/``, so a
 half-finished edit is never seen by the index, the watcher or a concurrent ``git`` command). On
-close the text is parsed (``loads``) and its entities resolved; a problem is reported as
+close the text is parsed (``loads``), its title held to one line as ``validate`` holds it, and its
+entities resolved; a problem is reported as
 ``path:line: message`` and the caller decides whether to reopen the editor. A valid change is
 written in canonical form, with its entity references canonicalised, as one commit
 ``memory: edit ID``. The edit is written as the person left it: ``updated_at`` and
@@ -23,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core import problems
+from ..core import engram, problems
 from ..core.errors import ConflictError, InvalidInputError, KBError, MemoryFileError, NotFoundError, unreadable
 from ..core.ids import check_existing_id, meant_id
 from ..core.memory import Memory, dumps, key_line, loads
@@ -49,6 +50,8 @@ def check_memory_text(
     """
     where = path or f"memories/{memory_id}.yaml"
     memory = loads(text, memory_id, where)
+    if (said := engram.title_problem(memory.title)) is not None:  # as validate says it
+        raise MemoryFileError(where, key_line(text, "title"), said)
     kb.check_learning(memory.learning)
     try:
         entities, warnings = kb.resolve_entities(memory.entities, given=False) if memory.entities else ([], [])

@@ -23,7 +23,6 @@ from pathlib import Path
 from ..catalog.catalog import Catalog
 from ..catalog.resolve import Resolver
 from ..core.fileio import NotRegularFile, TooLarge, read_regular
-from ..core.ids import check_id
 from ..core.locate import memory_path
 from ..core.memory import MAX_FILE_BYTES
 from ..core.problems import INVALID_QUERY, STALE_QUERY, Problem
@@ -55,7 +54,7 @@ def inherited_as_warnings(problems: list[Problem], warnings: list[Problem], comp
             continue
         catalog = catalog or [catalog_at(store, rev)]
         at_head, fix = queries[Path(problem.path).stem]
-        new = at_head.since(query_problem(query, Resolver(catalog[0], ids.__contains__, check_id)))
+        new = at_head.since(query_problem(query, Resolver(catalog[0], ids.__contains__)))
         if new is None:
             inherited.add(id(problem))
         elif new.message != at_head.message:

@@ -28,7 +28,8 @@ Decisions:
   one that does not resolve is dropped with a warning, as SLayer ignores stale tags at retrieval.
   Unknown front matter keys are dropped with a warning. A title is taken as a save takes it
   (``engram.given_title``: private spans redacted, trimmed; one with nothing visible is none; an
-  over-long one skips the memory). A memory whose query is not a SlayerQuery
+  over-long one skips the memory), each line break in it a space, said in a warning: Engram and a
+  hand edit keep a break a save refuses, and the memory is kept. A memory whose query is not a SlayerQuery
   that SLayer 1.4.1 would take (``slayerquery.check_query``, as for a save) is skipped with a warning,
   as is a file that cannot be read or parsed (not UTF-8, no front matter, not a regular file) or
   whose id no file may have, or a new memory's id a ``rename`` moved (``Context.renamed_to``: its
@@ -59,7 +60,7 @@ from ..catalog.slayerquery import check_query
 from ..core import engram, nesting, problems, yamlio
 from ..core.errors import InvalidIdError, InvalidInputError, KBError, StoreError, os_fix
 from ..core.fileio import outside
-from ..core.ids import case_conflict, check_id, check_new_id
+from ..core.ids import case_conflict, check_new_id
 from ..core.inputs import check_folder_named, check_unicode, given_folder, given_text, read_given_file
 from ..core.locate import MEMORIES_DIR
 from ..core.memory import FIELD_NAMES, KEY_ORDER, MAX_FILE_BYTES, Memory, dumps, loads, utc_now
@@ -192,7 +193,7 @@ def _memory_from_row(where: str, row: dict[str, Any], warnings: list[str]) -> Me
         row.pop("entities", None)
     if isinstance(row.get("title"), str):  # as a save takes it: private spans redacted, trimmed, checked
         try:
-            row["title"] = engram.given_title(row["title"])
+            row["title"] = _title(row["title"], memory_id, where, warnings)
         except InvalidInputError as exc:
             raise InvalidInputError(f"{where}: {exc}") from None
         if row["title"] is None:
@@ -205,6 +206,16 @@ def _memory_from_row(where: str, row: dict[str, Any], warnings: list[str]) -> Me
         except InvalidInputError as exc:
             raise InvalidInputError(f"{where}: query: {exc}") from None
     return memory
+
+
+def _title(title: str, memory_id: str, where: str, warnings: list[str]) -> str | None:
+    """An import's title (``engram.imported_title``): one a save would refuse for a line break is
+    put on one line, said in ``warnings``, where skipping it lost the memory."""
+    taken, breaks = engram.imported_title(title)
+    if breaks:
+        warnings.append(f"{where}: memory {memory_id}'s title broke a line ({', '.join(dict.fromkeys(breaks))}); "
+                        "it is kept on one line, each break a space.")
+    return taken
 
 
 def import_slayer(kb: Context, folder: str | Path) -> ImportResult:
@@ -223,8 +234,7 @@ def import_slayer(kb: Context, folder: str | Path) -> ImportResult:
     incoming = {m.id for m in parsed}
     with kb.transaction() as tx:
         existing = set(kb.memory_ids())
-        resolver = Resolver(kb.catalog, memory_exists=lambda i: i in incoming or kb.memory_exists(i),
-                            check_id=check_id)
+        resolver = Resolver(kb.catalog, memory_exists=lambda i: i in incoming or kb.memory_exists(i))
         changes: list[Change] = []
         renamed = kb.renamed_ids() if incoming - existing else set()
         for memory in parsed:
@@ -415,7 +425,7 @@ def _observation(kb: Context, obs: dict[str, Any], memory_id: str, where: str, w
         return None
     try:
         kb.check_learning(content, "content")
-        title = engram.given_title(obs.get("title") or "")
+        title = _title(obs.get("title") or "", memory_id, where, warnings)
         check_unicode(obs, "the observation")
         project = engram.given_project(obs["project"]) if isinstance(obs.get("project"), str) else None
         topic_key = engram.given_topic_key(obs["topic_key"]) if isinstance(obs.get("topic_key"), str) else None

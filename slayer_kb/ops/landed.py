@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from ..catalog.resolve import Resolver
 from ..core import engram
-from ..core.ids import check_id, id_sort_key
+from ..core.ids import id_sort_key
 from ..core.locate import id_of_path, memory_path
 from ..core.memory import Memory, loads
 from ..core.results import CascadeResult, ChangeResult, ForgetResult, Landed, RestoreResult, SaveResult, SessionResult
@@ -74,7 +74,7 @@ def result_of(kb: Context, landing: Landing) -> Landed | None:
         entity, rewritten = match["entity"], _changed_memories(landing)
         stale: list[str] = []
         if landing.parent:  # the example queries the delete left stale, as resolved before it
-            resolver = Resolver(catalog_at(kb.store, landing.parent), memory_exists=kb.memory_exists, check_id=check_id)
+            resolver = Resolver(catalog_at(kb.store, landing.parent), memory_exists=kb.memory_exists)
             stale = stale_queries(resolver, {i: _memory_at(kb, commit, i) for i in rewritten},
                                   lambda e: e == entity or e.startswith(entity + "."))
         return Landed("delete", CascadeResult(entity, commit, rewritten, stale_queries=stale), entity)

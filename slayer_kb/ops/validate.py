@@ -49,6 +49,7 @@ from ..catalog.cache import catalog_signature, load_catalog_cached
 from ..catalog.catalog import Catalog, load_catalog
 from ..catalog.resolve import Resolver
 from ..core import yamlio
+from ..core.engram import title_problem
 from ..core.errors import InvalidIdError, KBError, MemoryFileError, ResolutionError
 from ..core.fileio import NotRegularFile, TooLarge, not_a_file, read_regular, unusable_folder
 from ..core.ids import check_id, check_new_id, fold_id, free_variant
@@ -204,7 +205,7 @@ class KBContext:
         for memory_id in self.ids:
             folded.setdefault(fold_id(memory_id), []).append(memory_id)
         self.folded = folded
-        self.resolver = Resolver(self.catalog, self.ids.__contains__, check_id)
+        self.resolver = Resolver(self.catalog, self.ids.__contains__)
         # Each memory's query problem found, and its fix, by memory id: what the inherited check
         # compares with the base's (``inherited``).
         self.queries: dict[str, tuple[QueryProblem, str]] = {}
@@ -444,6 +445,8 @@ def _text_problems(text: str, memory_id: str, name: str, context: KBContext, typ
         add(key_line(text, "session_id"), f"session_id {memory.session_id!r} contains U+{ord(bad):04X}, a control or "
             f"invisible character, which save and session-start refuse; write the id without it, "
             f"e.g. {printable(memory.session_id)!r}")
+    if memory is not None and (said := title_problem(memory.title)) is not None:
+        add(key_line(text, "title"), said)
     if memory is None or schema_problems:
         return problems  # fmt cannot rewrite a file that breaks the schema
     canonical = dumps(memory)
