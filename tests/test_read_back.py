@@ -268,6 +268,18 @@ def test_a_control_or_bidi_character_in_a_refused_value_is_shown_escaped_in_ever
         assert (reply.is_error, reply.text) == (True, message), ref
 
 
+def test_a_link_whose_id_is_no_id_is_told_alike_on_the_command_line_and_to_a_tool(
+        example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """A ``memory:`` link whose id cannot be an id: MCP's reply said "so no memory has it; None."."""
+    message = ("Memory id '.' is not a valid id (it names a folder, not a file), so no memory has it; write "
+               "memory:<id> with the id of a saved memory. An id is letters, digits, '.', '_' or '-', starting "
+               "with a letter or digit: 12, kb.paid-revenue.")
+    proc = invoke_cli("--kb", example_kb_read_only.root, "save", "x", "-e", "memory:.")
+    reply = tools.call_tool(example_kb_read_only, "save_memory", {"learning": "x", "linked_entities": ["memory:."]})
+    assert (proc.returncode, proc.stderr, reply.is_error) == (1, f"Error: {message}\n", True)
+    assert message in reply.text and "None" not in reply.text
+
+
 def test_a_long_value_click_refuses_is_quoted_cut(example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner) -> None:
     """click quoted a value it refused whole (a 10 KB import path: 10 KB on stderr, 10 KB under
     --json), where every message of ours quotes its first 100 characters and its length."""

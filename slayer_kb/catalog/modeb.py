@@ -1,7 +1,8 @@
 """What SLayer 1.4.1's Mode-B parser (``slayer.engine.syntax.parse_expr``) refuses in a formula
 that Python parses, in its words: the check of a formula (``querychecks.formula_problem``) parses
 it with Python first (``extract(part from x)`` read as :func:`extract_as_date_part` writes it),
-then asks :func:`node_problem`."""
+then asks :func:`node_problem`; and what its engine refuses when the query runs, an aggregation
+given more arguments than it takes (:func:`aggregation_problem`)."""
 
 from __future__ import annotations
 

@@ -79,7 +79,7 @@ def check_sought_id(memory_id: object, cli_fix: str, tool_fix: str | None = None
         if problem is not None:
             subject = "The id given" if problem.too_long else f"Memory id '{_typed(memory_id)}'"
             said = f"{subject} is not a valid id ({problem.reason}), so no memory has it; {{}}. {_ID_FORM}"
-            raise InvalidIdError(said.format(cli_fix), tool_message=said.format(tool_fix))
+            raise InvalidIdError(said.format(cli_fix), tool_message=tool_fix and said.format(tool_fix))
     return check_id(memory_id, cli_fix, tool_fix=tool_fix)
 
 

@@ -52,8 +52,10 @@ def inherited_as_warnings(problems: list[Problem], warnings: list[Problem], comp
         query = query_of(data)
         if query is None or query != query_of(_read(root / memory_path(Path(problem.path).stem))):
             continue
+        if (found := queries.get(Path(problem.path).stem)) is None:  # a query problem validate did not read
+            continue
+        at_head, fix = found
         catalog = catalog or [catalog_at(store, rev)]
-        at_head, fix = queries[Path(problem.path).stem]
         new = at_head.since(query_problem(query, Resolver(catalog[0], ids.__contains__)))
         if new is None:
             inherited.add(id(problem))
