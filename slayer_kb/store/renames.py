@@ -123,11 +123,13 @@ def next_deletion(store: GitStore, memory_id: str, since: str, head: str = "HEAD
     that gave the memory that id), and whether it renamed it; None when none did (``head`` holds
     it). This is where a chain of renames goes on, or ends: a chain whose end was later forgotten
     is over, whatever a later memory given the id again (a save, ``--reuse-id``) does with it."""
-    first = _first_deletion(store, memory_id, since, head)
+    first = first_deletion(store, memory_id, since, head)
     return None if first is None else Deletion(first, renamed_in(store, first).get(memory_id))
 
 
-def _first_deletion(store: GitStore, memory_id: str, since: str, head: str) -> str | None:
+def first_deletion(store: GitStore, memory_id: str, since: str, head: str) -> str | None:
+    """The commit of ``next_deletion`` alone, for a caller that asks only whether the chain goes
+    on (no ``diff-tree`` of it)."""
     out = store.git("log", "--reverse", "--format=%H", "--diff-filter=D", f"{since}..{head}", "--",
                     store.repo_path(memory_path(memory_id)), env=LITERAL_PATHS).stdout.decode().split()
     return out[0] if out else None
@@ -185,7 +187,7 @@ def renamed_since(store: GitStore, base: str, head: str, olds: Collection[str], 
     for i, root in roots:
         kept = [new for new in dict.fromkeys(ends[root]) if new in held and new != i]
         # A chain whose end was forgotten since is over: a memory saved at that id later is another.
-        if kept and next_deletion(store, kept[-1], gave[kept[-1]], head) is not None:
+        if kept and first_deletion(store, kept[-1], gave[kept[-1]], head) is not None:
             gone[i] = kept[-1]
         elif kept:
             live[i] = kept[-1]
@@ -265,7 +267,7 @@ def forgotten_ends(store: GitStore, base: str, head: str, olds: Collection[str])
         ends = {was: ((new, commit) if now == old else (now, at)) for was, (now, at) in ends.items()}
         ends[old] = (new, commit)
     return {old for old, (new, commit) in ends.items()
-            if old in olds and new != old and next_deletion(store, new, commit, head) is not None}
+            if old in olds and new != old and first_deletion(store, new, commit, head) is not None}
 
 
 def chains(store: GitStore, base: str, head: str = "HEAD") -> tuple[dict[str, str], dict[str, str]]:
@@ -309,7 +311,7 @@ def _of_memories(store: GitStore, moves: list[tuple[str, str, str]]) -> list[tup
         if any(store.git("merge-base", "--is-ancestor", earlier, commit, check=False).returncode == 0
                for earlier in left.get(old, ())):
             continue
-        if old in given and _first_deletion(store, old, given[old], commit) != commit:
+        if old in given and first_deletion(store, old, given[old], commit) != commit:
             continue
         left.setdefault(old, []).append(commit)
         left.pop(new, None)  # the memory back under an id it left: its next rename moves it again
