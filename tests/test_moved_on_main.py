@@ -30,6 +30,17 @@ def _on_agent_a(reviewer: Path) -> None:
     git(reviewer, "switch", "-q", "--detach", "origin/agent-a")
 
 
+def _checked_clean_then_merged(invoke_cli: CliRunner, reviewer: Path) -> list[str]:
+    """The reviewer's check of the agent's pushed branch, which must pass, then its plain merge
+    into main (the merge button): the memory files main then holds."""
+    _on_agent_a(reviewer)
+    again = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
+    assert (again.returncode, again.stdout) == (0, "Checked 1 file: no problems.\n")
+    git(reviewer, "switch", "-q", "main")
+    git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge agent-a")
+    return git(reviewer, "ls-files", "memories").split()
+
+
 def _main_renamed_1_and_forgot_2(tmp_path: Path, invoke_cli: CliRunner) -> tuple[Path, Path]:
     """The agent's memories 1 and 2 squash-merged into main, which then renamed 1 to kb.refunds
     and forgot 2: (the agent's clone, the reviewer's)."""
@@ -71,12 +82,7 @@ def test_validate_against_names_a_squash_merged_memory_main_renamed_or_forgot_si
     subprocess.run(["sh", "-c", renamed.split("Run '")[1].split("': ")[0]], cwd=agent, check=True)
     invoke_cli("--kb", agent, "forget", "2", check=True)
     invoke_cli("--kb", agent, "sync", check=True)
-    _on_agent_a(reviewer)
-    again = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
-    assert (again.returncode, again.stdout) == (0, "Checked 1 file: no problems.\n")
-    git(reviewer, "switch", "-q", "main")
-    git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge agent-a")
-    assert git(reviewer, "ls-files", "memories").split() == ["memories/3.yaml", "memories/kb.refunds.yaml"]
+    assert _checked_clean_then_merged(invoke_cli, reviewer) == ["memories/3.yaml", "memories/kb.refunds.yaml"]
 
 
 def test_review_says_main_soft_forgot_or_gave_the_id_to_another_memory(tmp_path: Path,
@@ -105,7 +111,8 @@ def test_review_says_main_soft_forgot_or_gave_the_id_to_another_memory(tmp_path:
     kept, asked = f"{soft}, where {merge} keeps it forgotten", f"{soft}, and so does {merge}, for a person to keep the edit or the forget"
     given = "origin/main has renamed it to '{}' since and given '{}' to another memory: a plain git merge stops on it; "
     removed = given.format("kb.money", "kb.cents") + (
-        "remove this branch's copy ('git rm -q -- memories/kb.cents.yaml', then commit): the merge then takes the rename")
+        "remove this branch's copy ('git rm -q -- memories/kb.cents.yaml && git commit -q -m \"memory: drop kb.cents, "
+        "renamed to kb.money on origin/main\"'): the merge then takes the rename")
     moved = given.format("kb.netted", "kb.fees") + (
         f"{merge} stops on it too, with the steps that make this branch's change on 'kb.netted'")
     review = invoke_cli("--kb", reviewer, "review", "origin/main", check=True)
@@ -267,10 +274,5 @@ def test_validate_against_names_an_edit_of_a_taken_in_memory_main_renamed_or_for
     invoke_cli("--kb", agent, "update", "kb.refunds", "--content", "Refund reasons are free text, always", check=True)
     invoke_cli("--kb", agent, "forget", "2", check=True)
     invoke_cli("--kb", agent, "sync", check=True)
-    _on_agent_a(reviewer)
-    again = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
-    assert (again.returncode, again.stdout) == (0, "Checked 1 file: no problems.\n")
-    git(reviewer, "switch", "-q", "main")
-    git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge agent-a")
-    assert git(reviewer, "ls-files", "memories").split() == ["memories/kb.refunds.yaml"]
+    assert _checked_clean_then_merged(invoke_cli, reviewer) == ["memories/kb.refunds.yaml"]
     assert "Refund reasons are free text, always" in (reviewer / "memories" / "kb.refunds.yaml").read_text()

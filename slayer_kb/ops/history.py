@@ -45,7 +45,7 @@ from ..core.fileio import NotRegularFile, not_a_file, read_regular
 from ..core.ids import check_existing_id, id_sort_key, meant_id, no_memory
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.memory import Memory, dumps, loads, with_entities
-from ..core.problems import command, git_command, shell_word, shown, words
+from ..core.problems import command, shell_word, shown, words
 from ..core.results import LogEntry, RestoreResult, Shown
 from ..core.review import MemoryChange, Review
 from ..core.session import SESSIONS_DIR, Session, id_of_file
@@ -58,7 +58,7 @@ from ..transaction import memory_change
 from . import observations, sessions, validate
 from .renumber import renumbered_text
 from .snapshot import CATALOG_DIRS, PRIORITY_FILE, blob_at, catalog_at, crafted, memory_ids_at, text_at
-from .teamchecks import deleted_since, fix_command, gone_links
+from .teamchecks import deleted_since, drop_fix, fix_command, gone_links
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -363,8 +363,8 @@ def _since_taken_in(store: GitStore, base: str, memory_id: str, texts: tuple[byt
     the one taken in went) or the branch edited what the base forgot."""
     if memory_id in renamed:
         new = renamed[memory_id]
-        remove = git_command(store.root, f"rm -q -- {words(memory_path(memory_id))}")
-        fix = (f"remove this branch's copy ('{remove}', then commit): the merge then takes the rename" if untouched
+        remove = drop_fix(store.root, memory_path(memory_id), new, base)
+        fix = (f"remove this branch's copy ('{remove}'): the merge then takes the rename" if untouched
                else f"'{merge}' stops on it too, with the steps that make this branch's change on '{new}'")
         return (f"{base} has renamed it to '{new}' since and given '{memory_id}' to another memory: a plain git "
                 f"merge stops on it; {fix}")

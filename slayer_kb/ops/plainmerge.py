@@ -16,12 +16,12 @@ from pathlib import Path
 
 from ..core.ids import id_sort_key, is_auto_id
 from ..core.locate import id_of_path, linked_id, memory_link
-from ..core.problems import Problem, command, git_command, shell_word, shown
+from ..core.problems import Problem, command, shell_word, shown
 from ..core.session import SESSIONS_DIR
 from ..store.renames import renamed_since, renames_between
 from ..store.repo import GitStore
 from .snapshot import NO_BLOB, catalog_changed, deleted_entities, under, written_since
-from .teamchecks import MEMORIES, Branch, delete_roots, links_in
+from .teamchecks import MEMORIES, Branch, delete_roots, drop_fix, links_in
 
 # What ``slayer-kb merge`` does with each kind of file a plain git merge stops on.
 _MERGES = {
@@ -110,7 +110,7 @@ def _given_again(compared: Branch, ours: dict[str, tuple[str, str]], theirs: dic
                 f"its own) and has renamed it to '{new}' since, and given '{memory_id}' to another memory: a plain git "
                 "merge of this branch stops on it, and so does slayer-kb merge")
         if ours[path][1] == blob:
-            said += (f". Run '{_drop_fix(compared, path, new)}': with this branch's copy gone, the merge takes "
+            said += (f". Run '{drop_fix(compared.root, path, new, compared.against)}': with this branch's copy gone, the merge takes "
                      f"{against}'s '{memory_id}' and '{new}' as they are")
         else:
             said += (f", since this branch changed it. Run '{compared.fix(f'merge {shell_word(against)}')}': it stops "
@@ -166,7 +166,7 @@ def _revived(compared: Branch, ours: dict[str, tuple[str, str]], theirs: dict[st
         untouched, said = ours[path][1] == shared[path], taken.format(memory_id)
         if memory_id in renamed:
             new = renamed[memory_id]
-            fix = _drop_fix(compared, path, new)
+            fix = drop_fix(compared.root, path, new, compared.against)
             text = (f"{said}has renamed it to '{new}' since, and this branch holds it as taken in, under its old "
                     f"id: {merged} beside '{new}', one memory under two ids, {older}. Run '{fix}': with this "
                     f"branch's copy gone, the merge keeps it as '{new}' alone") if untouched else (
@@ -186,20 +186,6 @@ def _revived(compared: Branch, ours: dict[str, tuple[str, str]], theirs: dict[st
                     f"Run '{fix}': it forgets it on this branch too, in one commit")
         problems.append(Problem(shown(root / path), 1, text))
     return problems
-
-
-def _drop_fix(compared: Branch, path: str, new: str) -> str:
-    """The commands that remove this branch's copy of the memory at ``path``, which the revision
-    compared with took in and renamed to ``new``, in one commit."""
-    message = _quoted(f"memory: drop {id_of_path(path)}, renamed to {new} on {compared.against}")
-    return (f"{git_command(compared.root, f'rm -q -- {shell_word(path)}')} && "
-            f"{git_command(compared.root, f'commit -q -m {message}')}")
-
-
-def _quoted(text: str) -> str:
-    """``text`` as one shell word inside a fix the message quotes with single quotes: in double
-    quotes where nothing in it is special there (no nested single quotes), else ``shell_word``'s."""
-    return f'"{text}"' if text.isprintable() and not any(ch in text for ch in '$`\\"!') else shell_word(text)
 
 
 def _undone_problems(compared: Branch, theirs: dict[str, tuple[str, str]], undone: dict[str, str],

@@ -25,7 +25,7 @@ from ..core import yamlio
 from ..core.errors import KBError, StoreError
 from ..core.fileio import NotRegularFile, TooLarge, read_regular
 from ..core.ids import is_auto_id
-from ..core.locate import MEMORY_LINK, linked_id, memory_link
+from ..core.locate import MEMORY_LINK, id_of_path, linked_id, memory_link
 from ..core.memory import MAX_FILE_BYTES, loads
 from ..core.problems import Problem, command, git_command, shell_word, shown
 from ..core.session import SESSIONS_DIR
@@ -417,6 +417,20 @@ def fix_command(store: GitStore, root: Path, args: str, against: str) -> str:
     is a remote-tracking branch: whoever runs the fix on the branch (an agent reading CI's review)
     may hold an older copy of it, against which the fix finds nothing to do."""
     return _after_fetch(root, args, _remote_of(store, against))
+
+
+def drop_fix(root: Path, path: str, new: str, against: str) -> str:
+    """The commands that remove this branch's copy of the memory at ``path`` (in the KB at
+    ``root``), which ``against`` took in and renamed to ``new``, in one commit: what
+    ``validate --against`` and ``review`` both tell the branch to run."""
+    message = _quoted(f"memory: drop {id_of_path(path)}, renamed to {new} on {against}")
+    return f"{git_command(root, f'rm -q -- {shell_word(path)}')} && {git_command(root, f'commit -q -m {message}')}"
+
+
+def _quoted(text: str) -> str:
+    """``text`` as one shell word inside a fix the message quotes with single quotes: in double
+    quotes where nothing in it is special there (no nested single quotes), else ``shell_word``'s."""
+    return f'"{text}"' if text.isprintable() and not any(ch in text for ch in '$`\\"!') else shell_word(text)
 
 
 def _after_fetch(root: Path, args: str, remote: str | None) -> str:
