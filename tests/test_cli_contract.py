@@ -897,13 +897,38 @@ def test_every_command_help_has_an_example(name: str) -> None:
 
 
 def test_every_command_that_prints_takes_json_after_it() -> None:
-    """DESIGN: --json before or after the command (mcp serves, server's subcommands take it)."""
+    """DESIGN: --json before or after the command (mcp serves, watch runs until stopped, server's
+    subcommands take it)."""
     ctx = click.Context(cli, info_name="slayer-kb")
-    lacking = [name for name in sorted(COMMANDS) if name not in ("mcp", "server")
+    lacking = [name for name in sorted(COMMANDS) if name not in ("mcp", "server", "watch")
                and "--json" not in {o for p in cli.get_command(ctx, name).params for o in p.opts}]
     assert lacking == []
     plain, flagged = (ClickRunner().invoke(cli, ["schema", *flag]) for flag in ([], ["--json"]))
     assert (flagged.exit_code, flagged.output) == (0, plain.output) and json.loads(plain.output)["$id"]
+
+
+def test_help_lists_json_exactly_where_the_command_takes_it(invoke_cli: CliRunner, tmp_path: Path) -> None:
+    """``mcp --help`` and ``watch --help`` listed ``--json  Print one JSON document on stdout.``,
+    which both commands refuse (exit 2): help offers only what a command takes."""
+    ctx = click.Context(cli, info_name="slayer-kb")
+    lines = []
+    for name in sorted(COMMANDS):
+        command = cli.get_command(ctx, name)
+        subcommands = command.list_commands(ctx) if isinstance(command, click.Group) else []
+        lines += [(name, sub) for sub in subcommands] or [(name,)]
+    listed, refused = set(), set()
+    for line in lines:
+        if "  --json  " in invoke_cli(*line, "--help", check=True).stdout:
+            listed.add(line)
+        # A KB that is not there: a command that takes --json stops at it (or at an argument
+        # left out), one that refuses --json before it looks.
+        run = invoke_cli("--kb", tmp_path / "none", *line, "--json", cwd=tmp_path)
+        if "prints no JSON document" in run.stdout:
+            refused.add(line)
+    assert refused == {("mcp",), ("watch",)}
+    assert listed == set(lines) - refused
+    shown = invoke_cli("mcp", "--help", check=True).stdout
+    assert shown.endswith("\nOptions:\n  -h, --help  Show this message and exit.\n")
 
 
 def test_group_help(invoke_cli: CliRunner) -> None:

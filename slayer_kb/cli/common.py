@@ -179,7 +179,7 @@ def settings_taken(env: Mapping[str, str] | None = None) -> bool:
     return True
 
 
-def json_option(f: Callable[..., Any]) -> Callable[..., Any]:
+def _json_flag(hidden: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """``--json`` after the command as well as before it, as CLI.md writes it."""
 
     def callback(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
@@ -193,8 +193,30 @@ def json_option(f: Callable[..., Any]) -> Callable[..., Any]:
         is_flag=True,
         expose_value=False,
         callback=callback,
+        hidden=hidden,
         help="Print one JSON document on stdout.",
-    )(f)
+    )
+
+
+json_option = _json_flag(hidden=False)
+
+
+def json_refused(reason: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """For a command that prints no JSON document (watch, mcp): ``--json``, before or after it, is
+    a usage error saying why. The option is still taken, so that ``mcp --json`` is told so rather
+    than "No such option", but hidden: help offers nothing the command refuses."""
+
+    def refusing(function: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(function)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            ctx = click.get_current_context()
+            if ctx.find_object(Settings).json:  # type: ignore[union-attr]
+                raise click.UsageError(f"{ctx.info_name} prints no JSON document: {reason} Drop --json.", ctx=ctx)
+            return function(*args, **kwargs)
+
+        return _json_flag(hidden=True)(run)
+
+    return refusing
 
 
 force_option = click.option(

@@ -8,10 +8,10 @@ from typing import Any
 
 import click
 
-from ..core.errors import StoreError, UsageError
+from ..core.errors import StoreError
 from ..core.text import counted
 from ..daemon import relay
-from .common import Settings, emit, json_option, pass_settings
+from .common import Settings, emit, json_option, json_refused, pass_settings
 
 WAIT_SECONDS = 20.0
 
@@ -139,7 +139,7 @@ def start(settings: Settings) -> None:
 
 
 @click.command()
-@json_option
+@json_refused("it runs until stopped, saying so on stdout.")
 @pass_settings
 def watch(settings: Settings) -> None:
     """Keep the search index current while files change (Ctrl-C stops).
@@ -153,15 +153,14 @@ def watch(settings: Settings) -> None:
     """
     from ..daemon.server import run
 
-    if settings.json:
-        raise UsageError("watch prints no JSON document: it runs until stopped, saying so on stdout. Drop --json.")
     root = settings.kb().root
     settings.kb().close()
     raise SystemExit(run(root, idle=None))
 
 
 @click.command()
-@json_option
+# stdout is the protocol's: no document of ours may go there
+@json_refused("it speaks MCP's JSON-RPC on stdin and stdout until its client closes them.")
 @pass_settings
 def mcp(settings: Settings) -> None:
     """Serve the memory tools over MCP on stdio (needs the 'mcp' extra).
@@ -170,9 +169,6 @@ def mcp(settings: Settings) -> None:
     Example:
       slayer-kb --kb ./kb mcp
     """
-    if settings.json:  # stdout is the protocol's: no document of ours may go there
-        raise UsageError("mcp prints no JSON document: it speaks MCP's JSON-RPC on stdin and stdout until its "
-                         "client closes them. Drop --json.")
     from ..mcp.server import serve
 
     serve(settings.kb())
