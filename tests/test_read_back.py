@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import yaml
+
 from slayer_kb import KnowledgeBase
 from slayer_kb.mcp import tools
 from testing import CliRunner, commit_all, git, json_of
@@ -344,6 +346,47 @@ def test_an_import_keeps_a_title_of_two_lines_on_one_and_validate_names_one(exam
         "line, each break a space." for n, (memory_id, code) in enumerate(zip(got["imported"], (
             "U+000D", "U+2028", "U+000B"), strict=True))])
     assert [example_kb.read(memory_id).title for memory_id in got["imported"]] == ["a b"] * 3
+
+
+def test_an_import_says_a_title_kept_on_one_line_only_of_a_memory_it_wrote(example_kb: KnowledgeBase,
+                                                                         invoke_cli: CliRunner,
+                                                                         tmp_path: Path) -> None:
+    """The warning that a title was put on one line was given before the checks that may skip the
+    record: a duplicate observation was warned of as "memory N", the id the next observation then
+    got, and a SLayer row skipped after (no created_at, an id clashing in letter case) was warned of
+    as kept."""
+    root = example_kb.root
+    refund = "Refunds are counted on the day the refund settles, not the day the customer asked for it."
+    engram = tmp_path / "engram.json"
+    engram.write_text(json.dumps({"observations": [
+        {"title": "Refund day", "content": refund},
+        {"title": "Refund\nday", "content": refund, "scope": "team"},  # the same once on one line
+        {"title": "Sandbox\norders", "content": "Orders placed in the sandbox store never count toward revenue."},
+    ]}))
+    got = json_of(invoke_cli("--kb", root, "--json", "import-engram", engram))
+    first, second = got["imported"]
+    assert (got["skipped"], got["warnings"]) == (1, [
+        f"engram.json: observation 2 is a duplicate of observation 1 (imported as memory {first}): the same "
+        "content, title, type, project and scope; skipped.",
+        f"engram.json: observation 3: memory {second}'s title broke a line (U+000A); it is kept on one line, each "
+        "break a space."])
+    assert example_kb.read(second).title == "Sandbox orders"
+    folder = tmp_path / "slayer"
+    folder.mkdir()
+    (folder / "memories.yaml").write_text(yaml.safe_dump([
+        {"id": "refund-day", "title": "Refund\nday", "learning": refund},  # no created_at
+        {"id": "sandbox", "title": "Sandbox\norders", "learning": "Sandbox orders are test orders.",
+         "created_at": "2026-11-29T20:42:40Z"},
+        {"id": "Sandbox", "title": "Sandbox\nrule", "learning": "Sandbox orders never reach revenue.",
+         "created_at": "2026-11-29T20:42:40Z"},
+    ]))
+    got = json_of(invoke_cli("--kb", root, "--json", "import-slayer", folder))
+    listing = f"{folder}/memories.yaml"
+    clash = ("clashes with {!r} (ids differing only in letter case or Unicode normalisation collide on macOS and "
+             "Windows); skipped.")
+    assert (got["imported"], got["skipped"], got["warnings"]) == ([], 3, [
+        f"{listing}[0]:1: missing required key 'created_at' (add created_at: 'YYYY-MM-DDTHH:MM:SSZ') (skipped)",
+        f"memory 'sandbox' {clash.format('Sandbox')}", f"memory 'Sandbox' {clash.format('sandbox')}"])
 
 
 def test_a_save_or_update_reply_quotes_the_title_as_go_does(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:

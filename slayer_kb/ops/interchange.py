@@ -29,7 +29,8 @@ Decisions:
   Unknown front matter keys are dropped with a warning. A title is taken as a save takes it
   (``engram.given_title``: private spans redacted, trimmed; one with nothing visible is none; an
   over-long one skips the memory), each line break in it a space, said in a warning: Engram and a
-  hand edit keep a break a save refuses, and the memory is kept. A memory whose query is not a SlayerQuery
+  hand edit keep a break a save refuses, and the memory is kept. What an import changed of a
+  record to take it is said only of a memory it writes, under the id that memory got. A memory whose query is not a SlayerQuery
   that SLayer 1.4.1 would take (``slayerquery.check_query``, as for a save) is skipped with a warning,
   as is a file that cannot be read or parsed (not UTF-8, no front matter, not a regular file) or
   whose id no file may have, or a new memory's id a ``rename`` moved (``Context.renamed_to``: its
@@ -179,7 +180,9 @@ def _slayer_rows(folder: Path, result: ImportResult) -> list[tuple[str, dict[str
     return rows
 
 
-def _memory_from_row(where: str, row: dict[str, Any], warnings: list[str]) -> Memory:
+def _memory_from_row(where: str, row: dict[str, Any], notes: list[str]) -> Memory:
+    """The row as a memory; what it changed of the row to take it goes in ``notes``, which the
+    import says only of a memory it writes (one skipped later was not kept on any terms)."""
     row = dict(row)
     try:
         memory_id = check_new_id(str(row.pop("id")))
@@ -187,13 +190,13 @@ def _memory_from_row(where: str, row: dict[str, Any], warnings: list[str]) -> Me
         raise InvalidIdError(f"{where}: {exc}") from None
     unknown = [k for k in row if k not in FIELD_NAMES]
     for key in unknown:
-        warnings.append(f"{where}: key {key!r} is not a memory field; dropped.")
+        notes.append(f"{where}: key {key!r} is not a memory field; dropped.")
         row.pop(key)
     if row.get("entities") is None:
         row.pop("entities", None)
     if isinstance(row.get("title"), str):  # as a save takes it: private spans redacted, trimmed, checked
         try:
-            row["title"] = _title(row["title"], memory_id, where, warnings)
+            row["title"] = _title(row["title"], memory_id, where, notes)
         except InvalidInputError as exc:
             raise InvalidInputError(f"{where}: {exc}") from None
         if row["title"] is None:
@@ -208,12 +211,12 @@ def _memory_from_row(where: str, row: dict[str, Any], warnings: list[str]) -> Me
     return memory
 
 
-def _title(title: str, memory_id: str, where: str, warnings: list[str]) -> str | None:
+def _title(title: str, memory_id: str, where: str, notes: list[str]) -> str | None:
     """An import's title (``engram.imported_title``): one a save would refuse for a line break is
-    put on one line, said in ``warnings``, where skipping it lost the memory."""
+    put on one line, said in ``notes``, where skipping it lost the memory."""
     taken, breaks = engram.imported_title(title)
     if breaks:
-        warnings.append(f"{where}: memory {memory_id}'s title broke a line ({', '.join(dict.fromkeys(breaks))}); "
+        notes.append(f"{where}: memory {memory_id}'s title broke a line ({', '.join(dict.fromkeys(breaks))}); "
                         "it is kept on one line, each break a space.")
     return taken
 
@@ -224,20 +227,21 @@ def import_slayer(kb: Context, folder: str | Path) -> ImportResult:
     if not folder.is_dir():
         raise InvalidInputError(f"{folder} is not a folder; give a SLayer storage folder.")
     result = ImportResult(str(folder))
-    parsed: list[Memory] = []
+    parsed: list[tuple[Memory, list[str]]] = []
     for where, row in _slayer_rows(folder, result):
+        taken: list[str] = []
         try:
-            parsed.append(_memory_from_row(where, row, result.warnings))
+            parsed.append((_memory_from_row(where, row, taken), taken))
         except KBError as exc:
             result.skipped += 1
             result.warnings.append(f"{exc} (skipped)")
-    incoming = {m.id for m in parsed}
+    incoming = {m.id for m, _ in parsed}
     with kb.transaction() as tx:
         existing = set(kb.memory_ids())
         resolver = Resolver(kb.catalog, memory_exists=lambda i: i in incoming or kb.memory_exists(i))
         changes: list[Change] = []
         renamed = kb.renamed_ids() if incoming - existing else set()
-        for memory in parsed:
+        for memory, taken in parsed:
             went = kb.renamed_to(memory.id, renamed=renamed) if memory.id not in existing else None
             if went is not None:
                 # Agents told the id, and links to it, mean the renamed memory: not another's.
@@ -263,6 +267,7 @@ def import_slayer(kb: Context, folder: str | Path) -> ImportResult:
                 result.replaced.append(memory.id)
             else:
                 result.imported.append(memory.id)
+            result.warnings.extend(taken)
             changes.append(memory_change(memory, text))
         if changes:
             count = len(result.imported) + len(result.replaced)
@@ -388,7 +393,8 @@ def import_engram(kb: Context, file: str | Path) -> ImportResult:
                 result.skipped += 1
                 result.warnings.append(f"{where} is not an object; skipped.")
                 continue
-            memory = _observation(kb, obs, next_id, where, result.warnings)
+            taken: list[str] = []
+            memory = _observation(kb, obs, next_id, where, result.warnings, taken)
             if memory is None:
                 result.skipped += 1
                 continue
@@ -399,6 +405,7 @@ def import_engram(kb: Context, file: str | Path) -> ImportResult:
                                        "project and scope; skipped.")
                 continue
             seen[key] = f"observation {n + 1} (imported as memory {memory.id})"
+            result.warnings.extend(taken)
             changes.append(memory_change(memory))
             result.imported.append(memory.id)
             next_id = next(fresh_ids, "")
@@ -412,9 +419,12 @@ def import_engram(kb: Context, file: str | Path) -> ImportResult:
     return result
 
 
-def _observation(kb: Context, obs: dict[str, Any], memory_id: str, where: str, warnings: list[str]) -> Memory | None:
+def _observation(kb: Context, obs: dict[str, Any], memory_id: str, where: str, warnings: list[str],
+                 notes: list[str]) -> Memory | None:
     """One observation as a memory, held to the rules of a save (sizes, printable keys): an export
-    is no way around them. None, said in ``warnings``, when it breaks one."""
+    is no way around them. None, said in ``warnings``, when it breaks one. What it changed of the
+    observation to take it goes in ``notes``, said only once the memory is imported: a duplicate
+    is skipped after, and the next observation gets its id."""
     for key in ("content", "title"):  # str() of a list or object wrote its Python repr as the text
         if obs.get(key) is not None and not isinstance(obs[key], str):
             warnings.append(f"{where}: '{key}' must be text, not {kind_of(obs[key])}; skipped.")
@@ -425,7 +435,7 @@ def _observation(kb: Context, obs: dict[str, Any], memory_id: str, where: str, w
         return None
     try:
         kb.check_learning(content, "content")
-        title = _title(obs.get("title") or "", memory_id, where, warnings)
+        title = _title(obs.get("title") or "", memory_id, where, notes)
         check_unicode(obs, "the observation")
         project = engram.given_project(obs["project"]) if isinstance(obs.get("project"), str) else None
         topic_key = engram.given_topic_key(obs["topic_key"]) if isinstance(obs.get("topic_key"), str) else None
@@ -437,10 +447,10 @@ def _observation(kb: Context, obs: dict[str, Any], memory_id: str, where: str, w
         warnings.append(f"{where}: {str(exc).removesuffix('.')}; skipped.")
         return None
     scope = obs.get("scope") if isinstance(obs.get("scope"), str) else None
-    warnings.extend(f"{where}: {said}" for said in engram.scope_warnings(scope))
+    notes.extend(f"{where}: {said}" for said in engram.scope_warnings(scope))
     created = engram_time(obs.get("created_at"))
     if obs.get("created_at") and created is None:
-        warnings.append(f"{where}: created_at {obs.get('created_at')!r} is not a time; using now.")
+        notes.append(f"{where}: created_at {obs.get('created_at')!r} is not a time; using now.")
     return Memory(
         id=memory_id,
         learning=content,
