@@ -276,3 +276,46 @@ def test_validate_against_names_an_edit_of_a_taken_in_memory_main_renamed_or_for
     invoke_cli("--kb", agent, "sync", check=True)
     assert _checked_clean_then_merged(invoke_cli, reviewer) == ["memories/kb.refunds.yaml"]
     assert "Refund reasons are free text, always" in (reviewer / "memories" / "kb.refunds.yaml").read_text()
+
+
+def test_validate_against_says_main_soft_forgot_a_taken_in_memory_and_runs_the_merge_that_keeps_it(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # main squash-merged the agent's 1 and 2, then soft-forgot both; the agent left 1 as it was and
+    # edited 2. 'validate --against' said of both "origin/main wrote this memory too ... it merges
+    # both sides' revisions of a topic key", where main took it in and forgot it since.
+    agent, reviewer = squash_merged_branch(tmp_path, invoke_cli, REFUNDS, CENTS)
+    for memory_id in ("1", "2"):
+        invoke_cli("--kb", reviewer, "forget", "--soft", memory_id, check=True)
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    invoke_cli("--kb", agent, "update", "2", "--content", "Amounts are in whole cents", check=True)
+    invoke_cli("--kb", agent, "save", "Orders ship in boxes", "-e", "shop.orders.status", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    _on_agent_a(reviewer)
+
+    said = ("origin/main took memory {} in from this branch (a squash or rebase merge, under commits of its own) and "
+            "has forgotten it since (a soft forget), and this branch {}: a plain git merge of this branch stops on it, "
+            "since git's merge base is older than the memory. Run 'git fetch origin && slayer-kb merge origin/main': ")
+    kept = said.format(1, "holds it as taken in") + (
+        "it keeps it forgotten on this branch too, and the plain merge then goes through (to keep the memory instead, "
+        "restore it on origin/main: 'slayer-kb restore 1')")
+    edited = said.format(2, "has edited it") + "it stops on the forget against the edit, with the steps to keep either"
+    checked = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
+    assert (checked.returncode, checked.stdout) == (1, (
+        f"memories/1.yaml:1: {kept}\nmemories/2.yaml:1: {edited}\n2 problems in 2 files (3 files checked)\n"))
+    data = json_of(invoke_cli("--kb", reviewer, "--json", "validate", "--against", "origin/main"))
+    assert [(p["path"], p["message"]) for p in data["problems"]] == [("memories/1.yaml", kept),
+                                                                     ("memories/2.yaml", edited)]
+
+    # The agent runs the fix: 1 stays forgotten, the merge stops on 2, where the agent keeps the forget.
+    git(agent, "fetch", "-q", "origin")
+    stopped = invoke_cli("--kb", agent, "merge", "origin/main")
+    assert (stopped.returncode, git(agent, "status", "--short").splitlines()) == (1, ["M  memories/1.yaml",
+                                                                                      "AA memories/2.yaml"])
+    git(agent, "checkout", "-q", "--theirs", "memories/2.yaml")
+    git(agent, "add", "memories/2.yaml")
+    git(agent, "commit", "-q", "--no-edit")
+    invoke_cli("--kb", agent, "sync", check=True)
+    assert _checked_clean_then_merged(invoke_cli, reviewer) == ["memories/1.yaml", "memories/2.yaml",
+                                                                "memories/3.yaml"]
+    assert ["\ndeleted_at: " in (reviewer / "memories" / f"{memory_id}.yaml").read_text() for memory_id in "12"] == [
+        True, True]

@@ -14,8 +14,10 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from ..core.errors import MemoryFileError
 from ..core.ids import id_sort_key, is_auto_id
 from ..core.locate import id_of_path, linked_id, memory_link
+from ..core.memory import loads
 from ..core.problems import Problem, command, shell_word, shown
 from ..core.session import SESSIONS_DIR
 from ..store.renames import renamed_since, renames_between
@@ -71,7 +73,7 @@ def plain_merge_conflicts(compared: Branch, warnings: list[Problem]) -> list[Pro
     # (a squash or rebase merge of the branch, edited since) is a merge's to join.
     added = [path for path in stopped if is_auto_id(id_of_path(path) or "") and ours.get(path, ("",))[0] == NO_BLOB]
     alike = compared.same_memories(added)
-    given = _given_again(compared, ours, theirs, stopped)
+    given = _moved_since_taken_in(compared, ours, theirs, stopped)
     for kb_path in sorted(stopped):
         folder = kb_path.partition("/")[0]
         if not _merged(kb_path) or (kb_path in added and kb_path not in alike):
@@ -89,32 +91,69 @@ def plain_merge_conflicts(compared: Branch, warnings: list[Problem]) -> list[Pro
     return problems
 
 
-def _given_again(compared: Branch, ours: dict[str, tuple[str, str]], theirs: dict[str, tuple[str, str]],
-                 stopped: set[str]) -> dict[str, Problem]:
+def _moved_since_taken_in(compared: Branch, ours: dict[str, tuple[str, str]], theirs: dict[str, tuple[str, str]],
+                          stopped: set[str]) -> dict[str, Problem]:
     """Of the memories both sides added that a plain git merge stops on (``stopped``), those the
     revision compared with took in from this branch (a squash or rebase merge), then renamed and
     gave the id to another memory (``--reuse-id``): ``slayer-kb merge`` stops on them too, since
     a change of the branch's could be meant for either. The branch's copy, left as taken in, is
-    removed; a change it made is made on the new id (the merge's steps)."""
+    removed; a change it made is made on the new id (the merge's steps). And those it soft-forgot
+    since (``_soft_forgotten``)."""
     both_added = [path for path in stopped if id_of_path(path) is not None and path in ours and path in theirs
                   and ours[path][0] == theirs[path][0] == NO_BLOB]
     assert compared.base is not None
     away = renamed_since(compared.store, compared.base, compared.against_sha,
                          [id_of_path(path) or "" for path in both_added]).live if both_added else {}
-    shared = compared.same_memories([path for path in both_added if id_of_path(path) in away])
-    against, root, problems = compared.against, compared.root, {}
+    shared = compared.same_memories(both_added)
+    problems = _soft_forgotten(compared, ours, theirs, {p: b for p, b in shared.items() if id_of_path(p) not in away})
+    against, root = compared.against, compared.root
     for path, blob in shared.items():
         memory_id = id_of_path(path) or ""
+        if memory_id not in away:
+            continue
         new = away[memory_id]
-        said = (f"{against} took memory {memory_id} in from this branch (a squash or rebase merge, under commits of "
-                f"its own) and has renamed it to '{new}' since, and given '{memory_id}' to another memory: a plain git "
-                "merge of this branch stops on it, and so does slayer-kb merge")
+        said = (f"{_took_in(against, memory_id)}has renamed it to '{new}' since, and given '{memory_id}' to another "
+                "memory: a plain git merge of this branch stops on it, and so does slayer-kb merge")
         if ours[path][1] == blob:
             said += (f". Run '{drop_fix(compared.root, path, new, compared.against)}': with this branch's copy gone, the merge takes "
                      f"{against}'s '{memory_id}' and '{new}' as they are")
         else:
             said += (f", since this branch changed it. Run '{compared.fix(f'merge {shell_word(against)}')}': it stops "
                      f"with the steps that make this branch's change on '{new}'")
+        problems[path] = Problem(shown(root / path), 1, said)
+    return problems
+
+
+def _soft_forgotten(compared: Branch, ours: dict[str, tuple[str, str]], theirs: dict[str, tuple[str, str]],
+                    shared: dict[str, str]) -> dict[str, Problem]:
+    """Of the memories both sides added that the revision compared with took in from this branch
+    (``shared``: the version taken in), those it soft-forgot since (``forget --soft``): its file
+    holds ``deleted_at``, so a plain git merge stops on it, both sides having added it since git's
+    merge base. ``slayer-kb merge`` keeps the forget where the branch left its copy as taken in,
+    and stops on the forget against the branch's edit, for a person to keep either, as ``review``
+    says. (Removing the branch's copy instead reads as the branch forgetting what that revision
+    edited: ``_undone_forgets``.)"""
+    texts = compared.store.objects.read_many("blob", {*shared.values(), *(theirs[path][1] for path in shared)})
+    against, root, problems = compared.against, compared.root, {}
+    for path, blob in shared.items():
+        memory_id = id_of_path(path) or ""
+        try:
+            taken, now = (loads(texts[sha].decode("utf-8", "replace"), memory_id) for sha in (blob, theirs[path][1]))
+        except MemoryFileError:
+            continue  # a file git cannot merge, as any other: the plain merge's stop says so
+        if not now.is_deleted or taken.is_deleted:
+            continue
+        said = f"{_took_in(against, memory_id)}has forgotten it since (a soft forget)"
+        merge = compared.fix(f"merge {shell_word(against)}")
+        if ours[path][1] == blob:
+            said += (", and this branch holds it as taken in: a plain git merge of this branch stops on it, since "
+                     f"git's merge base is older than the memory. Run '{merge}': it keeps it forgotten on this branch "
+                     f"too, and the plain merge then goes through (to keep the memory instead, restore it on "
+                     f"{against}: '{command(root)} restore {shell_word(memory_id)}')")
+        else:
+            said += (", and this branch has edited it: a plain git merge of this branch stops on it, since git's "
+                     f"merge base is older than the memory. Run '{merge}': it stops on the forget against the edit, "
+                     "with the steps to keep either")
         problems[path] = Problem(shown(root / path), 1, said)
     return problems
 
@@ -158,12 +197,11 @@ def _revived(compared: Branch, ours: dict[str, tuple[str, str]], theirs: dict[st
     assert compared.base is not None
     held = {id_of_path(path) or "": path for path in shared}
     renamed = renamed_since(store, compared.base, compared.against_sha, held).live
-    taken = f"{against} took memory {{}} in from this branch (a squash or rebase merge, under commits of its own) and "
     merged = "a merge of this branch (a plain git merge, or slayer-kb merge) brings it back"
     older = "since git's merge base is older than the memory"
     problems = []
     for memory_id, path in sorted(held.items(), key=lambda item: id_sort_key(item[0])):
-        untouched, said = ours[path][1] == shared[path], taken.format(memory_id)
+        untouched, said = ours[path][1] == shared[path], _took_in(against, memory_id)
         if memory_id in renamed:
             new = renamed[memory_id]
             fix = drop_fix(compared.root, path, new, compared.against)
@@ -186,6 +224,11 @@ def _revived(compared: Branch, ours: dict[str, tuple[str, str]], theirs: dict[st
                     f"Run '{fix}': it forgets it on this branch too, in one commit")
         problems.append(Problem(shown(root / path), 1, text))
     return problems
+
+
+def _took_in(against: str, memory_id: str) -> str:
+    """How a problem about a memory ``against`` took in from this branch starts."""
+    return f"{against} took memory {memory_id} in from this branch (a squash or rebase merge, under commits of its own) and "
 
 
 def _undone_problems(compared: Branch, theirs: dict[str, tuple[str, str]], undone: dict[str, str],
