@@ -3,7 +3,8 @@ merge button, where no merge driver of slayer-kb's runs) stops on or gets wrong,
 ``validate --against REF``: memory and session files both sides wrote in lines git cannot join,
 forgets such a merge would undo, and links it would leave pointing at a memory the branch forgot
 or an entity it deleted from the catalog, and memories the compared revision took in by a squash
-and renamed or forgot since, which any merge brings back. Each problem names its own fix:
+and renamed or forgot since, which any merge brings back (or soft-forgot, on which a plain merge
+stops). Each problem names its own fix:
 ``slayer-kb merge REF`` on the branch where that merge handles it as ``sync`` does, a ``forget``
 or a ``git rm`` where no merge can."""
 
