@@ -217,7 +217,7 @@ def _title(title: str, memory_id: str, where: str, notes: list[str]) -> str | No
     taken, breaks = engram.imported_title(title)
     if breaks:
         notes.append(f"{where}: memory {memory_id}'s title broke a line ({', '.join(dict.fromkeys(breaks))}); "
-                        "it is kept on one line, each break a space.")
+                     "it is kept on one line, each break a space.")
     return taken
 
 
