@@ -200,3 +200,29 @@ def test_validate_against_names_a_rename_onto_an_id_the_other_side_renamed_away(
         f"memory's text under kb.m; a plain git merge of this branch does that without a word. Run 'git -C {second} "
         f"fetch origin && slayer-kb --kb {second} merge origin/main': it keeps that memory where it is, and stops on "
         "the forget against the rename with the steps to keep either"]
+
+
+def test_a_save_onto_a_forgotten_id_the_other_side_renamed_away_stops_on_the_forget_too(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """a forgets kb.y and saves another memory as kb.y (no rename); b edits kb.y, then renames it
+    to kb.m. The merge put a's new memory at kb.m, b's edit merged into it; now it stops."""
+    _bare, (a, b) = make_team(tmp_path)
+    for tag, memory_id in (("yank", "kb.y"), ("lima", "kb.l")):
+        invoke_cli("--kb", a, "save", _unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "forget", "kb.y", check=True)
+    invoke_cli("--kb", a, "save", _unlike("zulu"), "--id", "kb.y", "-e", "shop.orders", check=True)
+    invoke_cli("--kb", b, *BEE, "update", "kb.y", "--description", "b's summary", check=True)
+    invoke_cli("--kb", b, *BEE, "rename", "kb.y", "kb.m", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(b, "fetch", "-q", "origin")
+    stopped = invoke_cli("--kb", b, "merge", "origin/main")
+    assert (stopped.returncode, stopped.stderr.split("; the merge stopped")[0]) == (1, (
+        "Error: origin/main forgot memories/kb.y.yaml, which this branch renamed to kb.m; origin/main forgot kb.y and "
+        "then saved another memory as kb.y, and this branch renamed kb.y to kb.m: git takes that for an edit of kb.y "
+        "and puts the other memory's text under kb.m"))
+    assert _typed(invoke_cli, stopped.stderr.removeprefix("Error: "), keep=True)[0] == "Checked 3 files: no problems.\n"
+    kept = (b / "memories" / "kb.m.yaml").read_text()
+    assert kept.startswith("learning: yank0word") and "description: b's summary\n" in kept
+    assert (b / "memories" / "kb.y.yaml").read_text().startswith("learning: zulu0word")
