@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..core.ids import fold_id, free_variant
 from ..core.locate import id_of_path, memory_path
 from ..core.problems import command_in, words
-from ..store.renames import chains, forgotten_ends
+from ..store.renames import Crossing, chains, forgotten_ends
 from ..store.repo import GitStore
 from .snapshot import files_at
 
@@ -119,14 +119,16 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
                      f"validate names the links to {mine} until the sync, which points them at {theirs}")
             steps.append(f"git rm -q {args(drop)} && git add {args([here])} to keep {other}'s id {theirs} ({links}; "
                          f"{yours})")
+    # A merge's links to the memory let go are stripped by the sync its steps end with.
+    stripped = "as the rebase goes on" if rebasing else "by the sync (validate names them until then)"
     for path in renamed_there:
         what.append(f"{subject()} forgot {files([was[path]])}, which {other} renamed to {_id(store, path)}")
-        steps.append(f"git rm {args([path])} to keep it forgotten, the links to it stripped as the rebase goes on "
+        steps.append(f"git rm {args([path])} to keep it forgotten, the links to it stripped {stripped} "
                      f"(or git add {args([path])} to keep it, renamed)")
     for path in renamed_here:
         what.append(f"{other} forgot {files([was[path]])}, which {ours.lower()} renamed to {_id(store, path)}")
         steps.append(f"git add {args([path])} to keep it, renamed (or git rm {args([path])} to let it go, the "
-                     "links to it stripped as the rebase goes on)")
+                     f"links to it stripped {stripped})")
     if forgot_here:
         what.append(f"{subject()} forgot {files(forgot_here)}, which {other} edited")
         steps.append(f"git rm {args(forgot_here)} to keep it forgotten (or git add {args(forgot_here)} "
@@ -147,6 +149,23 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
         what.append(f"{subject()} and {other} both moved or forgot {files(gone)}")
         steps.append(f"git rm -q {args(gone)} (neither side keeps it)")
     return "; ".join(what), steps
+
+
+# What ``slayer-kb merge`` does with a ``Crossing``, for the refusals that send the person to it.
+MERGE_SETTLES_CROSSING = ("it keeps that memory where it is, and stops on the forget against the rename with the "
+                          "steps to keep either")
+
+
+def crossed_words(crossed: list[Crossing], names: dict[str, str]) -> list[str]:
+    """What each ``Crossing`` did that git gets wrong, ``names`` naming each tip, for a merge's stop
+    (after its words on the forget against the rename) or a rebase's refusal."""
+    said = []
+    for c in crossed:
+        gave = f"renamed {c.given_by} to {c.memory_id}" if c.given_by else f"saved another memory as {c.memory_id}"
+        said.append(f"{names[c.forgot]} forgot {c.memory_id} and then {gave}, and {names[c.renamed]} renamed "
+                    f"{c.memory_id} to {c.new}: git takes that for an edit of {c.memory_id} and puts the other "
+                    f"memory's text under {c.new}")
+    return said
 
 
 def _renamed_from(store: GitStore, paths: list[str],

@@ -28,9 +28,10 @@ from ..core.problems import cd_step, command_in, git_command
 from ..core.results import MergeResult
 from ..store import mergedriver
 from ..store.gitenv import LITERAL_PATHS
-from ..store.renames import Renamed, forgotten_ends, renamed_on_each, renamed_since, renames_between
+from ..store.renames import Renamed, crossings, forgotten_ends, renamed_on_each, renamed_since, renames_between
 from ..store.revisions import added_alike, resolve_rev
 from ..store.worktree import require_shown
+from .conflictsteps import crossed_words
 from .rebase import conflict_steps, held_stages, merge_from, push_step, settle, swap_sides, unmerged
 from .renumber import require_clean
 from .reuses import Retry, refuse_reuse
@@ -123,6 +124,8 @@ def merge_in(store: GitStore, ref: str, sha: str, written: list[str] | None,
             f"0 {'0' * 40}\t{path}\n100644 {blob} 3\t{path}\n" for path, blob in edited.items()).encode())
         stopped = unmerged(store)
     if _hold_unseen_renames(store, parted, (before, sha), added):
+        stopped = unmerged(store)
+    if parted and _hold_crossed(store, parted, (before, sha)):
         stopped = unmerged(store)
     if stopped:
         # In a merge git holds this branch's version at stage 2 and REF's at 3, the other
@@ -223,12 +226,43 @@ def _hold_unseen_renames(store: GitStore, parted: str, tips: tuple[str, str], ad
     return True
 
 
+def _hold_crossed(store: GitStore, parted: str, tips: tuple[str, str]) -> bool:
+    """Undo git's pairing of each ``Crossing`` of ``tips`` (this branch, REF): the memory the
+    forgetting side gave the id to is put back at the id, as that side holds it, and the other's
+    renamed file is held as git holds a rename against a forget (the old file's version and the
+    renaming side's), so the stop names that forget and a commit waits for the person's choice;
+    whether any was."""
+    crossed = crossings(store, parted, tips)
+    if not crossed:
+        return False
+    objects = store.objects
+    lines, stages = [], {}
+    for c in crossed:
+        old, new = (store.repo_path(memory_path(i)) for i in (c.memory_id, c.new))
+        given = objects.blobs_at(objects.tree_of(c.forgot), [old])[old]
+        renamed = objects.blobs_at(objects.tree_of(c.renamed), [new])[new]
+        was = objects.blobs_at(objects.tree_of(parted), [old])[old]
+        stages[new] = 2 if c.renamed == tips[0] else 3  # a merge's stage 2 is this branch's
+        lines += [f"0 {'0' * 40}\t{old}\n", f"100644 {given} 0\t{old}\n", f"0 {'0' * 40}\t{new}\n",
+                  f"100644 {was} 1\t{new}\n", f"100644 {renamed} {stages[new]}\t{new}\n"]
+    store.git_writing_index("update-index", "--index-info", input="".join(lines).encode())
+    for c in crossed:
+        store.git_writing_index("checkout", "--", store.repo_path(memory_path(c.memory_id)), env=LITERAL_PATHS)
+    for new, stage in stages.items():
+        store.git_writing_index("checkout", "--ours" if stage == 2 else "--theirs", "--", new, env=LITERAL_PATHS)
+    return True
+
+
 def merge_conflict_message(store: GitStore, ref: str, paths: list[str], held: dict[str, set[int]],
                            first: tuple[str, ...] = (), *, tips: tuple[str, ...]) -> str:
     """What conflicts on ``paths`` and the steps (``held``: their stages as ``conflict_steps`` reads
     them; ``tips``: both sides' commits): after ``first`` (sync's fetch and the merge's start) when
     sync put the repository back, else from where the merge stopped."""
     what, steps = conflict_steps(store, paths, held, ref, "This branch", ("--theirs", "--ours"), tips=tips)
+    parted = store.git("merge-base", *tips[:2], check=False).stdout.decode().strip()
+    if parted:
+        what += "".join(f"; {said}" for said in crossed_words(crossings(store, parted, (tips[0], tips[1])),
+                                                              {tips[0]: "this branch", tips[1]: ref}))
     kb = command_in(store.root)
     steps = [*cd_step(store.root), *first, *steps, f"{kb} validate", "git commit --no-edit", f"{kb} sync"]
     where = ("the repository is back as it was" if first else

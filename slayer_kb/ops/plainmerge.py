@@ -17,12 +17,13 @@ from pathlib import Path
 
 from ..core.errors import MemoryFileError
 from ..core.ids import id_sort_key, is_auto_id
-from ..core.locate import id_of_path, linked_id, memory_link
+from ..core.locate import id_of_path, linked_id, memory_link, memory_path
 from ..core.memory import loads
 from ..core.problems import Problem, command, shell_word, shown
 from ..core.session import SESSIONS_DIR
-from ..store.renames import renamed_since, renames_between
+from ..store.renames import Crossing, crossings, renamed_since, renames_between
 from ..store.repo import GitStore
+from .conflictsteps import MERGE_SETTLES_CROSSING, crossed_words
 from .snapshot import NO_BLOB, catalog_changed, deleted_entities, under, written_since
 from .teamchecks import MEMORIES, Branch, delete_roots, drop_fix, links_in
 
@@ -61,8 +62,13 @@ def plain_merge_conflicts(compared: Branch, warnings: list[Problem]) -> list[Pro
     # {old id: new id} of the branch's renames, asked of git once, where a problem names one.
     renamed = functools.cache(lambda: renames_between(store, base, head))
     undone = _undone_forgets(compared, base, head, ours, theirs)
+    crossed = crossings(store, base, (head, against_sha))
+    # An id the revision forgot and gave again, which this branch renamed: its links there mean its own memory.
+    regiven = {c.memory_id for c in crossed if c.forgot == against_sha}
     problems = (_revived(compared, ours, theirs, warnings) + _undone_problems(compared, theirs, undone, renamed)
-                + _links_to_own_removals(compared, base, head, ours, theirs, list(undone), renamed))
+                + _links_to_own_removals(compared, base, head, ours, theirs, list(undone), renamed, regiven)
+                + crossing_problems(compared.root, crossed, head, {head: "this branch", against_sha: compared.against},
+                                    compared.fix(f"merge {shell_word(compared.against)}") if crossed else ""))
     both = {path for path in ours.keys() & theirs.keys() if ours[path][1] != theirs[path][1] and _merged(path)}
     if not both:
         return problems
@@ -90,6 +96,17 @@ def plain_merge_conflicts(compared: Branch, warnings: list[Problem]) -> list[Pro
             f"cannot join: a plain git merge of this branch stops on it. Run '{fix}': {merges}",
         ))
     return problems
+
+
+def crossing_problems(root: Path, crossed: list[Crossing], head: str, names: dict[str, str], merge: str) -> list[Problem]:
+    """One problem for each of ``crossed`` (the ``Crossing``s of a branch at ``head`` and the
+    revision it is compared with; ``names`` naming both, ``merge`` the command that merges that
+    revision): a plain ``git merge`` puts the memory one side gave a forgotten id to under the id
+    the other side renamed that id to, without a word. Named at the file the branch holds (in the
+    KB's folder ``root``): its renamed one, or the one it gave the id to."""
+    return [Problem(shown(root / memory_path(c.new if c.renamed == head else c.memory_id)), 1,
+                    f"{text}; a plain git merge of this branch does that without a word. Run '{merge}': "
+                    f"{MERGE_SETTLES_CROSSING}") for c, text in zip(crossed, crossed_words(crossed, names), strict=True)]
 
 
 def _moved_since_taken_in(compared: Branch, ours: dict[str, tuple[str, str]], theirs: dict[str, tuple[str, str]],
@@ -264,16 +281,17 @@ def _undone_problems(compared: Branch, theirs: dict[str, tuple[str, str]], undon
 
 def _links_to_own_removals(compared: Branch, base: str, head: str, ours: dict[str, tuple[str, str]],
                            theirs: dict[str, tuple[str, str]], undone: list[str],
-                           renames: Callable[[], dict[str, str]]) -> list[Problem]:
+                           renames: Callable[[], dict[str, str]], given: set[str]) -> list[Problem]:
     """Links the revision compared with gained since they parted, in memories it added or
     changed, to memories this branch forgot (or renamed), ``undone``'s among them (taken in by
     that revision, then forgot), and to entities this branch deleted from the catalog: the
     branch's forget or delete stripped the links its clone held, not these, so a plain ``git
     merge`` makes a tree whose memory links nothing (and fails ``validate``). ``slayer-kb merge
-    REF`` strips them, or points them at the new id."""
+    REF`` strips them, or points them at the new id. An id among ``given`` (the revision forgot
+    it and gave it to another memory) is linked as that memory."""
     store = compared.store
     forgot = {id_of_path(path) or "" for path, (before, after) in ours.items()
-              if id_of_path(path) is not None and before != NO_BLOB and after == NO_BLOB}
+              if id_of_path(path) is not None and before != NO_BLOB and after == NO_BLOB} - given
     forgot |= {id_of_path(path) or "" for path in undone}
     memories = {path: blobs for path, blobs in theirs.items() if id_of_path(path) is not None}
     changed = {path: blobs for path, blobs in memories.items() if blobs[1] != NO_BLOB}

@@ -26,10 +26,11 @@ from ..core.problems import cd_step, command, command_in, git_command, words
 from ..core.results import RebaseResult
 from ..store import mergedriver
 from ..store.gitenv import LITERAL_PATHS
+from ..store.renames import Crossing, crossings
 from ..store.repo import GitStore
 from ..store.revisions import added_alike, forgot_at, resolve_rev
 from ..store.worktree import require_shown
-from .conflictsteps import conflict_steps, unmerged_stages
+from .conflictsteps import MERGE_SETTLES_CROSSING, conflict_steps, crossed_words, unmerged_stages
 from .renumber import require_clean
 from .reuses import Retry, refuse_reuse
 from .revalidation import Moves, finish_or_put_back
@@ -80,6 +81,9 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
                 # What sync refuses before it rebases, this refuses too: an id the upstream renamed and gave again.
                 both = written_on_both(store, bases[0], (onto_commit, ours))
                 refuse_reuse(store, kb.root, bases[0], (onto_commit, ours), upstream, Retry.rebase(upstream), both)
+                if crossed := crossings(store, bases[0], (onto_commit, ours)):
+                    raise ConflictError(_crossed_message(kb.root, upstream, crossed, {onto_commit: upstream,
+                                                                                      ours: "your commits"}))
         elif not in_progress(store):
             raise InvalidInputError(f"No rebase is in progress, so there is nothing to {action}; "
                                     f"start one with '{command(kb.root)} rebase UPSTREAM'.")
@@ -127,6 +131,15 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
         kb.record_moves(result.deduplicated, "rebase", duplicate=True)
         result.head = store.head() or head
     return result
+
+
+def _crossed_message(root: Path, upstream: str, crossed: list[Crossing], names: dict[str, str]) -> str:
+    """Why a rebase is refused on a ``Crossing``: no pick of git's stops on it, and the merge that
+    does is the way on."""
+    said = "; ".join(crossed_words(crossed, names))
+    return (f"{'Y' if said.startswith('your') else said[:1]}{said[1:]}. A rebase would replay one onto the other "
+            f"without a stop, so nothing was rebased. Run '{command(root)} merge {words(upstream)}' instead: "
+            f"{MERGE_SETTLES_CROSSING}.")
 
 
 def push_step(remote: str, branch: str, pushed: int, root: Path, in_kb: bool = False) -> str:

@@ -48,7 +48,7 @@ from ..core.results import SyncResult
 from ..core.session import SESSIONS_DIR
 from ..core.text import MAX_SHOWN, shown_value
 from ..store.moves import MovedIds
-from ..store.renames import TipRenames, merged_where, rename_meets
+from ..store.renames import TipRenames, crossings, merged_where, rename_meets
 from ..store.replay import forgets, replay
 from ..store.repo import Change, GitStore
 from ..store.worktree import reset_keep
@@ -359,7 +359,9 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     if both and (stop := reuse_stop(store, kb.root, parted, (upstream, ours), (renames(upstream), renames(ours)),
                                     both, name, merges, Retry.sync())):
         raise ConflictError(stop)
-    if merges:
+    # A memory forgot and its id given again on one side, renamed on the other: git's rebase replays
+    # the rename onto the memory given the id; the merge stops on the forget against the rename.
+    if merges or (both and crossings(store, parted, (upstream, ours))):
         _merge(store, remote, name, upstream, bool(mapping), written_on_either(store, (upstream, ours), bases), parted)
     elif (both and rename_meets(store, parted, (upstream, ours), renames)) or (tip := replay(store, upstream, ours)) is None:
         # A renamed memory the other side changed (``rename``'s trailer; its old file is then

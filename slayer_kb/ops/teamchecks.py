@@ -29,7 +29,7 @@ from ..core.locate import MEMORY_LINK, id_of_path, linked_id, memory_link
 from ..core.memory import MAX_FILE_BYTES, loads
 from ..core.problems import Problem, command, git_command, shell_word, shown
 from ..core.session import SESSIONS_DIR
-from ..store.renames import renamed_since
+from ..store.renames import crossings, renamed_since
 from ..store.repo import GitStore, find_toplevel
 from ..store.revisions import resolve_rev, same_memories, shallow_parting
 from .snapshot import blobs_at, catalog_changed, deleted_entities, entities_of, under
@@ -336,8 +336,13 @@ def links_to_gone(compared: Branch, files: dict[Path, str], catalog: Catalog) ->
     # Only files that can hold such a link are parsed: every memory, after a catalog change.
     marks = (MEMORY_LINK, *delete_roots(deleted))
     mine = {path.stem: (name, links) for path, name in files.items() if (links := _links_of(path, marks))}
+    # An id this branch forgot and gave another memory, which that revision renamed: a link to it
+    # means the other memory (``Crossing``: a plain merge moves it, which ``plainmerge`` names).
+    given = {c.memory_id for c in crossings(compared.store, compared.base, (compared.head, compared.against_sha))
+             if c.forgot == compared.head} if mine and compared.head else set()
     return gone_links(compared.store, compared.base, compared.against, compared.against_sha, mine,
-                      lambda i: (compared.root / MEMORIES / f"{i}.yaml").is_file(), deleted, compared.fix)
+                      lambda i: i not in given and (compared.root / MEMORIES / f"{i}.yaml").is_file(), deleted,
+                      compared.fix)
 
 
 def deleted_since(store: GitStore, base: str, against_sha: str, catalog: Catalog) -> set[str]:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from ..core.errors import KBError
 from ..core.locate import MEMORIES_DIR, MEMORY_LINK, id_of_path, linked_id, memory_link, memory_path
 from ..core.memory import Memory, loads, with_entities
-from ..store.renames import Renamed, renamed_since, renames_between
+from ..store.renames import Renamed, crossings, renamed_since, renames_between
 from ..store.repo import Change, GitStore
 from ..transaction import Transaction, memory_change
 from .snapshot import CATALOG_DIRS, absent_at_head, blobs_at, deleted_entities, under
@@ -110,10 +110,14 @@ def _unaware_links(store: GitStore, parted: str, tips: tuple[str, str],
     """For ids renamed and given again since ``parted`` ({old: new}): each memory's links to an
     old id that the side that did not rename it holds and the renaming side's version of that
     memory does not ({memory: {old: new}}): made where the rename had not arrived, they meant the
-    memory renamed. An id both sides renamed has no such side (sync stops on it first: reuses.py)."""
+    memory renamed. An id both sides renamed has no such side (sync stops on it first: reuses.py);
+    nor has one the other side forgot and gave again itself (a ``Crossing``): its links to the id
+    mean the memory it gave it to."""
     sides = [renames_between(store, parted, tip) for tip in tips]
     pairs = {old: (tips[1], tips[0]) if old in sides[0] else (tips[0], tips[1])
              for old in reused if (old in sides[0]) != (old in sides[1])}
+    crossed = {c.memory_id for c in crossings(store, parted, tips)} if pairs else set()
+    pairs = {old: pair for old, pair in pairs.items() if old not in crossed}
     if not pairs:
         return {}
     args = [arg for old in pairs for arg in ("-e", memory_link(old))]

@@ -251,6 +251,43 @@ def merged_where(store: GitStore, parted: str, tips: tuple[str, str], both: list
     return list(dict.fromkeys(path for path in named.values() if path))
 
 
+@dataclass(frozen=True)
+class Crossing:
+    """A memory ``forgot`` (a tip) forgot and ``renamed`` (the other) renamed from ``memory_id`` to
+    ``new``, while ``forgot`` then gave ``memory_id`` to another memory: renamed ``given_by`` to it
+    (None: saved one there). git sees that side edit the file the other moved, and puts the other
+    memory under ``new``."""
+
+    forgot: str
+    renamed: str
+    memory_id: str
+    new: str
+    given_by: str | None
+
+
+def crossings(store: GitStore, base: str, tips: tuple[str, str]) -> list[Crossing]:
+    """Each ``Crossing`` of ``tips`` since ``base``: a memory file at ``base`` that one tip holds
+    changed and the other lacks, which that one forgot (its first deletion since, no rename) and
+    the other renamed, the rename's end still held there. The trees read in this process; a ``git
+    log`` only for a file one side changed and the other deleted, renames read only past a forget."""
+    objects, folder = store.objects, store.repo_path(MEMORIES_DIR)
+    trees = [objects.tree_of(commit) for commit in (base, *tips)]
+    names = [set(objects.names_in(tree, folder)) for tree in trees]
+    found = []
+    for (forgot, kept), (renamed, lost) in ((tips[0], 1), (tips[1], 2)), ((tips[1], 2), (tips[0], 1)):
+        paths = [f"{folder}/{name.decode('utf-8', 'surrogateescape')}" for name in (names[0] & names[kept]) - names[lost]]
+        was, now = objects.blobs_at(trees[0], paths), objects.blobs_at(trees[kept], paths)
+        ids = [i for path in paths if was[path] != now[path] and (i := id_of_path(path[len(store.prefix):]))]
+        forgotten = [i for i in ids if (gone := first_deletion(store, i, base, forgot)) is not None
+                     and i not in renamed_in(store, gone)]
+        moved = renames_between(store, base, renamed) if forgotten else {}
+        ends = objects.blobs_at(trees[lost], [store.repo_path(memory_path(moved[i])) for i in forgotten if i in moved])
+        gave = chains(store, base, forgot)[0] if ends else {}
+        found += [Crossing(forgot, renamed, i, moved[i], gave.get(i)) for i in forgotten
+                  if i in moved and ends[store.repo_path(memory_path(moved[i]))] is not None]
+    return found
+
+
 def renames_between(store: GitStore, base: str, head: str = "HEAD") -> dict[str, str]:
     """{old id: the id it has at the end} for the renames the commits ``base..head`` made, in
     the order they were made (1 -> kb.a, then kb.a -> kb.b: 1 -> kb.b)."""

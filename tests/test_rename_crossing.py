@@ -1,0 +1,228 @@
+"""Renames crossing on two lines of history: clone a forgets kb.y and renames kb.x to kb.y (memory
+X now at kb.y), clone b renames kb.y to kb.m (memory Y). git sees a edit kb.y and b move it, and
+merged or rebased put X's text under kb.m, Y gone, whichever side synced first. Real clones of one
+bare remote; every ``slayer-kb`` command run in this process, git as git."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from testing import CliRunner, git, make_team
+
+BEE = ("--author", "Bee <bee@example.com>")
+
+
+def _unlike(tag: str) -> str:
+    """A text of 40 words no other text of a test shares: git pairs no forget or save with it."""
+    return " ".join(f"{tag}{n}word" for n in range(40))
+
+
+def _crossed(tmp_path: Path, invoke_cli: CliRunner) -> tuple[Path, Path]:
+    """kb.x, kb.y, kb.k (links kb.x) and kb.l (links kb.y) on both clones; a forgets kb.y and
+    renames kb.x to kb.y (kb.k's link follows); b renames kb.y to kb.m (kb.l's link follows) and
+    saves kb.q linking kb.m."""
+    _bare, (a, b) = make_team(tmp_path)
+    for tag, memory_id, link in (("xray", "kb.x", "shop.orders"), ("yank", "kb.y", "shop.orders"),
+                                 ("kilo", "kb.k", "memory:kb.x"), ("lima", "kb.l", "memory:kb.y")):
+        invoke_cli("--kb", a, "save", _unlike(tag), "--id", memory_id, "-e", link, check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "forget", "kb.y", check=True)
+    invoke_cli("--kb", a, "rename", "kb.x", "kb.y", check=True)
+    invoke_cli("--kb", b, *BEE, "rename", "kb.y", "kb.m", check=True)
+    invoke_cli("--kb", b, *BEE, "save", _unlike("quebec"), "--id", "kb.q", "-e", "memory:kb.m", check=True)
+    return a, b
+
+
+def _typed(invoke_cli: CliRunner, message: str, keep: bool) -> list[str]:
+    """The steps of a stop, typed as written, the forget-or-keep step by ``keep``; what each
+    slayer-kb step printed."""
+    said, here = [], Path()
+    for step in re.split(r"; (?![^(]*\))", message.split(" To merge by hand: ", 1)[1].strip().removesuffix(".")):
+        typed = step.split(" (")[0].split(" to keep")[0]
+        if typed in ("git rm memories/kb.m.yaml", "git add memories/kb.m.yaml"):
+            assert "git rm memories/kb.m.yaml" in step and "git add memories/kb.m.yaml" in step, step
+            typed = f"git {'add' if keep else 'rm'} memories/kb.m.yaml"
+        if typed.startswith("cd "):
+            here = Path(typed[3:])
+        elif typed.startswith("git "):
+            git(here, *typed.split()[1:])
+        else:
+            proc = invoke_cli(*typed.split()[1:], cwd=here)
+            said.append(proc.stdout + proc.stderr)
+    return said
+
+
+def _memories(clone: Path) -> dict[str, tuple[str, list[str]]]:
+    """Each memory file: the first word of its text, and its links to memories."""
+    return {path.name: (path.read_text().split("learning: ", 1)[1].split(" ", 1)[0],
+                        re.findall(r"memory:\S+", path.read_text()))
+            for path in sorted((clone / "memories").glob("*.yaml"))}
+
+
+def _expected(keep: bool) -> dict[str, tuple[str, list[str]]]:
+    """X at kb.y, kb.k's link on it; Y at kb.m, linked, if kept, else gone with the links to it."""
+    kept = {"kb.m.yaml": ("yank0word", [])} if keep else {}
+    to_m = ["memory:kb.m"] if keep else []
+    return {"kb.k.yaml": ("kilo0word", ["memory:kb.y"]), "kb.l.yaml": ("lima0word", to_m), **kept,
+            "kb.q.yaml": ("quebec0word", to_m), "kb.y.yaml": ("xray0word", [])}
+
+
+def _both_agree(invoke_cli: CliRunner, a: Path, b: Path, keep: bool) -> None:
+    for clone in (a, b):
+        invoke_cli("--kb", clone, "sync", check=True)
+    for clone in (a, b):
+        assert _memories(clone) == _expected(keep)
+        assert invoke_cli("--kb", clone, "validate", check=True).stdout.endswith("no problems.\n")
+
+
+def _stop_words(forgetter_here: bool) -> str:
+    """The stop's words on the forget against the rename, and on the rename onto kb.y, by whether
+    this branch is the side that forgot kb.y."""
+    forgetter, renamer = ("this branch", "origin/main") if forgetter_here else ("origin/main", "this branch")
+    return (f"{'This branch' if forgetter_here else forgetter} forgot memories/kb.y.yaml, which {renamer} renamed to "
+            f"kb.m; {forgetter} forgot kb.y and then renamed kb.x to kb.y, and {renamer} renamed kb.y to kb.m: git "
+            "takes that for an edit of kb.y and puts the other memory's text under kb.m")
+
+
+def _choice(forgetter_here: bool) -> str:
+    """The step that keeps kb.m or lets it go, the forgetting side's choice first."""
+    stripped = "the links to it stripped by the sync (validate names them until then)"
+    return (f"git rm memories/kb.m.yaml to keep it forgotten, {stripped} (or git add memories/kb.m.yaml to keep it, "
+            "renamed)" if forgetter_here else
+            f"git add memories/kb.m.yaml to keep it, renamed (or git rm memories/kb.m.yaml to let it go, {stripped})")
+
+
+@pytest.mark.parametrize("keep", [True, False])
+@pytest.mark.parametrize("forgetter_merges", [True, False])
+def test_a_merge_of_a_rename_onto_an_id_the_other_side_renamed_away_stops_on_the_forget(
+        tmp_path: Path, invoke_cli: CliRunner, forgetter_merges: bool, keep: bool) -> None:
+    """The merge finished with X's text at kb.m and Y gone. It keeps X at kb.y and holds kb.m as a
+    forget against a rename; the steps keep Y as kb.m or let it go, and both clones agree."""
+    a, b = _crossed(tmp_path, invoke_cli)
+    first, second = (b, a) if forgetter_merges else (a, b)
+    invoke_cli("--kb", first, "sync", check=True)
+    git(second, "fetch", "-q", "origin")
+    stopped = invoke_cli("--kb", second, "merge", "origin/main")
+    words = _stop_words(forgetter_merges)
+    assert (stopped.returncode, stopped.stderr) == (1, (
+        f"Error: {words}; the merge stopped, and git -C {second} merge --abort would put the branch back as it was. "
+        f"To merge by hand: cd {second}; {_choice(forgetter_merges)}; slayer-kb validate; git commit --no-edit; "
+        "slayer-kb sync.\n"))
+    assert (second / "memories" / "kb.y.yaml").read_text().startswith("learning: xray0word")
+    assert (second / "memories" / "kb.m.yaml").read_text().startswith("learning: yank0word")
+    said = _typed(invoke_cli, stopped.stderr.removeprefix("Error: "), keep)
+    dangling = "' refers to a memory that does not exist (run 'slayer-kb prune' to strip it)\n"
+    assert said[0] == ("Checked 5 files: no problems.\n" if keep else
+                       f"memories/kb.l.yaml:3: 'memory:kb.m{dangling}memories/kb.q.yaml:3: 'memory:kb.m{dangling}"
+                       "2 problems in 2 files (4 files checked)\n"), said
+    assert said[1].endswith("  stripped links to forgotten memories: memory:kb.m from kb.l, memory:kb.m from kb.q\n"
+                            if not keep else " pushed.\n"), said
+    _both_agree(invoke_cli, a, b, keep)
+
+
+@pytest.mark.parametrize("keep", [True, False])
+@pytest.mark.parametrize("forgetter_syncs", [True, False])
+def test_a_sync_of_a_rename_onto_an_id_the_other_side_renamed_away_stops_on_the_forget(
+        tmp_path: Path, invoke_cli: CliRunner, forgetter_syncs: bool, keep: bool) -> None:
+    """Synced after the forgetter, the renamer's rebase put X's text at kb.m without a word; synced
+    first, the forgetter's stop named the forget alone. Either way the sync stops, the repository
+    as it was, naming the forget, both renames and the merge whose steps settle it."""
+    a, b = _crossed(tmp_path, invoke_cli)
+    first, second = (b, a) if forgetter_syncs else (a, b)
+    invoke_cli("--kb", first, "sync", check=True)
+    head = git(second, "rev-parse", "HEAD")
+    stopped = invoke_cli("--kb", second, "sync")
+    words = _stop_words(forgetter_syncs)
+    assert (stopped.returncode, stopped.stderr) == (1, (
+        f"Error: {words}; the repository is back as it was. To merge by hand: cd {second}; git fetch origin; slayer-kb "
+        f"merge origin/main (it stops on the conflict); {_choice(forgetter_syncs)}; slayer-kb validate; git commit "
+        "--no-edit; slayer-kb sync.\n"))
+    assert git(second, "rev-parse", "HEAD") == head
+    assert git(second, "status", "--porcelain") == ""
+    _typed(invoke_cli, stopped.stderr.removeprefix("Error: "), keep)
+    _both_agree(invoke_cli, a, b, keep)
+
+
+def test_a_rebase_of_a_rename_onto_an_id_the_other_side_renamed_away_is_refused(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """No pick of git's stops on it: the rebase finished with X's text at kb.m. Refused, naming the
+    merge that stops on it; that merge's steps settle it."""
+    a, b = _crossed(tmp_path, invoke_cli)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(b, "fetch", "-q", "origin")
+    head = git(b, "rev-parse", "HEAD")
+    refused = invoke_cli("--kb", b, "rebase", "origin/main")
+    assert (refused.returncode, refused.stderr) == (1, (
+        "Error: origin/main forgot kb.y and then renamed kb.x to kb.y, and your commits renamed kb.y to kb.m: git "
+        "takes that for an edit of kb.y and puts the other memory's text under kb.m. A rebase would replay one onto "
+        f"the other without a stop, so nothing was rebased. Run 'slayer-kb --kb {b} merge origin/main' instead: it "
+        "keeps that memory where it is, and stops on the forget against the rename with the steps to keep either.\n"))
+    assert git(b, "rev-parse", "HEAD") == head
+    stopped = invoke_cli("--kb", b, "merge", "origin/main")
+    _typed(invoke_cli, stopped.stderr.removeprefix("Error: "), keep=True)
+    _both_agree(invoke_cli, a, b, keep=True)
+
+
+@pytest.mark.parametrize("forgetter_checks", [True, False])
+def test_validate_against_names_a_rename_onto_an_id_the_other_side_renamed_away(
+        tmp_path: Path, invoke_cli: CliRunner, forgetter_checks: bool) -> None:
+    """A plain git merge (a pull request's button) puts X's text at kb.m without a word, and
+    validate --against and review said nothing of it, but named kb.k's link to kb.y (X's, on the
+    forgetting side) as one to a memory renamed to kb.m, which slayer-kb merge would point there."""
+    a, b = _crossed(tmp_path, invoke_cli)
+    first, second = (b, a) if forgetter_checks else (a, b)
+    invoke_cli("--kb", first, "sync", check=True)
+    git(second, "fetch", "-q", "origin")
+    checked = invoke_cli("validate", "--against", "origin/main", cwd=second)
+    forgetter, renamer = ("this branch", "origin/main") if forgetter_checks else ("origin/main", "this branch")
+    merge = "Run 'git fetch origin && slayer-kb merge origin/main': it"
+    # kb.k's link to kb.y, X's on the forgetting side, is no link to a memory renamed to kb.m: not named.
+    assert (checked.returncode, checked.stdout) == (1, (
+        "memories/kb.l.yaml:1: origin/main wrote this memory too since this branch parted from it, in lines git's "
+        f"merge cannot join: a plain git merge of this branch stops on it. {merge} merges both sides' revisions of a "
+        "topic key, and fields each side changed alone, and stops on two edits of one field (two memories under one "
+        "id among them) with the steps to merge by hand\n"
+        f"memories/kb.{'y' if forgetter_checks else 'm'}.yaml:1: {forgetter} forgot kb.y and then renamed kb.x to "
+        f"kb.y, and {renamer} renamed kb.y to kb.m: git takes that for an edit of kb.y and puts the other memory's "
+        f"text under kb.m; a plain git merge of this branch does that without a word. {merge} keeps that memory "
+        "where it is, and stops on the forget against the rename with the steps to keep either\n"
+        f"2 problems in 2 files ({3 if forgetter_checks else 5} files checked)\n"))
+    # review: the same, and no link of kb.k's named either.
+    reviewed = json.loads(invoke_cli("--kb", second, "review", "origin/main", "--json").stdout)
+    assert reviewed["problems"] == [
+        f"{second}/memories/kb.{'y' if forgetter_checks else 'm'}.yaml:1: {forgetter} forgot kb.y and then renamed "
+        f"kb.x to kb.y, and {renamer} renamed kb.y to kb.m: git takes that for an edit of kb.y and puts the other "
+        f"memory's text under kb.m; a plain git merge of this branch does that without a word. Run 'git -C {second} "
+        f"fetch origin && slayer-kb --kb {second} merge origin/main': it keeps that memory where it is, and stops on "
+        "the forget against the rename with the steps to keep either"]
+
+
+def test_a_save_onto_a_forgotten_id_the_other_side_renamed_away_stops_on_the_forget_too(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """a forgets kb.y and saves another memory as kb.y (no rename); b edits kb.y, then renames it
+    to kb.m. The merge put a's new memory at kb.m, b's edit merged into it; now it stops."""
+    _bare, (a, b) = make_team(tmp_path)
+    for tag, memory_id in (("yank", "kb.y"), ("lima", "kb.l")):
+        invoke_cli("--kb", a, "save", _unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "forget", "kb.y", check=True)
+    invoke_cli("--kb", a, "save", _unlike("zulu"), "--id", "kb.y", "-e", "shop.orders", check=True)
+    invoke_cli("--kb", b, *BEE, "update", "kb.y", "--description", "b's summary", check=True)
+    invoke_cli("--kb", b, *BEE, "rename", "kb.y", "kb.m", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(b, "fetch", "-q", "origin")
+    stopped = invoke_cli("--kb", b, "merge", "origin/main")
+    assert (stopped.returncode, stopped.stderr.split("; the merge stopped")[0]) == (1, (
+        "Error: origin/main forgot memories/kb.y.yaml, which this branch renamed to kb.m; origin/main forgot kb.y and "
+        "then saved another memory as kb.y, and this branch renamed kb.y to kb.m: git takes that for an edit of kb.y "
+        "and puts the other memory's text under kb.m"))
+    assert _typed(invoke_cli, stopped.stderr.removeprefix("Error: "), keep=True)[0] == "Checked 3 files: no problems.\n"
+    kept = (b / "memories" / "kb.m.yaml").read_text()
+    assert kept.startswith("learning: yank0word") and "description: b's summary\n" in kept
+    assert (b / "memories" / "kb.y.yaml").read_text().startswith("learning: zulu0word")
