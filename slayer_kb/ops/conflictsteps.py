@@ -5,7 +5,7 @@ commands that keep one side, the other, or both."""
 from __future__ import annotations
 
 from ..core.ids import fold_id, free_variant
-from ..core.locate import id_of_path, memory_path
+from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.problems import command_in, words
 from ..store.renames import Crossing, chains, forgotten_ends
 from ..store.repo import GitStore
@@ -55,7 +55,6 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
     # branch's rename; in a merge, this branch's new file), and the links to this branch's id
     # follow it once the rebase goes on (or the merge is synced: ``renames.renamed_since``).
     both = [(here, there) for here in forgot_here for there in forgot_there if here in was and was[here] == was.get(there)]
-    rebasing = checkout == ("--ours", "--theirs")
     # Git missed one side's rename (its edit made the file too unlike the old one): that side's new
     # file merged as a plain add, so only the other's stops, read as a forget. The renames' ends
     # pair them, or the step that keeps the other's id would drop that file and its edits unseen
@@ -67,6 +66,11 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
     renamed_here = [p for p in forgot_there if p in was and p not in paired]
     forgot_here = [p for p in forgot_here if p not in was]
     forgot_there = [p for p in forgot_there if p not in was]
+    rebasing = checkout == ("--ours", "--theirs")
+    # A new memory git's rename guess paired with one its side forgot (no trailer: no rename).
+    guessed = _guessed_moves(store, forgot_here + forgot_there + edited, tips)
+    edited, forgot_here, forgot_there = ([p for p in group if p not in guessed]
+                                         for group in (edited, forgot_here, forgot_there))
     # Git holds only the base: both sides deleted the file (two renames of it, or a rename and a
     # forget). A rebase's reset step for two renames puts it back; else it is to be removed.
     olds = {was[here] for here, _there in both}  # in a merge, removed by the step that keeps one id
@@ -121,6 +125,20 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
                          f"{yours})")
     # A merge's links to the memory let go are stripped by the sync its steps end with.
     stripped = "as the rebase goes on" if rebasing else "by the sync (validate names them until then)"
+    # Each side's own commit: in a rebase HEAD is the upstream's side, in a merge this branch's.
+    revs = {True: "HEAD" if rebasing else "MERGE_HEAD", False: "REBASE_HEAD" if rebasing else "HEAD"}
+    for path, (by_other, old) in guessed.items():
+        saver, editor = (other, ours.lower()) if by_other else (ours.lower(), other)
+        keep = f"git checkout {revs[by_other]} -- {args([path])}"
+        if sides[path] == {2, 3}:  # the other side's edit of ``old`` merged into it
+            what.append(f"{subject() if by_other else editor} edited {files([old])}, which {saver} forgot; git took "
+                        f"{saver}'s new memory {files([path])} for a move of it and merged the edit into that")
+            steps.append(f"{keep} to keep that memory as {saver} saved it, then git checkout {revs[not by_other]} -- "
+                         f"{args([old])} to keep the edit of {files([old])} (or leave it forgotten)")
+        else:
+            what.append(f"{saver if by_other else subject()} saved {files([path])}, a new memory git took for a move "
+                        f"of {files([old])}, which it forgot")
+            steps.append(f"{keep} to keep it as {saver} saved it")
     for path in renamed_there:
         what.append(f"{subject()} forgot {files([was[path]])}, which {other} renamed to {_id(store, path)}")
         steps.append(f"git rm {args([path])} to keep it forgotten, the links to it stripped {stripped} "
@@ -213,6 +231,31 @@ def _missed_renames(store: GitStore, forgot_here: list[str], forgot_there: list[
             was.setdefault(new, was[path])  # the other's new file, merged as an add: the same old file
             pairs.append((path, new) if path in forgot_here else (new, path))
     return pairs
+
+
+def _guessed_moves(store: GitStore, paths: list[str], tips: tuple[str, ...]) -> dict[str, tuple[bool, str]]:
+    """Of ``paths`` (repository-relative memory files git holds unmerged), those absent where
+    ``tips`` parted, that no ``rename`` gave, and that git's rename guess (a diff of a side since)
+    pairs with a file the same side deleted: a memory it forgot and a new one it saved alike (short
+    memories share most lines), which git then merged as a move. Each with whether the other side
+    saved it (``tips[1]``, the upstream or REF; a rebase's HEAD holds its files too, so it is asked
+    first) and the file it was paired with."""
+    base = store.git("merge-base", "--octopus", *tips, check=False).stdout.decode().strip() if paths else ""
+    if not base:
+        return {}
+    at_base = {store.repo_path(p) for p in files_at(store, base, f"{MEMORIES_DIR}/")}
+    new = {p for p in paths if p not in at_base}
+    if new:  # a rename's new file is no guess (its trailer), nor one a later rename of it gave
+        given = {store.repo_path(memory_path(i)) for tip in dict.fromkeys(tips) for i in chains(store, base, tip)[0]}
+        new -= given
+    guessed: dict[str, tuple[bool, str]] = {}
+    for tip in dict.fromkeys((tips[1], *tips)) if new else ():
+        out = store.git("diff", "-M", "-z", "--name-status", "--diff-filter=R", base, tip, "--",
+                        store.repo_path(f"{MEMORIES_DIR}/")).stdout.decode("utf-8", "surrogateescape").split("\0")
+        for old, path in zip(out[1::3], out[2::3], strict=False):
+            if path in new and path not in guessed:
+                guessed[path] = (tip == tips[1], old)
+    return guessed
 
 
 def _id(store: GitStore, path: str) -> str:

@@ -236,9 +236,11 @@ def merged_where(store: GitStore, parted: str, tips: tuple[str, str], both: list
     if not memories:
         return both
     named = {path: path for path in both}
+    forgotten = set(memories)  # absent at both tips and not moved: both forgot it, no change to join
     for tip in tips:
         at_tip = objects.blobs_at(objects.tree_of(tip), [store.repo_path(path) for path in memories])
         absent = [path for path in memories if at_tip[store.repo_path(path)] is None]
+        forgotten &= set(absent)
         renamed = renames(tip) if absent else {}
         moved = {path: memory_path(renamed[memories[path]]) for path in absent if memories[path] in renamed}
         if not moved:
@@ -248,7 +250,7 @@ def merged_where(store: GitStore, parted: str, tips: tuple[str, str], both: list
         for path, new in moved.items():
             changed = now[store.repo_path(new)] != was[store.repo_path(path)]
             named[path] = new if changed and named[path] else ""
-    return list(dict.fromkeys(path for path in named.values() if path))
+    return list(dict.fromkeys(new for path, new in named.items() if new and (new != path or path not in forgotten)))
 
 
 @dataclass(frozen=True)
@@ -292,6 +294,19 @@ def renames_between(store: GitStore, base: str, head: str = "HEAD") -> dict[str,
     """{old id: the id it has at the end} for the renames the commits ``base..head`` made, in
     the order they were made (1 -> kb.a, then kb.a -> kb.b: 1 -> kb.b)."""
     return chains(store, base, head)[1]
+
+
+def rename_detection(renames: TipRenames, tips: tuple[str, str]) -> list[str]:
+    """The option ``git merge`` and ``git rebase`` of ``tips`` take for git's rename detection:
+    exact moves alone (``-X find-renames=100%``) unless a commit of either since they parted
+    (``renames``' base) records a rename (its trailer), a move git must follow though an edit made
+    the file unlike the old one (an edit of the old file on the other side lands in the new one).
+    Left at git's 50%, it pairs a forgotten memory with a new one saved alike (short memories share
+    most lines) as a move, and stops on an edit of it, or on two such saves, as on two renames of
+    one memory. Not ``no-renames``: git's default strategy (ort) ignores it."""
+    if not renames.base or any(renames(tip) for tip in tips):
+        return []
+    return ["-X", "find-renames=100%"]
 
 
 def forgotten_ends(store: GitStore, base: str, head: str, olds: Collection[str]) -> set[str]:
