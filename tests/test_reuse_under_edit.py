@@ -27,10 +27,10 @@ def _unlike(tag: str) -> str:
     return " ".join(f"{tag}{n}word" for n in range(40))
 
 
-def _reused(tmp_path: Path, invoke_cli: CliRunner, by_rename: bool) -> tuple[Path, Path]:
+def _reused(tmp_path: Path, invoke_cli: CliRunner, by_rename: bool, folder: str = "") -> tuple[Path, Path]:
     """kb.x and kb.y on both clones; a forgets kb.y and gives the id to another memory (kb.x
     renamed to it, or a new text saved there); b edits kb.y's description."""
-    _bare, (a, b) = make_team(tmp_path)
+    _bare, (a, b) = make_team(tmp_path, folder=folder)
     for tag, memory_id in (("xray", "kb.x"), ("yank", "kb.y")):
         invoke_cli("--kb", a, "save", _unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
     invoke_cli("--kb", a, "sync", check=True)
@@ -135,15 +135,16 @@ def test_a_merge_of_an_id_given_again_against_an_edit_stops_on_the_forget(
 
 
 @pytest.mark.parametrize("keep", [True, False])
-@pytest.mark.parametrize(("forgetter_syncs", "by_rename"), [(True, False), (False, False), (True, True), (False, True)])
+@pytest.mark.parametrize(("forgetter_syncs", "by_rename", "folder"), [
+    (True, False, ""), (False, False, ""), (True, True, ""), (False, True, ""), (True, True, "kb"), (False, False, "kb")])
 def test_a_sync_of_an_id_given_again_against_an_edit_stops_on_the_forget(
-        tmp_path: Path, invoke_cli: CliRunner, forgetter_syncs: bool, by_rename: bool, keep: bool) -> None:
+        tmp_path: Path, invoke_cli: CliRunner, forgetter_syncs: bool, by_rename: bool, folder: str, keep: bool) -> None:
     """Synced after the forgetter, the editor's rebase merged its edit into the new memory without a
     word; synced first, the forgetter's stop named a forget against an edit (or, after a rename,
     kb.x renamed by the other side), whose 'keep' step then met the new memory. Either way the
     sync stops, the repository as it was, naming the forget, the edit and the id given again, and
-    the merge whose steps settle it."""
-    a, b = _reused(tmp_path, invoke_cli, by_rename)
+    the merge whose steps settle it; in a KB that is a folder of its repository (``kb``) too."""
+    a, b = _reused(tmp_path, invoke_cli, by_rename, folder)
     given, edited = (a / "memories" / "kb.y.yaml").read_text(), (b / "memories" / "kb.y.yaml").read_text()
     first, second = (b, a) if forgetter_syncs else (a, b)
     invoke_cli("--kb", first, "sync", check=True)
