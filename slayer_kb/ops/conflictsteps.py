@@ -169,21 +169,47 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
     return "; ".join(what), steps
 
 
-# What ``slayer-kb merge`` does with a ``Crossing``, for the refusals that send the person to it.
-MERGE_SETTLES_CROSSING = ("it keeps that memory where it is, and stops on the forget against the rename with the "
-                          "steps to keep either")
+def merge_settles(crossed: list[Crossing]) -> str:
+    """What ``slayer-kb merge`` does with ``crossed``, for the refusals that send the person to it."""
+    against = " and ".join(dict.fromkeys("the rename" if c.new else "the edit" for c in crossed))
+    return f"it keeps that memory where it is, and stops on the forget against {against} with the steps to keep either"
 
 
 def crossed_words(crossed: list[Crossing], names: dict[str, str]) -> list[str]:
     """What each ``Crossing`` did that git gets wrong, ``names`` naming each tip, for a merge's stop
-    (after its words on the forget against the rename) or a rebase's refusal."""
+    (a rename's after its words on the forget against the rename) or a rebase's refusal."""
     said = []
     for c in crossed:
         gave = f"renamed {c.given_by} to {c.memory_id}" if c.given_by else f"saved another memory as {c.memory_id}"
-        said.append(f"{names[c.forgot]} forgot {c.memory_id} and then {gave}, and {names[c.renamed]} renamed "
+        if c.new is None:
+            said.append(f"{names[c.forgot]} forgot {c.memory_id}, which {names[c.other]} edited, and then {gave}: git "
+                        f"takes both for edits of one memory and merges that edit into the other memory")
+            continue
+        said.append(f"{names[c.forgot]} forgot {c.memory_id} and then {gave}, and {names[c.other]} renamed "
                     f"{c.memory_id} to {c.new}: git takes that for an edit of {c.memory_id} and puts the other "
                     f"memory's text under {c.new}")
     return said
+
+
+def reuse_steps(store: GitStore, crossed: list[Crossing], here: str, other: str, tips: tuple[str, ...]) -> list[str]:
+    """The step for each ``Crossing`` of an edit (``new`` None) a merge holds (``merge._hold_crossed``:
+    git's two versions, the forgetting side's in the work tree), ``here`` the tip of this branch,
+    ``other`` naming the other: keep the memory given the id at it, and let the edited memory go or
+    keep it under a new id, this branch's choice first."""
+    steps: list[str] = []
+    taken: dict[str, set[str]] = {}
+    for c in crossed:
+        path = memory_path(c.memory_id)
+        # A merge's --ours is this branch's version, --theirs the other's.
+        given, edited = ("--ours", "--theirs") if c.forgot == here else ("--theirs", "--ours")
+        new, aside = _aside(store, path, (given, edited), tips, taken)
+        keep = f"{aside} && git add {words(path, new)}"
+        drop = f"git checkout {given} {words(path)} && git add {words(path)}"
+        steps.append(f"{drop} to keep it forgotten, yours at {c.memory_id} (or {keep} to keep the memory {other} "
+                     f"edited, as {id_of_path(new)})" if c.forgot == here else
+                     f"{keep} to keep the memory you edited, as {id_of_path(new)}, and {other}'s at {c.memory_id} "
+                     f"(or {drop} to let it go)")
+    return steps
 
 
 def _renamed_from(store: GitStore, paths: list[str],
@@ -266,25 +292,35 @@ def _id(store: GitStore, path: str) -> str:
 
 def _keep_both(store: GitStore, created: list[str], checkout: tuple[str, str], tips: tuple[str, ...]) -> str:
     """The alternative to merging memory files both sides created: this side's memory kept under
-    a new id (the file name is the id), the other side's at the id. The new id is free in every
+    a new id (the file name is the id), the other side's at the id (``_aside``). Empty for other
+    files."""
+    moves = []
+    taken: dict[str, set[str]] = {}
+    for path in created:
+        if id_of_path(kb_path := path[len(store.prefix):]) is not None:
+            new, aside = _aside(store, kb_path, checkout, tips, taken)
+            moves.append(f"{aside} && git add {words(new)}")
+    return f" (or keep both, yours under a new id: {' && '.join(moves)})" if moves else ""
+
+
+def _aside(store: GitStore, kb_path: str, checkout: tuple[str, str], tips: tuple[str, ...],
+           taken: dict[str, set[str]]) -> tuple[str, str]:
+    """A memory file git holds two versions of, one kept at its id and the other under a new id
+    (the file name is the id): the new file, and the steps that move ``checkout[1]``'s version
+    there and put ``checkout[0]``'s back (git's ``checkout`` options). The new id is free in every
     commit of ``tips`` (both sides' tips: sync asks after putting the work tree back, which then
     lacks the upstream's files), and the steps refuse to move onto a file that exists when they
-    run. Empty for other files."""
-    take_other, take_ours = checkout
-    moves = []
-    taken: dict[str, set[str]] = {}  # a folder's ids on every tip, folded as macOS and Windows fold them
-    for path in created:
-        kb_path = path[len(store.prefix):]
-        if (memory_id := id_of_path(kb_path)) is None:
-            continue
-        folder = kb_path.rpartition("/")[0]
-        if folder not in taken:
-            taken[folder] = {fold_id(i) for tip in tips for name in files_at(store, tip, folder)
-                             if (i := id_of_path(name)) is not None}
-        new = f"{folder}/{free_variant(memory_id, taken[folder])}.yaml"
-        moves += [f"test ! -e {words(new)}", f"git checkout {take_ours} {words(kb_path)}", f"mv {words(kb_path, new)}",
-                  f"git checkout {take_other} {words(kb_path)}", f"git add {words(new)}"]
-    return f" (or keep both, yours under a new id: {' && '.join(moves)})" if moves else ""
+    run. ``taken``: a folder's ids on every tip, folded as macOS and Windows fold them, read once."""
+    stay, away = checkout
+    folder = kb_path.rpartition("/")[0]
+    if folder not in taken:
+        taken[folder] = {fold_id(i) for tip in tips for name in files_at(store, tip, folder)
+                         if (i := id_of_path(name)) is not None}
+    memory_id = id_of_path(kb_path)
+    assert memory_id is not None
+    new = f"{folder}/{free_variant(memory_id, taken[folder])}.yaml"
+    return new, " && ".join([f"test ! -e {words(new)}", f"git checkout {away} {words(kb_path)}",
+                             f"mv {words(kb_path, new)}", f"git checkout {stay} {words(kb_path)}"])
 
 
 def _kept_as(store: GitStore, edited: list[str]) -> dict[str, str]:

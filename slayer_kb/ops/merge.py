@@ -10,8 +10,10 @@ added (``rebase.settle``; one the driver merged from git's empty base is merged 
 a topic key's revisions count the add once), and the driver is passed to git for this run only
 (nothing is written to the git config). A memory the branch forgot after REF took it in that way is one git's merge
 would bring back (the merge base predates it): it stays forgotten, or, when REF edited it since,
-is held as a forget against an edit. What still conflicts (two edits of one memory, a forget
-against an edit) stops the merge, names the files and gives the steps. After the merge, what sync
+is held as a forget against an edit. An id one side forgot and gave to another memory while the
+other renamed or edited the memory it named (``renames.Crossing``) is held too, the memory given
+the id kept there: git would merge the two as one. What still conflicts (two edits of one memory,
+a forget against an edit) stops the merge, names the files and gives the steps. After the merge, what sync
 does once the upstream is in (``revalidation.py``): a topic key the branch saved first while REF
 saved it too is folded into REF's memory, links to what REF forgot or deleted are stripped, and
 what the branch adds or changes on top of REF is validated, the problems a sync would refuse to
@@ -40,7 +42,7 @@ from ..store.renames import (
 )
 from ..store.revisions import added_alike, resolve_rev
 from ..store.worktree import require_shown
-from .conflictsteps import crossed_words
+from .conflictsteps import crossed_words, reuse_steps
 from .rebase import conflict_steps, held_stages, merge_from, push_step, settle, swap_sides, unmerged
 from .renumber import require_clean
 from .reuses import Retry, refuse_reuse
@@ -242,26 +244,34 @@ def _hold_crossed(store: GitStore, parted: str, tips: tuple[str, str]) -> bool:
     """Undo git's pairing of each ``Crossing`` of ``tips`` (this branch, REF): the memory the
     forgetting side gave the id to is put back at the id, as that side holds it, and the other's
     renamed file is held as git holds a rename against a forget (the old file's version and the
-    renaming side's), so the stop names that forget and a commit waits for the person's choice;
-    whether any was."""
+    renaming side's), so the stop names that forget and a commit waits for the person's choice.
+    An edit's is held at the id as git holds two edits (``conflictsteps.reuse_steps`` reads it),
+    the forgetting side's version in the work tree. Whether any was."""
     crossed = crossings(store, parted, tips)
     if not crossed:
         return False
     objects = store.objects
     lines, stages = [], {}
     for c in crossed:
-        old, new = (store.repo_path(memory_path(i)) for i in (c.memory_id, c.new))
-        given = objects.blobs_at(objects.tree_of(c.forgot), [old])[old]
-        renamed = objects.blobs_at(objects.tree_of(c.renamed), [new])[new]
+        old = store.repo_path(memory_path(c.memory_id))
         was = objects.blobs_at(objects.tree_of(parted), [old])[old]
-        stages[new] = 2 if c.renamed == tips[0] else 3  # a merge's stage 2 is this branch's
+        if c.new is None:
+            held = [was, *(objects.blobs_at(objects.tree_of(tip), [old])[old] for tip in tips)]
+            lines += [f"0 {'0' * 40}\t{old}\n", *(f"100644 {blob} {n}\t{old}\n" for n, blob in enumerate(held, 1))]
+            stages[old] = 2 if c.forgot == tips[0] else 3
+            continue
+        new = store.repo_path(memory_path(c.new))
+        given = objects.blobs_at(objects.tree_of(c.forgot), [old])[old]
+        renamed = objects.blobs_at(objects.tree_of(c.other), [new])[new]
+        stages[new] = 2 if c.other == tips[0] else 3  # a merge's stage 2 is this branch's
         lines += [f"0 {'0' * 40}\t{old}\n", f"100644 {given} 0\t{old}\n", f"0 {'0' * 40}\t{new}\n",
                   f"100644 {was} 1\t{new}\n", f"100644 {renamed} {stages[new]}\t{new}\n"]
     store.git_writing_index("update-index", "--index-info", input="".join(lines).encode())
     for c in crossed:
-        store.git_writing_index("checkout", "--", store.repo_path(memory_path(c.memory_id)), env=LITERAL_PATHS)
-    for new, stage in stages.items():
-        store.git_writing_index("checkout", "--ours" if stage == 2 else "--theirs", "--", new, env=LITERAL_PATHS)
+        if c.new:
+            store.git_writing_index("checkout", "--", store.repo_path(memory_path(c.memory_id)), env=LITERAL_PATHS)
+    for path, stage in stages.items():
+        store.git_writing_index("checkout", "--ours" if stage == 2 else "--theirs", "--", path, env=LITERAL_PATHS)
     return True
 
 
@@ -270,13 +280,17 @@ def merge_conflict_message(store: GitStore, ref: str, paths: list[str], held: di
     """What conflicts on ``paths`` and the steps (``held``: their stages as ``conflict_steps`` reads
     them; ``tips``: both sides' commits): after ``first`` (sync's fetch and the merge's start) when
     sync put the repository back, else from where the merge stopped."""
-    what, steps = conflict_steps(store, paths, held, ref, "This branch", ("--theirs", "--ours"), tips=tips)
     parted = store.git("merge-base", *tips[:2], check=False).stdout.decode().strip()
-    if parted:
-        what += "".join(f"; {said}" for said in crossed_words(crossings(store, parted, (tips[0], tips[1])),
-                                                              {tips[0]: "this branch", tips[1]: ref}))
+    crossed = crossings(store, parted, (tips[0], tips[1])) if parted else []
+    # An edit's ``Crossing`` is no edit of both sides to join: its words and steps are its own.
+    reused = [c for c in crossed if c.new is None]
+    apart = {store.repo_path(memory_path(c.memory_id)) for c in reused}
+    what, steps = conflict_steps(store, [p for p in paths if p not in apart], held, ref, "This branch",
+                                 ("--theirs", "--ours"), tips=tips)
+    said = "; ".join(filter(None, [what, *crossed_words(crossed, {tips[0]: "this branch", tips[1]: ref})]))
     kb = command_in(store.root)
-    steps = [*cd_step(store.root), *first, *steps, f"{kb} validate", "git commit --no-edit", f"{kb} sync"]
+    steps = [*cd_step(store.root), *first, *steps, *reuse_steps(store, reused, tips[0], ref, tips), f"{kb} validate",
+             "git commit --no-edit", f"{kb} sync"]
     where = ("the repository is back as it was" if first else
              f"the merge stopped, and {git_command(store.root, 'merge --abort')} would put the branch back as it was")
-    return f"{what}; {where}. To merge by hand: " + "; ".join(steps) + "."
+    return f"{'T' if said.startswith('this') else said[:1]}{said[1:]}; {where}. To merge by hand: " + "; ".join(steps) + "."

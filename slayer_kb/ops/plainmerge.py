@@ -23,7 +23,7 @@ from ..core.problems import Problem, command, shell_word, shown
 from ..core.session import SESSIONS_DIR
 from ..store.renames import Crossing, crossings, renamed_since, renames_between
 from ..store.repo import GitStore
-from .conflictsteps import MERGE_SETTLES_CROSSING, crossed_words
+from .conflictsteps import crossed_words, merge_settles
 from .snapshot import NO_BLOB, catalog_changed, deleted_entities, under, written_since
 from .teamchecks import MEMORIES, Branch, delete_roots, drop_fix, links_in
 
@@ -69,7 +69,9 @@ def plain_merge_conflicts(compared: Branch, warnings: list[Problem]) -> list[Pro
                 + _links_to_own_removals(compared, base, head, ours, theirs, list(undone), renamed, regiven)
                 + crossing_problems(compared.root, crossed, head, {head: "this branch", against_sha: compared.against},
                                     compared.fix(f"merge {shell_word(compared.against)}") if crossed else ""))
-    both = {path for path in ours.keys() & theirs.keys() if ours[path][1] != theirs[path][1] and _merged(path)}
+    # An id given again against an edit is named above: no revisions of one memory for a merge to join.
+    both = {path for path in ours.keys() & theirs.keys() if ours[path][1] != theirs[path][1] and _merged(path)} - {
+        memory_path(c.memory_id) for c in crossed if c.new is None}
     if not both:
         return problems
     stopped = merge_tree_stops(store, head, against_sha)
@@ -102,11 +104,14 @@ def crossing_problems(root: Path, crossed: list[Crossing], head: str, names: dic
     """One problem for each of ``crossed`` (the ``Crossing``s of a branch at ``head`` and the
     revision it is compared with; ``names`` naming both, ``merge`` the command that merges that
     revision): a plain ``git merge`` puts the memory one side gave a forgotten id to under the id
-    the other side renamed that id to, without a word. Named at the file the branch holds (in the
-    KB's folder ``root``): its renamed one, or the one it gave the id to."""
-    return [Problem(shown(root / memory_path(c.new if c.renamed == head else c.memory_id)), 1,
-                    f"{text}; a plain git merge of this branch does that without a word. Run '{merge}': "
-                    f"{MERGE_SETTLES_CROSSING}") for c, text in zip(crossed, crossed_words(crossed, names), strict=True)]
+    the other side renamed that id to, without a word; or merges the other side's edit of the
+    forgotten memory into it, git's line merge stopping only where their lines meet. Named at
+    the file the branch holds (in the KB's folder ``root``): its renamed one, or the id's."""
+    return [Problem(shown(root / memory_path(c.new if c.other == head and c.new else c.memory_id)), 1,
+                    f"{text}; a plain git merge of this branch does "
+                    f"{'that without a word' if c.new else 'the same, or stops on two edits of one memory where their lines meet'}"
+                    f". Run '{merge}': {merge_settles([c])}")
+            for c, text in zip(crossed, crossed_words(crossed, names), strict=True)]
 
 
 def _moved_since_taken_in(compared: Branch, ours: dict[str, tuple[str, str]], theirs: dict[str, tuple[str, str]],

@@ -30,7 +30,7 @@ from ..store.renames import Crossing, TipRenames, crossings, rename_detection
 from ..store.repo import GitStore
 from ..store.revisions import added_alike, forgot_at, resolve_rev
 from ..store.worktree import require_shown
-from .conflictsteps import MERGE_SETTLES_CROSSING, conflict_steps, crossed_words, unmerged_stages
+from .conflictsteps import conflict_steps, crossed_words, merge_settles, unmerged_stages
 from .renumber import require_clean
 from .reuses import Retry, refuse_reuse
 from .revalidation import Moves, finish_or_put_back
@@ -136,12 +136,14 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
 
 
 def _crossed_message(root: Path, upstream: str, crossed: list[Crossing], names: dict[str, str]) -> str:
-    """Why a rebase is refused on a ``Crossing``: no pick of git's stops on it, and the merge that
-    does is the way on."""
+    """Why a rebase is refused on a ``Crossing``: no pick of git's stops on a rename's (and on an
+    edit's, only the forget's pick, before the memory given the id is there to keep apart), and the
+    merge that does is the way on."""
     said = "; ".join(crossed_words(crossed, names))
-    return (f"{'Y' if said.startswith('your') else said[:1]}{said[1:]}. A rebase would replay one onto the other "
-            f"without a stop, so nothing was rebased. Run '{command(root)} merge {words(upstream)}' instead: "
-            f"{MERGE_SETTLES_CROSSING}.")
+    how = ("would replay one onto the other without a stop" if all(c.new for c in crossed) else
+           "replays one side's commits onto the other's one by one, which cannot keep the two memories apart")
+    return (f"{'Y' if said.startswith('your') else said[:1]}{said[1:]}. A rebase {how}, so nothing was rebased. Run "
+            f"'{command(root)} merge {words(upstream)}' instead: {merge_settles(crossed)}.")
 
 
 def push_step(remote: str, branch: str, pushed: int, root: Path, in_kb: bool = False) -> str:

@@ -17,7 +17,9 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
+from ..core.errors import MemoryFileError
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
+from ..core.memory import loads
 from .gitenv import LITERAL_PATHS
 from .repo import GitStore
 
@@ -255,39 +257,66 @@ def merged_where(store: GitStore, parted: str, tips: tuple[str, str], both: list
 
 @dataclass(frozen=True)
 class Crossing:
-    """A memory ``forgot`` (a tip) forgot and ``renamed`` (the other) renamed from ``memory_id`` to
-    ``new``, while ``forgot`` then gave ``memory_id`` to another memory: renamed ``given_by`` to it
-    (None: saved one there). git sees that side edit the file the other moved, and puts the other
-    memory under ``new``."""
+    """A memory ``forgot`` (a tip) forgot while ``other`` (the other tip) renamed it from
+    ``memory_id`` to ``new``, or only edited it (``new`` None), and ``forgot`` then gave
+    ``memory_id`` to another memory: renamed ``given_by`` to it (None: saved one there). git sees
+    that side edit the file the other moved, and puts the other memory under ``new``; or sees two
+    edits of one file, and merges the other's edit into the other memory."""
 
     forgot: str
-    renamed: str
+    other: str
     memory_id: str
-    new: str
+    new: str | None
     given_by: str | None
 
 
 def crossings(store: GitStore, base: str, tips: tuple[str, str]) -> list[Crossing]:
     """Each ``Crossing`` of ``tips`` since ``base``: a memory file at ``base`` that one tip holds
-    changed and the other lacks, which that one forgot (its first deletion since, no rename) and
-    the other renamed, the rename's end still held there. The trees read in this process; a ``git
-    log`` only for a file one side changed and the other deleted, renames read only past a forget."""
+    changed and the other lacks, which that one gave again (``_given_again``) and the other
+    renamed, the rename's end still held there; or one both tips hold changed, each its own way,
+    which one gave again and the other never deleted. The trees read in this process; a ``git
+    log`` only for a file one side changed and the other deleted (or both changed), renames read
+    only past a forget."""
     objects, folder = store.objects, store.repo_path(MEMORIES_DIR)
     trees = [objects.tree_of(commit) for commit in (base, *tips)]
     names = [set(objects.names_in(tree, folder)) for tree in trees]
+
+    def changed(held: set[bytes], *sides: int) -> list[tuple[str, list[str | None]]]:
+        """The memories among ``held`` (names in ``folder``) each of ``sides`` (indexes of ``trees``)
+        holds changed, each its own way: each id, and its blobs at ``base`` and ``sides``."""
+        paths = [f"{folder}/{name.decode('utf-8', 'surrogateescape')}" for name in held]
+        blobs = [objects.blobs_at(trees[n], paths) for n in (0, *sides)]
+        return [(i, versions) for path in paths if len(set(versions := [b[path] for b in blobs])) == len(blobs)
+                and (i := id_of_path(path[len(store.prefix):]))]
+
     found = []
-    for (forgot, kept), (renamed, lost) in ((tips[0], 1), (tips[1], 2)), ((tips[1], 2), (tips[0], 1)):
-        paths = [f"{folder}/{name.decode('utf-8', 'surrogateescape')}" for name in (names[0] & names[kept]) - names[lost]]
-        was, now = objects.blobs_at(trees[0], paths), objects.blobs_at(trees[kept], paths)
-        ids = [i for path in paths if was[path] != now[path] and (i := id_of_path(path[len(store.prefix):]))]
-        forgotten = [i for i in ids if (gone := first_deletion(store, i, base, forgot)) is not None
-                     and i not in renamed_in(store, gone)]
-        moved = renames_between(store, base, renamed) if forgotten else {}
+    for (forgot, kept), (other, lost) in ((tips[0], 1), (tips[1], 2)), ((tips[1], 2), (tips[0], 1)):
+        forgotten = [i for i, blobs in changed((names[0] & names[kept]) - names[lost], kept)
+                     if _given_again(store, i, first_deletion(store, i, base, forgot), blobs)]
+        moved = renames_between(store, base, other) if forgotten else {}
         ends = objects.blobs_at(trees[lost], [store.repo_path(memory_path(moved[i])) for i in forgotten if i in moved])
         gave = chains(store, base, forgot)[0] if ends else {}
-        found += [Crossing(forgot, renamed, i, moved[i], gave.get(i)) for i in forgotten
+        found += [Crossing(forgot, other, i, moved[i], gave.get(i)) for i in forgotten
                   if i in moved and ends[store.repo_path(memory_path(moved[i]))] is not None]
+    for i, (was, *now) in changed(names[0] & names[1] & names[2], 1, 2):
+        gone = [first_deletion(store, i, base, tip) for tip in tips]
+        for n in (0, 1):
+            if gone[1 - n] is None and _given_again(store, i, gone[n], [was, now[n]]):
+                found.append(Crossing(tips[n], tips[1 - n], i, None, chains(store, base, tips[n])[0].get(i)))
     return found
+
+
+def _given_again(store: GitStore, memory_id: str, gone: str | None, blobs: list[str | None]) -> bool:
+    """Whether a tip forgot ``memory_id`` (``gone``: its first deletion since they parted, no
+    rename) and then gave the id to another memory: ``blobs``, its file where they parted and at
+    that tip, hold two learnings (one: the memory brought back, ``restore``)."""
+    if gone is None or memory_id in renamed_in(store, gone):
+        return False
+    texts = store.objects.read_many("blob", [blob for blob in blobs if blob])
+    try:
+        return len({loads(text.decode("utf-8", "surrogateescape"), memory_id).learning for text in texts.values()}) > 1
+    except MemoryFileError:  # a version that does not parse is no memory to call the same
+        return True
 
 
 def renames_between(store: GitStore, base: str, head: str = "HEAD") -> dict[str, str]:

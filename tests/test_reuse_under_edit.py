@@ -1,0 +1,232 @@
+"""An id given to another memory on one line of history while the other edits the memory it
+named: clone a forgets kb.y and gives the id to another memory (``save --id kb.y`` of a new text,
+or ``rename kb.x kb.y``), clone b edits kb.y. git sees two edits of one file, and merged (or
+rebased) b's edit into a's new memory, whichever side synced first. Real clones of one bare
+remote; every ``slayer-kb`` command run in this process, git as git, the steps a stop prints run
+as printed (a shell for git's, ``mv`` and ``test``)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from testing import CliRunner, git, make_team
+
+BEE = ("--author", "Bee <bee@example.com>")
+PLAIN = "a plain git merge of this branch does the same, or stops on two edits of one memory where their lines meet"
+MERGE = "Run 'git fetch origin && slayer-kb merge origin/main': it"
+
+
+def _unlike(tag: str) -> str:
+    """A text of 40 words no other text of a test shares: git pairs no forget or save with it."""
+    return " ".join(f"{tag}{n}word" for n in range(40))
+
+
+def _reused(tmp_path: Path, invoke_cli: CliRunner, by_rename: bool, folder: str = "") -> tuple[Path, Path]:
+    """kb.x and kb.y on both clones; a forgets kb.y and gives the id to another memory (kb.x
+    renamed to it, or a new text saved there); b edits kb.y's description."""
+    _bare, (a, b) = make_team(tmp_path, folder=folder)
+    for tag, memory_id in (("xray", "kb.x"), ("yank", "kb.y")):
+        invoke_cli("--kb", a, "save", _unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "forget", "kb.y", check=True)
+    if by_rename:
+        invoke_cli("--kb", a, "rename", "kb.x", "kb.y", check=True)
+    else:
+        invoke_cli("--kb", a, "save", _unlike("zulu"), "--id", "kb.y", "-e", "shop.orders", check=True)
+    invoke_cli("--kb", b, *BEE, "update", "kb.y", "--description", "b's summary", check=True)
+    return a, b
+
+
+def _gave(by_rename: bool) -> str:
+    return "renamed kb.x to kb.y" if by_rename else "saved another memory as kb.y"
+
+
+def _words(forgetter_here: bool, by_rename: bool, names: tuple[str, str] = ("this branch", "origin/main")) -> str:
+    """What the side that forgot kb.y did, and the other, by whether this branch forgot it."""
+    forgetter, editor = names if forgetter_here else names[::-1]
+    return (f"{forgetter} forgot kb.y, which {editor} edited, and then {_gave(by_rename)}: git takes both for edits "
+            "of one memory and merges that edit into the other memory")
+
+
+def _opening(words: str) -> str:
+    """``words`` opening a message: "this branch" and "your commits" capitalised, a ref as it is."""
+    return words[:1].upper() + words[1:] if words.startswith(("this ", "your ")) else words
+
+
+def _choice(forgetter_here: bool) -> str:
+    """The step that lets the edited memory go or keeps it as kb.y-2, this branch's choice first."""
+    path, aside = "memories/kb.y.yaml", "memories/kb.y-2.yaml"
+    given, edited = ("--ours", "--theirs") if forgetter_here else ("--theirs", "--ours")
+    keep = (f"test ! -e {aside} && git checkout {edited} {path} && mv {path} {aside} && git checkout {given} {path} "
+            f"&& git add {path} {aside}")
+    drop = f"git checkout {given} {path} && git add {path}"
+    return (f"{drop} to keep it forgotten, yours at kb.y (or {keep} to keep the memory origin/main edited, as kb.y-2)"
+            if forgetter_here else
+            f"{keep} to keep the memory you edited, as kb.y-2, and origin/main's at kb.y (or {drop} to let it go)")
+
+
+def _typed(invoke_cli: CliRunner, message: str, keep: bool) -> list[str]:
+    """The steps of a stop, run as printed, the choice between the edited memory and its forget
+    by ``keep``; what each slayer-kb step printed."""
+    said, here = [], Path()
+    for step in re.split(r"; (?![^(]*\))", message.split(" To merge by hand: ", 1)[1].strip().removesuffix(".")):
+        typed = step.split(" (")[0]
+        if " && " in typed:  # the choice: the keep chain moves a file aside (mv), the other does not
+            first, other = typed.split(" to ", 1)[0], step.split(" (or ", 1)[1].split(" to ")[0].removesuffix(")")
+            typed = first if (" mv " in first) == keep else other
+        if typed.startswith("cd "):
+            here = Path(typed[3:])
+        elif typed.startswith(("git ", "test ")):
+            subprocess.run(typed, shell=True, cwd=here, check=True, capture_output=True)
+        else:
+            proc = invoke_cli(*shlex.split(typed.split(" (")[0])[1:], cwd=here)
+            said.append(proc.stdout + proc.stderr)
+    return said
+
+
+def _texts(clone: Path) -> dict[str, str]:
+    return {path.name: path.read_text() for path in sorted((clone / "memories").glob("*.yaml"))}
+
+
+def _settled(invoke_cli: CliRunner, a: Path, b: Path, keep: bool, given: str, edited: str) -> None:
+    """Both clones synced hold the memory given the id at kb.y as the forgetting side wrote it,
+    and b's edited memory as kb.y-2 as b wrote it, if kept, else not at all (kb.x as it was,
+    unless renamed to kb.y)."""
+    x = {} if given.startswith("learning: xray") else {"kb.x.yaml": (a / "memories" / "kb.x.yaml").read_text()}
+    for clone in (a, b):
+        invoke_cli("--kb", clone, "sync", check=True)
+    for clone in (a, b):
+        texts = _texts(clone)
+        assert texts == {**x, "kb.y.yaml": given, **({"kb.y-2.yaml": edited} if keep else {})}, texts
+        assert invoke_cli("--kb", clone, "validate", check=True).stdout.endswith("no problems.\n")
+    assert "description: b's summary\n" in edited and "description" not in given
+
+
+@pytest.mark.parametrize("keep", [True, False])
+@pytest.mark.parametrize(("forgetter_merges", "by_rename"), [(True, False), (False, False), (True, True), (False, True)])
+def test_a_merge_of_an_id_given_again_against_an_edit_stops_on_the_forget(
+        tmp_path: Path, invoke_cli: CliRunner, forgetter_merges: bool, by_rename: bool, keep: bool) -> None:
+    """The merge finished with b's edit merged into a's new memory at kb.y. It stops: a's memory in
+    the work tree at kb.y, both versions held; the steps keep b's as kb.y-2 or let it go."""
+    a, b = _reused(tmp_path, invoke_cli, by_rename)
+    given, edited = (a / "memories" / "kb.y.yaml").read_text(), (b / "memories" / "kb.y.yaml").read_text()
+    first, second = (b, a) if forgetter_merges else (a, b)
+    invoke_cli("--kb", first, "sync", check=True)
+    git(second, "fetch", "-q", "origin")
+    stopped = invoke_cli("--kb", second, "merge", "origin/main")
+    words = _words(forgetter_merges, by_rename)
+    assert (stopped.returncode, stopped.stderr) == (1, (
+        f"Error: {_opening(words)}; the merge stopped, and git -C {second} merge --abort would put the "
+        f"branch back as it was. To merge by hand: cd {second}; {_choice(forgetter_merges)}; slayer-kb validate; git "
+        "commit --no-edit; slayer-kb sync.\n"))
+    assert (second / "memories" / "kb.y.yaml").read_text() == given
+    assert len(git(second, "ls-files", "-u", "memories/kb.y.yaml").splitlines()) == 3  # base and both sides
+    said = _typed(invoke_cli, stopped.stderr.removeprefix("Error: "), keep)
+    checked = 1 + keep + (not by_rename)
+    assert said[0] == f"Checked {checked} file{'s' if checked > 1 else ''}: no problems.\n", said
+    _settled(invoke_cli, a, b, keep, given, edited)
+
+
+@pytest.mark.parametrize("keep", [True, False])
+@pytest.mark.parametrize(("forgetter_syncs", "by_rename", "folder"), [
+    (True, False, ""), (False, False, ""), (True, True, ""), (False, True, ""), (True, True, "kb"), (False, False, "kb")])
+def test_a_sync_of_an_id_given_again_against_an_edit_stops_on_the_forget(
+        tmp_path: Path, invoke_cli: CliRunner, forgetter_syncs: bool, by_rename: bool, folder: str, keep: bool) -> None:
+    """Synced after the forgetter, the editor's rebase merged its edit into the new memory without a
+    word; synced first, the forgetter's stop named a forget against an edit (or, after a rename,
+    kb.x renamed by the other side), whose 'keep' step then met the new memory. Either way the
+    sync stops, the repository as it was, naming the forget, the edit and the id given again, and
+    the merge whose steps settle it; in a KB that is a folder of its repository (``kb``) too."""
+    a, b = _reused(tmp_path, invoke_cli, by_rename, folder)
+    given, edited = (a / "memories" / "kb.y.yaml").read_text(), (b / "memories" / "kb.y.yaml").read_text()
+    first, second = (b, a) if forgetter_syncs else (a, b)
+    invoke_cli("--kb", first, "sync", check=True)
+    head = git(second, "rev-parse", "HEAD")
+    stopped = invoke_cli("--kb", second, "sync")
+    words = _words(forgetter_syncs, by_rename)
+    assert (stopped.returncode, stopped.stderr) == (1, (
+        f"Error: {_opening(words)}; the repository is back as it was. To merge by hand: cd {second}; git "
+        f"fetch origin; slayer-kb merge origin/main (it stops on the conflict); {_choice(forgetter_syncs)}; slayer-kb "
+        "validate; git commit --no-edit; slayer-kb sync.\n"))
+    assert git(second, "rev-parse", "HEAD") == head
+    assert git(second, "status", "--porcelain") == ""
+    _typed(invoke_cli, stopped.stderr.removeprefix("Error: "), keep)
+    _settled(invoke_cli, a, b, keep, given, edited)
+
+
+@pytest.mark.parametrize("forgetter_rebases", [True, False])
+def test_a_rebase_of_an_id_given_again_against_an_edit_is_refused(
+        tmp_path: Path, invoke_cli: CliRunner, forgetter_rebases: bool) -> None:
+    """The editor's rebase merged its edit into the new memory without a word; the forgetter's
+    stopped on its forget, whose 'keep' step then met the new memory. Refused, naming the merge
+    that stops on it; that merge's steps settle it."""
+    a, b = _reused(tmp_path, invoke_cli, by_rename=False)
+    given, edited = (a / "memories" / "kb.y.yaml").read_text(), (b / "memories" / "kb.y.yaml").read_text()
+    first, second = (b, a) if forgetter_rebases else (a, b)
+    invoke_cli("--kb", first, "sync", check=True)
+    git(second, "fetch", "-q", "origin")
+    head = git(second, "rev-parse", "HEAD")
+    refused = invoke_cli("--kb", second, "rebase", "origin/main")
+    words = _words(forgetter_rebases, False, ("your commits", "origin/main"))
+    assert (refused.returncode, refused.stderr) == (1, (
+        f"Error: {_opening(words)}. A rebase replays one side's commits onto the other's one by one, "
+        f"which cannot keep the two memories apart, so nothing was rebased. Run 'slayer-kb --kb {second} merge "
+        "origin/main' instead: it keeps that memory where it is, and stops on the forget against the edit with the "
+        "steps to keep either.\n"))
+    assert git(second, "rev-parse", "HEAD") == head
+    stopped = invoke_cli("--kb", second, "merge", "origin/main")
+    _typed(invoke_cli, stopped.stderr.removeprefix("Error: "), keep=True)
+    _settled(invoke_cli, a, b, True, given, edited)
+
+
+@pytest.mark.parametrize("forgetter_checks", [True, False])
+def test_validate_against_names_an_id_given_again_against_an_edit(
+        tmp_path: Path, invoke_cli: CliRunner, forgetter_checks: bool) -> None:
+    """A plain git merge (a pull request's button) merges b's edit into a's new memory, or stops on
+    two edits of one memory (here: their lines meet), and validate --against and review named it
+    as the latter, with slayer-kb merge to join them."""
+    a, b = _reused(tmp_path, invoke_cli, by_rename=True)
+    first, second = (b, a) if forgetter_checks else (a, b)
+    invoke_cli("--kb", first, "sync", check=True)
+    git(second, "fetch", "-q", "origin")
+    checked = invoke_cli("validate", "--against", "origin/main", cwd=second)
+    words = _words(forgetter_checks, True)
+    settles = ("keeps that memory where it is, and stops on the forget against the edit with the steps to keep "
+               "either")
+    assert (checked.returncode, checked.stdout) == (1, (
+        f"memories/kb.y.yaml:1: {words}; {PLAIN}. {MERGE} "
+        f"{settles}\n1 problem in 1 file (1 file checked)\n"))
+    reviewed = json.loads(invoke_cli("--kb", second, "review", "origin/main", "--json").stdout)
+    assert reviewed["problems"] == [
+        f"{second}/memories/kb.y.yaml:1: {words}; {PLAIN}. Run "
+        f"'git -C {second} fetch origin && slayer-kb --kb {second} merge origin/main': it {settles}"]
+
+
+def test_a_memory_brought_back_and_edited_against_a_rename_merges_as_before(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """a forgets kb.y, restores it (the same memory, not another one given its id) and edits it;
+    b renames kb.y to kb.m. The merge stopped on a forget against a rename, saying a gave the id
+    to another memory; it merges a's edit into kb.m, as git follows a rename."""
+    a, b = _reused(tmp_path, invoke_cli, by_rename=False)
+    git(a, "reset", "-q", "--hard", "HEAD~2")  # a's forget and save undone: a forgets kb.y anew
+    invoke_cli("--kb", a, "forget", "kb.y", check=True)
+    invoke_cli("--kb", a, "restore", "kb.y", "--rev", "HEAD~1", check=True)
+    invoke_cli("--kb", a, "update", "kb.y", "--title", "Yank", check=True)
+    git(b, "reset", "-q", "--hard", "HEAD~1")
+    invoke_cli("--kb", b, *BEE, "rename", "kb.y", "kb.m", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    git(a, "fetch", "-q", "origin")
+    merged = invoke_cli("--kb", a, "merge", "origin/main")
+    assert (merged.returncode, merged.stderr) == (0, "")
+    for clone in (a, b):
+        invoke_cli("--kb", clone, "sync", check=True)
+        texts = _texts(clone)
+        assert list(texts) == ["kb.m.yaml", "kb.x.yaml"]
+        assert "learning: yank0word" in texts["kb.m.yaml"] and "title: Yank\n" in texts["kb.m.yaml"]
