@@ -72,6 +72,14 @@ class Branch:
         """``fix_command`` of ``args``, the remote asked of git once for all the checks."""
         return _after_fetch(self.root, args, self.remote)
 
+    @cached_property
+    def tracked_branch(self) -> str | None:
+        """The branch a commit lands on to change ``against`` (``origin/main`` and ``main``: main),
+        for a fix made there; None for a revision no branch names (a tag, a commit)."""
+        full = self.store.git("rev-parse", "--symbolic-full-name", self.against, check=False).stdout.decode().strip()
+        tracking = f"refs/remotes/{self.remote}/" if self.remote is not None else "refs/heads/"
+        return full.removeprefix(tracking) if full.startswith(tracking) else None
+
 
 def branch(root: Path, against: str, opened: GitStore | None = None) -> Branch:
     """``opened``: the repository of the KB at ``root`` where the caller has it open already (the
