@@ -380,3 +380,47 @@ def test_validate_against_and_review_say_both_sides_soft_forgot_a_taken_in_memor
     merged = [yaml.safe_load((reviewer / "memories" / f"{memory_id}.yaml").read_text()) for memory_id in "12"]
     assert [(m["learning"], m["deleted_at"]) for m in merged] == [("Refund reasons are free text", forgot),
                                                                   ("Amounts are in whole cents", forgot)]
+
+
+def test_validate_against_says_the_branch_took_in_from_main_what_main_forgot_since(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # The agent cherry-picked main's saves of three memories; main then forgot two, one soft, one
+    # not, and the agent the third. 'validate --against' said "origin/main took memory N in from
+    # this branch", the other way round: the check matches a memory both sides added as one
+    # whichever side added it first.
+    _bare, (agent, reviewer) = make_team(tmp_path)
+    git(agent, "switch", "-q", "-c", "agent-a")
+    saved = [json_of(invoke_cli("--kb", reviewer, "--json", *command, check=True))["memory_id"]
+             for command in (REFUNDS, CENTS, ("save", "Fees are netted monthly", "-e", "shop.orders.cost"))]
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    git(agent, "fetch", "-q", "origin")
+    time.sleep(1)  # the cherry-picks a second after main's saves: the later side took the memory in
+    picks = git(agent, "log", "--format=%H", "--reverse", "--grep=^memory: save", "origin/main").split()
+    git(agent, "cherry-pick", *picks)
+    invoke_cli("--kb", agent, "save", "Orders ship in boxes", "-e", "shop.orders.status", check=True)
+    invoke_cli("--kb", agent, "forget", saved[2], check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    invoke_cli("--kb", reviewer, "forget", "--soft", saved[0], check=True)
+    invoke_cli("--kb", reviewer, "forget", saved[1], check=True)
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    _on_agent_a(reviewer)
+
+    took = ("this branch took memory {} in from origin/main (a cherry-pick, a squash or a copy, under commits of its "
+            "own), and origin/main has forgotten it since")
+    soft = took.format(saved[0]) + (
+        " (a soft forget), and this branch holds it as taken in: a plain git merge of this branch stops on it, since "
+        "git's merge base is older than the memory. Run 'git fetch origin && slayer-kb merge origin/main': it keeps "
+        "it forgotten on this branch too, and the plain merge then goes through (to keep the memory instead, after "
+        f"that merge, on a checkout of main: 'git switch main && slayer-kb sync && slayer-kb restore {saved[0]} && "
+        "slayer-kb sync')")
+    hard = took.format(saved[1]) + (
+        ", and this branch holds it as taken in: a merge of this branch (a plain git merge, or slayer-kb merge) "
+        "brings it back, since git's merge base is older than the memory. Run 'slayer-kb forget "
+        f"{saved[1]}': it forgets it on this branch too, in one commit")
+    kept = (f"this branch forgot memory {saved[2]} after taking it in from origin/main (a cherry-pick, a squash or a "
+            "copy, under commits of its own): a plain git merge of this branch keeps it, since git's merge base is "
+            "older than the memory. Run 'git fetch origin && slayer-kb merge origin/main': it keeps the memory "
+            "forgotten")
+    data = json_of(invoke_cli("--kb", reviewer, "--json", "validate", "--against", "origin/main"))
+    assert sorted((p["path"], p["message"]) for p in data["problems"] if p["path"].startswith("memories/")) == [
+        (f"memories/{saved[0]}.yaml", soft), (f"memories/{saved[1]}.yaml", hard), (f"memories/{saved[2]}.yaml", kept)]

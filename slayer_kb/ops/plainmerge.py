@@ -3,8 +3,9 @@ merge button, where no merge driver of slayer-kb's runs) stops on or gets wrong,
 ``validate --against REF``: memory and session files both sides wrote in lines git cannot join,
 forgets such a merge would undo, and links it would leave pointing at a memory the branch forgot
 or an entity it deleted from the catalog, and memories the compared revision took in by a squash
-and renamed or forgot since, which any merge brings back (or soft-forgot, on which a plain merge
-stops). Each problem names its own fix:
+(or the branch took in from it: ``Branch.taken_from_against`` tells which) and renamed or forgot
+since, which any merge brings back (or soft-forgot, on which a plain merge stops). Each problem
+names its own fix:
 ``slayer-kb merge REF`` on the branch where that merge handles it as ``sync`` does, a ``forget``
 or a ``git rm`` where no merge can."""
 
@@ -109,14 +110,16 @@ def _moved_since_taken_in(compared: Branch, ours: dict[str, tuple[str, str]], th
     away = renamed_since(compared.store, compared.base, compared.against_sha,
                          [id_of_path(path) or "" for path in both_added]).live if both_added else {}
     shared = compared.same_memories(both_added)
-    problems = _soft_forgotten(compared, ours, theirs, {p: b for p, b in shared.items() if id_of_path(p) not in away})
+    theirs_first = compared.taken_from_against(list(shared))
+    problems = _soft_forgotten(compared, ours, theirs, {p: b for p, b in shared.items() if id_of_path(p) not in away},
+                               theirs_first)
     against, root = compared.against, compared.root
     for path, blob in shared.items():
         memory_id = id_of_path(path) or ""
         if memory_id not in away:
             continue
         new = away[memory_id]
-        said = (f"{_took_in(against, memory_id)}has renamed it to '{new}' since, and given '{memory_id}' to another "
+        said = (f"{_took_in(against, memory_id, path in theirs_first)}has renamed it to '{new}' since, and given '{memory_id}' to another "
                 "memory: a plain git merge of this branch stops on it, and so does slayer-kb merge")
         if ours[path][1] == blob:
             said += (f". Run '{drop_fix(compared.root, path, new, compared.against)}': with this branch's copy gone, the merge takes "
@@ -129,9 +132,10 @@ def _moved_since_taken_in(compared: Branch, ours: dict[str, tuple[str, str]], th
 
 
 def _soft_forgotten(compared: Branch, ours: dict[str, tuple[str, str]], theirs: dict[str, tuple[str, str]],
-                    shared: dict[str, str]) -> dict[str, Problem]:
-    """Of the memories both sides added that the revision compared with took in from this branch
-    (``shared``: the version taken in), those it soft-forgot since (``forget --soft``): its file
+                    shared: dict[str, str], theirs_first: set[str]) -> dict[str, Problem]:
+    """Of the memories both sides added as one, the revision compared with taking them in from this
+    branch or this branch from it (``theirs_first``) (``shared``: the version taken in), those that
+    revision soft-forgot since (``forget --soft``): its file
     holds ``deleted_at``, so a plain git merge stops on it, both sides having added it since git's
     merge base. What ``slayer-kb merge`` does with each is ``merging.soft_forget_met``'s, as
     ``review`` says it. (Removing the branch's copy instead reads as the branch forgetting what
@@ -152,7 +156,7 @@ def _soft_forgotten(compared: Branch, ours: dict[str, tuple[str, str]], theirs: 
         branch = {"both": "has forgotten it too", "edited": "has edited it"}.get(
             met, "holds it as taken in" if ours[path][1] == blob else "has changed only its links")
         merge = compared.fix(f"merge {shell_word(against)}")
-        said = (f"{_took_in(against, memory_id)}has forgotten it since (a soft forget), and this branch {branch}: "
+        said = (f"{_took_in(against, memory_id, path in theirs_first)}has forgotten it since (a soft forget), and this branch {branch}: "
                 f"a plain git merge of this branch stops on it, {_OLDER}. Run '{merge}': ")
         if met == "edited":
             said += "it stops on the forget against the edit, with the steps to keep either"
@@ -216,11 +220,12 @@ def _revived(compared: Branch, ours: dict[str, tuple[str, str]], theirs: dict[st
     store, against, root = compared.store, compared.against, compared.root
     assert compared.base is not None
     held = {id_of_path(path) or "": path for path in shared}
+    theirs_first = compared.taken_from_against(list(shared))
     renamed = renamed_since(store, compared.base, compared.against_sha, held).live
     merged = "a merge of this branch (a plain git merge, or slayer-kb merge) brings it back"
     problems = []
     for memory_id, path in sorted(held.items(), key=lambda item: id_sort_key(item[0])):
-        untouched, said = ours[path][1] == shared[path], _took_in(against, memory_id)
+        untouched, said = ours[path][1] == shared[path], _took_in(against, memory_id, path in theirs_first)
         if memory_id in renamed:
             new = renamed[memory_id]
             fix = drop_fix(compared.root, path, new, compared.against)
@@ -245,8 +250,12 @@ def _revived(compared: Branch, ours: dict[str, tuple[str, str]], theirs: dict[st
     return problems
 
 
-def _took_in(against: str, memory_id: str) -> str:
-    """How a problem about a memory ``against`` took in from this branch starts."""
+def _took_in(against: str, memory_id: str, theirs_first: bool) -> str:
+    """How a problem about a memory both sides added as one starts, up to what ``against`` did to it
+    since: ``against`` took it in from this branch, or (``theirs_first``) this branch from it."""
+    if theirs_first:
+        return (f"this branch took memory {memory_id} in from {against} (a cherry-pick, a squash or a copy, under "
+                f"commits of its own), and {against} ")
     return f"{against} took memory {memory_id} in from this branch (a squash or rebase merge, under commits of its own) and "
 
 
@@ -259,17 +268,21 @@ def _undone_problems(compared: Branch, theirs: dict[str, tuple[str, str]], undon
         return []
     against, renamed = compared.against, renames()
     fix = compared.fix(f"merge {shell_word(against)}")
-    taken = (f"after {against} took it in from this branch (a squash or rebase merge, under commits of its "
-             "own)")
+    theirs_first = compared.taken_from_against(list(undone))
     problems = []
     for path, shared in sorted(undone.items()):
         memory_id = id_of_path(path) or ""
+        taken, edited = (
+            (f"after taking it in from {against} (a cherry-pick, a squash or a copy, under commits of its own)",
+             f", which {against} edited since") if path in theirs_first else
+            (f"after {against} took it in from this branch (a squash or rebase merge, under commits of its own)",
+             " and edited it"))
         if memory_id in renamed:
             new = renamed[memory_id]
             what = (f"this branch renamed memory {memory_id} to '{new}' {taken}: a plain git merge of this branch "
                     f"keeps it under both ids", f"it keeps it as {new} alone")
         elif theirs[path][1] != shared:
-            what = (f"this branch forgot memory {memory_id} {taken} and edited it: a plain git merge of this "
+            what = (f"this branch forgot memory {memory_id} {taken}{edited}: a plain git merge of this "
                     "branch keeps that edit without a word",
                     "it stops on the forget against the edit, with the steps to keep either")
         else:
