@@ -6,10 +6,14 @@ not what ``git diff`` suggests. Each test is one team (``make_team``, ``squash_m
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from testing import CliRunner, git, in_process_runner, in_the_kb, json_of, make_team, squash_merged_branch
 
@@ -295,9 +299,10 @@ def test_validate_against_says_main_soft_forgot_a_taken_in_memory_and_runs_the_m
     said = ("origin/main took memory {} in from this branch (a squash or rebase merge, under commits of its own) and "
             "has forgotten it since (a soft forget), and this branch {}: a plain git merge of this branch stops on it, "
             "since git's merge base is older than the memory. Run 'git fetch origin && slayer-kb merge origin/main': ")
+    restore = "git switch main && slayer-kb sync && slayer-kb restore 1 && slayer-kb sync"
     kept = said.format(1, "holds it as taken in") + (
         "it keeps it forgotten on this branch too, and the plain merge then goes through (to keep the memory instead, "
-        "restore it on origin/main: 'slayer-kb restore 1')")
+        f"after that merge, on a checkout of main: '{restore}')")
     edited = said.format(2, "has edited it") + "it stops on the forget against the edit, with the steps to keep either"
     checked = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
     assert (checked.returncode, checked.stdout) == (1, (
@@ -315,7 +320,107 @@ def test_validate_against_says_main_soft_forgot_a_taken_in_memory_and_runs_the_m
     git(agent, "add", "memories/2.yaml")
     git(agent, "commit", "-q", "--no-edit")
     invoke_cli("--kb", agent, "sync", check=True)
+    # Then 1 is restored as the message says, typed as printed in the agent's clone, whose main
+    # predates the squash: on main, after the merge (restored before it, the merge takes the restore
+    # and a plain merge still stops on 1; on the branch, 1 is not forgotten before the merge).
+    typed = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    subprocess.run(["sh", "-c", restore], cwd=agent, env=typed, capture_output=True, check=True)
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "switch", "-q", "main")
+    git(reviewer, "merge", "-q", "--ff-only", "origin/main")
     assert _checked_clean_then_merged(invoke_cli, reviewer) == ["memories/1.yaml", "memories/2.yaml",
                                                                 "memories/3.yaml"]
     assert ["\ndeleted_at: " in (reviewer / "memories" / f"{memory_id}.yaml").read_text() for memory_id in "12"] == [
-        True, True]
+        False, True]
+
+
+def test_validate_against_and_review_say_both_sides_soft_forgot_a_taken_in_memory(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # main squash-merged the agent's 1 and 2 and soft-forgot both; so did the agent, after editing 2.
+    # 'validate --against' said of both "this branch has edited it ... it stops on the forget against
+    # the edit" and review "for a person to keep the edit or the forget", where both forgot them and
+    # 'slayer-kb merge' goes through.
+    agent, reviewer = squash_merged_branch(tmp_path, invoke_cli, REFUNDS, CENTS)
+    for memory_id in ("1", "2"):
+        invoke_cli("--kb", reviewer, "forget", "--soft", memory_id, check=True)
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    forgot = yaml.safe_load((reviewer / "memories" / "1.yaml").read_text())["deleted_at"]
+    time.sleep(1)  # the agent's forget of 1 in another second: else both files are one, and git merges them
+    invoke_cli("--kb", agent, "update", "2", "--content", "Amounts are in whole cents", check=True)
+    for memory_id in ("1", "2"):
+        invoke_cli("--kb", agent, "forget", "--soft", memory_id, check=True)
+    invoke_cli("--kb", agent, "save", "Orders ship in boxes", "-e", "shop.orders.status", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    _on_agent_a(reviewer)
+
+    merge = "git fetch origin && slayer-kb merge origin/main"
+    said = ("origin/main took memory {} in from this branch (a squash or rebase merge, under commits of its own) and "
+            "has forgotten it since (a soft forget), and this branch has forgotten it too: a plain git merge of this "
+            f"branch stops on it, since git's merge base is older than the memory. Run '{merge}': it keeps it "
+            "forgotten, from the first of the two forgets, and the plain merge then goes through")
+    checked = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
+    assert (checked.returncode, checked.stdout) == (1, (
+        f"memories/1.yaml:1: {said.format(1)}\nmemories/2.yaml:1: {said.format(2)}\n"
+        "2 problems in 2 files (3 files checked)\n"))
+    both = (f"origin/main has forgotten it since (a soft forget), and so has this branch: a plain git merge stops on "
+            f"it, where '{merge}' keeps it forgotten")
+    data = json_of(invoke_cli("--kb", reviewer, "--json", "review", "origin/main", check=True))
+    assert [(c["id"], c["fields"], c.get("note")) for c in data["changed"]] == [
+        ("1", ["deleted_at"], both), ("2", ["learning", "updated_at", "deleted_at"], both)]
+
+    # The merge goes through as said: both stay forgotten since main's forget, 2 with the agent's edit.
+    git(agent, "fetch", "-q", "origin")
+    invoke_cli("--kb", agent, "merge", "origin/main", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    _on_agent_a(reviewer)
+    again = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
+    assert (again.returncode, again.stdout) == (0, "Checked 2 files: no problems.\n")  # 2's edit, and 3
+    git(reviewer, "switch", "-q", "main")
+    git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge agent-a")
+    merged = [yaml.safe_load((reviewer / "memories" / f"{memory_id}.yaml").read_text()) for memory_id in "12"]
+    assert [(m["learning"], m["deleted_at"]) for m in merged] == [("Refund reasons are free text", forgot),
+                                                                  ("Amounts are in whole cents", forgot)]
+
+
+def test_validate_against_says_the_branch_took_in_from_main_what_main_forgot_since(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # The agent cherry-picked main's saves of three memories; main then forgot two, one soft, one
+    # not, and the agent the third. 'validate --against' said "origin/main took memory N in from
+    # this branch", the other way round: the check matches a memory both sides added as one
+    # whichever side added it first.
+    _bare, (agent, reviewer) = make_team(tmp_path)
+    git(agent, "switch", "-q", "-c", "agent-a")
+    saved = [json_of(invoke_cli("--kb", reviewer, "--json", *command, check=True))["memory_id"]
+             for command in (REFUNDS, CENTS, ("save", "Fees are netted monthly", "-e", "shop.orders.cost"))]
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    git(agent, "fetch", "-q", "origin")
+    time.sleep(1)  # the cherry-picks a second after main's saves: the later side took the memory in
+    picks = git(agent, "log", "--format=%H", "--reverse", "--grep=^memory: save", "origin/main").split()
+    git(agent, "cherry-pick", *picks)
+    invoke_cli("--kb", agent, "save", "Orders ship in boxes", "-e", "shop.orders.status", check=True)
+    invoke_cli("--kb", agent, "forget", saved[2], check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    invoke_cli("--kb", reviewer, "forget", "--soft", saved[0], check=True)
+    invoke_cli("--kb", reviewer, "forget", saved[1], check=True)
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    _on_agent_a(reviewer)
+
+    took = ("this branch took memory {} in from origin/main (a cherry-pick, a squash or a copy, under commits of its "
+            "own), and origin/main has forgotten it since")
+    soft = took.format(saved[0]) + (
+        " (a soft forget), and this branch holds it as taken in: a plain git merge of this branch stops on it, since "
+        "git's merge base is older than the memory. Run 'git fetch origin && slayer-kb merge origin/main': it keeps "
+        "it forgotten on this branch too, and the plain merge then goes through (to keep the memory instead, after "
+        f"that merge, on a checkout of main: 'git switch main && slayer-kb sync && slayer-kb restore {saved[0]} && "
+        "slayer-kb sync')")
+    hard = took.format(saved[1]) + (
+        ", and this branch holds it as taken in: a merge of this branch (a plain git merge, or slayer-kb merge) "
+        "brings it back, since git's merge base is older than the memory. Run 'slayer-kb forget "
+        f"{saved[1]}': it forgets it on this branch too, in one commit")
+    kept = (f"this branch forgot memory {saved[2]} after taking it in from origin/main (a cherry-pick, a squash or a "
+            "copy, under commits of its own): a plain git merge of this branch keeps it, since git's merge base is "
+            "older than the memory. Run 'git fetch origin && slayer-kb merge origin/main': it keeps the memory "
+            "forgotten")
+    data = json_of(invoke_cli("--kb", reviewer, "--json", "validate", "--against", "origin/main"))
+    assert sorted((p["path"], p["message"]) for p in data["problems"] if p["path"].startswith("memories/")) == [
+        (f"memories/{saved[0]}.yaml", soft), (f"memories/{saved[1]}.yaml", hard), (f"memories/{saved[2]}.yaml", kept)]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Literal
 
 from .engram import content_hash
 from .locate import MEMORY_LINK
@@ -233,6 +234,18 @@ def forgot_against_edit(base: Memory, ours: Memory, theirs: Memory) -> bool:
     two intents a person weighs, wherever in the file the two changes lie."""
     return any(base.deleted_at is None and forgot.deleted_at is not None and edited.deleted_at is None
                and revised(base, edited) for forgot, edited in ((ours, theirs), (theirs, ours)))
+
+
+def soft_forget_met(taken: Memory, mine: Memory, theirs: Memory) -> Literal["kept", "both", "edited"]:
+    """What ``slayer-kb merge`` makes of a memory a revision took in from a branch as ``taken`` (a
+    squash or rebase merge) and soft-forgot since (``theirs``), which the branch holds as ``mine``,
+    merged from ``taken`` as ``merge_edits`` merges: "both" where the branch forgot it too (it stays
+    forgotten, from the first forget), "edited" where the branch edited what it says (a forget
+    against an edit: the merge stops for a person to keep either), else "kept" (the forget stands).
+    ``review`` and ``validate --against`` word it each their own way, from this one rule."""
+    if mine.deleted_at is not None:
+        return "both"
+    return "edited" if forgot_against_edit(taken, mine, theirs) else "kept"
 
 
 _LINKS = frozenset({"entities", "updated_at"})  # what a forget's cascade changes in the memories linking it

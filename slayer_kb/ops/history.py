@@ -45,6 +45,7 @@ from ..core.fileio import NotRegularFile, not_a_file, read_regular
 from ..core.ids import check_existing_id, id_sort_key, meant_id, no_memory
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.memory import Memory, dumps, loads, with_entities
+from ..core.merging import soft_forget_met
 from ..core.problems import command, shell_word, shown, words
 from ..core.results import LogEntry, RestoreResult, Shown
 from ..core.review import MemoryChange, Review
@@ -332,7 +333,7 @@ def _taken_in(store: GitStore, result: Review, added: dict[str, Memory], head_sh
     repo_paths = [store.repo_path(path) for path in shared]
     now = objects.blobs_at(objects.tree_of(head_sha), repo_paths)
     held = objects.blobs_at(objects.tree_of(against_sha), repo_paths)
-    texts = objects.read_many("blob", set(shared.values()) | {b for b in held.values() if b is not None})
+    texts = objects.read_many("blob", {*shared.values(), *(b for side in (now, held) for b in side.values() if b)})
     # What the base did with a memory it took in: read once, where it no longer holds that memory.
     moved = functools.cache(lambda: renamed_since(store, result.merge_base, against_sha,
                                                   [added[path].id for path in shared]).live)
@@ -341,6 +342,7 @@ def _taken_in(store: GitStore, result: Review, added: dict[str, Memory], head_sh
     for path, blob in shared.items():
         after, on_base = added[path], held[store.repo_path(path)]
         mine = now[store.repo_path(path)]
+        assert mine is not None  # the branch added it: HEAD holds it
         if on_base is None:
             what = f"renamed it to '{moved()[after.id]}'" if after.id in moved() else "forgotten it"
             by_id[after.id].note = (f"{result.base} took it in by a squash or rebase merge and has {what} since: "
@@ -348,7 +350,7 @@ def _taken_in(store: GitStore, result: Review, added: dict[str, Memory], head_sh
             continue
         # The base edited it since, unless to the branch's own version (git merges that in silence).
         edited = None if on_base in (blob, mine) else _since_taken_in(
-            store, result.base, after.id, (texts[blob], texts[on_base]), moved(), mine == blob, merge())
+            store, result.base, after.id, (texts[blob], texts[mine], texts[on_base]), moved(), merge())
         if mine == blob:
             result.added.remove(by_id[after.id])
             result.taken_in.append(MemoryChange(after.id, "taken in", label_of(after), list(after.entities),
@@ -362,13 +364,15 @@ def _taken_in(store: GitStore, result: Review, added: dict[str, Memory], head_sh
             _file(result, change)
 
 
-def _since_taken_in(store: GitStore, base: str, memory_id: str, texts: tuple[bytes, bytes], renamed: dict[str, str],
-                    untouched: bool, merge: str) -> str:
+def _since_taken_in(store: GitStore, base: str, memory_id: str, texts: tuple[bytes, bytes, bytes],
+                    renamed: dict[str, str], merge: str) -> str:
     """What ``base`` did to a memory it took in from the branch and holds another version of now
-    (``texts``: as taken in, and now), and what a merge of the branch does with it: a plain git
-    merge stops on it (both added it, git's merge base being older); ``merge``, the command that
-    merges the two, stops too where the base gave the id to another memory (``renamed``: where
-    the one taken in went) or the branch edited what the base forgot."""
+    (``texts``: as taken in, on the branch, and on ``base``), and what a merge of the branch does
+    with it: a plain git merge stops on it (both added it, git's merge base being older);
+    ``merge``, the command that merges the two, stops too where the base gave the id to another
+    memory (``renamed``: where the one taken in went) or the branch edited what the base forgot
+    (``merging.soft_forget_met``, as ``validate --against`` says it)."""
+    untouched = texts[0] == texts[1]
     if memory_id in renamed:
         new = renamed[memory_id]
         remove = drop_fix(store.root, memory_path(memory_id), new, base)
@@ -377,11 +381,13 @@ def _since_taken_in(store: GitStore, base: str, memory_id: str, texts: tuple[byt
         return (f"{base} has renamed it to '{new}' since and given '{memory_id}' to another memory: a plain git "
                 f"merge stops on it; {fix}")
     with contextlib.suppress(MemoryFileError):
-        taken, now = (loads(text.decode("utf-8", "replace"), memory_id) for text in texts)
+        taken, mine, now = (loads(text.decode("utf-8", "replace"), memory_id) for text in texts)
         if now.deleted_at and not taken.deleted_at:
-            soft = f"{base} has forgotten it since (a soft forget): a plain git merge stops on it"
-            return (f"{soft}, where '{merge}' keeps it forgotten" if untouched else
-                    f"{soft}, and so does '{merge}', for a person to keep the edit or the forget")
+            met = soft_forget_met(taken, mine, now)
+            soft = (f"{base} has forgotten it since (a soft forget){', and so has this branch' if met == 'both' else ''}: "
+                    "a plain git merge stops on it")
+            return (f"{soft}, and so does '{merge}', for a person to keep the edit or the forget" if met == "edited"
+                    else f"{soft}, where '{merge}' keeps it forgotten")
     return f"{base} has edited it since: a plain git merge stops on it, where '{merge}' merges the two"
 
 

@@ -3,8 +3,9 @@ merge button, where no merge driver of slayer-kb's runs) stops on or gets wrong,
 ``validate --against REF``: memory and session files both sides wrote in lines git cannot join,
 forgets such a merge would undo, and links it would leave pointing at a memory the branch forgot
 or an entity it deleted from the catalog, and memories the compared revision took in by a squash
-and renamed or forgot since, which any merge brings back (or soft-forgot, on which a plain merge
-stops). Each problem names its own fix:
+(or the branch took in from it: ``Branch.taken_from_against`` tells which) and renamed or forgot
+since, which any merge brings back (or soft-forgot, on which a plain merge stops). Each problem
+names its own fix:
 ``slayer-kb merge REF`` on the branch where that merge handles it as ``sync`` does, a ``forget``
 or a ``git rm`` where no merge can."""
 
@@ -19,7 +20,8 @@ from ..core.errors import MemoryFileError
 from ..core.ids import id_sort_key, is_auto_id
 from ..core.locate import id_of_path, linked_id, memory_link, memory_path
 from ..core.memory import loads
-from ..core.problems import Problem, command, shell_word, shown
+from ..core.merging import soft_forget_met
+from ..core.problems import Problem, command, git_command, shell_word, shown
 from ..core.session import SESSIONS_DIR
 from ..store.renames import Crossing, crossings, renamed_since, renames_between
 from ..store.repo import GitStore
@@ -27,6 +29,8 @@ from .conflictsteps import crossed_words, merge_settles
 from .snapshot import NO_BLOB, catalog_changed, deleted_entities, under, written_since
 from .teamchecks import MEMORIES, Branch, delete_roots, drop_fix, links_in
 
+# Why a merge misreads a memory the compared revision took in from the branch.
+_OLDER = "since git's merge base is older than the memory"
 # What ``slayer-kb merge`` does with each kind of file a plain git merge stops on.
 _MERGES = {
     MEMORIES: ("memory", "it merges both sides' revisions of a topic key, and fields each side changed alone, and "
@@ -128,14 +132,16 @@ def _moved_since_taken_in(compared: Branch, ours: dict[str, tuple[str, str]], th
     away = renamed_since(compared.store, compared.base, compared.against_sha,
                          [id_of_path(path) or "" for path in both_added]).live if both_added else {}
     shared = compared.same_memories(both_added)
-    problems = _soft_forgotten(compared, ours, theirs, {p: b for p, b in shared.items() if id_of_path(p) not in away})
+    theirs_first = compared.taken_from_against(list(shared))
+    problems = _soft_forgotten(compared, ours, theirs, {p: b for p, b in shared.items() if id_of_path(p) not in away},
+                               theirs_first)
     against, root = compared.against, compared.root
     for path, blob in shared.items():
         memory_id = id_of_path(path) or ""
         if memory_id not in away:
             continue
         new = away[memory_id]
-        said = (f"{_took_in(against, memory_id)}has renamed it to '{new}' since, and given '{memory_id}' to another "
+        said = (f"{_took_in(against, memory_id, path in theirs_first)}has renamed it to '{new}' since, and given '{memory_id}' to another "
                 "memory: a plain git merge of this branch stops on it, and so does slayer-kb merge")
         if ours[path][1] == blob:
             said += (f". Run '{drop_fix(compared.root, path, new, compared.against)}': with this branch's copy gone, the merge takes "
@@ -148,37 +154,54 @@ def _moved_since_taken_in(compared: Branch, ours: dict[str, tuple[str, str]], th
 
 
 def _soft_forgotten(compared: Branch, ours: dict[str, tuple[str, str]], theirs: dict[str, tuple[str, str]],
-                    shared: dict[str, str]) -> dict[str, Problem]:
-    """Of the memories both sides added that the revision compared with took in from this branch
-    (``shared``: the version taken in), those it soft-forgot since (``forget --soft``): its file
+                    shared: dict[str, str], theirs_first: set[str]) -> dict[str, Problem]:
+    """Of the memories both sides added as one, the revision compared with taking them in from this
+    branch or this branch from it (``theirs_first``) (``shared``: the version taken in), those that
+    revision soft-forgot since (``forget --soft``): its file
     holds ``deleted_at``, so a plain git merge stops on it, both sides having added it since git's
-    merge base. ``slayer-kb merge`` keeps the forget where the branch left its copy as taken in,
-    and stops on the forget against the branch's edit, for a person to keep either, as ``review``
-    says. (Removing the branch's copy instead reads as the branch forgetting what that revision
-    edited: ``_undone_forgets``.)"""
-    texts = compared.store.objects.read_many("blob", {*shared.values(), *(theirs[path][1] for path in shared)})
+    merge base. What ``slayer-kb merge`` does with each is ``merging.soft_forget_met``'s, as
+    ``review`` says it. (Removing the branch's copy instead reads as the branch forgetting what
+    that revision edited: ``_undone_forgets``.)"""
+    blobs = {*shared.values(), *(side[path][1] for path in shared for side in (ours, theirs))}
+    texts = compared.store.objects.read_many("blob", blobs)
     against, root, problems = compared.against, compared.root, {}
     for path, blob in shared.items():
         memory_id = id_of_path(path) or ""
         try:
-            taken, now = (loads(texts[sha].decode("utf-8", "replace"), memory_id) for sha in (blob, theirs[path][1]))
+            taken, mine, now = (loads(texts[sha].decode("utf-8", "replace"), memory_id)
+                                for sha in (blob, ours[path][1], theirs[path][1]))
         except MemoryFileError:
             continue  # a file git cannot merge, as any other: the plain merge's stop says so
         if not now.is_deleted or taken.is_deleted:
             continue
-        said = f"{_took_in(against, memory_id)}has forgotten it since (a soft forget)"
+        met = soft_forget_met(taken, mine, now)
+        branch = {"both": "has forgotten it too", "edited": "has edited it"}.get(
+            met, "holds it as taken in" if ours[path][1] == blob else "has changed only its links")
         merge = compared.fix(f"merge {shell_word(against)}")
-        if ours[path][1] == blob:
-            said += (", and this branch holds it as taken in: a plain git merge of this branch stops on it, since "
-                     f"git's merge base is older than the memory. Run '{merge}': it keeps it forgotten on this branch "
-                     f"too, and the plain merge then goes through (to keep the memory instead, restore it on "
-                     f"{against}: '{command(root)} restore {shell_word(memory_id)}')")
+        said = (f"{_took_in(against, memory_id, path in theirs_first)}has forgotten it since (a soft forget), and this branch {branch}: "
+                f"a plain git merge of this branch stops on it, {_OLDER}. Run '{merge}': ")
+        if met == "edited":
+            said += "it stops on the forget against the edit, with the steps to keep either"
+        elif met == "both":
+            said += "it keeps it forgotten, from the first of the two forgets, and the plain merge then goes through"
         else:
-            said += (", and this branch has edited it: a plain git merge of this branch stops on it, since git's "
-                     f"merge base is older than the memory. Run '{merge}': it stops on the forget against the edit, "
-                     "with the steps to keep either")
+            said += ("it keeps it forgotten on this branch too, and the plain merge then goes through (to keep the "
+                     f"memory instead, {_restore_after_merge(compared, memory_id)})")
         problems[path] = Problem(shown(root / path), 1, said)
     return problems
+
+
+def _restore_after_merge(compared: Branch, memory_id: str) -> str:
+    """Where and when to restore a memory the revision compared with soft-forgot and this branch
+    left as taken in: on that revision's branch, after this branch merged it (restored before, the
+    merge takes the restore and the plain merge still stops on it; restored on this branch, there is
+    nothing to restore). That branch is synced first: a clone's copy of it may predate the memory."""
+    root, name = compared.root, compared.tracked_branch
+    sync, restore = f"{command(root)} sync", f"{command(root)} restore {shell_word(memory_id)}"
+    if name is None:
+        return f"after that merge, on a checkout of the branch {compared.against} is: '{restore} && {sync}'"
+    return (f"after that merge, on a checkout of {name}: '{git_command(root, f'switch {shell_word(name)}')} && {sync} && "
+            f"{restore} && {sync}'")
 
 
 def _undone_forgets(compared: Branch, base: str, head: str, ours: dict[str, tuple[str, str]],
@@ -219,20 +242,20 @@ def _revived(compared: Branch, ours: dict[str, tuple[str, str]], theirs: dict[st
     store, against, root = compared.store, compared.against, compared.root
     assert compared.base is not None
     held = {id_of_path(path) or "": path for path in shared}
+    theirs_first = compared.taken_from_against(list(shared))
     renamed = renamed_since(store, compared.base, compared.against_sha, held).live
     merged = "a merge of this branch (a plain git merge, or slayer-kb merge) brings it back"
-    older = "since git's merge base is older than the memory"
     problems = []
     for memory_id, path in sorted(held.items(), key=lambda item: id_sort_key(item[0])):
-        untouched, said = ours[path][1] == shared[path], _took_in(against, memory_id)
+        untouched, said = ours[path][1] == shared[path], _took_in(against, memory_id, path in theirs_first)
         if memory_id in renamed:
             new = renamed[memory_id]
             fix = drop_fix(compared.root, path, new, compared.against)
             text = (f"{said}has renamed it to '{new}' since, and this branch holds it as taken in, under its old "
-                    f"id: {merged} beside '{new}', one memory under two ids, {older}. Run '{fix}': with this "
+                    f"id: {merged} beside '{new}', one memory under two ids, {_OLDER}. Run '{fix}': with this "
                     f"branch's copy gone, the merge keeps it as '{new}' alone") if untouched else (
                     f"{said}has renamed it to '{new}' since, and this branch has edited it under its old id: "
-                    f"{merged} beside '{new}', one memory under two ids, the edit on the old one alone, {older}. "
+                    f"{merged} beside '{new}', one memory under two ids, the edit on the old one alone, {_OLDER}. "
                     f"Make the edit on '{new}' instead: run '{fix}', then "
                     f"'{compared.fix(f'merge {shell_word(against)}')}', and edit '{new}'")
         else:
@@ -240,17 +263,21 @@ def _revived(compared: Branch, ours: dict[str, tuple[str, str]], theirs: dict[st
             if not untouched:
                 warnings.append(Problem(shown(root / path), 1, (
                     f"{said}has forgotten it since, and this branch has edited it: {merged} with the edit, "
-                    f"{older}. Run '{fix}' if it is to stay forgotten (the edit goes with it); merged as it is, "
+                    f"{_OLDER}. Run '{fix}' if it is to stay forgotten (the edit goes with it); merged as it is, "
                     "the edit keeps it")))
                 continue
-            text = (f"{said}has forgotten it since, and this branch holds it as taken in: {merged}, {older}. "
+            text = (f"{said}has forgotten it since, and this branch holds it as taken in: {merged}, {_OLDER}. "
                     f"Run '{fix}': it forgets it on this branch too, in one commit")
         problems.append(Problem(shown(root / path), 1, text))
     return problems
 
 
-def _took_in(against: str, memory_id: str) -> str:
-    """How a problem about a memory ``against`` took in from this branch starts."""
+def _took_in(against: str, memory_id: str, theirs_first: bool) -> str:
+    """How a problem about a memory both sides added as one starts, up to what ``against`` did to it
+    since: ``against`` took it in from this branch, or (``theirs_first``) this branch from it."""
+    if theirs_first:
+        return (f"this branch took memory {memory_id} in from {against} (a cherry-pick, a squash or a copy, under "
+                f"commits of its own), and {against} ")
     return f"{against} took memory {memory_id} in from this branch (a squash or rebase merge, under commits of its own) and "
 
 
@@ -263,24 +290,28 @@ def _undone_problems(compared: Branch, theirs: dict[str, tuple[str, str]], undon
         return []
     against, renamed = compared.against, renames()
     fix = compared.fix(f"merge {shell_word(against)}")
-    taken = (f"after {against} took it in from this branch (a squash or rebase merge, under commits of its "
-             "own)")
+    theirs_first = compared.taken_from_against(list(undone))
     problems = []
     for path, shared in sorted(undone.items()):
         memory_id = id_of_path(path) or ""
+        taken, edited = (
+            (f"after taking it in from {against} (a cherry-pick, a squash or a copy, under commits of its own)",
+             f", which {against} edited since") if path in theirs_first else
+            (f"after {against} took it in from this branch (a squash or rebase merge, under commits of its own)",
+             " and edited it"))
         if memory_id in renamed:
             new = renamed[memory_id]
             what = (f"this branch renamed memory {memory_id} to '{new}' {taken}: a plain git merge of this branch "
                     f"keeps it under both ids", f"it keeps it as {new} alone")
         elif theirs[path][1] != shared:
-            what = (f"this branch forgot memory {memory_id} {taken} and edited it: a plain git merge of this "
+            what = (f"this branch forgot memory {memory_id} {taken}{edited}: a plain git merge of this "
                     "branch keeps that edit without a word",
                     "it stops on the forget against the edit, with the steps to keep either")
         else:
             what = (f"this branch forgot memory {memory_id} {taken}: a plain git merge of this branch keeps it",
                     "it keeps the memory forgotten")
         problems.append(Problem(shown(compared.root / path), 1,
-                                f"{what[0]}, since git's merge base is older than the memory. Run '{fix}': {what[1]}"))
+                                f"{what[0]}, {_OLDER}. Run '{fix}': {what[1]}"))
     return problems
 
 

@@ -31,7 +31,7 @@ from ..core.problems import Problem, command, git_command, shell_word, shown
 from ..core.session import SESSIONS_DIR
 from ..store.renames import crossings, renamed_since
 from ..store.repo import GitStore, find_toplevel
-from ..store.revisions import resolve_rev, same_memories, shallow_parting
+from ..store.revisions import first_added, resolve_rev, same_memories, shallow_parting
 from .snapshot import blobs_at, catalog_changed, deleted_entities, entities_of, under
 
 MEMORIES = "memories"
@@ -63,6 +63,16 @@ class Branch:
             self.alike.update({path: found.get(path) for path in ask})
         return {path: blob for path in kb_paths if (blob := self.alike[path]) is not None}
 
+    def taken_from_against(self, kb_paths: list[str]) -> set[str]:
+        """Of ``kb_paths``, memories both sides added as one (``same_memories``), those this branch
+        took in from ``against`` (a cherry-pick, a squash or a copy of its commits) rather than
+        ``against`` from this branch (a pull request merged by squash or rebase): ``against``
+        committed them first (``revisions.first_added``)."""
+        if not kb_paths or self.base is None or self.head is None:
+            return set()
+        here, there = (first_added(self.store, kb_paths, [tip, f"^{self.base}"]) for tip in (self.head, self.against_sha))
+        return {path for path in kb_paths if path in here and path in there and there[path] < here[path]}
+
     @cached_property
     def remote(self) -> str | None:
         """The remote whose tracking branch ``against`` names (``_remote_of``), asked of git once."""
@@ -71,6 +81,14 @@ class Branch:
     def fix(self, args: str) -> str:
         """``fix_command`` of ``args``, the remote asked of git once for all the checks."""
         return _after_fetch(self.root, args, self.remote)
+
+    @cached_property
+    def tracked_branch(self) -> str | None:
+        """The branch a commit lands on to change ``against`` (``origin/main`` and ``main``: main),
+        for a fix made there; None for a revision no branch names (a tag, a commit)."""
+        full = self.store.git("rev-parse", "--symbolic-full-name", self.against, check=False).stdout.decode().strip()
+        tracking = f"refs/remotes/{self.remote}/" if self.remote is not None else "refs/heads/"
+        return full.removeprefix(tracking) if full.startswith(tracking) else None
 
 
 def branch(root: Path, against: str, opened: GitStore | None = None) -> Branch:

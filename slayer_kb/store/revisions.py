@@ -88,6 +88,23 @@ def _histories(store: GitStore, revs: list[str], paths: list[str]) -> dict[str, 
     return found
 
 
+def first_added(store: GitStore, kb_paths: list[str], revs: list[str]) -> dict[str, int]:
+    """Of the files ``kb_paths``, those a commit among ``revs`` added, each with the time the first
+    such commit was committed (seconds), from one ``git log``: of a memory two sides added as one
+    (``same_memories``), the side that committed it first is the side the other took it from (a
+    squash, rebase or cherry-pick, or a copy, commits it anew)."""
+    paths = {store.repo_path(path): path for path in kb_paths}
+    proc = store.git("log", "--format=%x01%ct", "--name-only", "--no-renames", "--diff-filter=A", "--full-history",
+                     "-z", *revs, "--", *paths, check=False, env=LITERAL_PATHS)
+    found: dict[str, int] = {}
+    for commit in proc.stdout.decode("utf-8", "surrogateescape").split("\x01")[1:]:
+        when, *names = commit.split("\0")
+        for name in (name.lstrip("\n") for name in names):
+            if name in paths:
+                found[paths[name]] = min(found.get(paths[name], int(when)), int(when))
+    return found
+
+
 def added_alike(store: GitStore, path: str, ours: str, theirs: str) -> str | None:
     """The version of the file ``path`` (repository-relative) that ``ours`` or ``theirs`` first
     added in commits the other lacks, when the other's history of it held that version too (as
