@@ -424,3 +424,113 @@ def test_validate_against_says_the_branch_took_in_from_main_what_main_forgot_sin
     data = json_of(invoke_cli("--kb", reviewer, "--json", "validate", "--against", "origin/main"))
     assert sorted((p["path"], p["message"]) for p in data["problems"] if p["path"].startswith("memories/")) == [
         (f"memories/{saved[0]}.yaml", soft), (f"memories/{saved[1]}.yaml", hard), (f"memories/{saved[2]}.yaml", kept)]
+
+    # review said "origin/main took it in by a squash or rebase merge" of both, against validate.
+    review = invoke_cli("--kb", reviewer, "review", "origin/main", check=True).stdout
+    from_main = "taken in from origin/main (a cherry-pick, a squash or a copy, under commits of its own)"
+    assert [line for line in review.splitlines() if line.startswith(("- **1**", "- **2**"))] == [
+        "- **2**: Amounts are in cents (entities: `shop.orders.amount`; this branch took it in from origin/main (a "
+        "cherry-pick, a squash or a copy, under commits of its own), and origin/main has forgotten it since: merging "
+        "brings it back)",
+        f"- **1**: Refund reasons are free text (entities: `shop.refunds.amount`; {from_main}; unchanged since, but "
+        "origin/main has forgotten it since (a soft forget): a plain git merge stops on it, where 'git fetch origin "
+        "&& slayer-kb merge origin/main' keeps it forgotten)"]
+
+
+def test_validate_against_and_review_say_the_merge_stops_where_both_edited_and_soft_forgot(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # main squash-merged the agent's 1, edited it and soft-forgot it; the agent edited it another
+    # way and soft-forgot it too. Both said the merge keeps it forgotten and goes through, where
+    # 'slayer-kb merge' stops on the two edits.
+    agent, reviewer = squash_merged_branch(tmp_path, invoke_cli, REFUNDS)
+    invoke_cli("--kb", reviewer, "update", "1", "--content", "Refunds count on the settlement day the bank reports",
+               check=True)
+    invoke_cli("--kb", reviewer, "forget", "--soft", "1", check=True)
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    time.sleep(1)  # the agent's forget in another second, as another clone's
+    invoke_cli("--kb", agent, "update", "1", "--content", "Refunds count on the day the support ticket closes",
+               check=True)
+    invoke_cli("--kb", agent, "forget", "--soft", "1", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    _on_agent_a(reviewer)
+
+    merge = "git fetch origin && slayer-kb merge origin/main"
+    said = ("origin/main took memory 1 in from this branch (a squash or rebase merge, under commits of its own) and "
+            "has forgotten it since (a soft forget), and this branch has forgotten it too, the two having edited it in "
+            "two ways: a plain git merge of this branch stops on it, since git's merge base is older than the memory. "
+            f"Run '{merge}': it stops on the two edits too, with the steps to keep what both sides meant")
+    checked = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
+    assert (checked.returncode, checked.stdout) == (1, f"memories/1.yaml:1: {said}\n1 problem in 1 file (1 file checked)\n")
+    data = json_of(invoke_cli("--kb", reviewer, "--json", "review", "origin/main", check=True))
+    assert [(c["id"], c.get("note")) for c in data["changed"]] == [("1", (
+        "origin/main has forgotten it since (a soft forget), and so has this branch, the two having edited it in two "
+        f"ways: a plain git merge stops on it, and so does '{merge}', for a person to keep what both sides meant"))]
+
+    # The merge stops as said, with the steps to keep what both sides meant.
+    git(agent, "fetch", "-q", "origin")
+    stopped = invoke_cli("--kb", agent, "merge", "origin/main")
+    assert (stopped.returncode, git(agent, "status", "--short").splitlines()) == (1, ["AA memories/1.yaml"])
+    assert "To merge by hand: edit memories/1.yaml to keep what both sides meant; git add memories/1.yaml" in (
+        stopped.stderr)
+
+
+def _main_soft_forgot_1_the_agent_restored_it(tmp_path: Path, invoke_cli: CliRunner) -> tuple[Path, Path]:
+    """main squash-merged the agent's 1 and soft-forgot it, tagged v1; the agent soft-forgot it and
+    restored it, which changed its updated_at alone: (agent, reviewer at the agent's branch)."""
+    agent, reviewer = squash_merged_branch(tmp_path, invoke_cli, REFUNDS)
+    invoke_cli("--kb", reviewer, "forget", "--soft", "1", check=True)
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    git(reviewer, "tag", "v1")
+    for step in ("forget", "restore"):
+        invoke_cli("--kb", agent, *(("forget", "--soft") if step == "forget" else ("restore",)), "1", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    _on_agent_a(reviewer)
+    return agent, reviewer
+
+
+def test_validate_against_names_what_the_branch_changed_of_a_memory_main_soft_forgot(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # The branch's copy differed from the one taken in by updated_at alone (a forget and a restore):
+    # 'validate --against' said "this branch has changed only its links".
+    agent, reviewer = _main_soft_forgot_1_the_agent_restored_it(tmp_path, invoke_cli)
+    checked = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
+    assert (checked.returncode, checked.stdout.split(": a plain git merge")[0]) == (1, (
+        "memories/1.yaml:1: origin/main took memory 1 in from this branch (a squash or rebase merge, under commits of "
+        "its own) and has forgotten it since (a soft forget), and this branch has changed none of what it says, only "
+        "updated_at"))
+    assert "it keeps it forgotten on this branch too, and the plain merge then goes through" in checked.stdout
+
+    # So it does.
+    git(agent, "fetch", "-q", "origin")
+    invoke_cli("--kb", agent, "merge", "origin/main", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    _on_agent_a(reviewer)
+    again = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
+    assert (again.returncode, again.stdout) == (0, "Checked 1 file: no problems.\n")
+
+
+def test_validate_against_a_tag_says_where_to_restore_a_memory_it_soft_forgot(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # Against a tag, the fix read "on a checkout of the branch v1 is: 'slayer-kb restore 1 &&
+    # slayer-kb sync'": no branch is a tag, and the first sync, which brings the merge, was missing.
+    agent, reviewer = _main_soft_forgot_1_the_agent_restored_it(tmp_path, invoke_cli)
+    checked = invoke_cli("--kb", reviewer, "validate", "--against", "v1")
+    restore = "slayer-kb sync && slayer-kb restore 1 && slayer-kb sync"
+    assert (checked.returncode, checked.stdout.split("Run '")[1]) == (1, (
+        "slayer-kb merge v1': it keeps it forgotten on this branch too, and the plain merge then goes through (to "
+        f"keep the memory instead, after that merge, on a checkout of the branch you merge into: '{restore}')\n"
+        "1 problem in 1 file (1 file checked)\n"))
+
+    # Typed as printed on main after the agent's merge and the reviewer's, it brings the memory back.
+    git(agent, "fetch", "-q", "origin")
+    invoke_cli("--kb", agent, "merge", "origin/main", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "switch", "-q", "main")
+    git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge agent-a")
+    git(reviewer, "push", "-q", "origin", "main")
+    git(agent, "switch", "-q", "main")
+    typed = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    subprocess.run(["sh", "-c", restore], cwd=agent, env=typed, capture_output=True, check=True)
+    assert "\ndeleted_at: " not in git(agent, "show", "origin/main:memories/1.yaml")
+

@@ -496,7 +496,8 @@ def test_review_shows_a_squash_merged_memory_main_forgot_renamed_or_edited_since
     git(reviewer, "fetch", "-q", "origin")
     git(reviewer, "switch", "-q", "--detach", "origin/agent-a")
     review = invoke_cli("--kb", reviewer, "review", "origin/main", check=True)
-    gone = "origin/main took it in by a squash or rebase merge and has {} since: merging brings it back"
+    gone = ("origin/main took it in from this branch (a squash or rebase merge, under commits of its own) and has {} "
+            "since: merging brings it back")
     forgot, moved = gone.format("forgotten it"), gone.format("renamed it to 'kb.status'")
     edited = ("origin/main has edited it since: a plain git merge stops on it, where 'git fetch origin && slayer-kb "
               "merge origin/main' merges the two")

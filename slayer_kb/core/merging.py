@@ -236,16 +236,22 @@ def forgot_against_edit(base: Memory, ours: Memory, theirs: Memory) -> bool:
                and revised(base, edited) for forgot, edited in ((ours, theirs), (theirs, ours)))
 
 
-def soft_forget_met(taken: Memory, mine: Memory, theirs: Memory) -> Literal["kept", "both", "edited"]:
-    """What ``slayer-kb merge`` makes of a memory a revision took in from a branch as ``taken`` (a
-    squash or rebase merge) and soft-forgot since (``theirs``), which the branch holds as ``mine``,
-    merged from ``taken`` as ``merge_edits`` merges: "both" where the branch forgot it too (it stays
-    forgotten, from the first forget), "edited" where the branch edited what it says (a forget
-    against an edit: the merge stops for a person to keep either), else "kept" (the forget stands).
+# How ``review`` and ``validate --against`` say a "both edited" of ``soft_forget_met``.
+BOTH_EDITED = "the two having edited it in two ways"
+
+
+def soft_forget_met(taken: Memory, mine: Memory, theirs: Memory) -> Literal["kept", "both", "both edited", "edited"]:
+    """What ``slayer-kb merge`` makes of a memory one side took in from the other as ``taken`` and
+    the compared revision soft-forgot since (``theirs``), which the branch holds as ``mine``: what
+    ``merge_edits`` from ``taken`` makes of it (None, a stop for a person). Where the branch forgot
+    it too, "both" (it stays forgotten, from the first forget), or "both edited" where the two
+    changed it in two ways besides (the merge stops on the two edits); else "kept" (the forget
+    stands) or "edited" (a forget against an edit: the merge stops for a person to keep either).
     ``review`` and ``validate --against`` word it each their own way, from this one rule."""
+    stops = merge_edits(taken, mine, theirs) is None
     if mine.deleted_at is not None:
-        return "both"
-    return "edited" if forgot_against_edit(taken, mine, theirs) else "kept"
+        return "both edited" if stops else "both"
+    return "edited" if stops else "kept"
 
 
 _LINKS = frozenset({"entities", "updated_at"})  # what a forget's cascade changes in the memories linking it

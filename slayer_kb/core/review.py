@@ -9,6 +9,11 @@ from typing import Any
 
 from .text import clip, counted
 
+# How one side took in a memory the other side added first, so that both hold it under commits of
+# their own (``revisions.taken_from``): the base from the branch, or the branch from the base.
+SQUASHED = "(a squash or rebase merge, under commits of its own)"
+PICKED = "(a cherry-pick, a squash or a copy, under commits of its own)"
+
 
 @dataclass
 class MemoryChange:
@@ -24,6 +29,8 @@ class MemoryChange:
     # What the reviewer must know beyond the diff: a squash-merged memory the base has edited,
     # forgotten or renamed since (ops/history.py ``_taken_in``).
     note: str | None = None
+    # Of one the base holds already: the branch took it in from the base, not the base from it.
+    picked: bool = False
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"id": self.id, "label": self.label}
@@ -119,8 +126,9 @@ def render_review(r: Review) -> str:
     section("Re-linked", relinked_lines)
     section("Removed", [f"- **{_md(c.id)}**: {_md(c.label)}" for c in r.removed])
     section(f"Already on {_md(r.base)}", [
-        f"- **{_md(c.id)}**: {_md(c.label)} ({entity_list(c.entities)}; taken in by a squash or rebase merge; "
-        "unchanged since" + (f", but {_md(c.note)}" if c.note else "") + ")" for c in r.taken_in])
+        f"- **{_md(c.id)}**: {_md(c.label)} ({entity_list(c.entities)}; "
+        + (f"taken in from {_md(r.base)} {PICKED}" if c.picked else "taken in by a squash or rebase merge")
+        + "; unchanged since" + (f", but {_md(c.note)}" if c.note else "") + ")" for c in r.taken_in])
     catalog_lines = [
         f"- {f['status']} {_code(f['path'])}" + (f" (was {_code(f['old_path'])})" if "old_path" in f else "")
         for f in r.catalog_files

@@ -45,16 +45,16 @@ from ..core.fileio import NotRegularFile, not_a_file, read_regular
 from ..core.ids import check_existing_id, id_sort_key, meant_id, no_memory
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.memory import Memory, dumps, loads, with_entities
-from ..core.merging import soft_forget_met
+from ..core.merging import BOTH_EDITED, soft_forget_met
 from ..core.problems import command, shell_word, shown, words
 from ..core.results import LogEntry, RestoreResult, Shown
-from ..core.review import MemoryChange, Review
+from ..core.review import PICKED, SQUASHED, MemoryChange, Review
 from ..core.session import SESSIONS_DIR, Session, id_of_file
 from ..core.session import loads as load_session
 from ..store.gitenv import LITERAL_PATHS
 from ..store.renames import crossings, last_deletion, renamed_since, renames_between
 from ..store.repo import GitStore
-from ..store.revisions import resolve_rev, same_memories, shallow_parting
+from ..store.revisions import resolve_rev, same_memories, shallow_parting, taken_from
 from ..transaction import memory_change
 from . import observations, sessions, validate
 from .plainmerge import crossing_problems
@@ -329,6 +329,8 @@ def _taken_in(store: GitStore, result: Review, added: dict[str, Memory], head_sh
     shared = same_memories(store, list(added), result.merge_base, head_sha, against_sha)
     if not shared:
         return
+    # Which side took each in from which, as ``validate --against`` words it.
+    picked = taken_from(store, list(shared), result.merge_base, head_sha, against_sha)
     objects = store.objects
     repo_paths = [store.repo_path(path) for path in shared]
     now = objects.blobs_at(objects.tree_of(head_sha), repo_paths)
@@ -345,8 +347,9 @@ def _taken_in(store: GitStore, result: Review, added: dict[str, Memory], head_sh
         assert mine is not None  # the branch added it: HEAD holds it
         if on_base is None:
             what = f"renamed it to '{moved()[after.id]}'" if after.id in moved() else "forgotten it"
-            by_id[after.id].note = (f"{result.base} took it in by a squash or rebase merge and has {what} since: "
-                                    "merging brings it back")
+            took = (f"this branch took it in from {result.base} {PICKED}, and {result.base}" if path in picked
+                    else f"{result.base} took it in from this branch {SQUASHED} and")
+            by_id[after.id].note = f"{took} has {what} since: merging brings it back"
             continue
         # The base edited it since, unless to the branch's own version (git merges that in silence).
         edited = None if on_base in (blob, mine) else _since_taken_in(
@@ -354,7 +357,7 @@ def _taken_in(store: GitStore, result: Review, added: dict[str, Memory], head_sh
         if mine == blob:
             result.added.remove(by_id[after.id])
             result.taken_in.append(MemoryChange(after.id, "taken in", label_of(after), list(after.entities),
-                                                note=edited))
+                                                note=edited, picked=path in picked))
             continue
         # Broken as taken in: not the branch's problem, and the memory stays listed as added.
         with contextlib.suppress(MemoryFileError):
@@ -384,10 +387,13 @@ def _since_taken_in(store: GitStore, base: str, memory_id: str, texts: tuple[byt
         taken, mine, now = (loads(text.decode("utf-8", "replace"), memory_id) for text in texts)
         if now.deleted_at and not taken.deleted_at:
             met = soft_forget_met(taken, mine, now)
-            soft = (f"{base} has forgotten it since (a soft forget){', and so has this branch' if met == 'both' else ''}: "
-                    "a plain git merge stops on it")
-            return (f"{soft}, and so does '{merge}', for a person to keep the edit or the forget" if met == "edited"
-                    else f"{soft}, where '{merge}' keeps it forgotten")
+            also = {"both": ", and so has this branch", "both edited": f", and so has this branch, {BOTH_EDITED}"}
+            soft = f"{base} has forgotten it since (a soft forget){also.get(met, '')}: a plain git merge stops on it"
+            if met == "edited":
+                return f"{soft}, and so does '{merge}', for a person to keep the edit or the forget"
+            if met == "both edited":
+                return f"{soft}, and so does '{merge}', for a person to keep what both sides meant"
+            return f"{soft}, where '{merge}' keeps it forgotten"
     return f"{base} has edited it since: a plain git merge stops on it, where '{merge}' merges the two"
 
 

@@ -19,9 +19,10 @@ from pathlib import Path
 from ..core.errors import MemoryFileError
 from ..core.ids import id_sort_key, is_auto_id
 from ..core.locate import id_of_path, linked_id, memory_link, memory_path
-from ..core.memory import loads
-from ..core.merging import soft_forget_met
+from ..core.memory import Memory, loads
+from ..core.merging import BOTH_EDITED, soft_forget_met
 from ..core.problems import Problem, command, git_command, shell_word, shown
+from ..core.review import PICKED, SQUASHED
 from ..core.session import SESSIONS_DIR
 from ..store.renames import Crossing, crossings, renamed_since, renames_between
 from ..store.repo import GitStore
@@ -175,13 +176,14 @@ def _soft_forgotten(compared: Branch, ours: dict[str, tuple[str, str]], theirs: 
         if not now.is_deleted or taken.is_deleted:
             continue
         met = soft_forget_met(taken, mine, now)
-        branch = {"both": "has forgotten it too", "edited": "has edited it"}.get(
-            met, "holds it as taken in" if ours[path][1] == blob else "has changed only its links")
+        branch = _SOFT_FORGET_MET.get(met) or _kept_as(taken, mine)
         merge = compared.fix(f"merge {shell_word(against)}")
         said = (f"{_took_in(against, memory_id, path in theirs_first)}has forgotten it since (a soft forget), and this branch {branch}: "
                 f"a plain git merge of this branch stops on it, {_OLDER}. Run '{merge}': ")
         if met == "edited":
             said += "it stops on the forget against the edit, with the steps to keep either"
+        elif met == "both edited":
+            said += "it stops on the two edits too, with the steps to keep what both sides meant"
         elif met == "both":
             said += "it keeps it forgotten, from the first of the two forgets, and the plain merge then goes through"
         else:
@@ -191,15 +193,29 @@ def _soft_forgotten(compared: Branch, ours: dict[str, tuple[str, str]], theirs: 
     return problems
 
 
+# What this branch did to a memory the compared revision soft-forgot, by ``soft_forget_met``.
+_SOFT_FORGET_MET = {"both": "has forgotten it too", "edited": "has edited it",
+                    "both edited": f"has forgotten it too, {BOTH_EDITED}"}
+
+
+def _kept_as(taken: Memory, mine: Memory) -> str:
+    """What this branch did to a memory it holds as ``mine`` whose soft forget a merge keeps: left
+    it as ``taken`` in, or changed none of what it says (its links, its time)."""
+    was, now = taken.to_dict(), mine.to_dict()
+    changed = [name for name in now if now[name] != was.get(name)]
+    return f"has changed none of what it says, only {', '.join(changed)}" if changed else "holds it as taken in"
+
+
 def _restore_after_merge(compared: Branch, memory_id: str) -> str:
     """Where and when to restore a memory the revision compared with soft-forgot and this branch
     left as taken in: on that revision's branch, after this branch merged it (restored before, the
     merge takes the restore and the plain merge still stops on it; restored on this branch, there is
-    nothing to restore). That branch is synced first: a clone's copy of it may predate the memory."""
+    nothing to restore). That branch is synced first: a clone's copy of it may predate the memory.
+    Compared with a tag or a commit, no branch is named: the one the merge goes into."""
     root, name = compared.root, compared.tracked_branch
     sync, restore = f"{command(root)} sync", f"{command(root)} restore {shell_word(memory_id)}"
     if name is None:
-        return f"after that merge, on a checkout of the branch {compared.against} is: '{restore} && {sync}'"
+        return f"after that merge, on a checkout of the branch you merge into: '{sync} && {restore} && {sync}'"
     return (f"after that merge, on a checkout of {name}: '{git_command(root, f'switch {shell_word(name)}')} && {sync} && "
             f"{restore} && {sync}'")
 
@@ -276,9 +292,8 @@ def _took_in(against: str, memory_id: str, theirs_first: bool) -> str:
     """How a problem about a memory both sides added as one starts, up to what ``against`` did to it
     since: ``against`` took it in from this branch, or (``theirs_first``) this branch from it."""
     if theirs_first:
-        return (f"this branch took memory {memory_id} in from {against} (a cherry-pick, a squash or a copy, under "
-                f"commits of its own), and {against} ")
-    return f"{against} took memory {memory_id} in from this branch (a squash or rebase merge, under commits of its own) and "
+        return f"this branch took memory {memory_id} in from {against} {PICKED}, and {against} "
+    return f"{against} took memory {memory_id} in from this branch {SQUASHED} and "
 
 
 def _undone_problems(compared: Branch, theirs: dict[str, tuple[str, str]], undone: dict[str, str],
@@ -295,10 +310,8 @@ def _undone_problems(compared: Branch, theirs: dict[str, tuple[str, str]], undon
     for path, shared in sorted(undone.items()):
         memory_id = id_of_path(path) or ""
         taken, edited = (
-            (f"after taking it in from {against} (a cherry-pick, a squash or a copy, under commits of its own)",
-             f", which {against} edited since") if path in theirs_first else
-            (f"after {against} took it in from this branch (a squash or rebase merge, under commits of its own)",
-             " and edited it"))
+            (f"after taking it in from {against} {PICKED}", f", which {against} edited since")
+            if path in theirs_first else (f"after {against} took it in from this branch {SQUASHED}", " and edited it"))
         if memory_id in renamed:
             new = renamed[memory_id]
             what = (f"this branch renamed memory {memory_id} to '{new}' {taken}: a plain git merge of this branch "

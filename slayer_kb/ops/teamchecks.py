@@ -31,7 +31,7 @@ from ..core.problems import Problem, command, git_command, shell_word, shown
 from ..core.session import SESSIONS_DIR
 from ..store.renames import crossings, renamed_since
 from ..store.repo import GitStore, find_toplevel
-from ..store.revisions import first_added, resolve_rev, same_memories, shallow_parting
+from ..store.revisions import resolve_rev, same_memories, shallow_parting, taken_from
 from .snapshot import blobs_at, catalog_changed, deleted_entities, entities_of, under
 
 MEMORIES = "memories"
@@ -64,14 +64,10 @@ class Branch:
         return {path: blob for path in kb_paths if (blob := self.alike[path]) is not None}
 
     def taken_from_against(self, kb_paths: list[str]) -> set[str]:
-        """Of ``kb_paths``, memories both sides added as one (``same_memories``), those this branch
-        took in from ``against`` (a cherry-pick, a squash or a copy of its commits) rather than
-        ``against`` from this branch (a pull request merged by squash or rebase): ``against``
-        committed them first (``revisions.first_added``)."""
-        if not kb_paths or self.base is None or self.head is None:
+        """Of ``kb_paths``, those this branch took in from ``against`` (``revisions.taken_from``)."""
+        if self.base is None or self.head is None:
             return set()
-        here, there = (first_added(self.store, kb_paths, [tip, f"^{self.base}"]) for tip in (self.head, self.against_sha))
-        return {path for path in kb_paths if path in here and path in there and there[path] < here[path]}
+        return taken_from(self.store, kb_paths, self.base, self.head, self.against_sha)
 
     @cached_property
     def remote(self) -> str | None:

@@ -105,6 +105,17 @@ def first_added(store: GitStore, kb_paths: list[str], revs: list[str]) -> dict[s
     return found
 
 
+def taken_from(store: GitStore, kb_paths: list[str], base: str, head: str, other: str) -> set[str]:
+    """Of ``kb_paths``, memories ``head`` and ``other`` both added since ``base`` as one
+    (``same_memories``), those ``head`` took in from ``other`` (a cherry-pick, a squash or a copy of
+    its commits) rather than ``other`` from ``head`` (a pull request merged by squash or rebase):
+    ``other`` committed them first (``first_added``)."""
+    if not kb_paths:
+        return set()
+    here, there = (first_added(store, kb_paths, [tip, f"^{base}"]) for tip in (head, other))
+    return {path for path in kb_paths if path in here and path in there and there[path] < here[path]}
+
+
 def added_alike(store: GitStore, path: str, ours: str, theirs: str) -> str | None:
     """The version of the file ``path`` (repository-relative) that ``ours`` or ``theirs`` first
     added in commits the other lacks, when the other's history of it held that version too (as
