@@ -1,22 +1,34 @@
 """A forget and a short save are no rename: clones of one bare remote, both forgetting memory 1
 and saving new short observations, which share most of their lines (type, project, scope,
 session, counts) with 1 and each other. git's rename detection (50% alike) reads each side's
-delete and add as a move of 1; with no ``Renamed:`` trailer (``slayer-kb rename``'s) on either
-side, ``merge``, ``rebase`` and ``sync`` let git pair exact moves alone: the new memories are kept,
-1 stays forgotten, and an edit of 1 against its forget is named as such. Beside a real rename git's
-guess stays on, and the stop names the guessed move with steps that undo it."""
+delete and add as a move of 1; the two files' created_at differ (a move keeps it), so where every
+pair git's guess makes is such a forget and save, ``merge``, ``rebase`` and ``sync`` let git pair
+exact moves alone: the new memories are kept, 1 stays forgotten, and an edit of 1 against its
+forget is named as such. Beside a real move that was edited git's guess stays on, and the stop
+names the guessed move with steps that undo it."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
 
+from slayer_kb.core.memory import utc_time
+from slayer_kb.ops import observations
 from testing import CliRunner, git, make_team
 
 # b's commits by another author: two clones forgetting 1 in one second would otherwise make
 # one commit, byte for byte, which git counts as shared history.
 _BEE = ("--author", "Bee <bee@example.com>")
+
+
+@pytest.fixture(autouse=True)
+def _minutes_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each save and update a minute after the last: a forget and a new save in one second share
+    a created_at, which is what tells a moved memory (it keeps its time) from a new one."""
+    times = (utc_time(1_780_000_000 + 60 * n) for n in itertools.count())
+    monkeypatch.setattr(observations, "utc_now", lambda: next(times))
 
 
 def _observation(invoke_cli: CliRunner, kb: Path, title: str, *author: str) -> None:
@@ -25,8 +37,8 @@ def _observation(invoke_cli: CliRunner, kb: Path, title: str, *author: str) -> N
 
 def _forgot_and_saved(tmp_path: Path, invoke_cli: CliRunner, renamed: bool = False) -> tuple[Path, Path]:
     """Memory 1 synced to both clones, then forgotten by a, which saves memory 2 alike and syncs;
-    ``renamed``: a renames another memory (kb.x, a text like no other) first, so that git's rename
-    guess stays on for the merge."""
+    ``renamed``: a renames another memory (kb.x, a text like no other) to kb.y and edits it first,
+    a move git must follow into the edited file, so that its rename guess stays on for the merge."""
     _bare, (a, b) = make_team(tmp_path)
     _observation(invoke_cli, a, "Revenue")
     if renamed:
@@ -36,6 +48,7 @@ def _forgot_and_saved(tmp_path: Path, invoke_cli: CliRunner, renamed: bool = Fal
     invoke_cli("--kb", b, "sync", check=True)
     if renamed:
         invoke_cli("--kb", a, "rename", "kb.x", "kb.y", check=True)
+        invoke_cli("--kb", a, "update", "kb.y", "--description", "x-ray words", check=True)
     invoke_cli("--kb", a, "forget", "1", check=True)
     _observation(invoke_cli, a, "Refunds")
     invoke_cli("--kb", a, "sync", check=True)
@@ -128,7 +141,7 @@ def test_a_forget_and_a_save_alike_against_an_edit_is_a_forget_against_an_edit(
 
 def test_beside_a_rename_two_forgets_and_saves_alike_stop_in_words_and_steps_that_keep_both(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
-    """A rename (its trailer) on one side keeps git's rename guess on for the merge, which reads
+    """A renamed memory edited on one side keeps git's rename guess on for the merge, which reads
     the two forgets and saves as two renames of 1. The stop said "This branch forgot
     memories/2.yaml, which origin/main edited" and its step 'git rm memories/2.yaml' dropped a's
     new memory; each file held both saves' lines in conflict markers."""
@@ -160,9 +173,9 @@ def test_beside_a_rename_two_forgets_and_saves_alike_stop_in_words_and_steps_tha
 @pytest.mark.parametrize("how", ["sync", "merge", "rebase"])
 def test_beside_a_rename_an_edit_against_a_forget_and_a_save_alike_says_so_and_its_steps_keep_both(
         tmp_path: Path, invoke_cli: CliRunner, how: str) -> None:
-    """With git's rename guess on (a rename on a's side), b's edit of 1 went into a's new memory 2,
-    and the stop said both edited memories/2.yaml: the steps now keep 2 as a saved it and b's edit
-    in 1."""
+    """With git's rename guess on (a renamed memory edited on a's side), b's edit of 1 went into
+    a's new memory 2, and the stop said both edited memories/2.yaml: the steps now keep 2 as a
+    saved it and b's edit in 1."""
     a, b = _forgot_and_saved(tmp_path, invoke_cli, renamed=True)
     saved = (a / "memories" / "2.yaml").read_text()
     invoke_cli(*_BEE, "--kb", b, "update", "1", "--content", "edited on b", check=True)

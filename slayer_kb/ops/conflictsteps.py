@@ -7,6 +7,7 @@ from __future__ import annotations
 from ..core.ids import fold_id, free_variant
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.problems import command_in, words
+from ..store.guesses import guessed_moves
 from ..store.renames import Crossing, chains, forgotten_ends
 from ..store.repo import GitStore
 from .snapshot import files_at
@@ -19,15 +20,18 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
     gives them, 2 ``other``'s version, 3 ``ours``), and the steps that resolve each file;
     ``checkout``: git's ``checkout`` options that take ``other``'s and ``ours``'s version (a rebase's
     ``--ours`` is the upstream); ``tips``: commits whose trees hold both sides' files, where a
-    memory both created is kept under a new id only if that id is free. Every path is the KB's
-    own: slayer-kb runs in the KB's folder, which may be a folder of the repository
-    (``repo/kb/``), and git there reads paths from that folder too."""
+    memory both created is kept under a new id only if that id is free. Every path is shown from
+    the KB's folder: slayer-kb runs there, which may be a folder of the repository (``repo/kb/``),
+    and git there reads paths from that folder too (the repository's ``app.py``: ``../app.py``)."""
+
+    def shown(path: str) -> str:
+        return path[len(store.prefix):] if path.startswith(store.prefix) else "../" * store.prefix.count("/") + path
 
     def files(group: list[str]) -> str:
-        return ", ".join(p[len(store.prefix):] for p in group)
+        return ", ".join(map(shown, group))
 
     def args(group: list[str]) -> str:
-        return words(*(p[len(store.prefix):] for p in group))
+        return words(*map(shown, group))
 
     # A forget on one side and an edit on the other is no edit to merge: the steps say which
     # command keeps which side. A file with no base version was created on both sides (one
@@ -67,7 +71,7 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
     forgot_here = [p for p in forgot_here if p not in was]
     forgot_there = [p for p in forgot_there if p not in was]
     rebasing = checkout == ("--ours", "--theirs")
-    # A new memory git's rename guess paired with one its side forgot (no trailer: no rename).
+    # A new memory git's rename guess paired with one its side forgot (saved later: no move).
     guessed = _guessed_moves(store, forgot_here + forgot_there + edited, tips)
     edited, forgot_here, forgot_there = ([p for p in group if p not in guessed]
                                          for group in (edited, forgot_here, forgot_there))
@@ -260,27 +264,21 @@ def _missed_renames(store: GitStore, forgot_here: list[str], forgot_there: list[
 
 
 def _guessed_moves(store: GitStore, paths: list[str], tips: tuple[str, ...]) -> dict[str, tuple[bool, str]]:
-    """Of ``paths`` (repository-relative memory files git holds unmerged), those absent where
-    ``tips`` parted, that no ``rename`` gave, and that git's rename guess (a diff of a side since)
-    pairs with a file the same side deleted: a memory it forgot and a new one it saved alike (short
-    memories share most lines), which git then merged as a move. Each with whether the other side
-    saved it (``tips[1]``, the upstream or REF; a rebase's HEAD holds its files too, so it is asked
-    first) and the file it was paired with."""
+    """Of ``paths`` (repository-relative files git holds unmerged), the memories absent where
+    ``tips`` parted that git's rename guess paired with one the same side forgot, the two saved at
+    different times (``Guess.saved``: a new memory, no move), which git then merged as a move. Each
+    with whether the other side saved it (``tips[1]``, the upstream or REF; a rebase's HEAD holds
+    its files too, so it is asked first) and the file it was paired with."""
     base = store.git("merge-base", "--octopus", *tips, check=False).stdout.decode().strip() if paths else ""
     if not base:
         return {}
     at_base = {store.repo_path(p) for p in files_at(store, base, f"{MEMORIES_DIR}/")}
     new = {p for p in paths if p not in at_base}
-    if new:  # a rename's new file is no guess (its trailer), nor one a later rename of it gave
-        given = {store.repo_path(memory_path(i)) for tip in dict.fromkeys(tips) for i in chains(store, base, tip)[0]}
-        new -= given
     guessed: dict[str, tuple[bool, str]] = {}
     for tip in dict.fromkeys((tips[1], *tips)) if new else ():
-        out = store.git("diff", "-M", "-z", "--name-status", "--diff-filter=R", base, tip, "--",
-                        store.repo_path(f"{MEMORIES_DIR}/")).stdout.decode("utf-8", "surrogateescape").split("\0")
-        for old, path in zip(out[1::3], out[2::3], strict=False):
-            if path in new and path not in guessed:
-                guessed[path] = (tip == tips[1], old)
+        for guess in guessed_moves(store, base, tip):
+            if guess.saved and guess.new in new and guess.new not in guessed:
+                guessed[guess.new] = (tip == tips[1], guess.old)
     return guessed
 
 

@@ -30,12 +30,11 @@ from ..core.problems import cd_step, command_in, git_command
 from ..core.results import MergeResult
 from ..store import mergedriver
 from ..store.gitenv import LITERAL_PATHS
+from ..store.guesses import rename_detection
 from ..store.renames import (
     Renamed,
-    TipRenames,
     crossings,
     forgotten_ends,
-    rename_detection,
     renamed_on_each,
     renamed_since,
     renames_between,
@@ -69,9 +68,8 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
         parted = bases[0] if bases else ""
         # What sync refuses before it merges, this refuses too: an id REF renamed and gave again.
         both = written_on_both(store, parted, (sha, before)) if parted else []
-        renames = TipRenames(store, parted)  # each side's, read once for the check and the merge
-        refuse_reuse(store, kb.root, renames, (sha, before), ref, Retry.merge(ref), both)
-        stopped = merge_in(store, ref, sha, written_on_either(store, (sha, before), bases), renames)
+        refuse_reuse(store, kb.root, parted, (sha, before), ref, Retry.merge(ref), both)
+        stopped = merge_in(store, ref, sha, written_on_either(store, (sha, before), bases), parted)
         if stopped is not None:
             raise ConflictError(merge_conflict_message(store, ref, *stopped, tips=("HEAD", sha)))
         kb.reread()
@@ -95,15 +93,14 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
 
 
 def merge_in(store: GitStore, ref: str, sha: str, written: list[str] | None,
-             renames: TipRenames) -> tuple[list[str], dict[str, set[int]]] | None:
+             parted: str) -> tuple[list[str], dict[str, set[int]]] | None:
     """``git merge REF`` (``sha``, its commit) with the KB's merge driver, committed (see the
     module doc); None when it finished, else the unmerged paths and their stages as
     ``conflict_steps`` reads them, the merge stopped on them (``sync`` aborts it). ``written``: the
     KB's files either side's commits wrote since they parted (``snapshot.written_on_either``), the
-    ones git can hand the driver (``mergedriver.require_driver``); ``renames``: each side's since
-    HEAD and ``sha`` parted, at its base (``snapshot.merge_bases``' first; of several, one as rough
-    as another for what it is used for: git merges from all of them), "" with no common ancestor."""
-    parted = renames.base
+    ones git can hand the driver (``mergedriver.require_driver``); ``parted``: where HEAD and
+    ``sha`` parted (``snapshot.merge_bases``' first; of several, one as rough as another for what
+    it is used for: git merges from all of them), "" with no common ancestor."""
     before = store.head()
     assert before is not None
     if parted:  # without one, git refuses the merge (unrelated histories) and writes nothing
@@ -112,7 +109,7 @@ def merge_in(store: GitStore, ref: str, sha: str, written: list[str] | None,
     try:
         mergedriver.require_driver(store, options, written)
         proc = store.git_writing_index(*options, "merge", "--no-edit", "--no-commit", "-q",
-                                       *rename_detection(renames, (before, sha)), "--end-of-options", ref,
+                                       *rename_detection(store, parted, (before, sha)), "--end-of-options", ref,
                                        check=False, env=env, undo=("merge", "--quit"))
     finally:
         attributes.unlink(missing_ok=True)

@@ -26,7 +26,8 @@ from ..core.problems import cd_step, command, command_in, git_command, words
 from ..core.results import RebaseResult
 from ..store import mergedriver
 from ..store.gitenv import LITERAL_PATHS
-from ..store.renames import Crossing, TipRenames, crossings, rename_detection
+from ..store.guesses import rename_detection
+from ..store.renames import Crossing, crossings
 from ..store.repo import GitStore
 from ..store.revisions import added_alike, forgot_at, resolve_rev
 from ..store.worktree import require_shown
@@ -73,19 +74,18 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
             pushed = _pushed(store, remote, branch, "HEAD", onto_commit)
             ours = store.head() or ""
             bases = merge_bases(store, (ours, onto_commit))
-            renames = TipRenames(store, bases[0] if bases else "")  # each side's, read once for the check and git
             if pushed and not rewrite_pushed:
                 raise ConflictError(_pushed_message(store.root, remote, upstream, branch, pushed))
             if bases:  # without one, git refuses the rebase and writes nothing
                 require_shown(store, bases[0], onto_commit)
                 # What sync refuses before it rebases, this refuses too: an id the upstream renamed and gave again.
                 both = written_on_both(store, bases[0], (onto_commit, ours))
-                refuse_reuse(store, kb.root, renames, (onto_commit, ours), upstream, Retry.rebase(upstream), both)
+                refuse_reuse(store, kb.root, bases[0], (onto_commit, ours), upstream, Retry.rebase(upstream), both)
                 if crossed := crossings(store, bases[0], (onto_commit, ours)):
                     raise ConflictError(_crossed_message(kb.root, upstream, crossed, {onto_commit: upstream,
                                                                                       ours: "your commits"}))
             # Given at the start, git keeps the -X for --continue.
-            args = [*rename_detection(renames, (ours, onto_commit)), "-q", onto_commit]
+            args = [*rename_detection(store, bases[0] if bases else "", (ours, onto_commit)), "-q", onto_commit]
         elif not in_progress(store):
             raise InvalidInputError(f"No rebase is in progress, so there is nothing to {action}; "
                                     f"start one with '{command(kb.root)} rebase UPSTREAM'.")

@@ -16,7 +16,7 @@ from ..core.errors import ConflictError
 from ..core.locate import id_of_path, memory_path
 from ..core.problems import cd_step, command_in, words
 from ..store.gitenv import LITERAL_PATHS
-from ..store.renames import TipRenames, trailer
+from ..store.renames import renames_between, trailer
 from ..store.repo import GitStore
 
 
@@ -44,13 +44,14 @@ class Retry:
         return cls(f"rebase {words(ref)}", False, "replayed there", "the rebase", "rebased")
 
 
-def refuse_reuse(store: GitStore, root: Path, renames: TipRenames, tips: tuple[str, str], ref: str, retry: Retry,
+def refuse_reuse(store: GitStore, root: Path, parted: str, tips: tuple[str, str], ref: str, retry: Retry,
                  both: list[str]) -> None:
     """``reuse_stop`` for ``slayer-kb merge`` or ``rebase`` (``retry``) of ``ref`` (``tips``: its
-    commit and this branch's; ``renames``: each one's since they parted, at its base; ``both``: the
-    files both wrote since, ``written_on_both``), raised before either writes anything."""
-    if both and (stop := reuse_stop(store, root, renames.base, tips, (renames(tips[0]), renames(tips[1])), both, ref,
-                                    retry.command.startswith("merge"), retry)):
+    commit and this branch's, parted at ``parted``; ``both``: the files both wrote since,
+    ``written_on_both``), raised before either writes anything."""
+    renames = (renames_between(store, parted, tips[0]), renames_between(store, parted, tips[1])) if both else ({}, {})
+    if both and (stop := reuse_stop(store, root, parted, tips, renames, both, ref, retry.command.startswith("merge"),
+                                    retry)):
         raise ConflictError(stop)
 
 

@@ -47,8 +47,9 @@ from ..core.problems import cd_step, command, command_in, git_command, shell_wor
 from ..core.results import SyncResult
 from ..core.session import SESSIONS_DIR
 from ..core.text import MAX_SHOWN, shown_value
+from ..store.guesses import rename_detection
 from ..store.moves import MovedIds
-from ..store.renames import TipRenames, crossings, merged_where, rename_detection, rename_meets
+from ..store.renames import TipRenames, crossings, merged_where, rename_meets
 from ..store.replay import forgets, replay
 from ..store.repo import Change, GitStore
 from ..store.worktree import reset_keep
@@ -362,13 +363,13 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     # A memory forgot and its id given again on one side, renamed on the other: git's rebase replays
     # the rename onto the memory given the id; the merge stops on the forget against the rename.
     if merges or (both and crossings(store, parted, (upstream, ours))):
-        _merge(store, remote, name, upstream, bool(mapping), written_on_either(store, (upstream, ours), bases), renames)
+        _merge(store, remote, name, upstream, bool(mapping), written_on_either(store, (upstream, ours), bases), parted)
     elif (both and rename_meets(store, parted, (upstream, ours), renames)) or (tip := replay(store, upstream, ours)) is None:
         # A renamed memory the other side changed (``rename``'s trailer; its old file is then
         # written on both sides): git's rebase follows the move, the replay would take it for a
         # forget and let it win over a soft forget or edit.
-        _rebase(store, remote, upstream_branch, (upstream, ours), bool(mapping),
-                written_on_either(store, (upstream, ours), bases), renames)
+        _rebase(store, remote, upstream_branch, upstream, bool(mapping),
+                written_on_either(store, (upstream, ours), bases), parted)
     else:
         reset_keep(store, tip)
         if both:
@@ -447,19 +448,17 @@ def rename(moves: dict[str, T], mapping: dict[str, str]) -> None:
     moves.update(renamed)
 
 
-def _rebase(store: GitStore, remote: str, upstream_branch: str, tips: tuple[str, str], renumbered: bool,
-            written: list[str] | None, renames: TipRenames) -> None:
-    """Rebase onto the upstream (``tips``: it and this branch) with the KB's merge driver
-    (``rebase.run``: session files and topic-key memories both sides wrote are merged as records;
-    ``written``, the files either side's commits wrote, are the ones it may be handed), git's
-    rename detection held to exact moves unless ``renames`` (each side's) holds one
-    (``rename_detection``); a conflict it leaves (two edits of one memory, a forget against an
-    edit) aborts the rebase and raises, with the steps to merge by hand through ``slayer-kb
-    rebase``, which uses the driver too (a plain ``git rebase`` would stop on the files the driver
-    merges)."""
+def _rebase(store: GitStore, remote: str, upstream_branch: str, upstream: str, renumbered: bool,
+            written: list[str] | None, parted: str) -> None:
+    """Rebase onto ``upstream`` with the KB's merge driver (``rebase.run``: session files and
+    topic-key memories both sides wrote are merged as records; ``written``, the files either
+    side's commits wrote, are the ones it may be handed), git's rename guess held to exact moves
+    where it pairs only forgets and new saves since they parted (``parted``; ``rename_detection``); a conflict it leaves (two edits of one
+    memory, a forget against an edit) aborts the rebase and raises, with the steps to merge by
+    hand through ``slayer-kb rebase``, which uses the driver too (a plain ``git rebase`` would
+    stop on the files the driver merges)."""
     name = f"{remote}/{upstream_branch}"
-    upstream = tips[0]
-    stopped = run(store, [*rename_detection(renames, tips), "-q", upstream], name, written)
+    stopped = run(store, [*rename_detection(store, parted, ("HEAD", upstream)), "-q", upstream], name, written)
     if stopped is not None:
         store.git_writing_index("rebase", "--abort", check=False)
         first = [f"git fetch {remote}"]
@@ -472,12 +471,12 @@ def _rebase(store: GitStore, remote: str, upstream_branch: str, tips: tuple[str,
 
 
 def _merge(store: GitStore, remote: str, name: str, upstream: str, renumbered: bool,
-           written: list[str] | None, renames: TipRenames) -> None:
+           written: list[str] | None, parted: str) -> None:
     """Merge ``upstream`` (``name``, its tracking ref) with the KB's merge driver (``merge.merge_in``,
-    as ``slayer-kb merge``; ``written``: the files either side's commits wrote; ``renames``: each
-    side's since they parted); a conflict it
+    as ``slayer-kb merge``; ``written``: the files either side's commits wrote; ``parted``: where
+    they parted); a conflict it
     leaves aborts the merge and raises, with the steps to merge by hand through ``slayer-kb merge``."""
-    stopped = merge_in(store, name, upstream, written, renames)
+    stopped = merge_in(store, name, upstream, written, parted)
     if stopped is not None:
         store.git_writing_index("merge", "--abort", check=False)
         first = [f"git fetch {remote}"]

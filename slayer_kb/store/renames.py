@@ -325,19 +325,6 @@ def renames_between(store: GitStore, base: str, head: str = "HEAD") -> dict[str,
     return chains(store, base, head)[1]
 
 
-def rename_detection(renames: TipRenames, tips: tuple[str, str]) -> list[str]:
-    """The option ``git merge`` and ``git rebase`` of ``tips`` take for git's rename detection:
-    exact moves alone (``-X find-renames=100%``) unless a commit of either since they parted
-    (``renames``' base) records a rename (its trailer), a move git must follow though an edit made
-    the file unlike the old one (an edit of the old file on the other side lands in the new one).
-    Left at git's 50%, it pairs a forgotten memory with a new one saved alike (short memories share
-    most lines) as a move, and stops on an edit of it, or on two such saves, as on two renames of
-    one memory. Not ``no-renames``: git's default strategy (ort) ignores it."""
-    if not renames.base or any(renames(tip) for tip in tips):
-        return []
-    return ["-X", "find-renames=100%"]
-
-
 def forgotten_ends(store: GitStore, base: str, head: str, olds: Collection[str]) -> set[str]:
     """Of ``olds``, the ids ``base..head`` renamed whose chain a later commit of that range ended by
     deleting the file of the id it had come to (a forget, ``next_deletion``): the memory is gone,

@@ -1,0 +1,201 @@
+"""Moves git follows in a merge, however they were made: a catalog model or a code file moved and
+edited, a memory moved by hand (``git mv``), a squash merge that dropped ``rename``'s trailer.
+The other clone's edit of the old file lands in the moved one, as git's rename guess puts it,
+and sync, ``slayer-kb merge`` and ``rebase`` finish. Only a pair of memories whose ``created_at``
+differ (a forget and a new save, tests/test_forget_pairing.py) holds git to exact moves."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from testing import CliRunner, git, make_team
+
+REVENUE = "Revenue counts only completed orders, not refunds or cancellations, in the monthly report"
+
+
+def _take_in(invoke_cli: CliRunner, kb: Path, how: str) -> str:
+    git(kb, "fetch", "-q", "origin")
+    return invoke_cli("--kb", kb, how, *([] if how == "sync" else ["origin/main"]), check=True).stdout
+
+
+def test_a_catalog_model_moved_and_edited_takes_the_other_clones_edit(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """a moves the refunds model to a file of its own and edits its description, b edits a column
+    in the old file: the sync stopped with "origin/main forgot models/shop/refunds.yaml, which your
+    commits edited" (git held to exact moves, no trailer on either side)."""
+    _bare, (a, b) = make_team(tmp_path)
+    shop = Path("models", "shop")
+    git(a, "mv", str(shop / "refunds.yaml"), str(shop / "refund_facts.yaml"))
+    moved = a / shop / "refund_facts.yaml"
+    moved.write_text(moved.read_text().replace("description: Processed refunds.",
+                                               "description: Processed refunds, one row per refund."))
+    git(a, "commit", "-qam", "refunds model to its own file")
+    git(a, "push", "-q", "origin", "HEAD")
+    old = b / shop / "refunds.yaml"
+    old.write_text(old.read_text().replace("{name: amount, type: DOUBLE}", "{name: amount, type: DECIMAL}"))
+    git(b, "commit", "-qam", "amount is decimal")
+    invoke_cli("--kb", b, "save", "Refund amounts are decimal", "--title", "Decimal", "--project", "api", check=True)
+    assert _take_in(invoke_cli, b, "sync") == "Synced main with origin: rebased, 1 pulled, 2 pushed.\n"
+    assert not old.exists()
+    text = (b / shop / "refund_facts.yaml").read_text()
+    assert "description: Processed refunds, one row per refund.\n" in text
+    assert "- {name: amount, type: DECIMAL}\n" in text
+
+
+def _app(kb_root: Path) -> Path:
+    return kb_root.parent / "app.py"
+
+
+def _code_team(tmp_path: Path) -> tuple[Path, Path]:
+    """Two clones of a repository whose KB is its kb/ folder, both holding the code file app.py."""
+    _bare, (a, b) = make_team(tmp_path, folder="kb")
+    _app(a).write_text("".join(f"def f{n}(): return {n}\n" for n in range(1, 31)))
+    git(a.parent, "add", "app.py")
+    git(a.parent, "commit", "-qm", "app")
+    git(a.parent, "push", "-q", "origin", "HEAD")
+    git(b.parent, "pull", "-q")
+    return a, b
+
+
+def _edit_f20(invoke_cli: CliRunner, b: Path) -> None:
+    app = _app(b)
+    app.write_text(app.read_text().replace("return 20\n", "return 200\n"))
+    git(b.parent, "commit", "-qam", "fix f20")
+    invoke_cli("--kb", b, "save", "f20 returns two hundred", "--title", "f20", "--project", "api", check=True)
+
+
+@pytest.mark.parametrize("how", ["sync", "merge", "rebase"])
+def test_a_code_file_moved_and_edited_beside_the_kb_takes_the_other_clones_edit(
+        tmp_path: Path, invoke_cli: CliRunner, how: str) -> None:
+    """The stop said "origin/main forgot .py, which your commits edited": the move of app.py to
+    service.py (edited too) held to exact moves, and the path cut by the KB folder's length."""
+    a, b = _code_team(tmp_path)
+    git(a.parent, "mv", "app.py", "service.py")
+    service = a.parent / "service.py"
+    service.write_text(service.read_text().replace("return 3\n", "return 33\n"))
+    git(a.parent, "commit", "-qam", "move app.py to service.py, fix f3")
+    git(a.parent, "push", "-q", "origin", "HEAD")
+    _edit_f20(invoke_cli, b)
+    assert _take_in(invoke_cli, b, how) == {
+        "sync": "Synced main with origin: rebased, 1 pulled, 2 pushed.\n",
+        "merge": f"Merged origin/main; run slayer-kb --kb {b} sync to push.\n",
+        "rebase": f"Rebased onto origin/main; run slayer-kb --kb {b} sync to push.\n"}[how]
+    assert not _app(b).exists()
+    text = (b.parent / "service.py").read_text()
+    assert "def f3(): return 33\n" in text and "def f20(): return 200\n" in text
+
+
+@pytest.mark.parametrize("how", ["sync", "merge"])
+def test_a_code_file_deleted_beside_the_kb_against_an_edit_is_named_from_the_kb_folder(
+        tmp_path: Path, invoke_cli: CliRunner, how: str) -> None:
+    """Not "origin/main forgot .py" and "git add .py": the repository's app.py, from the KB's
+    folder where the steps run, is ../app.py."""
+    a, b = _code_team(tmp_path)
+    git(a.parent, "rm", "-q", "app.py")
+    git(a.parent, "commit", "-qm", "drop app")
+    git(a.parent, "push", "-q", "origin", "HEAD")
+    _edit_f20(invoke_cli, b)
+    git(b, "fetch", "-q", "origin")
+    proc = invoke_cli("--kb", b, how, *([] if how == "sync" else ["origin/main"]))
+    keep = "git add ../app.py to keep your edit (or git rm ../app.py to let it go); slayer-kb validate; "
+    assert (proc.returncode, proc.stderr) == (1, {
+        "sync": "Error: origin/main forgot ../app.py, which your commits edited; the repository is back as it was. "
+                f"To merge by hand: cd {b}; git fetch origin; slayer-kb rebase origin/main (it stops on the "
+                f"conflict); {keep}slayer-kb rebase --continue (a later commit that stops says so again); "
+                "slayer-kb sync.\n",
+        "merge": f"Error: origin/main forgot ../app.py, which this branch edited; the merge stopped, and git -C {b} "
+                 f"merge --abort would put the branch back as it was. To merge by hand: cd {b}; {keep}git commit "
+                 "--no-edit; slayer-kb sync.\n"}[how])
+    if how == "merge":  # the steps, run where they say, keep the edit
+        git(b, "add", "../app.py")
+        git(b, "commit", "-q", "--no-edit")
+        assert "def f20(): return 200\n" in _app(b).read_text()
+
+
+def _synced_memory(tmp_path: Path, invoke_cli: CliRunner) -> tuple[Path, Path]:
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", REVENUE, "--title", "Revenue", "--project", "api", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    return a, b
+
+
+def _moved_by_hand(invoke_cli: CliRunner, a: Path) -> None:
+    """a moves memory 1 to kb.rev with git mv (docs/review.md: a move by hand) and edits it."""
+    git(a, "mv", "memories/1.yaml", "memories/kb.rev.yaml")
+    git(a, "commit", "-qm", "rename 1 by hand")
+    invoke_cli("--kb", a, "update", "kb.rev", "--content", REVENUE.replace(" or cancellations", ""), check=True)
+
+
+def _both_in_kb_rev(b: Path) -> None:
+    assert sorted(p.name for p in (b / "memories").iterdir()) == ["kb.rev.yaml"]
+    text = (b / "memories" / "kb.rev.yaml").read_text()
+    assert "title: Revenue (monthly)\n" in text
+    assert f"learning: {REVENUE.replace(' or cancellations', '')}\n" in text
+
+
+@pytest.mark.parametrize("how", ["sync", "merge", "rebase"])
+def test_a_memory_moved_by_hand_and_edited_takes_the_other_clones_edit(
+        tmp_path: Path, invoke_cli: CliRunner, how: str) -> None:
+    """The stop said "origin/main forgot memories/1.yaml, which your commits edited": a move by
+    hand has no trailer, yet it keeps the memory's created_at, so it is a move git follows."""
+    a, b = _synced_memory(tmp_path, invoke_cli)
+    _moved_by_hand(invoke_cli, a)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "update", "1", "--title", "Revenue (monthly)", check=True)
+    # As sync named it before: the file both sides' changes were joined from.
+    assert _take_in(invoke_cli, b, how) == {
+        "sync": "Synced main with origin: rebased, 2 pulled, 1 pushed.\n  merged both sides of: memories/1.yaml\n",
+        "merge": f"Merged origin/main; run slayer-kb --kb {b} sync to push.\n",
+        "rebase": f"Rebased onto origin/main; run slayer-kb --kb {b} sync to push.\n"}[how]
+    _both_in_kb_rev(b)
+
+
+def test_a_squash_merge_that_dropped_the_rename_trailer_takes_the_other_clones_edit(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """a renames 1 on a branch and edits it, then squash-merges the branch into main: the one
+    commit pushed records no rename. b's edit of 1 stopped the sync as a forget against an edit."""
+    a, b = _synced_memory(tmp_path, invoke_cli)
+    git(a, "switch", "-q", "-c", "agent-a")
+    invoke_cli("--kb", a, "rename", "1", "kb.rev", check=True)
+    invoke_cli("--kb", a, "update", "kb.rev", "--content", REVENUE.replace(" or cancellations", ""), check=True)
+    git(a, "switch", "-q", "main")
+    git(a, "merge", "-q", "--squash", "agent-a")
+    git(a, "commit", "-qm", "Squash agent-a")
+    assert "Renamed: " not in git(a, "log", "-1", "--format=%B")
+    git(a, "push", "-q", "origin", "main")
+    invoke_cli("--kb", b, "update", "1", "--title", "Revenue (monthly)", check=True)
+    assert _take_in(invoke_cli, b, "sync") == (
+        "Synced main with origin: rebased, 1 pulled, 1 pushed.\n  merged both sides of: memories/1.yaml\n")
+    _both_in_kb_rev(b)
+
+
+@pytest.mark.parametrize("how", ["sync", "merge", "rebase"])
+def test_a_memory_moved_by_hand_that_both_edited_stops_as_both_edited(
+        tmp_path: Path, invoke_cli: CliRunner, how: str) -> None:
+    """Beside a rename (its trailer) on a's side, git's guess on, a's move by hand was named "a new
+    memory git took for a move of memories/1.yaml" with a step that dropped b's edit: it is a move
+    (the same created_at), both edited the memory's text, and the stop says so."""
+    a, b = _synced_memory(tmp_path, invoke_cli)
+    invoke_cli("--kb", a, "save", " ".join(f"xray{n}word" for n in range(40)), "--id", "kb.x", "-e",
+               "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "rename", "kb.x", "kb.y", check=True)
+    _moved_by_hand(invoke_cli, a)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "update", "1", "--content", "Revenue counts completed orders in the monthly report",
+               check=True)
+    git(b, "fetch", "-q", "origin")
+    proc = invoke_cli("--kb", b, how, *([] if how == "sync" else ["origin/main"]))
+    edit = "edit memories/kb.rev.yaml to keep what both sides meant; git add memories/kb.rev.yaml; slayer-kb validate; "
+    go_on = "slayer-kb rebase --continue (a later commit that stops says so again); slayer-kb sync.\n"
+    assert (proc.returncode, proc.stderr) == (1, {
+        "sync": "Error: Your commits and origin/main both edited memories/kb.rev.yaml; the repository is back as it "
+                f"was. To merge by hand: cd {b}; git fetch origin; slayer-kb rebase origin/main (it stops on the "
+                f"conflict); {edit}{go_on}",
+        "merge": "Error: This branch and origin/main both edited memories/kb.rev.yaml; the merge stopped, and git -C "
+                 f"{b} merge --abort would put the branch back as it was. To merge by hand: cd {b}; {edit}git commit "
+                 "--no-edit; slayer-kb sync.\n",
+        "rebase": "Error: Your commits and origin/main both edited memories/kb.rev.yaml; the rebase stopped at commit "
+                  f"1 of 1 ('memory: update 1 (learning)'), and slayer-kb --kb {b} rebase --abort would put the "
+                  f"branch back as it was. To merge by hand: cd {b}; {edit}{go_on}"}[how])
