@@ -195,7 +195,7 @@ def test_validate_against_names_a_rename_onto_an_id_the_other_side_renamed_away(
     # review: the same, and no link of kb.k's named either.
     reviewed = json.loads(invoke_cli("--kb", second, "review", "origin/main", "--json").stdout)
     assert reviewed["problems"] == [
-        f"{second}/memories/kb.{'y' if forgetter_checks else 'm'}.yaml:1: {forgetter} forgot kb.y and then renamed "
+        f"memories/kb.{'y' if forgetter_checks else 'm'}.yaml:1: {forgetter} forgot kb.y and then renamed "
         f"kb.x to kb.y, and {renamer} renamed kb.y to kb.m: git takes that for an edit of kb.y and puts the other "
         f"memory's text under kb.m; a plain git merge of this branch does that without a word. Run 'git -C {second} "
         f"fetch origin && slayer-kb --kb {second} merge origin/main': it keeps that memory where it is, and stops on "

@@ -205,7 +205,7 @@ def test_validate_against_names_an_id_given_again_against_an_edit(
         f"{settles}\n1 problem in 1 file (1 file checked)\n"))
     reviewed = json.loads(invoke_cli("--kb", second, "review", "origin/main", "--json").stdout)
     assert reviewed["problems"] == [
-        f"{second}/memories/kb.y.yaml:1: {words}; {PLAIN}. Run "
+        f"memories/kb.y.yaml:1: {words}; {PLAIN}. Run "
         f"'git -C {second} fetch origin && slayer-kb --kb {second} merge origin/main': it {settles}"]
 
 
