@@ -195,7 +195,7 @@ def test_validate_against_names_a_rename_onto_an_id_the_other_side_renamed_away(
     # review: the same, and no link of kb.k's named either.
     reviewed = json.loads(invoke_cli("--kb", second, "review", "origin/main", "--json").stdout)
     assert reviewed["problems"] == [
-        f"{second}/memories/kb.{'y' if forgetter_checks else 'm'}.yaml:1: {forgetter} forgot kb.y and then renamed "
+        f"memories/kb.{'y' if forgetter_checks else 'm'}.yaml:1: {forgetter} forgot kb.y and then renamed "
         f"kb.x to kb.y, and {renamer} renamed kb.y to kb.m: git takes that for an edit of kb.y and puts the other "
         f"memory's text under kb.m; a plain git merge of this branch does that without a word. Run 'git -C {second} "
         f"fetch origin && slayer-kb --kb {second} merge origin/main': it keeps that memory where it is, and stops on "
@@ -226,3 +226,40 @@ def test_a_save_onto_a_forgotten_id_the_other_side_renamed_away_stops_on_the_for
     kept = (b / "memories" / "kb.m.yaml").read_text()
     assert kept.startswith("learning: yank0word") and "description: b's summary\n" in kept
     assert (b / "memories" / "kb.y.yaml").read_text().startswith("learning: zulu0word")
+
+
+@pytest.mark.parametrize("command", ["merge", "sync"])
+@pytest.mark.parametrize("forgetter_second", [True, False])
+def test_an_edit_of_the_memory_renamed_onto_the_id_lands_where_it_went(
+        tmp_path: Path, invoke_cli: CliRunner, forgetter_second: bool, command: str) -> None:
+    """b also edits kb.x (X), which a renamed to kb.y. The stop held kb.x as a forget against an
+    edit (from a, as a memory both created), its step keeping X at kb.x and kb.y. The edit goes
+    to kb.y, as across any rename: the stop is the crossing's alone, and its steps settle it."""
+    a, b = _crossed(tmp_path, invoke_cli)
+    invoke_cli("--kb", b, *BEE, "update", "kb.x", "--description", "b's summary of X", check=True)
+    first, second = (b, a) if forgetter_second else (a, b)
+    invoke_cli("--kb", first, "sync", check=True)
+    git(second, "fetch", "-q", "origin")
+    stopped = invoke_cli("--kb", second, *(["merge", "origin/main"] if command == "merge" else ["sync"]))
+    assert (stopped.returncode, stopped.stderr.split("; the ")[0]) == (1, f"Error: {_stop_words(forgetter_second)}")
+    assert "kb.x.yaml" not in stopped.stderr
+    _typed(invoke_cli, stopped.stderr.removeprefix("Error: "), keep=True)
+    _both_agree(invoke_cli, a, b, keep=True)
+    for clone in (a, b):
+        assert "description: b's summary of X\n" in (clone / "memories" / "kb.y.yaml").read_text()
+
+
+def test_two_edits_of_the_memory_renamed_onto_the_id_stop_there(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """a edits X at kb.y and b at kb.x, one field: held at kb.y as two edits, both in git's markers."""
+    a, b = _crossed(tmp_path, invoke_cli)
+    invoke_cli("--kb", a, "update", "kb.y", "--description", "a's summary of X", check=True)
+    invoke_cli("--kb", b, *BEE, "update", "kb.x", "--description", "b's summary of X", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(b, "fetch", "-q", "origin")
+    stopped = invoke_cli("--kb", b, "merge", "origin/main")
+    assert (stopped.returncode, stopped.stderr.split("; the merge stopped")[0]) == (1, (
+        f"Error: This branch and origin/main both edited memories/kb.y.yaml; {_stop_words(False)}"))
+    assert "kb.x.yaml" not in stopped.stderr
+    held = (b / "memories" / "kb.y.yaml").read_text()
+    assert "<<<<<<< ours\ndescription: b's summary of X\n" in held and "description: a's summary of X\n" in held
+    assert not (b / "memories" / "kb.x.yaml").exists()

@@ -161,6 +161,31 @@ def test_a_sync_of_an_id_given_again_against_an_edit_stops_on_the_forget(
     _settled(invoke_cli, a, b, keep, given, edited)
 
 
+@pytest.mark.parametrize("forgetter_merges", [True, False])
+def test_an_edit_of_the_memory_renamed_onto_the_id_goes_with_it(
+        tmp_path: Path, invoke_cli: CliRunner, forgetter_merges: bool) -> None:
+    """b also edits kb.x, which a renamed to kb.y. The stop held kb.x as a forget against that edit
+    too, its step keeping the memory at kb.x and kb.y. The edit goes into a's memory at kb.y, held
+    for the steps (the work tree's on a), and kb.x goes; the stop is the given id's alone."""
+    a, b = _reused(tmp_path, invoke_cli, by_rename=True)
+    invoke_cli("--kb", b, *BEE, "update", "kb.x", "--description", "b's summary of X", check=True)
+    first, second = (b, a) if forgetter_merges else (a, b)
+    invoke_cli("--kb", first, "sync", check=True)
+    git(second, "fetch", "-q", "origin")
+    stopped = invoke_cli("--kb", second, "merge", "origin/main")
+    assert (stopped.returncode, stopped.stderr.split("; the merge stopped")[0]) == (
+        1, f"Error: {_opening(_words(forgetter_merges, True))}")
+    assert "kb.x.yaml" not in stopped.stderr
+    _typed(invoke_cli, stopped.stderr.removeprefix("Error: "), keep=True)
+    for clone in (a, b):
+        invoke_cli("--kb", clone, "sync", check=True)
+    for clone in (a, b):
+        texts = _texts(clone)
+        assert sorted(texts) == ["kb.y-2.yaml", "kb.y.yaml"]
+        assert texts["kb.y.yaml"].startswith("learning: xray0word") and "description: b's summary of X\n" in texts["kb.y.yaml"]
+        assert texts["kb.y-2.yaml"].startswith("learning: yank0word") and "description: b's summary\n" in texts["kb.y-2.yaml"]
+
+
 @pytest.mark.parametrize("forgetter_rebases", [True, False])
 def test_a_rebase_of_an_id_given_again_against_an_edit_is_refused(
         tmp_path: Path, invoke_cli: CliRunner, forgetter_rebases: bool) -> None:
@@ -205,7 +230,7 @@ def test_validate_against_names_an_id_given_again_against_an_edit(
         f"{settles}\n1 problem in 1 file (1 file checked)\n"))
     reviewed = json.loads(invoke_cli("--kb", second, "review", "origin/main", "--json").stdout)
     assert reviewed["problems"] == [
-        f"{second}/memories/kb.y.yaml:1: {words}; {PLAIN}. Run "
+        f"memories/kb.y.yaml:1: {words}; {PLAIN}. Run "
         f"'git -C {second} fetch origin && slayer-kb --kb {second} merge origin/main': it {settles}"]
 
 

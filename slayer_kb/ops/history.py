@@ -52,15 +52,14 @@ from ..core.review import PICKED, SQUASHED, MemoryChange, Review
 from ..core.session import SESSIONS_DIR, Session, id_of_file
 from ..core.session import loads as load_session
 from ..store.gitenv import LITERAL_PATHS
-from ..store.renames import crossings, last_deletion, renamed_since, renames_between
+from ..store.renames import last_deletion, renamed_since, renames_between
 from ..store.repo import GitStore
 from ..store.revisions import resolve_rev, same_memories, shallow_parting, taken_from
 from ..transaction import memory_change
 from . import observations, sessions, validate
-from .plainmerge import crossing_problems
 from .renumber import renumbered_text
 from .snapshot import CATALOG_DIRS, PRIORITY_FILE, blob_at, catalog_at, crafted, memory_ids_at, text_at
-from .teamchecks import deleted_since, drop_fix, fix_command, gone_links
+from .teamchecks import crossed_checks, deleted_since, drop_fix, fix_command, gone_links
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -304,13 +303,12 @@ def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
     deleted = deleted_since(store, base_sha, against_sha, head_catalog) if links else set()
     fix = functools.partial(fix_command, store, store.root, against=base)
     # An id head forgot and gave another memory, which base renamed: a link to it means that memory.
-    crossed = crossings(store, base_sha, (head_sha, against_sha)) if against_sha != base_sha else []
-    given = {c.memory_id for c in crossed if c.forgot == head_sha}
+    # Named from the KB's folder, as the problems above (``str``: a KB path as it is).
+    crossed = crossed_checks(store, base_sha, (head_sha, against_sha), base, str, lambda: fix(f"merge {shell_word(base)}"))
+    given = crossed.given(head_sha)
     result.problems.extend(map(str, gone_links(store, base_sha, base, against_sha, links,
                                                lambda i: i not in given and i in context.ids, deleted, fix)))
-    if crossed:
-        result.problems.extend(map(str, crossing_problems(store.root, crossed, head_sha, {
-            head_sha: "this branch", against_sha: base}, fix(f"merge {shell_word(base)}"))))
+    result.problems.extend(map(str, crossed.problems))
     result.problems.extend(map(str, head_catalog.problems))
     for changes in (result.added, result.changed, result.relinked, result.renamed, result.removed, result.taken_in):
         changes.sort(key=lambda change: id_sort_key(change.id))  # git lists paths: 10, 11, 2

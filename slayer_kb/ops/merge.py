@@ -32,6 +32,7 @@ from ..store import mergedriver
 from ..store.gitenv import LITERAL_PATHS
 from ..store.guesses import rename_detection
 from ..store.renames import (
+    Crossing,
     Renamed,
     crossings,
     forgotten_ends,
@@ -42,7 +43,7 @@ from ..store.renames import (
 from ..store.revisions import added_alike, resolve_rev
 from ..store.worktree import require_shown
 from .conflictsteps import crossed_words, reuse_steps
-from .rebase import conflict_steps, held_stages, merge_from, push_step, settle, swap_sides, unmerged
+from .rebase import conflict_steps, held_stages, merge_from, merged_blob, push_step, settle, swap_sides, unmerged
 from .renumber import require_clean
 from .reuses import Retry, refuse_reuse
 from .revalidation import Moves, finish_or_put_back
@@ -269,7 +270,43 @@ def _hold_crossed(store: GitStore, parted: str, tips: tuple[str, str]) -> bool:
             store.git_writing_index("checkout", "--", store.repo_path(memory_path(c.memory_id)), env=LITERAL_PATHS)
     for path, stage in stages.items():
         store.git_writing_index("checkout", "--ours" if stage == 2 else "--theirs", "--", path, env=LITERAL_PATHS)
+    for c in crossed:
+        _carry_edit(store, parted, c, tips)
     return True
+
+
+def _carry_edit(store: GitStore, parted: str, c: Crossing, tips: tuple[str, str]) -> None:
+    """Where the forgetting side renamed ``c.given_by`` to the id and the other side edited that
+    memory's old file: git saw that side forget the file the other edited (it paired no move, the
+    id's file being there already). The edit goes where the memory went, as git carries an edit
+    across a rename it sees, and the old file goes: into the id's file, or, where the other side
+    edited the memory it forgot (``c.new`` None), into the forgetting side's version held there.
+    Two edits of one field: at a rename's id, held as git holds them, the base the old file's, in
+    git's conflict markers; beside the other edit, left as git held them."""
+    if c.given_by is None:
+        return
+    objects = store.objects
+    old, at = store.repo_path(memory_path(c.given_by)), store.repo_path(memory_path(c.memory_id))
+    was, edited = (objects.blobs_at(objects.tree_of(commit), [old])[old] for commit in (parted, c.other))
+    if was is None or edited is None or edited == was:
+        return
+    given = objects.blobs_at(objects.tree_of(c.forgot), [at])[at]
+    assert given is not None  # a crossing's id: the forgetting side holds the memory it gave it to
+    here = c.forgot == tips[0]
+    ours, theirs = (given, edited) if here else (edited, given)
+    if c.new is None:  # into the forgetting side's stage, which the steps keep, and the work tree
+        if (merged := merged_blob(store, at, (was, ours, theirs))) is not None:
+            store.git_writing_index("rm", "-q", "-f", "--", old, env=LITERAL_PATHS)
+            store.git_writing_index("update-index", "--index-info",
+                                    input=f"100644 {merged} {2 if here else 3}\t{at}\n".encode())
+            store.git_writing_index("checkout", "--ours" if here else "--theirs", "--", at, env=LITERAL_PATHS)
+        return
+    store.git_writing_index("rm", "-q", "-f", "--", old, env=LITERAL_PATHS)
+    if not merge_from(store, at, "100644", (was, ours, theirs)):
+        store.git_writing_index("update-index", "--index-info", input="".join(
+            [f"0 {'0' * 40}\t{at}\n", *(f"100644 {blob} {n}\t{at}\n" for n, blob in enumerate((was, ours, theirs), 1))]
+        ).encode())
+        store.git_writing_index("checkout", "-m", "--", at, env=LITERAL_PATHS)  # both edits, in git's markers
 
 
 def merge_conflict_message(store: GitStore, ref: str, paths: list[str], held: dict[str, set[int]],

@@ -24,9 +24,8 @@ from ..core.merging import BOTH_EDITED, soft_forget_met
 from ..core.problems import Problem, command, git_command, shell_word, shown
 from ..core.review import PICKED, SQUASHED
 from ..core.session import SESSIONS_DIR
-from ..store.renames import Crossing, crossings, renamed_since, renames_between
+from ..store.renames import renamed_since, renames_between
 from ..store.repo import GitStore
-from .conflictsteps import crossed_words, merge_settles
 from .snapshot import NO_BLOB, catalog_changed, deleted_entities, under, written_since
 from .teamchecks import MEMORIES, Branch, delete_roots, drop_fix, links_in
 
@@ -67,16 +66,15 @@ def plain_merge_conflicts(compared: Branch, warnings: list[Problem]) -> list[Pro
     # {old id: new id} of the branch's renames, asked of git once, where a problem names one.
     renamed = functools.cache(lambda: renames_between(store, base, head))
     undone = _undone_forgets(compared, base, head, ours, theirs)
-    crossed = crossings(store, base, (head, against_sha))
+    crossed = compared.crossed
     # An id the revision forgot and gave again, which this branch renamed: its links there mean its own memory.
-    regiven = {c.memory_id for c in crossed if c.forgot == against_sha}
+    regiven = crossed.given(against_sha)
     problems = (_revived(compared, ours, theirs, warnings) + _undone_problems(compared, theirs, undone, renamed)
                 + _links_to_own_removals(compared, base, head, ours, theirs, list(undone), renamed, regiven)
-                + crossing_problems(compared.root, crossed, head, {head: "this branch", against_sha: compared.against},
-                                    compared.fix(f"merge {shell_word(compared.against)}") if crossed else ""))
+                + crossed.problems)
     # An id given again against an edit is named above: no revisions of one memory for a merge to join.
     both = {path for path in ours.keys() & theirs.keys() if ours[path][1] != theirs[path][1] and _merged(path)} - {
-        memory_path(c.memory_id) for c in crossed if c.new is None}
+        memory_path(c.memory_id) for c in crossed.crossings if c.new is None}
     if not both:
         return problems
     stopped = merge_tree_stops(store, head, against_sha)
@@ -103,20 +101,6 @@ def plain_merge_conflicts(compared: Branch, warnings: list[Problem]) -> list[Pro
             f"cannot join: a plain git merge of this branch stops on it. Run '{fix}': {merges}",
         ))
     return problems
-
-
-def crossing_problems(root: Path, crossed: list[Crossing], head: str, names: dict[str, str], merge: str) -> list[Problem]:
-    """One problem for each of ``crossed`` (the ``Crossing``s of a branch at ``head`` and the
-    revision it is compared with; ``names`` naming both, ``merge`` the command that merges that
-    revision): a plain ``git merge`` puts the memory one side gave a forgotten id to under the id
-    the other side renamed that id to, without a word; or merges the other side's edit of the
-    forgotten memory into it, git's line merge stopping only where their lines meet. Named at
-    the file the branch holds (in the KB's folder ``root``): its renamed one, or the id's."""
-    return [Problem(shown(root / memory_path(c.new if c.other == head and c.new else c.memory_id)), 1,
-                    f"{text}; a plain git merge of this branch does "
-                    f"{'that without a word' if c.new else 'the same, or stops on two edits of one memory where their lines meet'}"
-                    f". Run '{merge}': {merge_settles([c])}")
-            for c, text in zip(crossed, crossed_words(crossed, names), strict=True)]
 
 
 def _moved_since_taken_in(compared: Branch, ours: dict[str, tuple[str, str]], theirs: dict[str, tuple[str, str]],

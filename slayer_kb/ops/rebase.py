@@ -365,22 +365,26 @@ def _both_forgot(store: GitStore, stages: dict[str, dict[int, tuple[str, str]]],
 
 
 def merge_from(store: GitStore, path: str, mode: str, blobs: tuple[str, str, str]) -> bool:
-    """Put in git's index and the work tree the merge of ``path``'s (base, ours, theirs)
-    ``blobs``: one side's when the other left the base as it was, else the KB's merge driver's
-    (a topic key; else field by field, as the driver falls back to when git's line merge stops);
-    whether it could."""
-    base, ours, theirs = blobs
-    take: str | None = ours if theirs == base else theirs if ours == base else None
+    """Put in git's index and the work tree ``merged_blob`` of ``path``'s ``blobs``; whether it could."""
+    take = merged_blob(store, path, blobs)
     if take is None:
-        got = store.objects.read_many("blob", {base, ours, theirs})
-        was, mine, other = (got[oid].decode("utf-8", "replace") for oid in (base, ours, theirs))
-        merged = mergedriver.merged(path, was, mine, other) or mergedriver.edits_merged(path, was, mine, other)
-        if merged is None:
-            return False
-        take = store.objects.write("blob", merged.encode("utf-8"))
+        return False
     store.git_writing_index("update-index", "--cacheinfo", f"{mode},{take},{path}")
     store.git_writing_index("checkout", "--", path, env=LITERAL_PATHS)
     return True
+
+
+def merged_blob(store: GitStore, path: str, blobs: tuple[str, str, str]) -> str | None:
+    """The merge of ``path``'s (base, ours, theirs) ``blobs``, written to git's objects: one side's
+    when the other left the base as it was, else the KB's merge driver's (a topic key; else field by
+    field, as the driver falls back to when git's line merge stops); None where two edits meet."""
+    base, ours, theirs = blobs
+    if ours == base or theirs == base:
+        return ours if theirs == base else theirs
+    got = store.objects.read_many("blob", {base, ours, theirs})
+    was, mine, other = (got[oid].decode("utf-8", "replace") for oid in (base, ours, theirs))
+    merged = mergedriver.merged(path, was, mine, other) or mergedriver.edits_merged(path, was, mine, other)
+    return None if merged is None else store.objects.write("blob", merged.encode("utf-8"))
 
 
 def held_stages(store: GitStore, incoming: str) -> dict[str, set[int]]:

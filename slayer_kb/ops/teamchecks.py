@@ -25,13 +25,14 @@ from ..core import yamlio
 from ..core.errors import KBError, StoreError
 from ..core.fileio import NotRegularFile, TooLarge, read_regular
 from ..core.ids import is_auto_id
-from ..core.locate import MEMORY_LINK, id_of_path, linked_id, memory_link
+from ..core.locate import MEMORY_LINK, id_of_path, linked_id, memory_link, memory_path
 from ..core.memory import MAX_FILE_BYTES, loads
 from ..core.problems import Problem, command, git_command, shell_word, shown
 from ..core.session import SESSIONS_DIR
-from ..store.renames import crossings, renamed_since
+from ..store.renames import Crossing, crossings, renamed_since
 from ..store.repo import GitStore, find_toplevel
 from ..store.revisions import resolve_rev, same_memories, shallow_parting, taken_from
+from .conflictsteps import crossed_words, merge_settles
 from .snapshot import blobs_at, catalog_changed, deleted_entities, entities_of, under
 
 MEMORIES = "memories"
@@ -77,6 +78,14 @@ class Branch:
     def fix(self, args: str) -> str:
         """``fix_command`` of ``args``, the remote asked of git once for all the checks."""
         return _after_fetch(self.root, args, self.remote)
+
+    @cached_property
+    def crossed(self) -> Crossed:
+        """``crossed_checks`` of HEAD and ``against``, asked of git once for ``links_to_gone`` and the
+        plain-merge checks; its problems name files from the working directory, as validate's do."""
+        return crossed_checks(self.store, self.base or "", (self.head or "", self.against_sha), self.against,
+                              lambda kb_path: shown(self.root / kb_path),
+                              lambda: self.fix(f"merge {shell_word(self.against)}"))
 
     @cached_property
     def tracked_branch(self) -> str | None:
@@ -352,11 +361,44 @@ def links_to_gone(compared: Branch, files: dict[Path, str], catalog: Catalog) ->
     mine = {path.stem: (name, links) for path, name in files.items() if (links := _links_of(path, marks))}
     # An id this branch forgot and gave another memory, which that revision renamed: a link to it
     # means the other memory (``Crossing``: a plain merge moves it, which ``plainmerge`` names).
-    given = {c.memory_id for c in crossings(compared.store, compared.base, (compared.head, compared.against_sha))
-             if c.forgot == compared.head} if mine and compared.head else set()
+    given = compared.crossed.given(compared.head) if mine and compared.head else set()
     return gone_links(compared.store, compared.base, compared.against, compared.against_sha, mine,
                       lambda i: i not in given and (compared.root / MEMORIES / f"{i}.yaml").is_file(), deleted,
                       compared.fix)
+
+
+@dataclass(frozen=True)
+class Crossed:
+    """The ``Crossing``s of a branch and the revision it is compared with, as ``validate --against``
+    and ``review`` check them, and a problem for each (``crossed_checks``)."""
+
+    crossings: list[Crossing]
+    problems: list[Problem]
+
+    def given(self, tip: str) -> set[str]:
+        """The ids ``tip`` (either side) forgot and gave another memory: a link there to one means
+        that memory, no memory the other side renamed or forgot."""
+        return {c.memory_id for c in self.crossings if c.forgot == tip}
+
+
+def crossed_checks(store: GitStore, base: str, tips: tuple[str, str], against: str, where: Callable[[str], str],
+                   merge: Callable[[], str]) -> Crossed:
+    """``Crossed`` of a branch at ``tips[0]`` and the revision ``against`` at ``tips[1]`` (none
+    without a head, a common ancestor, or a commit since: no merge to cross). A problem each: a
+    plain ``git merge`` puts the memory one side gave a forgotten id to under the id the other side
+    renamed that id to, without a word; or merges the other side's edit of the forgotten memory
+    into it, git's line merge stopping only where their lines meet. Named at the file the branch
+    holds (``where`` names a KB path as the caller's problems do): its renamed one, or the id's;
+    ``merge`` gives the command that merges ``against``, asked for only when one is named."""
+    head, against_sha = tips
+    crossed = crossings(store, base, tips) if head and base and against_sha != base else []
+    fix = merge() if crossed else ""
+    return Crossed(crossed, [
+        Problem(where(memory_path(c.new if c.other == head and c.new else c.memory_id)), 1,
+                f"{text}; a plain git merge of this branch does "
+                f"{'that without a word' if c.new else 'the same, or stops on two edits of one memory where their lines meet'}"
+                f". Run '{fix}': {merge_settles([c])}")
+        for c, text in zip(crossed, crossed_words(crossed, {head: "this branch", against_sha: against}), strict=True)])
 
 
 def deleted_since(store: GitStore, base: str, against_sha: str, catalog: Catalog) -> set[str]:

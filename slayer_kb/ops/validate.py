@@ -77,6 +77,7 @@ from ..store.config import setting
 from ..store.listing import RACY_SECONDS
 from ..store.repo import STATE_DIR, GitStore
 from .inherited import inherited_as_warnings
+from .mergelinks import MergeRenames, dangling
 from .plainmerge import plain_merge_conflicts
 from .queryproblem import QueryProblem, query_problem, reported
 from .schema_words import item_line, memory_problems, read_times, session_problems
@@ -195,8 +196,10 @@ class KBContext:
     """What checking a memory needs to know about its KB, computed once per KB: its catalog and
     memory ids, on disk (:meth:`of`) or at a commit (review, history.py)."""
 
-    def __init__(self, catalog: Catalog, ids: set[str], command: str, root: Path, crlf: bool = False) -> None:
+    def __init__(self, catalog: Catalog, ids: set[str], command: str, root: Path, crlf: bool = False,
+                 renames: MergeRenames | None = None) -> None:
         self.catalog = catalog
+        self.renames = renames  # a merge in progress's, on disk (``of``); none at a commit
         self.ids = ids
         self.command = command  # slayer-kb as a fix runs it (problems.command)
         self.root = root  # the KB's folder, where a fix's git runs (problems.git_command)
@@ -214,7 +217,7 @@ class KBContext:
     def of(cls, root: Path) -> KBContext:
         names = _listing(root / MEMORIES)
         return cls(_catalog(root), {name[:-5] for name in names if name.endswith(".yaml")}, command(root), root,
-                   converts_crlf(root))
+                   converts_crlf(root), MergeRenames(root))
 
 
 def converts_crlf(root: Path) -> bool:
@@ -561,8 +564,7 @@ def _entity_problems(
                 message = f"'{entity}' is not a memory reference: {exc}"
             else:
                 if target not in context.ids:
-                    message = (f"'{entity}' refers to a memory that does not exist "
-                               f"(run '{context.command} prune' to strip it)")
+                    message = dangling(entity, target, context.command, context.renames)
         elif not context.catalog.entity_exists(entity):
             message = _unresolved(entity, context, memory_id)
         seen.add(entity)

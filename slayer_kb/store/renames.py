@@ -129,11 +129,15 @@ def next_deletion(store: GitStore, memory_id: str, since: str, head: str = "HEAD
     return None if first is None else Deletion(first, renamed_in(store, first).get(memory_id))
 
 
-def first_deletion(store: GitStore, memory_id: str, since: str, head: str) -> str | None:
+def first_deletion(store: GitStore, memory_id: str, since: str, head: str, *, after: bool = True) -> str | None:
     """The commit of ``next_deletion`` alone, for a caller that asks only whether the chain goes
-    on (no ``diff-tree`` of it)."""
-    out = store.git("log", "--reverse", "--format=%H", "--diff-filter=D", f"{since}..{head}", "--",
-                    store.repo_path(memory_path(memory_id)), env=LITERAL_PATHS).stdout.decode().split()
+    on (no ``diff-tree`` of it). ``after``: only a commit that descends from ``since`` (a rename's):
+    a deletion of the id on another line of history (the other side renamed or forgot the memory
+    it held there, a merge since joining both) is of that memory, not of the one ``since`` gave the
+    id; False for ``since`` a merge base, whose range is every commit one side made."""
+    out = store.git("log", "--reverse", "--format=%H", "--diff-filter=D", *(["--ancestry-path"] if after else []),
+                    f"{since}..{head}", "--", store.repo_path(memory_path(memory_id)),
+                    env=LITERAL_PATHS).stdout.decode().split()
     return out[0] if out else None
 
 
@@ -292,14 +296,14 @@ def crossings(store: GitStore, base: str, tips: tuple[str, str]) -> list[Crossin
     found = []
     for (forgot, kept), (other, lost) in ((tips[0], 1), (tips[1], 2)), ((tips[1], 2), (tips[0], 1)):
         forgotten = [i for i, blobs in changed((names[0] & names[kept]) - names[lost], kept)
-                     if _given_again(store, i, first_deletion(store, i, base, forgot), blobs)]
+                     if _given_again(store, i, first_deletion(store, i, base, forgot, after=False), blobs)]
         moved = renames_between(store, base, other) if forgotten else {}
         ends = objects.blobs_at(trees[lost], [store.repo_path(memory_path(moved[i])) for i in forgotten if i in moved])
         gave = chains(store, base, forgot)[0] if ends else {}
         found += [Crossing(forgot, other, i, moved[i], gave.get(i)) for i in forgotten
                   if i in moved and ends[store.repo_path(memory_path(moved[i]))] is not None]
     for i, (was, *now) in changed(names[0] & names[1] & names[2], 1, 2):
-        gone = [first_deletion(store, i, base, tip) for tip in tips]
+        gone = [first_deletion(store, i, base, tip, after=False) for tip in tips]
         for n in (0, 1):
             if gone[1 - n] is None and _given_again(store, i, gone[n], [was, now[n]]):
                 found.append(Crossing(tips[n], tips[1 - n], i, None, chains(store, base, tips[n])[0].get(i)))
@@ -370,22 +374,33 @@ def _of_memories(store: GitStore, moves: list[tuple[str, str, str]]) -> list[tup
     made before meant. Two renames of one id on two lines of history (each side renamed the
     memory) both stay. Dropped too: a rename of an id a rename gave, once that id was forgotten
     in between (and saved again for another memory): a chain whose end was forgotten is over
-    (``next_deletion``). A ``git merge-base`` only where one id was renamed twice, a ``git log``
-    only where a chain goes on from an id a rename gave."""
+    (``next_deletion``). A rename of an id that only another line of history's renames gave (one
+    side forgot kb.y and renamed kb.x to it, the other renamed kb.y to kb.m) moves the memory its
+    own line held there: it goes before those, so no chain runs on through it whatever the commit
+    dates. A ``git merge-base`` only where one id was renamed twice or given and renamed again, a
+    ``git log`` only where a chain goes on from an id a rename gave."""
     left: dict[str, list[str]] = {}  # {id: the commits that moved a memory away from it}
-    given: dict[str, str] = {}  # {id: the commit whose kept rename gave it}
-    kept = []
-    for commit, old, new in moves:
-        if any(store.git("merge-base", "--is-ancestor", earlier, commit, check=False).returncode == 0
-               for earlier in left.get(old, ())):
+    given: dict[str, list[tuple[str, str, str]]] = {}  # {id: the kept renames that gave it}
+    kept: list[tuple[str, str, str]] = []
+    for move in moves:
+        commit, old, new = move
+        if any(_is_ancestor(store, earlier, commit) for earlier in left.get(old, ())):
             continue
-        if old in given and first_deletion(store, old, given[old], commit) != commit:
+        givers = given.get(old, [])
+        if givers and not any(_is_ancestor(store, giver[0], commit) for giver in givers):
+            kept.insert(min(kept.index(giver) for giver in givers), move)
+        elif givers and first_deletion(store, old, givers[-1][0], commit) != commit:
             continue
+        else:
+            kept.append(move)
         left.setdefault(old, []).append(commit)
         left.pop(new, None)  # the memory back under an id it left: its next rename moves it again
-        given[new] = commit
-        kept.append((commit, old, new))
+        given.setdefault(new, []).append(move)
     return kept
+
+
+def _is_ancestor(store: GitStore, ancestor: str, commit: str) -> bool:
+    return store.git("merge-base", "--is-ancestor", ancestor, commit, check=False).returncode == 0
 
 
 def _checked(store: GitStore, commit: str, message: str) -> dict[str, str]:

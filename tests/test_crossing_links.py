@@ -1,0 +1,79 @@
+"""Links to kb.x across the renames crossing (clone a forgets kb.y and renames kb.x to kb.y, clone
+b renames kb.y to kb.m): X lives at kb.y, whatever the commit dates say, and a link b or a third
+clone made to kb.x goes there. Real clones of one bare remote; every ``slayer-kb`` command run in
+this process, git as git."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from testing import CliRunner, git, make_team
+
+BEE = ("--author", "Bee <bee@example.com>")
+
+
+def _unlike(tag: str) -> str:
+    """A text of 40 words no other text of a test shares: git pairs no forget or save with it."""
+    return " ".join(f"{tag}{n}word" for n in range(40))
+
+
+def _memories(clone: Path) -> dict[str, tuple[str, list[str]]]:
+    """Each memory file: the first word of its text, and its links to memories."""
+    return {path.name: (path.read_text().split("learning: ", 1)[1].split(" ", 1)[0],
+                        re.findall(r"memory:\S+", path.read_text()))
+            for path in sorted((clone / "memories").glob("*.yaml"))}
+
+
+def _dated(monkeypatch: pytest.MonkeyPatch, minute: int) -> None:
+    """The commits from here on dated at ``minute``: the order ``git log`` walks the two sides in."""
+    for name in ("GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE"):
+        monkeypatch.setenv(name, f"2026-11-30T12:{minute:02}:00Z")
+
+
+@pytest.mark.parametrize("keep", [True, False])
+@pytest.mark.parametrize("forgetter_first", [True, False])
+def test_a_link_to_the_renamed_memory_follows_it_whatever_the_commit_order(
+        tmp_path: Path, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch, forgetter_first: bool,
+        keep: bool) -> None:
+    """b links kb.x after they parted, c (a copy of b from before) too. The closing sync pointed
+    b's link at kb.m (Y) when b's rename was the later commit, or stripped it when b let kb.m go:
+    the two sides' renames taken for one chain, kb.x to kb.y to kb.m. The stop's validate step
+    told to prune the link, which strips it."""
+    _bare, (a, b) = make_team(tmp_path)
+    _dated(monkeypatch, 0)
+    for tag, memory_id in (("xray", "kb.x"), ("yank", "kb.y")):
+        invoke_cli("--kb", a, "save", _unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    c = tmp_path / "c"
+    shutil.copytree(b, c, symlinks=True)
+    for minute, clone in enumerate((a, b) if forgetter_first else (b, a), start=1):
+        _dated(monkeypatch, minute)
+        if clone == a:
+            invoke_cli("--kb", a, "forget", "kb.y", check=True)
+            invoke_cli("--kb", a, "rename", "kb.x", "kb.y", check=True)
+        else:
+            invoke_cli("--kb", b, *BEE, "save", _unlike("bravo"), "--id", "kb.bx", "-e", "memory:kb.x", check=True)
+            invoke_cli("--kb", b, *BEE, "rename", "kb.y", "kb.m", check=True)
+    _dated(monkeypatch, 3)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(b, "fetch", "-q", "origin")
+    assert invoke_cli("--kb", b, "merge", "origin/main").returncode == 1
+    # The stop's validate step: no prune, which would strip the link to X.
+    assert invoke_cli("validate", cwd=b).stdout.startswith(
+        "memories/kb.bx.yaml:3: 'memory:kb.x' refers to kb.x, which the branch being merged (MERGE_HEAD) renamed to "
+        "kb.y: leave it; once the merge is committed, 'slayer-kb sync' points it at kb.y\n")
+    git(b, *(["add"] if keep else ["rm", "-q"]), "memories/kb.m.yaml")
+    git(b, "commit", "-q", "--no-edit")
+    synced = invoke_cli("--kb", b, "sync", check=True)
+    assert "memory:kb.x -> memory:kb.m" not in synced.stdout
+    kept = {"kb.m.yaml": ("yank0word", [])} if keep else {}
+    assert _memories(b) == {"kb.bx.yaml": ("bravo0word", ["memory:kb.y"]), **kept, "kb.y.yaml": ("xray0word", [])}
+    invoke_cli("--kb", c, "save", _unlike("charlie"), "--id", "kb.cx", "-e", "memory:kb.x", check=True)
+    synced = invoke_cli("--kb", c, "sync", check=True)
+    assert synced.stdout.endswith("  rewrote links to renamed memories: memory:kb.x -> memory:kb.y in kb.cx\n")
+    assert _memories(c)["kb.cx.yaml"] == ("charlie0word", ["memory:kb.y"])
