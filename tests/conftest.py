@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import signal
 from collections.abc import Iterator
@@ -12,6 +13,8 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from slayer_kb import KnowledgeBase
+from slayer_kb.core.memory import utc_time
+from slayer_kb.ops import observations
 from testing import (
     CliRunner,
     Watcher,
@@ -96,6 +99,15 @@ def _signals_kept() -> Iterator[None]:
 @pytest.fixture(autouse=True)
 def _git_identity(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     isolate(monkeypatch, tmp_path)
+
+
+@pytest.fixture
+def minutes_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each save and update (in process) a minute after the last: what tells a moved memory (it
+    keeps its created_at) from a new save (its own) is the time each was first saved, and memory 1
+    saved in the same second as a new memory shares its created_at with it."""
+    times = (utc_time(1_780_000_000 + 60 * n) for n in itertools.count())
+    monkeypatch.setattr(observations, "utc_now", lambda: next(times))
 
 
 @pytest.fixture

@@ -9,13 +9,10 @@ names the guessed move with steps that undo it."""
 
 from __future__ import annotations
 
-import itertools
 from pathlib import Path
 
 import pytest
 
-from slayer_kb.core.memory import utc_time
-from slayer_kb.ops import observations
 from testing import CliRunner, git, make_team
 
 # b's commits by another author: two clones forgetting 1 in one second would otherwise make
@@ -23,12 +20,7 @@ from testing import CliRunner, git, make_team
 _BEE = ("--author", "Bee <bee@example.com>")
 
 
-@pytest.fixture(autouse=True)
-def _minutes_apart(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each save and update a minute after the last: a forget and a new save in one second share
-    a created_at, which is what tells a moved memory (it keeps its time) from a new one."""
-    times = (utc_time(1_780_000_000 + 60 * n) for n in itertools.count())
-    monkeypatch.setattr(observations, "utc_now", lambda: next(times))
+pytestmark = pytest.mark.usefixtures("minutes_apart")
 
 
 def _observation(invoke_cli: CliRunner, kb: Path, title: str, *author: str) -> None:

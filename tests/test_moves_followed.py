@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, git, make_team
+from testing import CliRunner, git, make_team, traced_git
 
 REVENUE = "Revenue counts only completed orders, not refunds or cancellations, in the monthly report"
 
@@ -174,9 +174,9 @@ def test_a_squash_merge_that_dropped_the_rename_trailer_takes_the_other_clones_e
 @pytest.mark.parametrize("how", ["sync", "merge", "rebase"])
 def test_a_memory_moved_by_hand_that_both_edited_stops_as_both_edited(
         tmp_path: Path, invoke_cli: CliRunner, how: str) -> None:
-    """Beside a rename (its trailer) on a's side, git's guess on, a's move by hand was named "a new
-    memory git took for a move of memories/1.yaml" with a step that dropped b's edit: it is a move
-    (the same created_at), both edited the memory's text, and the stop says so."""
+    """Beside another memory renamed and edited on a's side (git's guess on), a's move by hand was
+    named "a new memory git took for a move of memories/1.yaml" with a step that dropped b's edit:
+    it is a move (its created_at kept), both edited the memory's text, and the stop says so."""
     a, b = _synced_memory(tmp_path, invoke_cli)
     invoke_cli("--kb", a, "save", " ".join(f"xray{n}word" for n in range(40)), "--id", "kb.x", "-e",
                "shop.orders.amount", check=True)
@@ -199,3 +199,119 @@ def test_a_memory_moved_by_hand_that_both_edited_stops_as_both_edited(
         "rebase": "Error: Your commits and origin/main both edited memories/kb.rev.yaml; the rebase stopped at commit "
                   f"1 of 1 ('memory: update 1 (learning)'), and slayer-kb --kb {b} rebase --abort would put the "
                   f"branch back as it was. To merge by hand: cd {b}; {edit}{go_on}"}[how])
+
+
+def _forgot_and_saved_on_a(invoke_cli: CliRunner, a: Path) -> None:
+    """a forgets memory 1 and saves a new short one, a pair git's guess reads as a move of 1 (with
+    a created_at of its own: a forget and a save), and syncs."""
+    invoke_cli("--kb", a, "forget", "1", check=True)
+    invoke_cli("--kb", a, "save", "Refunds", "--title", "Refunds", "--project", "api", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+
+
+@pytest.mark.usefixtures("minutes_apart")
+@pytest.mark.parametrize("how", ["sync", "rebase"])
+def test_a_code_file_moved_then_rewritten_by_a_later_commit_takes_the_other_clones_edit(
+        tmp_path: Path, invoke_cli: CliRunner, how: str) -> None:
+    """b moves app.py to service.py with a small edit, then rewrites most of it in a later commit:
+    over b's range a delete and an add, in its first commit a move. Beside a's forget and new save,
+    git was held to exact moves, and the replay of that commit (sync and ``rebase`` replay commit
+    by commit) stopped: "Your commits forgot ../app.py, which origin/main edited"."""
+    a, b = _code_team(tmp_path)
+    invoke_cli("--kb", b, "save", "Revenue", "--title", "Revenue", "--project", "api", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(b.parent, "mv", "app.py", "service.py")
+    service = b.parent / "service.py"
+    service.write_text(service.read_text().replace("return 3\n", "return 33\n"))
+    git(b.parent, "commit", "-qam", "move app.py to service.py, fix f3")
+    service.write_text("".join(f"def f{n}(): return {n}{' * 2' if 10 <= n < 30 else ''}\n"
+                               for n in range(1, 31)).replace("return 3\n", "return 33\n"))
+    git(b.parent, "commit", "-qam", "double f10 to f29")
+    app = _app(a)
+    app.write_text(app.read_text().replace("return 5\n", "return 55\n"))
+    git(a.parent, "commit", "-qam", "fix f5")
+    _forgot_and_saved_on_a(invoke_cli, a)
+    with traced_git(tmp_path) as runs:
+        taken = _take_in(invoke_cli, b, how)
+    # The pairs git's guess makes: of each side's range and of each side's commits, asked once.
+    assert (len(runs("diff -M")), len(runs("log -M"))) == (2, 2)
+    assert taken == {
+        "sync": "Synced main with origin: rebased, 3 pulled, 2 pushed.\n",
+        "rebase": f"Rebased onto origin/main; run slayer-kb --kb {b} sync to push.\n"}[how]
+    assert not _app(b).exists()
+    text = service.read_text()
+    assert "def f5(): return 55\n" in text and "def f3(): return 33\n" in text and "def f29(): return 29 * 2\n" in text
+    assert sorted(p.name for p in (b / "memories").iterdir()) == ["101.yaml"]
+    assert "title: Refunds\n" in (b / "memories" / "101.yaml").read_text()
+
+
+@pytest.mark.usefixtures("minutes_apart")
+@pytest.mark.parametrize("how", ["sync", "rebase"])
+def test_a_memory_moved_by_hand_then_rewritten_takes_the_other_clones_edit(
+        tmp_path: Path, invoke_cli: CliRunner, how: str) -> None:
+    """b moves 1 to kb.rev by hand with a small edit, then rewrites its text with ``update``; a
+    edits 1's title, forgets memory 2 and saves 3 alike. The replay of b's move stopped as "Your
+    commits forgot memories/1.yaml, which origin/main edited"."""
+    a, b = _synced_memory(tmp_path, invoke_cli)
+    invoke_cli("--kb", a, "save", "Short", "--title", "Short", "--project", "api", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "update", "1", "--title", "Revenue (monthly)", check=True)
+    invoke_cli("--kb", a, "forget", "2", check=True)
+    invoke_cli("--kb", a, "save", "Shorter", "--title", "Shorter", "--project", "api", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(b, "mv", "memories/1.yaml", "memories/kb.rev.yaml")
+    moved = b / "memories" / "kb.rev.yaml"
+    moved.write_text(moved.read_text().replace("monthly report", "monthly sales report"))
+    git(b, "commit", "-qam", "rename 1 by hand")
+    rewritten = " ".join(f"newtext{n}" for n in range(60))
+    invoke_cli("--kb", b, "update", "kb.rev", "--content", rewritten, check=True)
+    assert _take_in(invoke_cli, b, how) == {
+        "sync": "Synced main with origin: rebased, 3 pulled, 2 pushed.\n  merged both sides of: memories/1.yaml\n",
+        "rebase": f"Rebased onto origin/main; run slayer-kb --kb {b} sync to push.\n"}[how]
+    assert sorted(p.name for p in (b / "memories").iterdir()) == ["3.yaml", "kb.rev.yaml"]
+    text = moved.read_text()
+    assert "title: Revenue (monthly)\n" in text and f"learning: {rewritten}\n" in text
+
+
+@pytest.mark.usefixtures("minutes_apart")
+@pytest.mark.parametrize("how", ["sync", "merge", "rebase"])
+def test_code_files_moved_past_the_diff_rename_limit_take_the_other_clones_edit(
+        tmp_path: Path, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    """b moves src/ to lib/ with an edit in each file, more files than ``diff.renameLimit`` (1000 by
+    default; 2 here, to stay quick) though within ``merge.renameLimit`` (7000): asked of git's
+    diff, b's side paired nothing, so beside a's forget and new save git's merge was held to exact
+    moves: "Your commits forgot ../src/f2.py, which origin/main edited" (git's merge alone
+    follows the moves)."""
+    a, b = _code_team(tmp_path)
+    (a.parent / "src").mkdir()
+    for n in range(1, 4):
+        (a.parent / "src" / f"f{n}.py").write_text("".join(f"def g{n}_{k}(): return {n} * {k}\n" for k in range(1, 7)))
+    git(a.parent, "add", "src")
+    git(a.parent, "commit", "-qm", "src")
+    invoke_cli("--kb", a, "save", "Revenue", "--title", "Revenue", "--project", "api", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    git(b, "config", "diff.renameLimit", "2")
+    git(b, "config", "merge.renameLimit", "7000")
+    (b.parent / "lib").mkdir()
+    for n in range(1, 4):
+        old = b.parent / "src" / f"f{n}.py"
+        (b.parent / "lib" / f"h{n}.py").write_text(old.read_text().replace(" * 1\n", "\n"))
+    git(b.parent, "rm", "-rq", "src")
+    git(b.parent, "add", "lib")
+    git(b.parent, "commit", "-qm", "src to lib, drop * 1")
+    f2 = a.parent / "src" / "f2.py"
+    f2.write_text(f2.read_text().replace("2 * 5\n", "2 * 50\n"))
+    git(a.parent, "commit", "-qam", "fix g2_5")
+    _forgot_and_saved_on_a(invoke_cli, a)
+    # git's warning in the user's language (German where git's German messages are installed).
+    monkeypatch.setenv("LANGUAGE", "de")
+    assert _take_in(invoke_cli, b, how) == {
+        "sync": "Synced main with origin: rebased, 3 pulled, 1 pushed.\n",
+        "merge": f"Merged origin/main; run slayer-kb --kb {b} sync to push.\n",
+        "rebase": f"Rebased onto origin/main; run slayer-kb --kb {b} sync to push.\n"}[how]
+    assert not (b.parent / "src").exists()
+    assert (b.parent / "lib" / "h2.py").read_text() == "".join(
+        f"def g2_{k}(): return 2{'' if k == 1 else f' * {k}0' if k == 5 else f' * {k}'}\n" for k in range(1, 7))

@@ -30,23 +30,18 @@ class Guess:
     saved: bool
 
 
+# Pairs of files git's rename guess makes, with their blobs; in English, to read its warning.
+_RENAMES = ("-M", "-z", "--raw", "--no-abbrev", "--diff-filter=R")
+_ENGLISH = {"LC_ALL": "C"}
+# git's words (on stderr) when too many files were deleted and added for it to pair the unlike
+# ones (``diff.renameLimit``, 1000 by default; a merge's ``merge.renameLimit``, 7000 by default).
+_SKIPPED = b"rename detection was skipped"
+
+
 def guessed_moves(store: GitStore, base: str, tip: str) -> list[Guess]:
-    """The pairs git's rename guess makes of ``base..tip``, as a merge or rebase of ``tip`` does
-    (the whole repository), but exact moves: one ``git diff``, and the memory pairs' files read."""
-    out = store.git("diff", "-M", "-z", "--raw", "--no-abbrev", "--diff-filter=R", base, tip).stdout
-    fields = out.decode("utf-8", "surrogateescape").split("\0")
-    # Each pair: ":MODE MODE OLD-BLOB NEW-BLOB R<score>", the old path, the new path.
-    pairs = [(meta.split()[2:4], (old, new)) for meta, old, new in zip(fields[0::3], fields[1::3], fields[2::3],
-                                                                        strict=False) if not meta.endswith(" R100")]
-    folder = store.repo_path(f"{MEMORIES_DIR}/")
-    ids = {path: memory_id for _blobs, paths in pairs for path in paths
-           if path.startswith(folder) and (memory_id := id_of_path(path[len(store.prefix):])) is not None}
-    memories = [(blobs, paths) for blobs, paths in pairs if all(path in ids for path in paths)]
-    read = store.objects.read_many("blob", [oid for blobs, _paths in memories for oid in blobs])
-    made = {paths: {_made(read[oid], ids[path]) for oid, path in zip(blobs, paths, strict=True)}
-            for blobs, paths in memories}
-    # Two times, both read: a forget and a new save. One time (or a file that does not read): a move.
-    return [Guess(*paths, len(made.get(paths, ())) == 2 and None not in made[paths]) for _blobs, paths in pairs]
+    """The pairs git's rename guess makes of ``base..tip``, as a merge of ``tip`` does (the whole
+    repository), but exact moves: one ``git diff``, and the memory pairs' files read."""
+    return _guesses(store, _pairs(store.git("diff", *_RENAMES, base, tip).stdout))
 
 
 def rename_detection(store: GitStore, base: str, tips: tuple[str, str]) -> list[str]:
@@ -55,9 +50,50 @@ def rename_detection(store: GitStore, base: str, tips: tuple[str, str]) -> list[
     on either side is a forget and a new save (``Guess.saved``), so that both new memories are kept
     and an edit of the forgotten one stops as the forget against an edit it is; else none, git's
     guess on as it is (it follows a real move into the edited file). Not ``no-renames``: git's
-    default strategy (ort) ignores it."""
-    guesses = [guess for tip in tips for guess in guessed_moves(store, base, tip)] if base else []
+    default strategy (ort) ignores it. Each side's pairs are asked of its range (what a merge
+    sees) and of each of its commits (what a rebase replays: a file moved with a small edit, then
+    rewritten by a later commit, is a move in the first and a delete and an add in the range), a
+    ``git diff`` and a ``git log`` a side; where git skipped pairing unlike files (too many), its
+    guess stays on, as it may be on in the merge."""
+    if not base:
+        return []
+    pairs: list[tuple[list[str], tuple[str, str]]] = []
+    for tip in tips:
+        for args in (("diff", *_RENAMES, base, tip), ("log", *_RENAMES, "--format=", f"{base}..{tip}")):
+            proc = store.git(*args, env=_ENGLISH)
+            if _SKIPPED in proc.stderr:
+                return []
+            pairs += _pairs(proc.stdout)
+    guesses = _guesses(store, pairs)
     return ["-X", "find-renames=100%"] if guesses and all(guess.saved for guess in guesses) else []
+
+
+def _pairs(out: bytes) -> list[tuple[list[str], tuple[str, str]]]:
+    """The pairs of git's ``--raw -z`` output that are no exact move: their two blobs and paths."""
+    fields = iter(out.decode("utf-8", "surrogateescape").split("\0"))
+    pairs = []
+    # Each pair: ":MODE MODE OLD-BLOB NEW-BLOB R<score>", the old path, the new path (a log may
+    # part its commits by an empty field).
+    for meta in fields:
+        if meta.startswith(":"):
+            old, new = next(fields, ""), next(fields, "")
+            if not meta.endswith(" R100"):
+                pairs.append((meta.split()[2:4], (old, new)))
+    return pairs
+
+
+def _guesses(store: GitStore, pairs: list[tuple[list[str], tuple[str, str]]]) -> list[Guess]:
+    """``pairs`` as guesses, the memory pairs' files read (all in one go)."""
+    folder = store.repo_path(f"{MEMORIES_DIR}/")
+    ids = {path: memory_id for _blobs, paths in pairs for path in paths
+           if path.startswith(folder) and (memory_id := id_of_path(path[len(store.prefix):])) is not None}
+    memory = [all(path in ids for path in paths) for _blobs, paths in pairs]
+    read = store.objects.read_many("blob", [oid for (blobs, _paths), is_memory in zip(pairs, memory, strict=True)
+                                            if is_memory for oid in blobs])
+    # Two times, both read: a forget and a new save. One time (or a file that does not read): a move.
+    made = [{_made(read[oid], ids[path]) for oid, path in zip(blobs, paths, strict=True)} if is_memory else set()
+            for (blobs, paths), is_memory in zip(pairs, memory, strict=True)]
+    return [Guess(*paths, len(times) == 2 and None not in times) for (_blobs, paths), times in zip(pairs, made, strict=True)]
 
 
 def _made(blob: bytes, memory_id: str) -> str | None:
