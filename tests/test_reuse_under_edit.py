@@ -203,7 +203,7 @@ def test_a_rebase_of_an_id_given_again_against_an_edit_is_refused(
     assert (refused.returncode, refused.stderr) == (1, (
         f"Error: {_opening(words)}. A rebase replays one side's commits onto the other's one by one, "
         f"which cannot keep the two memories apart, so nothing was rebased. Run 'slayer-kb --kb {second} merge "
-        "origin/main' instead: it keeps that memory where it is, and stops on the forget against the edit with the "
+        "origin/main' instead: it keeps the memory given kb.y where it is, and stops on the forget against the edit with the "
         "steps to keep either.\n"))
     assert git(second, "rev-parse", "HEAD") == head
     stopped = invoke_cli("--kb", second, "merge", "origin/main")
@@ -223,7 +223,7 @@ def test_validate_against_names_an_id_given_again_against_an_edit(
     git(second, "fetch", "-q", "origin")
     checked = invoke_cli("validate", "--against", "origin/main", cwd=second)
     words = _words(forgetter_checks, True)
-    settles = ("keeps that memory where it is, and stops on the forget against the edit with the steps to keep "
+    settles = ("keeps the memory given kb.y where it is, and stops on the forget against the edit with the steps to keep "
                "either")
     assert (checked.returncode, checked.stdout) == (1, (
         f"memories/kb.y.yaml:1: {words}; {PLAIN}. {MERGE} "
@@ -320,3 +320,21 @@ def test_crossings_ask_git_once_a_side_however_many_memories_both_edited(tmp_pat
         invoke_cli("--kb", b, "merge", "origin/main", check=True)
     assert len(_walks(runs)) == 2, _walks(runs)
     assert all(f"description: B{n}\n" in (b / "memories" / f"kb.m{n}.yaml").read_text() for n in range(12))
+
+
+def test_a_ref_named_like_this_branch_or_your_commits_opens_the_stop_as_it_is(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """The stop capitalised its first word when it began "this" or "your": a ref thistle/main (or
+    yourfork/main) that forgot kb.y opened it as Thistle/main. Only the words this branch and your
+    commits are capitalised."""
+    a, b = _reused(tmp_path, invoke_cli, by_rename=False)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(b, "fetch", "-q", "origin")
+    for ref in ("thistle/main", "yourfork/main"):
+        git(b, "branch", ref, "origin/main")
+    refused = invoke_cli("--kb", b, "rebase", "yourfork/main")
+    assert refused.stderr.startswith("Error: yourfork/main forgot kb.y, which your commits edited, and then saved "), \
+        refused.stderr
+    stopped = invoke_cli("--kb", b, "merge", "thistle/main")
+    assert stopped.stderr.startswith("Error: thistle/main forgot kb.y, which this branch edited, and then saved "), \
+        stopped.stderr

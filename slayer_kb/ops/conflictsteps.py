@@ -172,7 +172,16 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
 def merge_settles(crossed: list[Crossing]) -> str:
     """What ``slayer-kb merge`` does with ``crossed``, for the refusals that send the person to it."""
     against = " and ".join(dict.fromkeys("the rename" if c.new else "the edit" for c in crossed))
-    return f"it keeps that memory where it is, and stops on the forget against {against} with the steps to keep either"
+    ids = list(dict.fromkeys(c.memory_id for c in crossed))
+    kept = f"the memory given {ids[0]} where it is" if len(ids) == 1 else \
+        f"the memories given {', '.join(ids[:-1])} and {ids[-1]} where they are"
+    return f"it keeps {kept}, and stops on the forget against {against} with the steps to keep either"
+
+
+def opening(said: str) -> str:
+    """``said`` opening a message: the words "this branch" and "your commits" capitalised, a ref
+    (``thistle/main``) left as it is."""
+    return said[:1].upper() + said[1:] if said.startswith(("this branch", "your commits")) else said
 
 
 def crossed_words(crossed: list[Crossing], names: dict[str, str]) -> list[str]:

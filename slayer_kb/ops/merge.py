@@ -43,7 +43,7 @@ from ..store.renames import (
 )
 from ..store.revisions import added_alike, resolve_rev
 from ..store.worktree import require_shown
-from .conflictsteps import crossed_words, reuse_steps
+from .conflictsteps import crossed_words, opening, reuse_steps
 from .rebase import conflict_steps, held_stages, merge_from, merged_blob, push_step, settle, swap_sides, unmerged
 from .renumber import require_clean
 from .reuses import Retry, refuse_reuse
@@ -330,4 +330,4 @@ def merge_conflict_message(store: GitStore, ref: str, paths: list[str], held: di
              "git commit --no-edit", f"{kb} sync"]
     where = ("the repository is back as it was" if first else
              f"the merge stopped, and {git_command(store.root, 'merge --abort')} would put the branch back as it was")
-    return f"{'T' if said.startswith('this') else said[:1]}{said[1:]}; {where}. To merge by hand: " + "; ".join(steps) + "."
+    return f"{opening(said)}; {where}. To merge by hand: " + "; ".join(steps) + "."
