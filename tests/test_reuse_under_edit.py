@@ -338,3 +338,47 @@ def test_a_ref_named_like_this_branch_or_your_commits_opens_the_stop_as_it_is(
     stopped = invoke_cli("--kb", b, "merge", "thistle/main")
     assert stopped.stderr.startswith("Error: thistle/main forgot kb.y, which this branch edited, and then saved "), \
         stopped.stderr
+
+
+@pytest.mark.parametrize(("forgetter_syncs", "by_rename"), [(True, False), (False, False), (True, True), (False, True)])
+def test_an_id_given_again_against_a_soft_forget_keeps_the_new_memory(
+        tmp_path: Path, invoke_cli: CliRunner, forgetter_syncs: bool, by_rename: bool) -> None:
+    """b soft-forgets kb.y while a forgets it and saves another memory as kb.y (or renames kb.x to
+    it, which b edits). The sync stopped saying b edited kb.y, its step keeping a soft-forgotten
+    copy as kb.y-2. Both forgot that memory: the sync keeps a's at kb.y, not forgotten (with b's
+    edit of kb.x), without a stop; validate --against and the rebase's refusal say so."""
+    _bare, (a, b) = make_team(tmp_path)
+    for tag, memory_id in (("xray", "kb.x"), ("yank", "kb.y")):
+        invoke_cli("--kb", a, "save", _unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "forget", "kb.y", check=True)
+    if by_rename:
+        invoke_cli("--kb", a, "rename", "kb.x", "kb.y", check=True)
+        invoke_cli("--kb", b, *BEE, "update", "kb.x", "--description", "b's summary of X", check=True)
+    else:
+        invoke_cli("--kb", a, "save", _unlike("zulu"), "--id", "kb.y", "-e", "shop.orders", check=True)
+    invoke_cli("--kb", b, *BEE, "forget", "kb.y", "--soft", check=True)
+    given = (a / "memories" / "kb.y.yaml").read_text()
+    x = {} if by_rename else {"kb.x.yaml": (a / "memories" / "kb.x.yaml").read_text()}
+    first, second = (b, a) if forgetter_syncs else (a, b)
+    invoke_cli("--kb", first, "sync", check=True)
+    git(second, "fetch", "-q", "origin")
+    forgetter, other = ("this branch", "origin/main") if forgetter_syncs else ("origin/main", "this branch")
+    words = (f"{forgetter} forgot kb.y and then {_gave(by_rename)}, and {other} forgot kb.y too (forget "
+             "--soft): git takes both for edits of one memory and merges that forget into the other memory")
+    settles = "it keeps the memory given kb.y where it is, and lets the memory both sides forgot go, without a stop"
+    checked = invoke_cli("validate", "--against", "origin/main", cwd=second)
+    assert checked.returncode == 1  # and, after a rename, kb.x's edit against it, as any rename's
+    assert f"memories/kb.y.yaml:1: {words}; {PLAIN}. {MERGE} {settles.removeprefix('it ')}\n" in checked.stdout
+    refused = invoke_cli("--kb", second, "rebase", "origin/main")
+    assert refused.stderr.endswith(f"instead: {settles}.\n"), refused.stderr
+    invoke_cli("--kb", second, "sync", check=True)
+    invoke_cli("--kb", first, "sync", check=True)
+    for clone in (a, b):
+        texts = _texts(clone)
+        assert texts == {**x, "kb.y.yaml": texts["kb.y.yaml"]}
+        assert texts["kb.y.yaml"] == given or (by_rename and "description: b's summary of X\n" in texts["kb.y.yaml"]
+                                               and texts["kb.y.yaml"].startswith("learning: xray0word"))
+        assert "deleted_at" not in texts["kb.y.yaml"]
+        assert invoke_cli("--kb", clone, "validate", check=True).stdout.endswith("no problems.\n")

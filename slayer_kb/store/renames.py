@@ -263,13 +263,15 @@ class Crossing:
     ``memory_id`` to ``new``, or only edited it (``new`` None), and ``forgot`` then gave
     ``memory_id`` to another memory: renamed ``given_by`` to it (None: saved one there). git sees
     that side edit the file the other moved, and puts the other memory under ``new``; or sees two
-    edits of one file, and merges the other's edit into the other memory."""
+    edits of one file, and merges the other's edit into the other memory. ``soft``: that edit was
+    a ``forget --soft``: both sides forgot the memory, and the one given the id simply stays."""
 
     forgot: str
     other: str
     memory_id: str
     new: str | None
     given_by: str | None
+    soft: bool = False
 
 
 # The subject ``restore`` commits a memory brought back under: the same memory, not another given its id.
@@ -314,7 +316,8 @@ def crossings(store: GitStore, base: str, tips: tuple[str, str]) -> list[Crossin
         for n in (0, 1):
             if (not any(status == "D" for status, _c, _s in of(tips[1 - n], i))
                     and _given_again(store, i, of(tips[n], i), [was, now[n]])):
-                found.append(Crossing(tips[n], tips[1 - n], i, None, chains(store, base, tips[n])[0].get(i)))
+                found.append(Crossing(tips[n], tips[1 - n], i, None, chains(store, base, tips[n])[0].get(i),
+                                      _soft_forgot(store, i, was, now[1 - n])))
     return found
 
 
@@ -350,6 +353,16 @@ def _given_again(store: GitStore, memory_id: str, events: list[tuple[str, str, s
         return len({loads(text.decode("utf-8", "surrogateescape"), memory_id).created_at for text in texts.values()}) > 1
     except MemoryFileError:  # a version that does not parse is no memory to call the same
         return True
+
+
+def _soft_forgot(store: GitStore, memory_id: str, was: str | None, now: str | None) -> bool:
+    """Whether the memory's file went from ``was`` (a blob) to ``now`` by a ``forget --soft``."""
+    texts = store.objects.read_many("blob", [blob for blob in (was, now) if blob])
+    try:
+        memories = [loads(texts[blob].decode("utf-8", "surrogateescape"), memory_id) for blob in (was, now) if blob]
+    except MemoryFileError:  # not a memory: no forget to tell
+        return False
+    return len(memories) == 2 and not memories[0].is_deleted and memories[1].is_deleted
 
 
 def renames_between(store: GitStore, base: str, head: str = "HEAD") -> dict[str, str]:
