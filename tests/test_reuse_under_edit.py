@@ -382,3 +382,31 @@ def test_an_id_given_again_against_a_soft_forget_keeps_the_new_memory(
                                                and texts["kb.y.yaml"].startswith("learning: xray0word"))
         assert "deleted_at" not in texts["kb.y.yaml"]
         assert invoke_cli("--kb", clone, "validate", check=True).stdout.endswith("no problems.\n")
+
+
+def test_a_forget_undone_in_a_merge_is_no_id_given_again(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """a forgets kb.y (and saves kb.z), merges b's edit of kb.y keeping it ('git add' of the stop's
+    step), then edits kb.y, which b edits again. git shows no file of a merge commit: the forget
+    was the last it showed of kb.y, and that was taken for an id given again. The merge kept b's
+    memory: two edits of it, merged."""
+    a, b = _reused(tmp_path, invoke_cli, by_rename=False)
+    git(a, "reset", "-q", "--hard", "HEAD~2")  # a's forget and save undone
+    git(b, "reset", "-q", "--hard", "HEAD~1")
+    invoke_cli("--kb", a, "forget", "kb.y", check=True)
+    invoke_cli("--kb", a, "save", _unlike("zeta"), "--id", "kb.z", "-e", "shop.orders", check=True)
+    invoke_cli("--kb", b, *BEE, "update", "kb.y", "--description", "b's summary", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    git(a, "fetch", "-q", "origin")
+    assert invoke_cli("--kb", a, "merge", "origin/main").returncode == 1  # a forget against an edit
+    git(a, "add", "memories/kb.y.yaml")
+    git(a, "commit", "-q", "--no-edit")
+    invoke_cli("--kb", a, "update", "kb.y", "--title", "Yank", check=True)
+    invoke_cli("--kb", b, *BEE, "update", "kb.y", "--learning", _unlike("yank") + " plus b's correction", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    git(a, "fetch", "-q", "origin")
+    checked = invoke_cli("validate", "--against", "origin/main", cwd=a)
+    assert "forgot kb.y" not in checked.stdout, checked.stdout
+    merged = invoke_cli("--kb", a, "merge", "origin/main")
+    assert (merged.returncode, merged.stderr) == (0, "")
+    text = (a / "memories" / "kb.y.yaml").read_text()
+    assert "plus b's correction" in text and "title: Yank\n" in text and "description: b's summary\n" in text

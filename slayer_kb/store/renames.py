@@ -338,15 +338,17 @@ def _events(store: GitStore, base: str, tip: str) -> dict[str, list[tuple[str, s
 def _given_again(store: GitStore, memory_id: str, events: list[tuple[str, str, str]], blobs: list[str | None]) -> bool:
     """Whether a tip forgot ``memory_id`` (its first deletion since they parted, no rename, among
     ``events``, its file's ``_events``) and then gave the id to another memory: what added the file
-    back last is a save, a rename onto it or a file added by hand, not a ``restore`` of it (which
+    back last (not a merge, which kept the other side's version) is a save, a rename onto it or a file added by hand, not a ``restore`` of it (which
     brings back the same memory, whatever its learning: an older version, or one edited since);
     or a restore of another version than the memory's (``blobs``, its file where they parted and at
     that tip: two ``created_at``, which a restore keeps)."""
     gone = next((commit for status, commit, _subject in events if status == "D"), None)
     if gone is None or memory_id in renamed_in(store, gone):
         return False
-    restored = _RESTORED.match(events[-1][2])
-    if events[-1][0] != "A" or restored is None or restored[1] != memory_id:
+    kind, _commit, subject = events[-1]
+    if kind != "A":  # back through a merge (no file of one shown): the version it kept, no save of this side's
+        return False
+    if (restored := _RESTORED.match(subject)) is None or restored[1] != memory_id:
         return True
     texts = store.objects.read_many("blob", [blob for blob in blobs if blob])
     try:
