@@ -161,7 +161,7 @@ def test_a_rebase_of_a_rename_onto_an_id_the_other_side_renamed_away_is_refused(
         "Error: origin/main forgot kb.y and then renamed kb.x to kb.y, and your commits renamed kb.y to kb.m: git "
         "takes that for an edit of kb.y and puts the other memory's text under kb.m. A rebase would replay one onto "
         f"the other without a stop, so nothing was rebased. Run 'slayer-kb --kb {b} merge origin/main' instead: it "
-        "keeps that memory where it is, and stops on the forget against the rename with the steps to keep either.\n"))
+        "keeps the memory given kb.y where it is, and stops on the forget against the rename with the steps to keep either.\n"))
     assert git(b, "rev-parse", "HEAD") == head
     stopped = invoke_cli("--kb", b, "merge", "origin/main")
     _typed(invoke_cli, stopped.stderr.removeprefix("Error: "), keep=True)
@@ -189,7 +189,7 @@ def test_validate_against_names_a_rename_onto_an_id_the_other_side_renamed_away(
         "id among them) with the steps to merge by hand\n"
         f"memories/kb.{'y' if forgetter_checks else 'm'}.yaml:1: {forgetter} forgot kb.y and then renamed kb.x to "
         f"kb.y, and {renamer} renamed kb.y to kb.m: git takes that for an edit of kb.y and puts the other memory's "
-        f"text under kb.m; a plain git merge of this branch does that without a word. {merge} keeps that memory "
+        f"text under kb.m; a plain git merge of this branch does that without a word. {merge} keeps the memory given kb.y "
         "where it is, and stops on the forget against the rename with the steps to keep either\n"
         f"2 problems in 2 files ({3 if forgetter_checks else 5} files checked)\n"))
     # review: the same, and no link of kb.k's named either.
@@ -198,7 +198,7 @@ def test_validate_against_names_a_rename_onto_an_id_the_other_side_renamed_away(
         f"memories/kb.{'y' if forgetter_checks else 'm'}.yaml:1: {forgetter} forgot kb.y and then renamed "
         f"kb.x to kb.y, and {renamer} renamed kb.y to kb.m: git takes that for an edit of kb.y and puts the other "
         f"memory's text under kb.m; a plain git merge of this branch does that without a word. Run 'git -C {second} "
-        f"fetch origin && slayer-kb --kb {second} merge origin/main': it keeps that memory where it is, and stops on "
+        f"fetch origin && slayer-kb --kb {second} merge origin/main': it keeps the memory given kb.y where it is, and stops on "
         "the forget against the rename with the steps to keep either"]
 
 

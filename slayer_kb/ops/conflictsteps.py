@@ -175,8 +175,19 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
 
 def merge_settles(crossed: list[Crossing]) -> str:
     """What ``slayer-kb merge`` does with ``crossed``, for the refusals that send the person to it."""
-    against = " and ".join(dict.fromkeys("the rename" if c.new else "the edit" for c in crossed))
-    return f"it keeps that memory where it is, and stops on the forget against {against} with the steps to keep either"
+    stops = [c for c in crossed if not c.soft]
+    against = " and ".join(dict.fromkeys("the rename" if c.new else "the edit" for c in stops))
+    ids = list(dict.fromkeys(c.memory_id for c in crossed))
+    kept = f"the memory given {ids[0]} where it is" if len(ids) == 1 else \
+        f"the memories given {', '.join(ids[:-1])} and {ids[-1]} where they are"
+    return f"it keeps {kept}, and " + (f"stops on the forget against {against} with the steps to keep either" if stops
+                                        else "lets the memory both sides forgot go, without a stop")
+
+
+def opening(said: str) -> str:
+    """``said`` opening a message: the words "this branch" and "your commits" capitalised, a ref
+    (``thistle/main``) left as it is."""
+    return said[:1].upper() + said[1:] if said.startswith(("this branch", "your commits")) else said
 
 
 def crossed_words(crossed: list[Crossing], names: dict[str, str]) -> list[str]:
@@ -185,6 +196,11 @@ def crossed_words(crossed: list[Crossing], names: dict[str, str]) -> list[str]:
     said = []
     for c in crossed:
         gave = f"renamed {c.given_by} to {c.memory_id}" if c.given_by else f"saved another memory as {c.memory_id}"
+        if c.soft:
+            said.append(f"{names[c.forgot]} forgot {c.memory_id} and then {gave}, and {names[c.other]} forgot "
+                        f"{c.memory_id} too (forget --soft): git takes both for edits of one memory and merges that "
+                        "forget into the other memory")
+            continue
         if c.new is None:
             said.append(f"{names[c.forgot]} forgot {c.memory_id}, which {names[c.other]} edited, and then {gave}: git "
                         f"takes both for edits of one memory and merges that edit into the other memory")

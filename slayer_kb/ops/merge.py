@@ -42,7 +42,7 @@ from ..store.renames import (
 )
 from ..store.revisions import added_alike, resolve_rev
 from ..store.worktree import require_shown
-from .conflictsteps import crossed_words, reuse_steps
+from .conflictsteps import crossed_words, opening, reuse_steps
 from .rebase import conflict_steps, held_stages, merge_from, merged_blob, push_step, settle, swap_sides, unmerged
 from .renumber import require_clean
 from .reuses import Retry, refuse_reuse
@@ -238,13 +238,18 @@ def _hold_unseen_renames(store: GitStore, parted: str, tips: tuple[str, str], ad
     return True
 
 
+# What ``git checkout`` takes to write a stage held (0: resolved) to the work tree.
+_SIDE = {0: (), 2: ("--ours",), 3: ("--theirs",)}
+
+
 def _hold_crossed(store: GitStore, parted: str, tips: tuple[str, str]) -> bool:
     """Undo git's pairing of each ``Crossing`` of ``tips`` (this branch, REF): the memory the
     forgetting side gave the id to is put back at the id, as that side holds it, and the other's
     renamed file is held as git holds a rename against a forget (the old file's version and the
     renaming side's), so the stop names that forget and a commit waits for the person's choice.
     An edit's is held at the id as git holds two edits (``conflictsteps.reuse_steps`` reads it),
-    the forgetting side's version in the work tree. Whether any was."""
+    the forgetting side's version in the work tree; a soft forget's (both forgot the memory) is
+    resolved to that version, no stop. Whether any crossing was found."""
     crossed = crossings(store, parted, tips)
     if not crossed:
         return False
@@ -253,6 +258,11 @@ def _hold_crossed(store: GitStore, parted: str, tips: tuple[str, str]) -> bool:
     for c in crossed:
         old = store.repo_path(memory_path(c.memory_id))
         was = objects.blobs_at(objects.tree_of(parted), [old])[old]
+        if c.soft:  # git would merge that forget into the memory given the id
+            given = objects.blobs_at(objects.tree_of(c.forgot), [old])[old]
+            lines += [f"0 {'0' * 40}\t{old}\n", f"100644 {given} 0\t{old}\n"]
+            stages[old] = 0
+            continue
         if c.new is None:
             held = [was, *(objects.blobs_at(objects.tree_of(tip), [old])[old] for tip in tips)]
             lines += [f"0 {'0' * 40}\t{old}\n", *(f"100644 {blob} {n}\t{old}\n" for n, blob in enumerate(held, 1))]
@@ -269,7 +279,7 @@ def _hold_crossed(store: GitStore, parted: str, tips: tuple[str, str]) -> bool:
         if c.new:
             store.git_writing_index("checkout", "--", store.repo_path(memory_path(c.memory_id)), env=LITERAL_PATHS)
     for path, stage in stages.items():
-        store.git_writing_index("checkout", "--ours" if stage == 2 else "--theirs", "--", path, env=LITERAL_PATHS)
+        store.git_writing_index("checkout", *_SIDE[stage], "--", path, env=LITERAL_PATHS)
     for c in crossed:
         _carry_edit(store, parted, c, tips)
     return True
@@ -280,8 +290,8 @@ def _carry_edit(store: GitStore, parted: str, c: Crossing, tips: tuple[str, str]
     memory's old file: git saw that side forget the file the other edited (it paired no move, the
     id's file being there already). The edit goes where the memory went, as git carries an edit
     across a rename it sees, and the old file goes: into the id's file, or, where the other side
-    edited the memory it forgot (``c.new`` None), into the forgetting side's version held there.
-    Two edits of one field: at a rename's id, held as git holds them, the base the old file's, in
+    edited the memory it forgot (``c.new`` None), into the forgetting side's version held there
+    (resolved there, after a soft forget). Two edits of one field: at a rename's id, held as git holds them, the base the old file's, in
     git's conflict markers; beside the other edit, left as git held them."""
     if c.given_by is None:
         return
@@ -296,10 +306,10 @@ def _carry_edit(store: GitStore, parted: str, c: Crossing, tips: tuple[str, str]
     ours, theirs = (given, edited) if here else (edited, given)
     if c.new is None:  # into the forgetting side's stage, which the steps keep, and the work tree
         if (merged := merged_blob(store, at, (was, ours, theirs))) is not None:
+            stage = 0 if c.soft else 2 if here else 3
             store.git_writing_index("rm", "-q", "-f", "--", old, env=LITERAL_PATHS)
-            store.git_writing_index("update-index", "--index-info",
-                                    input=f"100644 {merged} {2 if here else 3}\t{at}\n".encode())
-            store.git_writing_index("checkout", "--ours" if here else "--theirs", "--", at, env=LITERAL_PATHS)
+            store.git_writing_index("update-index", "--index-info", input=f"100644 {merged} {stage}\t{at}\n".encode())
+            store.git_writing_index("checkout", *_SIDE[stage], "--", at, env=LITERAL_PATHS)
         return
     store.git_writing_index("rm", "-q", "-f", "--", old, env=LITERAL_PATHS)
     if not merge_from(store, at, "100644", (was, ours, theirs)):
@@ -315,7 +325,8 @@ def merge_conflict_message(store: GitStore, ref: str, paths: list[str], held: di
     them; ``tips``: both sides' commits): after ``first`` (sync's fetch and the merge's start) when
     sync put the repository back, else from where the merge stopped."""
     parted = store.git("merge-base", *tips[:2], check=False).stdout.decode().strip()
-    crossed = crossings(store, parted, (tips[0], tips[1])) if parted else []
+    # A soft forget's ``Crossing`` the merge resolved: no stop of its own.
+    crossed = [c for c in crossings(store, parted, (tips[0], tips[1])) if not c.soft] if parted else []
     # An edit's ``Crossing`` is no edit of both sides to join: its words and steps are its own.
     reused = [c for c in crossed if c.new is None]
     apart = {store.repo_path(memory_path(c.memory_id)) for c in reused}
@@ -327,4 +338,4 @@ def merge_conflict_message(store: GitStore, ref: str, paths: list[str], held: di
              "git commit --no-edit", f"{kb} sync"]
     where = ("the repository is back as it was" if first else
              f"the merge stopped, and {git_command(store.root, 'merge --abort')} would put the branch back as it was")
-    return f"{'T' if said.startswith('this') else said[:1]}{said[1:]}; {where}. To merge by hand: " + "; ".join(steps) + "."
+    return f"{opening(said)}; {where}. To merge by hand: " + "; ".join(steps) + "."

@@ -31,7 +31,7 @@ from ..store.renames import Crossing, crossings
 from ..store.repo import GitStore
 from ..store.revisions import added_alike, forgot_at, resolve_rev
 from ..store.worktree import require_shown
-from .conflictsteps import conflict_steps, crossed_words, merge_settles, unmerged_stages
+from .conflictsteps import conflict_steps, crossed_words, merge_settles, opening, unmerged_stages
 from .renumber import require_clean
 from .reuses import Retry, refuse_reuse
 from .revalidation import Moves, finish_or_put_back
@@ -142,7 +142,7 @@ def _crossed_message(root: Path, upstream: str, crossed: list[Crossing], names: 
     said = "; ".join(crossed_words(crossed, names))
     how = ("would replay one onto the other without a stop" if all(c.new for c in crossed) else
            "replays one side's commits onto the other's one by one, which cannot keep the two memories apart")
-    return (f"{'Y' if said.startswith('your') else said[:1]}{said[1:]}. A rebase {how}, so nothing was rebased. Run "
+    return (f"{opening(said)}. A rebase {how}, so nothing was rebased. Run "
             f"'{command(root)} merge {words(upstream)}' instead: {merge_settles(crossed)}.")
 
 

@@ -129,15 +129,13 @@ def next_deletion(store: GitStore, memory_id: str, since: str, head: str = "HEAD
     return None if first is None else Deletion(first, renamed_in(store, first).get(memory_id))
 
 
-def first_deletion(store: GitStore, memory_id: str, since: str, head: str, *, after: bool = True) -> str | None:
+def first_deletion(store: GitStore, memory_id: str, since: str, head: str) -> str | None:
     """The commit of ``next_deletion`` alone, for a caller that asks only whether the chain goes
-    on (no ``diff-tree`` of it). ``after``: only a commit that descends from ``since`` (a rename's):
-    a deletion of the id on another line of history (the other side renamed or forgot the memory
-    it held there, a merge since joining both) is of that memory, not of the one ``since`` gave the
-    id; False for ``since`` a merge base, whose range is every commit one side made."""
-    out = store.git("log", "--reverse", "--format=%H", "--diff-filter=D", *(["--ancestry-path"] if after else []),
-                    f"{since}..{head}", "--", store.repo_path(memory_path(memory_id)),
-                    env=LITERAL_PATHS).stdout.decode().split()
+    on (no ``diff-tree`` of it): only a commit that descends from ``since`` (a rename's): a
+    deletion of the id on another line of history (the other side renamed or forgot the memory it
+    held there, a merge since joining both) is of that memory, not of the one ``since`` gave the id."""
+    out = store.git("log", "--reverse", "--format=%H", "--diff-filter=D", "--ancestry-path", f"{since}..{head}", "--",
+                    store.repo_path(memory_path(memory_id)), env=LITERAL_PATHS).stdout.decode().split()
     return out[0] if out else None
 
 
@@ -265,25 +263,37 @@ class Crossing:
     ``memory_id`` to ``new``, or only edited it (``new`` None), and ``forgot`` then gave
     ``memory_id`` to another memory: renamed ``given_by`` to it (None: saved one there). git sees
     that side edit the file the other moved, and puts the other memory under ``new``; or sees two
-    edits of one file, and merges the other's edit into the other memory."""
+    edits of one file, and merges the other's edit into the other memory. ``soft``: that edit was
+    a ``forget --soft``: both sides forgot the memory, and the one given the id simply stays."""
 
     forgot: str
     other: str
     memory_id: str
     new: str | None
     given_by: str | None
+    soft: bool = False
+
+
+# The subject ``restore`` commits a memory brought back under: the same memory, not another given its id.
+_RESTORED = re.compile(r"memory: restore (\S+) as of ")
 
 
 def crossings(store: GitStore, base: str, tips: tuple[str, str]) -> list[Crossing]:
     """Each ``Crossing`` of ``tips`` since ``base``: a memory file at ``base`` that one tip holds
     changed and the other lacks, which that one gave again (``_given_again``) and the other
     renamed, the rename's end still held there; or one both tips hold changed, each its own way,
-    which one gave again and the other never deleted. The trees read in this process; a ``git
-    log`` only for a file one side changed and the other deleted (or both changed), renames read
-    only past a forget."""
+    which one gave again and the other never deleted. The trees read in this process; one ``git
+    log`` a tip for the files deleted and added since (``_events``), asked only where one side
+    changed a memory and the other deleted or changed it; renames read only past a forget."""
     objects, folder = store.objects, store.repo_path(MEMORIES_DIR)
     trees = [objects.tree_of(commit) for commit in (base, *tips)]
     names = [set(objects.names_in(tree, folder)) for tree in trees]
+    events: dict[str, dict[str, list[tuple[str, str, str]]]] = {}
+
+    def of(tip: str, memory_id: str) -> list[tuple[str, str, str]]:
+        if tip not in events:
+            events[tip] = _events(store, base, tip)
+        return events[tip].get(store.repo_path(memory_path(memory_id)), [])
 
     def changed(held: set[bytes], *sides: int) -> list[tuple[str, list[str | None]]]:
         """The memories among ``held`` (names in ``folder``) each of ``sides`` (indexes of ``trees``)
@@ -296,31 +306,65 @@ def crossings(store: GitStore, base: str, tips: tuple[str, str]) -> list[Crossin
     found = []
     for (forgot, kept), (other, lost) in ((tips[0], 1), (tips[1], 2)), ((tips[1], 2), (tips[0], 1)):
         forgotten = [i for i, blobs in changed((names[0] & names[kept]) - names[lost], kept)
-                     if _given_again(store, i, first_deletion(store, i, base, forgot, after=False), blobs)]
+                     if _given_again(store, i, of(forgot, i), blobs)]
         moved = renames_between(store, base, other) if forgotten else {}
         ends = objects.blobs_at(trees[lost], [store.repo_path(memory_path(moved[i])) for i in forgotten if i in moved])
         gave = chains(store, base, forgot)[0] if ends else {}
         found += [Crossing(forgot, other, i, moved[i], gave.get(i)) for i in forgotten
                   if i in moved and ends[store.repo_path(memory_path(moved[i]))] is not None]
     for i, (was, *now) in changed(names[0] & names[1] & names[2], 1, 2):
-        gone = [first_deletion(store, i, base, tip, after=False) for tip in tips]
         for n in (0, 1):
-            if gone[1 - n] is None and _given_again(store, i, gone[n], [was, now[n]]):
-                found.append(Crossing(tips[n], tips[1 - n], i, None, chains(store, base, tips[n])[0].get(i)))
+            if (not any(status == "D" for status, _c, _s in of(tips[1 - n], i))
+                    and _given_again(store, i, of(tips[n], i), [was, now[n]])):
+                found.append(Crossing(tips[n], tips[1 - n], i, None, chains(store, base, tips[n])[0].get(i),
+                                      _soft_forgot(store, i, was, now[1 - n])))
     return found
 
 
-def _given_again(store: GitStore, memory_id: str, gone: str | None, blobs: list[str | None]) -> bool:
-    """Whether a tip forgot ``memory_id`` (``gone``: its first deletion since they parted, no
-    rename) and then gave the id to another memory: ``blobs``, its file where they parted and at
-    that tip, hold two learnings (one: the memory brought back, ``restore``)."""
+def _events(store: GitStore, base: str, tip: str) -> dict[str, list[tuple[str, str, str]]]:
+    """{memory file (repository-relative): each deletion and addition of it ``base..tip`` made,
+    oldest first: its status (D, A), commit and subject}, from one ``git log``."""
+    out = store.git(*_LOG, "--reverse", "--no-renames", "--diff-filter=AD", "--name-status", "-z",
+                    "--format=%x01%H%x00%s", f"{base}..{tip}", "--", store.repo_path(f"{MEMORIES_DIR}/"),
+                    env=LITERAL_PATHS).stdout.decode("utf-8", "surrogateescape")
+    events: dict[str, list[tuple[str, str, str]]] = {}
+    for entry in out.split("\x01")[1:]:
+        commit, subject, *changes = entry.split("\0")
+        for status, path in zip(changes[::2], changes[1::2], strict=False):
+            events.setdefault(path, []).append((status.strip(), commit, subject))
+    return events
+
+
+def _given_again(store: GitStore, memory_id: str, events: list[tuple[str, str, str]], blobs: list[str | None]) -> bool:
+    """Whether a tip forgot ``memory_id`` (its first deletion since they parted, no rename, among
+    ``events``, its file's ``_events``) and then gave the id to another memory: what added the file
+    back last (not a merge, which kept the other side's version) is a save, a rename onto it or a file added by hand, not a ``restore`` of it (which
+    brings back the same memory, whatever its learning: an older version, or one edited since);
+    or a restore of another version than the memory's (``blobs``, its file where they parted and at
+    that tip: two ``created_at``, which a restore keeps)."""
+    gone = next((commit for status, commit, _subject in events if status == "D"), None)
     if gone is None or memory_id in renamed_in(store, gone):
         return False
+    kind, _commit, subject = events[-1]
+    if kind != "A":  # back through a merge (no file of one shown): the version it kept, no save of this side's
+        return False
+    if (restored := _RESTORED.match(subject)) is None or restored[1] != memory_id:
+        return True
     texts = store.objects.read_many("blob", [blob for blob in blobs if blob])
     try:
-        return len({loads(text.decode("utf-8", "surrogateescape"), memory_id).learning for text in texts.values()}) > 1
+        return len({loads(text.decode("utf-8", "surrogateescape"), memory_id).created_at for text in texts.values()}) > 1
     except MemoryFileError:  # a version that does not parse is no memory to call the same
         return True
+
+
+def _soft_forgot(store: GitStore, memory_id: str, was: str | None, now: str | None) -> bool:
+    """Whether the memory's file went from ``was`` (a blob) to ``now`` by a ``forget --soft``."""
+    texts = store.objects.read_many("blob", [blob for blob in (was, now) if blob])
+    try:
+        memories = [loads(texts[blob].decode("utf-8", "surrogateescape"), memory_id) for blob in (was, now) if blob]
+    except MemoryFileError:  # not a memory: no forget to tell
+        return False
+    return len(memories) == 2 and not memories[0].is_deleted and memories[1].is_deleted
 
 
 def renames_between(store: GitStore, base: str, head: str = "HEAD") -> dict[str, str]:
