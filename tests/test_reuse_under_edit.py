@@ -293,6 +293,35 @@ def test_a_memory_brought_back_with_another_learning_merges_the_edit(
         assert texts["kb.y.yaml"].startswith(learning + "\n") and "description: b's summary\n" in texts["kb.y.yaml"]
 
 
+@pytest.mark.parametrize("how", ["revert", "checkout"])
+def test_a_memory_brought_back_by_git_merges_the_edit(tmp_path: Path, invoke_cli: CliRunner, how: str) -> None:
+    """a forgets kb.y and brings it back with git (a revert of the forget, or its file checked out
+    from before it and committed), then edits it; b edits kb.y. The commit that put the file back
+    is no save of the id and no rename onto it, and the memory keeps its created_at: the same
+    memory, so b's edit merges into it. It was taken for another memory given the id, and the
+    merge stopped with steps that dropped b's edit or kept the memory twice."""
+    a, b = _reused(tmp_path, invoke_cli, by_rename=False)
+    git(a, "reset", "-q", "--hard", "HEAD~2")  # a's forget and save undone
+    git(b, "reset", "-q", "--hard", "HEAD~1")  # b's edit undone: made again below
+    invoke_cli("--kb", a, "forget", "kb.y", check=True)
+    if how == "revert":
+        git(a, "revert", "--no-edit", "HEAD")
+    else:
+        git(a, "checkout", "HEAD~1", "--", "memories/kb.y.yaml")
+        git(a, "commit", "-qm", "kb.y back as it was")
+    invoke_cli("--kb", a, "update", "kb.y", "--title", "A title", check=True)
+    invoke_cli("--kb", b, *BEE, "update", "kb.y", "--description", "b's summary", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    git(a, "fetch", "-q", "origin")
+    checked = invoke_cli("validate", "--against", "origin/main", cwd=a)
+    assert "forgot kb.y" not in checked.stdout, checked.stdout
+    merged = invoke_cli("--kb", a, "merge", "origin/main")
+    assert (merged.returncode, merged.stderr) == (0, "")
+    texts = _texts(a)
+    assert list(texts) == ["kb.x.yaml", "kb.y.yaml"]
+    assert "title: A title\n" in texts["kb.y.yaml"] and "description: b's summary\n" in texts["kb.y.yaml"]
+
+
 def _walks(runs: GitRuns) -> list[str]:
     """The 'git log' runs that look for memory files deleted (and added): a memory's, or all of them."""
     return [run for run in runs("") if " log " in f" {run} " and ("--diff-filter=D" in run or "--diff-filter=AD" in run)]

@@ -274,10 +274,6 @@ class Crossing:
     soft: bool = False
 
 
-# The subject ``restore`` commits a memory brought back under: the same memory, not another given its id.
-_RESTORED = re.compile(r"memory: restore (\S+) as of ")
-
-
 def crossings(store: GitStore, base: str, tips: tuple[str, str]) -> list[Crossing]:
     """Each ``Crossing`` of ``tips`` since ``base``: a memory file at ``base`` that one tip holds
     changed and the other lacks, which that one gave again (``_given_again``) and the other
@@ -336,19 +332,19 @@ def _events(store: GitStore, base: str, tip: str) -> dict[str, list[tuple[str, s
 
 
 def _given_again(store: GitStore, memory_id: str, events: list[tuple[str, str, str]], blobs: list[str | None]) -> bool:
-    """Whether a tip forgot ``memory_id`` (its first deletion since they parted, no rename, among
-    ``events``, its file's ``_events``) and then gave the id to another memory: what added the file
-    back last (not a merge, which kept the other side's version) is a save, a rename onto it or a file added by hand, not a ``restore`` of it (which
-    brings back the same memory, whatever its learning: an older version, or one edited since);
-    or a restore of another version than the memory's (``blobs``, its file where they parted and at
-    that tip: two ``created_at``, which a restore keeps)."""
+    """Whether a tip forgot ``memory_id`` (its first deletion since they parted, not by a rename,
+    among ``events``, its file's ``_events``) and holds another memory at the id now: what put the
+    file back last is a ``save`` of the id or a ``rename`` onto it, or ``blobs`` (its file where
+    they parted and at that tip) hold two ``created_at``. A memory brought back (``restore``, ``git
+    revert`` of the forget, a checkout of an older version, a merge that kept it) keeps its
+    ``created_at``, whatever was edited since: the same memory. ``created_at`` is kept to the
+    second, so the commit is asked first: two memories saved in one second hold the same."""
     gone = next((commit for status, commit, _subject in events if status == "D"), None)
     if gone is None or memory_id in renamed_in(store, gone):
         return False
-    kind, _commit, subject = events[-1]
-    if kind != "A":  # back through a merge (no file of one shown): the version it kept, no save of this side's
-        return False
-    if (restored := _RESTORED.match(subject)) is None or restored[1] != memory_id:
+    status, commit, subject = events[-1]
+    if status == "A" and (subject.startswith(f"memory: save {memory_id} (")
+                          or subject == f"memory: save {memory_id}" or memory_id in renamed_in(store, commit).values()):
         return True
     texts = store.objects.read_many("blob", [blob for blob in blobs if blob])
     try:
