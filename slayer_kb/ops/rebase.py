@@ -81,7 +81,7 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
                 both = written_on_both(store, bases[0], (onto_commit, ours))
                 refuse_reuse(store, kb.root, bases[0], (onto_commit, ours), upstream, Retry.rebase(upstream), both)
             # Given at the start, git keeps the -X for --continue.
-            args = [*rename_detection(store, bases[0] if bases else "", (ours, onto_commit)), "-q", onto_commit]
+            args = [*rename_detection(store, bases, (ours, onto_commit), replays=True), "-q", onto_commit]
         elif not in_progress(store):
             raise InvalidInputError(f"No rebase is in progress, so there is nothing to {action}; "
                                     f"start one with '{command(kb.root)} rebase UPSTREAM'.")
