@@ -119,6 +119,28 @@ def test_a_code_file_deleted_beside_the_kb_against_an_edit_is_named_from_the_kb_
         assert "def f20(): return 200\n" in _app(b).read_text()
 
 
+@pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="no ssh-keygen to make a signing key")
+def test_a_rebase_stopped_at_a_signed_commit_names_its_subject(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """b signs its commits and shows signatures in ``git log``: the stop named the commit by the
+    signature check's first line ('Good "git" signature for t@e with ED25519 key ...')."""
+    a, b = _code_team(tmp_path)
+    git(a.parent, "rm", "-q", "app.py")
+    git(a.parent, "commit", "-qm", "drop app")
+    git(a.parent, "push", "-q", "origin", "HEAD")
+    _sign_with_ssh(tmp_path, b.parent)
+    git(b.parent, "config", "commit.gpgSign", "true")
+    _edit_f20(invoke_cli, b)
+    git(b, "fetch", "-q", "origin")
+    proc = invoke_cli("--kb", b, "rebase", "origin/main")
+    assert (proc.returncode, proc.stderr) == (1, "Error: origin/main forgot ../app.py, which your commits edited; "
+                                                 "the rebase stopped at commit 1 of 2 ('fix f20'), and slayer-kb "
+                                                 f"--kb {b} rebase --abort would put the branch back as it was. To "
+                                                 f"merge by hand: cd {b}; git add ../app.py to keep your edit (or "
+                                                 "git rm ../app.py to let it go); slayer-kb validate; slayer-kb "
+                                                 "rebase --continue (a later commit that stops says so again); "
+                                                 "slayer-kb sync.\n")
+
+
 def _synced_memory(tmp_path: Path, invoke_cli: CliRunner) -> tuple[Path, Path]:
     _bare, (a, b) = make_team(tmp_path)
     invoke_cli("--kb", a, "save", REVENUE, "--title", "Revenue", "--project", "api", check=True)
