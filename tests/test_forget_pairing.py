@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, git, make_team
+from testing import CliRunner, git, make_team, traced_git
 
 # b's commits by another author: two clones forgetting 1 in one second would otherwise make
 # one commit, byte for byte, which git counts as shared history.
@@ -71,7 +71,11 @@ def test_both_sides_forgetting_a_memory_and_saving_new_ones_alike_keep_both(
     for tip, new in (("origin/main", "2"), *((("HEAD", "101"),) if b_saves else ())):
         status, *paths = git(b, "diff", "-M", "--name-status", base, tip).split()
         assert (status[0], paths) == ("R", ["memories/1.yaml", f"memories/{new}.yaml"])
-    out = _take_in(invoke_cli, b, how)
+    with traced_git(tmp_path) as runs:
+        out = _take_in(invoke_cli, b, how)
+    # All pairs are forgets and saves, so a merge asks both: each side's range, no commit's (sync
+    # replays b's commits itself here, no git rebase, and asks none).
+    assert (len(runs("diff -M")), len(runs("log -M"))) == {"sync": (0, 0), "merge": (2, 0)}[how]
     # Not "merged both sides of: memories/1.yaml": both forgot it, no change of it to join; b's
     # forget is dropped as git rebase drops a change the upstream made already.
     assert out == {"sync": f"Synced main with origin: rebased, 2 pulled, {int(b_saves)} pushed.\n",

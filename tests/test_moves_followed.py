@@ -6,6 +6,8 @@ differ (a forget and a new save, tests/test_forget_pairing.py) holds git to exac
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -77,7 +79,11 @@ def test_a_code_file_moved_and_edited_beside_the_kb_takes_the_other_clones_edit(
     git(a.parent, "commit", "-qam", "move app.py to service.py, fix f3")
     git(a.parent, "push", "-q", "origin", "HEAD")
     _edit_f20(invoke_cli, b)
-    assert _take_in(invoke_cli, b, how) == {
+    with traced_git(tmp_path) as runs:
+        taken = _take_in(invoke_cli, b, how)
+    # The upstream's move settles it (git's guess stays on): nothing more is asked.
+    assert (len(runs("diff -M")), len(runs("log -M"))) == (1, 0)
+    assert taken == {
         "sync": "Synced main with origin: rebased, 1 pulled, 2 pushed.\n",
         "merge": f"Merged origin/main; run slayer-kb --kb {b} sync to push.\n",
         "rebase": f"Rebased onto origin/main; run slayer-kb --kb {b} sync to push.\n"}[how]
@@ -111,6 +117,28 @@ def test_a_code_file_deleted_beside_the_kb_against_an_edit_is_named_from_the_kb_
         git(b, "add", "../app.py")
         git(b, "commit", "-q", "--no-edit")
         assert "def f20(): return 200\n" in _app(b).read_text()
+
+
+@pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="no ssh-keygen to make a signing key")
+def test_a_rebase_stopped_at_a_signed_commit_names_its_subject(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """b signs its commits and shows signatures in ``git log``: the stop named the commit by the
+    signature check's first line ('Good "git" signature for t@e with ED25519 key ...')."""
+    a, b = _code_team(tmp_path)
+    git(a.parent, "rm", "-q", "app.py")
+    git(a.parent, "commit", "-qm", "drop app")
+    git(a.parent, "push", "-q", "origin", "HEAD")
+    _sign_with_ssh(tmp_path, b.parent)
+    git(b.parent, "config", "commit.gpgSign", "true")
+    _edit_f20(invoke_cli, b)
+    git(b, "fetch", "-q", "origin")
+    proc = invoke_cli("--kb", b, "rebase", "origin/main")
+    assert (proc.returncode, proc.stderr) == (1, "Error: origin/main forgot ../app.py, which your commits edited; "
+                                                 "the rebase stopped at commit 1 of 2 ('fix f20'), and slayer-kb "
+                                                 f"--kb {b} rebase --abort would put the branch back as it was. To "
+                                                 f"merge by hand: cd {b}; git add ../app.py to keep your edit (or "
+                                                 "git rm ../app.py to let it go); slayer-kb validate; slayer-kb "
+                                                 "rebase --continue (a later commit that stops says so again); "
+                                                 "slayer-kb sync.\n")
 
 
 def _synced_memory(tmp_path: Path, invoke_cli: CliRunner) -> tuple[Path, Path]:
@@ -209,22 +237,42 @@ def _forgot_and_saved_on_a(invoke_cli: CliRunner, a: Path) -> None:
     invoke_cli("--kb", a, "sync", check=True)
 
 
+def _sign_with_ssh(tmp_path: Path, repo: Path) -> None:
+    """``repo`` signs its commits with a new ssh key (``git commit -S``) and its ``git log`` shows
+    each signature checked, as a user's config may ask (``log.showSignature``)."""
+    key = tmp_path / "signing_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "t@e", "-f", str(key)], check=True)
+    allowed = tmp_path / "allowed_signers"
+    allowed.write_text(f"t@e {(tmp_path / 'signing_key.pub').read_text()}")
+    for name, value in (("gpg.format", "ssh"), ("user.signingKey", str(key)),
+                        ("gpg.ssh.allowedSignersFile", str(allowed)), ("log.showSignature", "true")):
+        git(repo, "config", name, value)
+
+
 @pytest.mark.usefixtures("minutes_apart")
+@pytest.mark.parametrize("signed", [False, pytest.param(True, marks=pytest.mark.skipif(
+    shutil.which("ssh-keygen") is None, reason="no ssh-keygen to make a signing key"))])
 @pytest.mark.parametrize("how", ["sync", "rebase"])
 def test_a_code_file_moved_then_rewritten_by_a_later_commit_takes_the_other_clones_edit(
-        tmp_path: Path, invoke_cli: CliRunner, how: str) -> None:
+        tmp_path: Path, invoke_cli: CliRunner, how: str, signed: bool) -> None:
     """b moves app.py to service.py with a small edit, then rewrites most of it in a later commit:
     over b's range a delete and an add, in its first commit a move. Beside a's forget and new save,
     git was held to exact moves, and the replay of that commit (sync and ``rebase`` replay commit
-    by commit) stopped: "Your commits forgot ../app.py, which origin/main edited"."""
+    by commit) stopped: "Your commits forgot ../app.py, which origin/main edited". The same when
+    b's move is signed and b's config shows signatures in ``git log`` (their lines, before the
+    commit's pairs, hid the move)."""
     a, b = _code_team(tmp_path)
     invoke_cli("--kb", b, "save", "Revenue", "--title", "Revenue", "--project", "api", check=True)
     invoke_cli("--kb", b, "sync", check=True)
     invoke_cli("--kb", a, "sync", check=True)
+    if signed:
+        _sign_with_ssh(tmp_path, b.parent)
     git(b.parent, "mv", "app.py", "service.py")
     service = b.parent / "service.py"
     service.write_text(service.read_text().replace("return 3\n", "return 33\n"))
-    git(b.parent, "commit", "-qam", "move app.py to service.py, fix f3")
+    git(b.parent, "commit", *(["-S"] if signed else []), "-qam", "move app.py to service.py, fix f3")
+    if signed:
+        assert 'Good "git" signature for t@e' in git(b.parent, "log", "-1")
     service.write_text("".join(f"def f{n}(): return {n}{' * 2' if 10 <= n < 30 else ''}\n"
                                for n in range(1, 31)).replace("return 3\n", "return 33\n"))
     git(b.parent, "commit", "-qam", "double f10 to f29")
@@ -234,8 +282,9 @@ def test_a_code_file_moved_then_rewritten_by_a_later_commit_takes_the_other_clon
     _forgot_and_saved_on_a(invoke_cli, a)
     with traced_git(tmp_path) as runs:
         taken = _take_in(invoke_cli, b, how)
-    # The pairs git's guess makes: of each side's range and of each side's commits, asked once.
-    assert (len(runs("diff -M")), len(runs("log -M"))) == (2, 2)
+    # The pairs a rebase meets: the upstream's range (a's forget and save) and each of b's commits
+    # (its move), one call each.
+    assert (len(runs("diff -M")), len(runs("log -M"))) == (1, 1)
     assert taken == {
         "sync": "Synced main with origin: rebased, 3 pulled, 2 pushed.\n",
         "rebase": f"Rebased onto origin/main; run slayer-kb --kb {b} sync to push.\n"}[how]
@@ -315,3 +364,51 @@ def test_code_files_moved_past_the_diff_rename_limit_take_the_other_clones_edit(
     assert not (b.parent / "src").exists()
     assert (b.parent / "lib" / "h2.py").read_text() == "".join(
         f"def g2_{k}(): return 2{'' if k == 1 else f' * {k}0' if k == 5 else f' * {k}'}\n" for k in range(1, 7))
+
+
+@pytest.mark.usefixtures("minutes_apart")
+@pytest.mark.parametrize("how", ["sync", "merge"])
+def test_a_move_on_one_side_of_a_criss_cross_takes_the_other_clones_edit(
+        tmp_path: Path, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    """a fixes f5 and pushes; b moves app.py to service.py (with an edit) on a feature branch and
+    merges main; a merges the feature and forgets and saves a memory alike. Two merge bases (a's
+    fix, b's move): asked from one of them, the move was none, git was held to exact moves and its
+    merge of the bases stopped: "both edited ../service.py" (a plain ``git merge`` finishes)."""
+    a, b = _code_team(tmp_path)
+    invoke_cli("--kb", a, "save", "Revenue", "--title", "Revenue", "--project", "api", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(b.parent, "pull", "-q")
+    app = _app(a)
+    app.write_text(app.read_text().replace("return 5\n", "return 55\n"))
+    # The move is the later of the two bases (git names the later first).
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "1780000000 +0000")
+    git(a.parent, "commit", "-qam", "fix f5")
+    git(a.parent, "push", "-q", "origin", "HEAD")
+    git(b.parent, "mv", "app.py", "service.py")
+    service = b.parent / "service.py"
+    service.write_text(service.read_text().replace("return 3\n", "return 33\n"))
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "1780000060 +0000")
+    git(b.parent, "commit", "-qam", "move app.py to service.py, fix f3")
+    monkeypatch.delenv("GIT_COMMITTER_DATE")
+    git(b.parent, "push", "-q", "origin", "HEAD:feature")
+    git(b.parent, "fetch", "-q")
+    git(b.parent, "merge", "-q", "--no-edit", "origin/main")
+    git(a.parent, "fetch", "-q")
+    git(a.parent, "merge", "-q", "--no-edit", "origin/feature")
+    theirs = a.parent / "service.py"
+    theirs.write_text(theirs.read_text().replace("return 10\n", "return 100\n"))
+    git(a.parent, "commit", "-qam", "fix f10")
+    _forgot_and_saved_on_a(invoke_cli, a)
+    service.write_text(service.read_text().replace("return 55\n", "return 555\n"))
+    git(b.parent, "commit", "-qam", "fix f5 again")
+    git(b, "fetch", "-q", "origin")
+    bases = git(b, "merge-base", "--all", "HEAD", "origin/main").split()
+    assert [git(b, "log", "-1", "--format=%s", base).strip() for base in bases] == [
+        "move app.py to service.py, fix f3", "fix f5"]
+    assert _take_in(invoke_cli, b, how) == {
+        "sync": "Synced main with origin: merged, 4 pulled, 3 pushed.\n",
+        "merge": f"Merged origin/main; run slayer-kb --kb {b} sync to push.\n"}[how]
+    assert not _app(b).exists()
+    text = service.read_text()
+    assert "def f5(): return 555\n" in text and "def f3(): return 33\n" in text and "def f10(): return 100\n" in text
+    assert sorted(p.name for p in (b / "memories").iterdir()) == ["2.yaml"]

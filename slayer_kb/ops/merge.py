@@ -70,7 +70,7 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
         # What sync refuses before it merges, this refuses too: an id REF renamed and gave again.
         both = written_on_both(store, parted, (sha, before)) if parted else []
         refuse_reuse(store, kb.root, parted, (sha, before), ref, Retry.merge(ref), both)
-        stopped = merge_in(store, ref, sha, written_on_either(store, (sha, before), bases), parted)
+        stopped = merge_in(store, ref, sha, written_on_either(store, (sha, before), bases), bases)
         if stopped is not None:
             raise ConflictError(merge_conflict_message(store, ref, *stopped, tips=("HEAD", sha)))
         kb.reread()
@@ -94,23 +94,24 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
 
 
 def merge_in(store: GitStore, ref: str, sha: str, written: list[str] | None,
-             parted: str) -> tuple[list[str], dict[str, set[int]]] | None:
+             bases: list[str]) -> tuple[list[str], dict[str, set[int]]] | None:
     """``git merge REF`` (``sha``, its commit) with the KB's merge driver, committed (see the
     module doc); None when it finished, else the unmerged paths and their stages as
     ``conflict_steps`` reads them, the merge stopped on them (``sync`` aborts it). ``written``: the
     KB's files either side's commits wrote since they parted (``snapshot.written_on_either``), the
-    ones git can hand the driver (``mergedriver.require_driver``); ``parted``: where HEAD and
-    ``sha`` parted (``snapshot.merge_bases``' first; of several, one as rough as another for what
-    it is used for: git merges from all of them), "" with no common ancestor."""
+    ones git can hand the driver (``mergedriver.require_driver``); ``bases``: where HEAD and
+    ``sha`` parted (``snapshot.merge_bases``; the first, of several, as rough as another for the
+    checks after git's merge: git merges from all of them), none with no common ancestor."""
     before = store.head()
     assert before is not None
+    parted = bases[0] if bases else ""
     if parted:  # without one, git refuses the merge (unrelated histories) and writes nothing
         require_shown(store, parted, sha)
     options, env, attributes = mergedriver.git_config(store.prefix, ("this branch", ref))
     try:
         mergedriver.require_driver(store, options, written)
         proc = store.git_writing_index(*options, "merge", "--no-edit", "--no-commit", "-q",
-                                       *rename_detection(store, parted, (before, sha)), "--end-of-options", ref,
+                                       *rename_detection(store, bases, (before, sha), replays=False), "--end-of-options", ref,
                                        check=False, env=env, undo=("merge", "--quit"))
     finally:
         attributes.unlink(missing_ok=True)

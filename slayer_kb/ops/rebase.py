@@ -85,7 +85,7 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
                     raise ConflictError(_crossed_message(kb.root, upstream, crossed, {onto_commit: upstream,
                                                                                       ours: "your commits"}))
             # Given at the start, git keeps the -X for --continue.
-            args = [*rename_detection(store, bases[0] if bases else "", (ours, onto_commit)), "-q", onto_commit]
+            args = [*rename_detection(store, bases, (ours, onto_commit), replays=True), "-q", onto_commit]
         elif not in_progress(store):
             raise InvalidInputError(f"No rebase is in progress, so there is nothing to {action}; "
                                     f"start one with '{command(kb.root)} rebase UPSTREAM'.")
@@ -316,7 +316,9 @@ def _onto_name(store: GitStore) -> str:
 
 def _stop(store: GitStore) -> str:
     """The commit the rebase stopped at: its subject, and which of how many it is."""
-    subject = store.git("log", "-1", "--format=%s", "REBASE_HEAD", check=False).stdout.decode().strip()
+    # --no-show-signature: a user's log.showSignature would print a signature check before it.
+    subject = store.git("log", "-1", "--format=%s", "--no-show-signature", "REBASE_HEAD",
+                        check=False).stdout.decode().strip()
     folder = store.git_dirs()[0] / "rebase-merge"
     counts = [(folder / name).read_text().strip() for name in ("msgnum", "end") if (folder / name).exists()]
     return (f"commit {counts[0]} of {counts[1]} " if len(counts) == 2 else "") + f"('{subject}')"

@@ -363,13 +363,13 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     # A memory forgot and its id given again on one side, renamed on the other: git's rebase replays
     # the rename onto the memory given the id; the merge stops on the forget against the rename.
     if merges or (both and crossings(store, parted, (upstream, ours))):
-        _merge(store, remote, name, upstream, bool(mapping), written_on_either(store, (upstream, ours), bases), parted)
+        _merge(store, remote, name, upstream, bool(mapping), written_on_either(store, (upstream, ours), bases), bases)
     elif (both and rename_meets(store, parted, (upstream, ours), renames)) or (tip := replay(store, upstream, ours)) is None:
         # A renamed memory the other side changed (``rename``'s trailer; its old file is then
         # written on both sides): git's rebase follows the move, the replay would take it for a
         # forget and let it win over a soft forget or edit.
         _rebase(store, remote, upstream_branch, upstream, bool(mapping),
-                written_on_either(store, (upstream, ours), bases), parted)
+                written_on_either(store, (upstream, ours), bases), bases)
     else:
         reset_keep(store, tip)
         if both:
@@ -449,16 +449,16 @@ def rename(moves: dict[str, T], mapping: dict[str, str]) -> None:
 
 
 def _rebase(store: GitStore, remote: str, upstream_branch: str, upstream: str, renumbered: bool,
-            written: list[str] | None, parted: str) -> None:
+            written: list[str] | None, bases: list[str]) -> None:
     """Rebase onto ``upstream`` with the KB's merge driver (``rebase.run``: session files and
     topic-key memories both sides wrote are merged as records; ``written``, the files either
     side's commits wrote, are the ones it may be handed), git's rename guess held to exact moves
-    where it pairs only forgets and new saves since they parted (``parted``; ``rename_detection``); a conflict it leaves (two edits of one
+    where it pairs only forgets and new saves since they parted (at ``bases``; ``rename_detection``); a conflict it leaves (two edits of one
     memory, a forget against an edit) aborts the rebase and raises, with the steps to merge by
     hand through ``slayer-kb rebase``, which uses the driver too (a plain ``git rebase`` would
     stop on the files the driver merges)."""
     name = f"{remote}/{upstream_branch}"
-    stopped = run(store, [*rename_detection(store, parted, ("HEAD", upstream)), "-q", upstream], name, written)
+    stopped = run(store, [*rename_detection(store, bases, ("HEAD", upstream), replays=True), "-q", upstream], name, written)
     if stopped is not None:
         store.git_writing_index("rebase", "--abort", check=False)
         first = [f"git fetch {remote}"]
@@ -471,12 +471,12 @@ def _rebase(store: GitStore, remote: str, upstream_branch: str, upstream: str, r
 
 
 def _merge(store: GitStore, remote: str, name: str, upstream: str, renumbered: bool,
-           written: list[str] | None, parted: str) -> None:
+           written: list[str] | None, bases: list[str]) -> None:
     """Merge ``upstream`` (``name``, its tracking ref) with the KB's merge driver (``merge.merge_in``,
-    as ``slayer-kb merge``; ``written``: the files either side's commits wrote; ``parted``: where
+    as ``slayer-kb merge``; ``written``: the files either side's commits wrote; ``bases``: where
     they parted); a conflict it
     leaves aborts the merge and raises, with the steps to merge by hand through ``slayer-kb merge``."""
-    stopped = merge_in(store, name, upstream, written, parted)
+    stopped = merge_in(store, name, upstream, written, bases)
     if stopped is not None:
         store.git_writing_index("merge", "--abort", check=False)
         first = [f"git fetch {remote}"]

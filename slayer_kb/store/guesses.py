@@ -36,6 +36,9 @@ _ENGLISH = {"LC_ALL": "C"}
 # git's words (on stderr) when too many files were deleted and added for it to pair the unlike
 # ones (``diff.renameLimit``, 1000 by default; a merge's ``merge.renameLimit``, 7000 by default).
 _SKIPPED = b"rename detection was skipped"
+# A log's commits alone, whatever the user's log.* config adds (``log.showSignature`` puts a
+# signature check's lines before a commit's pairs).
+_PLAIN_LOG = ("--format=", "--no-show-signature", "--no-notes", "--no-decorate")
 
 
 def guessed_moves(store: GitStore, base: str, tip: str) -> list[Guess]:
@@ -44,28 +47,36 @@ def guessed_moves(store: GitStore, base: str, tip: str) -> list[Guess]:
     return _guesses(store, _pairs(store.git("diff", *_RENAMES, base, tip).stdout))
 
 
-def rename_detection(store: GitStore, base: str, tips: tuple[str, str]) -> list[str]:
-    """The options ``git merge`` and ``git rebase`` of ``tips`` (parted at ``base``) take for git's
-    rename detection: exact moves alone (``-X find-renames=100%``) when every pair git's guess makes
-    on either side is a forget and a new save (``Guess.saved``), so that both new memories are kept
-    and an edit of the forgotten one stops as the forget against an edit it is; else none, git's
-    guess on as it is (it follows a real move into the edited file). Not ``no-renames``: git's
-    default strategy (ort) ignores it. Each side's pairs are asked of its range (what a merge
-    sees) and of each of its commits (what a rebase replays: a file moved with a small edit, then
-    rewritten by a later commit, is a move in the first and a delete and an add in the range), a
-    ``git diff`` and a ``git log`` a side; where git skipped pairing unlike files (too many), its
-    guess stays on, as it may be on in the merge."""
-    if not base:
+def rename_detection(store: GitStore, bases: list[str], tips: tuple[str, str], replays: bool) -> list[str]:
+    """The options ``git merge`` and ``git rebase`` of ``tips`` (ours, theirs; parted at ``bases``,
+    ``merge_bases``') take for git's rename detection: exact moves alone (``-X find-renames=100%``)
+    when every pair git's guess makes is a forget and a new save (``Guess.saved``), so that both new
+    memories are kept and an edit of the forgotten one stops as the forget against an edit it is;
+    else none, git's guess on as it is (it follows a real move into the edited file). Not
+    ``no-renames``: git's default strategy (ort) ignores it. The pairs are asked as the operation
+    meets them: a merge (``replays`` false) diffs each side's range; a rebase replays our commits
+    one by one onto theirs, so theirs' range and each of our commits (a file moved with a small
+    edit, then rewritten by a later commit, is a move in the first and a delete and an add in the
+    range). The first pair that is a move settles it: the rest is not asked. git's guess stays on
+    with several merge bases (git merges the bases first, its guess on, and a move made on one
+    base's side is none seen from the other: no one base tells) and where git skipped pairing
+    unlike files (too many)."""
+    if len(bases) != 1:
         return []
-    pairs: list[tuple[list[str], tuple[str, str]]] = []
-    for tip in tips:
-        for args in (("diff", *_RENAMES, base, tip), ("log", *_RENAMES, "--format=", f"{base}..{tip}")):
-            proc = store.git(*args, env=_ENGLISH)
-            if _SKIPPED in proc.stderr:
-                return []
-            pairs += _pairs(proc.stdout)
-    guesses = _guesses(store, pairs)
-    return ["-X", "find-renames=100%"] if guesses and all(guess.saved for guess in guesses) else []
+    ours, theirs = tips
+    asks: list[tuple[str, ...]] = [("diff", *_RENAMES, bases[0], theirs),
+                                   ("log", *_RENAMES, *_PLAIN_LOG, f"{bases[0]}..{ours}") if replays
+                                   else ("diff", *_RENAMES, bases[0], ours)]
+    guessed = False
+    for args in asks:
+        proc = store.git(*args, env=_ENGLISH)
+        if _SKIPPED in proc.stderr:
+            return []
+        guesses = _guesses(store, _pairs(proc.stdout))
+        if not all(guess.saved for guess in guesses):
+            return []
+        guessed = guessed or bool(guesses)
+    return ["-X", "find-renames=100%"] if guessed else []
 
 
 def _pairs(out: bytes) -> list[tuple[list[str], tuple[str, str]]]:
