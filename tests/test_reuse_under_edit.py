@@ -27,9 +27,9 @@ def _unlike(tag: str) -> str:
     return " ".join(f"{tag}{n}word" for n in range(40))
 
 
-def _reused(tmp_path: Path, invoke_cli: CliRunner, by_rename: bool, folder: str = "") -> tuple[Path, Path]:
+def _given(tmp_path: Path, invoke_cli: CliRunner, by_rename: bool, folder: str = "") -> tuple[Path, Path]:
     """kb.x and kb.y on both clones; a forgets kb.y and gives the id to another memory (kb.x
-    renamed to it, or a new text saved there); b edits kb.y's description."""
+    renamed to it, or a new text saved there)."""
     _bare, (a, b) = make_team(tmp_path, folder=folder)
     for tag, memory_id in (("xray", "kb.x"), ("yank", "kb.y")):
         invoke_cli("--kb", a, "save", _unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
@@ -40,6 +40,12 @@ def _reused(tmp_path: Path, invoke_cli: CliRunner, by_rename: bool, folder: str 
         invoke_cli("--kb", a, "rename", "kb.x", "kb.y", check=True)
     else:
         invoke_cli("--kb", a, "save", _unlike("zulu"), "--id", "kb.y", "-e", "shop.orders", check=True)
+    return a, b
+
+
+def _reused(tmp_path: Path, invoke_cli: CliRunner, by_rename: bool, folder: str = "") -> tuple[Path, Path]:
+    """``_given``, and b edits kb.y's description."""
+    a, b = _given(tmp_path, invoke_cli, by_rename, folder)
     invoke_cli("--kb", b, *BEE, "update", "kb.y", "--description", "b's summary", check=True)
     return a, b
 
@@ -376,17 +382,9 @@ def test_an_id_given_again_against_a_soft_forget_keeps_the_new_memory(
     it, which b edits). The sync stopped saying b edited kb.y, its step keeping a soft-forgotten
     copy as kb.y-2. Both forgot that memory: the sync keeps a's at kb.y, not forgotten (with b's
     edit of kb.x), without a stop; validate --against and the rebase's refusal say so."""
-    _bare, (a, b) = make_team(tmp_path)
-    for tag, memory_id in (("xray", "kb.x"), ("yank", "kb.y")):
-        invoke_cli("--kb", a, "save", _unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
-    invoke_cli("--kb", a, "sync", check=True)
-    invoke_cli("--kb", b, "sync", check=True)
-    invoke_cli("--kb", a, "forget", "kb.y", check=True)
+    a, b = _given(tmp_path, invoke_cli, by_rename)
     if by_rename:
-        invoke_cli("--kb", a, "rename", "kb.x", "kb.y", check=True)
         invoke_cli("--kb", b, *BEE, "update", "kb.x", "--description", "b's summary of X", check=True)
-    else:
-        invoke_cli("--kb", a, "save", _unlike("zulu"), "--id", "kb.y", "-e", "shop.orders", check=True)
     invoke_cli("--kb", b, *BEE, "forget", "kb.y", "--soft", check=True)
     given = (a / "memories" / "kb.y.yaml").read_text()
     x = {} if by_rename else {"kb.x.yaml": (a / "memories" / "kb.x.yaml").read_text()}
