@@ -67,16 +67,23 @@ def _edit_f20(invoke_cli: CliRunner, b: Path) -> None:
     invoke_cli("--kb", b, "save", "f20 returns two hundred", "--title", "f20", "--project", "api", check=True)
 
 
+def _move_app(clone: Path, *options: str) -> Path:
+    """app.py moved to service.py beside the KB ``clone`` and f3 fixed, in one commit (``options``
+    of git commit's); service.py."""
+    git(clone.parent, "mv", "app.py", "service.py")
+    service = clone.parent / "service.py"
+    service.write_text(service.read_text().replace("return 3\n", "return 33\n"))
+    git(clone.parent, "commit", *options, "-qam", "move app.py to service.py, fix f3")
+    return service
+
+
 @pytest.mark.parametrize("how", ["sync", "merge", "rebase"])
 def test_a_code_file_moved_and_edited_beside_the_kb_takes_the_other_clones_edit(
         tmp_path: Path, invoke_cli: CliRunner, how: str) -> None:
     """The stop said "origin/main forgot .py, which your commits edited": the move of app.py to
     service.py (edited too) held to exact moves, and the path cut by the KB folder's length."""
     a, b = _code_team(tmp_path)
-    git(a.parent, "mv", "app.py", "service.py")
-    service = a.parent / "service.py"
-    service.write_text(service.read_text().replace("return 3\n", "return 33\n"))
-    git(a.parent, "commit", "-qam", "move app.py to service.py, fix f3")
+    _move_app(a)
     git(a.parent, "push", "-q", "origin", "HEAD")
     _edit_f20(invoke_cli, b)
     with traced_git(tmp_path) as runs:
@@ -267,10 +274,7 @@ def test_a_code_file_moved_then_rewritten_by_a_later_commit_takes_the_other_clon
     invoke_cli("--kb", a, "sync", check=True)
     if signed:
         _sign_with_ssh(tmp_path, b.parent)
-    git(b.parent, "mv", "app.py", "service.py")
-    service = b.parent / "service.py"
-    service.write_text(service.read_text().replace("return 3\n", "return 33\n"))
-    git(b.parent, "commit", *(["-S"] if signed else []), "-qam", "move app.py to service.py, fix f3")
+    service = _move_app(b, *(["-S"] if signed else []))
     if signed:
         assert 'Good "git" signature for t@e' in git(b.parent, "log", "-1")
     service.write_text("".join(f"def f{n}(): return {n}{' * 2' if 10 <= n < 30 else ''}\n"
@@ -384,11 +388,8 @@ def test_a_move_on_one_side_of_a_criss_cross_takes_the_other_clones_edit(
     monkeypatch.setenv("GIT_COMMITTER_DATE", "1780000000 +0000")
     git(a.parent, "commit", "-qam", "fix f5")
     git(a.parent, "push", "-q", "origin", "HEAD")
-    git(b.parent, "mv", "app.py", "service.py")
-    service = b.parent / "service.py"
-    service.write_text(service.read_text().replace("return 3\n", "return 33\n"))
     monkeypatch.setenv("GIT_COMMITTER_DATE", "1780000060 +0000")
-    git(b.parent, "commit", "-qam", "move app.py to service.py, fix f3")
+    service = _move_app(b)
     monkeypatch.delenv("GIT_COMMITTER_DATE")
     git(b.parent, "push", "-q", "origin", "HEAD:feature")
     git(b.parent, "fetch", "-q")
