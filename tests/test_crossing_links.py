@@ -77,3 +77,36 @@ def test_a_link_to_the_renamed_memory_follows_it_whatever_the_commit_order(
     synced = invoke_cli("--kb", c, "sync", check=True)
     assert synced.stdout.endswith("  rewrote links to renamed memories: memory:kb.x -> memory:kb.y in kb.cx\n")
     assert _memories(c)["kb.cx.yaml"] == ("charlie0word", ["memory:kb.y"])
+
+
+@pytest.mark.parametrize("a_first", [True, False])
+def test_two_memories_renamed_onto_one_id_each_keep_their_links(
+        tmp_path: Path, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch, a_first: bool) -> None:
+    """a renames kb.x to kb.y; b renames kb.w to kb.y, then kb.y to kb.m; b merges a's (git keeps
+    both, X at kb.y, W at kb.m). c's links to kb.x and kb.w go to kb.y and kb.m: b's kb.y -> kb.m
+    moved W, not X. The sync read the last rename that gave kb.y for both chains: it stripped
+    c's link to kb.x as forgotten (a's the earlier) or sent kb.w's link to kb.y (b's the earlier)."""
+    _bare, (a, b, c) = make_team(tmp_path, clones=3)
+    _dated(monkeypatch, 0)
+    for tag, memory_id in (("xray", "kb.x"), ("whisky", "kb.w")):
+        invoke_cli("--kb", a, "save", _unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
+    for clone in (a, b, c):
+        invoke_cli("--kb", clone, "sync", check=True)
+    invoke_cli("--kb", c, "save", _unlike("cx"), "--id", "kb.cx", "-e", "memory:kb.x", check=True)
+    invoke_cli("--kb", c, "save", _unlike("cw"), "--id", "kb.cw", "-e", "memory:kb.w", check=True)
+    _dated(monkeypatch, 1 if a_first else 2)
+    invoke_cli("--kb", a, "rename", "kb.x", "kb.y", check=True)
+    _dated(monkeypatch, 2 if a_first else 1)
+    invoke_cli("--kb", b, *BEE, "rename", "kb.w", "kb.y", check=True)
+    _dated(monkeypatch, 3)
+    invoke_cli("--kb", b, *BEE, "rename", "kb.y", "kb.m", check=True)
+    _dated(monkeypatch, 5)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(b, "fetch", "-q", "origin")
+    invoke_cli("--kb", b, "merge", "origin/main", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    synced = invoke_cli("--kb", c, "sync", check=True)
+    assert synced.stdout.endswith("  rewrote links to renamed memories: memory:kb.w -> memory:kb.m in kb.cw, "
+                                  "memory:kb.x -> memory:kb.y in kb.cx\n")
+    assert _memories(c) == {"kb.cw.yaml": ("cw0word", ["memory:kb.m"]), "kb.cx.yaml": ("cx0word", ["memory:kb.y"]),
+                            "kb.m.yaml": ("whisky0word", []), "kb.y.yaml": ("xray0word", [])}
