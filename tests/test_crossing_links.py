@@ -110,3 +110,40 @@ def test_two_memories_renamed_onto_one_id_each_keep_their_links(
                                   "memory:kb.x -> memory:kb.y in kb.cx\n")
     assert _memories(c) == {"kb.cw.yaml": ("cw0word", ["memory:kb.m"]), "kb.cx.yaml": ("cx0word", ["memory:kb.y"]),
                             "kb.m.yaml": ("whisky0word", []), "kb.y.yaml": ("xray0word", [])}
+
+
+@pytest.mark.parametrize("merger", ["a", "b"])
+def test_validate_sends_a_link_to_a_renamed_id_to_sync_until_the_merge_is_synced(
+        tmp_path: Path, invoke_cli: CliRunner, merger: str) -> None:
+    """a forgets kb.y and renames kb.x to kb.y; b links kb.x and renames kb.y to kb.m; the other
+    syncs first and ``merger`` merges it. validate, during the stop and between the printed
+    ``git commit --no-edit`` and the sync, said of b's link to kb.x "does not exist (run prune)",
+    which strips a link to a live memory for good, save while MERGE_HEAD was the renaming side."""
+    _bare, (a, b) = make_team(tmp_path)
+    for tag, memory_id in (("xray", "kb.x"), ("yank", "kb.y")):
+        invoke_cli("--kb", a, "save", _unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "forget", "kb.y", check=True)
+    invoke_cli("--kb", a, "rename", "kb.x", "kb.y", check=True)
+    invoke_cli("--kb", b, *BEE, "save", _unlike("bravo"), "--id", "kb.bx", "-e", "memory:kb.x", check=True)
+    invoke_cli("--kb", b, *BEE, "rename", "kb.y", "kb.m", check=True)
+    clone, first = (a, b) if merger == "a" else (b, a)
+    invoke_cli("--kb", first, "sync", check=True)
+    git(clone, "fetch", "-q", "origin")
+    assert invoke_cli("--kb", clone, "merge", "origin/main").returncode == 1
+    by = "this branch" if merger == "a" else "the branch being merged (MERGE_HEAD)"
+    assert invoke_cli("validate", cwd=clone).stdout.startswith(
+        f"memories/kb.bx.yaml:3: 'memory:kb.x' refers to kb.x, which {by} renamed to kb.y: leave it; once the merge "
+        "is committed, 'slayer-kb sync' points it at kb.y\n")
+    git(clone, "add", "memories/kb.m.yaml")
+    git(clone, "commit", "-q", "--no-edit")
+    merge = git(clone, "rev-parse", "--short=12", "HEAD").strip()
+    assert invoke_cli("validate", cwd=clone).stdout.startswith(
+        f"memories/kb.bx.yaml:3: 'memory:kb.x' refers to kb.x, which a side of merge {merge}, not yet synced, renamed "
+        "to kb.y: leave it; 'slayer-kb sync' points it at kb.y\n")
+    synced = invoke_cli("--kb", clone, "sync", check=True)
+    assert synced.stdout.endswith("  rewrote links to renamed memories: memory:kb.x -> memory:kb.y in kb.bx\n")
+    assert _memories(clone) == {"kb.bx.yaml": ("bravo0word", ["memory:kb.y"]), "kb.m.yaml": ("yank0word", []),
+                                "kb.y.yaml": ("xray0word", [])}
+    assert invoke_cli("validate", cwd=clone).returncode == 0
