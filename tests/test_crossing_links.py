@@ -77,3 +77,73 @@ def test_a_link_to_the_renamed_memory_follows_it_whatever_the_commit_order(
     synced = invoke_cli("--kb", c, "sync", check=True)
     assert synced.stdout.endswith("  rewrote links to renamed memories: memory:kb.x -> memory:kb.y in kb.cx\n")
     assert _memories(c)["kb.cx.yaml"] == ("charlie0word", ["memory:kb.y"])
+
+
+@pytest.mark.parametrize("a_first", [True, False])
+def test_two_memories_renamed_onto_one_id_each_keep_their_links(
+        tmp_path: Path, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch, a_first: bool) -> None:
+    """a renames kb.x to kb.y; b renames kb.w to kb.y, then kb.y to kb.m; b merges a's (git keeps
+    both, X at kb.y, W at kb.m). c's links to kb.x and kb.w go to kb.y and kb.m: b's kb.y -> kb.m
+    moved W, not X. The sync read the last rename that gave kb.y for both chains: it stripped
+    c's link to kb.x as forgotten (a's the earlier) or sent kb.w's link to kb.y (b's the earlier)."""
+    _bare, (a, b, c) = make_team(tmp_path, clones=3)
+    _dated(monkeypatch, 0)
+    for tag, memory_id in (("xray", "kb.x"), ("whisky", "kb.w")):
+        invoke_cli("--kb", a, "save", _unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
+    for clone in (a, b, c):
+        invoke_cli("--kb", clone, "sync", check=True)
+    invoke_cli("--kb", c, "save", _unlike("cx"), "--id", "kb.cx", "-e", "memory:kb.x", check=True)
+    invoke_cli("--kb", c, "save", _unlike("cw"), "--id", "kb.cw", "-e", "memory:kb.w", check=True)
+    _dated(monkeypatch, 1 if a_first else 2)
+    invoke_cli("--kb", a, "rename", "kb.x", "kb.y", check=True)
+    _dated(monkeypatch, 2 if a_first else 1)
+    invoke_cli("--kb", b, *BEE, "rename", "kb.w", "kb.y", check=True)
+    _dated(monkeypatch, 3)
+    invoke_cli("--kb", b, *BEE, "rename", "kb.y", "kb.m", check=True)
+    _dated(monkeypatch, 5)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(b, "fetch", "-q", "origin")
+    invoke_cli("--kb", b, "merge", "origin/main", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    synced = invoke_cli("--kb", c, "sync", check=True)
+    assert synced.stdout.endswith("  rewrote links to renamed memories: memory:kb.w -> memory:kb.m in kb.cw, "
+                                  "memory:kb.x -> memory:kb.y in kb.cx\n")
+    assert _memories(c) == {"kb.cw.yaml": ("cw0word", ["memory:kb.m"]), "kb.cx.yaml": ("cx0word", ["memory:kb.y"]),
+                            "kb.m.yaml": ("whisky0word", []), "kb.y.yaml": ("xray0word", [])}
+
+
+@pytest.mark.parametrize("merger", ["a", "b"])
+def test_validate_sends_a_link_to_a_renamed_id_to_sync_until_the_merge_is_synced(
+        tmp_path: Path, invoke_cli: CliRunner, merger: str) -> None:
+    """a forgets kb.y and renames kb.x to kb.y; b links kb.x and renames kb.y to kb.m; the other
+    syncs first and ``merger`` merges it. validate, during the stop and between the printed
+    ``git commit --no-edit`` and the sync, said of b's link to kb.x "does not exist (run prune)",
+    which strips a link to a live memory for good, save while MERGE_HEAD was the renaming side."""
+    _bare, (a, b) = make_team(tmp_path)
+    for tag, memory_id in (("xray", "kb.x"), ("yank", "kb.y")):
+        invoke_cli("--kb", a, "save", _unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "forget", "kb.y", check=True)
+    invoke_cli("--kb", a, "rename", "kb.x", "kb.y", check=True)
+    invoke_cli("--kb", b, *BEE, "save", _unlike("bravo"), "--id", "kb.bx", "-e", "memory:kb.x", check=True)
+    invoke_cli("--kb", b, *BEE, "rename", "kb.y", "kb.m", check=True)
+    clone, first = (a, b) if merger == "a" else (b, a)
+    invoke_cli("--kb", first, "sync", check=True)
+    git(clone, "fetch", "-q", "origin")
+    assert invoke_cli("--kb", clone, "merge", "origin/main").returncode == 1
+    by = "this branch" if merger == "a" else "the branch being merged (MERGE_HEAD)"
+    assert invoke_cli("validate", cwd=clone).stdout.startswith(
+        f"memories/kb.bx.yaml:3: 'memory:kb.x' refers to kb.x, which {by} renamed to kb.y: leave it; once the merge "
+        "is committed, 'slayer-kb sync' points it at kb.y\n")
+    git(clone, "add", "memories/kb.m.yaml")
+    git(clone, "commit", "-q", "--no-edit")
+    merge = git(clone, "rev-parse", "--short=12", "HEAD").strip()
+    assert invoke_cli("validate", cwd=clone).stdout.startswith(
+        f"memories/kb.bx.yaml:3: 'memory:kb.x' refers to kb.x, which a side of merge {merge}, not yet synced, renamed "
+        "to kb.y: leave it; 'slayer-kb sync' points it at kb.y\n")
+    synced = invoke_cli("--kb", clone, "sync", check=True)
+    assert synced.stdout.endswith("  rewrote links to renamed memories: memory:kb.x -> memory:kb.y in kb.bx\n")
+    assert _memories(clone) == {"kb.bx.yaml": ("bravo0word", ["memory:kb.y"]), "kb.m.yaml": ("yank0word", []),
+                                "kb.y.yaml": ("xray0word", [])}
+    assert invoke_cli("validate", cwd=clone).returncode == 0

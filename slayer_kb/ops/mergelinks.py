@@ -1,54 +1,83 @@
-"""What ``validate`` says of a link to a memory that does not exist while a merge stopped on a
-conflict (``slayer-kb merge``'s, or the one sync's steps start): a link this branch made to an
-id the branch being merged renamed is no link to a forgotten memory. Once the merge is
-committed, ``sync`` points it at the new id (``renames.renamed_since``, as ``merge`` does after
-a merge that finishes); ``prune``, the fix for a dangling link, would strip a link to a live one.
+"""What ``validate`` says of a link to a memory that does not exist while a merge is not yet
+synced: stopped on a conflict (``slayer-kb merge``'s, or the one sync's steps start), or committed
+by hand (``git commit --no-edit`` after that stop) and not yet pushed. A link to an id a rename on
+either side since they parted moved to a live id is no link to a forgotten memory: ``sync`` points
+it at the new id (``renames.renamed_since``, as ``sync``'s ``strip_gone`` after a merge committed
+by hand does); ``prune``, the fix for a dangling link, would strip a link to a live memory for good.
 """
 
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..store.renames import renamed_since
 from ..store.repo import GitStore, find_toplevel
 
 
+@dataclass(frozen=True)
+class _Side:
+    """A line of history whose renames since ``base`` a link follows, held at ``tip``; ``by``: who
+    renamed, in the message's words; ``pending``: what comes before the sync does it."""
+
+    base: str
+    tip: str
+    by: str
+    pending: str
+
+
 class MergeRenames:
-    """The id each id asked of has at ``MERGE_HEAD``, when a merge is in progress in the KB at
-    ``root`` and the branch being merged renamed it since the two parted; None otherwise. git is
-    asked only for the first dangling link (whether a merge is in progress) and once an id."""
+    """The id each id asked of has where a merge not yet synced leaves it, in the KB at ``root``,
+    and who renamed it; None when no such merge is there or no rename moved it to a live id. git
+    is asked only for the first dangling link (whether such a merge is there) and once an id."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self._read: dict[str, str | None] = {}
+        self._read: dict[str, tuple[str, _Side] | None] = {}
 
     @functools.cached_property
-    def _merging(self) -> tuple[GitStore, str, str] | None:
+    def _merging(self) -> tuple[GitStore, list[_Side]] | None:
         if find_toplevel(self.root) is None:
             return None
         store = GitStore(self.root)
-        merged = store.git("rev-parse", "-q", "--verify", "MERGE_HEAD^{commit}", check=False)
-        if merged.returncode != 0:
-            return None
-        sha = merged.stdout.decode().strip()
-        base = store.git("merge-base", "HEAD", sha, check=False).stdout.decode().strip()
-        return (store, base, sha) if base else None
+        sha = _commit(store, "MERGE_HEAD")
+        if sha:
+            base = _commit(store, "HEAD") and _merge_base(store, "HEAD", sha)
+            after = "once the merge is committed, "
+            return store, [_Side(base, sha, "the branch being merged (MERGE_HEAD) renamed", after),
+                           _Side(base, "HEAD", "this branch renamed", after)] if base else []
+        # A merge committed by hand among the commits sync has yet to push: sync's own rule.
+        upstream = _commit(store, "@{upstream}")
+        merge = upstream and store.git("rev-list", "-1", "--min-parents=2", "HEAD", f"^{upstream}",
+                                       check=False).stdout.decode().strip()
+        base = merge and _merge_base(store, f"{merge}^1", f"{merge}^2")
+        return store, [_Side(base, "HEAD", f"a side of merge {merge[:12]}, not yet synced, renamed", "")] if base else []
 
-    def __call__(self, memory_id: str) -> str | None:
+    def __call__(self, memory_id: str) -> tuple[str, _Side] | None:
         if self._merging is None:
             return None
-        if memory_id not in self._read:
-            store, base, sha = self._merging
-            self._read[memory_id] = renamed_since(store, base, sha, [memory_id]).live.get(memory_id)
-        return self._read[memory_id]
+        store, sides = self._merging
+        if sides and memory_id not in self._read:
+            self._read[memory_id] = next(((new, side) for side in sides if (new := renamed_since(
+                store, side.base, side.tip, [memory_id]).live.get(memory_id)) is not None), None)
+        return self._read.get(memory_id)
+
+
+def _commit(store: GitStore, rev: str) -> str:
+    proc = store.git("rev-parse", "-q", "--verify", f"{rev}^{{commit}}", check=False)
+    return proc.stdout.decode().strip() if proc.returncode == 0 else ""
+
+
+def _merge_base(store: GitStore, one: str, other: str) -> str:
+    return store.git("merge-base", one, other, check=False).stdout.decode().strip()
 
 
 def dangling(entity: str, target: str, command: str, renames: MergeRenames | None) -> str:
     """The problem of ``entity``, a link to ``target``, an id no memory has (``command``: slayer-kb
     as a fix runs it)."""
-    new = renames(target) if renames is not None else None
-    if new is None:
+    moved = renames(target) if renames is not None else None
+    if moved is None:
         return f"'{entity}' refers to a memory that does not exist (run '{command} prune' to strip it)"
-    return (f"'{entity}' refers to {target}, which the branch being merged (MERGE_HEAD) renamed to {new}: leave it; "
-            f"once the merge is committed, '{command} sync' points it at {new}")
+    new, side = moved
+    return f"'{entity}' refers to {target}, which {side.by} to {new}: leave it; {side.pending}'{command} sync' points it at {new}"

@@ -159,17 +159,17 @@ def renamed_since(store: GitStore, base: str, head: str, olds: Collection[str], 
     rename gave, follows the kept rename."""
     # ``head``'s last: of two ids both held (a merge resolved by keeping both files), its own.
     made = _of_memories(store, (_moves(store, base, also) if also else []) + _moves(store, base, head))
-    moves = [(old, new) for _commit, old, new in made]
-    gave = {new: commit for commit, _old, new in made}  # each id: the last rename that gave it
-    if not moves:
+    if not made:
         return Renamed({}, {})
+    # Each chain's ids: the rename that gave it (two memories renamed onto one id, each on its own
+    # line of history, are two chains through it: a later rename of it continues its own line's).
+    gave = {(root, new): commit for commit, _old, new, root in made}
     first: dict[str, str] = {}  # every id the renames gave: the id it had at ``base``
     # Every id at ``base`` a rename moved: the ids its chains end at, last last. An id a chain
     # passed through is no end: held at ``head``, it is another memory that reused the id.
     ends: dict[str, list[str]] = {}
     given: list[str] = []
-    for old, new in moves:
-        root = first.get(old, old)
+    for _commit, old, new, root in made:
         first[new] = root
         chain = ends.setdefault(root, [])
         if old in chain:
@@ -191,7 +191,7 @@ def renamed_since(store: GitStore, base: str, head: str, olds: Collection[str], 
     for i, root in roots:
         kept = [new for new in dict.fromkeys(ends[root]) if new in held and new != i]
         # A chain whose end was forgotten since is over: a memory saved at that id later is another.
-        if kept and first_deletion(store, kept[-1], gave[kept[-1]], head) is not None:
+        if kept and first_deletion(store, kept[-1], gave[root, kept[-1]], head) is not None:
             gone[i] = kept[-1]
         elif kept:
             live[i] = kept[-1]
@@ -375,7 +375,7 @@ def forgotten_ends(store: GitStore, base: str, head: str, olds: Collection[str])
     and one saved at that id since is another memory, not where the rename went. ``_moves``' one
     ``git log``, and one for each chain asked of."""
     ends: dict[str, tuple[str, str]] = {}  # each old id: the id its chain came to, the commit that gave it
-    for commit, old, new in _of_memories(store, _moves(store, base, head)):
+    for commit, old, new, _root in _of_memories(store, _moves(store, base, head)):
         ends = {was: ((new, commit) if now == old else (now, at)) for was, (now, at) in ends.items()}
         ends[old] = (new, commit)
     return {old for old, (new, commit) in ends.items()
@@ -387,7 +387,7 @@ def chains(store: GitStore, base: str, head: str = "HEAD") -> tuple[dict[str, st
     -> kb.c: kb.b and kb.c were 1), and ``renames_between`` of the same, from one ``git log``."""
     first: dict[str, str] = {}
     final: dict[str, str] = {}
-    for _commit, old, new in _of_memories(store, _moves(store, base, head)):
+    for _commit, old, new, _root in _of_memories(store, _moves(store, base, head)):
         first[new] = first.get(old, old)
         final = {was: (new if now == old else now) for was, now in final.items()}
         final[old] = new
@@ -407,9 +407,9 @@ def _moves(store: GitStore, base: str, head: str) -> list[tuple[str, str, str]]:
     return moves
 
 
-def _of_memories(store: GitStore, moves: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+def _of_memories(store: GitStore, moves: list[tuple[str, str, str]]) -> list[tuple[str, str, str, str]]:
     """Of ``moves`` (``_moves``'), those of the memories the ids named where the walk starts (and
-    of the ids those took): a rename of an id an earlier rename moved away, in a commit that one
+    of the ids those took), each with the id its memory had there (its chain's root): a rename of an id an earlier rename moved away, in a commit that one
     is an ancestor of, moves another memory given the id since (``--reuse-id``), not the one a link
     made before meant. Two renames of one id on two lines of history (each side renamed the
     memory) both stay. Dropped too: a rename of an id a rename gave, once that id was forgotten
@@ -417,21 +417,25 @@ def _of_memories(store: GitStore, moves: list[tuple[str, str, str]]) -> list[tup
     (``next_deletion``). A rename of an id that only another line of history's renames gave (one
     side forgot kb.y and renamed kb.x to it, the other renamed kb.y to kb.m) moves the memory its
     own line held there: it goes before those, so no chain runs on through it whatever the commit
-    dates. A ``git merge-base`` only where one id was renamed twice or given and renamed again, a
+    dates. Two memories renamed onto one id, each on its own line, and one renamed on again: the
+    chain it goes on is that of the rename on its line (an ancestor of it), whatever the dates.
+    A ``git merge-base`` only where one id was renamed twice or given and renamed again, a
     ``git log`` only where a chain goes on from an id a rename gave."""
     left: dict[str, list[str]] = {}  # {id: the commits that moved a memory away from it}
-    given: dict[str, list[tuple[str, str, str]]] = {}  # {id: the kept renames that gave it}
-    kept: list[tuple[str, str, str]] = []
-    for move in moves:
-        commit, old, new = move
+    given: dict[str, list[tuple[str, str, str, str]]] = {}  # {id: the kept renames that gave it}
+    kept: list[tuple[str, str, str, str]] = []
+    for commit, old, new in moves:
         if any(_is_ancestor(store, earlier, commit) for earlier in left.get(old, ())):
             continue
         givers = given.get(old, [])
-        if givers and not any(_is_ancestor(store, giver[0], commit) for giver in givers):
+        on_line = [giver for giver in givers if _is_ancestor(store, giver[0], commit)]
+        if givers and not on_line:
+            move = (commit, old, new, old)
             kept.insert(min(kept.index(giver) for giver in givers), move)
-        elif givers and first_deletion(store, old, givers[-1][0], commit) != commit:
+        elif on_line and first_deletion(store, old, on_line[-1][0], commit) != commit:
             continue
         else:
+            move = (commit, old, new, on_line[-1][3] if on_line else old)
             kept.append(move)
         left.setdefault(old, []).append(commit)
         left.pop(new, None)  # the memory back under an id it left: its next rename moves it again
