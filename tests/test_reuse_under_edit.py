@@ -115,8 +115,9 @@ def _settled(invoke_cli: CliRunner, a: Path, b: Path, keep: bool, given: str, ed
     assert "description: b's summary\n" in edited and "description" not in given
 
 
-@pytest.mark.parametrize("keep", [True, False])
-@pytest.mark.parametrize(("forgetter_merges", "by_rename"), [(True, False), (False, False), (True, True), (False, True)])
+# Each choice meets each order and each way of giving the id, not every combination.
+@pytest.mark.parametrize(("forgetter_merges", "by_rename", "keep"), [
+    (True, False, True), (False, False, False), (True, True, False), (False, True, True)])
 def test_a_merge_of_an_id_given_again_against_an_edit_stops_on_the_forget(
         tmp_path: Path, invoke_cli: CliRunner, forgetter_merges: bool, by_rename: bool, keep: bool) -> None:
     """The merge finished with b's edit merged into a's new memory at kb.y. It stops: a's memory in
@@ -140,9 +141,11 @@ def test_a_merge_of_an_id_given_again_against_an_edit_stops_on_the_forget(
     _settled(invoke_cli, a, b, keep, given, edited)
 
 
-@pytest.mark.parametrize("keep", [True, False])
-@pytest.mark.parametrize(("forgetter_syncs", "by_rename", "folder"), [
-    (True, False, ""), (False, False, ""), (True, True, ""), (False, True, ""), (True, True, "kb"), (False, False, "kb")])
+# Each choice (keep the edited memory or let it go) meets each order, each way of giving the id and
+# each place of the KB, not every combination: the merge's steps behind them are the same.
+@pytest.mark.parametrize(("forgetter_syncs", "by_rename", "folder", "keep"), [
+    (True, False, "", True), (False, False, "", False), (True, True, "", False), (False, True, "", True),
+    (True, True, "kb", True), (False, False, "kb", False)])
 def test_a_sync_of_an_id_given_again_against_an_edit_stops_on_the_forget(
         tmp_path: Path, invoke_cli: CliRunner, forgetter_syncs: bool, by_rename: bool, folder: str, keep: bool) -> None:
     """Synced after the forgetter, the editor's rebase merged its edit into the new memory without a
