@@ -331,6 +331,9 @@ def test_a_memory_brought_back_by_git_merges_the_edit(tmp_path: Path, invoke_cli
     assert "title: A title\n" in texts["kb.y.yaml"] and "description: b's summary\n" in texts["kb.y.yaml"]
 
 
+MANY = 3
+
+
 def _walks(runs: GitRuns) -> list[str]:
     """The 'git log' runs that look for memory files deleted (and added): a memory's, or all of them."""
     return [run for run in runs("") if " log " in f" {run} " and ("--diff-filter=D" in run or "--diff-filter=AD" in run)]
@@ -341,11 +344,12 @@ def test_crossings_ask_git_once_a_side_however_many_memories_both_edited(tmp_pat
     edited, on each side, in every sync, merge and validate --against of them: 0.27 s for 40
     memories. It is one 'git log' a side of the memories deleted and added, however many."""
     _bare, (a, b) = make_team(tmp_path)
-    for n in range(12):
+    # Three memories tell one walk a side from one a memory (2 against 6) as well as forty would.
+    for n in range(MANY):
         invoke_cli("--kb", a, "save", _unlike(f"m{n}x"), "--id", f"kb.m{n}", "-e", "shop.orders", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     invoke_cli("--kb", b, "sync", check=True)
-    for n in range(12):
+    for n in range(MANY):
         invoke_cli("--kb", a, "update", f"kb.m{n}", "--title", f"A{n}", check=True)
         invoke_cli("--kb", b, *BEE, "update", f"kb.m{n}", "--description", f"B{n}", check=True)
     invoke_cli("--kb", a, "sync", check=True)
@@ -357,7 +361,7 @@ def test_crossings_ask_git_once_a_side_however_many_memories_both_edited(tmp_pat
     with traced_git(tmp_path) as runs:
         invoke_cli("--kb", b, "merge", "origin/main", check=True)
     assert len(_walks(runs)) == 2, _walks(runs)
-    assert all(f"description: B{n}\n" in (b / "memories" / f"kb.m{n}.yaml").read_text() for n in range(12))
+    assert all(f"description: B{n}\n" in (b / "memories" / f"kb.m{n}.yaml").read_text() for n in range(MANY))
 
 
 def test_a_ref_named_like_this_branch_or_your_commits_opens_the_stop_as_it_is(
