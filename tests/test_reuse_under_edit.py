@@ -243,6 +243,29 @@ def test_validate_against_names_an_id_given_again_against_an_edit(
         f"'git -C {second} fetch origin && slayer-kb --kb {second} merge origin/main': it {settles}"]
 
 
+def test_validate_against_names_an_id_given_again_once_beside_another_file_both_wrote(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """With another memory both sides edited, git's merge-tree listed kb.y among the files a plain
+    merge stops on, and validate --against named it a second time, as revisions a merge joins
+    (it does not: it stops on the forget against the edit)."""
+    _bare, (a, b) = make_team(tmp_path)
+    for tag, memory_id in (("xray", "kb.x"), ("yank", "kb.y"), ("zero", "kb.z")):
+        invoke_cli("--kb", a, "save", _unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "forget", "kb.y", check=True)
+    invoke_cli("--kb", a, "rename", "kb.x", "kb.y", check=True)
+    invoke_cli("--kb", a, "update", "kb.z", "--description", "a's note on z", check=True)
+    invoke_cli("--kb", b, *BEE, "update", "kb.y", "--description", "b's summary", check=True)
+    invoke_cli("--kb", b, *BEE, "update", "kb.z", "--description", "b's note on z", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    git(a, "fetch", "-q", "origin")
+    checked = invoke_cli("validate", "--against", "origin/main", cwd=a)
+    named = [line.split(":", 1)[0] for line in checked.stdout.splitlines() if line.startswith("memories/")]
+    assert (checked.returncode, named) == (1, ["memories/kb.y.yaml", "memories/kb.z.yaml"]), checked.stdout
+    assert checked.stdout.endswith("\n2 problems in 2 files (2 files checked)\n"), checked.stdout
+
+
 def test_a_memory_brought_back_and_edited_against_a_rename_merges_as_before(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """a forgets kb.y, restores it (the same memory, not another one given its id) and edits it;

@@ -73,13 +73,14 @@ def plain_merge_conflicts(compared: Branch, warnings: list[Problem]) -> list[Pro
                 + _links_to_own_removals(compared, base, head, ours, theirs, list(undone), renamed, regiven)
                 + crossed.problems)
     # An id given again against an edit is named above: no revisions of one memory for a merge to join.
-    both = {path for path in ours.keys() & theirs.keys() if ours[path][1] != theirs[path][1] and _merged(path)} - {
-        memory_path(c.memory_id) for c in crossed.crossings if c.new is None}
+    given_again = {memory_path(c.memory_id) for c in crossed.crossings if c.new is None}
+    both = {path for path in ours.keys() & theirs.keys() if ours[path][1] != theirs[path][1] and _merged(path)} - given_again
     if not both:
         return problems
     stopped = merge_tree_stops(store, head, against_sha)
     if stopped is None:  # git before 2.38: one merge-file a file, renames not followed
         stopped = _merge_file_stops(store, ours, theirs, both)
+    stopped -= given_again
     fix = ""  # one fix for every file (its remote costs two git processes), made when one is named
     # An auto id both sides added for two memories is ``id_collisions``'s; one memory both added
     # (a squash or rebase merge of the branch, edited since) is a merge's to join.
