@@ -263,3 +263,26 @@ def test_two_edits_of_the_memory_renamed_onto_the_id_stop_there(tmp_path: Path, 
     held = (b / "memories" / "kb.y.yaml").read_text()
     assert "<<<<<<< ours\ndescription: b's summary of X\n" in held and "description: a's summary of X\n" in held
     assert not (b / "memories" / "kb.x.yaml").exists()
+
+
+def test_a_memory_the_forgetting_side_saved_at_the_renames_end_is_not_lost(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """a forgets kb.y, renames kb.x to kb.y and saves a memory of its own as kb.m; b renames kb.y
+    to kb.m. Held as a crossing, kb.m was held as b's rename alone: a's memory at kb.m was at no
+    stage, the stop did not name it, and its steps lost it. Two memories at kb.m: the merge stops
+    as on two files created at one id, a's at stage 3, with the step to keep both."""
+    _bare, (a, b) = make_team(tmp_path)
+    for tag, memory_id in (("xray", "kb.x"), ("yank", "kb.y")):
+        invoke_cli("--kb", a, "save", _unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "forget", "kb.y", check=True)
+    invoke_cli("--kb", a, "rename", "kb.x", "kb.y", check=True)
+    invoke_cli("--kb", a, "save", _unlike("mike"), "--id", "kb.m", "-e", "shop.orders", check=True)
+    invoke_cli("--kb", b, *BEE, "rename", "kb.y", "kb.m", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(b, "fetch", "-q", "origin")
+    stopped = invoke_cli("--kb", b, "merge", "origin/main")
+    assert (stopped.returncode, stopped.stderr.split(";")[0]) == (
+        1, "Error: This branch and origin/main both created memories/kb.m.yaml")
+    assert "test ! -e memories/kb.m-2.yaml" in stopped.stderr
+    assert git(b, "show", ":3:memories/kb.m.yaml").startswith(f"learning: {_unlike('mike')}")

@@ -304,10 +304,14 @@ def crossings(store: GitStore, base: str, tips: tuple[str, str]) -> list[Crossin
         forgotten = [i for i, blobs in changed((names[0] & names[kept]) - names[lost], kept)
                      if _given_again(store, i, of(forgot, i), blobs)]
         moved = renames_between(store, base, other) if forgotten else {}
-        ends = objects.blobs_at(trees[lost], [store.repo_path(memory_path(moved[i])) for i in forgotten if i in moved])
+        targets = [store.repo_path(memory_path(moved[i])) for i in forgotten if i in moved]
+        ends = objects.blobs_at(trees[lost], targets)
+        # A memory of the forgetting side's own at the rename's end: git's merge stops on the two
+        # files there (both created it), with the steps to keep both; held as a crossing, it was lost.
+        taken = objects.blobs_at(trees[kept], targets)
         gave = chains(store, base, forgot)[0] if ends else {}
         found += [Crossing(forgot, other, i, moved[i], gave.get(i)) for i in forgotten
-                  if i in moved and ends[store.repo_path(memory_path(moved[i]))] is not None]
+                  if i in moved and ends[path := store.repo_path(memory_path(moved[i]))] is not None and taken[path] is None]
     for i, (was, *now) in changed(names[0] & names[1] & names[2], 1, 2):
         for n in (0, 1):
             if (not any(status == "D" for status, _c, _s in of(tips[1 - n], i))
