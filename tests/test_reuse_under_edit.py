@@ -11,7 +11,6 @@ import json
 import re
 import shlex
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -468,30 +467,3 @@ def test_a_forget_undone_in_a_merge_is_no_id_given_again(tmp_path: Path, invoke_
     assert (merged.returncode, merged.stderr) == (0, "")
     text = (a / "memories" / "kb.y.yaml").read_text()
     assert "plus b's correction" in text and "title: Yank\n" in text and "description: b's summary\n" in text
-
-
-def test_a_squash_of_a_forget_and_a_save_at_the_id_stops_as_the_two_would(tmp_path: Path, invoke_cli: CliRunner) -> None:
-    """a's branch forgets kb.y and saves another memory as kb.y, squash-merged into main (the
-    squash shows the file changed, no deletion); b edits kb.y. The merge put b's edit into a's new
-    memory without a word. Its created_at is another: the id was given again, and the merge stops
-    as it does on the two commits."""
-    _bare, (a, b) = make_team(tmp_path)
-    for tag, memory_id in (("xray", "kb.x"), ("yank", "kb.y")):
-        invoke_cli("--kb", a, "save", _unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
-    invoke_cli("--kb", a, "sync", check=True)
-    invoke_cli("--kb", b, "sync", check=True)
-    git(a, "switch", "-q", "-c", "agent")
-    invoke_cli("--kb", a, "forget", "kb.y", check=True)
-    saved = (a / "memories" / "kb.x.yaml").read_text().split("created_at: ")[1].split("\n")[0]
-    time.sleep(max(0.0, 1.05 - (time.time() % 1)))  # the new memory's created_at in another second
-    invoke_cli("--kb", a, "save", _unlike("zulu"), "--id", "kb.y", "-e", "shop.orders", check=True)
-    assert saved not in (a / "memories" / "kb.y.yaml").read_text()
-    git(a, "switch", "-q", "main")
-    git(a, "merge", "-q", "--squash", "agent")
-    git(a, "commit", "-qm", "Squash agent")
-    git(a, "push", "-q", "origin", "main")
-    invoke_cli("--kb", b, *BEE, "update", "kb.y", "--description", "b's summary", check=True)
-    git(b, "fetch", "-q", "origin")
-    merged = invoke_cli("--kb", b, "merge", "origin/main")
-    assert merged.returncode == 1 and merged.stderr.startswith(
-        "Error: origin/main forgot kb.y, which this branch edited, and then saved another memory as kb.y"), merged.stderr

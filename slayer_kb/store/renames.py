@@ -336,28 +336,25 @@ def _events(store: GitStore, base: str, tip: str) -> dict[str, list[tuple[str, s
 
 
 def _given_again(store: GitStore, memory_id: str, events: list[tuple[str, str, str]], blobs: list[str | None]) -> bool:
-    """Whether a tip gave ``memory_id`` to another memory: it forgot it (its first deletion since
-    they parted, not by a rename, among ``events``, its file's ``_events``) and what put the file
-    back last is a ``save`` of the id or a ``rename`` onto it; or ``blobs`` (its file where they
-    parted and at that tip) hold two ``created_at``, which also tells a squash of a forget and a
-    save (its commit shows the file changed, no deletion). A memory brought back (``restore``, ``git
+    """Whether a tip forgot ``memory_id`` (its first deletion since they parted, not by a rename,
+    among ``events``, its file's ``_events``) and holds another memory at the id now: what put the
+    file back last is a ``save`` of the id or a ``rename`` onto it, or ``blobs`` (its file where
+    they parted and at that tip) hold two ``created_at``. A memory brought back (``restore``, ``git
     revert`` of the forget, a checkout of an older version, a merge that kept it) keeps its
     ``created_at``, whatever was edited since: the same memory. ``created_at`` is kept to the
     second, so the commit is asked first: two memories saved in one second hold the same."""
     gone = next((commit for status, commit, _subject in events if status == "D"), None)
-    if gone is not None:
-        if memory_id in renamed_in(store, gone):
-            return False
-        status, commit, subject = events[-1]
-        if status == "A" and (subject.startswith(f"memory: save {memory_id} (")
-                              or subject == f"memory: save {memory_id}" or memory_id in renamed_in(store, commit).values()):
-            return True
-    # No deletion in sight (a squash of the forget and the save shows the file changed): created_at tells.
+    if gone is None or memory_id in renamed_in(store, gone):
+        return False
+    status, commit, subject = events[-1]
+    if status == "A" and (subject.startswith(f"memory: save {memory_id} (")
+                          or subject == f"memory: save {memory_id}" or memory_id in renamed_in(store, commit).values()):
+        return True
     texts = store.objects.read_many("blob", [blob for blob in blobs if blob])
     try:
         return len({loads(text.decode("utf-8", "surrogateescape"), memory_id).created_at for text in texts.values()}) > 1
-    except MemoryFileError:  # a version that does not parse, after a forget, is no memory to call the same
-        return gone is not None
+    except MemoryFileError:  # a version that does not parse is no memory to call the same
+        return True
 
 
 def _soft_forgot(store: GitStore, memory_id: str, was: str | None, now: str | None) -> bool:
