@@ -179,6 +179,12 @@ def _build_team(where: Path, folder: str) -> None:
         kb.close()
 
 
+def unlike(tag: str) -> str:
+    """A memory's text of 40 words no other text of a test shares (each word ``tag`` and a
+    number): git pairs no forget or save with it by similarity, as it may short memories."""
+    return " ".join(f"{tag}{n}word" for n in range(40))
+
+
 def make_team(tmp_path: Path, clones: int = 2, folder: str = "") -> tuple[Path, list[Path]]:
     """A bare remote holding a catalog KB, and ``clones`` clones of it (``a``, ``b``, ...), each
     leasing its auto ids from the remote (the default for a KB with a remote); the KBs' folders.

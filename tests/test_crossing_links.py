@@ -11,14 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, git, make_team
+from testing import CliRunner, git, make_team, unlike
 
 BEE = ("--author", "Bee <bee@example.com>")
-
-
-def _unlike(tag: str) -> str:
-    """A text of 40 words no other text of a test shares: git pairs no forget or save with it."""
-    return " ".join(f"{tag}{n}word" for n in range(40))
 
 
 def _memories(clone: Path) -> dict[str, tuple[str, list[str]]]:
@@ -46,7 +41,7 @@ def test_a_link_to_the_renamed_memory_follows_it_whatever_the_commit_order(
     _bare, (a, b) = make_team(tmp_path)
     _dated(monkeypatch, 0)
     for tag, memory_id in (("xray", "kb.x"), ("yank", "kb.y")):
-        invoke_cli("--kb", a, "save", _unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
+        invoke_cli("--kb", a, "save", unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     invoke_cli("--kb", b, "sync", check=True)
     c = tmp_path / "c"
@@ -57,7 +52,7 @@ def test_a_link_to_the_renamed_memory_follows_it_whatever_the_commit_order(
             invoke_cli("--kb", a, "forget", "kb.y", check=True)
             invoke_cli("--kb", a, "rename", "kb.x", "kb.y", check=True)
         else:
-            invoke_cli("--kb", b, *BEE, "save", _unlike("bravo"), "--id", "kb.bx", "-e", "memory:kb.x", check=True)
+            invoke_cli("--kb", b, *BEE, "save", unlike("bravo"), "--id", "kb.bx", "-e", "memory:kb.x", check=True)
             invoke_cli("--kb", b, *BEE, "rename", "kb.y", "kb.m", check=True)
     _dated(monkeypatch, 3)
     invoke_cli("--kb", a, "sync", check=True)
@@ -73,7 +68,7 @@ def test_a_link_to_the_renamed_memory_follows_it_whatever_the_commit_order(
     assert "memory:kb.x -> memory:kb.m" not in synced.stdout
     kept = {"kb.m.yaml": ("yank0word", [])} if keep else {}
     assert _memories(b) == {"kb.bx.yaml": ("bravo0word", ["memory:kb.y"]), **kept, "kb.y.yaml": ("xray0word", [])}
-    invoke_cli("--kb", c, "save", _unlike("charlie"), "--id", "kb.cx", "-e", "memory:kb.x", check=True)
+    invoke_cli("--kb", c, "save", unlike("charlie"), "--id", "kb.cx", "-e", "memory:kb.x", check=True)
     synced = invoke_cli("--kb", c, "sync", check=True)
     assert synced.stdout.endswith("  rewrote links to renamed memories: memory:kb.x -> memory:kb.y in kb.cx\n")
     assert _memories(c)["kb.cx.yaml"] == ("charlie0word", ["memory:kb.y"])
@@ -89,11 +84,11 @@ def test_two_memories_renamed_onto_one_id_each_keep_their_links(
     _bare, (a, b, c) = make_team(tmp_path, clones=3)
     _dated(monkeypatch, 0)
     for tag, memory_id in (("xray", "kb.x"), ("whisky", "kb.w")):
-        invoke_cli("--kb", a, "save", _unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
+        invoke_cli("--kb", a, "save", unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
     for clone in (a, b, c):
         invoke_cli("--kb", clone, "sync", check=True)
-    invoke_cli("--kb", c, "save", _unlike("cx"), "--id", "kb.cx", "-e", "memory:kb.x", check=True)
-    invoke_cli("--kb", c, "save", _unlike("cw"), "--id", "kb.cw", "-e", "memory:kb.w", check=True)
+    invoke_cli("--kb", c, "save", unlike("cx"), "--id", "kb.cx", "-e", "memory:kb.x", check=True)
+    invoke_cli("--kb", c, "save", unlike("cw"), "--id", "kb.cw", "-e", "memory:kb.w", check=True)
     _dated(monkeypatch, 1 if a_first else 2)
     invoke_cli("--kb", a, "rename", "kb.x", "kb.y", check=True)
     _dated(monkeypatch, 2 if a_first else 1)
@@ -121,12 +116,12 @@ def test_validate_sends_a_link_to_a_renamed_id_to_sync_until_the_merge_is_synced
     which strips a link to a live memory for good, save while MERGE_HEAD was the renaming side."""
     _bare, (a, b) = make_team(tmp_path)
     for tag, memory_id in (("xray", "kb.x"), ("yank", "kb.y")):
-        invoke_cli("--kb", a, "save", _unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
+        invoke_cli("--kb", a, "save", unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     invoke_cli("--kb", b, "sync", check=True)
     invoke_cli("--kb", a, "forget", "kb.y", check=True)
     invoke_cli("--kb", a, "rename", "kb.x", "kb.y", check=True)
-    invoke_cli("--kb", b, *BEE, "save", _unlike("bravo"), "--id", "kb.bx", "-e", "memory:kb.x", check=True)
+    invoke_cli("--kb", b, *BEE, "save", unlike("bravo"), "--id", "kb.bx", "-e", "memory:kb.x", check=True)
     invoke_cli("--kb", b, *BEE, "rename", "kb.y", "kb.m", check=True)
     clone, first = (a, b) if merger == "a" else (b, a)
     invoke_cli("--kb", first, "sync", check=True)

@@ -11,14 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, git, make_team
+from testing import CliRunner, git, make_team, unlike
 
 BEE = ("--author", "Bee <bee@example.com>")
-
-
-def _unlike(tag: str) -> str:
-    """A text of 40 words no other text of a test shares: git pairs no forget or save with it."""
-    return " ".join(f"{tag}{n}word" for n in range(40))
 
 
 def _crossed(tmp_path: Path, invoke_cli: CliRunner) -> tuple[Path, Path]:
@@ -28,13 +23,13 @@ def _crossed(tmp_path: Path, invoke_cli: CliRunner) -> tuple[Path, Path]:
     _bare, (a, b) = make_team(tmp_path)
     for tag, memory_id, link in (("xray", "kb.x", "shop.orders"), ("yank", "kb.y", "shop.orders"),
                                  ("kilo", "kb.k", "memory:kb.x"), ("lima", "kb.l", "memory:kb.y")):
-        invoke_cli("--kb", a, "save", _unlike(tag), "--id", memory_id, "-e", link, check=True)
+        invoke_cli("--kb", a, "save", unlike(tag), "--id", memory_id, "-e", link, check=True)
     invoke_cli("--kb", a, "sync", check=True)
     invoke_cli("--kb", b, "sync", check=True)
     invoke_cli("--kb", a, "forget", "kb.y", check=True)
     invoke_cli("--kb", a, "rename", "kb.x", "kb.y", check=True)
     invoke_cli("--kb", b, *BEE, "rename", "kb.y", "kb.m", check=True)
-    invoke_cli("--kb", b, *BEE, "save", _unlike("quebec"), "--id", "kb.q", "-e", "memory:kb.m", check=True)
+    invoke_cli("--kb", b, *BEE, "save", unlike("quebec"), "--id", "kb.q", "-e", "memory:kb.m", check=True)
     return a, b
 
 
@@ -208,11 +203,11 @@ def test_a_save_onto_a_forgotten_id_the_other_side_renamed_away_stops_on_the_for
     to kb.m. The merge put a's new memory at kb.m, b's edit merged into it; now it stops."""
     _bare, (a, b) = make_team(tmp_path)
     for tag, memory_id in (("yank", "kb.y"), ("lima", "kb.l")):
-        invoke_cli("--kb", a, "save", _unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
+        invoke_cli("--kb", a, "save", unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     invoke_cli("--kb", b, "sync", check=True)
     invoke_cli("--kb", a, "forget", "kb.y", check=True)
-    invoke_cli("--kb", a, "save", _unlike("zulu"), "--id", "kb.y", "-e", "shop.orders", check=True)
+    invoke_cli("--kb", a, "save", unlike("zulu"), "--id", "kb.y", "-e", "shop.orders", check=True)
     invoke_cli("--kb", b, *BEE, "update", "kb.y", "--description", "b's summary", check=True)
     invoke_cli("--kb", b, *BEE, "rename", "kb.y", "kb.m", check=True)
     invoke_cli("--kb", a, "sync", check=True)
@@ -272,12 +267,12 @@ def test_a_memory_the_forgetting_side_saved_at_the_renames_end_is_not_lost(tmp_p
     as on two files created at one id, a's at stage 3, with the step to keep both."""
     _bare, (a, b) = make_team(tmp_path)
     for tag, memory_id in (("xray", "kb.x"), ("yank", "kb.y")):
-        invoke_cli("--kb", a, "save", _unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
+        invoke_cli("--kb", a, "save", unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     invoke_cli("--kb", b, "sync", check=True)
     invoke_cli("--kb", a, "forget", "kb.y", check=True)
     invoke_cli("--kb", a, "rename", "kb.x", "kb.y", check=True)
-    invoke_cli("--kb", a, "save", _unlike("mike"), "--id", "kb.m", "-e", "shop.orders", check=True)
+    invoke_cli("--kb", a, "save", unlike("mike"), "--id", "kb.m", "-e", "shop.orders", check=True)
     invoke_cli("--kb", b, *BEE, "rename", "kb.y", "kb.m", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     git(b, "fetch", "-q", "origin")
@@ -285,4 +280,4 @@ def test_a_memory_the_forgetting_side_saved_at_the_renames_end_is_not_lost(tmp_p
     assert (stopped.returncode, stopped.stderr.split(";")[0]) == (
         1, "Error: This branch and origin/main both created memories/kb.m.yaml")
     assert "test ! -e memories/kb.m-2.yaml" in stopped.stderr
-    assert git(b, "show", ":3:memories/kb.m.yaml").startswith(f"learning: {_unlike('mike')}")
+    assert git(b, "show", ":3:memories/kb.m.yaml").startswith(f"learning: {unlike('mike')}")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, git, make_team, traced_git
+from testing import CliRunner, git, make_team, traced_git, unlike
 
 
 @pytest.mark.parametrize("renamer_first", [True, False])
@@ -935,11 +935,6 @@ def test_a_merge_where_both_forgot_a_memory_and_saved_another_reads_one_trailer_
         "--reverse", "--reverse", "--source", "--reverse", "--reverse"]
 
 
-def _unlike(tag: str) -> str:
-    """A text of 40 words no other text of a test shares: git pairs no forget or save with it."""
-    return " ".join(f"{tag}{n}word" for n in range(40))
-
-
 def test_a_merge_of_two_renames_stops_though_one_side_reused_the_id_and_forgot_its_new_memory(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """a renamed kb.x to kb.y, gave kb.x to another memory (--reuse-id), renamed that one to kb.k and
@@ -947,18 +942,18 @@ def test_a_merge_of_two_renames_stops_though_one_side_reused_the_id_and_forgot_i
     memory's chain, and it was read as the end of the first memory's too: the merge finished with
     one memory under two ids, kb.y and kb.v."""
     _bare, (a, b) = make_team(tmp_path)
-    invoke_cli("--kb", a, "save", _unlike("xray"), "--id", "kb.x", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "save", unlike("xray"), "--id", "kb.x", "-e", "shop.orders.amount", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     invoke_cli("--kb", b, "sync", check=True)
     invoke_cli("--kb", a, "rename", "kb.x", "kb.y", check=True)
-    invoke_cli("--kb", a, "update", "kb.y", "--content", _unlike("alpha"), check=True)
-    invoke_cli("--kb", a, "save", _unlike("other"), "--id", "kb.x", "--reuse-id", "-e", "shop.orders.amount",
+    invoke_cli("--kb", a, "update", "kb.y", "--content", unlike("alpha"), check=True)
+    invoke_cli("--kb", a, "save", unlike("other"), "--id", "kb.x", "--reuse-id", "-e", "shop.orders.amount",
                check=True)
     invoke_cli("--kb", a, "rename", "kb.x", "kb.k", check=True)
     invoke_cli("--kb", a, "forget", "kb.k", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     invoke_cli("--kb", b, "rename", "kb.x", "kb.v", check=True)
-    invoke_cli("--kb", b, "update", "kb.v", "--content", _unlike("bravo"), check=True)
+    invoke_cli("--kb", b, "update", "kb.v", "--content", unlike("bravo"), check=True)
     git(b, "fetch", "-q", "origin")
     merged = invoke_cli("--kb", b, "merge", "origin/main")
     assert (merged.returncode, merged.stderr.startswith(
@@ -972,13 +967,13 @@ def test_a_link_to_an_id_renamed_to_one_forgotten_and_saved_again_is_stripped(
     linked memory:kb.x. b's sync pointed the link at kb.y, the other memory: the chain ended in
     the forget, so the link is to a forgotten memory."""
     _bare, (a, b) = make_team(tmp_path)
-    invoke_cli("--kb", a, "save", _unlike("xray"), "--id", "kb.x", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "save", unlike("xray"), "--id", "kb.x", "-e", "shop.orders.amount", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     invoke_cli("--kb", b, "sync", check=True)
     invoke_cli("--kb", a, "rename", "kb.x", "kb.y", check=True)
     invoke_cli("--kb", a, "forget", "kb.y", check=True)
-    invoke_cli("--kb", a, "save", _unlike("yankee"), "--id", "kb.y", "-e", "shop.orders.amount", check=True)
-    invoke_cli("--kb", b, "save", _unlike("bravo"), "--id", "kb.q", "-e", "memory:kb.x", check=True)
+    invoke_cli("--kb", a, "save", unlike("yankee"), "--id", "kb.y", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", b, "save", unlike("bravo"), "--id", "kb.q", "-e", "memory:kb.x", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     synced = invoke_cli("--kb", b, "sync", check=True)
     assert (synced.stdout, synced.stderr) == ("Synced main with origin: rebased, 3 pulled, 2 pushed.\n"

@@ -15,16 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, GitRuns, git, make_team, traced_git
+from testing import CliRunner, GitRuns, git, make_team, traced_git, unlike
 
 BEE = ("--author", "Bee <bee@example.com>")
 PLAIN = "a plain git merge of this branch does the same, or stops on two edits of one memory where their lines meet"
 MERGE = "Run 'git fetch origin && slayer-kb merge origin/main': it"
-
-
-def _unlike(tag: str) -> str:
-    """A text of 40 words no other text of a test shares: git pairs no forget or save with it."""
-    return " ".join(f"{tag}{n}word" for n in range(40))
 
 
 def _given(tmp_path: Path, invoke_cli: CliRunner, by_rename: bool, folder: str = "") -> tuple[Path, Path]:
@@ -32,14 +27,14 @@ def _given(tmp_path: Path, invoke_cli: CliRunner, by_rename: bool, folder: str =
     renamed to it, or a new text saved there)."""
     _bare, (a, b) = make_team(tmp_path, folder=folder)
     for tag, memory_id in (("xray", "kb.x"), ("yank", "kb.y")):
-        invoke_cli("--kb", a, "save", _unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
+        invoke_cli("--kb", a, "save", unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     invoke_cli("--kb", b, "sync", check=True)
     invoke_cli("--kb", a, "forget", "kb.y", check=True)
     if by_rename:
         invoke_cli("--kb", a, "rename", "kb.x", "kb.y", check=True)
     else:
-        invoke_cli("--kb", a, "save", _unlike("zulu"), "--id", "kb.y", "-e", "shop.orders", check=True)
+        invoke_cli("--kb", a, "save", unlike("zulu"), "--id", "kb.y", "-e", "shop.orders", check=True)
     return a, b
 
 
@@ -250,7 +245,7 @@ def test_validate_against_names_an_id_given_again_once_beside_another_file_both_
     (it does not: it stops on the forget against the edit)."""
     _bare, (a, b) = make_team(tmp_path)
     for tag, memory_id in (("xray", "kb.x"), ("yank", "kb.y"), ("zero", "kb.z")):
-        invoke_cli("--kb", a, "save", _unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
+        invoke_cli("--kb", a, "save", unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     invoke_cli("--kb", b, "sync", check=True)
     invoke_cli("--kb", a, "forget", "kb.y", check=True)
@@ -302,13 +297,13 @@ def test_a_memory_brought_back_with_another_learning_merges_the_edit(
     git(a, "reset", "-q", "--hard", "HEAD~2")  # a's forget and save undone
     git(b, "reset", "-q", "--hard", "HEAD~1")  # b's edit undone: made again below, after the learning
     if older:  # a version of kb.y older than the one both hold
-        invoke_cli("--kb", a, "update", "kb.y", "--learning", _unlike("yolk"), check=True)
+        invoke_cli("--kb", a, "update", "kb.y", "--learning", unlike("yolk"), check=True)
         invoke_cli("--kb", a, "sync", check=True)
         invoke_cli("--kb", b, "sync", check=True)
     invoke_cli("--kb", a, "forget", "kb.y", check=True)
     invoke_cli("--kb", a, "restore", "kb.y", "--rev", "HEAD~2" if older else "HEAD~1", check=True)
     if not older:
-        invoke_cli("--kb", a, "update", "kb.y", "--learning", _unlike("yank") + " plus a correction", check=True)
+        invoke_cli("--kb", a, "update", "kb.y", "--learning", unlike("yank") + " plus a correction", check=True)
     learning = (a / "memories" / "kb.y.yaml").read_text().split("\n")[0]
     invoke_cli("--kb", b, *BEE, "update", "kb.y", "--description", "b's summary", check=True)
     first, second = (b, a) if forgetter_merges else (a, b)
@@ -369,7 +364,7 @@ def test_crossings_ask_git_once_a_side_however_many_memories_both_edited(tmp_pat
     _bare, (a, b) = make_team(tmp_path)
     # Three memories tell one walk a side from one a memory (2 against 6) as well as forty would.
     for n in range(MANY):
-        invoke_cli("--kb", a, "save", _unlike(f"m{n}x"), "--id", f"kb.m{n}", "-e", "shop.orders", check=True)
+        invoke_cli("--kb", a, "save", unlike(f"m{n}x"), "--id", f"kb.m{n}", "-e", "shop.orders", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     invoke_cli("--kb", b, "sync", check=True)
     for n in range(MANY):
@@ -450,7 +445,7 @@ def test_a_forget_undone_in_a_merge_is_no_id_given_again(tmp_path: Path, invoke_
     git(a, "reset", "-q", "--hard", "HEAD~2")  # a's forget and save undone
     git(b, "reset", "-q", "--hard", "HEAD~1")
     invoke_cli("--kb", a, "forget", "kb.y", check=True)
-    invoke_cli("--kb", a, "save", _unlike("zeta"), "--id", "kb.z", "-e", "shop.orders", check=True)
+    invoke_cli("--kb", a, "save", unlike("zeta"), "--id", "kb.z", "-e", "shop.orders", check=True)
     invoke_cli("--kb", b, *BEE, "update", "kb.y", "--description", "b's summary", check=True)
     invoke_cli("--kb", b, "sync", check=True)
     git(a, "fetch", "-q", "origin")
@@ -458,7 +453,7 @@ def test_a_forget_undone_in_a_merge_is_no_id_given_again(tmp_path: Path, invoke_
     git(a, "add", "memories/kb.y.yaml")
     git(a, "commit", "-q", "--no-edit")
     invoke_cli("--kb", a, "update", "kb.y", "--title", "Yank", check=True)
-    invoke_cli("--kb", b, *BEE, "update", "kb.y", "--learning", _unlike("yank") + " plus b's correction", check=True)
+    invoke_cli("--kb", b, *BEE, "update", "kb.y", "--learning", unlike("yank") + " plus b's correction", check=True)
     invoke_cli("--kb", b, "sync", check=True)
     git(a, "fetch", "-q", "origin")
     checked = invoke_cli("validate", "--against", "origin/main", cwd=a)
