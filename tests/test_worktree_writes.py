@@ -378,7 +378,8 @@ def test_a_save_whose_staging_meets_a_git_command_that_is_gone_by_its_check_retr
     lock, once = root / ".git" / "index.lock", tmp_path / "held-once"
     shim = tmp_path / "bin" / "git"
     shim.parent.mkdir()
-    shim.write_text(f'#!/bin/sh\nif [ "$1 $2" = "update-index --add" ] && [ ! -e "{once}" ]; then\n'
+    shim.write_text(f'#!/bin/sh\ncase " $* " in *" update-index --add "*) [ -e "{once}" ] || held=1;; esac\n'
+                    f'if [ -n "$held" ]; then\n'
                     f'  touch "{once}" "{lock}"; "{shutil.which("git")}" "$@"; rc=$?; rm -f "{lock}"; exit $rc\nfi\n'
                     f'exec "{shutil.which("git")}" "$@"\n')
     shim.chmod(0o755)

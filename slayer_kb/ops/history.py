@@ -97,9 +97,7 @@ def _file_history(store: GitStore, kb_path: str) -> list[str]:
     shas: list[str] = []
     rev, path = "HEAD", store.repo_path(kb_path)
     while True:
-        # (log.follow=true in the user's configuration would turn --follow on.)
-        found = store.git("-c", "log.follow=false", "log", "--format=%H", rev, "--", path,
-                          env=LITERAL_PATHS).stdout.decode().split()
+        found = store.git("log", "--format=%H", rev, "--", path, env=LITERAL_PATHS).stdout.decode().split()
         shas.extend(found)
         if not found:
             return shas

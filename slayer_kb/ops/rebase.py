@@ -316,8 +316,7 @@ def _onto_name(store: GitStore) -> str:
 
 def _stop(store: GitStore) -> str:
     """The commit the rebase stopped at: its subject, and which of how many it is."""
-    # --no-show-signature: a user's log.showSignature would print a signature check before it.
-    subject = store.git("log", "-1", "--format=%s", "--no-show-signature", "REBASE_HEAD",
+    subject = store.git("log", "-1", "--format=%s", "REBASE_HEAD",
                         check=False).stdout.decode().strip()
     folder = store.git_dirs()[0] / "rebase-merge"
     counts = [(folder / name).read_text().strip() for name in ("msgnum", "end") if (folder / name).exists()]

@@ -108,8 +108,8 @@ def written_on_either(store: GitStore, sides: tuple[str, str], bases: list[str])
         return []
     folders = [store.repo_path(f"{folder}/") for folder in (MEMORIES_DIR, SESSIONS_DIR)]
     # A merge's files to each parent: '--diff-merges=separate' needs git 2.31; before it, '-m' is
-    # that, and the config (which older git ignores) keeps a user's log.diffMerges from changing it.
-    out = store.git("-c", "log.diffMerges=separate", "log", "--format=", "--name-only", "-z", "--no-renames", "-m",
+    # that (run_git's OUTPUT_SETTINGS keep a user's log.diffMerges from changing it).
+    out = store.git("log", "--format=", "--name-only", "-z", "--no-renames", "-m",
                     *sides, "--not", bases[0], "--", *folders).stdout
     return sorted({path[len(store.prefix):] for path in out.decode("utf-8", "surrogateescape").split("\0") if path})
 

@@ -4,8 +4,9 @@ enclosing KB); a GIT_DIR, GIT_WORK_TREE or GIT_INDEX_FILE left in the environmen
 sets GIT_INDEX_FILE, `git commit -a` to the other repository's ``index.lock``) would send the
 KB's commit, index or objects to another repository. Nor is a program looked up in a relative
 folder of PATH (``children.program_path``): git runs in the KB's folder. And how a file's path
-is given to git as itself (``LITERAL_PATHS``). Imports only ``os`` and ``core.children`` (``os``
-and ``sys``): the lean client reads git's config through it (config.py)."""
+is given to git as itself (``LITERAL_PATHS``), and the settings of git's output slayer-kb fixes
+(``OUTPUT_SETTINGS``). Imports only ``os`` and ``core.children`` (``os`` and ``sys``): the lean
+client reads git's config through it (config.py)."""
 
 from __future__ import annotations
 
@@ -42,3 +43,21 @@ def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 # remove memories 10 to 19 with it. Not for commands that run the user's hooks, which would
 # inherit it.
 LITERAL_PATHS = {"GIT_LITERAL_PATHSPECS": "1"}
+
+
+# The settings that change only how git prints what slayer-kb reads (log, show, diff, status,
+# grep), which a user's ~/.gitconfig, the clone's .git/config or a `git -c` that started slayer-kb
+# may turn on (signature checks, decorations, paths relative to a folder, colours, another
+# encoding): every git slayer-kb runs takes git's defaults, given as `git -c`, which comes after
+# the user's and holds. None changes what a command does: hooks, signing, merge drivers,
+# identity, rerere and rename detection in merges keep following the user's config
+# (merge.renames falls back to diff.renames, so each command that lists changes asks for renames,
+# or none, itself). The hooks and merge drivers git starts inherit them.
+OUTPUT_SETTINGS = tuple(arg for setting in (
+    "log.showSignature=false", "log.decorate=false", "log.abbrevCommit=false", "log.follow=false",
+    "log.date=default", "log.showRoot=true", "log.diffMerges=separate", "format.pretty=medium",
+    "diff.noprefix=false", "diff.mnemonicPrefix=false", "diff.relative=false", "i18n.logOutputEncoding=UTF-8",
+    "status.branch=false", "status.showStash=false", "grep.fullName=false", "grep.lineNumber=false",
+    "grep.column=false", "color.ui=false", "color.diff=false", "color.status=false", "color.branch=false",
+    "color.grep=false", "color.advice=false", "color.remote=false", "color.push=false", "color.transport=false",
+) for arg in ("-c", setting))

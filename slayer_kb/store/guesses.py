@@ -36,9 +36,6 @@ _ENGLISH = {"LC_ALL": "C"}
 # git's words (on stderr) when too many files were deleted and added for it to pair the unlike
 # ones (``diff.renameLimit``, 1000 by default; a merge's ``merge.renameLimit``, 7000 by default).
 _SKIPPED = b"rename detection was skipped"
-# A log's commits alone, whatever the user's log.* config adds (``log.showSignature`` puts a
-# signature check's lines before a commit's pairs).
-_PLAIN_LOG = ("--format=", "--no-show-signature", "--no-notes", "--no-decorate")
 
 
 def guessed_moves(store: GitStore, base: str, tip: str) -> list[Guess]:
@@ -65,7 +62,7 @@ def rename_detection(store: GitStore, bases: list[str], tips: tuple[str, str], r
         return []
     ours, theirs = tips
     asks: list[tuple[str, ...]] = [("diff", *_RENAMES, bases[0], theirs),
-                                   ("log", *_RENAMES, *_PLAIN_LOG, f"{bases[0]}..{ours}") if replays
+                                   ("log", *_RENAMES, "--format=", f"{bases[0]}..{ours}") if replays
                                    else ("diff", *_RENAMES, bases[0], ours)]
     guessed = False
     for args in asks:

@@ -25,8 +25,6 @@ from .repo import GitStore
 
 _KEY = "Renamed: "
 _TRAILER = re.compile(rf"^{_KEY}(\S+) -> (\S+)$", re.MULTILINE)
-# No signature lines (log.showSignature in the user's config) among the messages read.
-_LOG = ("-c", "log.showSignature=false", "log")
 
 
 def trailer(old: str, new: str) -> str:
@@ -59,7 +57,7 @@ def ever_renamed(store: GitStore, memory_id: str) -> bool:
     walks every commit's tree, 0.3 s of CPU at 3,000 commits; this, a few ms)."""
     if store.head() is None:
         return False
-    return bool(store.git(*_LOG, "-1", "--format=%H", "--fixed-strings", f"--grep={_KEY}{memory_id} -> ",
+    return bool(store.git("log", "-1", "--format=%H", "--fixed-strings", f"--grep={_KEY}{memory_id} -> ",
                           "HEAD", "--").stdout.strip())
 
 
@@ -68,7 +66,7 @@ def renamed_ids(store: GitStore) -> set[str]:
     one ``git log`` for many ids (an import's)."""
     if store.head() is None:
         return set()
-    out = store.git(*_LOG, "--format=%B", "--basic-regexp", f"--grep=^{_KEY}", "HEAD", "--").stdout
+    out = store.git("log", "--format=%B", "--basic-regexp", f"--grep=^{_KEY}", "HEAD", "--").stdout
     return {old for old, _new in _TRAILER.findall(out.decode("utf-8", "replace"))}
 
 
@@ -76,7 +74,7 @@ def renamed_on_each(store: GitStore, base: str, heads: Collection[str], paths: C
     """Whether each of ``heads`` (full commit ids) has, since ``base``, a commit that changed one of
     ``paths`` (repository-relative memory files) and records a rename (its trailer, unchecked, as
     ``ever_renamed``): one ``git log`` for all of them."""
-    out = store.git(*_LOG, "--source", "--format=%S", "--basic-regexp", f"--grep=^{_KEY}", *heads, f"^{base}", "--",
+    out = store.git("log", "--source", "--format=%S", "--basic-regexp", f"--grep=^{_KEY}", *heads, f"^{base}", "--",
                     *paths, env=LITERAL_PATHS).stdout.decode().split()
     return set(heads) <= set(out)
 
@@ -324,7 +322,7 @@ def crossings(store: GitStore, base: str, tips: tuple[str, str]) -> list[Crossin
 def _events(store: GitStore, base: str, tip: str) -> dict[str, list[tuple[str, str, str]]]:
     """{memory file (repository-relative): each deletion and addition of it ``base..tip`` made,
     oldest first: its status (D, A), commit and subject}, from one ``git log``."""
-    out = store.git(*_LOG, "--reverse", "--no-renames", "--diff-filter=AD", "--name-status", "-z",
+    out = store.git("log", "--reverse", "--no-renames", "--diff-filter=AD", "--name-status", "-z",
                     "--format=%x01%H%x00%s", f"{base}..{tip}", "--", store.repo_path(f"{MEMORIES_DIR}/"),
                     env=LITERAL_PATHS).stdout.decode("utf-8", "surrogateescape")
     events: dict[str, list[tuple[str, str, str]]] = {}
@@ -402,7 +400,7 @@ def chains(store: GitStore, base: str, head: str = "HEAD") -> tuple[dict[str, st
 def _moves(store: GitStore, base: str, head: str) -> list[tuple[str, str, str]]:
     """The (commit, old id, new id) of each rename ``base..head`` made, oldest first."""
     # Basic regex whatever grep.patternType says (fixed strings would match no "^").
-    out = store.git(*_LOG, "--reverse", "-z", "--format=%H%n%B", "--basic-regexp", f"--grep=^{_KEY}", head,
+    out = store.git("log", "--reverse", "-z", "--format=%H%n%B", "--basic-regexp", f"--grep=^{_KEY}", head,
                     f"^{base}", "--").stdout
     moves: list[tuple[str, str, str]] = []
     for entry in filter(None, out.decode("utf-8", "replace").split("\0")):

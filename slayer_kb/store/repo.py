@@ -33,7 +33,7 @@ from ..core.text import shown_controls
 from . import gitstate, indexlock, journal, reffiles, requests, state, upkeep, worktree
 from .bounded import explain, git_timeout, hung, run_bounded
 from .files import reserved_space, why_unwritable
-from .gitenv import git_env
+from .gitenv import OUTPUT_SETTINGS, git_env
 from .identity import Identity, parse_author
 from .objects import Named, ObjectStore
 from .place import git_dir_refusal, ownership_refusal
@@ -52,10 +52,11 @@ UNWRITABLE = ("slayer-kb keeps its lock and search index there: make the knowled
 def run_git(args: list[str], cwd: Path, *, input: bytes | None = None, env: Mapping[str, str] | None = None,
             check: bool = True, niceness: int = 0, timeout: float | None = None,
             keep: tuple[int, ...] = ()) -> subprocess.CompletedProcess[bytes]:
-    """``git ARGS`` in ``cwd``'s repository (gitenv.py), ``niceness`` steps lower; past ``timeout`` s, stopped;
-    ``keep``: descriptors it inherits."""
+    """``git ARGS`` in ``cwd``'s repository (gitenv.py: its environment, its output settings), ``niceness`` steps
+    lower; past ``timeout`` s, stopped; ``keep``: descriptors it inherits."""
     try:
-        proc = run_bounded(priority.command(["git", *args], niceness), cwd, input, git_env(env), timeout, keep)
+        command = priority.command(["git", *OUTPUT_SETTINGS, *args], niceness)
+        proc = run_bounded(command, cwd, input, git_env(env), timeout, keep)
     except FileNotFoundError:
         raise StoreError("git is not installed or not on PATH; install git first.") from None
     return checked(args, proc) if check else proc
@@ -545,7 +546,7 @@ class GitStore:
         message has several lines."""
         if not shas:
             return []
-        out = self.git("-c", "log.showSignature=false", "log", "--no-walk=unsorted", "--stdin", "-z",
+        out = self.git("log", "--no-walk=unsorted", "--stdin", "-z",
                        "--format=%H%x00%an <%ae>%x00%aI%x00%B", input="".join(f"{sha}\n" for sha in shas).encode())
         fields = out.stdout.decode("utf-8", "replace").split("\0")
         return [

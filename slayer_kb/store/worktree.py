@@ -509,7 +509,7 @@ def missing_by_hand(store: Repository, kb_path: str) -> str | None:
                 "for the files it leaves out), and HEAD has it. Check it out (add it to the sparse checkout, "
                 "or run git sparse-checkout disable).")
     # A move staged with git mv is a rename in git's status; one by hand leaves an untracked file.
-    proc = store.git("status", "--porcelain=v2", "-z", "-uall", "--ignore-submodules=all", "--",
+    proc = store.git("status", "--porcelain=v2", "-z", "-uall", "--renames", "--ignore-submodules=all", "--",
                      store.prefix or ".", env=STATUS_ENV)
     records = iter(proc.stdout.decode("utf-8", "surrogateescape").split("\0"))
     untracked: list[str] = []

@@ -1,0 +1,226 @@
+"""slayer-kb under a user's git configuration that changes what git prints: each team flow that
+reads git's log and diff output, run once with an empty ~/.gitconfig and once with one turning on
+every such setting, says and commits the same. The configuration is the slayer-kb commands' alone
+(their environment): the tests' own git commands read none. Each clone's commits are signed before
+they are read or pushed: git prints a signature check for a signed commit only."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from testing import CliRunner, git, json_of, make_team, unlike
+
+# Every setting that changes the output of a git command slayer-kb reads (log, show, diff,
+# status, grep), and signing: commits signed (with an SSH key, no signers file) make
+# log.showSignature print "No signature" on stdout before each commit of a log.
+HOSTILE = """\
+[user]
+\tsigningKey = {key}
+[gpg]
+\tformat = ssh
+[commit]
+\tgpgSign = true
+[log]
+\tshowSignature = true
+\tdecorate = full
+\tabbrevCommit = true
+\tfollow = true
+\tdate = relative
+\tshowRoot = false
+\tdiffMerges = first-parent
+[format]
+\tpretty = fuller
+[diff]
+\tnoprefix = true
+\tmnemonicPrefix = true
+\trenames = copies
+\texternal = /bin/false
+\trelative = true
+[color]
+\tui = always
+\tdiff = always
+\tstatus = always
+\tbranch = always
+\tgrep = always
+[core]
+\tquotePath = false
+\tabbrev = 12
+[status]
+\tshowUntrackedFiles = all
+\trenames = copies
+\tbranch = true
+\tshort = true
+\tshowStash = true
+[notes]
+\tdisplayRef = refs/notes/*
+[grep]
+\tpatternType = fixed
+\tfullName = true
+\tlineNumber = true
+\tcolumn = true
+[i18n]
+\tlogOutputEncoding = ISO-8859-1
+"""
+
+Flow = Callable[[Path, CliRunner], None]
+
+# git signs with ssh-keygen (gpg.format=ssh, git 2.34 or later).
+pytestmark = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="ssh-keygen is not installed")
+
+
+def _signing_key(folder: Path) -> Path:
+    """A new SSH key, ``folder``/signing, with no passphrase."""
+    key = folder / "signing"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    return key
+
+
+def _signed(clone: Path) -> None:
+    """The clone's commits not pushed yet made again, signed (``log.showSignature`` then prints a
+    line before each in a log): slayer-kb's ``commit-tree`` signs none."""
+    key = Path(git(clone, "rev-parse", "--show-toplevel").strip()).parent / "signing"
+    git(clone, "-c", "gpg.format=ssh", "-c", f"user.signingKey={key}", "-c", "commit.gpgSign=true",
+        "rebase", "-q", "--force-rebase", "--no-fork-point", "@{upstream}")
+
+
+def _history(tmp: Path, run: CliRunner) -> None:
+    """Save, update, rename, forget and restore one memory; its log and its versions."""
+    _bare, (a,) = make_team(tmp, clones=1)
+    run("--kb", a, "save", unlike("revenue"), "-e", "shop.orders.amount")
+    run("--kb", a, "save", unlike("refund"), "-e", "shop.orders.amount,memory:1")
+    run("--kb", a, "update", "1", "--description", "what revenue counts")
+    run("--kb", a, "rename", "1", "kb.revenue")
+    _signed(a)
+    run("--kb", a, "log", "kb.revenue")
+    run("--kb", a, "--json", "log", "kb.revenue")
+    run("--kb", a, "show", "kb.revenue", "--rev", "HEAD~2")
+    run("--kb", a, "forget", "kb.revenue")
+    run("--kb", a, "show", "kb.revenue")
+    run("--kb", a, "restore", "kb.revenue", "--rev", "HEAD~1")
+    run("--kb", a, "log", "kb.revenue")
+    run("--kb", a, "validate")
+
+
+def _renames_on_both_sides(tmp: Path, run: CliRunner) -> None:
+    """Each clone renames a memory the other links and edits; each syncs (a KB in a folder)."""
+    _bare, (a, b) = make_team(tmp, folder="kb")
+    run("--kb", a, "save", unlike("revenue"), "-e", "shop.orders.amount")
+    run("--kb", a, "save", unlike("refund"), "-e", "shop.orders.status")
+    run("--kb", a, "sync")
+    run("--kb", b, "sync")
+    run("--kb", a, "rename", "1", "kb.revenue")
+    run("--kb", a, "update", "2", "--description", "refunds, edited on a")
+    run("--kb", b, "rename", "2", "kb.refund")
+    run("--kb", b, "update", "1", "--description", "revenue, edited on b")
+    run("--kb", b, "save", unlike("link"), "--id", "kb.q", "-e", "memory:1,memory:kb.refund")
+    run("--kb", a, "save", unlike("other"), "--id", "kb.p", "-e", "memory:2")
+    _signed(a)
+    run("--kb", a, "sync")
+    _signed(b)
+    run("--kb", b, "validate", "--against", "origin/main")
+    run("--kb", b, "sync")
+    run("--kb", a, "sync")
+    run("--kb", a, "log", "kb.refund")
+    run("--kb", b, "review", "HEAD~3", "HEAD")
+
+
+def _renumber_on_sync(tmp: Path, run: CliRunner) -> None:
+    """Both clones count their ids (no leases): b's memory 1 becomes 2 when it syncs."""
+    _bare, (a, b) = make_team(tmp)
+    for clone in (a, b):
+        git(clone, "config", "slayer-kb.ids", "sequential")
+    run("--kb", a, "save", unlike("anote"), "-e", "shop.orders.amount")
+    run("--kb", a, "sync")
+    run("--kb", b, "save", unlike("bnote"), "-e", "shop.orders.qty")
+    run("--kb", b, "update", "1", "--description", "b's note, revised")
+    _signed(b)
+    run("--kb", b, "sync")
+    run("--kb", b, "log", "2")
+    run("--kb", b, "renumber", "--accept", "1")
+    run("--kb", b, "log", "1")
+
+
+def _merge_stops(tmp: Path, run: CliRunner) -> None:
+    """Both clones change one memory's description two ways: merge stops and names the file; b's
+    branch, reviewed and validated against main, then merged once the stop is resolved by hand."""
+    _bare, (a, b) = make_team(tmp)
+    run("--kb", a, "save", unlike("shared"), "--id", "shared", "-e", "shop.orders.amount")
+    run("--kb", a, "save", unlike("gone"), "--id", "gone", "-e", "shop.orders.amount")
+    run("--kb", a, "sync")
+    run("--kb", b, "sync")
+    run("--kb", a, "update", "shared", "--description", "a's summary")
+    run("--kb", a, "forget", "gone")
+    run("--kb", a, "sync")
+    run("--kb", b, "update", "shared", "--description", "b's summary")
+    run("--kb", b, "save", unlike("linker"), "--id", "kb.l", "-e", "memory:gone")
+    _signed(b)
+    git(b, "fetch", "-q", "origin")
+    run("--kb", b, "review", "origin/main", "HEAD")
+    run("--kb", b, "validate", "--against", "origin/main")
+    run("--kb", b, "merge", "origin/main")
+    git(b, "merge", "--abort")
+    run("--kb", b, "sync")
+
+
+# Each flow, and a line it says that shows it did its work (without the config).
+FLOWS: dict[str, tuple[Flow, str]] = {
+    "history": (_history, "    memory: restore kb.revenue as of SHA"),
+    "renames on both sides": (_renames_on_both_sides, "  rewrote links to renamed memories: memory:2 -> "
+                              "memory:kb.refund in kb.p, memory:1 -> memory:kb.revenue in kb.q"),
+    "renumber on sync": (_renumber_on_sync, "  renumbered: 1 -> 2"),
+    "merge stops": (_merge_stops, "2 problems in 2 files (2 files checked)"),
+}
+
+
+def _transcript(flow: Flow, tmp: Path, invoke_cli: CliRunner, env: dict[str, str]) -> list[str]:
+    """What each command of ``flow`` said and the repositories it left: every commit's message and
+    files, and the memories' text, with ``tmp``, object ids and times made alike."""
+    said: list[str] = []
+
+    def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
+        proc = invoke_cli(*args, env=env)
+        said.append(f"$ {' '.join(map(str, args))}\n{proc.returncode}\n{proc.stdout}{proc.stderr}")
+        return proc
+
+    flow(tmp, run)
+    for clone in sorted(p for p in tmp.iterdir() if (p / ".git").is_dir()):
+        said.append(git(clone, "log", "--format=%s%n%b", "--name-status", "-M", "HEAD"))
+        said.extend(f"{path}\n{path.read_text()}" for path in sorted(clone.rglob("memories/*.yaml")))
+    text = "\n".join(said).replace(str(tmp), "TMP")
+    text = re.sub(r"\b[0-9a-f]{7,40}\b", "SHA", text)
+    return re.sub(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:?\d\d)?", "TIME", text).splitlines()
+
+
+@pytest.mark.parametrize("name", FLOWS)
+def test_a_flow_says_and_commits_the_same_under_a_git_config_that_changes_gits_output(
+        tmp_path: Path, invoke_cli: CliRunner, name: str) -> None:
+    for run in ("plain", "hostile"):
+        (tmp_path / run).mkdir()
+        _signing_key(tmp_path / run)
+    hostile = tmp_path / "hostile.gitconfig"
+    hostile.write_text(HOSTILE.format(key=tmp_path / "hostile" / "signing"))
+    flow, done = FLOWS[name]
+    plain = _transcript(flow, tmp_path / "plain", invoke_cli, {})
+    assert done in plain
+    assert _transcript(flow, tmp_path / "hostile", invoke_cli, {"GIT_CONFIG_GLOBAL": str(hostile)}) == plain
+
+
+def test_a_git_c_that_started_slayer_kb_is_followed_but_for_how_git_prints(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """Settings given as `git -c` to the process that runs slayer-kb (a git alias, a hook) reach
+    its git: the identity it commits under is theirs; the ones of git's output are slayer-kb's."""
+    _signing_key(tmp_path)
+    _bare, (a,) = make_team(tmp_path, clones=1)
+    env = {"GIT_AUTHOR_NAME": None, "GIT_AUTHOR_EMAIL": None,
+           "GIT_CONFIG_PARAMETERS": "'user.name'='Via Dash C' 'user.email'='c@example.com' "
+                                    "'log.showSignature'='true' 'color.ui'='always'"}
+    invoke_cli("--kb", a, "save", unlike("dashc"), "--id", "kb.c", "-e", "shop.orders.amount", env=env, check=True)
+    _signed(a)
+    assert invoke_cli("--kb", a, "log", "kb.c", env=env).stdout.splitlines()[1:] == ["    memory: save kb.c"]
+    assert json_of(invoke_cli("--kb", a, "--json", "log", "kb.c", env=env, check=True))[0]["author"] == (
+        "Via Dash C <c@example.com>")
