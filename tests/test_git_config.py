@@ -53,7 +53,7 @@ HOSTILE = """\
 \tabbrev = 12
 [status]
 \tshowUntrackedFiles = all
-\trenames = copies
+\trenames = false
 \tbranch = true
 \tshort = true
 \tshowStash = true
@@ -66,6 +66,7 @@ HOSTILE = """\
 \tcolumn = true
 [i18n]
 \tlogOutputEncoding = ISO-8859-1
+\tcommitEncoding = ISO-8859-1
 """
 
 Flow = Callable[[Path, CliRunner], None]
@@ -94,8 +95,13 @@ def _history(tmp: Path, run: CliRunner) -> None:
     _bare, (a,) = make_team(tmp, clones=1)
     run("--kb", a, "save", unlike("revenue"), "-e", "shop.orders.amount")
     run("--kb", a, "save", unlike("refund"), "-e", "shop.orders.amount,memory:1")
-    run("--kb", a, "update", "1", "--description", "what revenue counts")
+    run("--kb", a, "--author", "José Núñez <j@e>", "update", "1", "--description", "what revenue counts",
+        "--title", "Café à midi")
     run("--kb", a, "rename", "1", "kb.revenue")
+    # A move by hand, staged: git's status names it a rename (status.renames=false would hide it).
+    git(a, "mv", "memories/kb.revenue.yaml", "memories/kb.moved.yaml")
+    run("--kb", a, "update", "kb.revenue", "--description", "not while moved")
+    git(a, "mv", "memories/kb.moved.yaml", "memories/kb.revenue.yaml")
     _signed(a)
     run("--kb", a, "log", "kb.revenue")
     run("--kb", a, "--json", "log", "kb.revenue")

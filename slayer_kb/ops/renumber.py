@@ -36,6 +36,7 @@ from ..core.memory import loads, with_entities
 from ..core.problems import command, git_command
 from ..core.results import RenumberResult
 from ..core.text import listed
+from ..store.gitenv import UTF8_COMMITS
 from ..store.renames import trailer
 from ..store.repo import Change, GitStore
 from ..store.revisions import resolve_rev, same_memories
@@ -256,7 +257,7 @@ def _recommit(store: GitStore, commit: str, tree: str, parent: str | None, mappi
     args = ["commit-tree", tree, "-F", "-"]
     if parent is not None:
         args[2:2] = ["-p", parent]
-    return store.git(*args, input=(message + "\n").encode("utf-8"), env=env).stdout.decode().strip()
+    return store.git(*UTF8_COMMITS, *args, input=(message + "\n").encode("utf-8"), env=env).stdout.decode().strip()
 
 
 def _id_token(memory_id: str) -> str:

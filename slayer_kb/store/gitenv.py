@@ -61,3 +61,10 @@ OUTPUT_SETTINGS = tuple(arg for setting in (
     "grep.column=false", "color.ui=false", "color.diff=false", "color.status=false", "color.branch=false",
     "color.grep=false", "color.advice=false", "color.remote=false", "color.push=false", "color.transport=false",
 ) for arg in ("-c", setting))
+
+
+# For the commits slayer-kb writes (``commit-tree``): their messages are UTF-8 whatever a user's
+# i18n.commitEncoding says, which git would write into the commit, and a log then converts the
+# UTF-8 bytes again ("CafÃ©"). Not among the settings above: a rebase or merge that git makes
+# from a user's own commits keeps following it.
+UTF8_COMMITS = ("-c", "i18n.commitEncoding=UTF-8")

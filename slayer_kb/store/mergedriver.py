@@ -45,7 +45,7 @@ from ..core.merging import Dated, merge_edits, merge_sessions, merge_topic_revis
 from ..core.session import SESSIONS_DIR, id_of_file
 from ..core.session import dumps as dump_session
 from ..core.session import loads as load_session
-from .gitenv import LITERAL_PATHS, OUTPUT_SETTINGS
+from .gitenv import LITERAL_PATHS
 
 if TYPE_CHECKING:
     from .repo import GitStore
@@ -160,9 +160,7 @@ def _committed(path: str, labels: tuple[str, str]) -> tuple[Dated, Dated]:
     picked (the last line of git's ``done`` list), in a merge the branch merged (its label)."""
 
     def git(args: list[str]) -> bytes:
-        # Run by git for a user's own merge too: the output settings are not inherited then.
-        return subprocess.run(["git", *OUTPUT_SETTINGS, "--literal-pathspecs", *args], capture_output=True,
-                              check=False).stdout
+        return subprocess.run(["git", "--literal-pathspecs", *args], capture_output=True, check=False).stdout
 
     def picked() -> str:
         top = git(["rev-parse", "--git-path", "rebase-merge/done"]).decode().strip()

@@ -33,7 +33,7 @@ from ..core.text import shown_controls
 from . import gitstate, indexlock, journal, reffiles, requests, state, upkeep, worktree
 from .bounded import explain, git_timeout, hung, run_bounded
 from .files import reserved_space, why_unwritable
-from .gitenv import OUTPUT_SETTINGS, git_env
+from .gitenv import OUTPUT_SETTINGS, UTF8_COMMITS, git_env
 from .identity import Identity, parse_author
 from .objects import Named, ObjectStore
 from .place import git_dir_refusal, ownership_refusal
@@ -531,7 +531,7 @@ class GitStore:
         if parent:
             args[2:2] = ["-p", parent]
         for _ in range(_COMMIT_ATTEMPTS):
-            proc = self.git(*args, input=message.encode(), env=env, check=False)
+            proc = self.git(*UTF8_COMMITS, *args, input=message.encode(), env=env, check=False)
             # git makes the object's fan-out folder and retries once; a concurrent repack's
             # prune-packed can remove it again (objects.py retries the same way).
             if b"unable to create temporary file: No such file or directory" not in proc.stderr:
