@@ -90,6 +90,45 @@ def test_a_sentence_of_a_long_text_is_pooled_from_its_own_passages_run() -> None
     assert float(alone @ units[0][-1]) < 0.99
 
 
+def _scanned(labels: spans.Labels, placed: list[spans.Span], encoding: Any) -> list[tuple[int, list[int]]]:
+    """``spans.members`` by definition, token by token: each token's unit is the one of the
+    character it starts at, in the span holding it; tokens outside every unit belong to none."""
+    chars, _count = labels
+    found: dict[int, list[int]] = {}
+    for position, ((start, _end), extra) in enumerate(zip(encoding.offsets, encoding.special_tokens_mask, strict=True)):
+        held = [(at, where) for at, where, length in placed if at <= start < at + length]
+        if not extra and held and chars[held[0][1] + start - held[0][0]] != spans.OUTSIDE:
+            found.setdefault(int(chars[held[0][1] + start - held[0][0]]), []).append(position)
+    return sorted(found.items())
+
+
+def test_pooling_and_tracing_make_the_same_bits_as_the_masked_sums_and_the_token_scan() -> None:
+    """The build pools each input's own rows and traces tokens with arrays (less CPU outside the
+    model's kernels, docs/performance.md): the same bits as the mean over the padded run with
+    its mask, and the same tokens for each unit as scanning them one by one."""
+    model = loaded_encoder()
+    tokenizer = model._tokenizer  # noqa: SLF001 - the model's own tokens
+    encoded = [tokenizer.encode(TEXT).ids, tokenizer.encode("One sentence only.").ids]
+    hidden, pooled = model._pooled(encoded)  # noqa: SLF001 - one padded run of two inputs
+    assert len(encoded[1]) < len(encoded[0]) == hidden.shape[1]
+    mask = np.zeros(hidden.shape[:2], dtype=np.float32)[:, :, None]
+    for n, ids in enumerate(encoded):
+        mask[n, : len(ids)] = 1
+    masked = (hidden * mask).sum(axis=1) / mask.sum(axis=1)
+    assert pooled.tobytes() == (masked / np.linalg.norm(masked, axis=1, keepdims=True)).tobytes()
+    labels = spans.labels(LONG)
+    layout = model._layout(LONG)  # noqa: SLF001 - each passage with where its pieces come from
+    assert len(layout) == 4
+    for passage, placed in layout:
+        encoding = tokenizer.encode(passage)
+        traced = spans.members(labels, placed, encoding.offsets, encoding.special_tokens_mask)
+        assert [(unit, positions.tolist()) for unit, positions in traced] == _scanned(labels, placed, encoding)
+        assert traced[0][0] == spans.HEAD  # every passage under the title
+    whole = [(0, 0, len(TEXT))]
+    assert spans.members(spans.labels(TEXT), whole, [], []) == []
+    assert spans.members(spans.labels(TEXT), whole, [(0, 0), (0, 0)], [1, 1]) == []  # [CLS] and [SEP] alone
+
+
 def _forget_units() -> None:
     """The cache as the version before late units left it: whole vectors, none under MODEL_KEY."""
     with contextlib.closing(sqlite3.connect(sentences.folder() / sentences.FILE, isolation_level=None)) as db:

@@ -352,8 +352,10 @@ class Encoder:
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
         hidden = self._session.run(None, feeds)[0]
-        weights = mask[:, :, None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        # The mean of each input's own token rows, summed in order as the masked sum over the
+        # padded width was (the same bits) without multiplying every row by its mask.
+        sizes = np.asarray([len(found) for found in encoded], dtype=np.float32)[:, None]
+        pooled = np.stack([hidden[n, : len(found)].sum(axis=0) for n, found in enumerate(encoded)]) / sizes
         return hidden, pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
 
 

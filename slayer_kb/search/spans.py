@@ -37,23 +37,30 @@ def labels(text: str) -> Labels:
 
 def members(labels: Labels, spans: list[Span], offsets: list[tuple[int, int]], special: list[int]) -> list[tuple[int, np.ndarray]]:
     """(unit, its token positions in this input) for each unit of the text this input (a
-    passage, or the whole text) holds tokens of, with the title's tokens (as unit HEAD)."""
+    passage, or the whole text) holds tokens of, with the title's tokens (as unit HEAD). A
+    token belongs to the span its first character is in (``spans`` are in order and apart, as
+    ``Encoder._layout`` makes them); one in none, or outside every unit, to none. Traced with
+    arrays, not token by token: the loop over tokens and spans cost about as much CPU as the
+    pooling of the same runs (docs/performance.md)."""
     import numpy as np
 
     chars, count = labels
-    if not count:
+    if not count or not offsets or not spans:
         return []
-    found: dict[int, list[int]] = {}
-    for position, ((start, _end), extra) in enumerate(zip(offsets, special, strict=True)):
-        if extra:
-            continue
-        for at, where, length in spans:
-            if at <= start < at + length:
-                unit = int(chars[where + start - at])
-                if unit != OUTSIDE:
-                    found.setdefault(unit, []).append(position)
-                break
-    return [(unit, np.asarray(positions)) for unit, positions in sorted(found.items())]
+    table = np.asarray(spans, dtype=np.int64).reshape(-1, 3)
+    starts = np.fromiter((start for start, _end in offsets), dtype=np.int64, count=len(offsets))
+    span = np.searchsorted(table[:, 0], starts, side="right") - 1  # the last span starting at or before
+    at, where, length = table[span].T
+    inside = (np.asarray(special) == 0) & (span >= 0) & (starts < at + length)
+    positions = np.flatnonzero(inside)
+    units = chars[where[positions] + starts[positions] - at[positions]]
+    kept = units != OUTSIDE
+    positions, units = positions[kept], units[kept]
+    if not len(units):
+        return []
+    order = np.argsort(units, kind="stable")  # each unit's positions stay in order
+    found, first = np.unique(units[order], return_index=True)
+    return [(int(unit), group) for unit, group in zip(found, np.split(positions[order], first[1:]), strict=True)]
 
 
 def unit_sums(hidden: np.ndarray, members: list[tuple[int, np.ndarray]], count: int) -> tuple[np.ndarray, np.ndarray]:
@@ -64,13 +71,15 @@ def unit_sums(hidden: np.ndarray, members: list[tuple[int, np.ndarray]], count: 
     sums = np.zeros((count, hidden.shape[1]), dtype=np.float64)
     sizes = np.zeros(count, dtype=np.int64)
     head = next((positions for unit, positions in members if unit == HEAD), None)
+    # The title's rows summed once, added to each unit's.
+    head_sum = hidden[head].sum(axis=0, dtype=np.float64) if head is not None else None
     for unit, positions in members:
         if unit == HEAD:
             continue
         sums[unit] = hidden[positions].sum(axis=0, dtype=np.float64)
         sizes[unit] = len(positions)
         if head is not None:
-            sums[unit] += hidden[head].sum(axis=0, dtype=np.float64)
+            sums[unit] += head_sum
             sizes[unit] += len(head)
     return sums, sizes
 
