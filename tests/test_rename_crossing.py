@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, git, make_team, unlike
+from testing import CliRunner, git, given_again, make_team, typed_steps, unlike
 
 BEE = ("--author", "Bee <bee@example.com>")
 
@@ -281,3 +281,57 @@ def test_a_memory_the_forgetting_side_saved_at_the_renames_end_is_not_lost(tmp_p
         1, "Error: This branch and origin/main both created memories/kb.m.yaml")
     assert "test ! -e memories/kb.m-2.yaml" in stopped.stderr
     assert git(b, "show", ":3:memories/kb.m.yaml").startswith(f"learning: {unlike('mike')}")
+
+
+def _moved_on_words(forgetter_here: bool, b_renames: bool) -> tuple[str, str]:
+    """What the stop says of a's forget against b's change of kb.y, and the step that keeps either."""
+    forgetter, changer = ("this branch", "origin/main") if forgetter_here else ("origin/main", "this branch")
+    did = "renamed to kb.m" if b_renames else "edited"
+    path = f"memories/kb.{'m' if b_renames else 'y'}.yaml"
+    stripped = ", the links to it stripped by the sync (validate names them until then)" if b_renames else ""
+    if forgetter_here:
+        choice = (f"git rm {path} to keep it forgotten{stripped} (or git add {path} to keep "
+                  f"{'it, renamed' if b_renames else changer + chr(39) + 's edit'})")
+    else:
+        choice = f"git add {path} to keep {'it, renamed' if b_renames else 'your edit'} (or git rm {path} to let it go{stripped})"
+    return f"{forgetter} forgot memories/kb.y.yaml, which {changer} {did}".replace("this", "This", forgetter_here), choice
+
+
+# Each command meets each order, each change of b's and each choice, not every combination.
+@pytest.mark.parametrize(("command", "forgetter_second", "b_renames", "keep"), [
+    ("merge", True, False, True), ("merge", False, False, False), ("merge", True, True, False),
+    ("merge", False, True, True), ("sync", True, False, False), ("sync", False, False, True),
+    ("sync", True, True, True), ("sync", False, True, False)])
+def test_an_id_given_again_and_renamed_on_stops_on_the_forget_alone(
+        tmp_path: Path, invoke_cli: CliRunner, command: str, forgetter_second: bool, b_renames: bool,
+        keep: bool) -> None:
+    """a forgets kb.y, renames kb.x to kb.y and kb.y on to kb.z; b edits kb.y (or renames it to
+    kb.m). The stop read a's renames as one of kb.y to kb.z: it named a's forget of kb.x against a
+    rename, or two renames of kb.y whose step folded Y into X at kb.z; a sync's rebase, once its
+    steps kept b's edit at kb.y, stopped again on a's rename onto it. Now it names a's forget of
+    kb.y against b's change, the sync merges, and either choice, typed as printed, leaves X at kb.z
+    and Y kept or let go on both clones."""
+    a, b = given_again(tmp_path, invoke_cli)
+    invoke_cli("--kb", a, "rename", "kb.y", "kb.z", check=True)
+    invoke_cli("--kb", b, *BEE, *(("rename", "kb.y", "kb.m") if b_renames else
+                                  ("update", "kb.y", "--description", "b's summary")), check=True)
+    first, second = (b, a) if forgetter_second else (a, b)
+    invoke_cli("--kb", first, "sync", check=True)
+    git(second, "fetch", "-q", "origin")
+    stopped = invoke_cli("--kb", second, *(("merge", "origin/main") if command == "merge" else ("sync",)))
+    what, choice = _moved_on_words(forgetter_second, b_renames)
+    where = (f"the merge stopped, and git -C {second} merge --abort would put the branch back as it was. To merge by "
+             f"hand: cd {second}; " if command == "merge" else
+             f"the repository is back as it was. To merge by hand: cd {second}; git fetch origin; slayer-kb merge "
+             "origin/main (it stops on the conflict); ")
+    assert (stopped.returncode, stopped.stderr) == (1, (
+        f"Error: {what}; {where}{choice}; slayer-kb validate; git commit --no-edit; slayer-kb sync.\n"))
+    typed_steps(invoke_cli, stopped.stderr, lambda step, other: step if step.startswith("git add") == keep else other)
+    for clone in (a, b):
+        invoke_cli("--kb", clone, "sync", check=True)
+    y = {f"kb.{'m' if b_renames else 'y'}.yaml": ("yank0word", [])} if keep else {}
+    for clone in (a, b):
+        assert _memories(clone) == {**y, "kb.z.yaml": ("xray0word", [])}
+        if keep and not b_renames:
+            assert "description: b's summary\n" in (clone / "memories" / "kb.y.yaml").read_text()
+        assert invoke_cli("--kb", clone, "validate", check=True).stdout.endswith("no problems.\n")

@@ -49,7 +49,7 @@ from ..core.session import SESSIONS_DIR
 from ..core.text import MAX_SHOWN, shown_value
 from ..store.guesses import rename_detection
 from ..store.moves import MovedIds
-from ..store.renames import TipRenames, crossings, merged_where, rename_meets
+from ..store.renames import TipRenames, crossings, given_and_moved_on, merged_where, rename_meets
 from ..store.replay import forgets, replay
 from ..store.repo import Change, GitStore
 from ..store.worktree import reset_keep
@@ -362,7 +362,10 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
         raise ConflictError(stop)
     # A memory forgot and its id given again on one side, renamed on the other: git's rebase replays
     # the rename onto the memory given the id; the merge stops on the forget against the rename.
-    if merges or (both and crossings(store, parted, (upstream, ours))):
+    # Given again and renamed on: the replay stops twice, and its first steps' choice to keep the
+    # other side's memory meets the rename onto its id; the merge stops once, on the forget.
+    if merges or (both and (crossings(store, parted, (upstream, ours))
+                            or given_and_moved_on(store, parted, (upstream, ours), renames))):
         _merge(store, remote, name, upstream, bool(mapping), written_on_either(store, (upstream, ours), bases), bases)
     elif (both and rename_meets(store, parted, (upstream, ours), renames)) or (tip := replay(store, upstream, ours)) is None:
         # A renamed memory the other side changed (``rename``'s trailer; its old file is then

@@ -206,11 +206,18 @@ class TipRenames:
 
     def __init__(self, store: GitStore, base: str) -> None:
         self.store, self.base = store, base
-        self._read: dict[str, dict[str, str]] = {}
+        self._read: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
 
     def __call__(self, tip: str) -> dict[str, str]:
+        return self._chains(tip)[1]
+
+    def gave(self, tip: str) -> dict[str, str]:
+        """``chains``' first half: every id the tip's renames gave, and the id it had at ``base``."""
+        return self._chains(tip)[0]
+
+    def _chains(self, tip: str) -> tuple[dict[str, str], dict[str, str]]:
         if tip not in self._read:
-            self._read[tip] = renames_between(self.store, self.base, tip)
+            self._read[tip] = chains(self.store, self.base, tip)
         return self._read[tip]
 
 
@@ -321,6 +328,31 @@ def crossings(store: GitStore, base: str, tips: tuple[str, str]) -> list[Crossin
     return found
 
 
+def given_and_moved_on(store: GitStore, base: str, tips: tuple[str, str], renames: TipRenames) -> list[str]:
+    """The ids at ``base`` that a tip forgot (its first deletion of the file since, no rename), then
+    gave to another memory by a rename and renamed on (``forget kb.y``, ``rename kb.x kb.y``,
+    ``rename kb.y kb.z``), and whose file the other tip changed (edited, renamed, forgotten). No
+    ``Crossing``, the id being left at that tip, but git's rebase replays the rename onto the id
+    the other side kept, and stops again on it once the first stop's steps kept that side's
+    memory there; a merge of the tips sees the memory forgotten, and the other moved. ``renames``
+    of ``base`` read each tip's renames; one ``git log`` a tip for its deletions where a rename
+    passed through such an id."""
+    objects = store.objects
+    trees = [objects.tree_of(commit) for commit in (base, *tips)]
+    found: list[str] = []
+    for n, tip in enumerate(tips):
+        passed = [i for i, root in renames.gave(tip).items() if root != i]
+        paths = {i: store.repo_path(memory_path(i)) for i in passed}
+        was, here, there = (objects.blobs_at(trees[k], paths.values()) for k in (0, n + 1, 2 - n))
+        left = [i for i, path in paths.items() if was[path] is not None and here[path] is None and there[path] != was[path]]
+        events = _events(store, base, tip) if left else {}
+        for i in left:
+            gone = next((commit for status, commit, _subject in events.get(paths[i], []) if status == "D"), None)
+            if gone is not None and i not in renamed_in(store, gone) and i not in found:
+                found.append(i)
+    return found
+
+
 def _events(store: GitStore, base: str, tip: str) -> dict[str, list[tuple[str, str, str]]]:
     """{memory file (repository-relative): each deletion and addition of it ``base..tip`` made,
     oldest first: its status (D, A), commit and subject}, from one ``git log``."""
@@ -379,9 +411,10 @@ def forgotten_ends(store: GitStore, base: str, head: str, olds: Collection[str])
     and one saved at that id since is another memory, not where the rename went. ``_moves``' one
     ``git log``, and one for each chain asked of."""
     ends: dict[str, tuple[str, str]] = {}  # each old id: the id its chain came to, the commit that gave it
-    for commit, old, new, _root in _of_memories(store, _moves(store, base, head)):
+    for commit, old, new, root in _of_memories(store, _moves(store, base, head)):
         ends = {was: ((new, commit) if now == old else (now, at)) for was, (now, at) in ends.items()}
-        ends[old] = (new, commit)
+        if root == old:  # else a chain through ``old`` goes on: the memory ``old`` held there is not this one
+            ends[old] = (new, commit)
     return {old for old, (new, commit) in ends.items()
             if old in olds and new != old and first_deletion(store, new, commit, head) is not None}
 
@@ -391,10 +424,13 @@ def chains(store: GitStore, base: str, head: str = "HEAD") -> tuple[dict[str, st
     -> kb.c: kb.b and kb.c were 1), and ``renames_between`` of the same, from one ``git log``."""
     first: dict[str, str] = {}
     final: dict[str, str] = {}
-    for _commit, old, new, _root in _of_memories(store, _moves(store, base, head)):
+    for _commit, old, new, root in _of_memories(store, _moves(store, base, head)):
         first[new] = first.get(old, old)
         final = {was: (new if now == old else now) for was, now in final.items()}
-        final[old] = new
+        # A rename of an id an earlier rename gave (kb.x -> kb.y -> kb.z) moves that chain's memory
+        # on: whatever ``old`` held where the walk starts (forgotten, or moved away) did not go there.
+        if root == old:
+            final[old] = new
     return ({new: old for new, old in first.items() if old != new},
             {old: new for old, new in final.items() if old != new})
 
