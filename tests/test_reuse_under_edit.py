@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, GitRuns, git, make_team, traced_git, unlike
+from testing import CliRunner, GitRuns, git, given_again, make_team, traced_git, unlike
 
 BEE = ("--author", "Bee <bee@example.com>")
 PLAIN = "a plain git merge of this branch does the same, or stops on two edits of one memory where their lines meet"
@@ -462,3 +462,33 @@ def test_a_forget_undone_in_a_merge_is_no_id_given_again(tmp_path: Path, invoke_
     assert (merged.returncode, merged.stderr) == (0, "")
     text = (a / "memories" / "kb.y.yaml").read_text()
     assert "plus b's correction" in text and "title: Yank\n" in text and "description: b's summary\n" in text
+
+
+@pytest.mark.parametrize("restorer_second", [True, False])
+@pytest.mark.parametrize("and_edits", [True, False])
+def test_a_sync_of_a_memory_forgotten_and_brought_back_joins_the_other_sides_edit(
+        tmp_path: Path, invoke_cli: CliRunner, restorer_second: bool, and_edits: bool) -> None:
+    """a forgets kb.y and restores it (then edits its title, or not); b edits kb.y. Synced after b,
+    a's sync rebased: git replayed the forget onto b's edit and stopped ("Your commits forgot
+    memories/kb.y.yaml, which origin/main edited"), its steps a rebase's, where 'slayer-kb merge
+    origin/main' joins them. The sync merges instead, without a stop, in either order."""
+    a, b = given_again(tmp_path, invoke_cli, by_rename=False)
+    git(a, "reset", "-q", "--hard", "HEAD~2")  # a's forget and save undone: a forgets kb.y anew
+    invoke_cli("--kb", a, "forget", "kb.y", check=True)
+    invoke_cli("--kb", a, "restore", "kb.y", "--rev", "HEAD~1", check=True)
+    if and_edits:
+        invoke_cli("--kb", a, "update", "kb.y", "--title", "Yank", check=True)
+    invoke_cli("--kb", b, *BEE, "update", "kb.y", "--description", "b's summary", check=True)
+    first, second = (b, a) if restorer_second else (a, b)
+    invoke_cli("--kb", first, "sync", check=True)
+    synced = invoke_cli("--kb", second, "sync", check=True)
+    ours = 3 if and_edits else 2
+    assert synced.stdout.startswith(f"Synced main with origin: merged, 1 pulled, {ours + 1} pushed.\n" if restorer_second
+                                    else f"Synced main with origin: rebased, {ours} pulled, 1 pushed.\n"), synced.stdout
+    invoke_cli("--kb", first, "sync", check=True)
+    for clone in (a, b):
+        texts = _texts(clone)
+        assert list(texts) == ["kb.x.yaml", "kb.y.yaml"]
+        assert "description: b's summary\n" in texts["kb.y.yaml"]
+        assert ("title: Yank\n" in texts["kb.y.yaml"]) == and_edits
+        assert invoke_cli("--kb", clone, "validate", check=True).stdout.endswith("no problems.\n")

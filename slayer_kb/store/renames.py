@@ -353,6 +353,22 @@ def given_and_moved_on(store: GitStore, base: str, tips: tuple[str, str], rename
     return found
 
 
+def brought_back(store: GitStore, base: str, tip: str, other: str) -> list[str]:
+    """The memories at ``base`` that ``tip`` forgot since (its file's first deletion, no rename)
+    and holds again (``restore``, ``git revert`` of the forget, a checkout of an older version),
+    whose file ``other`` changed: git's rebase of ``tip`` onto ``other`` replays the forget onto
+    that change and stops on a forget against an edit, where a merge of the two joins the change
+    into the memory brought back. One ``git log`` (``_events``)."""
+    deleted = {path: commit for path, events in _events(store, base, tip).items()
+               if (commit := next((c for status, c, _s in events if status == "D"), None))}
+    objects = store.objects
+    was, here, there = (objects.blobs_at(objects.tree_of(commit), deleted) for commit in (base, tip, other))
+    return [memory_id for path, commit in deleted.items()
+            if (memory_id := id_of_path(path[len(store.prefix):])) is not None
+            and None not in (was[path], here[path], there[path]) and there[path] != was[path]
+            and memory_id not in renamed_in(store, commit)]
+
+
 def _events(store: GitStore, base: str, tip: str) -> dict[str, list[tuple[str, str, str]]]:
     """{memory file (repository-relative): each deletion and addition of it ``base..tip`` made,
     oldest first: its status (D, A), commit and subject}, from one ``git log``."""
