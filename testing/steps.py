@@ -32,16 +32,25 @@ def given_again(tmp_path: Path, invoke_cli: CliRunner, *, by_rename: bool = True
     return clones_made
 
 
-def first(step: str, other: str) -> str:
+def _first(step: str, other: str) -> str:
     return step
 
 
-def typed_steps(invoke_cli: CliRunner, message: str, pick: Callable[[str, str], str] = first) -> list[str]:
+def keeping(keep: bool) -> Callable[[str, str], str]:
+    """A ``pick`` for ``typed_steps``: of a step's two commands, the one that keeps a memory (a
+    ``git add`` of its file, or a chain that moves one aside with ``mv``) when ``keep``, else the
+    one that lets it go."""
+    def pick(step: str, other: str) -> str:
+        return step if (" mv " in step or step.startswith("git add ")) == keep else other
+    return pick
+
+
+def typed_steps(invoke_cli: CliRunner, message: str, pick: Callable[[str, str], str] = _first) -> list[str]:
     """The steps of a stop's or refusal's ``message`` (after "To merge by hand: "), run as printed:
     git's, ``test`` and ``mv`` in a shell, slayer-kb's through ``invoke_cli``, each in the folder
     the ``cd`` step named. A step's command is its words before " (" or " to "; where it offers
-    another ("X to keep it (or Y to let it go)"), ``pick(X, Y)`` is run. What each slayer-kb step
-    printed."""
+    another ("X to keep it (or Y to let it go)"), ``pick(X, Y)`` is run (X unless told). What each
+    slayer-kb step printed."""
     said, here = [], Path()
     for step in re.split(r"; (?![^(]*\))", message.split(" To merge by hand: ", 1)[1].strip().removesuffix(".")):
         typed = _command(step)
@@ -59,4 +68,5 @@ def typed_steps(invoke_cli: CliRunner, message: str, pick: Callable[[str, str], 
 
 
 def _command(step: str) -> str:
+    """A step's command: its words before what they are for ("git rm X to keep it forgotten")."""
     return step.split(" (")[0].split(" to ")[0]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, git, make_catalog_kb, make_team, unlike
+from testing import CliRunner, git, given_again, make_catalog_kb, make_team, unlike
 
 BEE = ("--author", "Bee <bee@example.com>")
 
@@ -114,13 +114,7 @@ def test_validate_sends_a_link_to_a_renamed_id_to_sync_until_the_merge_is_synced
     syncs first and ``merger`` merges it. validate, during the stop and between the printed
     ``git commit --no-edit`` and the sync, said of b's link to kb.x "does not exist (run prune)",
     which strips a link to a live memory for good, save while MERGE_HEAD was the renaming side."""
-    _bare, (a, b) = make_team(tmp_path)
-    for tag, memory_id in (("xray", "kb.x"), ("yank", "kb.y")):
-        invoke_cli("--kb", a, "save", unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
-    invoke_cli("--kb", a, "sync", check=True)
-    invoke_cli("--kb", b, "sync", check=True)
-    invoke_cli("--kb", a, "forget", "kb.y", check=True)
-    invoke_cli("--kb", a, "rename", "kb.x", "kb.y", check=True)
+    a, b = given_again(tmp_path, invoke_cli)
     invoke_cli("--kb", b, *BEE, "save", unlike("bravo"), "--id", "kb.bx", "-e", "memory:kb.x", check=True)
     invoke_cli("--kb", b, *BEE, "rename", "kb.y", "kb.m", check=True)
     clone, first = (a, b) if merger == "a" else (b, a)

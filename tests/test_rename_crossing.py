@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, git, given_again, make_team, typed_steps, unlike
+from testing import CliRunner, git, given_again, keeping, typed_steps, unlike
 
 BEE = ("--author", "Bee <bee@example.com>")
 
@@ -20,36 +20,10 @@ def _crossed(tmp_path: Path, invoke_cli: CliRunner) -> tuple[Path, Path]:
     """kb.x, kb.y, kb.k (links kb.x) and kb.l (links kb.y) on both clones; a forgets kb.y and
     renames kb.x to kb.y (kb.k's link follows); b renames kb.y to kb.m (kb.l's link follows) and
     saves kb.q linking kb.m."""
-    _bare, (a, b) = make_team(tmp_path)
-    for tag, memory_id, link in (("xray", "kb.x", "shop.orders"), ("yank", "kb.y", "shop.orders"),
-                                 ("kilo", "kb.k", "memory:kb.x"), ("lima", "kb.l", "memory:kb.y")):
-        invoke_cli("--kb", a, "save", unlike(tag), "--id", memory_id, "-e", link, check=True)
-    invoke_cli("--kb", a, "sync", check=True)
-    invoke_cli("--kb", b, "sync", check=True)
-    invoke_cli("--kb", a, "forget", "kb.y", check=True)
-    invoke_cli("--kb", a, "rename", "kb.x", "kb.y", check=True)
+    a, b = given_again(tmp_path, invoke_cli, also=(("kilo", "kb.k", "memory:kb.x"), ("lima", "kb.l", "memory:kb.y")))
     invoke_cli("--kb", b, *BEE, "rename", "kb.y", "kb.m", check=True)
     invoke_cli("--kb", b, *BEE, "save", unlike("quebec"), "--id", "kb.q", "-e", "memory:kb.m", check=True)
     return a, b
-
-
-def _typed(invoke_cli: CliRunner, message: str, keep: bool) -> list[str]:
-    """The steps of a stop, typed as written, the forget-or-keep step by ``keep``; what each
-    slayer-kb step printed."""
-    said, here = [], Path()
-    for step in re.split(r"; (?![^(]*\))", message.split(" To merge by hand: ", 1)[1].strip().removesuffix(".")):
-        typed = step.split(" (")[0].split(" to keep")[0]
-        if typed in ("git rm memories/kb.m.yaml", "git add memories/kb.m.yaml"):
-            assert "git rm memories/kb.m.yaml" in step and "git add memories/kb.m.yaml" in step, step
-            typed = f"git {'add' if keep else 'rm'} memories/kb.m.yaml"
-        if typed.startswith("cd "):
-            here = Path(typed[3:])
-        elif typed.startswith("git "):
-            git(here, *typed.split()[1:])
-        else:
-            proc = invoke_cli(*typed.split()[1:], cwd=here)
-            said.append(proc.stdout + proc.stderr)
-    return said
 
 
 def _memories(clone: Path) -> dict[str, tuple[str, list[str]]]:
@@ -111,7 +85,7 @@ def test_a_merge_of_a_rename_onto_an_id_the_other_side_renamed_away_stops_on_the
         "slayer-kb sync.\n"))
     assert (second / "memories" / "kb.y.yaml").read_text().startswith("learning: xray0word")
     assert (second / "memories" / "kb.m.yaml").read_text().startswith("learning: yank0word")
-    said = _typed(invoke_cli, stopped.stderr.removeprefix("Error: "), keep)
+    said = typed_steps(invoke_cli, stopped.stderr, keeping(keep))
     dangling = "' refers to a memory that does not exist (run 'slayer-kb prune' to strip it)\n"
     assert said[0] == ("Checked 5 files: no problems.\n" if keep else
                        f"memories/kb.l.yaml:3: 'memory:kb.m{dangling}memories/kb.q.yaml:3: 'memory:kb.m{dangling}"
@@ -139,7 +113,7 @@ def test_a_sync_of_a_rename_onto_an_id_the_other_side_renamed_away_stops_on_the_
         "--no-edit; slayer-kb sync.\n"))
     assert git(second, "rev-parse", "HEAD") == head
     assert git(second, "status", "--porcelain") == ""
-    _typed(invoke_cli, stopped.stderr.removeprefix("Error: "), keep)
+    typed_steps(invoke_cli, stopped.stderr, keeping(keep))
     _both_agree(invoke_cli, a, b, keep)
 
 
@@ -159,7 +133,7 @@ def test_a_rebase_of_a_rename_onto_an_id_the_other_side_renamed_away_is_refused(
         "keeps the memory given kb.y where it is, and stops on the forget against the rename with the steps to keep either.\n"))
     assert git(b, "rev-parse", "HEAD") == head
     stopped = invoke_cli("--kb", b, "merge", "origin/main")
-    _typed(invoke_cli, stopped.stderr.removeprefix("Error: "), keep=True)
+    typed_steps(invoke_cli, stopped.stderr, keeping(True))
     _both_agree(invoke_cli, a, b, keep=True)
 
 
@@ -201,13 +175,7 @@ def test_a_save_onto_a_forgotten_id_the_other_side_renamed_away_stops_on_the_for
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """a forgets kb.y and saves another memory as kb.y (no rename); b edits kb.y, then renames it
     to kb.m. The merge put a's new memory at kb.m, b's edit merged into it; now it stops."""
-    _bare, (a, b) = make_team(tmp_path)
-    for tag, memory_id in (("yank", "kb.y"), ("lima", "kb.l")):
-        invoke_cli("--kb", a, "save", unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
-    invoke_cli("--kb", a, "sync", check=True)
-    invoke_cli("--kb", b, "sync", check=True)
-    invoke_cli("--kb", a, "forget", "kb.y", check=True)
-    invoke_cli("--kb", a, "save", unlike("zulu"), "--id", "kb.y", "-e", "shop.orders", check=True)
+    a, b = given_again(tmp_path, invoke_cli, by_rename=False)
     invoke_cli("--kb", b, *BEE, "update", "kb.y", "--description", "b's summary", check=True)
     invoke_cli("--kb", b, *BEE, "rename", "kb.y", "kb.m", check=True)
     invoke_cli("--kb", a, "sync", check=True)
@@ -217,7 +185,7 @@ def test_a_save_onto_a_forgotten_id_the_other_side_renamed_away_stops_on_the_for
         "Error: origin/main forgot memories/kb.y.yaml, which this branch renamed to kb.m; origin/main forgot kb.y and "
         "then saved another memory as kb.y, and this branch renamed kb.y to kb.m: git takes that for an edit of kb.y "
         "and puts the other memory's text under kb.m"))
-    assert _typed(invoke_cli, stopped.stderr.removeprefix("Error: "), keep=True)[0] == "Checked 3 files: no problems.\n"
+    assert typed_steps(invoke_cli, stopped.stderr, keeping(True))[0] == "Checked 3 files: no problems.\n"
     kept = (b / "memories" / "kb.m.yaml").read_text()
     assert kept.startswith("learning: yank0word") and "description: b's summary\n" in kept
     assert (b / "memories" / "kb.y.yaml").read_text().startswith("learning: zulu0word")
@@ -238,7 +206,7 @@ def test_an_edit_of_the_memory_renamed_onto_the_id_lands_where_it_went(
     stopped = invoke_cli("--kb", second, *(["merge", "origin/main"] if command == "merge" else ["sync"]))
     assert (stopped.returncode, stopped.stderr.split("; the ")[0]) == (1, f"Error: {_stop_words(forgetter_second)}")
     assert "kb.x.yaml" not in stopped.stderr
-    _typed(invoke_cli, stopped.stderr.removeprefix("Error: "), keep=True)
+    typed_steps(invoke_cli, stopped.stderr, keeping(True))
     _both_agree(invoke_cli, a, b, keep=True)
     for clone in (a, b):
         assert "description: b's summary of X\n" in (clone / "memories" / "kb.y.yaml").read_text()
@@ -265,13 +233,7 @@ def test_a_memory_the_forgetting_side_saved_at_the_renames_end_is_not_lost(tmp_p
     to kb.m. Held as a crossing, kb.m was held as b's rename alone: a's memory at kb.m was at no
     stage, the stop did not name it, and its steps lost it. Two memories at kb.m: the merge stops
     as on two files created at one id, a's at stage 3, with the step to keep both."""
-    _bare, (a, b) = make_team(tmp_path)
-    for tag, memory_id in (("xray", "kb.x"), ("yank", "kb.y")):
-        invoke_cli("--kb", a, "save", unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
-    invoke_cli("--kb", a, "sync", check=True)
-    invoke_cli("--kb", b, "sync", check=True)
-    invoke_cli("--kb", a, "forget", "kb.y", check=True)
-    invoke_cli("--kb", a, "rename", "kb.x", "kb.y", check=True)
+    a, b = given_again(tmp_path, invoke_cli)
     invoke_cli("--kb", a, "save", unlike("mike"), "--id", "kb.m", "-e", "shop.orders", check=True)
     invoke_cli("--kb", b, *BEE, "rename", "kb.y", "kb.m", check=True)
     invoke_cli("--kb", a, "sync", check=True)
@@ -326,7 +288,7 @@ def test_an_id_given_again_and_renamed_on_stops_on_the_forget_alone(
              "origin/main (it stops on the conflict); ")
     assert (stopped.returncode, stopped.stderr) == (1, (
         f"Error: {what}; {where}{choice}; slayer-kb validate; git commit --no-edit; slayer-kb sync.\n"))
-    typed_steps(invoke_cli, stopped.stderr, lambda step, other: step if step.startswith("git add") == keep else other)
+    typed_steps(invoke_cli, stopped.stderr, keeping(keep))
     for clone in (a, b):
         invoke_cli("--kb", clone, "sync", check=True)
     y = {f"kb.{'m' if b_renames else 'y'}.yaml": ("yank0word", [])} if keep else {}
