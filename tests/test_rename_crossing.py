@@ -297,3 +297,33 @@ def test_an_id_given_again_and_renamed_on_stops_on_the_forget_alone(
         if keep and not b_renames:
             assert "description: b's summary\n" in (clone / "memories" / "kb.y.yaml").read_text()
         assert invoke_cli("--kb", clone, "validate", check=True).stdout.endswith("no problems.\n")
+
+
+@pytest.mark.parametrize("forgetter_rebases", [True, False])
+def test_a_rebase_of_an_id_given_again_and_renamed_on_is_refused(
+        tmp_path: Path, invoke_cli: CliRunner, forgetter_rebases: bool) -> None:
+    """The scenario above, rebased by hand: git's replay stopped on a's forget of kb.y, and once
+    its steps kept b's edit there, again on a's rename of kb.x onto kb.y, as two memories created
+    at one id. Refused, naming the merge, whose steps settle it."""
+    a, b = given_again(tmp_path, invoke_cli)
+    invoke_cli("--kb", a, "rename", "kb.y", "kb.z", check=True)
+    invoke_cli("--kb", b, *BEE, "update", "kb.y", "--description", "b's summary", check=True)
+    first, second = (b, a) if forgetter_rebases else (a, b)
+    invoke_cli("--kb", first, "sync", check=True)
+    git(second, "fetch", "-q", "origin")
+    head = git(second, "rev-parse", "HEAD")
+    refused = invoke_cli("--kb", second, "rebase", "origin/main")
+    assert (refused.returncode, refused.stderr) == (1, (
+        "Error: One side forgot kb.y, then renamed another memory to it and on again, and the other side changed "
+        "kb.y: a rebase replays those commits one by one, stopping on the forget, and again on the rename onto kb.y "
+        "once the memory the other side changed is kept there, so nothing was rebased. Run "
+        f"'slayer-kb --kb {second} merge origin/main' instead: it stops once, on the forget against that change, with "
+        "the steps to keep either.\n"))
+    assert git(second, "rev-parse", "HEAD") == head
+    stopped = invoke_cli("--kb", second, "merge", "origin/main")
+    typed_steps(invoke_cli, stopped.stderr, keeping(True))
+    for clone in (a, b):
+        invoke_cli("--kb", clone, "sync", check=True)
+    for clone in (a, b):
+        assert _memories(clone) == {"kb.y.yaml": ("yank0word", []), "kb.z.yaml": ("xray0word", [])}
+        assert "description: b's summary\n" in (clone / "memories" / "kb.y.yaml").read_text()
