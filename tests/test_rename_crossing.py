@@ -259,21 +259,23 @@ def _moved_on_words(forgetter_here: bool, b_renames: bool) -> tuple[str, str]:
     return f"{forgetter} forgot memories/kb.y.yaml, which {changer} {did}".replace("this", "This", forgetter_here), choice
 
 
-# Each command meets each order, each change of b's and each choice, not every combination.
-@pytest.mark.parametrize(("command", "forgetter_second", "b_renames", "keep"), [
-    ("merge", True, False, True), ("merge", False, False, False), ("merge", True, True, False),
-    ("merge", False, True, True), ("sync", True, False, False), ("sync", False, False, True),
-    ("sync", True, True, True), ("sync", False, True, False)])
+# Each command meets each order, each change of b's and each choice, not every combination; the
+# id given by a save, each command and order once, with the choice that stopped twice.
+@pytest.mark.parametrize(("command", "forgetter_second", "b_renames", "keep", "by_rename"), [
+    ("merge", True, False, True, True), ("merge", False, False, False, True), ("merge", True, True, False, True),
+    ("merge", False, True, True, True), ("sync", True, False, False, True), ("sync", False, False, True, True),
+    ("sync", True, True, True, True), ("sync", False, True, False, True), ("sync", True, False, True, False),
+    ("sync", False, True, True, False), ("merge", True, False, True, False), ("merge", False, True, True, False)])
 def test_an_id_given_again_and_renamed_on_stops_on_the_forget_alone(
         tmp_path: Path, invoke_cli: CliRunner, command: str, forgetter_second: bool, b_renames: bool,
-        keep: bool) -> None:
-    """a forgets kb.y, renames kb.x to kb.y and kb.y on to kb.z; b edits kb.y (or renames it to
-    kb.m). The stop read a's renames as one of kb.y to kb.z: it named a's forget of kb.x against a
-    rename, or two renames of kb.y whose step folded Y into X at kb.z; a sync's rebase, once its
-    steps kept b's edit at kb.y, stopped again on a's rename onto it. Now it names a's forget of
-    kb.y against b's change, the sync merges, and either choice, typed as printed, leaves X at kb.z
-    and Y kept or let go on both clones."""
-    a, b = given_again(tmp_path, invoke_cli)
+        keep: bool, by_rename: bool) -> None:
+    """a forgets kb.y, renames kb.x to kb.y (or saves a new memory as kb.y) and kb.y on to kb.z; b
+    edits kb.y (or renames it to kb.m). The stop read a's renames as one of kb.y to kb.z: it named
+    a's forget of kb.x against a rename, or two renames of kb.y whose step folded Y into X at kb.z;
+    a sync's rebase, once its steps kept b's edit at kb.y, stopped again on a's rename (or save)
+    onto it. Now it names a's forget of kb.y against b's change, the sync merges, and either
+    choice, typed as printed, leaves a's memory at kb.z and Y kept or let go on both clones."""
+    a, b = given_again(tmp_path, invoke_cli, by_rename=by_rename)
     invoke_cli("--kb", a, "rename", "kb.y", "kb.z", check=True)
     invoke_cli("--kb", b, *BEE, *(("rename", "kb.y", "kb.m") if b_renames else
                                   ("update", "kb.y", "--description", "b's summary")), check=True)
@@ -292,8 +294,9 @@ def test_an_id_given_again_and_renamed_on_stops_on_the_forget_alone(
     for clone in (a, b):
         invoke_cli("--kb", clone, "sync", check=True)
     y = {f"kb.{'m' if b_renames else 'y'}.yaml": ("yank0word", [])} if keep else {}
+    at_z = {"kb.z.yaml": ("xray0word", [])} if by_rename else {"kb.x.yaml": ("xray0word", []), "kb.z.yaml": ("zulu0word", [])}
     for clone in (a, b):
-        assert _memories(clone) == {**y, "kb.z.yaml": ("xray0word", [])}
+        assert _memories(clone) == {**y, **at_z}
         if keep and not b_renames:
             assert "description: b's summary\n" in (clone / "memories" / "kb.y.yaml").read_text()
         assert invoke_cli("--kb", clone, "validate", check=True).stdout.endswith("no problems.\n")
@@ -314,9 +317,9 @@ def test_a_rebase_of_an_id_given_again_and_renamed_on_is_refused(
     head = git(second, "rev-parse", "HEAD")
     refused = invoke_cli("--kb", second, "rebase", "origin/main")
     assert (refused.returncode, refused.stderr) == (1, (
-        "Error: One side forgot kb.y, then renamed another memory to it and on again, and the other side changed "
-        "kb.y: a rebase replays those commits one by one, stopping on the forget, and again on the rename onto kb.y "
-        "once the memory the other side changed is kept there, so nothing was rebased. Run "
+        "Error: One side forgot kb.y, then gave the id to another memory and moved that on, and the other side "
+        "changed kb.y: a rebase replays those commits one by one, stopping on the forget, and again on the memory "
+        "given kb.y once the one the other side changed is kept there, so nothing was rebased. Run "
         f"'slayer-kb --kb {second} merge origin/main' instead: it stops once, on the forget against that change, with "
         "the steps to keep either.\n"))
     assert git(second, "rev-parse", "HEAD") == head

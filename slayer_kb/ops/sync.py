@@ -362,10 +362,10 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
         raise ConflictError(stop)
     # A memory forgot and its id given again on one side, renamed on the other: git's rebase replays
     # the rename onto the memory given the id; the merge stops on the forget against the rename.
-    # Given again and renamed on: the replay stops twice, and its first steps' choice to keep the
-    # other side's memory meets the rename onto its id; the merge stops once, on the forget.
+    # Given again and moved on: the replay stops twice, and its first steps' choice to keep the
+    # other side's memory meets the memory given its id; the merge stops once, on the forget.
     merging = merges or bool(both and (crossings(store, parted, (upstream, ours))
-                                       or given_and_moved_on(store, parted, (upstream, ours), renames)))
+                                       or given_and_moved_on(store, parted, (upstream, ours))))
     # A renamed memory the other side changed (``rename``'s trailer; its old file is then written
     # on both sides): git's rebase follows the move, the replay would take it for a forget and let
     # it win over a soft forget or edit.

@@ -206,18 +206,11 @@ class TipRenames:
 
     def __init__(self, store: GitStore, base: str) -> None:
         self.store, self.base = store, base
-        self._read: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
+        self._read: dict[str, dict[str, str]] = {}
 
     def __call__(self, tip: str) -> dict[str, str]:
-        return self._chains(tip)[1]
-
-    def gave(self, tip: str) -> dict[str, str]:
-        """``chains``' first half: every id the tip's renames gave, and the id it had at ``base``."""
-        return self._chains(tip)[0]
-
-    def _chains(self, tip: str) -> tuple[dict[str, str], dict[str, str]]:
         if tip not in self._read:
-            self._read[tip] = chains(self.store, self.base, tip)
+            self._read[tip] = renames_between(self.store, self.base, tip)
         return self._read[tip]
 
 
@@ -328,28 +321,31 @@ def crossings(store: GitStore, base: str, tips: tuple[str, str]) -> list[Crossin
     return found
 
 
-def given_and_moved_on(store: GitStore, base: str, tips: tuple[str, str], renames: TipRenames) -> list[str]:
-    """The ids at ``base`` that a tip forgot (its first deletion of the file since, no rename), then
-    gave to another memory by a rename and renamed on (``forget kb.y``, ``rename kb.x kb.y``,
-    ``rename kb.y kb.z``), and whose file the other tip changed (edited, renamed, forgotten). No
-    ``Crossing``, the id being left at that tip, but git's rebase replays the rename onto the id
-    the other side kept, and stops again on it once the first stop's steps kept that side's
-    memory there; a merge of the tips sees the memory forgotten, and the other moved. ``renames``
-    of ``base`` read each tip's renames; one ``git log`` a tip for its deletions where a rename
-    passed through such an id."""
-    objects = store.objects
+def given_and_moved_on(store: GitStore, base: str, tips: tuple[str, str]) -> list[str]:
+    """The ids at ``base`` that a tip forgot (its first deletion of the file since, no rename),
+    then gave to another memory (a ``save --id`` or a ``rename`` onto it) and moved on or forgot
+    again (``forget kb.y``, ``rename kb.x kb.y``, ``rename kb.y kb.z``), and whose file the other
+    tip changed (edited, renamed, forgotten). No ``Crossing``, the id being left at that tip, but
+    git's rebase replays the forget, and once that stop's steps kept the other side's memory at
+    the id, stops again on the memory given it; a merge of the tips sees the memory forgotten, and
+    the other moved. The trees read in this process; one ``git log`` a tip (``_events``) where it
+    lacks a memory the other changed."""
+    objects, folder = store.objects, store.repo_path(MEMORIES_DIR)
     trees = [objects.tree_of(commit) for commit in (base, *tips)]
+    names = [set(objects.names_in(tree, folder)) for tree in trees]
     found: list[str] = []
     for n, tip in enumerate(tips):
-        passed = [i for i, root in renames.gave(tip).items() if root != i]
-        paths = {i: store.repo_path(memory_path(i)) for i in passed}
-        was, here, there = (objects.blobs_at(trees[k], paths.values()) for k in (0, n + 1, 2 - n))
-        left = [i for i, path in paths.items() if was[path] is not None and here[path] is None and there[path] != was[path]]
-        events = _events(store, base, tip) if left else {}
-        for i in left:
-            gone = next((commit for status, commit, _subject in events.get(paths[i], []) if status == "D"), None)
-            if gone is not None and i not in renamed_in(store, gone) and i not in found:
-                found.append(i)
+        paths = [f"{folder}/{name.decode('utf-8', 'surrogateescape')}" for name in names[0] - names[n + 1]]
+        was, there = objects.blobs_at(trees[0], paths), objects.blobs_at(trees[2 - n], paths)
+        changed = [path for path in paths if there[path] != was[path]]
+        events = _events(store, base, tip) if changed else {}
+        for path in changed:
+            seen = events.get(path, [])
+            gone = next((k for k, (status, _c, _s) in enumerate(seen) if status == "D"), None)
+            memory_id = id_of_path(path[len(store.prefix):])
+            if (gone is not None and memory_id is not None and any(status == "A" for status, _c, _s in seen[gone:])
+                    and memory_id not in renamed_in(store, seen[gone][1]) and memory_id not in found):
+                found.append(memory_id)
     return found
 
 
@@ -452,7 +448,10 @@ def chains(store: GitStore, base: str, head: str = "HEAD") -> tuple[dict[str, st
 
 
 def _moves(store: GitStore, base: str, head: str) -> list[tuple[str, str, str]]:
-    """The (commit, old id, new id) of each rename ``base..head`` made, oldest first."""
+    """The (commit, old id, new id) of each rename ``base..head`` made, oldest first. Not one of an
+    id ``base`` holds whose file an earlier commit of the line deleted (``forget kb.y``, ``save --id
+    kb.y``, ``rename kb.y kb.z``): that moves a memory saved since, and the one ``base`` held there
+    went nowhere. (An id an earlier rename gave is ``_of_memories``' to tell.)"""
     # Basic regex whatever grep.patternType says (fixed strings would match no "^").
     out = store.git(*_LOG, "--reverse", "-z", "--format=%H%n%B", "--basic-regexp", f"--grep=^{_KEY}", head,
                     f"^{base}", "--").stdout
@@ -460,7 +459,33 @@ def _moves(store: GitStore, base: str, head: str) -> list[tuple[str, str, str]]:
     for entry in filter(None, out.decode("utf-8", "replace").split("\0")):
         commit, _, message = entry.strip("\n").partition("\n")
         moves += ((commit, old, new) for old, new in _checked(store, commit, message).items())
-    return moves
+    gave: set[str] = set()
+    kept = []
+    for commit, old, new in moves:
+        if old in gave or _held_since(store, base, commit, old):
+            kept.append((commit, old, new))
+        gave.add(new)
+    return kept
+
+
+def _held_since(store: GitStore, base: str, commit: str, memory_id: str) -> bool:
+    """Whether the memory file ``commit`` (a rename) moved away holds the memory ``base`` held at
+    that id, or ``base`` held none: its version before the commit is ``base``'s, or one with the
+    same ``created_at`` whose file no earlier commit deleted. Read in this process; a ``git log``
+    only for an edited memory that keeps its ``created_at``."""
+    objects, path = store.objects, store.repo_path(memory_path(memory_id))
+    parents = objects.parents(commit)
+    was, now = (objects.blobs_at(objects.tree_of(rev), [path])[path] for rev in (base, parents[0] if parents else base))
+    if was is None or was == now:
+        return True
+    texts = objects.read_many("blob", [blob for blob in (was, now) if blob])
+    try:
+        if len({loads(text.decode("utf-8", "surrogateescape"), memory_id).created_at for text in texts.values()}) > 1:
+            return False
+    except MemoryFileError:  # a version that does not parse: the deletions tell
+        pass
+    # created_at is kept to the second: a memory saved again in the second the first was saved holds the same
+    return first_deletion(store, memory_id, base, commit) == commit
 
 
 def _of_memories(store: GitStore, moves: list[tuple[str, str, str]]) -> list[tuple[str, str, str, str]]:
