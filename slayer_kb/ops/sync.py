@@ -373,7 +373,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
                                 or (tip := replay(store, upstream, ours)) is None)
     # A memory this branch forgot and brought back, the upstream changed: git's rebase replays the
     # forget and stops on it, a merge joins the change into the memory brought back.
-    merging = merging or (rebasing and bool(brought_back(store, parted, ours, upstream)))
+    merging = merging or bool(rebasing and parted and brought_back(store, parted, ours, upstream))
     if merging:
         _merge(store, remote, name, upstream, bool(mapping), written_on_either(store, (upstream, ours), bases), bases)
     elif rebasing:
