@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, git, make_team, unlike
+from testing import CliRunner, git, given_again, make_catalog_kb, make_team, unlike
 
 BEE = ("--author", "Bee <bee@example.com>")
 
@@ -114,13 +114,7 @@ def test_validate_sends_a_link_to_a_renamed_id_to_sync_until_the_merge_is_synced
     syncs first and ``merger`` merges it. validate, during the stop and between the printed
     ``git commit --no-edit`` and the sync, said of b's link to kb.x "does not exist (run prune)",
     which strips a link to a live memory for good, save while MERGE_HEAD was the renaming side."""
-    _bare, (a, b) = make_team(tmp_path)
-    for tag, memory_id in (("xray", "kb.x"), ("yank", "kb.y")):
-        invoke_cli("--kb", a, "save", unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
-    invoke_cli("--kb", a, "sync", check=True)
-    invoke_cli("--kb", b, "sync", check=True)
-    invoke_cli("--kb", a, "forget", "kb.y", check=True)
-    invoke_cli("--kb", a, "rename", "kb.x", "kb.y", check=True)
+    a, b = given_again(tmp_path, invoke_cli)
     invoke_cli("--kb", b, *BEE, "save", unlike("bravo"), "--id", "kb.bx", "-e", "memory:kb.x", check=True)
     invoke_cli("--kb", b, *BEE, "rename", "kb.y", "kb.m", check=True)
     clone, first = (a, b) if merger == "a" else (b, a)
@@ -142,3 +136,40 @@ def test_validate_sends_a_link_to_a_renamed_id_to_sync_until_the_merge_is_synced
     assert _memories(clone) == {"kb.bx.yaml": ("bravo0word", ["memory:kb.y"]), "kb.m.yaml": ("yank0word", []),
                                 "kb.y.yaml": ("xray0word", [])}
     assert invoke_cli("validate", cwd=clone).returncode == 0
+
+
+def test_with_no_remote_a_link_to_a_renamed_memory_is_pointed_at_it_by_prune(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """A KB with no remote: main renames kb.x to kb.z, branch side links kb.x, and both edit kb.y,
+    so ``slayer-kb merge main`` stops. validate said ``'slayer-kb sync' points it at kb.z``, a
+    sync that cannot run here; once the merge was committed, "does not exist (run 'slayer-kb
+    prune' to strip it)", and prune stripped the link to a live memory. Now both name prune,
+    which points the link at kb.z."""
+    kb = make_catalog_kb(tmp_path / "kb")
+    for tag, memory_id in (("xray", "kb.x"), ("yank", "kb.y")):
+        invoke_cli("--kb", kb, "save", unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
+    git(kb, "branch", "side")
+    invoke_cli("--kb", kb, "rename", "kb.x", "kb.z", check=True)
+    invoke_cli("--kb", kb, "update", "kb.y", "--description", "main's summary", check=True)
+    git(kb, "switch", "-q", "side")
+    invoke_cli("--kb", kb, "save", unlike("bravo"), "--id", "kb.bx", "-e", "memory:kb.x", check=True)
+    invoke_cli("--kb", kb, "update", "kb.y", "--description", "side's summary", check=True)
+    main = git(kb, "rev-parse", "--abbrev-ref", "@{-1}").strip()
+    assert invoke_cli("--kb", kb, "merge", main).returncode == 1
+    assert invoke_cli("validate", cwd=kb).stdout.startswith(
+        "memories/kb.bx.yaml:3: 'memory:kb.x' refers to kb.x, which the branch being merged (MERGE_HEAD) renamed to "
+        "kb.z: leave it; once the merge is committed, 'slayer-kb prune' points it at kb.z\n")
+    git(kb, "checkout", "--theirs", "memories/kb.y.yaml")
+    git(kb, "add", "memories/kb.y.yaml")
+    git(kb, "commit", "-q", "--no-edit")
+    renamed = git(kb, "log", "-1", "--format=%h", "--abbrev=12", main, "--", "memories/kb.z.yaml").strip()
+    checked = invoke_cli("validate", cwd=kb)
+    assert (checked.returncode, checked.stdout) == (1, (
+        f"memories/kb.bx.yaml:3: 'memory:kb.x' refers to kb.x, which commit {renamed} renamed to kb.z: run 'slayer-kb "
+        "prune' to point it at kb.z\n1 problem in 1 file (3 files checked)\n"))
+    pruned = invoke_cli("--kb", kb, "prune", check=True)
+    assert pruned.stdout.startswith("Pointed in memory kb.bx: memory:kb.x at memory:kb.z (renamed)\n(commit ")
+    assert git(kb, "log", "-1", "--format=%B").strip() == (
+        "catalog: prune 1 dangling references\n\nPointed memory:kb.x at memory:kb.z (renamed) in kb.bx")
+    assert _memories(kb)["kb.bx.yaml"] == ("bravo0word", ["memory:kb.z"])
+    assert invoke_cli("validate", cwd=kb, check=True).stdout.endswith("no problems.\n")

@@ -437,6 +437,10 @@ def test_validate_against_says_the_branch_took_in_from_main_what_main_forgot_sin
         f"- **1**: Refund reasons are free text (entities: `shop.refunds.amount`; {from_main}; unchanged since, but "
         "origin/main has forgotten it since (a soft forget): a plain git merge stops on it, where 'git fetch origin "
         "&& slayer-kb merge origin/main' keeps it forgotten)"]
+    # --json did not say which side took it in: here this branch, from origin/main.
+    data = json_of(invoke_cli("--kb", reviewer, "--json", "review", "origin/main", check=True))
+    assert [(c["id"], c["taken_in_by"], c["how"]) for c in data["taken_in"]] == [
+        ("1", "head", "a cherry-pick, a squash or a copy, under commits of its own")]
 
 
 def test_validate_against_and_review_say_the_merge_stops_where_both_edited_and_soft_forgot(

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, git, make_team, unlike
+from testing import CliRunner, git, given_again, keeping, typed_steps, unlike
 
 BEE = ("--author", "Bee <bee@example.com>")
 
@@ -20,36 +20,10 @@ def _crossed(tmp_path: Path, invoke_cli: CliRunner) -> tuple[Path, Path]:
     """kb.x, kb.y, kb.k (links kb.x) and kb.l (links kb.y) on both clones; a forgets kb.y and
     renames kb.x to kb.y (kb.k's link follows); b renames kb.y to kb.m (kb.l's link follows) and
     saves kb.q linking kb.m."""
-    _bare, (a, b) = make_team(tmp_path)
-    for tag, memory_id, link in (("xray", "kb.x", "shop.orders"), ("yank", "kb.y", "shop.orders"),
-                                 ("kilo", "kb.k", "memory:kb.x"), ("lima", "kb.l", "memory:kb.y")):
-        invoke_cli("--kb", a, "save", unlike(tag), "--id", memory_id, "-e", link, check=True)
-    invoke_cli("--kb", a, "sync", check=True)
-    invoke_cli("--kb", b, "sync", check=True)
-    invoke_cli("--kb", a, "forget", "kb.y", check=True)
-    invoke_cli("--kb", a, "rename", "kb.x", "kb.y", check=True)
+    a, b = given_again(tmp_path, invoke_cli, also=(("kilo", "kb.k", "memory:kb.x"), ("lima", "kb.l", "memory:kb.y")))
     invoke_cli("--kb", b, *BEE, "rename", "kb.y", "kb.m", check=True)
     invoke_cli("--kb", b, *BEE, "save", unlike("quebec"), "--id", "kb.q", "-e", "memory:kb.m", check=True)
     return a, b
-
-
-def _typed(invoke_cli: CliRunner, message: str, keep: bool) -> list[str]:
-    """The steps of a stop, typed as written, the forget-or-keep step by ``keep``; what each
-    slayer-kb step printed."""
-    said, here = [], Path()
-    for step in re.split(r"; (?![^(]*\))", message.split(" To merge by hand: ", 1)[1].strip().removesuffix(".")):
-        typed = step.split(" (")[0].split(" to keep")[0]
-        if typed in ("git rm memories/kb.m.yaml", "git add memories/kb.m.yaml"):
-            assert "git rm memories/kb.m.yaml" in step and "git add memories/kb.m.yaml" in step, step
-            typed = f"git {'add' if keep else 'rm'} memories/kb.m.yaml"
-        if typed.startswith("cd "):
-            here = Path(typed[3:])
-        elif typed.startswith("git "):
-            git(here, *typed.split()[1:])
-        else:
-            proc = invoke_cli(*typed.split()[1:], cwd=here)
-            said.append(proc.stdout + proc.stderr)
-    return said
 
 
 def _memories(clone: Path) -> dict[str, tuple[str, list[str]]]:
@@ -111,7 +85,7 @@ def test_a_merge_of_a_rename_onto_an_id_the_other_side_renamed_away_stops_on_the
         "slayer-kb sync.\n"))
     assert (second / "memories" / "kb.y.yaml").read_text().startswith("learning: xray0word")
     assert (second / "memories" / "kb.m.yaml").read_text().startswith("learning: yank0word")
-    said = _typed(invoke_cli, stopped.stderr.removeprefix("Error: "), keep)
+    said = typed_steps(invoke_cli, stopped.stderr, keeping(keep))
     dangling = "' refers to a memory that does not exist (run 'slayer-kb prune' to strip it)\n"
     assert said[0] == ("Checked 5 files: no problems.\n" if keep else
                        f"memories/kb.l.yaml:3: 'memory:kb.m{dangling}memories/kb.q.yaml:3: 'memory:kb.m{dangling}"
@@ -139,7 +113,7 @@ def test_a_sync_of_a_rename_onto_an_id_the_other_side_renamed_away_stops_on_the_
         "--no-edit; slayer-kb sync.\n"))
     assert git(second, "rev-parse", "HEAD") == head
     assert git(second, "status", "--porcelain") == ""
-    _typed(invoke_cli, stopped.stderr.removeprefix("Error: "), keep)
+    typed_steps(invoke_cli, stopped.stderr, keeping(keep))
     _both_agree(invoke_cli, a, b, keep)
 
 
@@ -159,7 +133,7 @@ def test_a_rebase_of_a_rename_onto_an_id_the_other_side_renamed_away_is_refused(
         "keeps the memory given kb.y where it is, and stops on the forget against the rename with the steps to keep either.\n"))
     assert git(b, "rev-parse", "HEAD") == head
     stopped = invoke_cli("--kb", b, "merge", "origin/main")
-    _typed(invoke_cli, stopped.stderr.removeprefix("Error: "), keep=True)
+    typed_steps(invoke_cli, stopped.stderr, keeping(True))
     _both_agree(invoke_cli, a, b, keep=True)
 
 
@@ -201,13 +175,7 @@ def test_a_save_onto_a_forgotten_id_the_other_side_renamed_away_stops_on_the_for
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """a forgets kb.y and saves another memory as kb.y (no rename); b edits kb.y, then renames it
     to kb.m. The merge put a's new memory at kb.m, b's edit merged into it; now it stops."""
-    _bare, (a, b) = make_team(tmp_path)
-    for tag, memory_id in (("yank", "kb.y"), ("lima", "kb.l")):
-        invoke_cli("--kb", a, "save", unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
-    invoke_cli("--kb", a, "sync", check=True)
-    invoke_cli("--kb", b, "sync", check=True)
-    invoke_cli("--kb", a, "forget", "kb.y", check=True)
-    invoke_cli("--kb", a, "save", unlike("zulu"), "--id", "kb.y", "-e", "shop.orders", check=True)
+    a, b = given_again(tmp_path, invoke_cli, by_rename=False)
     invoke_cli("--kb", b, *BEE, "update", "kb.y", "--description", "b's summary", check=True)
     invoke_cli("--kb", b, *BEE, "rename", "kb.y", "kb.m", check=True)
     invoke_cli("--kb", a, "sync", check=True)
@@ -217,7 +185,7 @@ def test_a_save_onto_a_forgotten_id_the_other_side_renamed_away_stops_on_the_for
         "Error: origin/main forgot memories/kb.y.yaml, which this branch renamed to kb.m; origin/main forgot kb.y and "
         "then saved another memory as kb.y, and this branch renamed kb.y to kb.m: git takes that for an edit of kb.y "
         "and puts the other memory's text under kb.m"))
-    assert _typed(invoke_cli, stopped.stderr.removeprefix("Error: "), keep=True)[0] == "Checked 3 files: no problems.\n"
+    assert typed_steps(invoke_cli, stopped.stderr, keeping(True))[0] == "Checked 3 files: no problems.\n"
     kept = (b / "memories" / "kb.m.yaml").read_text()
     assert kept.startswith("learning: yank0word") and "description: b's summary\n" in kept
     assert (b / "memories" / "kb.y.yaml").read_text().startswith("learning: zulu0word")
@@ -238,7 +206,7 @@ def test_an_edit_of_the_memory_renamed_onto_the_id_lands_where_it_went(
     stopped = invoke_cli("--kb", second, *(["merge", "origin/main"] if command == "merge" else ["sync"]))
     assert (stopped.returncode, stopped.stderr.split("; the ")[0]) == (1, f"Error: {_stop_words(forgetter_second)}")
     assert "kb.x.yaml" not in stopped.stderr
-    _typed(invoke_cli, stopped.stderr.removeprefix("Error: "), keep=True)
+    typed_steps(invoke_cli, stopped.stderr, keeping(True))
     _both_agree(invoke_cli, a, b, keep=True)
     for clone in (a, b):
         assert "description: b's summary of X\n" in (clone / "memories" / "kb.y.yaml").read_text()
@@ -265,13 +233,7 @@ def test_a_memory_the_forgetting_side_saved_at_the_renames_end_is_not_lost(tmp_p
     to kb.m. Held as a crossing, kb.m was held as b's rename alone: a's memory at kb.m was at no
     stage, the stop did not name it, and its steps lost it. Two memories at kb.m: the merge stops
     as on two files created at one id, a's at stage 3, with the step to keep both."""
-    _bare, (a, b) = make_team(tmp_path)
-    for tag, memory_id in (("xray", "kb.x"), ("yank", "kb.y")):
-        invoke_cli("--kb", a, "save", unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
-    invoke_cli("--kb", a, "sync", check=True)
-    invoke_cli("--kb", b, "sync", check=True)
-    invoke_cli("--kb", a, "forget", "kb.y", check=True)
-    invoke_cli("--kb", a, "rename", "kb.x", "kb.y", check=True)
+    a, b = given_again(tmp_path, invoke_cli)
     invoke_cli("--kb", a, "save", unlike("mike"), "--id", "kb.m", "-e", "shop.orders", check=True)
     invoke_cli("--kb", b, *BEE, "rename", "kb.y", "kb.m", check=True)
     invoke_cli("--kb", a, "sync", check=True)
@@ -281,3 +243,90 @@ def test_a_memory_the_forgetting_side_saved_at_the_renames_end_is_not_lost(tmp_p
         1, "Error: This branch and origin/main both created memories/kb.m.yaml")
     assert "test ! -e memories/kb.m-2.yaml" in stopped.stderr
     assert git(b, "show", ":3:memories/kb.m.yaml").startswith(f"learning: {unlike('mike')}")
+
+
+def _moved_on_words(forgetter_here: bool, b_renames: bool) -> tuple[str, str]:
+    """What the stop says of a's forget against b's change of kb.y, and the step that keeps either."""
+    forgetter, changer = ("this branch", "origin/main") if forgetter_here else ("origin/main", "this branch")
+    did = "renamed to kb.m" if b_renames else "edited"
+    path = f"memories/kb.{'m' if b_renames else 'y'}.yaml"
+    stripped = ", the links to it stripped by the sync (validate names them until then)" if b_renames else ""
+    if forgetter_here:
+        choice = (f"git rm {path} to keep it forgotten{stripped} (or git add {path} to keep "
+                  f"{'it, renamed' if b_renames else changer + chr(39) + 's edit'})")
+    else:
+        choice = f"git add {path} to keep {'it, renamed' if b_renames else 'your edit'} (or git rm {path} to let it go{stripped})"
+    return f"{forgetter} forgot memories/kb.y.yaml, which {changer} {did}".replace("this", "This", forgetter_here), choice
+
+
+# Each command meets each order, each change of b's and each choice, not every combination; the
+# id given by a save, each command and order once, with the choice that stopped twice.
+@pytest.mark.parametrize(("command", "forgetter_second", "b_renames", "keep", "by_rename"), [
+    ("merge", True, False, True, True), ("merge", False, False, False, True), ("merge", True, True, False, True),
+    ("merge", False, True, True, True), ("sync", True, False, False, True), ("sync", False, False, True, True),
+    ("sync", True, True, True, True), ("sync", False, True, False, True), ("sync", True, False, True, False),
+    ("sync", False, True, True, False), ("merge", True, False, True, False), ("merge", False, True, True, False)])
+def test_an_id_given_again_and_renamed_on_stops_on_the_forget_alone(
+        tmp_path: Path, invoke_cli: CliRunner, command: str, forgetter_second: bool, b_renames: bool,
+        keep: bool, by_rename: bool) -> None:
+    """a forgets kb.y, renames kb.x to kb.y (or saves a new memory as kb.y) and kb.y on to kb.z; b
+    edits kb.y (or renames it to kb.m). The stop read a's renames as one of kb.y to kb.z: it named
+    a's forget of kb.x against a rename, or two renames of kb.y whose step folded Y into X at kb.z;
+    a sync's rebase, once its steps kept b's edit at kb.y, stopped again on a's rename (or save)
+    onto it. Now it names a's forget of kb.y against b's change, the sync merges, and either
+    choice, typed as printed, leaves a's memory at kb.z and Y kept or let go on both clones."""
+    a, b = given_again(tmp_path, invoke_cli, by_rename=by_rename)
+    invoke_cli("--kb", a, "rename", "kb.y", "kb.z", check=True)
+    invoke_cli("--kb", b, *BEE, *(("rename", "kb.y", "kb.m") if b_renames else
+                                  ("update", "kb.y", "--description", "b's summary")), check=True)
+    first, second = (b, a) if forgetter_second else (a, b)
+    invoke_cli("--kb", first, "sync", check=True)
+    git(second, "fetch", "-q", "origin")
+    stopped = invoke_cli("--kb", second, *(("merge", "origin/main") if command == "merge" else ("sync",)))
+    what, choice = _moved_on_words(forgetter_second, b_renames)
+    where = (f"the merge stopped, and git -C {second} merge --abort would put the branch back as it was. To merge by "
+             f"hand: cd {second}; " if command == "merge" else
+             f"the repository is back as it was. To merge by hand: cd {second}; git fetch origin; slayer-kb merge "
+             "origin/main (it stops on the conflict); ")
+    assert (stopped.returncode, stopped.stderr) == (1, (
+        f"Error: {what}; {where}{choice}; slayer-kb validate; git commit --no-edit; slayer-kb sync.\n"))
+    typed_steps(invoke_cli, stopped.stderr, keeping(keep))
+    for clone in (a, b):
+        invoke_cli("--kb", clone, "sync", check=True)
+    y = {f"kb.{'m' if b_renames else 'y'}.yaml": ("yank0word", [])} if keep else {}
+    at_z = {"kb.z.yaml": ("xray0word", [])} if by_rename else {"kb.x.yaml": ("xray0word", []), "kb.z.yaml": ("zulu0word", [])}
+    for clone in (a, b):
+        assert _memories(clone) == {**y, **at_z}
+        if keep and not b_renames:
+            assert "description: b's summary\n" in (clone / "memories" / "kb.y.yaml").read_text()
+        assert invoke_cli("--kb", clone, "validate", check=True).stdout.endswith("no problems.\n")
+
+
+@pytest.mark.parametrize("forgetter_rebases", [True, False])
+def test_a_rebase_of_an_id_given_again_and_renamed_on_is_refused(
+        tmp_path: Path, invoke_cli: CliRunner, forgetter_rebases: bool) -> None:
+    """The scenario above, rebased by hand: git's replay stopped on a's forget of kb.y, and once
+    its steps kept b's edit there, again on a's rename of kb.x onto kb.y, as two memories created
+    at one id. Refused, naming the merge, whose steps settle it."""
+    a, b = given_again(tmp_path, invoke_cli)
+    invoke_cli("--kb", a, "rename", "kb.y", "kb.z", check=True)
+    invoke_cli("--kb", b, *BEE, "update", "kb.y", "--description", "b's summary", check=True)
+    first, second = (b, a) if forgetter_rebases else (a, b)
+    invoke_cli("--kb", first, "sync", check=True)
+    git(second, "fetch", "-q", "origin")
+    head = git(second, "rev-parse", "HEAD")
+    refused = invoke_cli("--kb", second, "rebase", "origin/main")
+    assert (refused.returncode, refused.stderr) == (1, (
+        "Error: One side forgot kb.y, then gave the id to another memory and moved that on, and the other side "
+        "changed kb.y: a rebase replays those commits one by one, stopping on the forget, and again on the memory "
+        "given kb.y once the one the other side changed is kept there, so nothing was rebased. Run "
+        f"'slayer-kb --kb {second} merge origin/main' instead: it stops once, on the forget against that change, with "
+        "the steps to keep either.\n"))
+    assert git(second, "rev-parse", "HEAD") == head
+    stopped = invoke_cli("--kb", second, "merge", "origin/main")
+    typed_steps(invoke_cli, stopped.stderr, keeping(True))
+    for clone in (a, b):
+        invoke_cli("--kb", clone, "sync", check=True)
+    for clone in (a, b):
+        assert _memories(clone) == {"kb.y.yaml": ("yank0word", []), "kb.z.yaml": ("xray0word", [])}
+        assert "description: b's summary\n" in (clone / "memories" / "kb.y.yaml").read_text()

@@ -4,7 +4,6 @@ command run in this process (``invoke_cli``), git as git. The rename commit reco
 
 from __future__ import annotations
 
-import re
 import shlex
 import subprocess
 import time
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, git, make_team, traced_git, unlike
+from testing import CliRunner, git, make_team, traced_git, typed_steps, unlike
 
 
 @pytest.mark.parametrize("renamer_first", [True, False])
@@ -196,23 +195,6 @@ def _renamed_on_a(tmp_path: Path, invoke_cli: CliRunner, *on_b: str) -> tuple[Pa
     return a, b
 
 
-def _typed(invoke_cli: CliRunner, message: str) -> list[str]:
-    """The steps of a refusal, typed as written (the words before ' to keep' or ' (' are the
-    command); what each slayer-kb step printed."""
-    said = []
-    here = Path()
-    for step in re.split(r"; (?![^(]*\))", message.split(" To merge by hand: ", 1)[1].strip().removesuffix(".")):
-        for typed in step.split(" (")[0].split(" to keep")[0].split(" && "):
-            if typed.startswith("cd "):
-                here = Path(typed[3:])
-            elif typed.startswith("git "):
-                git(here, *typed.split()[1:])
-            else:
-                proc = invoke_cli(*typed.split()[1:], cwd=here)
-                said.append(proc.stdout + proc.stderr)
-    return said
-
-
 def _files(clone: Path) -> dict[str, str]:
     return {path.name: path.read_text() for path in sorted((clone / "memories").glob("*.yaml"))}
 
@@ -233,7 +215,7 @@ def test_two_renames_of_one_memory_to_two_ids_say_so_and_the_steps_keep_one(
         f"once synced, slayer-kb rename {theirs} {mine} gives the memory yours); slayer-kb validate; slayer-kb "
         "rebase --continue (a later commit that stops says so again); slayer-kb sync.\n"))
     assert git(second, "rev-parse", "HEAD") == head  # nothing lost: the rename is still there
-    said = _typed(invoke_cli, stopped.stderr.removeprefix("Error: "))
+    said = typed_steps(invoke_cli, stopped.stderr.removeprefix("Error: "))
     assert said[-1] == "Synced main with origin: up to date, 0 pulled, 0 pushed.\n"
     renamed = f"learning: links it\nentities:\n- memory:{theirs}\n"
     assert list(_files(second)) == [f"{theirs}.yaml", "kb.l.yaml"]
@@ -304,7 +286,7 @@ def test_a_rename_against_a_forget_says_so_and_either_step_leaves_no_dangling_li
     # Either way out, typed as written; the other choice is the one in parentheses.
     steps = said if (keep == "forgotten") == renamer_first else said.replace("git add", "git ADD").replace(
         "git rm", "git add").replace("git ADD", "git rm")
-    _typed(invoke_cli, steps)
+    typed_steps(invoke_cli, steps)
     invoke_cli("--kb", first, "sync", check=True)
     for clone in (first, second):
         files = _files(clone)
@@ -396,7 +378,7 @@ def test_a_merge_of_two_renames_names_both_and_its_steps_leave_every_link_valid(
         "kb.b until the sync, which points them at kb.a; once synced, slayer-kb rename kb.a kb.b gives the memory "
         "yours); slayer-kb validate; git commit --no-edit; slayer-kb sync.\n"))
     monkeypatch.chdir(b)  # the steps have no cd: the merge ran here
-    said = _typed(invoke_cli, stopped.stderr.removeprefix("Error: "))
+    said = typed_steps(invoke_cli, stopped.stderr.removeprefix("Error: "))
     assert said[-1] == ("Synced main with origin: pushed, 0 pulled, 4 pushed.\n"
                         "  rewrote links to renamed memories: memory:kb.b -> memory:kb.a in kb.l, "
                         "memory:kb.b -> memory:kb.a in kb.q\n")
@@ -417,7 +399,7 @@ def test_a_link_to_the_rename_the_steps_drop_follows_the_kept_one(tmp_path: Path
     invoke_cli("--kb", a, "sync", check=True)
     stopped = invoke_cli("--kb", b, "sync")
     assert "git reset -q --hard to keep origin/main's id kb.a" in stopped.stderr
-    said = _typed(invoke_cli, stopped.stderr.removeprefix("Error: "))
+    said = typed_steps(invoke_cli, stopped.stderr.removeprefix("Error: "))
     assert said[-2:] == ["Rebased onto origin/main; run slayer-kb sync to push.\n"
                          "  rewrote links to renamed memories: memory:kb.b -> memory:kb.a in kb.q\n",
                          "Synced main with origin: pushed, 0 pulled, 2 pushed.\n"]
@@ -525,7 +507,7 @@ def test_a_merge_of_two_renames_git_paired_one_of_names_both_and_drops_no_edit(
     kept.write_text(kept.read_text().replace("learning: Revenue is paid orders\n",
                                              "learning: Revenue is paid orders!\n"))
     monkeypatch.chdir(b)
-    said = _typed(invoke_cli, stopped.stderr.removeprefix("Error: ").replace(
+    said = typed_steps(invoke_cli, stopped.stderr.removeprefix("Error: ").replace(
         "edit memories/kb.a.yaml to keep what both sides meant (your edits are in memories/kb.b.yaml); ", ""))
     assert said[-1].startswith("Synced main with origin: pushed, 0 pulled, ")
     assert list(_files(b)) == ["kb.a.yaml", "kb.l.yaml"]
@@ -559,7 +541,7 @@ def test_a_merge_of_two_renames_git_saw_neither_of_stops_naming_both(
     kept.write_text(kept.read_text().replace("learning: Net sales count settled invoices\n",
                                              "learning: Net sales count settled invoices, less chargebacks\n"))
     monkeypatch.chdir(b)
-    said = _typed(invoke_cli, stopped.stderr.removeprefix("Error: ").replace(edit, ""))
+    said = typed_steps(invoke_cli, stopped.stderr.removeprefix("Error: ").replace(edit, ""))
     assert said[-1].startswith("Synced main with origin: pushed, 0 pulled, ")
     invoke_cli("--kb", a, "sync", check=True)
     for clone in (a, b):
@@ -613,7 +595,7 @@ def test_a_sync_rebasing_onto_a_rename_git_missed_names_both_and_pushes_no_twin(
         "to kb.b until rebase --continue points them at kb.a; once synced, slayer-kb rename kb.a kb.b gives the "
         "memory yours); slayer-kb validate; slayer-kb rebase --continue (a later commit that stops says so again); "
         "slayer-kb sync.\n"))
-    said = _typed(invoke_cli, stopped.stderr.removeprefix("Error: ").replace(
+    said = typed_steps(invoke_cli, stopped.stderr.removeprefix("Error: ").replace(
         "edit memories/kb.a.yaml to keep what both sides meant (your edits are in memories/kb.b.yaml); ", ""))
     assert said[-2:] == ["Rebased onto origin/main; run slayer-kb sync to push.\n"
                          "  rewrote links to renamed memories: memory:kb.b -> memory:kb.a in kb.l\n",
@@ -668,7 +650,7 @@ def test_two_renames_where_this_branch_comes_back_to_main_s_id_give_no_rename_st
         "(it drops your rename; your later rename ends at kb.a too); slayer-kb validate; slayer-kb rebase --continue "
         "(a later commit that stops says so again); slayer-kb sync.\n")
     monkeypatch.chdir(b)
-    said = _typed(invoke_cli, refused.stderr.removeprefix("Error: "))
+    said = typed_steps(invoke_cli, refused.stderr.removeprefix("Error: "))
     assert said[-1] == "Synced main with origin: up to date, 0 pulled, 0 pushed.\n"
     assert list(_files(b)) == ["kb.a.yaml", "kb.l.yaml"]
 
@@ -733,7 +715,7 @@ def test_a_merge_of_two_renames_git_paired_the_branch_s_of_names_both(
     kept.write_text(kept.read_text().replace("learning: Revenue is paid orders!\n",
                                              "learning: Revenue is paid orders!\ndescription: Paid orders only\n"))
     monkeypatch.chdir(b)
-    said = _typed(invoke_cli, stopped.stderr.removeprefix("Error: ").replace(edit, ""))
+    said = typed_steps(invoke_cli, stopped.stderr.removeprefix("Error: ").replace(edit, ""))
     assert said[-1].startswith("Synced main with origin: pushed, 0 pulled, ")
     assert list(_files(b)) == ["kb.a.yaml", "kb.l.yaml"]
     assert _files(b)["kb.a.yaml"].startswith("learning: Revenue is paid orders!\ndescription: Paid orders only\n")

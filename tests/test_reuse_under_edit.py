@@ -3,44 +3,25 @@ named: clone a forgets kb.y and gives the id to another memory (``save --id kb.y
 or ``rename kb.x kb.y``), clone b edits kb.y. git sees two edits of one file, and merged (or
 rebased) b's edit into a's new memory, whichever side synced first. Real clones of one bare
 remote; every ``slayer-kb`` command run in this process, git as git, the steps a stop prints run
-as printed (a shell for git's, ``mv`` and ``test``)."""
+as printed (``testing.typed_steps``)."""
 
 from __future__ import annotations
 
 import json
-import re
-import shlex
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, GitRuns, git, make_team, traced_git, unlike
+from testing import CliRunner, GitRuns, git, given_again, keeping, make_team, traced_git, typed_steps, unlike
 
 BEE = ("--author", "Bee <bee@example.com>")
 PLAIN = "a plain git merge of this branch does the same, or stops on two edits of one memory where their lines meet"
 MERGE = "Run 'git fetch origin && slayer-kb merge origin/main': it"
 
 
-def _given(tmp_path: Path, invoke_cli: CliRunner, by_rename: bool, folder: str = "") -> tuple[Path, Path]:
-    """kb.x and kb.y on both clones; a forgets kb.y and gives the id to another memory (kb.x
-    renamed to it, or a new text saved there)."""
-    _bare, (a, b) = make_team(tmp_path, folder=folder)
-    for tag, memory_id in (("xray", "kb.x"), ("yank", "kb.y")):
-        invoke_cli("--kb", a, "save", unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
-    invoke_cli("--kb", a, "sync", check=True)
-    invoke_cli("--kb", b, "sync", check=True)
-    invoke_cli("--kb", a, "forget", "kb.y", check=True)
-    if by_rename:
-        invoke_cli("--kb", a, "rename", "kb.x", "kb.y", check=True)
-    else:
-        invoke_cli("--kb", a, "save", unlike("zulu"), "--id", "kb.y", "-e", "shop.orders", check=True)
-    return a, b
-
-
 def _reused(tmp_path: Path, invoke_cli: CliRunner, by_rename: bool, folder: str = "") -> tuple[Path, Path]:
-    """``_given``, and b edits kb.y's description."""
-    a, b = _given(tmp_path, invoke_cli, by_rename, folder)
+    """``given_again``, and b edits kb.y's description."""
+    a, b = given_again(tmp_path, invoke_cli, by_rename=by_rename, folder=folder)
     invoke_cli("--kb", b, *BEE, "update", "kb.y", "--description", "b's summary", check=True)
     return a, b
 
@@ -71,25 +52,6 @@ def _choice(forgetter_here: bool) -> str:
     return (f"{drop} to keep it forgotten, yours at kb.y (or {keep} to keep the memory origin/main edited, as kb.y-2)"
             if forgetter_here else
             f"{keep} to keep the memory you edited, as kb.y-2, and origin/main's at kb.y (or {drop} to let it go)")
-
-
-def _typed(invoke_cli: CliRunner, message: str, keep: bool) -> list[str]:
-    """The steps of a stop, run as printed, the choice between the edited memory and its forget
-    by ``keep``; what each slayer-kb step printed."""
-    said, here = [], Path()
-    for step in re.split(r"; (?![^(]*\))", message.split(" To merge by hand: ", 1)[1].strip().removesuffix(".")):
-        typed = step.split(" (")[0]
-        if " && " in typed:  # the choice: the keep chain moves a file aside (mv), the other does not
-            first, other = typed.split(" to ", 1)[0], step.split(" (or ", 1)[1].split(" to ")[0].removesuffix(")")
-            typed = first if (" mv " in first) == keep else other
-        if typed.startswith("cd "):
-            here = Path(typed[3:])
-        elif typed.startswith(("git ", "test ")):
-            subprocess.run(typed, shell=True, cwd=here, check=True, capture_output=True)
-        else:
-            proc = invoke_cli(*shlex.split(typed.split(" (")[0])[1:], cwd=here)
-            said.append(proc.stdout + proc.stderr)
-    return said
 
 
 def _texts(clone: Path) -> dict[str, str]:
@@ -130,7 +92,7 @@ def test_a_merge_of_an_id_given_again_against_an_edit_stops_on_the_forget(
         "commit --no-edit; slayer-kb sync.\n"))
     assert (second / "memories" / "kb.y.yaml").read_text() == given
     assert len(git(second, "ls-files", "-u", "memories/kb.y.yaml").splitlines()) == 3  # base and both sides
-    said = _typed(invoke_cli, stopped.stderr.removeprefix("Error: "), keep)
+    said = typed_steps(invoke_cli, stopped.stderr, keeping(keep))
     checked = 1 + keep + (not by_rename)
     assert said[0] == f"Checked {checked} file{'s' if checked > 1 else ''}: no problems.\n", said
     _settled(invoke_cli, a, b, keep, given, edited)
@@ -161,7 +123,7 @@ def test_a_sync_of_an_id_given_again_against_an_edit_stops_on_the_forget(
         "validate; git commit --no-edit; slayer-kb sync.\n"))
     assert git(second, "rev-parse", "HEAD") == head
     assert git(second, "status", "--porcelain") == ""
-    _typed(invoke_cli, stopped.stderr.removeprefix("Error: "), keep)
+    typed_steps(invoke_cli, stopped.stderr, keeping(keep))
     _settled(invoke_cli, a, b, keep, given, edited)
 
 
@@ -180,7 +142,7 @@ def test_an_edit_of_the_memory_renamed_onto_the_id_goes_with_it(
     assert (stopped.returncode, stopped.stderr.split("; the merge stopped")[0]) == (
         1, f"Error: {_opening(_words(forgetter_merges, True))}")
     assert "kb.x.yaml" not in stopped.stderr
-    _typed(invoke_cli, stopped.stderr.removeprefix("Error: "), keep=True)
+    typed_steps(invoke_cli, stopped.stderr, keeping(True))
     for clone in (a, b):
         invoke_cli("--kb", clone, "sync", check=True)
     for clone in (a, b):
@@ -211,7 +173,7 @@ def test_a_rebase_of_an_id_given_again_against_an_edit_is_refused(
         "steps to keep either.\n"))
     assert git(second, "rev-parse", "HEAD") == head
     stopped = invoke_cli("--kb", second, "merge", "origin/main")
-    _typed(invoke_cli, stopped.stderr.removeprefix("Error: "), keep=True)
+    typed_steps(invoke_cli, stopped.stderr, keeping(True))
     _settled(invoke_cli, a, b, True, given, edited)
 
 
@@ -243,13 +205,7 @@ def test_validate_against_names_an_id_given_again_once_beside_another_file_both_
     """With another memory both sides edited, git's merge-tree listed kb.y among the files a plain
     merge stops on, and validate --against named it a second time, as revisions a merge joins
     (it does not: it stops on the forget against the edit)."""
-    _bare, (a, b) = make_team(tmp_path)
-    for tag, memory_id in (("xray", "kb.x"), ("yank", "kb.y"), ("zero", "kb.z")):
-        invoke_cli("--kb", a, "save", unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
-    invoke_cli("--kb", a, "sync", check=True)
-    invoke_cli("--kb", b, "sync", check=True)
-    invoke_cli("--kb", a, "forget", "kb.y", check=True)
-    invoke_cli("--kb", a, "rename", "kb.x", "kb.y", check=True)
+    a, b = given_again(tmp_path, invoke_cli, also=(("zero", "kb.z", "shop.orders"),))
     invoke_cli("--kb", a, "update", "kb.z", "--description", "a's note on z", check=True)
     invoke_cli("--kb", b, *BEE, "update", "kb.y", "--description", "b's summary", check=True)
     invoke_cli("--kb", b, *BEE, "update", "kb.z", "--description", "b's note on z", check=True)
@@ -407,7 +363,7 @@ def test_an_id_given_again_against_a_soft_forget_keeps_the_new_memory(
     it, which b edits). The sync stopped saying b edited kb.y, its step keeping a soft-forgotten
     copy as kb.y-2. Both forgot that memory: the sync keeps a's at kb.y, not forgotten (with b's
     edit of kb.x), without a stop; validate --against and the rebase's refusal say so."""
-    a, b = _given(tmp_path, invoke_cli, by_rename)
+    a, b = given_again(tmp_path, invoke_cli, by_rename=by_rename)
     if by_rename:
         invoke_cli("--kb", b, *BEE, "update", "kb.x", "--description", "b's summary of X", check=True)
     invoke_cli("--kb", b, *BEE, "forget", "kb.y", "--soft", check=True)
@@ -462,3 +418,33 @@ def test_a_forget_undone_in_a_merge_is_no_id_given_again(tmp_path: Path, invoke_
     assert (merged.returncode, merged.stderr) == (0, "")
     text = (a / "memories" / "kb.y.yaml").read_text()
     assert "plus b's correction" in text and "title: Yank\n" in text and "description: b's summary\n" in text
+
+
+@pytest.mark.parametrize("restorer_second", [True, False])
+@pytest.mark.parametrize("and_edits", [True, False])
+def test_a_sync_of_a_memory_forgotten_and_brought_back_joins_the_other_sides_edit(
+        tmp_path: Path, invoke_cli: CliRunner, restorer_second: bool, and_edits: bool) -> None:
+    """a forgets kb.y and restores it (then edits its title, or not); b edits kb.y. Synced after b,
+    a's sync rebased: git replayed the forget onto b's edit and stopped ("Your commits forgot
+    memories/kb.y.yaml, which origin/main edited"), its steps a rebase's, where 'slayer-kb merge
+    origin/main' joins them. The sync merges instead, without a stop, in either order."""
+    a, b = given_again(tmp_path, invoke_cli, by_rename=False)
+    git(a, "reset", "-q", "--hard", "HEAD~2")  # a's forget and save undone: a forgets kb.y anew
+    invoke_cli("--kb", a, "forget", "kb.y", check=True)
+    invoke_cli("--kb", a, "restore", "kb.y", "--rev", "HEAD~1", check=True)
+    if and_edits:
+        invoke_cli("--kb", a, "update", "kb.y", "--title", "Yank", check=True)
+    invoke_cli("--kb", b, *BEE, "update", "kb.y", "--description", "b's summary", check=True)
+    first, second = (b, a) if restorer_second else (a, b)
+    invoke_cli("--kb", first, "sync", check=True)
+    synced = invoke_cli("--kb", second, "sync", check=True)
+    ours = 3 if and_edits else 2
+    assert synced.stdout.startswith(f"Synced main with origin: merged, 1 pulled, {ours + 1} pushed.\n" if restorer_second
+                                    else f"Synced main with origin: rebased, {ours} pulled, 1 pushed.\n"), synced.stdout
+    invoke_cli("--kb", first, "sync", check=True)
+    for clone in (a, b):
+        texts = _texts(clone)
+        assert list(texts) == ["kb.x.yaml", "kb.y.yaml"]
+        assert "description: b's summary\n" in texts["kb.y.yaml"]
+        assert ("title: Yank\n" in texts["kb.y.yaml"]) == and_edits
+        assert invoke_cli("--kb", clone, "validate", check=True).stdout.endswith("no problems.\n")

@@ -472,7 +472,8 @@ def test_review_says_a_squash_merged_memory_is_on_main_already(tmp_path: Path, i
         "- **2**: Amounts are in cents (entities: `shop.orders.amount`; taken in by a squash or rebase merge; "
         "unchanged since)\n")
     data = json_of(invoke_cli("--kb", reviewer, "--json", "review", "origin/main", check=True))
-    assert data["taken_in"] == [{"id": "2", "label": "Amounts are in cents", "entities": ["shop.orders.amount"]}]
+    assert data["taken_in"] == [{"id": "2", "label": "Amounts are in cents", "entities": ["shop.orders.amount"],
+                                 "taken_in_by": "base", "how": "a squash or rebase merge, under commits of its own"}]
     assert [c["id"] for c in data["added"]] == ["3"]
 
 

@@ -97,7 +97,9 @@ def prune(settings: Settings, dry_run: bool, force: bool) -> None:
 
     Use it after the catalog changed outside slayer-kb: a model file deleted by hand, SLayer
     rewriting its models, a merge. Until then search simply ignores the dangling references.
-    While a catalog file does not parse, prune refuses: what it defines would look gone.
+    A link to a memory a commit renamed, still there under its new id, is pointed at that id,
+    not stripped. While a catalog file does not parse, prune refuses: what it defines would
+    look gone.
 
     \b
     Examples:
@@ -111,7 +113,10 @@ def prune(settings: Settings, dry_run: bool, force: bool) -> None:
 def pruned_text(result: CascadeResult) -> str:
     verb = "Would strip" if result.dry_run else "Stripped"
     lines = [f"{verb} from memory {mid}: {', '.join(gone)}" for mid, gone in result.stripped.items()]
-    if not result.stripped:
+    point = "Would point" if result.dry_run else "Pointed"
+    lines += [f"{point} in memory {mid}: {', '.join(f'{old} at {new} (renamed)' for old, new in links.items())}"
+              for mid, links in result.relinked.items()]
+    if not result.stripped and not result.relinked:
         lines.append("Nothing to prune: every reference resolves.")
     if result.commit:
         lines.append(f"(commit {result.commit[:12]})")

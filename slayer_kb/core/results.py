@@ -238,6 +238,8 @@ class CascadeResult:
     kept: list[str] = field(default_factory=list)  # --force: the user's versions set aside
     # A delete: the example-query memories whose stored query references what it deleted.
     stale_queries: list[str] = field(default_factory=list)
+    # prune: memory id -> {link to a renamed memory: the link to its new id} it pointed there
+    relinked: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"commit": self.commit, "rewritten": self.rewritten}
@@ -245,6 +247,8 @@ class CascadeResult:
             data.update(stripped=self.stripped, dry_run=self.dry_run)
         else:
             data = {"deleted": self.deleted, **data, "stale_queries": self.stale_queries}
+        if self.relinked:
+            data["relinked"] = self.relinked
         if self.kept:
             data["kept"] = self.kept
         return data

@@ -43,6 +43,8 @@ class MemoryChange:
             data["old_id"] = self.old_id
         if self.note is not None:
             data["note"] = self.note
+        if self.status == "taken in":  # which side took it in from the other, as the markdown says
+            data.update(taken_in_by="head" if self.picked else "base", how=(PICKED if self.picked else SQUASHED)[1:-1])
         return data
 
 

@@ -42,7 +42,7 @@ from ..core import yamlio
 from ..core.errors import AmbiguousEntityError, CatalogError, InvalidInputError, KBError, NotFoundError, UsageError
 from ..core.fileio import read_regular
 from ..core.ids import check_id
-from ..core.locate import linked_id
+from ..core.locate import linked_id, memory_link
 from ..core.memory import Memory, with_entities
 from ..core.problems import command
 from ..core.results import CascadeResult
@@ -275,17 +275,25 @@ def _strip(
     changes: list[Change],
     memories: dict[str, Memory],
     at_head: frozenset[str] = frozenset(),
+    moved: dict[str, str] | None = None,
+    pointed: dict[str, dict[str, str]] | None = None,
 ) -> dict[str, list[str]]:
     """Append a rewrite of every memory holding an entity ``gone`` says to strip (and the
-    rewritten memory to ``memories``); those of ``at_head`` as HEAD has them (a dry run's)."""
+    rewritten memory to ``memories``); those of ``at_head`` as HEAD has them (a dry run's). An
+    entity ``moved`` maps is replaced by what it maps to instead, and listed in ``pointed``."""
+    moved = moved or {}
     stripped: dict[str, list[str]] = {}
     for memory, text in tx.read_matching(matches, at_head):
         removed = [e for e in memory.entities if gone(e)]
         if removed:
-            kept = [e for e in memory.entities if not gone(e)]
+            # A link pointed at one the memory holds already is held once.
+            kept = list(dict.fromkeys(moved.get(e, e) for e in memory.entities if not gone(e) or e in moved))
             changes.append(memory_change(memory, with_entities(text, memory, kept)))
             memories[memory.id] = memory.evolve(entities=kept)
-            stripped[memory.id] = removed
+            if dropped := [e for e in removed if e not in moved]:
+                stripped[memory.id] = dropped
+            if pointed is not None and (relinked := {e: moved[e] for e in removed if e in moved}):
+                pointed[memory.id] = relinked
     return stripped
 
 
@@ -306,6 +314,8 @@ def prune(kb: Context, dry_run: bool = False, *, force: bool = False) -> Cascade
     refused as the run would be). ``force``: files holding uncommitted work are rewritten from
     HEAD (``Transaction.rewrite``)."""
 
+    pointed: dict[str, dict[str, str]] = {}
+
     def plan(at_head: frozenset[str] = frozenset()) -> tuple[list[Change], tuple[dict[str, Memory], dict[str, list[str]]]]:
         # A dry run reads HEAD's versions of the files its run sets aside (and then indexes):
         # the links only they hold are the run's to strip too.
@@ -314,27 +324,39 @@ def prune(kb: Context, dry_run: bool = False, *, force: bool = False) -> Cascade
         changes: list[Change] = []
         memories: dict[str, Memory] = {}
         stripped: dict[str, list[str]] = {}
+        pointed.clear()
         if dangling:
             gone = set(dangling)
             matches = lookups.tagged(dangling)
-            stripped = _strip(tx, matches, gone.__contains__, changes, memories, at_head)
+            stripped = _strip(tx, matches, gone.__contains__, changes, memories, at_head, _renamed_links(kb, dangling),
+                              pointed)
         return changes, (memories, stripped)
 
     with kb.transaction() as tx:
         _refuse_a_skipped_catalog_file(kb)
         changes, (memories, stripped), kept = tx.dry_rewrite(plan, force) if dry_run else tx.rewrite(plan, force, ahead=True)
-        rewritten = list(stripped)
+        rewritten = list(dict.fromkeys([*stripped, *pointed]))
         commit = None
         if changes and not dry_run:
             removed = sorted({e for entities in stripped.values() for e in entities})
-            commit = tx.commit(
-                changes,
-                f"catalog: prune {len(removed)} dangling references\n\n"
-                f"Stripped {_some(removed)} from {len(rewritten)} {_memories(len(rewritten))}: "
-                f"{_some(rewritten)}",
-                memories,
-            )
-        return CascadeResult(None, commit, rewritten, stripped, dry_run, kept)
+            moves = sorted({pair for links in pointed.values() for pair in links.items()})
+            said = [f"Stripped {_some(removed)} from {len(stripped)} {_memories(len(stripped))}: {_some(list(stripped))}"
+                    ] if removed else []
+            said += [f"Pointed {old} at {new} (renamed) in {', '.join(m for m, links in pointed.items() if old in links)}"
+                     for old, new in moves]
+            commit = tx.commit(changes, f"catalog: prune {len(removed) + len(moves)} dangling references\n\n"
+                               + "\n".join(said), memories)
+        return CascadeResult(None, commit, rewritten, stripped, dry_run, kept, relinked=dict(pointed))
+
+
+def _renamed_links(kb: Context, dangling: list[str]) -> dict[str, str]:
+    """Of ``dangling``, each link to a memory a commit renamed, still there under its new id
+    (``Context.renamed_to``), and the link to that id: a memory that lives on is no link to strip
+    (a merge committed by hand in a KB with no remote, whose links no ``sync`` points at it)."""
+    olds = {entity: old for entity in dangling if (old := linked_id(entity)) is not None}
+    renamed = kb.renamed_ids() if olds else set()
+    return {entity: memory_link(to[0]) for entity, old in olds.items()
+            if (to := kb.renamed_to(old, renamed=renamed)) is not None}
 
 
 def _refuse_a_skipped_catalog_file(kb: Context) -> None:

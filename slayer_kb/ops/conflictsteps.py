@@ -10,7 +10,7 @@ from ..core.problems import command_in, words
 from ..store.guesses import guessed_moves
 from ..store.renames import Crossing, chains, forgotten_ends
 from ..store.repo import GitStore
-from .snapshot import files_at
+from .snapshot import files_at, memory_ids_at
 
 
 def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]], other: str,
@@ -247,9 +247,15 @@ def _renamed_from(store: GitStore, paths: list[str],
     # An id a later rename moved on counts too: the rebase replays the rename commits one by one.
     old_of: dict[str, str] = {}
     by_tip: dict[str, tuple[set[str], dict[str, str]]] = {}
+    at_base = memory_ids_at(store, base)
     for tip in dict.fromkeys(tips):
         first, final = chains(store, base, tip)
-        old_of |= first
+        # An id a memory held where they parted, which the tip's renames passed through and left
+        # (forget kb.y, rename kb.x kb.y, rename kb.y kb.z): the file there is that memory's (kb.y,
+        # the other side's edit), not one the renames gave. (A rebase stops at each rename commit:
+        # an id only they gave, since left, is the stop's.)
+        left = at_base - memory_ids_at(store, tip)
+        old_of |= {new: old for new, old in first.items() if new not in left}
         by_tip[tip] = (set(first), final)
     return {p: store.repo_path(memory_path(old_of[i])) for p, i in ids.items() if i in old_of}, by_tip, base
 

@@ -3,7 +3,9 @@ synced: stopped on a conflict (``slayer-kb merge``'s, or the one sync's steps st
 by hand (``git commit --no-edit`` after that stop) and not yet pushed. A link to an id a rename on
 either side since they parted moved to a live id is no link to a forgotten memory: ``sync`` points
 it at the new id (``renames.renamed_since``, as ``sync``'s ``strip_gone`` after a merge committed
-by hand does); ``prune``, the fix for a dangling link, would strip a link to a live memory for good.
+by hand does). In a KB with no remote there is no sync: ``prune`` points it there, as it does a link
+to any id a commit renamed to a live one (``cascade.prune``), which this module names too once no
+merge is pending.
 """
 
 from __future__ import annotations
@@ -12,19 +14,21 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..store.renames import renamed_since
+from ..core.locate import memory_path
+from ..store.renames import ever_renamed, renamed_away, renamed_since
 from ..store.repo import GitStore, find_toplevel
+from .snapshot import files_at
 
 
 @dataclass(frozen=True)
 class _Side:
     """A line of history whose renames since ``base`` a link follows, held at ``tip``; ``by``: who
-    renamed, in the message's words; ``pending``: what comes before the sync does it."""
+    renamed, in the message's words; ``fix``: what to do, ``{command}`` and ``{new}`` filled in."""
 
     base: str
     tip: str
     by: str
-    pending: str
+    fix: str
 
 
 class MergeRenames:
@@ -44,7 +48,9 @@ class MergeRenames:
         sha = _commit(store, "MERGE_HEAD")
         if sha:
             base = _commit(store, "HEAD") and _merge_base(store, "HEAD", sha)
-            after = "once the merge is committed, "
+            # With no remote there is no sync to run: prune points such a link (cascade.prune).
+            fix = "sync" if store.git("remote").stdout.strip() else "prune"
+            after = f"leave it; once the merge is committed, '{{command}} {fix}' points it at {{new}}"
             return store, [_Side(base, sha, "the branch being merged (MERGE_HEAD) renamed", after),
                            _Side(base, "HEAD", "this branch renamed", after)] if base else []
         # A merge committed by hand among the commits sync has yet to push: sync's own rule.
@@ -52,16 +58,28 @@ class MergeRenames:
         merge = upstream and store.git("rev-list", "-1", "--min-parents=2", "HEAD", f"^{upstream}",
                                        check=False).stdout.decode().strip()
         base = merge and _merge_base(store, f"{merge}^1", f"{merge}^2")
-        return store, [_Side(base, "HEAD", f"a side of merge {merge[:12]}, not yet synced, renamed", "")] if base else []
+        return store, [_Side(base, "HEAD", f"a side of merge {merge[:12]}, not yet synced, renamed",
+                             "leave it; '{command} sync' points it at {new}")] if base else []
 
     def __call__(self, memory_id: str) -> tuple[str, _Side] | None:
         if self._merging is None:
             return None
         store, sides = self._merging
-        if sides and memory_id not in self._read:
+        if memory_id not in self._read:
             self._read[memory_id] = next(((new, side) for side in sides if (new := renamed_since(
-                store, side.base, side.tip, [memory_id]).live.get(memory_id)) is not None), None)
+                store, side.base, side.tip, [memory_id]).live.get(memory_id)) is not None), None) or _renamed(
+                    store, memory_id)
         return self._read.get(memory_id)
+
+
+def _renamed(store: GitStore, memory_id: str) -> tuple[str, _Side] | None:
+    """Where a commit of HEAD's history renamed ``memory_id`` (``renamed_away``), when its new id
+    names a memory HEAD holds: no merge to sync (one committed by hand in a KB with no remote, or
+    synced by a build that did not point such links), and ``prune`` points the link there."""
+    away = renamed_away(store, memory_id) if ever_renamed(store, memory_id) else None
+    if away is None or away.forgotten or not files_at(store, "HEAD", memory_path(new := away.moves[-1][0])):
+        return None
+    return new, _Side("", "HEAD", f"commit {away.moves[0][1][:12]} renamed", "run '{command} prune' to point it at {new}")
 
 
 def _commit(store: GitStore, rev: str) -> str:
@@ -80,4 +98,4 @@ def dangling(entity: str, target: str, command: str, renames: MergeRenames | Non
     if moved is None:
         return f"'{entity}' refers to a memory that does not exist (run '{command} prune' to strip it)"
     new, side = moved
-    return f"'{entity}' refers to {target}, which {side.by} to {new}: leave it; {side.pending}'{command} sync' points it at {new}"
+    return f"'{entity}' refers to {target}, which {side.by} to {new}: {side.fix.format(command=command, new=new)}"

@@ -27,7 +27,7 @@ from ..core.results import RebaseResult
 from ..store import mergedriver
 from ..store.gitenv import LITERAL_PATHS
 from ..store.guesses import rename_detection
-from ..store.renames import Crossing, crossings
+from ..store.renames import Crossing, crossings, given_and_moved_on
 from ..store.repo import GitStore
 from ..store.revisions import added_alike, forgot_at, resolve_rev
 from ..store.worktree import require_shown
@@ -84,6 +84,8 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
                 if crossed := crossings(store, bases[0], (onto_commit, ours)):
                     raise ConflictError(_crossed_message(kb.root, upstream, crossed, {onto_commit: upstream,
                                                                                       ours: "your commits"}))
+                if both and (moved_on := given_and_moved_on(store, bases[0], (onto_commit, ours))):
+                    raise ConflictError(_moved_on_message(kb.root, upstream, moved_on))
             # Given at the start, git keeps the -X for --continue.
             args = [*rename_detection(store, bases, (ours, onto_commit), replays=True), "-q", onto_commit]
         elif not in_progress(store):
@@ -144,6 +146,19 @@ def _crossed_message(root: Path, upstream: str, crossed: list[Crossing], names: 
            "replays one side's commits onto the other's one by one, which cannot keep the two memories apart")
     return (f"{opening(said)}. A rebase {how}, so nothing was rebased. Run "
             f"'{command(root)} merge {words(upstream)}' instead: {merge_settles(crossed)}.")
+
+
+def _moved_on_message(root: Path, upstream: str, ids: list[str]) -> str:
+    """Why a rebase is refused on ids one side forgot, gave to another memory and moved on, which
+    the other changed (``renames.given_and_moved_on``): the replay stops on the forget, and again
+    on the memory given the id once that stop's steps kept the other's memory there; the merge
+    stops once."""
+    named = ", ".join(ids)
+    return (f"One side forgot {named}, then gave the id to another memory and moved that on, and the other side "
+            f"changed {named}: a rebase replays those commits one by one, stopping on the forget, and again on the "
+            f"memory given {named} once the one the other side changed is kept there, so nothing was rebased. Run "
+            f"'{command(root)} merge {words(upstream)}' instead: it stops once, on the forget against that change, "
+            "with the steps to keep either.")
 
 
 def push_step(remote: str, branch: str, pushed: int, root: Path, in_kb: bool = False) -> str:

@@ -49,7 +49,7 @@ from ..core.session import SESSIONS_DIR
 from ..core.text import MAX_SHOWN, shown_value
 from ..store.guesses import rename_detection
 from ..store.moves import MovedIds
-from ..store.renames import TipRenames, crossings, merged_where, rename_meets
+from ..store.renames import TipRenames, brought_back, crossings, given_and_moved_on, merged_where, rename_meets
 from ..store.replay import forgets, replay
 from ..store.repo import Change, GitStore
 from ..store.worktree import reset_keep
@@ -362,15 +362,25 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
         raise ConflictError(stop)
     # A memory forgot and its id given again on one side, renamed on the other: git's rebase replays
     # the rename onto the memory given the id; the merge stops on the forget against the rename.
-    if merges or (both and crossings(store, parted, (upstream, ours))):
+    # Given again and moved on: the replay stops twice, and its first steps' choice to keep the
+    # other side's memory meets the memory given its id; the merge stops once, on the forget.
+    merging = merges or bool(both and (crossings(store, parted, (upstream, ours))
+                                       or given_and_moved_on(store, parted, (upstream, ours))))
+    # A renamed memory the other side changed (``rename``'s trailer; its old file is then written
+    # on both sides): git's rebase follows the move, the replay would take it for a forget and let
+    # it win over a soft forget or edit.
+    rebasing = not merging and ((both and rename_meets(store, parted, (upstream, ours), renames))
+                                or (tip := replay(store, upstream, ours)) is None)
+    # A memory this branch forgot and brought back, the upstream changed: git's rebase replays the
+    # forget and stops on it, a merge joins the change into the memory brought back.
+    merging = merging or bool(rebasing and parted and brought_back(store, parted, ours, upstream))
+    if merging:
         _merge(store, remote, name, upstream, bool(mapping), written_on_either(store, (upstream, ours), bases), bases)
-    elif (both and rename_meets(store, parted, (upstream, ours), renames)) or (tip := replay(store, upstream, ours)) is None:
-        # A renamed memory the other side changed (``rename``'s trailer; its old file is then
-        # written on both sides): git's rebase follows the move, the replay would take it for a
-        # forget and let it win over a soft forget or edit.
+    elif rebasing:
         _rebase(store, remote, upstream_branch, upstream, bool(mapping),
                 written_on_either(store, (upstream, ours), bases), bases)
     else:
+        assert tip is not None  # neither merging nor rebasing: the replay made it
         reset_keep(store, tip)
         if both:
             weighed = forgets(store, [store.repo_path(path) for path in both], (parted, upstream, ours, tip))
@@ -378,7 +388,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
             result.dropped += [memory_id for memory_id in weighed.dropped if memory_id not in result.dropped]
     result.resolved += [path for path in merged_where(store, parted, (upstream, ours), both, renames) if path not in result.resolved]
     result.session_projects.update(session_projects(store, (upstream, ours), both))
-    result.action = "merged" if merges else "rebased"
+    result.action = "merged" if merging else "rebased"
     if parted:
         _recount(kb, store, tx, (parted, upstream, ours), both)
     moves = Moves(result.merged, result.unlinked, result.cascaded, result.deduplicated, result.relinked)

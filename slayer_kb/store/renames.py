@@ -319,6 +319,50 @@ def crossings(store: GitStore, base: str, tips: tuple[str, str]) -> list[Crossin
     return found
 
 
+def given_and_moved_on(store: GitStore, base: str, tips: tuple[str, str]) -> list[str]:
+    """The ids at ``base`` that a tip forgot (its first deletion of the file since, no rename),
+    then gave to another memory (a ``save --id`` or a ``rename`` onto it) and moved on or forgot
+    again (``forget kb.y``, ``rename kb.x kb.y``, ``rename kb.y kb.z``), and whose file the other
+    tip changed (edited, renamed, forgotten). No ``Crossing``, the id being left at that tip, but
+    git's rebase replays the forget, and once that stop's steps kept the other side's memory at
+    the id, stops again on the memory given it; a merge of the tips sees the memory forgotten, and
+    the other moved. The trees read in this process; one ``git log`` a tip (``_events``) where it
+    lacks a memory the other changed."""
+    objects, folder = store.objects, store.repo_path(MEMORIES_DIR)
+    trees = [objects.tree_of(commit) for commit in (base, *tips)]
+    names = [set(objects.names_in(tree, folder)) for tree in trees]
+    found: list[str] = []
+    for n, tip in enumerate(tips):
+        paths = [f"{folder}/{name.decode('utf-8', 'surrogateescape')}" for name in names[0] - names[n + 1]]
+        was, there = objects.blobs_at(trees[0], paths), objects.blobs_at(trees[2 - n], paths)
+        changed = [path for path in paths if there[path] != was[path]]
+        events = _events(store, base, tip) if changed else {}
+        for path in changed:
+            seen = events.get(path, [])
+            gone = next((k for k, (status, _c, _s) in enumerate(seen) if status == "D"), None)
+            memory_id = id_of_path(path[len(store.prefix):])
+            if (gone is not None and memory_id is not None and any(status == "A" for status, _c, _s in seen[gone:])
+                    and memory_id not in renamed_in(store, seen[gone][1]) and memory_id not in found):
+                found.append(memory_id)
+    return found
+
+
+def brought_back(store: GitStore, base: str, tip: str, other: str) -> list[str]:
+    """The memories at ``base`` that ``tip`` forgot since (its file's first deletion, no rename)
+    and holds again (``restore``, ``git revert`` of the forget, a checkout of an older version),
+    whose file ``other`` changed: git's rebase of ``tip`` onto ``other`` replays the forget onto
+    that change and stops on a forget against an edit, where a merge of the two joins the change
+    into the memory brought back. One ``git log`` (``_events``)."""
+    deleted = {path: commit for path, events in _events(store, base, tip).items()
+               if (commit := next((c for status, c, _s in events if status == "D"), None))}
+    objects = store.objects
+    was, here, there = (objects.blobs_at(objects.tree_of(commit), deleted) for commit in (base, tip, other))
+    return [memory_id for path, commit in deleted.items()
+            if (memory_id := id_of_path(path[len(store.prefix):])) is not None
+            and None not in (was[path], here[path], there[path]) and there[path] != was[path]
+            and memory_id not in renamed_in(store, commit)]
+
+
 def _events(store: GitStore, base: str, tip: str) -> dict[str, list[tuple[str, str, str]]]:
     """{memory file (repository-relative): each deletion and addition of it ``base..tip`` made,
     oldest first: its status (D, A), commit and subject}, from one ``git log``."""
@@ -377,9 +421,10 @@ def forgotten_ends(store: GitStore, base: str, head: str, olds: Collection[str])
     and one saved at that id since is another memory, not where the rename went. ``_moves``' one
     ``git log``, and one for each chain asked of."""
     ends: dict[str, tuple[str, str]] = {}  # each old id: the id its chain came to, the commit that gave it
-    for commit, old, new, _root in _of_memories(store, _moves(store, base, head)):
+    for commit, old, new, root in _of_memories(store, _moves(store, base, head)):
         ends = {was: ((new, commit) if now == old else (now, at)) for was, (now, at) in ends.items()}
-        ends[old] = (new, commit)
+        if root == old:  # else a chain through ``old`` goes on: the memory ``old`` held there is not this one
+            ends[old] = (new, commit)
     return {old for old, (new, commit) in ends.items()
             if old in olds and new != old and first_deletion(store, new, commit, head) is not None}
 
@@ -389,16 +434,22 @@ def chains(store: GitStore, base: str, head: str = "HEAD") -> tuple[dict[str, st
     -> kb.c: kb.b and kb.c were 1), and ``renames_between`` of the same, from one ``git log``."""
     first: dict[str, str] = {}
     final: dict[str, str] = {}
-    for _commit, old, new, _root in _of_memories(store, _moves(store, base, head)):
+    for _commit, old, new, root in _of_memories(store, _moves(store, base, head)):
         first[new] = first.get(old, old)
         final = {was: (new if now == old else now) for was, now in final.items()}
-        final[old] = new
+        # A rename of an id an earlier rename gave (kb.x -> kb.y -> kb.z) moves that chain's memory
+        # on: whatever ``old`` held where the walk starts (forgotten, or moved away) did not go there.
+        if root == old:
+            final[old] = new
     return ({new: old for new, old in first.items() if old != new},
             {old: new for old, new in final.items() if old != new})
 
 
 def _moves(store: GitStore, base: str, head: str) -> list[tuple[str, str, str]]:
-    """The (commit, old id, new id) of each rename ``base..head`` made, oldest first."""
+    """The (commit, old id, new id) of each rename ``base..head`` made, oldest first. Not one of an
+    id ``base`` holds whose file an earlier commit of the line deleted (``forget kb.y``, ``save --id
+    kb.y``, ``rename kb.y kb.z``): that moves a memory saved since, and the one ``base`` held there
+    went nowhere. (An id an earlier rename gave is ``_of_memories``' to tell.)"""
     # Basic regex whatever grep.patternType says (fixed strings would match no "^").
     out = store.git("log", "--reverse", "-z", "--format=%H%n%B", "--basic-regexp", f"--grep=^{_KEY}", head,
                     f"^{base}", "--").stdout
@@ -406,7 +457,33 @@ def _moves(store: GitStore, base: str, head: str) -> list[tuple[str, str, str]]:
     for entry in filter(None, out.decode("utf-8", "replace").split("\0")):
         commit, _, message = entry.strip("\n").partition("\n")
         moves += ((commit, old, new) for old, new in _checked(store, commit, message).items())
-    return moves
+    gave: set[str] = set()
+    kept = []
+    for commit, old, new in moves:
+        if old in gave or _held_since(store, base, commit, old):
+            kept.append((commit, old, new))
+        gave.add(new)
+    return kept
+
+
+def _held_since(store: GitStore, base: str, commit: str, memory_id: str) -> bool:
+    """Whether the memory file ``commit`` (a rename) moved away holds the memory ``base`` held at
+    that id, or ``base`` held none: its version before the commit is ``base``'s, or one with the
+    same ``created_at`` whose file no earlier commit deleted. Read in this process; a ``git log``
+    only for an edited memory that keeps its ``created_at``."""
+    objects, path = store.objects, store.repo_path(memory_path(memory_id))
+    parents = objects.parents(commit)
+    was, now = (objects.blobs_at(objects.tree_of(rev), [path])[path] for rev in (base, parents[0] if parents else base))
+    if was is None or was == now:
+        return True
+    texts = objects.read_many("blob", [blob for blob in (was, now) if blob])
+    try:
+        if len({loads(text.decode("utf-8", "surrogateescape"), memory_id).created_at for text in texts.values()}) > 1:
+            return False
+    except MemoryFileError:  # a version that does not parse: the deletions tell
+        pass
+    # created_at is kept to the second: a memory saved again in the second the first was saved holds the same
+    return first_deletion(store, memory_id, base, commit) == commit
 
 
 def _of_memories(store: GitStore, moves: list[tuple[str, str, str]]) -> list[tuple[str, str, str, str]]:
