@@ -93,7 +93,7 @@ def _head(root: Path) -> str:
     ("point", "slowed", "committed"),
     [
         # The blobs are in git's objects, the commit not yet made.
-        ("before-commit", ("_commit_tree", 3.0), False),
+        ("before-commit", ("commit_tree", 3.0), False),
         # The commit is made and the disk space for its files reserved; HEAD has not moved.
         ("space-reserved", ("write", 3.0), False),
         # HEAD moved, no file written yet.

@@ -84,7 +84,8 @@ def _signing_key(folder: Path) -> Path:
 
 def _signed(clone: Path) -> None:
     """The clone's commits not pushed yet made again, signed (``log.showSignature`` then prints a
-    line before each in a log): slayer-kb's ``commit-tree`` signs none."""
+    line before each in a log): the plain run's config signs none (the hostile one's signs them
+    already, as ``commit.gpgSign`` says: test_signing.py)."""
     key = Path(git(clone, "rev-parse", "--show-toplevel").strip()).parent / "signing"
     git(clone, "-c", "gpg.format=ssh", "-c", f"user.signingKey={key}", "-c", "commit.gpgSign=true",
         "rebase", "-q", "--force-rebase", "--no-fork-point", "@{upstream}")

@@ -19,7 +19,7 @@ from slayer_kb.core.memory import Memory, dumps
 from slayer_kb.ops.renumber import plan, renumber
 from slayer_kb.ops.sync import BACKOFF_WINDOW, backoff, sync
 from slayer_kb.store.moves import MOVES_FILE
-from testing import commit_all, git, json_of, write_test_catalog
+from testing import CliRunner, commit_all, git, json_of, make_team, unlike, write_test_catalog
 from testing.mcp import error, with_server_in_process
 
 
@@ -485,3 +485,20 @@ def test_the_longest_refused_sync_waits_least() -> None:
     for bound, seen in zip((0.2, 0.1, 0.04), quick, strict=True):
         assert bound * 0.9 < seen <= bound
     assert max(backoff(1, rng, 5.0) for _ in range(200)) <= BACKOFF_WINDOW
+
+
+def test_a_renumbered_commit_keeps_its_author_on_a_machine_with_no_git_identity(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """A save by ``--author`` renumbered by a sync keeps that author; who commits is slayer-kb's
+    neutral identity (no user.name, no GIT_AUTHOR_*), as for the save itself."""
+    _bare, (a, b) = make_team(tmp_path)
+    for clone in (a, b):
+        git(clone, "config", "slayer-kb.ids", "sequential")
+    anonymous = dict.fromkeys(("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"))
+    invoke_cli("--kb", a, "save", unlike("anote"), "-e", "shop.orders.amount", env=anonymous, check=True)
+    invoke_cli("--kb", a, "sync", env=anonymous, check=True)
+    invoke_cli("--kb", b, "--author", "Ann Lee <ann@example.com>", "save", unlike("bnote"), "-e", "shop.orders.qty",
+               env=anonymous, check=True)
+    assert "  renumbered: 1 -> 2" in invoke_cli("--kb", b, "sync", env=anonymous, check=True).stdout.splitlines()
+    assert git(b, "log", "-1", "--format=%s | %an <%ae> | %cn <%ce>") == (
+        "memory: save 2 (renumber 1 -> 2) | Ann Lee <ann@example.com> | slayer-kb <slayer-kb@localhost>\n")

@@ -79,8 +79,8 @@ def test_who_commits_is_read_from_git_in_one_process(catalog_kb: KnowledgeBase, 
                                                      tmp_path: Path) -> None:
     """git's user.name and user.email (the last value of each, as ``git config KEY`` answers), both
     asked of one git process, as every process that commits asks, the one that reads the settings
-    of the ids a save takes (a save starts one ``git config``, not two); a key not set falls back
-    to slayer-kb's neutral identity."""
+    of the ids a save takes and whether to sign (a save starts one ``git config``, not two); a key
+    not set falls back to slayer-kb's neutral identity."""
     for variable in GIT_ENV:
         monkeypatch.delenv(variable)
     git(catalog_kb.root, "config", "user.name", "First")
@@ -92,7 +92,7 @@ def test_who_commits_is_read_from_git_in_one_process(catalog_kb: KnowledgeBase, 
     asked = [line.split("git config", 1)[1] for line in trace.read_text().splitlines()
              if "built-in: git config" in line]
     assert asked == [r" -z --get-regexp '^(slayer-kb\.(ids|remote)|remote\..*\.url|branch\..*\.(remote|merge)"
-                     r"|user\.(name|email))$'"]
+                     r"|user\.(name|email)|commit\.gpgsign)$'"]
     assert git(catalog_kb.root, "log", "-1", "--format=%an <%ae> | %cn <%ce>") == (
         "Ada Lovelace <slayer-kb@localhost> | Ada Lovelace <slayer-kb@localhost>\n"
     )
@@ -462,7 +462,7 @@ def publish_by_hand(kb: KnowledgeBase) -> tuple[str, str, dict[str, bytes]]:
              "memories/d.yaml": None}
     old_tree = objects.tree_of(old)
     before = objects.blobs_at(old_tree, list(after))
-    new = store._commit_tree(objects.update_tree(old_tree, after), old, "memory: by hand", None)
+    new = store.commit_tree(objects.update_tree(old_tree, after), old, "memory: by hand", {})
     journal.write(store.state, {"old": old, "new": new, "changes": {p: [before[p], after[p]] for p in after}})
     store.git("update-ref", "HEAD", new, old)
     return old, new, {name: (root / f"memories/{name}.yaml").read_bytes() for name in ("c", "d")}
@@ -558,7 +558,7 @@ def test_a_journal_whose_update_ref_never_happened_is_dropped(catalog_kb: Knowle
     assert old is not None
     blob = store.objects.write("blob", b"learning: never published\n")
     tree = store.objects.update_tree(store.objects.tree_of(old), {"memories/a.yaml": blob})
-    new = store._commit_tree(tree, old, "x", None)
+    new = store.commit_tree(tree, old, "x", {})
     journal.write(store.state, {"old": old, "new": new, "changes": {"memories/a.yaml": [None, blob]}})
     KnowledgeBase(root).save_memory("memory e", ["orders"], id="e")
     assert KnowledgeBase(root).get("a").to_dict()["learning"] == "memory a"

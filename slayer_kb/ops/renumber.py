@@ -36,7 +36,6 @@ from ..core.memory import loads, with_entities
 from ..core.problems import command, git_command
 from ..core.results import RenumberResult
 from ..core.text import listed
-from ..store.gitenv import UTF8_COMMITS
 from ..store.renames import trailer
 from ..store.repo import Change, GitStore
 from ..store.revisions import resolve_rev, same_memories
@@ -253,11 +252,8 @@ def _recommit(store: GitStore, commit: str, tree: str, parent: str | None, mappi
         body = "\n".join(line for line in body.split("\n") if not line.startswith(TRAILER)).rstrip("\n")
         newline = newline if body.strip() else ""
         message = f"{bare} (renumber {said}){newline}{body}\n\n{TRAILER} ({said})"
-    env = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_AUTHOR_DATE": date, **store.identity()}
-    args = ["commit-tree", tree, "-F", "-"]
-    if parent is not None:
-        args[2:2] = ["-p", parent]
-    return store.git(*UTF8_COMMITS, *args, input=(message + "\n").encode("utf-8"), env=env).stdout.decode().strip()
+    return store.commit_tree(tree, parent, message + "\n",
+                             {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_AUTHOR_DATE": date})
 
 
 def _id_token(memory_id: str) -> str:

@@ -1,5 +1,5 @@
 """git commands that may not run for ever: stopped past a bound with the hooks they started; and
-what a git failure's message means for the user (``explain``).
+what a git failure's message means for the user (``checked``, ``explain``).
 
 The git commands of a commit that run the repository's hooks (``update-ref`` runs
 ``reference-transaction``, ``update-index`` ``post-index-change``) are bounded, so a hook that
@@ -15,6 +15,7 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
+from ..core.errors import StoreError
 from ..core.inputs import whole_number
 from .gitenv import git_env
 
@@ -91,6 +92,14 @@ def hung(top: Path, command: str, hook: str, outcome: str) -> str:
         f"{hook} hook ({top / where}), which must be waiting for something. {outcome} Make the hook finish (or "
         "remove it), then retry; SLAYER_KB_GIT_TIMEOUT sets how many seconds git may take."
     )
+
+
+def checked(args: list[str], proc: subprocess.CompletedProcess[bytes]) -> subprocess.CompletedProcess[bytes]:
+    """``proc``, or a StoreError that says why ``git ARGS`` failed."""
+    if proc.returncode != 0:
+        message = proc.stderr.decode("utf-8", "replace").strip()
+        raise StoreError(f"git {args[0]} failed: {explain(message)}")
+    return proc
 
 
 def explain(message: str) -> str:

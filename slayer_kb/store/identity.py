@@ -1,6 +1,8 @@
 """Who a commit names: an author given as ``Name <email>`` (``--author``), the neutral identity
 a machine with no git identity commits under, so that a fresh machine can still commit, and git's
-own identity, read again whenever what it is read from changed (docs/server.md, "Who commits")."""
+own identity, read again whenever what it is read from changed (docs/server.md, "Who commits");
+with it, whether the commits slayer-kb writes are signed (``commit.gpgSign``), which ``git
+commit-tree`` does not read itself."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ if TYPE_CHECKING:
 
 _AUTHOR = re.compile(r"\s*(?P<name>[^<>]*?)\s*<(?P<email>[^<>]*)>\s*\Z")
 FALLBACK = ("slayer-kb", "slayer-kb@localhost")
-_KEYS = r"user\.(name|email)"
+_KEYS = r"user\.(name|email)|commit\.gpgsign"
 # What git reads its identity from, besides the GIT_* variables and the config files.
 _VARIABLES = ("HOME", "XDG_CONFIG_HOME", "EMAIL", "USER", "LOGNAME", "PATH")
 
@@ -43,17 +45,34 @@ def fallback_identity(config: bytes, environ: Mapping[str, str]) -> dict[str, st
     an identity: the neutral one for each of user.name and user.email that neither git's config
     (``config``: ``git config -z --get-regexp`` of both, the last value of each winning, as ``git
     config KEY`` answers) nor ``environ`` (``GIT_AUTHOR_NAME``...) sets."""
-    values: dict[bytes, bytes] = {}
-    for item in config.split(b"\0"):
-        key, _, value = item.partition(b"\n")
-        values[key] = value
+    values = _values(config)
     env: dict[str, str] = {}
     for name, var, fallback in ((b"user.name", "NAME", FALLBACK[0]), (b"user.email", "EMAIL", FALLBACK[1])):
-        configured = values.get(name, b"").strip()
+        configured = (values.get(name) or b"").strip()
         for role in ("AUTHOR", "COMMITTER"):
             if not configured and f"GIT_{role}_{var}" not in environ:
                 env[f"GIT_{role}_{var}"] = fallback
     return env
+
+
+def signs(config: bytes) -> bool:
+    """Whether ``commit.gpgSign`` in ``config`` (as ``fallback_identity`` takes it) is true, as git
+    reads a boolean: a name with no value, true, yes, on or a number other than 0."""
+    value = _values(config).get(b"commit.gpgsign", b"")
+    if value is None:
+        return True
+    word = value.strip().lower()
+    return word in (b"true", b"yes", b"on") or (word.isdigit() and int(word) != 0)
+
+
+def _values(config: bytes) -> dict[bytes, bytes | None]:
+    """Each key of ``git config -z --get-regexp`` output and its last value (None: the name alone,
+    with no ``=``)."""
+    values: dict[bytes, bytes | None] = {}
+    for item in config.split(b"\0"):
+        key, newline, value = item.partition(b"\n")
+        values[key] = value if newline else None
+    return values
 
 
 def sources(git_dir: Path, common_dir: Path) -> Sources:
@@ -75,19 +94,25 @@ def _signature(path: str) -> tuple[int, int, int] | None:
 
 
 class Identity:
-    """Who commits: call it for the environment a commit needs (``fallback_identity``). Read by
-    ``git config``, remembered with the ``sources`` it was read under, read again whenever they
-    differ: a warm server runs one command after another in one process."""
+    """Who commits: call it for the environment a commit needs (``fallback_identity``), or
+    ``committing`` for that and whether to sign. Read by ``git config``, remembered with the
+    ``sources`` it was read under, read again whenever they differ: a warm server runs one command
+    after another in one process."""
 
     def __init__(self, git: Callable[..., CompletedProcess[bytes]], git_dirs: Callable[[], tuple[Path, Path]]) -> None:
         self._git, self._git_dirs = git, git_dirs
-        self._read: tuple[Sources, dict[str, str]] | None = None
+        self._read: tuple[Sources, dict[str, str], bool] | None = None
 
     def __call__(self) -> dict[str, str]:
+        return self.committing()[0]
+
+    def committing(self) -> tuple[dict[str, str], bool]:
+        """The environment a commit needs, and whether it is to be signed (``signs``)."""
         now = sources(*self._git_dirs())
-        if self._read is not None and self._read[0] == now:
-            return self._read[1]
-        return self._take(now, self._config(_KEYS))
+        read = self._read
+        if read is None or read[0] != now:
+            read = self._take(now, self._config(_KEYS))
+        return read[1], read[2]
 
     def with_config(self, keys: str, now: Sources) -> bytes:
         """``git config -z --get-regexp`` of the keys the regexp ``keys`` matches, and of who
@@ -100,7 +125,7 @@ class Identity:
     def _config(self, keys: str) -> bytes:
         return self._git("config", "-z", "--get-regexp", f"^({keys})$", check=False).stdout
 
-    def _take(self, now: Sources, config: bytes) -> dict[str, str]:
+    def _take(self, now: Sources, config: bytes) -> tuple[Sources, dict[str, str], bool]:
         # Asked after ``now`` was looked at: a change in between makes the next look differ.
-        self._read = (now, fallback_identity(config, os.environ))
-        return self._read[1]
+        self._read = (now, fallback_identity(config, os.environ), signs(config))
+        return self._read

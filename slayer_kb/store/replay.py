@@ -22,12 +22,15 @@ nothing to begin with (an empty commit made by hand) is kept, as ``git rebase`` 
 commits keep their author, date and message; the committer is whoever runs the sync, now, as
 with ``git rebase``. Anything else - a line merge, another file one side deleted and the other changed, a
 merge commit, a mode other than a plain file - answers None, and ``git rebase`` does the whole
-replay as before (its conflicts and messages unchanged). Nothing here touches a ref, the index
+replay as before (its conflicts and messages unchanged). Where the repository signs its commits
+(``commit.gpgSign``), each is made by ``git commit-tree``, which signs it (a commit it could not
+make as it was, in another encoding, goes to ``git rebase``). Nothing here touches a ref, the index
 or the work tree: the caller moves the branch to the tip it gets.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -61,7 +64,10 @@ def replay(store: GitStore, upstream: str, head: str) -> str | None:
     changes = _changes(store, [commit for commit, *_ in commits])
     objects = store.objects
     raw = objects.read_many("commit", [commit for commit, *_ in commits])
-    committer = store.git("var", "GIT_COMMITTER_IDENT", env=store.identity()).stdout.strip()
+    env, sign = store.identity.committing()
+    if sign and not all(map(_signable, raw.values())):
+        return None
+    committer = b"" if sign else store.git("var", "GIT_COMMITTER_IDENT", env=env).stdout.strip()
     tip, tree = upstream, objects.tree_of(upstream)
     for commit, _parent in commits:
         made = changes.get(commit, [])
@@ -71,7 +77,8 @@ def replay(store: GitStore, upstream: str, head: str) -> str | None:
         new_tree = objects.update_tree(tree, updates) if updates else tree
         if new_tree == tree and made:
             continue  # the upstream has this commit's change already: dropped, as git rebase does
-        tip, tree = objects.write("commit", _recommitted(raw[commit], new_tree, tip, committer)), new_tree
+        tip, tree = (_signed(store, raw[commit], new_tree, tip) if sign else
+                     objects.write("commit", _recommitted(raw[commit], new_tree, tip, committer))), new_tree
     return tip
 
 
@@ -231,3 +238,30 @@ def _recommitted(raw: bytes, tree: str, parent: str, committer: bytes) -> bytes:
     lines = [b"tree " + tree.encode(), b"parent " + parent.encode(), *kept[:1], b"committer " + committer,
              *kept[1:]]
     return b"\n".join(lines) + b"\n\n" + message
+
+
+_AUTHOR = re.compile(rb"author (?P<name>[^<>\n]+) <(?P<email>[^<>\n]*)> (?P<date>\d+ [+-]\d{4})\Z")
+
+
+def _signable(raw: bytes) -> bool:
+    """Whether commit object ``raw`` can be made again by ``git commit-tree`` as it is: its message
+    UTF-8 (no other ``encoding``), its author line as git writes one."""
+    header, _, message = raw.partition(b"\n\n")
+    lines = header.split(b"\n")
+    try:
+        message.decode()
+    except UnicodeDecodeError:
+        return False
+    return not any(line.startswith(b"encoding ") and line[9:].lower() not in (b"utf-8", b"utf8") for line in lines) and any(
+        _AUTHOR.match(line) for line in lines)
+
+
+def _signed(store: GitStore, raw: bytes, tree: str, parent: str) -> str:
+    """Commit object ``raw`` made again on ``tree`` and ``parent`` by ``git commit-tree``, which
+    signs it (``commit.gpgSign``: ``GitStore.commit_tree``), its author, date and message kept."""
+    header, _, message = raw.partition(b"\n\n")
+    author = next(found for line in header.split(b"\n") if (found := _AUTHOR.match(line)))
+    name, email, date = (author.group(part).decode("utf-8", "surrogateescape") for part in ("name", "email", "date"))
+    # "@": git reads "<seconds> <zone>" as a commit's header has it only so.
+    return store.commit_tree(tree, parent, message.decode(),
+                             {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_AUTHOR_DATE": f"@{date}"})

@@ -30,11 +30,11 @@ from ..core.fileio import refuses_folders
 from ..core.problems import words
 from ..core.results import LogEntry
 from ..core.text import shown_controls
-from . import gitstate, indexlock, journal, reffiles, requests, state, upkeep, worktree
-from .bounded import explain, git_timeout, hung, run_bounded
+from . import committree, gitstate, indexlock, journal, reffiles, requests, state, upkeep, worktree
+from .bounded import checked, explain, git_timeout, hung, run_bounded
 from .files import reserved_space, why_unwritable
-from .gitenv import OUTPUT_SETTINGS, UTF8_COMMITS, git_env
-from .identity import Identity, parse_author
+from .gitenv import OUTPUT_SETTINGS, git_env
+from .identity import Identity
 from .objects import Named, ObjectStore
 from .place import git_dir_refusal, ownership_refusal
 from .recovery import RESERVE, recover
@@ -43,7 +43,6 @@ from .view import View
 STATE_DIR = state.STATE_DIR
 LOCK_TIMEOUT = 60.0
 _WALK_LIMIT = 4
-_COMMIT_ATTEMPTS = 5
 LOCK_POLL = 0.002  # seconds between tries of a taken KB lock
 UNWRITABLE = ("slayer-kb keeps its lock and search index there: make the knowledge base writable by this user, "
               "or clone it somewhere writable")
@@ -60,14 +59,6 @@ def run_git(args: list[str], cwd: Path, *, input: bytes | None = None, env: Mapp
     except FileNotFoundError:
         raise StoreError("git is not installed or not on PATH; install git first.") from None
     return checked(args, proc) if check else proc
-
-
-def checked(args: list[str], proc: subprocess.CompletedProcess[bytes]) -> subprocess.CompletedProcess[bytes]:
-    """``proc``, or a StoreError that says why ``git ARGS`` failed."""
-    if proc.returncode != 0:
-        message = proc.stderr.decode("utf-8", "replace").strip()
-        raise StoreError(f"git {args[0]} failed: {explain(message)}")
-    return proc
 
 
 # Where a repository keeps its objects (and their hash), its git folders and its index.
@@ -388,7 +379,7 @@ class GitStore:
         tree = objects.update_tree(old_tree, {self.repo_path(path): blob for path, blob in blobs.items()})
         if tree == old_tree:
             return None
-        new = self._commit_tree(tree, old, message, author)
+        new = self.commit_tree(tree, old, message, committree.author_env(author))
         record = {"old": old, "new": new, "changes": blobs, "request": self.request}
         with reserved_space(self.state / RESERVE, [c.data for c in changes if c.data is not None]):
             if self.request is not None:  # noted before it is published: its client can tell
@@ -522,21 +513,11 @@ class GitStore:
                     "the knowledge base and refuses to write through it. Replace it with a folder."
                 )
 
-    def _commit_tree(self, tree: str, parent: str | None, message: str, author: str | None) -> str:
-        env = dict(self.identity())
-        if author:
-            name, email = parse_author(author)
-            env.update(GIT_AUTHOR_NAME=name, GIT_AUTHOR_EMAIL=email)
-        args = ["commit-tree", tree, "-F", "-"]
-        if parent:
-            args[2:2] = ["-p", parent]
-        for _ in range(_COMMIT_ATTEMPTS):
-            proc = self.git(*UTF8_COMMITS, *args, input=message.encode(), env=env, check=False)
-            # git makes the object's fan-out folder and retries once; a concurrent repack's
-            # prune-packed can remove it again (objects.py retries the same way).
-            if b"unable to create temporary file: No such file or directory" not in proc.stderr:
-                break
-        return checked(args, proc).stdout.decode().strip()
+    def commit_tree(self, tree: str, parent: str | None, message: str, author: Mapping[str, str]) -> str:
+        """A commit of ``tree`` on ``parent`` (none: a root commit) with ``message``, by who commits,
+        ``author`` (``GIT_AUTHOR_*``) naming another author, signed when ``commit.gpgSign`` says so
+        (committree.py); a StoreError when git cannot make it."""
+        return committree.write(self.git, self.identity.committing(), tree, parent, message, author)
 
     def describe_commits(self, shas: list[str]) -> list[LogEntry]:
         """Each commit's sha, author, ISO date and message, in the order given.
