@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, git, make_team, unlike
+from testing import CliRunner, git, make_team, make_team_after, unlike
 
 BEE = ("--author", "Bee <bee@example.com>")
 
@@ -19,17 +19,21 @@ BEE = ("--author", "Bee <bee@example.com>")
 def _crossed(tmp_path: Path, invoke_cli: CliRunner) -> tuple[Path, Path]:
     """kb.x, kb.y, kb.k (links kb.x) and kb.l (links kb.y) on both clones; a forgets kb.y and
     renames kb.x to kb.y (kb.k's link follows); b renames kb.y to kb.m (kb.l's link follows) and
-    saves kb.q linking kb.m."""
-    _bare, (a, b) = make_team(tmp_path)
-    for tag, memory_id, link in (("xray", "kb.x", "shop.orders"), ("yank", "kb.y", "shop.orders"),
-                                 ("kilo", "kb.k", "memory:kb.x"), ("lima", "kb.l", "memory:kb.y")):
-        invoke_cli("--kb", a, "save", unlike(tag), "--id", memory_id, "-e", link, check=True)
-    invoke_cli("--kb", a, "sync", check=True)
-    invoke_cli("--kb", b, "sync", check=True)
-    invoke_cli("--kb", a, "forget", "kb.y", check=True)
-    invoke_cli("--kb", a, "rename", "kb.x", "kb.y", check=True)
-    invoke_cli("--kb", b, *BEE, "rename", "kb.y", "kb.m", check=True)
-    invoke_cli("--kb", b, *BEE, "save", unlike("quebec"), "--id", "kb.q", "-e", "memory:kb.m", check=True)
+    saves kb.q linking kb.m. Made once a process and copied (``make_team_after``)."""
+
+    def cross(kbs: list[Path]) -> None:
+        a, b = kbs
+        for tag, memory_id, link in (("xray", "kb.x", "shop.orders"), ("yank", "kb.y", "shop.orders"),
+                                     ("kilo", "kb.k", "memory:kb.x"), ("lima", "kb.l", "memory:kb.y")):
+            invoke_cli("--kb", a, "save", unlike(tag), "--id", memory_id, "-e", link, check=True)
+        invoke_cli("--kb", a, "sync", check=True)
+        invoke_cli("--kb", b, "sync", check=True)
+        invoke_cli("--kb", a, "forget", "kb.y", check=True)
+        invoke_cli("--kb", a, "rename", "kb.x", "kb.y", check=True)
+        invoke_cli("--kb", b, *BEE, "rename", "kb.y", "kb.m", check=True)
+        invoke_cli("--kb", b, *BEE, "save", unlike("quebec"), "--id", "kb.q", "-e", "memory:kb.m", check=True)
+
+    _bare, (a, b) = make_team_after(tmp_path, "crossed", cross)
     return a, b
 
 

@@ -15,17 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, GitRuns, git, make_team, traced_git, unlike
+from testing import CliRunner, GitRuns, git, make_team, make_team_after, traced_git, unlike
 
 BEE = ("--author", "Bee <bee@example.com>")
 PLAIN = "a plain git merge of this branch does the same, or stops on two edits of one memory where their lines meet"
 MERGE = "Run 'git fetch origin && slayer-kb merge origin/main': it"
 
 
-def _given(tmp_path: Path, invoke_cli: CliRunner, by_rename: bool, folder: str = "") -> tuple[Path, Path]:
-    """kb.x and kb.y on both clones; a forgets kb.y and gives the id to another memory (kb.x
-    renamed to it, or a new text saved there)."""
-    _bare, (a, b) = make_team(tmp_path, folder=folder)
+def _give(invoke_cli: CliRunner, a: Path, b: Path, by_rename: bool) -> None:
     for tag, memory_id in (("xray", "kb.x"), ("yank", "kb.y")):
         invoke_cli("--kb", a, "save", unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
     invoke_cli("--kb", a, "sync", check=True)
@@ -35,13 +32,24 @@ def _given(tmp_path: Path, invoke_cli: CliRunner, by_rename: bool, folder: str =
         invoke_cli("--kb", a, "rename", "kb.x", "kb.y", check=True)
     else:
         invoke_cli("--kb", a, "save", unlike("zulu"), "--id", "kb.y", "-e", "shop.orders", check=True)
+
+
+def _given(tmp_path: Path, invoke_cli: CliRunner, by_rename: bool, folder: str = "") -> tuple[Path, Path]:
+    """kb.x and kb.y on both clones; a forgets kb.y and gives the id to another memory (kb.x
+    renamed to it, or a new text saved there). Made once a process and copied (``make_team_after``)."""
+    _bare, (a, b) = make_team_after(tmp_path, f"given-{by_rename}", lambda kbs: _give(invoke_cli, *kbs, by_rename),
+                                    folder=folder)
     return a, b
 
 
 def _reused(tmp_path: Path, invoke_cli: CliRunner, by_rename: bool, folder: str = "") -> tuple[Path, Path]:
     """``_given``, and b edits kb.y's description."""
-    a, b = _given(tmp_path, invoke_cli, by_rename, folder)
-    invoke_cli("--kb", b, *BEE, "update", "kb.y", "--description", "b's summary", check=True)
+
+    def reuse(kbs: list[Path]) -> None:
+        _give(invoke_cli, *kbs, by_rename)
+        invoke_cli("--kb", kbs[1], *BEE, "update", "kb.y", "--description", "b's summary", check=True)
+
+    _bare, (a, b) = make_team_after(tmp_path, f"reused-{by_rename}", reuse, folder=folder)
     return a, b
 
 
