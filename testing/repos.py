@@ -144,6 +144,23 @@ def make_indexed_example_kb(root: Path) -> Path:
     return root
 
 
+def make_kb_after(root: Path, name: str, steps: Callable[[Path], object]) -> Path:
+    """``make_empty_kb``, then ``steps(root)`` (the saves a module's tests all start from), run
+    once a process for each ``name`` and copied as ``make_empty_kb`` is: the same commits, files
+    and index in each copy, its state folder stamped again. The steps close what they open."""
+    from slayer_kb.store import state, upkeep
+
+    def build(where: Path) -> None:
+        make_empty_kb(where)
+        steps(where)
+        # A background repack the steps started would move objects while they are copied.
+        assert upkeep.wait(where / state.STATE_DIR, 60), "the background repack did not finish"
+
+    _copy_of(f"after-{name}", build, root, keep_mtimes=True)
+    state.make(root / state.STATE_DIR)
+    return root
+
+
 def _build_team(where: Path, folder: str) -> None:
     """A bare remote holding a catalog KB (in ``folder`` of the repository, "" for its top), and
     one clone of it (``a``): every clone of a team is the same but for where its origin is, so a

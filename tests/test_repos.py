@@ -6,7 +6,7 @@ from pathlib import Path
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.ops.sync import sync
-from testing import fsck, git, make_empty_kb, make_indexed_example_kb, make_team, make_team_after
+from testing import fsck, git, make_empty_kb, make_indexed_example_kb, make_kb_after, make_team, make_team_after
 
 
 def test_a_copied_kb_is_a_sound_repository_of_few_files(tmp_path: Path) -> None:
@@ -72,3 +72,24 @@ def test_a_team_copied_after_its_steps_is_its_own(tmp_path: Path) -> None:
     assert sync(KnowledgeBase(a)).pushed == 1
     assert git(first_bare, "rev-parse", "main") == git(a, "rev-parse", "HEAD")
     assert git(other_bare, "rev-parse", "main") == git(other_b, "rev-parse", "HEAD") != git(a, "rev-parse", "HEAD")
+
+
+def test_a_kb_copied_after_its_steps_is_its_own(tmp_path: Path) -> None:
+    # make_kb_after runs a module's saves once and copies their result: each copy holds the
+    # steps' commit and its index, and a save in one is in that one only.
+    ran: list[Path] = []
+
+    def steps(root: Path) -> None:
+        ran.append(root)
+        kb = KnowledgeBase(root)
+        kb.save_observation(title="Saved once", content="Saved once, in the template.", project="ops")
+        kb.close()
+
+    first, other = (KnowledgeBase(make_kb_after(tmp_path / name, "one-save", steps)) for name in ("first", "other"))
+    assert len(ran) == 1 and ran[0] not in (first.root, other.root)
+    assert [kb.search("saved once").memories[0]["id"] for kb in (first, other)] == ["1", "1"]
+    assert git(first.root, "rev-parse", "HEAD") == git(other.root, "rev-parse", "HEAD")
+    assert first.save_observation(title="First", content="The first copy's only.", project="ops").memory_id == "2"
+    assert other.save_observation(title="Other", content="The other copy's only.", project="ops").memory_id == "2"
+    assert git(first.root, "rev-parse", "HEAD") != git(other.root, "rev-parse", "HEAD")
+    assert fsck(first.root).returncode == 0
