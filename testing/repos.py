@@ -278,15 +278,20 @@ def squash_merged_branch(tmp_path: Path, invoke_cli: Callable[..., object], *com
     """A team's agent and reviewer clones (``make_team``): the agent runs each of ``commands``
     (slayer-kb's arguments: saves, updates) on its branch ``agent-a`` and syncs it, and the
     reviewer squash-merges the branch into main, as a pull request's squash button does, and pushes
-    it. Where the tests of what meets a squash-merged branch start; (agent, reviewer)."""
-    _bare, (agent, reviewer) = make_team(tmp_path)
-    git(agent, "switch", "-q", "-c", "agent-a")
-    for command in (*commands, ("sync",)):
-        invoke_cli("--kb", agent, *command, check=True)
-    git(reviewer, "fetch", "-q", "origin")
-    git(reviewer, "merge", "-q", "--squash", "origin/agent-a")
-    git(reviewer, "commit", "-q", "-m", "Squash agent-a")
-    git(reviewer, "push", "-q", "origin", "main")
+    it. Where the tests of what meets a squash-merged branch start; (agent, reviewer). Made once
+    a process for each ``commands`` and copied (``make_team_after``)."""
+
+    def squash_merge(kbs: list[Path]) -> None:
+        agent, reviewer = kbs
+        git(agent, "switch", "-q", "-c", "agent-a")
+        for command in (*commands, ("sync",)):
+            invoke_cli("--kb", agent, *command, check=True)
+        git(reviewer, "fetch", "-q", "origin")
+        git(reviewer, "merge", "-q", "--squash", "origin/agent-a")
+        git(reviewer, "commit", "-q", "-m", "Squash agent-a")
+        git(reviewer, "push", "-q", "origin", "main")
+
+    _bare, (agent, reviewer) = make_team_after(tmp_path, f"squash-merged {commands!r}", squash_merge)
     return agent, reviewer
 
 
