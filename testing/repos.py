@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import shutil
 import subprocess
@@ -143,6 +144,23 @@ def make_indexed_example_kb(root: Path) -> Path:
     return root
 
 
+def make_kb_after(root: Path, name: str, steps: Callable[[Path], object]) -> Path:
+    """``make_empty_kb``, then ``steps(root)`` (the saves a module's tests all start from), run
+    once a process for each ``name`` and copied as ``make_empty_kb`` is: the same commits, files
+    and index in each copy, its state folder stamped again. The steps close what they open."""
+    from slayer_kb.store import state, upkeep
+
+    def build(where: Path) -> None:
+        make_empty_kb(where)
+        steps(where)
+        # A background repack the steps started would move objects while they are copied.
+        assert upkeep.wait(where / state.STATE_DIR, 60), "the background repack did not finish"
+
+    _copy_of(f"after-{name}", build, root, keep_mtimes=True)
+    state.make(root / state.STATE_DIR)
+    return root
+
+
 def _build_team(where: Path, folder: str) -> None:
     """A bare remote holding a catalog KB (in ``folder`` of the repository, "" for its top), and
     one clone of it (``a``): every clone of a team is the same but for where its origin is, so a
@@ -193,26 +211,63 @@ def make_team(tmp_path: Path, clones: int = 2, folder: str = "") -> tuple[Path, 
     CPU for two clones); copied, it is its files, each clone's origin is set to the copied
     remote, and its state folder, indexed in the template, is stamped again (as
     ``make_indexed_example_kb``'s)."""
-    from slayer_kb.store import state
-
     name = f"team-{folder}"
     if name not in _TEMPLATES:
         where = Path(tempfile.mkdtemp(prefix="slayer-kb-team-"))
         atexit.register(shutil.rmtree, where, ignore_errors=True)
         _build_team(where, folder)
         _TEMPLATES[name] = where
-    template = _TEMPLATES[name]
+    return _copied_team(_TEMPLATES[name], ["a"] * clones, tmp_path, folder)
+
+
+def make_team_after(tmp_path: Path, name: str, steps: Callable[[list[Path]], object], clones: int = 2,
+                    folder: str = "") -> tuple[Path, list[Path]]:
+    """``make_team``, then ``steps(kbs)`` (the saves, syncs and renames a module's tests all start
+    from), run once a process for each ``name`` and copied as ``make_team`` copies a team: the
+    same commits, refs and files in each copy, for the tests of what comes after them. ``name``
+    says which steps and arguments made the state (a module's tests each name theirs)."""
+    key = f"team-{folder}-{clones}-{name}"
+    if key not in _TEMPLATES:
+        where = Path(tempfile.mkdtemp(prefix="slayer-kb-team-after-"))
+        atexit.register(shutil.rmtree, where, ignore_errors=True)
+        _bare, kbs = make_team(where, clones, folder)
+        steps(kbs)
+        from slayer_kb.store import state, upkeep
+
+        # A background repack the steps started would move objects while they are copied.
+        for kb in kbs:
+            assert upkeep.wait(kb / state.STATE_DIR, 60), "the background repack did not finish"
+        _TEMPLATES[key] = where
+    return _copied_team(_TEMPLATES[key], list("abcdefgh"[:clones]), tmp_path, folder, own_leases=True)
+
+
+def _copied_team(template: Path, sources: list[str], tmp_path: Path, folder: str, own_leases: bool = False
+                 ) -> tuple[Path, list[Path]]:
+    """The team in ``template`` copied to ``tmp_path``: its remote, and a clone ``a``, ``b``, ...
+    copied from each of ``sources``, its origin set to the copied remote (in its config, in the
+    FETCH_HEAD a fetch left and in the ids' leases, where the remote's path is read again), its
+    state folder stamped again. With ``own_leases`` (each clone copied from its own source), each
+    copy holds its source's id leases as that clone does: the leases name their git folder by
+    device and inode, and a copy of a clone's folder (``cp -r``) leases blocks of its own."""
+    from slayer_kb.store import leases, state
+
     bare = tmp_path / "remote.git"
     shutil.copytree(template / "remote.git", bare, symlinks=True, ignore=_hook_samples)
-    # The clone's origin, as git clone wrote it: the one place a clone names its remote's path.
-    origin = f"\turl = {template / 'remote.git'}\n"
-    config = (template / "a" / ".git" / "config").read_text()
-    assert origin in config, config
+    origin = str(template / "remote.git")
     roots = []
-    for n in range(clones):
-        root = tmp_path / "abcdefgh"[n]
-        shutil.copytree(template / "a", root, symlinks=True, ignore=_hook_samples)
-        (root / ".git" / "config").write_text(config.replace(origin, f"\turl = {bare}\n"))
+    for letter, source in zip("abcdefgh"[: len(sources)], sources, strict=True):
+        root = tmp_path / letter
+        shutil.copytree(template / source, root, symlinks=True, ignore=_hook_samples)
+        config = (template / source / ".git" / "config").read_text()
+        assert f"\turl = {origin}\n" in config, config
+        git_dir = root / ".git"
+        for written in (git_dir / "config", git_dir / "FETCH_HEAD", git_dir / leases.STATE_FILE):
+            if written.exists():  # FETCH_HEAD names the remote without its ".git"
+                written.write_text(written.read_text().replace(str(template / "remote"), str(tmp_path / "remote")))
+        if own_leases and (git_dir / leases.STATE_FILE).exists():
+            held = json.loads((git_dir / leases.STATE_FILE).read_text())
+            held["home"] = [os.stat(git_dir).st_dev, os.stat(git_dir).st_ino]
+            (git_dir / leases.STATE_FILE).write_text(json.dumps(held))
         roots.append(root / folder if folder else root)
         state.make(roots[-1] / state.STATE_DIR)
     return bare, roots
@@ -223,15 +278,20 @@ def squash_merged_branch(tmp_path: Path, invoke_cli: Callable[..., object], *com
     """A team's agent and reviewer clones (``make_team``): the agent runs each of ``commands``
     (slayer-kb's arguments: saves, updates) on its branch ``agent-a`` and syncs it, and the
     reviewer squash-merges the branch into main, as a pull request's squash button does, and pushes
-    it. Where the tests of what meets a squash-merged branch start; (agent, reviewer)."""
-    _bare, (agent, reviewer) = make_team(tmp_path)
-    git(agent, "switch", "-q", "-c", "agent-a")
-    for command in (*commands, ("sync",)):
-        invoke_cli("--kb", agent, *command, check=True)
-    git(reviewer, "fetch", "-q", "origin")
-    git(reviewer, "merge", "-q", "--squash", "origin/agent-a")
-    git(reviewer, "commit", "-q", "-m", "Squash agent-a")
-    git(reviewer, "push", "-q", "origin", "main")
+    it. Where the tests of what meets a squash-merged branch start; (agent, reviewer). Made once
+    a process for each ``commands`` and copied (``make_team_after``)."""
+
+    def squash_merge(kbs: list[Path]) -> None:
+        agent, reviewer = kbs
+        git(agent, "switch", "-q", "-c", "agent-a")
+        for command in (*commands, ("sync",)):
+            invoke_cli("--kb", agent, *command, check=True)
+        git(reviewer, "fetch", "-q", "origin")
+        git(reviewer, "merge", "-q", "--squash", "origin/agent-a")
+        git(reviewer, "commit", "-q", "-m", "Squash agent-a")
+        git(reviewer, "push", "-q", "origin", "main")
+
+    _bare, (agent, reviewer) = make_team_after(tmp_path, f"squash-merged {commands!r}", squash_merge)
     return agent, reviewer
 
 

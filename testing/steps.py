@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .cli import CliRunner
-from .repos import make_team, unlike
+from .repos import make_team_after, unlike
 
 
 def given_again(tmp_path: Path, invoke_cli: CliRunner, *, by_rename: bool = True, also: tuple[tuple[str, str, str], ...] = (),
@@ -17,19 +17,23 @@ def given_again(tmp_path: Path, invoke_cli: CliRunner, *, by_rename: bool = True
     """A team (``make_team``) whose clones all hold kb.x and kb.y (``unlike`` texts "xray" and
     "yank", on shop.orders) and ``also`` (each a text's tag, its id and its entity, a link
     ``memory:...`` among them); then clone a forgets kb.y and gives the id to another memory: renames
-    kb.x to it (``by_rename``), or saves a new text ("zulu") there. The clones' KB folders."""
-    _bare, clones_made = make_team(tmp_path, clones=clones, folder=folder)
-    a = clones_made[0]
-    for tag, memory_id, entity in (("xray", "kb.x", "shop.orders"), ("yank", "kb.y", "shop.orders"), *also):
-        invoke_cli("--kb", a, "save", unlike(tag), "--id", memory_id, "-e", entity, check=True)
-    for clone in clones_made:
-        invoke_cli("--kb", clone, "sync", check=True)
-    invoke_cli("--kb", a, "forget", "kb.y", check=True)
-    if by_rename:
-        invoke_cli("--kb", a, "rename", "kb.x", "kb.y", check=True)
-    else:
-        invoke_cli("--kb", a, "save", unlike("zulu"), "--id", "kb.y", "-e", "shop.orders", check=True)
-    return clones_made
+    kb.x to it (``by_rename``), or saves a new text ("zulu") there. Made once a process for each
+    choice and copied (``make_team_after``). The clones' KB folders."""
+
+    def give(kbs: list[Path]) -> None:
+        a = kbs[0]
+        for tag, memory_id, entity in (("xray", "kb.x", "shop.orders"), ("yank", "kb.y", "shop.orders"), *also):
+            invoke_cli("--kb", a, "save", unlike(tag), "--id", memory_id, "-e", entity, check=True)
+        for clone in kbs:
+            invoke_cli("--kb", clone, "sync", check=True)
+        invoke_cli("--kb", a, "forget", "kb.y", check=True)
+        if by_rename:
+            invoke_cli("--kb", a, "rename", "kb.x", "kb.y", check=True)
+        else:
+            invoke_cli("--kb", a, "save", unlike("zulu"), "--id", "kb.y", "-e", "shop.orders", check=True)
+
+    _bare, kbs = make_team_after(tmp_path, f"given-again {by_rename} {also}", give, clones=clones, folder=folder)
+    return kbs
 
 
 def _first(step: str, other: str) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, git, make_team, traced_git, typed_steps, unlike
+from testing import CliRunner, git, make_team, make_team_after, traced_git, typed_steps, unlike
 
 
 @pytest.mark.parametrize("renamer_first", [True, False])
@@ -169,29 +169,38 @@ def test_a_link_to_a_memory_renamed_then_forgotten_is_a_link_to_a_forgotten_one(
 
 def _renamed_and_reused_upstream(tmp_path: Path, invoke_cli: CliRunner) -> tuple[Path, Path, str]:
     """Memory kb.r on both clones; clone a renames it to kb.revenue, gives kb.r to a new memory
-    (``--reuse-id``) and syncs. The clones, and the commit clone b parted at (short)."""
-    _bare, (a, b) = make_team(tmp_path)
-    invoke_cli("--kb", a, "save", "Revenue is paid orders", "--id", "kb.r", "-e", "shop.orders.amount", check=True)
-    invoke_cli("--kb", a, "sync", check=True)
-    invoke_cli("--kb", b, "sync", check=True)
-    parted = git(b, "rev-parse", "--short=12", "HEAD").strip()
-    invoke_cli("--kb", a, "rename", "kb.r", "kb.revenue", check=True)
-    invoke_cli("--kb", a, "save", "Refunds are negative", "--id", "kb.r", "--reuse-id", "-e", "shop.orders.amount",
-               check=True)
-    invoke_cli("--kb", a, "sync", check=True)
-    return a, b, parted
+    (``--reuse-id``) and syncs. The clones, and the commit clone b parted at (short). Made once
+    a process and copied (``make_team_after``)."""
+
+    def rename_and_reuse(kbs: list[Path]) -> None:
+        a, b = kbs
+        invoke_cli("--kb", a, "save", "Revenue is paid orders", "--id", "kb.r", "-e", "shop.orders.amount", check=True)
+        invoke_cli("--kb", a, "sync", check=True)
+        invoke_cli("--kb", b, "sync", check=True)
+        invoke_cli("--kb", a, "rename", "kb.r", "kb.revenue", check=True)
+        invoke_cli("--kb", a, "save", "Refunds are negative", "--id", "kb.r", "--reuse-id", "-e", "shop.orders.amount",
+                   check=True)
+        invoke_cli("--kb", a, "sync", check=True)
+
+    _bare, (a, b) = make_team_after(tmp_path, "renamed-and-reused-upstream", rename_and_reuse)
+    return a, b, git(b, "rev-parse", "--short=12", "HEAD").strip()
 
 
 def _renamed_on_a(tmp_path: Path, invoke_cli: CliRunner, *on_b: str) -> tuple[Path, Path]:
     """Memory 1 (linked by kb.l) on both clones; clone a renames it to kb.a, clone b runs
-    ``on_b`` on it as another author (two equal changes made alike would be one commit)."""
-    _bare, (a, b) = make_team(tmp_path)
-    invoke_cli("--kb", a, "save", "Revenue is paid orders", "-e", "shop.orders.amount", check=True)
-    invoke_cli("--kb", a, "save", "links it", "--id", "kb.l", "-e", "memory:1", check=True)
-    invoke_cli("--kb", a, "sync", check=True)
-    invoke_cli("--kb", b, "sync", check=True)
-    invoke_cli("--kb", a, "rename", "1", "kb.a", check=True)
-    invoke_cli("--kb", b, "--author", "Bee <bee@example.com>", *on_b, check=True)
+    ``on_b`` on it as another author (two equal changes made alike would be one commit). Made
+    once a process for each ``on_b`` and copied (``make_team_after``)."""
+
+    def rename(kbs: list[Path]) -> None:
+        a, b = kbs
+        invoke_cli("--kb", a, "save", "Revenue is paid orders", "-e", "shop.orders.amount", check=True)
+        invoke_cli("--kb", a, "save", "links it", "--id", "kb.l", "-e", "memory:1", check=True)
+        invoke_cli("--kb", a, "sync", check=True)
+        invoke_cli("--kb", b, "sync", check=True)
+        invoke_cli("--kb", a, "rename", "1", "kb.a", check=True)
+        invoke_cli("--kb", b, "--author", "Bee <bee@example.com>", *on_b, check=True)
+
+    _bare, (a, b) = make_team_after(tmp_path, f"renamed-on-a {on_b}", rename)
     return a, b
 
 

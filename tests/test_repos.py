@@ -6,7 +6,7 @@ from pathlib import Path
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.ops.sync import sync
-from testing import fsck, git, make_empty_kb, make_indexed_example_kb, make_team
+from testing import fsck, git, make_empty_kb, make_indexed_example_kb, make_kb_after, make_team, make_team_after
 
 
 def test_a_copied_kb_is_a_sound_repository_of_few_files(tmp_path: Path) -> None:
@@ -43,3 +43,53 @@ def test_a_copied_team_pushes_to_its_own_remote(tmp_path: Path) -> None:
     other_bare, (other,) = make_team(tmp_path / "next", 1)
     assert git(other_bare, "for-each-ref", "--format=%(refname)") == "refs/heads/main\n"
     assert KnowledgeBase(other).save_memory("Next: its own", ["orders.amount"]).memory_id == "1"
+
+
+def test_a_team_copied_after_its_steps_is_its_own(tmp_path: Path) -> None:
+    # make_team_after runs a module's steps once and copies their result: each copy holds the
+    # steps' commits and memories, names its own remote wherever git reads a remote's path
+    # again (the config, the FETCH_HEAD a sync's fetch left), and pushes there only.
+    ran: list[str] = []
+
+    def steps(kbs: list[Path]) -> None:
+        ran.append("steps")
+        KnowledgeBase(kbs[0]).save_memory("A: shared", ["orders.amount"])
+        sync(KnowledgeBase(kbs[0]))
+        sync(KnowledgeBase(kbs[1]))
+
+    first_bare, (a, b) = make_team_after(tmp_path / "first", "shared", steps)
+    other_bare, (other_a, other_b) = make_team_after(tmp_path / "other", "shared", steps)
+    assert ran == ["steps"]
+    for bare, clones in ((first_bare, (a, b)), (other_bare, (other_a, other_b))):
+        for clone in clones:
+            assert git(clone, "remote", "get-url", "origin").strip() == str(bare)
+            assert f" of {bare.with_suffix('')}\n" in (clone / ".git" / "FETCH_HEAD").read_text()
+            assert KnowledgeBase(clone).get("1").to_dict()["learning"] == "A: shared"
+            assert fsck(clone).returncode == 0
+    assert git(a, "rev-parse", "HEAD") == git(other_a, "rev-parse", "HEAD")
+    # The copy draws from the block the steps leased, as the clone it copies would.
+    assert KnowledgeBase(a).save_memory("B: first team's only", ["orders.amount"]).memory_id == "2"
+    assert sync(KnowledgeBase(a)).pushed == 1
+    assert git(first_bare, "rev-parse", "main") == git(a, "rev-parse", "HEAD")
+    assert git(other_bare, "rev-parse", "main") == git(other_b, "rev-parse", "HEAD") != git(a, "rev-parse", "HEAD")
+
+
+def test_a_kb_copied_after_its_steps_is_its_own(tmp_path: Path) -> None:
+    # make_kb_after runs a module's saves once and copies their result: each copy holds the
+    # steps' commit and its index, and a save in one is in that one only.
+    ran: list[Path] = []
+
+    def steps(root: Path) -> None:
+        ran.append(root)
+        kb = KnowledgeBase(root)
+        kb.save_observation(title="Saved once", content="Saved once, in the template.", project="ops")
+        kb.close()
+
+    first, other = (KnowledgeBase(make_kb_after(tmp_path / name, "one-save", steps)) for name in ("first", "other"))
+    assert len(ran) == 1 and ran[0] not in (first.root, other.root)
+    assert [kb.search("saved once").memories[0]["id"] for kb in (first, other)] == ["1", "1"]
+    assert git(first.root, "rev-parse", "HEAD") == git(other.root, "rev-parse", "HEAD")
+    assert first.save_observation(title="First", content="The first copy's only.", project="ops").memory_id == "2"
+    assert other.save_observation(title="Other", content="The other copy's only.", project="ops").memory_id == "2"
+    assert git(first.root, "rev-parse", "HEAD") != git(other.root, "rev-parse", "HEAD")
+    assert fsck(first.root).returncode == 0

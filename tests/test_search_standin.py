@@ -20,10 +20,42 @@ import pytest
 from slayer_kb import KnowledgeBase
 from slayer_kb.search import encoder, filler, sentences, vectors
 from slayer_kb.search.background import SentenceFiller
-from testing.repos import make_empty_kb
+from testing.repos import make_kb_after
 from testing.wait import eventually
 
 pytestmark = pytest.mark.usefixtures("encoder_on")  # conftest.py turns it off elsewhere
+
+# The product's own, made at each call: for the test of its letting the graph go.
+MADE_EACH_TIME = encoder.load_stand_in
+
+
+@pytest.fixture(scope="module")
+def _stand_ins_kept() -> Iterator[dict[tuple[str, int, int, int], encoder.Encoder | encoder.Unavailable]]:
+    kept: dict[tuple[str, int, int, int], encoder.Encoder | encoder.Unavailable] = {}
+    yield kept
+    kept.clear()  # its session let go with the module
+
+
+@pytest.fixture(autouse=True)
+def _stand_in_made_once(
+        _stand_ins_kept: dict[tuple[str, int, int, int], encoder.Encoder | encoder.Unavailable],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stand-in graph made once a module for the same model file (its rewrite and session,
+    0.2 s of CPU each time, which ``load_stand_in`` makes at each call so that a warm server lets
+    it go with its pass): these tests are about the passes, not the graph's making
+    (test_encoder_rewrite.py's)."""
+
+    def kept() -> encoder.Encoder | encoder.Unavailable:
+        path = encoder.model_file()
+        if isinstance(path, encoder.Unavailable):
+            return MADE_EACH_TIME()
+        st = path.stat()
+        key = (str(path), st.st_size, st.st_mtime_ns, st.st_ino)
+        if key not in _stand_ins_kept:
+            _stand_ins_kept[key] = MADE_EACH_TIME()
+        return _stand_ins_kept[key]
+
+    monkeypatch.setattr(encoder, "load_stand_in", kept)
 
 NOTES = [
     ("Nightly export stalls", "The export to the warehouse stalls when the ledger is redeployed. We pause deploys from two to three."),
@@ -36,12 +68,19 @@ NOTES = [
 QUESTION = "why does the export stall when the ledger is redeployed?"
 
 
-def _kb(root: Path) -> KnowledgeBase:
-    """A KB of ``NOTES``, indexed, none with a sentence vector (this process makes them)."""
-    kb = KnowledgeBase(make_empty_kb(root))
+def _save_notes(root: Path) -> None:
+    kb = KnowledgeBase(root)
     kb.index.background_vectors = False
     for title, content in NOTES:
         kb.save_observation(title=title, content=content, project="ops")
+    kb.close()
+
+
+def _kb(root: Path) -> KnowledgeBase:
+    """A KB of ``NOTES``, indexed, none with a sentence vector (this process makes them): saved
+    once a process and copied (``make_kb_after``)."""
+    kb = KnowledgeBase(make_kb_after(root, "standin-notes", _save_notes))
+    kb.index.background_vectors = False
     assert kb.index.coverage() == (0, len(NOTES), 0, 0)
     return kb
 
@@ -140,7 +179,7 @@ def test_the_stand_in_graph_is_let_go_when_its_pass_ends(tmp_path: Path, monkeyp
     kb = _kb(tmp_path / "kb")
     kb.index.stand_in_from = 4
     loaded: list[weakref.ref[encoder.Encoder]] = []
-    load = encoder.load_stand_in
+    load = MADE_EACH_TIME
 
     def watched() -> encoder.Encoder | encoder.Unavailable:
         model = load()
