@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from slayer_kb.core.errors import StoreError
 from slayer_kb.core.text import shown_value
+from slayer_kb.store import config
 from slayer_kb.store.identity import signs
 from testing import CliRunner, git, json_of, make_team, unlike
 
@@ -266,3 +267,21 @@ def test_commit_gpgsign_is_read_as_git_reads_a_boolean(tmp_path_factory: pytest.
         f"commit.gpgSign is {shown_value(value or '')} in git's config, which git reads as neither true nor false, "
         "and stops on: set it to true or false (git config commit.gpgSign true), or remove it (git config --unset "
         "commit.gpgSign).")
+
+
+def test_the_files_a_config_includes_are_found_as_git_resolves_them(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a warm server watches for who commits and signing beyond the files git reads itself:
+    ``~`` is HOME, a relative path is from the including file's folder, quotes, escapes and
+    comments read as git reads them, any condition of an ``includeIf``, includes of includes,
+    each once; a section of another name, or a file that is not there, adds nothing."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "config").write_text(
+        '[include]\n\tpath = ~/team.inc\n\tPath = "sub/with \\"quote\\".inc" # a comment\n'
+        '[includeIf "gitdir:~/work/"] path = ../elsewhere.inc ; another\n'
+        '[core]\n\tpath = not-an-include\n[INCLUDE]\n\tpath = sub/next.inc\n')
+    (tmp_path / "sub" / "next.inc").write_text("[include]\n\tpath = ../config\n\tpath = deeper.inc\n")
+    assert config.included([str(tmp_path / "config")]) == [
+        str(tmp_path / "home" / "team.inc"), str(tmp_path / 'sub/with "quote".inc'), str(tmp_path / "../elsewhere.inc"),
+        str(tmp_path / "sub/next.inc"), str(tmp_path / "sub/deeper.inc")]

@@ -192,3 +192,29 @@ def test_a_commit_git_refuses_signed_or_not_fails_as_git_says_not_as_a_signing(t
     assert (proc.returncode, proc.stdout) == (1, "")
     assert proc.stderr == "Error: git commit-tree failed: fatal: name consists only of disallowed characters: ','\n"
     assert (git(a, "rev-parse", "HEAD"), git(a, "status", "--porcelain")) == (head, "")
+
+
+@pytest.mark.parametrize("spelt", ["absolute", "relative", "nested"])
+def test_the_warm_server_follows_commit_gpgsign_in_an_included_file(watcher: Watcher, tmp_path: Path,
+                                                                     spelt: str) -> None:
+    """The setting in a file the repository's config includes (``include.path``, an
+    ``includeIf`` one's include, a path relative to the including file's folder): an edit of
+    that file alone is followed, with no touch of the config that names it."""
+    root = watcher.root
+    _signing(root, _key(tmp_path / "key"), on=False)
+    git(root, "config", "--unset", "commit.gpgSign")
+    signing = root / ".git" / "signing.inc" if spelt == "relative" else tmp_path / "signing.inc"
+    if spelt == "nested":  # a file included by a file included when the repository is where it is
+        (tmp_path / "team.inc").write_text(f'[include]\n\tpath = "{signing}" ; the signing part\n')
+        git(root, "config", f"includeIf.gitdir:{root}/.path", str(tmp_path / "team.inc"))
+    else:
+        git(root, "config", "include.path", "signing.inc" if spelt == "relative" else str(signing))
+    blocked = blocker(tmp_path / "blocker")
+    base = git(root, "rev-parse", "HEAD").strip()
+    for n, on in enumerate((False, True, False)):
+        signing.write_text(f"[commit]\n\tgpgSign = {str(on).lower()}\n")
+        proc = _without_terminal(root, "save", unlike(f"warm{n}"), "--id", f"kb.warm{n}", "-e", "shop.orders.amount",
+                                 env={"PYTHONPATH": str(blocked)})
+        assert proc.returncode == 0, proc.stderr
+    assert _signatures(root, base) == [("N", "memory: save kb.warm0"), ("G", "memory: save kb.warm1"),
+                                       ("N", "memory: save kb.warm2")]

@@ -97,12 +97,14 @@ def _values(config: bytes) -> dict[bytes, bytes | None]:
 
 def sources(git_dir: Path, common_dir: Path) -> Sources:
     """What who commits depends on as of now: the environment, and the signature (mtime_ns, size,
-    inode) of every config file git may read it from. A warm server runs one command after
+    inode) of every config file git may read it from, included ones too. A warm server runs one command after
     another in one process, and any of these may change between two."""
     env = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("GIT_") or k in _VARIABLES))
     # git is looked for on PATH each time, not once per PATH value: a git installed or upgraded
     # in a PATH folder moves the system file beside it with the same PATH.
-    return env, tuple(map(_signature, config.files(str(git_dir), str(common_dir), config.program("git"))))
+    read = config.files(str(git_dir), str(common_dir), config.program("git"))
+    # A file those include (a team's signing settings kept apart) changes what git says as well.
+    return env, tuple(map(_signature, [*read, *config.included(read)]))
 
 
 def _signature(path: str) -> tuple[int, int, int] | None:
