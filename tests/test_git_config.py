@@ -242,7 +242,8 @@ def test_a_git_c_that_started_slayer_kb_is_followed_but_for_how_git_prints(tmp_p
 # What commit.gpgSign may say: git's words in any case, integers as C reads them (signs, 0x, a
 # leading 0, k/m/g units, white space, too large for an int), and anything else.
 _BOOLEANS = st.one_of(
-    st.sampled_from(["true", "YES", "On", "false", "No", "OFF", "", "maybe", "tru", "1 ", " 1", "0x", "08", "1kb"]),
+    st.sampled_from(["true", "YES", "On", "false", "No", "OFF", "", "maybe", "tru", "1 ", " 1", "0x", "08", "1kb", "-1",
+                     "0x1", "1k", "0k", "2097151k", "2097152k", "-2147483647", "2147483648"]),
     st.from_regex(r"\A\s?[+-]?(0[xX][0-9a-fA-F]{1,9}|0[0-9]{0,12}|[1-9][0-9]{0,11})[kKmMgGtx]?\Z"),
     st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"), max_size=6))
 
