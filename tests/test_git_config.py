@@ -13,7 +13,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from slayer_kb.core.errors import StoreError
+from slayer_kb.core.text import shown_value
+from slayer_kb.store import config
+from slayer_kb.store.identity import signs
 from testing import CliRunner, git, json_of, make_team, unlike
 
 # Every setting that changes the output of a git command slayer-kb reads (log, show, diff,
@@ -231,3 +237,52 @@ def test_a_git_c_that_started_slayer_kb_is_followed_but_for_how_git_prints(tmp_p
     assert invoke_cli("--kb", a, "log", "kb.c", env=env).stdout.splitlines()[1:] == ["    memory: save kb.c"]
     assert json_of(invoke_cli("--kb", a, "--json", "log", "kb.c", env=env, check=True))[0]["author"] == (
         "Via Dash C <c@example.com>")
+
+
+# What commit.gpgSign may say: git's words in any case, integers as C reads them (signs, 0x, a
+# leading 0, k/m/g units, white space, too large for an int), and anything else.
+_BOOLEANS = st.one_of(
+    st.sampled_from(["true", "YES", "On", "false", "No", "OFF", "", "maybe", "tru", "1 ", " 1", "0x", "08", "1kb", "-1",
+                     "0x1", "1k", "0k", "2097151k", "2097152k", "-2147483647", "2147483648"]),
+    st.from_regex(r"\A\s?[+-]?(0[xX][0-9a-fA-F]{1,9}|0[0-9]{0,12}|[1-9][0-9]{0,11})[kKmMgGtx]?\Z"),
+    st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"), max_size=6))
+
+
+@settings(max_examples=150, deadline=None)
+@given(value=st.one_of(st.none(), _BOOLEANS))
+def test_commit_gpgsign_is_read_as_git_reads_a_boolean(tmp_path_factory: pytest.TempPathFactory,
+                                                       value: str | None) -> None:
+    """``git config --type=bool`` is the reference: true or false as it says, and where it stops
+    on the value, the commit stops with the setting named and the fix (None: the name alone)."""
+    given_as = "commit.gpgSign" if value is None else f"commit.gpgSign={value}"
+    asked = subprocess.run(["git", "-c", given_as, "config", "--type=bool", "--get", "commit.gpgSign"],
+                           cwd=tmp_path_factory.getbasetemp(), capture_output=True, text=True, check=False)
+    config = b"commit.gpgsign" + (b"" if value is None else b"\n" + value.encode())
+    if asked.returncode == 0:
+        assert signs(config) is (asked.stdout == "true\n")
+        return
+    assert "bad boolean config value" in asked.stderr
+    with pytest.raises(StoreError) as refused:
+        signs(config)
+    assert str(refused.value) == (
+        f"commit.gpgSign is {shown_value(value or '')} in git's config, which git reads as neither true nor false, "
+        "and stops on: set it to true or false (git config commit.gpgSign true), or remove it (git config --unset "
+        "commit.gpgSign).")
+
+
+def test_the_files_a_config_includes_are_found_as_git_resolves_them(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a warm server watches for who commits and signing beyond the files git reads itself:
+    ``~`` is HOME, a relative path is from the including file's folder, quotes, escapes and
+    comments read as git reads them, any condition of an ``includeIf``, includes of includes,
+    each once; a section of another name, or a file that is not there, adds nothing."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "config").write_text(
+        '[include]\n\tpath = ~/team.inc\n\tPath = "sub/with \\"quote\\".inc" # a comment\n'
+        '[includeIf "gitdir:~/work/"] path = ../elsewhere.inc ; another\n'
+        '[core]\n\tpath = not-an-include\n[INCLUDE]\n\tpath = sub/next.inc\n')
+    (tmp_path / "sub" / "next.inc").write_text("[include]\n\tpath = ../config\n\tpath = deeper.inc\n")
+    assert config.included([str(tmp_path / "config")]) == [
+        str(tmp_path / "home" / "team.inc"), str(tmp_path / 'sub/with "quote".inc'), str(tmp_path / "../elsewhere.inc"),
+        str(tmp_path / "sub/next.inc"), str(tmp_path / "sub/deeper.inc")]

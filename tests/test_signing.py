@@ -82,7 +82,7 @@ def _without_terminal(root: Path, *args: str, env: dict[str, str] | None = None)
                           text=True, env=full, stdin=subprocess.DEVNULL, start_new_session=True, timeout=120, check=False)
 
 
-FIX = (". Nothing was committed. Make the signing key usable with no prompt (load it into ssh-agent or gpg-agent; "
+FIX = (" Nothing was committed. Make the signing key usable with no prompt (load it into ssh-agent or gpg-agent; "
        "check user.signingKey and gpg.format), or turn signing off for this repository: git config commit.gpgSign false\n")
 
 
@@ -105,7 +105,7 @@ def test_a_commit_that_cannot_be_signed_fails_with_the_fix_and_writes_nothing(tm
     why = {"no key": f"error: Couldn't load public key {tmp_path / 'missing'}: No such file or directory?",
            "passphrase": f'error: Enter passphrase: Load key "{key}": incorrect passphrase supplied to decrypt '
                          "private key?",
-           "waits": "signing did not finish within 2 s and was stopped (waiting for a passphrase no one can type?)"}
+           "waits": "signing did not finish within 2 s and was stopped (waiting for a passphrase no one can type?)."}
     assert (proc.returncode, proc.stdout) == (1, "")
     assert proc.stderr == f"Error: git could not sign the commit (commit.gpgSign is true): {why[problem]}{FIX}"
     # Nothing written: no commit, no file, git's index as HEAD, and the memory neither found nor listed.
@@ -125,6 +125,94 @@ def test_the_warm_server_follows_commit_gpgsign_as_it_changes(watcher: Watcher, 
     base = git(root, "rev-parse", "HEAD").strip()
     for n, on in enumerate((False, True, False)):
         git(root, "config", "commit.gpgSign", str(on).lower())
+        proc = _without_terminal(root, "save", unlike(f"warm{n}"), "--id", f"kb.warm{n}", "-e", "shop.orders.amount",
+                                 env={"PYTHONPATH": str(blocked)})
+        assert proc.returncode == 0, proc.stderr
+    assert _signatures(root, base) == [("N", "memory: save kb.warm0"), ("G", "memory: save kb.warm1"),
+                                       ("N", "memory: save kb.warm2")]
+
+
+def test_a_commit_gpgsign_git_cannot_read_stops_the_command_with_the_fix(tmp_path: Path) -> None:
+    """git stops on such a value ("bad boolean config value"): slayer-kb neither signs nor writes unsigned."""
+    _bare, (a,) = make_team(tmp_path, clones=1)
+    git(a, "config", "commit.gpgSign", "maybe")
+    head = git(a, "rev-parse", "HEAD")
+    proc = _without_terminal(a, "save", unlike("maybe"), "--id", "kb.maybe", "-e", "shop.orders.amount")
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == ("Error: commit.gpgSign is 'maybe' in git's config, which git reads as neither true nor false, "
+                           "and stops on: set it to true or false (git config commit.gpgSign true), or remove it (git "
+                           "config --unset commit.gpgSign).\n")
+    assert (git(a, "rev-parse", "HEAD"), git(a, "status", "--porcelain")) == (head, "")
+
+
+@pytest.mark.parametrize(("author", "encoding", "message", "made"), [
+    (b"Doe, Jane, <j@x.> 1234 -0000", b"", b"subject only, no newline", None),
+    (b"'Quoted' <q@x> 99 -0130", b"", b"subj\r\n\r\nbody with CR\r\n", None),
+    (b"Ann  Double  <a@x> 7 +0100", b"", b"  lead space\n", None),
+    # git rebase writes the message in UTF-8 (i18n.commitEncoding), the same text.
+    (b"Ann Lee <ann@x> 1234 +0530", b"encoding ISO-8859-1\n", b"caf\xe9\n", (b"", "caf\u00e9\n".encode()))])
+def test_a_signing_sync_keeps_commits_commit_tree_would_change(
+        tmp_path: Path, invoke_cli: CliRunner, author: bytes, encoding: bytes, message: bytes,
+        made: tuple[bytes, bytes] | None) -> None:
+    """An author git would tidy (crud at an end of the name or email, the zone -0000), or a message
+    in another encoding: ``git commit-tree`` cannot make such a commit again as it is, so the sync
+    replays it with ``git rebase``, which signs it and keeps its author line and message."""
+    _bare, (a, b) = make_team(tmp_path)
+    key = _key(tmp_path / "key")
+    _signing(b, key)
+    invoke_cli("--kb", a, "save", unlike("anote"), "--id", "kb.anote", "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    base = git(b, "rev-parse", "HEAD").strip()
+    invoke_cli("--kb", b, "save", unlike("bnote"), "--id", "kb.bnote", "-e", "shop.orders.qty", check=True)
+    # b's save, made again by hand with that author and message.
+    header = (f"tree {git(b, 'rev-parse', 'HEAD^{tree}').strip()}\nparent {base}\n".encode() + b"author " + author +
+              b"\ncommitter C <c@x> 1 +0000\n" + encoding)
+    crafted = subprocess.run(["git", "hash-object", "-t", "commit", "-w", "--stdin", "--literally"], cwd=b,
+                             input=header + b"\n" + message, capture_output=True, check=True).stdout.decode().strip()
+    git(b, "reset", "-q", "--soft", crafted)
+    invoke_cli("--kb", b, "sync", check=True)
+    assert git(b, "rev-parse", "HEAD~1") == git(a, "rev-parse", "HEAD")
+    replayed = subprocess.run(["git", "cat-file", "commit", "HEAD"], cwd=b, capture_output=True, check=True).stdout
+    head, _, said = replayed.partition(b"\n\n")
+    encoded, text = made or (encoding, message)
+    assert [line for line in head.split(b"\n") if line.startswith((b"author ", b"encoding "))] == [
+        b"author " + author, *([encoded.strip()] if encoded else [])]
+    assert said == text
+    assert git(b, "log", "-1", "--format=%G?") == "G\n"
+
+
+def test_a_commit_git_refuses_signed_or_not_fails_as_git_says_not_as_a_signing(tmp_path: Path) -> None:
+    """Signing on, and an author git refuses: the commit made unsigned fails too, so the failure is
+    not the signing's, and the message is git's own, with no advice about keys."""
+    _bare, (a,) = make_team(tmp_path, clones=1)
+    _signing(a, _key(tmp_path / "key"))
+    head = git(a, "rev-parse", "HEAD")
+    proc = _without_terminal(a, "save", unlike("refused"), "--id", "kb.refused", "-e", "shop.orders.amount",
+                             env={"SLAYER_KB_AUTHOR": "',' <a@x>"})
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == "Error: git commit-tree failed: fatal: name consists only of disallowed characters: ','\n"
+    assert (git(a, "rev-parse", "HEAD"), git(a, "status", "--porcelain")) == (head, "")
+
+
+@pytest.mark.parametrize("spelt", ["absolute", "relative", "nested"])
+def test_the_warm_server_follows_commit_gpgsign_in_an_included_file(watcher: Watcher, tmp_path: Path,
+                                                                     spelt: str) -> None:
+    """The setting in a file the repository's config includes (``include.path``, an
+    ``includeIf`` one's include, a path relative to the including file's folder): an edit of
+    that file alone is followed, with no touch of the config that names it."""
+    root = watcher.root
+    _signing(root, _key(tmp_path / "key"), on=False)
+    git(root, "config", "--unset", "commit.gpgSign")
+    signing = root / ".git" / "signing.inc" if spelt == "relative" else tmp_path / "signing.inc"
+    if spelt == "nested":  # a file included by a file included when the repository is where it is
+        (tmp_path / "team.inc").write_text(f'[include]\n\tpath = "{signing}" ; the signing part\n')
+        git(root, "config", f"includeIf.gitdir:{root}/.path", str(tmp_path / "team.inc"))
+    else:
+        git(root, "config", "include.path", "signing.inc" if spelt == "relative" else str(signing))
+    blocked = blocker(tmp_path / "blocker")
+    base = git(root, "rev-parse", "HEAD").strip()
+    for n, on in enumerate((False, True, False)):
+        signing.write_text(f"[commit]\n\tgpgSign = {str(on).lower()}\n")
         proc = _without_terminal(root, "save", unlike(f"warm{n}"), "--id", f"kb.warm{n}", "-e", "shop.orders.amount",
                                  env={"PYTHONPATH": str(blocked)})
         assert proc.returncode == 0, proc.stderr

@@ -61,6 +61,8 @@ def write(git: Callable[..., subprocess.CompletedProcess[bytes]], committing: tu
 
 def _unsigned(why: str) -> str:
     """Why a commit could not be signed, ``why`` as git says it, and the fixes."""
-    return (f"git could not sign the commit (commit.gpgSign is true): {why}. Nothing was committed. Make the "
+    # git may end its words with its own mark ("No such file or directory?"): no second one.
+    ended = why if why.endswith((".", "?", "!")) else f"{why}."
+    return (f"git could not sign the commit (commit.gpgSign is true): {ended} Nothing was committed. Make the "
             "signing key usable with no prompt (load it into ssh-agent or gpg-agent; check user.signingKey and "
             "gpg.format), or turn signing off for this repository: git config commit.gpgSign false")

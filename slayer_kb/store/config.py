@@ -98,3 +98,70 @@ def program(name: str) -> str | None:
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return os.path.realpath(candidate)
     return None
+
+
+# git follows includes this deep, no deeper (config.c's MAX_INCLUDE_DEPTH).
+_INCLUDE_DEPTH = 10
+
+
+def included(paths: list[str]) -> list[str]:
+    """The files the config files ``paths`` include, and the files those include: every
+    ``path`` of an ``[include]`` or ``[includeIf ...]`` section, whatever its condition (more
+    than git reads, never less), ``~`` expanded, a relative one from the including file's folder,
+    as git resolves them. Read from the files, no git process: a warm server looks at them
+    before each commit (identity.py)."""
+    found: list[str] = []
+    seen = set(map(os.path.realpath, paths))  # one file however named: an include loop ends
+    level = paths
+    for _ in range(_INCLUDE_DEPTH):
+        named = {real: name for path in level for name in _includes(path)
+                 if (real := os.path.realpath(name)) not in seen}
+        seen.update(named)
+        level = list(named.values())
+        found += level
+    return found
+
+
+def _includes(path: str) -> list[str]:
+    """The paths ``path``'s include sections name, resolved (``included``); none when it cannot
+    be read."""
+    import re  # here: the client reads config.py for one setting, and starts lean
+
+    try:
+        with open(path, "rb") as config:
+            text = config.read().decode("utf-8", "surrogateescape")
+    except OSError:
+        return []
+    if "include" not in text.lower():
+        return []
+    named, including = [], False
+    for line in text.splitlines():
+        section = re.match(r'\s*\[\s*([^\]\s"]+)(?:\s+"(?:[^"\\]|\\.)*")?\s*\](.*)', line)
+        if section:
+            including = section.group(1).lower() in ("include", "includeif")
+            line = section.group(2)
+        value = re.match(r"(?i)\s*path\s*=(.*)", line) if including else None
+        if value and (name := _value(value.group(1))):
+            name = os.path.expanduser(name) if name == "~" or name.startswith("~/") else name
+            named.append(os.path.join(os.path.dirname(path), name))
+    return named
+
+
+def _value(raw: str) -> str:
+    """A config value as git reads it from the text after ``=``: quotes taken off, ``\\``
+    escapes read, a comment (``#``, ``;`` outside quotes) and the white space around cut."""
+    out, quoted, kept = [], False, 0
+    chars = iter(raw.strip())
+    for char in chars:
+        if char == "\\":
+            escaped = next(chars, "")
+            out.append({"n": "\n", "t": "\t", "b": "\b"}.get(escaped, escaped))
+        elif char == '"':
+            quoted = not quoted
+        elif char in "#;" and not quoted:
+            break
+        else:
+            out.append(char)
+        if quoted or not char.isspace():
+            kept = len(out)
+    return "".join(out[:kept])

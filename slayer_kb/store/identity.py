@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core.errors import InvalidInputError
+from ..core.errors import InvalidInputError, StoreError
 from ..core.text import shown_value
 from . import config
 
@@ -57,12 +57,32 @@ def fallback_identity(config: bytes, environ: Mapping[str, str]) -> dict[str, st
 
 def signs(config: bytes) -> bool:
     """Whether ``commit.gpgSign`` in ``config`` (as ``fallback_identity`` takes it) is true, as git
-    reads a boolean: a name with no value, true, yes, on or a number other than 0."""
+    reads a boolean (``git_config_bool``); a value git would stop on stops the commit, with the fix."""
     value = _values(config).get(b"commit.gpgsign", b"")
-    if value is None:
+    if value is None:  # the name alone, with no "=": true
         return True
-    word = value.strip().lower()
-    return word in (b"true", b"yes", b"on") or (word.isdigit() and int(word) != 0)
+    word = value.lower()
+    if word in (b"true", b"yes", b"on"):
+        return True
+    if word in (b"false", b"no", b"off", b""):
+        return False
+    number = _INTEGER.fullmatch(value)
+    if number:
+        digits, unit = number.group("digits"), number.group("unit").lower()
+        # As C's strtoimax with base 0 reads it (0x: hex, a leading 0: octal), then k, m or g.
+        amount = int(digits, 16 if digits[1:2] in (b"x", b"X") else 8 if digits.startswith(b"0") else 10)
+        # git takes the value as an int: one it cannot hold is as bad as a word it does not know.
+        if amount <= _INT_MAX // _UNITS[unit]:
+            return amount != 0
+    raise StoreError(f"commit.gpgSign is {shown_value(value.decode('utf-8', 'replace'))} in git's config, which git "
+                     "reads as neither true nor false, and stops on: set it to true or false (git config "
+                     "commit.gpgSign true), or remove it (git config --unset commit.gpgSign).")
+
+
+# An integer as git's boolean takes one: C's white space first, a sign, decimal, 0x hex or 0 octal.
+_INTEGER = re.compile(rb"[ \t\n\v\f\r]*[+-]?(?P<digits>0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)(?P<unit>[kKmMgG]?)")
+_UNITS = {b"": 1, b"k": 1 << 10, b"m": 1 << 20, b"g": 1 << 30}
+_INT_MAX = (1 << 31) - 1
 
 
 def _values(config: bytes) -> dict[bytes, bytes | None]:
@@ -77,12 +97,14 @@ def _values(config: bytes) -> dict[bytes, bytes | None]:
 
 def sources(git_dir: Path, common_dir: Path) -> Sources:
     """What who commits depends on as of now: the environment, and the signature (mtime_ns, size,
-    inode) of every config file git may read it from. A warm server runs one command after
+    inode) of every config file git may read it from, included ones too. A warm server runs one command after
     another in one process, and any of these may change between two."""
     env = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("GIT_") or k in _VARIABLES))
     # git is looked for on PATH each time, not once per PATH value: a git installed or upgraded
     # in a PATH folder moves the system file beside it with the same PATH.
-    return env, tuple(map(_signature, config.files(str(git_dir), str(common_dir), config.program("git"))))
+    read = config.files(str(git_dir), str(common_dir), config.program("git"))
+    # A file those include (a team's signing settings kept apart) changes what git says as well.
+    return env, tuple(map(_signature, [*read, *config.included(read)]))
 
 
 def _signature(path: str) -> tuple[int, int, int] | None:

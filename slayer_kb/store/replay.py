@@ -241,19 +241,25 @@ def _recommitted(raw: bytes, tree: str, parent: str, committer: bytes) -> bytes:
 
 
 _AUTHOR = re.compile(rb"author (?P<name>[^<>\n]+) <(?P<email>[^<>\n]*)> (?P<date>\d+ [+-]\d{4})\Z")
+# What git strips from both ends of a name or an email it is given (ident.c's "crud", "." as git
+# 2.39 has it): one too many only sends a commit to git rebase, which keeps its author as it is.
+_CRUD = re.compile(rb"\A[\x00-\x20.,:;<>\"'\\]|[\x00-\x20.,:;<>\"'\\]\Z")
 
 
 def _signable(raw: bytes) -> bool:
     """Whether commit object ``raw`` can be made again by ``git commit-tree`` as it is: its message
-    UTF-8 (no other ``encoding``), its author line as git writes one."""
+    UTF-8 (no other ``encoding``), its author line as git writes one from the name, email and date
+    it is given (none of them crud at an end, and not the zone -0000, which git writes +0000)."""
     header, _, message = raw.partition(b"\n\n")
     lines = header.split(b"\n")
     try:
         message.decode()
     except UnicodeDecodeError:
         return False
-    return not any(line.startswith(b"encoding ") and line[9:].lower() not in (b"utf-8", b"utf8") for line in lines) and any(
-        _AUTHOR.match(line) for line in lines)
+    author = next((found for line in lines if (found := _AUTHOR.match(line))), None)
+    return not any(line.startswith(b"encoding ") and line[9:].lower() not in (b"utf-8", b"utf8") for line in lines) and (
+        author is not None and not author.group("date").endswith(b" -0000")
+        and not any(_CRUD.search(author.group(part)) for part in ("name", "email")))
 
 
 def _signed(store: GitStore, raw: bytes, tree: str, parent: str) -> str:
