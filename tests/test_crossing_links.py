@@ -170,6 +170,6 @@ def test_with_no_remote_a_link_to_a_renamed_memory_is_pointed_at_it_by_prune(
     pruned = invoke_cli("--kb", kb, "prune", check=True)
     assert pruned.stdout.startswith("Pointed in memory kb.bx: memory:kb.x at memory:kb.z (renamed)\n(commit ")
     assert git(kb, "log", "-1", "--format=%B").strip() == (
-        "catalog: prune 1 dangling references\n\nPointed memory:kb.x at memory:kb.z (renamed) in kb.bx")
+        "catalog: prune 1 dangling reference: point 1 at a renamed memory\n\nPointed memory:kb.x at memory:kb.z (renamed) in kb.bx")
     assert _memories(kb)["kb.bx.yaml"] == ("bravo0word", ["memory:kb.z"])
     assert invoke_cli("validate", cwd=kb, check=True).stdout.endswith("no problems.\n")

@@ -98,7 +98,7 @@ def test_replay_makes_what_git_rebase_makes(repo: Path, upstream: dict[str, str 
     commit(repo, first, "our first change", "first")
     commit(repo, second, "our second change", "second")
     ours = git(repo, "rev-parse", "ours")
-    tip = replay(GitStore(repo), git(repo, "rev-parse", "up"), ours)
+    tip = replay(GitStore(repo), git(repo, "rev-parse", "up"), ours).tip
     assert git(repo, "rev-parse", "ours") == ours and git(repo, "status", "--porcelain") == ""
 
     options, env, attributes = mergedriver.git_config("", ("up", "your commits"))
@@ -136,7 +136,7 @@ def test_a_commit_that_started_empty_is_kept_as_git_rebase_keeps_it(repo: Path) 
                   BOTH_NEW: topic(1, 0, "ours new", "3"), PLAIN: None}, "our first change", "first")
     commit(repo, {PLAIN: None}, "our second change", "second")
     up = git(repo, "rev-parse", "up")
-    tip = replay(GitStore(repo), up, git(repo, "rev-parse", "ours"))
+    tip = replay(GitStore(repo), up, git(repo, "rev-parse", "ours")).tip
     assert tip is not None and git(repo, "rev-parse", f"{tip}~2") == up
     assert history(repo, f"up..{tip}") == history(repo, "main..ours")
     assert git(repo, "rev-parse", f"{tip}^{{tree}}") == git(repo, "rev-parse", f"{tip}~^{{tree}}")
@@ -155,12 +155,12 @@ def test_a_merge_commit_is_left_to_git(repo: Path) -> None:
     branch(repo, "ours", "main")
     commit(repo, {"memories/8.yaml": plain("ours")}, "ours", "ours")
     git(repo, "merge", "-q", "--no-edit", "side")
-    assert replay(GitStore(repo), git(repo, "rev-parse", "up"), git(repo, "rev-parse", "HEAD")) is None
+    assert replay(GitStore(repo), git(repo, "rev-parse", "up"), git(repo, "rev-parse", "HEAD")).tip is None
 
 
 def test_nothing_to_replay_is_the_upstream(repo: Path) -> None:
     up = git(repo, "rev-parse", "main")
-    assert replay(GitStore(repo), up, up) == up
+    assert replay(GitStore(repo), up, up).tip == up
 
 
 def test_records_both_sides_changed_are_merged_in_process(repo: Path) -> None:
@@ -169,7 +169,7 @@ def test_records_both_sides_changed_are_merged_in_process(repo: Path) -> None:
     branch(repo, "ours", "main")
     commit(repo, {TOPIC: topic(3, 10, "our revision"), SESSION: session("base", "ours")}, "ours", "ours")
     up = git(repo, "rev-parse", "up")
-    tip = replay(GitStore(repo), up, git(repo, "rev-parse", "ours"))
+    tip = replay(GitStore(repo), up, git(repo, "rev-parse", "ours")).tip
     assert tip is not None and git(repo, "rev-parse", f"{tip}^") == up
     assert git(repo, "show", f"{tip}:{TOPIC}") + "\n" == topic(4, 10, "our revision")
     assert git(repo, "show", f"{tip}:{SESSION}") + "\n" == session("base", "up", "ours").replace(

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,6 +49,7 @@ from ..core.problems import command
 from ..core.results import CascadeResult
 from ..core.text import shown_value
 from ..search import lookups
+from ..store.renames import link_target
 from ..store.repo import Change
 from ..transaction import Transaction, memory_change
 
@@ -344,19 +346,33 @@ def prune(kb: Context, dry_run: bool = False, *, force: bool = False) -> Cascade
                     ] if removed else []
             said += [f"Pointed {old} at {new} (renamed) in {', '.join(m for m, links in pointed.items() if old in links)}"
                      for old, new in moves]
-            commit = tx.commit(changes, f"catalog: prune {len(removed) + len(moves)} dangling references\n\n"
-                               + "\n".join(said), memories)
+            commit = tx.commit(changes, f"{prune_subject(len(removed), len(moves))}\n\n" + "\n".join(said), memories)
         return CascadeResult(None, commit, rewritten, stripped, dry_run, kept, relinked=dict(pointed))
+
+
+def prune_subject(stripped: int, pointed: int) -> str:
+    """A prune commit's subject: the links it stripped and those it pointed at a renamed memory,
+    each named (``landed.py`` reads it back: ``PRUNE_SUBJECT``)."""
+    links = f"catalog: prune {stripped + pointed} dangling reference{'' if stripped + pointed == 1 else 's'}"
+    if not pointed:
+        return links
+    point = f"point {pointed} at {'a renamed memory' if pointed == 1 else 'renamed memories'}"
+    return f"{links}: {f'strip {stripped}, ' if stripped else ''}{point}"
+
+
+# Old builds wrote "prune 1 dangling references" too.
+PRUNE_SUBJECT = re.compile(r"catalog: prune \d+ dangling references?(?:: .+)?")
 
 
 def _renamed_links(kb: Context, dangling: list[str]) -> dict[str, str]:
     """Of ``dangling``, each link to a memory a commit renamed, still there under its new id
-    (``Context.renamed_to``), and the link to that id: a memory that lives on is no link to strip
-    (a merge committed by hand in a KB with no remote, whose links no ``sync`` points at it)."""
+    (``renames.link_target``, as validate names it), and the link to that id: a memory that lives
+    on is no link to strip (a merge committed by hand in a KB with no remote, whose links no
+    ``sync`` points at it)."""
     olds = {entity: old for entity in dangling if (old := linked_id(entity)) is not None}
     renamed = kb.renamed_ids() if olds else set()
     return {entity: memory_link(to[0]) for entity, old in olds.items()
-            if (to := kb.renamed_to(old, renamed=renamed)) is not None}
+            if old in renamed and (to := link_target(kb.store, old)) is not None}
 
 
 def _refuse_a_skipped_catalog_file(kb: Context) -> None:

@@ -23,7 +23,7 @@ from ..core.session import loads as load_session
 from ..store.requests import Landing
 from ..store.revisions import resolve_rev
 from . import sessions
-from .cascade import stale_queries
+from .cascade import PRUNE_SUBJECT, stale_queries
 from .snapshot import catalog_at, text_at
 
 if TYPE_CHECKING:
@@ -36,7 +36,6 @@ _UPDATE = re.compile(r"memory: (?P<verb>update|restore) (?P<id>\S+)(?: \(.*\))?"
 _RESTORE_REV = re.compile(r"memory: restore (?P<id>\S+) as of (?P<rev>[0-9a-f]+)")
 _FORGET = re.compile(r"memory: forget (?P<id>\S+)(?P<soft> \(soft\))?")
 _DELETE = re.compile(r"catalog: delete (?P<kind>\w+) (?P<entity>\S+)")
-_PRUNE = re.compile(r"catalog: prune \d+ dangling references")
 _SESSION = re.compile(r"session: (?P<verb>start|end|prompt in) (?P<id>\S+)")
 
 
@@ -78,7 +77,7 @@ def result_of(kb: Context, landing: Landing) -> Landed | None:
             stale = stale_queries(resolver, {i: _memory_at(kb, commit, i) for i in rewritten},
                                   lambda e: e == entity or e.startswith(entity + "."))
         return Landed("delete", CascadeResult(entity, commit, rewritten, stale_queries=stale), entity)
-    if _PRUNE.fullmatch(first):
+    if PRUNE_SUBJECT.fullmatch(first):
         removed: dict[str, list[str]] = {}
         for memory_id in _changed_memories(landing):
             after = set(_memory_at(kb, commit, memory_id).entities)

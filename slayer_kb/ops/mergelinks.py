@@ -14,10 +14,8 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.locate import memory_path
-from ..store.renames import ever_renamed, renamed_away, renamed_since
+from ..store.renames import ever_renamed, link_target, renamed_since
 from ..store.repo import GitStore, find_toplevel
-from .snapshot import files_at
 
 
 @dataclass(frozen=True)
@@ -41,7 +39,8 @@ class MergeRenames:
         self._read: dict[str, tuple[str, _Side] | None] = {}
 
     @functools.cached_property
-    def _merging(self) -> tuple[GitStore, list[_Side]] | None:
+    def _merging(self) -> tuple[GitStore, list[_Side], bool] | None:
+        """The store, the sides a link follows, and whether a merge stopped (MERGE_HEAD)."""
         if find_toplevel(self.root) is None:
             return None
         store = GitStore(self.root)
@@ -52,34 +51,36 @@ class MergeRenames:
             fix = "sync" if store.git("remote").stdout.strip() else "prune"
             after = f"leave it; once the merge is committed, '{{command}} {fix}' points it at {{new}}"
             return store, [_Side(base, sha, "the branch being merged (MERGE_HEAD) renamed", after),
-                           _Side(base, "HEAD", "this branch renamed", after)] if base else []
+                           _Side(base, "HEAD", "this branch renamed", after)] if base else [], True
         # A merge committed by hand among the commits sync has yet to push: sync's own rule.
         upstream = _commit(store, "@{upstream}")
         merge = upstream and store.git("rev-list", "-1", "--min-parents=2", "HEAD", f"^{upstream}",
                                        check=False).stdout.decode().strip()
         base = merge and _merge_base(store, f"{merge}^1", f"{merge}^2")
         return store, [_Side(base, "HEAD", f"a side of merge {merge[:12]}, not yet synced, renamed",
-                             "leave it; '{command} sync' points it at {new}")] if base else []
+                             "leave it; '{command} sync' points it at {new}")] if base else [], False
 
     def __call__(self, memory_id: str) -> tuple[str, _Side] | None:
         if self._merging is None:
             return None
-        store, sides = self._merging
+        store, sides, pending = self._merging
         if memory_id not in self._read:
             self._read[memory_id] = next(((new, side) for side in sides if (new := renamed_since(
                 store, side.base, side.tip, [memory_id]).live.get(memory_id)) is not None), None) or _renamed(
-                    store, memory_id)
+                    store, memory_id, pending)
         return self._read.get(memory_id)
 
 
-def _renamed(store: GitStore, memory_id: str) -> tuple[str, _Side] | None:
-    """Where a commit of HEAD's history renamed ``memory_id`` (``renamed_away``), when its new id
-    names a memory HEAD holds: no merge to sync (one committed by hand in a KB with no remote, or
-    synced by a build that did not point such links), and ``prune`` points the link there."""
-    away = renamed_away(store, memory_id) if ever_renamed(store, memory_id) else None
-    if away is None or away.forgotten or not files_at(store, "HEAD", memory_path(new := away.moves[-1][0])):
+def _renamed(store: GitStore, memory_id: str, pending: bool) -> tuple[str, _Side] | None:
+    """Where a commit of HEAD's history renamed ``memory_id`` (``renames.link_target``): no merge to
+    sync (one committed by hand in a KB with no remote, or synced by a build that did not point
+    such links), and ``prune`` points the link there; once a merge stopped (``pending``) is
+    committed, as prune refuses to run before."""
+    to = link_target(store, memory_id) if ever_renamed(store, memory_id) else None
+    if to is None:
         return None
-    return new, _Side("", "HEAD", f"commit {away.moves[0][1][:12]} renamed", "run '{command} prune' to point it at {new}")
+    fix = "run '{command} prune' to point it at {new}"
+    return to[0], _Side("", "HEAD", f"commit {to[1][:12]} renamed", f"once the merge is committed, {fix}" if pending else fix)
 
 
 def _commit(store: GitStore, rev: str) -> str:

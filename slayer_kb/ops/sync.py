@@ -369,18 +369,22 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     # A renamed memory the other side changed (``rename``'s trailer; its old file is then written
     # on both sides): git's rebase follows the move, the replay would take it for a forget and let
     # it win over a soft forget or edit.
-    rebasing = not merging and ((both and rename_meets(store, parted, (upstream, ours), renames))
-                                or (tip := replay(store, upstream, ours)) is None)
+    replayed = None if merging or (both and rename_meets(store, parted, (upstream, ours), renames)) else replay(
+        store, upstream, ours)
+    rebasing = not merging and (replayed is None or replayed.tip is None)
     # A memory this branch forgot and brought back, the upstream changed: git's rebase replays the
-    # forget and stops on it, a merge joins the change into the memory brought back.
-    merging = merging or bool(rebasing and parted and brought_back(store, parted, ours, upstream))
+    # forget and stops on it, a merge joins the change into the memory brought back. Not looked
+    # for (a ``git log``) where the replay saw the branch delete no memory file.
+    merging = merging or bool(rebasing and parted and (replayed is None or replayed.deleted_memory is not False)
+                              and brought_back(store, parted, ours, upstream))
     if merging:
         _merge(store, remote, name, upstream, bool(mapping), written_on_either(store, (upstream, ours), bases), bases)
     elif rebasing:
         _rebase(store, remote, upstream_branch, upstream, bool(mapping),
                 written_on_either(store, (upstream, ours), bases), bases)
     else:
-        assert tip is not None  # neither merging nor rebasing: the replay made it
+        assert replayed is not None and replayed.tip is not None  # neither merging nor rebasing: the replay made it
+        tip = replayed.tip
         reset_keep(store, tip)
         if both:
             weighed = forgets(store, [store.repo_path(path) for path in both], (parted, upstream, ours, tip))

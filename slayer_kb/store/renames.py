@@ -110,6 +110,24 @@ def renamed_away(store: GitStore, memory_id: str, deleting: str | None = None) -
     return Away(tuple(moves), None)
 
 
+def link_target(store: GitStore, memory_id: str) -> tuple[str, str] | None:
+    """Where a link to ``memory_id`` goes that no merge's sides tell of (``prune``, ``validate``
+    in a KB with no sync to run): the id the memory has now and the commit that first renamed it
+    (``renamed_away``), when HEAD holds that id's file and the rename moved the memory first given
+    ``memory_id`` (``_held_since``). A rename of a memory given the id after the first was forgotten
+    (``forget kb.y``, ``rename kb.x kb.y``, ``rename kb.y kb.z``) moved another memory: a link made
+    before meant the forgotten one. A merge commit that deleted the new id's file is no deletion
+    ``renamed_away`` sees: HEAD's tree is asked."""
+    away = renamed_away(store, memory_id)
+    if away is None or away.forgotten or (head := store.head()) is None:
+        return None
+    new, commit = away.moves[-1][0], away.moves[0][1]
+    path = store.repo_path(memory_path(new))
+    if store.objects.blobs_at(store.objects.tree_of(head), [path])[path] is None:
+        return None
+    return (new, commit) if _held_since(store, "", commit, memory_id) else None
+
+
 @dataclass(frozen=True)
 class Deletion:
     """A commit that deleted a memory's file: a rename to ``renamed_to``, or a forget (None)."""
@@ -363,12 +381,13 @@ def brought_back(store: GitStore, base: str, tip: str, other: str) -> list[str]:
             and memory_id not in renamed_in(store, commit)]
 
 
-def _events(store: GitStore, base: str, tip: str) -> dict[str, list[tuple[str, str, str]]]:
-    """{memory file (repository-relative): each deletion and addition of it ``base..tip`` made,
-    oldest first: its status (D, A), commit and subject}, from one ``git log``."""
+def _events(store: GitStore, base: str, tip: str, path: str = "") -> dict[str, list[tuple[str, str, str]]]:
+    """{memory file (repository-relative): each deletion and addition of it ``base..tip`` (no
+    ``base``: ``tip``'s whole history) made, oldest first: its status (D, A), commit and subject},
+    from one ``git log``; of ``path`` alone when given."""
     out = store.git("log", "--reverse", "--no-renames", "--diff-filter=AD", "--name-status", "-z",
-                    "--format=%x01%H%x00%s", f"{base}..{tip}", "--", store.repo_path(f"{MEMORIES_DIR}/"),
-                    env=LITERAL_PATHS).stdout.decode("utf-8", "surrogateescape")
+                    "--format=%x01%H%x00%s", f"{base}..{tip}" if base else tip, "--",
+                    path or store.repo_path(f"{MEMORIES_DIR}/"), env=LITERAL_PATHS).stdout.decode("utf-8", "surrogateescape")
     events: dict[str, list[tuple[str, str, str]]] = {}
     for entry in out.split("\x01")[1:]:
         commit, subject, *changes = entry.split("\0")
@@ -467,23 +486,26 @@ def _moves(store: GitStore, base: str, head: str) -> list[tuple[str, str, str]]:
 
 
 def _held_since(store: GitStore, base: str, commit: str, memory_id: str) -> bool:
-    """Whether the memory file ``commit`` (a rename) moved away holds the memory ``base`` held at
-    that id, or ``base`` held none: its version before the commit is ``base``'s, or one with the
-    same ``created_at`` whose file no earlier commit deleted. Read in this process; a ``git log``
-    only for an edited memory that keeps its ``created_at``."""
+    """Whether the memory file ``commit`` (a rename) moved away holds the memory the id held at
+    ``base`` (no ``base``: the one first given the id), or the id held none then: the same memory
+    unless a commit on the rename's line since deleted the file (no rename) and then gave the id to
+    another (``_given_again``). One brought back (``restore``) and edited since is the same memory.
+    ``base..`` the rename's parent, so a ``base`` that is no ancestor of it (the other side of a
+    merge) counts only the rename's own line. Read in this process; one ``git log`` (of the file)
+    only for a version that changed."""
     objects, path = store.objects, store.repo_path(memory_path(memory_id))
-    parents = objects.parents(commit)
-    was, now = (objects.blobs_at(objects.tree_of(rev), [path])[path] for rev in (base, parents[0] if parents else base))
-    if was is None or was == now:
+    parent = objects.parents(commit)[0]  # a rename deleted a file: never a root commit
+    now = objects.blobs_at(objects.tree_of(parent), [path])[path]
+    was = objects.blobs_at(objects.tree_of(base), [path])[path] if base else None
+    if base and (was is None or was == now):
         return True
-    texts = objects.read_many("blob", [blob for blob in (was, now) if blob])
-    try:
-        if len({loads(text.decode("utf-8", "surrogateescape"), memory_id).created_at for text in texts.values()}) > 1:
-            return False
-    except MemoryFileError:  # a version that does not parse: the deletions tell
-        pass
-    # created_at is kept to the second: a memory saved again in the second the first was saved holds the same
-    return first_deletion(store, memory_id, base, commit) == commit
+    events = _events(store, base, parent, path).get(path, [])
+    if not base:
+        first = next((c for status, c, _s in events if status == "A"), None)
+        was = objects.blobs_at(objects.tree_of(first), [path])[path] if first else None
+        if was is None or was == now:
+            return True
+    return not _given_again(store, memory_id, events, [was, now])
 
 
 def _of_memories(store: GitStore, moves: list[tuple[str, str, str]]) -> list[tuple[str, str, str, str]]:

@@ -52,34 +52,47 @@ class _Change:
     new: str | None  # blob id in the commit, None: deleted
 
 
-def replay(store: GitStore, upstream: str, head: str) -> str | None:
+@dataclass(frozen=True)
+class Replay:
+    """What ``replay`` made: the tip (None: only ``git rebase`` can do it), and whether a commit of
+    the branch deleted a memory file (None: not read, a merge commit or a root among them), for
+    sync's look for a memory forgotten and brought back, which then needs no ``git log``."""
+
+    tip: str | None
+    deleted_memory: bool | None
+
+
+def replay(store: GitStore, upstream: str, head: str) -> Replay:
     """The tip of ``upstream..head`` replayed onto ``upstream`` (``upstream`` itself when every
-    commit became empty), or None when only ``git rebase`` can do it (see the module doc)."""
+    commit became empty), or a tip of None when only ``git rebase`` can do it (see the module
+    doc)."""
     rows = store.git("rev-list", "--reverse", "--parents", head, f"^{upstream}").stdout.decode().split("\n")
     commits = [row.split() for row in rows if row]
     if any(len(parents) != 1 for _commit, *parents in commits):
-        return None  # a merge commit (rebase flattens it) or a root: git's business
+        return Replay(None, None)  # a merge commit (rebase flattens it) or a root: git's business
     if not commits:
-        return upstream
+        return Replay(upstream, False)
     changes = _changes(store, [commit for commit, *_ in commits])
+    folder = store.repo_path(f"{MEMORIES_DIR}/")
+    deleted = any(change.new is None and change.path.startswith(folder) for made in changes.values() for change in made)
     objects = store.objects
     raw = objects.read_many("commit", [commit for commit, *_ in commits])
     env, sign = store.identity.committing()
     if sign and not all(map(_signable, raw.values())):
-        return None
+        return Replay(None, deleted)
     committer = b"" if sign else store.git("var", "GIT_COMMITTER_IDENT", env=env).stdout.strip()
     tip, tree = upstream, objects.tree_of(upstream)
     for commit, _parent in commits:
         made = changes.get(commit, [])
         updates = _applied(store, tree, made, (head, upstream), commit)
         if updates is None:
-            return None
+            return Replay(None, deleted)
         new_tree = objects.update_tree(tree, updates) if updates else tree
         if new_tree == tree and made:
             continue  # the upstream has this commit's change already: dropped, as git rebase does
         tip, tree = (_signed(store, raw[commit], new_tree, tip) if sign else
                      objects.write("commit", _recommitted(raw[commit], new_tree, tip, committer))), new_tree
-    return tip
+    return Replay(tip, deleted)
 
 
 @dataclass(frozen=True)

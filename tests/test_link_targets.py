@@ -1,0 +1,158 @@
+"""Where ``prune``, ``validate`` and ``sync`` send a link to an id a rename moved: the memory the id
+held when the link was made, only while HEAD holds it. Real clones of one bare remote (or a KB
+with no remote: merges committed by hand), every ``slayer-kb`` command run in this process, git as
+git."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+from testing import CliRunner, git, make_team, traced_git, unlike
+
+
+def _links(clone: Path) -> dict[str, list[str]]:
+    """Each memory file: its links to memories."""
+    return {path.name: re.findall(r"memory:\S+", path.read_text())
+            for path in sorted((clone / "memories").glob("*.yaml"))}
+
+
+def _alone(tmp_path: Path, invoke_cli: CliRunner) -> Path:
+    """A KB with no remote holding kb.x and kb.y, and a branch L off it."""
+    _bare, (kb,) = make_team(tmp_path, clones=1)
+    git(kb, "remote", "remove", "origin")
+    for tag, memory_id in (("xray", "kb.x"), ("yank", "kb.y")):
+        invoke_cli("--kb", kb, "save", unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
+    git(kb, "branch", "L")
+    return kb
+
+
+def _on_l(kb: Path, invoke_cli: CliRunner, link: str) -> None:
+    git(kb, "switch", "-q", "L")
+    invoke_cli("--kb", kb, "save", unlike("kilo"), "--id", "kb.k", "-e", link, check=True)
+    git(kb, "switch", "-q", "main")
+
+
+def test_prune_strips_a_link_to_a_forgotten_id_another_memory_was_given_and_moved_on(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """L links kb.y; main forgets kb.y, renames kb.x to kb.y and on to kb.z. The rename of kb.y
+    moved X, not the Y the link meant: validate and prune pointed the link at kb.z (X)."""
+    kb = _alone(tmp_path, invoke_cli)
+    _on_l(kb, invoke_cli, "memory:kb.y")
+    invoke_cli("--kb", kb, "forget", "kb.y", check=True)
+    invoke_cli("--kb", kb, "rename", "kb.x", "kb.y", check=True)
+    invoke_cli("--kb", kb, "rename", "kb.y", "kb.z", check=True)
+    git(kb, "merge", "-q", "--no-edit", "L")
+    checked = invoke_cli("validate", cwd=kb)
+    assert (checked.returncode, checked.stdout) == (1, (
+        "memories/kb.k.yaml:3: 'memory:kb.y' refers to a memory that does not exist (run 'slayer-kb prune' to strip "
+        "it)\n1 problem in 1 file (2 files checked)\n"))
+    pruned = invoke_cli("--kb", kb, "prune", check=True)
+    assert pruned.stdout.startswith("Stripped from memory kb.k: memory:kb.y\n(commit ")
+    assert git(kb, "log", "-1", "--format=%B").strip() == (
+        "catalog: prune 1 dangling reference\n\nStripped memory:kb.y from 1 memory: kb.k")
+    assert _links(kb) == {"kb.k.yaml": [], "kb.z.yaml": []}
+
+
+def test_prune_points_no_link_at_an_id_a_merge_deleted(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """L links kb.x; main forgets kb.y and renames kb.x to it; B deleted kb.y by hand, and the
+    merge of B, resolved by deleting kb.y, is the only commit that deleted X's file (which no
+    ``git log --diff-filter=D`` shows). validate said strip; prune pointed the link at kb.y, and
+    validate then failed on that link."""
+    kb = _alone(tmp_path, invoke_cli)
+    _on_l(kb, invoke_cli, "memory:kb.x")
+    git(kb, "switch", "-q", "-c", "B")
+    git(kb, "rm", "-q", "memories/kb.y.yaml")
+    git(kb, "commit", "-qm", "kb.y deleted by hand")
+    git(kb, "switch", "-q", "main")
+    invoke_cli("--kb", kb, "forget", "kb.y", check=True)
+    invoke_cli("--kb", kb, "rename", "kb.x", "kb.y", check=True)
+    assert subprocess.run(["git", "merge", "-q", "--no-edit", "B"], cwd=kb, capture_output=True).returncode == 1
+    git(kb, "rm", "-q", "memories/kb.y.yaml")
+    git(kb, "commit", "-q", "--no-edit")
+    git(kb, "merge", "-q", "--no-edit", "L")
+    expected = ("memories/kb.k.yaml:3: 'memory:kb.x' refers to a memory that does not exist (run 'slayer-kb prune' "
+                "to strip it)\n")
+    assert invoke_cli("validate", cwd=kb).stdout.startswith(expected)
+    pruned = invoke_cli("--kb", kb, "prune", check=True)
+    assert pruned.stdout.startswith("Stripped from memory kb.k: memory:kb.x\n(commit ")
+    assert _links(kb)["kb.k.yaml"] == []
+    assert invoke_cli("validate", cwd=kb, check=True).stdout.endswith("no problems.\n")
+
+
+def test_validate_in_a_stopped_merge_says_prune_once_it_is_committed(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """A merge committed by hand left a link to kb.x, renamed to kb.z; a later merge stopped on a
+    conflict. validate told to run prune, which refuses while MERGE_HEAD exists."""
+    kb = _alone(tmp_path, invoke_cli)
+    _on_l(kb, invoke_cli, "memory:kb.x")
+    invoke_cli("--kb", kb, "rename", "kb.x", "kb.z", check=True)
+    renamed = git(kb, "rev-parse", "--short=12", "HEAD").strip()
+    git(kb, "merge", "-q", "--no-edit", "L")
+    git(kb, "switch", "-q", "-c", "S", "HEAD~1")
+    invoke_cli("--kb", kb, "update", "kb.y", "--description", "S's summary", check=True)
+    git(kb, "switch", "-q", "main")
+    invoke_cli("--kb", kb, "update", "kb.y", "--description", "main's summary", check=True)
+    assert invoke_cli("--kb", kb, "merge", "S").returncode == 1
+    assert invoke_cli("validate", cwd=kb).stdout.startswith(
+        f"memories/kb.k.yaml:3: 'memory:kb.x' refers to kb.x, which commit {renamed} renamed to kb.z: once the merge "
+        "is committed, run 'slayer-kb prune' to point it at kb.z\n")
+
+
+def test_prune_names_the_links_it_strips_and_those_it_points(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """One link to a forgotten memory, one to a renamed one: the subject counted both as stripped."""
+    kb = _alone(tmp_path, invoke_cli)
+    git(kb, "switch", "-q", "L")
+    invoke_cli("--kb", kb, "save", unlike("kilo"), "--id", "kb.k", "-e", "memory:kb.x", "-e", "memory:kb.y",
+               check=True)
+    git(kb, "switch", "-q", "main")
+    invoke_cli("--kb", kb, "rename", "kb.x", "kb.z", check=True)
+    invoke_cli("--kb", kb, "forget", "kb.y", check=True)
+    git(kb, "merge", "-q", "--no-edit", "L")
+    invoke_cli("--kb", kb, "prune", check=True)
+    assert git(kb, "log", "-1", "--format=%B").strip() == (
+        "catalog: prune 2 dangling references: strip 1, point 1 at a renamed memory\n\n"
+        "Stripped memory:kb.y from 1 memory: kb.k\nPointed memory:kb.x at memory:kb.z (renamed) in kb.k")
+    assert _links(kb)["kb.k.yaml"] == ["memory:kb.z"]
+
+
+def test_a_memory_restored_edited_and_renamed_takes_the_other_clones_link_along(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """a forgets kb.y, restores it, edits it and renames it to kb.m; b links kb.y. The restored
+    memory is the same memory: b's sync stripped the link, taking the rename for one of another."""
+    _bare, (a, b) = make_team(tmp_path)
+    for tag, memory_id in (("xray", "kb.x"), ("yank", "kb.y")):
+        invoke_cli("--kb", a, "save", unlike(tag), "--id", memory_id, "-e", "shop.orders", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "forget", "kb.y", check=True)
+    invoke_cli("--kb", a, "restore", "kb.y", "--rev", "HEAD~1", check=True)
+    invoke_cli("--kb", a, "update", "kb.y", "--description", "edited after restore", check=True)
+    invoke_cli("--kb", a, "rename", "kb.y", "kb.m", check=True)
+    invoke_cli("--kb", b, "save", unlike("lima"), "--id", "kb.l", "-e", "memory:kb.y", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    synced = invoke_cli("--kb", b, "sync", check=True)
+    assert "rewrote links to renamed memories: memory:kb.y -> memory:kb.m in kb.l" in synced.stdout
+    assert _links(b)["kb.l.yaml"] == ["memory:kb.m"]
+
+
+def test_a_sync_whose_branch_forgot_nothing_looks_for_no_memory_brought_back(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """Both clones edit the same memories: the rebasing sync ran a ``git log`` of the branch's
+    deletions and additions to find a memory forgotten and brought back, though the replay had
+    read every commit's changes and seen no memory file deleted."""
+    _bare, (a, b) = make_team(tmp_path)
+    for n in range(3):
+        invoke_cli("--kb", a, "save", unlike(f"m{n}x"), "--id", f"kb.m{n}", "-e", "shop.orders", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    for n in range(3):
+        invoke_cli("--kb", a, "update", f"kb.m{n}", "--description", f"a's {n}", check=True)
+        invoke_cli("--kb", b, "update", f"kb.m{n}", "--title", f"b's {n}", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    with traced_git(tmp_path) as runs:
+        synced = invoke_cli("--kb", b, "sync", check=True)
+    assert synced.stdout.startswith("Synced main with origin: rebased, 3 pulled, 3 pushed.")
+    # crossings' look at each tip's deletions and additions (both sides wrote the files), none more
+    assert len([run for run in runs("log") if "--diff-filter=AD" in run]) == 2
+    assert subprocess.run(["git", "diff", "--quiet", "origin/main"], cwd=b).returncode == 0
