@@ -42,6 +42,16 @@ def commit_all(repo: Path, message: str = "test setup") -> None:
 
 
 _TEMPLATES: dict[str, Path] = {}
+# Which steps made each named state: two callers giving one name to different steps would share
+# the first one's state without a word.
+_STEPS: dict[str, str] = {}
+
+
+def _named(name: str, steps: Callable[..., object]) -> str:
+    """``name``, checked to be made by ``steps`` wherever it is asked for in this process."""
+    made_by = f"{steps.__module__}.{steps.__qualname__}"
+    assert _STEPS.setdefault(name, made_by) == made_by, f"{name!r} is made by {_STEPS[name]}, not {made_by}"
+    return name
 
 
 def _copy_of(name: str, build: Callable[[Path], None], root: Path, *, keep_mtimes: bool) -> Path:
@@ -156,7 +166,7 @@ def make_kb_after(root: Path, name: str, steps: Callable[[Path], object]) -> Pat
         # A background repack the steps started would move objects while they are copied.
         assert upkeep.wait(where / state.STATE_DIR, 60), "the background repack did not finish"
 
-    _copy_of(f"after-{name}", build, root, keep_mtimes=True)
+    _copy_of(_named(f"after-{name}", steps), build, root, keep_mtimes=True)
     state.make(root / state.STATE_DIR)
     return root
 
@@ -225,8 +235,9 @@ def make_team_after(tmp_path: Path, name: str, steps: Callable[[list[Path]], obj
     """``make_team``, then ``steps(kbs)`` (the saves, syncs and renames a module's tests all start
     from), run once a process for each ``name`` and copied as ``make_team`` copies a team: the
     same commits, refs and files in each copy, for the tests of what comes after them. ``name``
-    says which steps and arguments made the state (a module's tests each name theirs)."""
-    key = f"team-{folder}-{clones}-{name}"
+    says which steps and arguments made the state (a module's tests each name theirs). The steps
+run under the environment of the test that asks first: they must not depend on it."""
+    key = _named(f"team-{folder}-{clones}-{name}", steps)
     if key not in _TEMPLATES:
         where = Path(tempfile.mkdtemp(prefix="slayer-kb-team-after-"))
         atexit.register(shutil.rmtree, where, ignore_errors=True)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from slayer_kb import KnowledgeBase
 from slayer_kb.ops.sync import sync
 from testing import fsck, git, make_empty_kb, make_indexed_example_kb, make_kb_after, make_team, make_team_after
@@ -53,13 +55,18 @@ def test_a_team_copied_after_its_steps_is_its_own(tmp_path: Path) -> None:
 
     def steps(kbs: list[Path]) -> None:
         ran.append("steps")
-        KnowledgeBase(kbs[0]).save_memory("A: shared", ["orders.amount"])
-        sync(KnowledgeBase(kbs[0]))
-        sync(KnowledgeBase(kbs[1]))
+        with KnowledgeBase(kbs[0]) as kb:
+            kb.save_memory("A: shared", ["orders.amount"])
+            sync(kb)
+        with KnowledgeBase(kbs[1]) as kb:
+            sync(kb)
 
     first_bare, (a, b) = make_team_after(tmp_path / "first", "shared", steps)
     other_bare, (other_a, other_b) = make_team_after(tmp_path / "other", "shared", steps)
     assert ran == ["steps"]
+    # Another caller's steps under the same name would get this state: refused.
+    with pytest.raises(AssertionError, match="'team--2-shared' is made by test_repos.test_a_team_copied"):
+        make_team_after(tmp_path / "third", "shared", lambda kbs: None)
     for bare, clones in ((first_bare, (a, b)), (other_bare, (other_a, other_b))):
         for clone in clones:
             assert git(clone, "remote", "get-url", "origin").strip() == str(bare)
