@@ -368,17 +368,20 @@ def given_and_moved_on(store: GitStore, base: str, tips: tuple[str, str]) -> lis
 def brought_back(store: GitStore, base: str, tip: str, other: str) -> list[str]:
     """The memories at ``base`` that ``tip`` forgot since (its file's first deletion, no rename)
     and holds again (``restore``, ``git revert`` of the forget, a checkout of an older version),
-    whose file ``other`` changed: git's rebase of ``tip`` onto ``other`` replays the forget onto
-    that change and stops on a forget against an edit, where a merge of the two joins the change
-    into the memory brought back. One ``git log`` (``_events``)."""
+    whose file ``other`` changed (edited, or renamed: ``renames_between``): git's rebase of ``tip``
+    onto ``other`` replays the forget onto that change and stops on a forget against an edit or a
+    rename (whose steps then keep the memory at both ids), where a merge of the two joins the
+    change into the memory brought back, or moves it. One ``git log`` (``_events``), and one more
+    where ``other`` lacks such a file."""
     deleted = {path: commit for path, events in _events(store, base, tip).items()
                if (commit := next((c for status, c, _s in events if status == "D"), None))}
     objects = store.objects
     was, here, there = (objects.blobs_at(objects.tree_of(commit), deleted) for commit in (base, tip, other))
+    moved = renames_between(store, base, other) if None in there.values() else {}
     return [memory_id for path, commit in deleted.items()
             if (memory_id := id_of_path(path[len(store.prefix):])) is not None
-            and None not in (was[path], here[path], there[path]) and there[path] != was[path]
-            and memory_id not in renamed_in(store, commit)]
+            and None not in (was[path], here[path]) and memory_id not in renamed_in(store, commit)
+            and (memory_id in moved if there[path] is None else there[path] != was[path])]
 
 
 def _events(store: GitStore, base: str, tip: str, path: str = "") -> dict[str, list[tuple[str, str, str]]]:

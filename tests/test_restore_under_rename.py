@@ -1,0 +1,60 @@
+"""A memory one clone forgot and brought back (``forget kb.y``, ``restore kb.y --rev HEAD~1``)
+while the other renamed it (``rename kb.y kb.m``): one memory, which a sync leaves once, at the
+id the rename gave. Real clones of one bare remote; every ``slayer-kb`` command run in this
+process, git as git."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from testing import CliRunner, make_team_after, unlike
+
+
+def _shared(kbs: list[Path], invoke_cli: CliRunner) -> None:
+    a = kbs[0]
+    for tag, memory_id, entity in (("yank", "kb.y", "shop.orders"), ("kilo", "kb.k", "memory:kb.y")):
+        invoke_cli("--kb", a, "save", unlike(tag), "--id", memory_id, "-e", entity, check=True)
+    for clone in kbs:
+        invoke_cli("--kb", clone, "sync", check=True)
+
+
+def _team(tmp_path: Path, invoke_cli: CliRunner) -> tuple[Path, Path]:
+    """Clones a and b both holding kb.y ("yank") and kb.k ("kilo", linking memory:kb.y)."""
+    _bare, (a, b) = make_team_after(tmp_path, "restore-under-rename", lambda kbs: _shared(kbs, invoke_cli))
+    return a, b
+
+
+def _links(clone: Path) -> dict[str, list[str]]:
+    return {path.name: re.findall(r"memory:\S+", path.read_text())
+            for path in sorted((clone / "memories").glob("*.yaml"))}
+
+
+@pytest.mark.parametrize("restorer_second", [True, False])
+@pytest.mark.parametrize("and_edits", [True, False])
+def test_a_memory_brought_back_on_one_side_and_renamed_on_the_other_is_kept_once(
+        tmp_path: Path, invoke_cli: CliRunner, restorer_second: bool, and_edits: bool) -> None:
+    """a forgets kb.y and restores it (then edits its title, or not), b renames kb.y to kb.m.
+    Synced after b, a's sync replayed the forget onto the rename and stopped, its steps keeping
+    the memory forgotten or at kb.m, and the replayed restore then at kb.y too. The sync merges:
+    the memory once, at kb.m with a's edit, the link following it, in either order."""
+    a, b = _team(tmp_path, invoke_cli)
+    invoke_cli("--kb", a, "forget", "kb.y", check=True)
+    invoke_cli("--kb", a, "restore", "kb.y", "--rev", "HEAD~1", check=True)
+    if and_edits:
+        invoke_cli("--kb", a, "update", "kb.y", "--title", "Yank", check=True)
+    invoke_cli("--kb", b, "rename", "kb.y", "kb.m", check=True)
+    first, second = (b, a) if restorer_second else (a, b)
+    invoke_cli("--kb", first, "sync", check=True)
+    synced = invoke_cli("--kb", second, "sync", check=True)
+    ours = 3 if and_edits else 2
+    assert synced.stdout.startswith(f"Synced main with origin: merged, 1 pulled, {ours + 1} pushed.\n" if restorer_second
+                                    else f"Synced main with origin: rebased, {ours} pulled, 1 pushed.\n"), synced.stdout
+    invoke_cli("--kb", first, "sync", check=True)
+    for clone in (a, b):
+        assert _links(clone) == {"kb.k.yaml": ["memory:kb.m"], "kb.m.yaml": []}
+        text = (clone / "memories" / "kb.m.yaml").read_text()
+        assert "yank" in text and ("title: Yank\n" in text) == and_edits
+        assert invoke_cli("--kb", clone, "validate", check=True).stdout.endswith("no problems.\n")
