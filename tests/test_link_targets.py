@@ -156,3 +156,33 @@ def test_a_sync_whose_branch_forgot_nothing_looks_for_no_memory_brought_back(
     # crossings' look at each tip's deletions and additions (both sides wrote the files), none more
     assert len([run for run in runs("log") if "--diff-filter=AD" in run]) == 2
     assert subprocess.run(["git", "diff", "--quiet", "origin/main"], cwd=b).returncode == 0
+
+
+def test_commands_given_a_forgotten_id_another_memory_was_given_and_moved_on_say_it_was_forgotten(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """kb.y is forgotten, kb.x renamed to kb.y and on to kb.z: the rename of kb.y moved X, not the
+    Y agents were told kb.y of (``link_target``'s rule). ``get kb.y`` said "renamed to 'kb.z':
+    use that id", ``save --reuse-id`` took kb.y for an id renamed to a live memory, and ``save --id
+    kb.y`` refused it as renamed away."""
+    kb = _alone(tmp_path, invoke_cli)
+    invoke_cli("--kb", kb, "forget", "kb.y", check=True)
+    forgot = git(kb, "rev-parse", "--short=12", "HEAD").strip()
+    invoke_cli("--kb", kb, "rename", "kb.x", "kb.y", check=True)
+    invoke_cli("--kb", kb, "rename", "kb.y", "kb.z", check=True)
+    renamed = git(kb, "rev-parse", "--short=12", "HEAD").strip()
+    step = f"slayer-kb --kb {kb} restore kb.y --rev {forgot}~1"
+    said = (f"Error: Memory 'kb.y' was forgotten for good in commit {forgot}, and the id then given to another "
+            f"memory, which was renamed to 'kb.z' in commit {renamed}: bring the forgotten one's last version back "
+            f"with '{step}'.\n")
+    for command in ("get", "show", "forget"):
+        assert invoke_cli("--kb", kb, command, "kb.y").stderr == said
+    reused = invoke_cli("--kb", kb, "save", unlike("zulu"), "--id", "kb.y", "--reuse-id", "-e", "shop.orders")
+    assert (reused.returncode, reused.stderr) == (1, (
+        "Error: --reuse-id gives an id a rename moved to another memory, and no rename moved 'kb.y' to one that is "
+        "still there: drop --reuse-id.\n"))
+    invoke_cli(*step.split()[1:], check=True)
+    texts = {name: (kb / "memories" / f"{name}.yaml").read_text() for name in ("kb.y", "kb.z")}
+    assert "yank" in texts["kb.y"] and "xray" in texts["kb.z"] and "yank" not in texts["kb.z"]
+    git(kb, "reset", "-q", "--hard", "HEAD~1")  # the restore undone: a new memory may take the id
+    saved = invoke_cli("--kb", kb, "save", unlike("zulu"), "--id", "kb.y", "-e", "shop.orders", check=True)
+    assert saved.stdout.startswith("Saved memory kb.y (created)\n")
