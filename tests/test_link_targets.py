@@ -9,6 +9,8 @@ import re
 import subprocess
 from pathlib import Path
 
+from slayer_kb import KnowledgeBase
+from slayer_kb.store import requests
 from testing import CliRunner, git, make_team, traced_git, unlike
 
 
@@ -186,3 +188,31 @@ def test_commands_given_a_forgotten_id_another_memory_was_given_and_moved_on_say
     git(kb, "reset", "-q", "--hard", "HEAD~1")  # the restore undone: a new memory may take the id
     saved = invoke_cli("--kb", kb, "save", unlike("zulu"), "--id", "kb.y", "-e", "shop.orders", check=True)
     assert saved.stdout.startswith("Saved memory kb.y (created)\n")
+
+
+def test_a_prune_answer_rebuilt_from_its_commit_names_the_links_it_pointed(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """L links kb.x (kb.j, kb.k) and kb.y (kb.k); main forgets kb.y and renames kb.x to kb.z. The
+    prune after the merge points the links to kb.x at kb.z and strips kb.k's to kb.y. Its answer
+    rebuilt from the commit (``history.landed``: the client of a server killed once the commit
+    landed) listed the pointed links as stripped, ``relinked`` empty: now the live answer."""
+    kb = _alone(tmp_path, invoke_cli)
+    git(kb, "switch", "-q", "L")
+    for tag, memory_id, links in (("juliet", "kb.j", ["memory:kb.x"]), ("kilo", "kb.k", ["memory:kb.x", "memory:kb.y"])):
+        invoke_cli("--kb", kb, "save", unlike(tag), "--id", memory_id, *(f"-e{link}" for link in links), check=True)
+    git(kb, "switch", "-q", "main")
+    invoke_cli("--kb", kb, "forget", "kb.y", check=True)
+    invoke_cli("--kb", kb, "rename", "kb.x", "kb.z", check=True)
+    git(kb, "merge", "-q", "--no-edit", "L")
+    api = KnowledgeBase(kb)
+    api.store.request = "e" * 32
+    try:
+        live = api.prune()
+    finally:
+        api.store.request = None
+    assert (live.stripped, live.relinked, live.rewritten) == (
+        {"kb.k": ["memory:kb.y"]}, {"kb.j": {"memory:kb.x": "memory:kb.z"}, "kb.k": {"memory:kb.x": "memory:kb.z"}},
+        ["kb.k", "kb.j"])
+    record = requests.read(api.store.state, "e" * 32)
+    assert record is not None
+    landed = api.history.landed(record.commits[-1])
+    assert landed is not None and (landed.kind, landed.result) == ("prune", live)
