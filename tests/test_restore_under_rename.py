@@ -36,25 +36,30 @@ def _links(clone: Path) -> dict[str, list[str]]:
 @pytest.mark.parametrize("and_edits", [True, False])
 def test_a_memory_brought_back_on_one_side_and_renamed_on_the_other_is_kept_once(
         tmp_path: Path, invoke_cli: CliRunner, restorer_second: bool, and_edits: bool) -> None:
-    """a forgets kb.y and restores it (then edits its title, or not), b renames kb.y to kb.m.
+    """a forgets kb.y and restores it (then edits its title, or not) and links kb.l to it, b renames
+    kb.y to kb.m.
     Synced after b, a's sync replayed the forget onto the rename and stopped, its steps keeping
     the memory forgotten or at kb.m, and the replayed restore then at kb.y too. The sync merges:
-    the memory once, at kb.m with a's edit, the link following it, in either order."""
+    the memory once, at kb.m with a's edit, the links following it, in either order."""
     a, b = _team(tmp_path, invoke_cli)
     invoke_cli("--kb", a, "forget", "kb.y", check=True)
     invoke_cli("--kb", a, "restore", "kb.y", "--rev", "HEAD~1", check=True)
     if and_edits:
         invoke_cli("--kb", a, "update", "kb.y", "--title", "Yank", check=True)
+    invoke_cli("--kb", a, "save", unlike("lima"), "--id", "kb.l", "-e", "memory:kb.y", check=True)
     invoke_cli("--kb", b, "rename", "kb.y", "kb.m", check=True)
     first, second = (b, a) if restorer_second else (a, b)
     invoke_cli("--kb", first, "sync", check=True)
     synced = invoke_cli("--kb", second, "sync", check=True)
-    ours = 3 if and_edits else 2
-    assert synced.stdout.startswith(f"Synced main with origin: merged, 1 pulled, {ours + 1} pushed.\n" if restorer_second
-                                    else f"Synced main with origin: rebased, {ours} pulled, 1 pushed.\n"), synced.stdout
+    ours = 4 if and_edits else 3  # a's commits; a merge, and the links to kb.y pointed at kb.m, pushed too
+    assert synced.stdout == (
+        (f"Synced main with origin: merged, 1 pulled, {ours + 2} pushed.\n" if restorer_second
+         else f"Synced main with origin: rebased, {ours} pulled, 2 pushed.\n")
+        + "  merged both sides of: memories/kb.k.yaml\n"
+        "  rewrote links to renamed memories: memory:kb.y -> memory:kb.m in kb.l\n")
     invoke_cli("--kb", first, "sync", check=True)
     for clone in (a, b):
-        assert _links(clone) == {"kb.k.yaml": ["memory:kb.m"], "kb.m.yaml": []}
+        assert _links(clone) == {"kb.k.yaml": ["memory:kb.m"], "kb.l.yaml": ["memory:kb.m"], "kb.m.yaml": []}
         text = (clone / "memories" / "kb.m.yaml").read_text()
         assert "yank" in text and ("title: Yank\n" in text) == and_edits
         assert invoke_cli("--kb", clone, "validate", check=True).stdout.endswith("no problems.\n")
