@@ -13,18 +13,23 @@ import pytest
 from testing import CliRunner, make_team_after, unlike
 
 
-def _shared(kbs: list[Path], invoke_cli: CliRunner) -> None:
+def _shared(kbs: list[Path], invoke_cli: CliRunner, linked: bool) -> None:
     a = kbs[0]
-    for tag, memory_id, entity in (("yank", "kb.y", "shop.orders"), ("kilo", "kb.k", "memory:kb.y")):
+    for tag, memory_id, entity in (("yank", "kb.y", "shop.orders"), ("kilo", "kb.k", "memory:kb.y"))[:1 + linked]:
         invoke_cli("--kb", a, "save", unlike(tag), "--id", memory_id, "-e", entity, check=True)
     for clone in kbs:
         invoke_cli("--kb", clone, "sync", check=True)
 
 
-def _team(tmp_path: Path, invoke_cli: CliRunner) -> tuple[Path, Path]:
-    """Clones a and b both holding kb.y ("yank") and kb.k ("kilo", linking memory:kb.y)."""
-    _bare, (a, b) = make_team_after(tmp_path, "restore-under-rename", lambda kbs: _shared(kbs, invoke_cli))
+def _team(tmp_path: Path, invoke_cli: CliRunner, linked: bool = True) -> tuple[Path, Path]:
+    """Clones a and b both holding kb.y ("yank") and, ``linked``, kb.k ("kilo", linking memory:kb.y)."""
+    _bare, (a, b) = make_team_after(tmp_path, f"restore-under-rename {linked}",
+                                    lambda kbs: _shared(kbs, invoke_cli, linked))
     return a, b
+
+
+def _memories(clone: Path) -> list[str]:
+    return sorted(path.name for path in (clone / "memories").glob("*.yaml"))
 
 
 def _links(clone: Path) -> dict[str, list[str]]:
@@ -63,3 +68,22 @@ def test_a_memory_brought_back_on_one_side_and_renamed_on_the_other_is_kept_once
         text = (clone / "memories" / "kb.m.yaml").read_text()
         assert "yank" in text and ("title: Yank\n" in text) == and_edits
         assert invoke_cli("--kb", clone, "validate", check=True).stdout.endswith("no problems.\n")
+
+
+@pytest.mark.parametrize("restorer_second", [True, False])
+def test_a_memory_brought_back_and_renamed_that_no_memory_links_is_kept_once(
+        tmp_path: Path, invoke_cli: CliRunner, restorer_second: bool) -> None:
+    """As above, no memory linking kb.y: both sides wrote no file in common, and a's sync after b
+    replayed its commits in this process, which dropped the forget (b's kb.y is gone too) and
+    added the restored memory back at kb.y beside b's kb.m, silently, on both clones."""
+    a, b = _team(tmp_path, invoke_cli, linked=False)
+    invoke_cli("--kb", a, "forget", "kb.y", check=True)
+    invoke_cli("--kb", a, "restore", "kb.y", "--rev", "HEAD~1", check=True)
+    invoke_cli("--kb", b, "rename", "kb.y", "kb.m", check=True)
+    first, second = (b, a) if restorer_second else (a, b)
+    invoke_cli("--kb", first, "sync", check=True)
+    synced = invoke_cli("--kb", second, "sync", check=True)
+    assert synced.stdout == ("Synced main with origin: merged, 1 pulled, 3 pushed.\n" if restorer_second
+                             else "Synced main with origin: rebased, 2 pulled, 1 pushed.\n")
+    invoke_cli("--kb", first, "sync", check=True)
+    assert [_memories(clone) for clone in (a, b)] == [["kb.m.yaml"]] * 2
