@@ -5,7 +5,9 @@ process, git as git."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -87,3 +89,44 @@ def test_a_memory_brought_back_and_renamed_that_no_memory_links_is_kept_once(
                              else "Synced main with origin: rebased, 2 pulled, 1 pushed.\n")
     invoke_cli("--kb", first, "sync", check=True)
     assert [_memories(clone) for clone in (a, b)] == [["kb.m.yaml"]] * 2
+
+
+@pytest.mark.parametrize("restorer_second", [True, False])
+def test_an_edit_of_a_memory_brought_back_and_of_it_renamed_stops_with_steps_that_work(
+        tmp_path: Path, invoke_cli: CliRunner, restorer_second: bool) -> None:
+    """a forgets kb.y, restores it and retitles it; b renames it to kb.m and retitles it too: two
+    edits of one memory no sync joins silently. The sync stops naming kb.m (not a forget against
+    a rename), and its steps, typed as printed with the edit step done by hand, leave the memory
+    once, at kb.m."""
+    a, b = _team(tmp_path, invoke_cli, linked=False)
+    invoke_cli("--kb", a, "forget", "kb.y", check=True)
+    invoke_cli("--kb", a, "restore", "kb.y", "--rev", "HEAD~1", check=True)
+    invoke_cli("--kb", a, "update", "kb.y", "--title", "Yank", check=True)
+    invoke_cli("--kb", b, "rename", "kb.y", "kb.m", check=True)
+    invoke_cli("--kb", b, "update", "kb.m", "--title", "Mike", check=True)
+    first, second = (b, a) if restorer_second else (a, b)
+    invoke_cli("--kb", first, "sync", check=True)
+    stopped = invoke_cli("--kb", second, "sync")
+    mine, how, go_on = (("This branch", "merge", "git commit --no-edit") if restorer_second else
+                        ("Your commits", "rebase", "slayer-kb rebase --continue (a later commit that stops says so again)"))
+    assert (stopped.returncode, stopped.stderr) == (1, (
+        f"Error: {mine} and origin/main both edited memories/kb.m.yaml; the repository is back as it was. To merge "
+        f"by hand: cd {second}; git fetch origin; slayer-kb {how} origin/main (it stops on the conflict); edit "
+        "memories/kb.m.yaml to keep what both sides meant; git add memories/kb.m.yaml; slayer-kb validate; "
+        f"{go_on}; slayer-kb sync.\n"))
+    for step in stopped.stderr.split(" To merge by hand: ", 1)[1].strip().removesuffix(".").split("; ")[1:]:
+        typed = step.split(" (")[0].split(" to ")[0]
+        if typed.startswith("edit "):
+            path = second / typed.split()[1]
+            text = path.read_text()
+            assert "<<<<<<<" in text and "title: Yank" in text and "title: Mike" in text
+            path.write_text(re.sub(r"<<<<<<< .*?\ntitle: (\w+)\n=======\ntitle: (\w+)\n>>>>>>> [^\n]*\n",
+                                   "title: Yank and Mike\n", text, flags=re.DOTALL))
+        elif typed.startswith("git "):
+            subprocess.run(typed, shell=True, cwd=second, check=True, capture_output=True, env={**os.environ, "GIT_EDITOR": "true"})
+        else:
+            invoke_cli(*typed.split()[1:], cwd=second, check=typed != f"slayer-kb {how} origin/main")
+    invoke_cli("--kb", first, "sync", check=True)
+    for clone in (a, b):
+        assert _memories(clone) == ["kb.m.yaml"]
+        assert "title: Yank and Mike\n" in (clone / "memories" / "kb.m.yaml").read_text()
