@@ -9,6 +9,8 @@ import re
 import subprocess
 from pathlib import Path
 
+from slayer_kb import KnowledgeBase
+from slayer_kb.store import requests
 from testing import CliRunner, git, make_team, traced_git, unlike
 
 
@@ -156,3 +158,61 @@ def test_a_sync_whose_branch_forgot_nothing_looks_for_no_memory_brought_back(
     # crossings' look at each tip's deletions and additions (both sides wrote the files), none more
     assert len([run for run in runs("log") if "--diff-filter=AD" in run]) == 2
     assert subprocess.run(["git", "diff", "--quiet", "origin/main"], cwd=b).returncode == 0
+
+
+def test_commands_given_a_forgotten_id_another_memory_was_given_and_moved_on_say_it_was_forgotten(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """kb.y is forgotten, kb.x renamed to kb.y and on to kb.z: the rename of kb.y moved X, not the
+    Y agents were told kb.y of (``link_target``'s rule). ``get kb.y`` said "renamed to 'kb.z':
+    use that id", ``save --reuse-id`` took kb.y for an id renamed to a live memory, and ``save --id
+    kb.y`` refused it as renamed away."""
+    kb = _alone(tmp_path, invoke_cli)
+    invoke_cli("--kb", kb, "forget", "kb.y", check=True)
+    forgot = git(kb, "rev-parse", "--short=12", "HEAD").strip()
+    invoke_cli("--kb", kb, "rename", "kb.x", "kb.y", check=True)
+    invoke_cli("--kb", kb, "rename", "kb.y", "kb.z", check=True)
+    renamed = git(kb, "rev-parse", "--short=12", "HEAD").strip()
+    step = f"slayer-kb --kb {kb} restore kb.y --rev {forgot}~1"
+    said = (f"Error: Memory 'kb.y' was forgotten for good in commit {forgot}, and the id then given to another "
+            f"memory, which was renamed to 'kb.z' in commit {renamed}: bring the forgotten one's last version back "
+            f"with '{step}'.\n")
+    for command in ("get", "show", "forget"):
+        assert invoke_cli("--kb", kb, command, "kb.y").stderr == said
+    reused = invoke_cli("--kb", kb, "save", unlike("zulu"), "--id", "kb.y", "--reuse-id", "-e", "shop.orders")
+    assert (reused.returncode, reused.stderr) == (1, (
+        "Error: --reuse-id gives an id a rename moved to another memory, and no rename moved 'kb.y' to one that is "
+        "still there: drop --reuse-id.\n"))
+    invoke_cli(*step.split()[1:], check=True)
+    texts = {name: (kb / "memories" / f"{name}.yaml").read_text() for name in ("kb.y", "kb.z")}
+    assert "yank" in texts["kb.y"] and "xray" in texts["kb.z"] and "yank" not in texts["kb.z"]
+    git(kb, "reset", "-q", "--hard", "HEAD~1")  # the restore undone: a new memory may take the id
+    saved = invoke_cli("--kb", kb, "save", unlike("zulu"), "--id", "kb.y", "-e", "shop.orders", check=True)
+    assert saved.stdout.startswith("Saved memory kb.y (created)\n")
+
+
+def test_a_prune_answer_rebuilt_from_its_commit_names_the_links_it_pointed(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """L links kb.x (kb.j, kb.k) and kb.y (kb.k); main forgets kb.y and renames kb.x to kb.z. The
+    prune after the merge points the links to kb.x at kb.z and strips kb.k's to kb.y. Its answer
+    rebuilt from the commit (``history.landed``: the client of a server killed once the commit
+    landed) listed the pointed links as stripped, ``relinked`` empty: now the live answer."""
+    kb = _alone(tmp_path, invoke_cli)
+    git(kb, "switch", "-q", "L")
+    for tag, memory_id, links in (("juliet", "kb.j", ["memory:kb.x"]), ("kilo", "kb.k", ["memory:kb.x", "memory:kb.y"])):
+        invoke_cli("--kb", kb, "save", unlike(tag), "--id", memory_id, *(f"-e{link}" for link in links), check=True)
+    git(kb, "switch", "-q", "main")
+    invoke_cli("--kb", kb, "forget", "kb.y", check=True)
+    invoke_cli("--kb", kb, "rename", "kb.x", "kb.z", check=True)
+    git(kb, "merge", "-q", "--no-edit", "L")
+    api = KnowledgeBase(kb)
+    api.store.request = "e" * 32
+    try:
+        live = api.prune()
+    finally:
+        api.store.request = None
+    assert (live.stripped, live.relinked, live.rewritten) == (
+        {"kb.k": ["memory:kb.y"]}, {"kb.j": {"memory:kb.x": "memory:kb.z"}, "kb.k": {"memory:kb.x": "memory:kb.z"}},
+        ["kb.k", "kb.j"])
+    record = requests.read(api.store.state, "e" * 32)
+    assert record is not None
+    landed = api.history.landed(record.commits[-1])
+    assert landed is not None and (landed.kind, landed.result) == ("prune", live)

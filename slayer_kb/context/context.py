@@ -205,9 +205,13 @@ class Context(Parts):
         away = renamed_away(self.store, memory_id, deleting)
         if away is None:
             return None
-        said = f"Memory '{memory_id}' was renamed " + ", then ".join(
-            f"to '{new}' in commit {commit[:12]}" for new, commit in away.moves)
-        final = away.moves[-1][0]
+        moves = "was renamed " + ", then ".join(f"to '{new}' in commit {commit[:12]}" for new, commit in away.moves)
+        if forgot := away.before:
+            # The rename moved another memory given the id since: the one asked for was forgotten.
+            return (f"Memory '{memory_id}' was forgotten for good in commit {forgot[:12]}, and the id then given to "
+                    f"another memory, which {moves}: bring the forgotten one's last version back with "
+                    f"'{command(self.root)} restore {words(memory_id)} --rev {forgot[:12]}~1'.")
+        said, final = f"Memory '{memory_id}' {moves}", away.moves[-1][0]
         if away.forgotten:
             return (f"{said}, and then forgotten for good in commit {away.forgotten[:12]}: bring its last version "
                     f"back with '{command(self.root)} restore {words(final)} --rev {away.forgotten[:12]}~1'.")
@@ -227,7 +231,7 @@ class Context(Parts):
         if not (memory_id in renamed if renamed is not None else ever_renamed(self.store, memory_id)):
             return None
         away = renamed_away(self.store, memory_id)
-        if away is None or away.forgotten or away.moves[-1][0] == moving:
+        if away is None or away.forgotten or away.before or away.moves[-1][0] == moving:
             return None
         return away.moves[-1][0], away.moves[0][1]
 

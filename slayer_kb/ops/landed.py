@@ -37,6 +37,8 @@ _RESTORE_REV = re.compile(r"memory: restore (?P<id>\S+) as of (?P<rev>[0-9a-f]+)
 _FORGET = re.compile(r"memory: forget (?P<id>\S+)(?P<soft> \(soft\))?")
 _DELETE = re.compile(r"catalog: delete (?P<kind>\w+) (?P<entity>\S+)")
 _SESSION = re.compile(r"session: (?P<verb>start|end|prompt in) (?P<id>\S+)")
+# A prune's body line for each link it pointed at a renamed memory (cascade.prune).
+_POINTED = re.compile(r"^Pointed (\S+) at (\S+) \(renamed\) in ", re.MULTILINE)
 
 
 
@@ -78,15 +80,28 @@ def result_of(kb: Context, landing: Landing) -> Landed | None:
                                   lambda e: e == entity or e.startswith(entity + "."))
         return Landed("delete", CascadeResult(entity, commit, rewritten, stale_queries=stale), entity)
     if PRUNE_SUBJECT.fullmatch(first):
-        removed: dict[str, list[str]] = {}
-        for memory_id in _changed_memories(landing):
-            after = set(_memory_at(kb, commit, memory_id).entities)
-            before = _memory_at(kb, landing.parent, memory_id).entities if landing.parent else []
-            removed[memory_id] = [entity for entity in before if entity not in after]
-        return Landed("prune", CascadeResult(None, commit, list(removed), removed))
+        return Landed("prune", _prune_result(kb, landing))
     if match := _SESSION.fullmatch(first):
         return _session_result(kb, landing, match["verb"], match["id"])
     return None
+
+
+def _prune_result(kb: Context, landing: Landing) -> CascadeResult:
+    """A prune's answer: each link a memory lost, pointed at a renamed memory where the commit's
+    body says so (``Pointed OLD at NEW (renamed) in ...``), else stripped."""
+    pointed_at = dict(_POINTED.findall(landing.message))
+    stripped: dict[str, list[str]] = {}
+    relinked: dict[str, dict[str, str]] = {}
+    for memory_id in _changed_memories(landing):
+        after = set(_memory_at(kb, landing.commit, memory_id).entities)
+        before = _memory_at(kb, landing.parent, memory_id).entities if landing.parent else []
+        removed = [entity for entity in before if entity not in after]
+        if dropped := [entity for entity in removed if entity not in pointed_at]:
+            stripped[memory_id] = dropped
+        if moved := {entity: pointed_at[entity] for entity in removed if entity in pointed_at}:
+            relinked[memory_id] = moved
+    return CascadeResult(None, landing.commit, list(dict.fromkeys([*stripped, *relinked])), stripped,
+                         relinked=relinked)
 
 
 def _session_result(kb: Context, landing: Landing, verb: str, session_id: str) -> Landed:

@@ -373,10 +373,13 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
         store, upstream, ours)
     rebasing = not merging and (replayed is None or replayed.tip is None)
     # A memory this branch forgot and brought back, the upstream changed: git's rebase replays the
-    # forget and stops on it, a merge joins the change into the memory brought back. Not looked
-    # for (a ``git log``) where the replay saw the branch delete no memory file.
-    merging = merging or bool(rebasing and parted and (replayed is None or replayed.deleted_memory is not False)
+    # forget and stops on it, a merge joins the change into the memory brought back. Renamed by
+    # the upstream, the replay drops the forget (the file is gone there too) and puts the memory
+    # back at its old id beside the renamed one. Not looked for (a ``git log``) where the replay
+    # saw the branch delete no memory file.
+    merging = merging or bool(parted and (replayed is None or replayed.deleted_memory is not False)
                               and brought_back(store, parted, ours, upstream))
+    rebasing = rebasing and not merging
     if merging:
         _merge(store, remote, name, upstream, bool(mapping), written_on_either(store, (upstream, ours), bases), bases)
     elif rebasing:

@@ -44,11 +44,15 @@ def renamed_in(store: GitStore, commit: str) -> dict[str, str]:
 
 def last_deletion(store: GitStore, memory_id: str) -> str | None:
     """The last commit that deleted the memory's file (a forget, or a rename moving it), if any."""
+    return next(iter(_deletions(store, memory_id, 1)), None)
+
+
+def _deletions(store: GitStore, memory_id: str, count: int) -> list[str]:
+    """The last ``count`` commits that deleted the memory's file, newest first."""
     if store.head() is None:
-        return None
-    proc = store.git("log", "-1", "--format=%H", "--diff-filter=D", "HEAD", "--",
-                     store.repo_path(memory_path(memory_id)), env=LITERAL_PATHS)
-    return proc.stdout.decode().strip() or None
+        return []
+    return store.git("log", f"-{count}", "--format=%H", "--diff-filter=D", "HEAD", "--",
+                     store.repo_path(memory_path(memory_id)), env=LITERAL_PATHS).stdout.decode().split()
 
 
 def ever_renamed(store: GitStore, memory_id: str) -> bool:
@@ -82,10 +86,15 @@ def renamed_on_each(store: GitStore, base: str, heads: Collection[str], paths: C
 @dataclass(frozen=True)
 class Away:
     """Where an id a commit renamed went: each move in order (the new id, its commit), and the
-    commit that then deleted the last id's file without moving it (a forget for good), if one did."""
+    commit that then deleted the last id's file without moving it (a forget for good), if one did;
+    ``before``: when the first rename moved a memory given the id after the one first given it was
+    forgotten (``forget kb.y``, ``rename kb.x kb.y``, ``rename kb.y kb.z``), the commit that forgot
+    the memory the id held before: a link made before, and an agent told the id, meant that one,
+    not where the renames went (``link_target``, ``Context.renamed_to``)."""
 
     moves: tuple[tuple[str, str], ...]
     forgotten: str | None
+    before: str | None
 
 
 def renamed_away(store: GitStore, memory_id: str, deleting: str | None = None) -> Away | None:
@@ -94,27 +103,31 @@ def renamed_away(store: GitStore, memory_id: str, deleting: str | None = None) -
     id it has at HEAD or the commit that forgot it; None when that commit did not rename it. Each
     step is the next deletion of the file the last one gave (``next_deletion``): a later rename of
     an id it passed through, given to another memory since (a forget and a save, ``--reuse-id``),
-    moves that other memory, not this one."""
-    deleting = deleting or last_deletion(store, memory_id)
-    if deleting is None or (first := renamed_in(store, deleting).get(memory_id)) is None:
+    moves that other memory, not this one. Whether the first rename moved the memory first given
+    the id (``Away.before``) costs a ``git log`` only where the file was deleted before it."""
+    found = [deleting] if deleting else _deletions(store, memory_id, 2)
+    if not found or (first := renamed_in(store, found[0]).get(memory_id)) is None:
         return None
+    # Found here with no earlier deletion of the file: the id held one memory until the rename.
+    before = _forgot_before(store, memory_id, found[0]) if deleting or len(found) > 1 else None
+    deleting = found[0]
     moves, at = [(first, deleting)], first
     while at != memory_id and len(moves) <= 100:  # a chain back to the start, or absurdly long: stop
         step = next_deletion(store, at, moves[-1][1])
         if step is None:
             break
         if step.renamed_to is None:
-            return Away(tuple(moves), step.commit)
+            return Away(tuple(moves), step.commit, before)
         at = step.renamed_to
         moves.append((at, step.commit))
-    return Away(tuple(moves), None)
+    return Away(tuple(moves), None, before)
 
 
 def link_target(store: GitStore, memory_id: str) -> tuple[str, str] | None:
     """Where a link to ``memory_id`` goes that no merge's sides tell of (``prune``, ``validate``
     in a KB with no sync to run): the id the memory has now and the commit that first renamed it
     (``renamed_away``), when HEAD holds that id's file and the rename moved the memory first given
-    ``memory_id`` (``_held_since``). A rename of a memory given the id after the first was forgotten
+    ``memory_id`` (no ``Away.before``). A rename of a memory given the id after the first was forgotten
     (``forget kb.y``, ``rename kb.x kb.y``, ``rename kb.y kb.z``) moved another memory: a link made
     before meant the forgotten one. A merge commit that deleted the new id's file is no deletion
     ``renamed_away`` sees: HEAD's tree is asked."""
@@ -125,7 +138,16 @@ def link_target(store: GitStore, memory_id: str) -> tuple[str, str] | None:
     path = store.repo_path(memory_path(new))
     if store.objects.blobs_at(store.objects.tree_of(head), [path])[path] is None:
         return None
-    return (new, commit) if _held_since(store, "", commit, memory_id) else None
+    return None if away.before else (new, commit)
+
+
+def _forgot_before(store: GitStore, memory_id: str, commit: str) -> str | None:
+    """``Away.before`` of the rename ``commit`` of ``memory_id`` (``_held_since``)."""
+    if _held_since(store, "", commit, memory_id):
+        return None
+    path = store.repo_path(memory_path(memory_id))
+    events = _events(store, "", store.objects.parents(commit)[0], path).get(path, [])
+    return next(c for status, c, _s in reversed(events) if status == "D")
 
 
 @dataclass(frozen=True)
@@ -368,17 +390,20 @@ def given_and_moved_on(store: GitStore, base: str, tips: tuple[str, str]) -> lis
 def brought_back(store: GitStore, base: str, tip: str, other: str) -> list[str]:
     """The memories at ``base`` that ``tip`` forgot since (its file's first deletion, no rename)
     and holds again (``restore``, ``git revert`` of the forget, a checkout of an older version),
-    whose file ``other`` changed: git's rebase of ``tip`` onto ``other`` replays the forget onto
-    that change and stops on a forget against an edit, where a merge of the two joins the change
-    into the memory brought back. One ``git log`` (``_events``)."""
+    whose file ``other`` changed (edited, or renamed: ``renames_between``): git's rebase of ``tip``
+    onto ``other`` replays the forget onto that change and stops on a forget against an edit or a
+    rename (whose steps then keep the memory at both ids), where a merge of the two joins the
+    change into the memory brought back, or moves it. One ``git log`` (``_events``), and one more
+    where ``other`` lacks such a file."""
     deleted = {path: commit for path, events in _events(store, base, tip).items()
                if (commit := next((c for status, c, _s in events if status == "D"), None))}
     objects = store.objects
     was, here, there = (objects.blobs_at(objects.tree_of(commit), deleted) for commit in (base, tip, other))
+    moved = renames_between(store, base, other) if None in there.values() else {}
     return [memory_id for path, commit in deleted.items()
             if (memory_id := id_of_path(path[len(store.prefix):])) is not None
-            and None not in (was[path], here[path], there[path]) and there[path] != was[path]
-            and memory_id not in renamed_in(store, commit)]
+            and None not in (was[path], here[path]) and memory_id not in renamed_in(store, commit)
+            and (memory_id in moved if there[path] is None else there[path] != was[path])]
 
 
 def _events(store: GitStore, base: str, tip: str, path: str = "") -> dict[str, list[tuple[str, str, str]]]:
