@@ -11,16 +11,28 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, git, make_team, make_team_after, traced_git, typed_steps, unlike
+from testing import CliRunner, git, in_process_runner, make_team, make_team_after, traced_git, typed_steps, unlike
+
+
+def _revenue_on_both(kbs: list[Path]) -> None:
+    a, b = kbs
+    run = in_process_runner()
+    run("--kb", a, "save", "Revenue is paid orders", "-e", "shop.orders.amount", check=True)
+    run("--kb", a, "sync", check=True)
+    run("--kb", b, "sync", check=True)
+
+
+def _held_by_both(tmp_path: Path) -> tuple[Path, Path]:
+    """Memory 1, saved on clone a and synced to b: where most of these tests start. Made once a
+    process and copied (``make_team_after``)."""
+    _bare, (a, b) = make_team_after(tmp_path, "revenue-held-by-both", _revenue_on_both)
+    return a, b
 
 
 @pytest.mark.parametrize("renamer_first", [True, False])
 def test_a_link_the_other_clone_added_to_a_renamed_memory_follows_the_rename(
         tmp_path: Path, invoke_cli: CliRunner, renamer_first: bool) -> None:
-    _bare, (a, b) = make_team(tmp_path)
-    invoke_cli("--kb", a, "save", "Revenue is paid orders", "-e", "shop.orders.amount", check=True)
-    invoke_cli("--kb", a, "sync", check=True)
-    invoke_cli("--kb", b, "sync", check=True)
+    a, b = _held_by_both(tmp_path)
     invoke_cli("--kb", a, "rename", "1", "kb.revenue", check=True)
     invoke_cli("--kb", b, "update", "1", "--content", "edited on b", check=True)
     invoke_cli("--kb", b, "save", "b links one", "--id", "kb.q", "-e", "memory:1", check=True)
@@ -84,10 +96,7 @@ def test_a_rename_and_an_edit_against_an_edit_names_the_new_file_as_merged(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """Both sides' changes of memory 1 joined in kb.revenue.yaml: that is the file merged, not
     memories/1.yaml, which the rename moved."""
-    _bare, (a, b) = make_team(tmp_path)
-    invoke_cli("--kb", a, "save", "Revenue is paid orders", "-e", "shop.orders.amount", check=True)
-    invoke_cli("--kb", a, "sync", check=True)
-    invoke_cli("--kb", b, "sync", check=True)
+    a, b = _held_by_both(tmp_path)
     invoke_cli("--kb", a, "rename", "1", "kb.revenue", check=True)
     invoke_cli("--kb", a, "update", "kb.revenue", "--description", "what revenue counts", check=True)
     invoke_cli("--kb", a, "sync", check=True)
@@ -127,10 +136,7 @@ def test_a_forget_beside_a_similar_save_is_still_a_forget(tmp_path: Path, invoke
 def test_validate_against_names_a_link_to_a_memory_renamed_there(tmp_path: Path, invoke_cli: CliRunner) -> None:
     """Before the sync: the branch's link to what the other side renamed is named as a rename,
     with the merge that rewrites it, not as a link to a forgotten memory."""
-    _bare, (a, b) = make_team(tmp_path)
-    invoke_cli("--kb", a, "save", "Revenue is paid orders", "-e", "shop.orders.amount", check=True)
-    invoke_cli("--kb", a, "sync", check=True)
-    invoke_cli("--kb", b, "sync", check=True)
+    a, b = _held_by_both(tmp_path)
     invoke_cli("--kb", a, "rename", "1", "kb.revenue", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     invoke_cli("--kb", b, "save", "b links one", "--id", "kb.q", "-e", "memory:1", check=True)
@@ -147,10 +153,7 @@ def test_a_link_to_a_memory_renamed_then_forgotten_is_a_link_to_a_forgotten_one(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """The move is followed only to a memory that is still there: renamed and then forgotten,
     the other clone's link is named and stripped as a link to a forgotten memory."""
-    _bare, (a, b) = make_team(tmp_path)
-    invoke_cli("--kb", a, "save", "Revenue is paid orders", "-e", "shop.orders.amount", check=True)
-    invoke_cli("--kb", a, "sync", check=True)
-    invoke_cli("--kb", b, "sync", check=True)
+    a, b = _held_by_both(tmp_path)
     invoke_cli("--kb", a, "rename", "1", "kb.revenue", check=True)
     invoke_cli("--kb", a, "forget", "kb.revenue", check=True)
     invoke_cli("--kb", a, "sync", check=True)
@@ -622,10 +625,7 @@ def test_a_link_through_a_chain_whose_middle_id_was_reused_is_to_a_forgotten_mem
     """origin/main renamed 1 to kb.a, then kb.a to kb.b, forgot kb.b and saved an unrelated memory
     as kb.a. This branch's link to 1 was sent to that memory (an id the chain passed through,
     held at HEAD), where the chain ends in a forget: the link is to a forgotten memory."""
-    _bare, (a, b) = make_team(tmp_path)
-    invoke_cli("--kb", a, "save", "Revenue is paid orders", "-e", "shop.orders.amount", check=True)
-    invoke_cli("--kb", a, "sync", check=True)
-    invoke_cli("--kb", b, "sync", check=True)
+    a, b = _held_by_both(tmp_path)
     for command in (("rename", "1", "kb.a"), ("rename", "kb.a", "kb.b"), ("forget", "kb.b"),
                     ("save", "Orders have a status", "--id", "kb.a", "-e", "shop.orders.status")):
         invoke_cli("--kb", a, *command, check=True)
@@ -900,10 +900,7 @@ def test_a_merge_where_both_forgot_a_memory_and_saved_another_reads_one_trailer_
     """Both sides forgot memory 1 and each saved a new one: a memory file both deleted, each side
     adding one, as two renames would. The merge read both sides' renames (a log each) for it; one
     log of the commits that deleted 1.yaml, which records no rename, is enough."""
-    _bare, (a, b) = make_team(tmp_path)
-    invoke_cli("--kb", a, "save", "Revenue is paid orders", "-e", "shop.orders.amount", check=True)
-    invoke_cli("--kb", a, "sync", check=True)
-    invoke_cli("--kb", b, "sync", check=True)
+    a, b = _held_by_both(tmp_path)
     invoke_cli("--kb", a, "forget", "1", check=True)
     invoke_cli("--kb", b, "--author", "Bee <bee@example.com>", "forget", "1", check=True)
     # Texts long and unlike each other: git pairs a forget and a short save as a rename (the files'

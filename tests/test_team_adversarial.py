@@ -15,6 +15,7 @@ from testing import (
     in_the_kb,
     json_of,
     make_team,
+    make_team_after,
     squash_merged_branch,
     traced_git,
 )
@@ -28,6 +29,15 @@ CENTS = ("save", "Amounts are in cents", "-e", "shop.orders.amount")
 def invoke_cli() -> CliRunner:
     """Every command typed in the clone's folder, as a user would."""
     return in_the_kb(in_process_runner())
+
+
+def _two_linked_sent(kbs: list[Path]) -> None:
+    """Memory 2 linking memory 1, saved on clone a and synced: made once a process and copied
+    (``make_team_after``) for the tests that start there."""
+    run = in_the_kb(in_process_runner())
+    run("--kb", kbs[0], "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
+    run("--kb", kbs[0], "save", "Group them by hand (see 1)", "-e", "shop.refunds.amount", "-e", "memory:1", check=True)
+    run("--kb", kbs[0], "sync", check=True)
 
 
 def test_validate_against_names_a_squash_merged_memory_the_branch_edited_since(
@@ -153,11 +163,7 @@ def test_a_forget_holds_against_another_clones_strip_of_its_links(tmp_path: Path
     # memory:1 from 2, an edit of 2 only in the links a forget takes along. B's sync stopped on
     # "origin/main forgot memories/2.yaml, which your commits edited", for a person, and B's other
     # saves stayed off the remote until one came: every later sync stopped the same way.
-    _bare, (a, b) = make_team(tmp_path)
-    invoke_cli("--kb", a, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
-    invoke_cli("--kb", a, "save", "Group them by hand (see 1)", "-e", "shop.refunds.amount", "-e", "memory:1",
-               check=True)
-    invoke_cli("--kb", a, "sync", check=True)
+    _bare, (a, b) = make_team_after(tmp_path, "two-linked-sent-from-a", _two_linked_sent)
     invoke_cli("--kb", b, "sync", check=True)
     invoke_cli("--kb", a, "forget", "2", check=True)
     invoke_cli("--kb", a, "sync", check=True)
@@ -303,11 +309,7 @@ def test_merge_and_rebase_take_a_forget_against_the_other_sides_strip_of_its_lin
     # The branch forgot memory 2; main forgot 1, which stripped memory:1 from 2. Sync takes the
     # forget (the strip leaves nothing to keep), but 'slayer-kb merge' and 'rebase', which
     # validate's advice names, stopped on "forgot memories/2.yaml, which origin/main edited".
-    _bare, (a, reviewer) = make_team(tmp_path)
-    invoke_cli("--kb", a, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
-    invoke_cli("--kb", a, "save", "Group them by hand (see 1)", "-e", "shop.refunds.amount", "-e", "memory:1",
-               check=True)
-    invoke_cli("--kb", a, "sync", check=True)
+    _bare, (a, reviewer) = make_team_after(tmp_path, "two-linked-sent-from-a", _two_linked_sent)
     git(reviewer, "pull", "-q", "origin", "main")
     git(a, "switch", "-q", "-c", "agent-a")
     invoke_cli("--kb", a, "forget", "2", check=True)
@@ -328,11 +330,7 @@ def test_validate_against_passes_a_memory_main_renamed_that_linked_a_memory_the_
     # Memory 2 links memory:1; the branch forgot 1 (stripping the link from its 2) while main
     # renamed 2 to kb.grouping. The check read the renamed file as a new one and named its old
     # link as one main gained, though the plain merge follows the rename and validates.
-    _bare, (a, reviewer) = make_team(tmp_path)
-    invoke_cli("--kb", a, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
-    invoke_cli("--kb", a, "save", "Group them by hand (see 1)", "-e", "shop.refunds.amount", "-e", "memory:1",
-               check=True)
-    invoke_cli("--kb", a, "sync", check=True)
+    _bare, (a, reviewer) = make_team_after(tmp_path, "two-linked-sent-from-a", _two_linked_sent)
     git(reviewer, "pull", "-q", "origin", "main")
     git(a, "switch", "-q", "-c", "agent-a")
     invoke_cli("--kb", a, "forget", "1", check=True)

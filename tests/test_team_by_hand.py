@@ -14,7 +14,17 @@ import pytest
 
 from slayer_kb.ops import observations, plainmerge, rebase
 from slayer_kb.store.leases import BLOCK
-from testing import CliRunner, git, in_process_runner, in_the_kb, json_of, lose_races, make_team, traced_git
+from testing import (
+    CliRunner,
+    git,
+    in_process_runner,
+    in_the_kb,
+    json_of,
+    lose_races,
+    make_team,
+    make_team_after,
+    traced_git,
+)
 
 
 @pytest.fixture
@@ -24,16 +34,23 @@ def invoke_cli() -> CliRunner:
     return in_the_kb(in_process_runner())
 
 
+def _held_by_both(kbs: list[Path]) -> None:
+    """Clone a saves memory 1 and syncs; clone b syncs it in."""
+    a, b = kbs
+    invoke_cli = in_the_kb(in_process_runner())
+    invoke_cli("--kb", a, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+
+
 def conflicting_forget(tmp_path: Path, invoke_cli: CliRunner, forgets: str,
                        soft: bool = False, by_hand: bool = False) -> tuple[Path, Path, str]:
     """Clone a saves memory 1 and both clones hold it; then one clone edits it and syncs first
     while the clone named ``forgets`` forgets it (``soft``: ``forget --soft``). ``by_hand``: the
     edit is a person's, a description added with plain git (``updated_at`` left as it was).
-    Returns (the clone that synced first, the clone whose sync stopped, its sync's error message)."""
-    _bare, (a, b) = make_team(tmp_path / f"{forgets}{soft:d}{by_hand:d}")
-    invoke_cli("--kb", a, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
-    invoke_cli("--kb", a, "sync", check=True)
-    invoke_cli("--kb", b, "sync", check=True)
+    Returns (the clone that synced first, the clone whose sync stopped, its sync's error message).
+    The save and both syncs are made once a process and copied (``make_team_after``)."""
+    _bare, (a, b) = make_team_after(tmp_path / f"{forgets}{soft:d}{by_hand:d}", "refunds-held-by-both", _held_by_both)
     forgetter, editor = (a, b) if forgets == "a" else (b, a)
     first, second = (editor, forgetter) if forgets == "a" else (forgetter, editor)
     if by_hand:
