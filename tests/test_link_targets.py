@@ -190,6 +190,28 @@ def test_commands_given_a_forgotten_id_another_memory_was_given_and_moved_on_say
     assert saved.stdout.startswith("Saved memory kb.y (created)\n")
 
 
+def test_an_id_renamed_away_then_given_to_another_memory_moved_on_says_where_the_first_went(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """Y at kb.y forgotten, restored and renamed to kb.m (the history a merge of a brought-back
+    memory leaves); kb.y then given to V (``--reuse-id``), renamed on to kb.v. ``get kb.y`` said
+    Y was "forgotten for good" in the commit that renamed it, and its restore step, pasted, put Y
+    at kb.y beside kb.m: two copies. Now it names the rename, and prints no restore."""
+    kb = _alone(tmp_path, invoke_cli)
+    invoke_cli("--kb", kb, "forget", "kb.y", check=True)
+    invoke_cli("--kb", kb, "restore", "kb.y", "--rev", "HEAD~1", check=True)
+    invoke_cli("--kb", kb, "rename", "kb.y", "kb.m", check=True)
+    moved = git(kb, "rev-parse", "--short=12", "HEAD").strip()
+    invoke_cli("--kb", kb, "save", unlike("victor"), "--id", "kb.y", "--reuse-id", "-e", "shop.orders", check=True)
+    invoke_cli("--kb", kb, "rename", "kb.y", "kb.v", check=True)
+    renamed = git(kb, "rev-parse", "--short=12", "HEAD").strip()
+    said = (f"Error: Memory 'kb.y' was renamed to 'kb.m' in commit {moved}, and the id then given to another "
+            f"memory, which was renamed to 'kb.v' in commit {renamed}: give 'kb.m' for the first, 'kb.v' for the "
+            "other.\n")
+    for command in ("get", "show", "forget"):
+        assert invoke_cli("--kb", kb, command, "kb.y").stderr == said
+    assert sorted(p.name for p in (kb / "memories").glob("kb.[mvy].yaml")) == ["kb.m.yaml", "kb.v.yaml"]
+
+
 def test_a_prune_answer_rebuilt_from_its_commit_names_the_links_it_pointed(tmp_path: Path, invoke_cli: CliRunner) -> None:
     """L links kb.x (kb.j, kb.k) and kb.y (kb.k); main forgets kb.y and renames kb.x to kb.z. The
     prune after the merge points the links to kb.x at kb.z and strips kb.k's to kb.y. Its answer

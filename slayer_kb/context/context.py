@@ -36,7 +36,7 @@ from ..core.memory import MAX_FILE_BYTES, Memory, loads, too_large
 from ..core.problems import command, shown, words
 from ..core.results import SyncReport
 from ..store.moves import note, refusal
-from ..store.renames import ever_renamed, renamed_away, renamed_ids
+from ..store.renames import ever_renamed, renamed_away, renamed_ids, renamed_in
 from ..store.worktree import missing_by_hand
 from ..transaction import Transaction
 from .parts import Parts
@@ -207,7 +207,12 @@ class Context(Parts):
             return None
         moves = "was renamed " + ", then ".join(f"to '{new}' in commit {commit[:12]}" for new, commit in away.moves)
         if forgot := away.before:
-            # The rename moved another memory given the id since: the one asked for was forgotten.
+            # The rename moved another memory given the id since; the one asked for was renamed
+            # away before it (a restore of it would make a second copy), or forgotten.
+            if first := renamed_in(self.store, forgot).get(memory_id):
+                return (f"Memory '{memory_id}' was renamed to '{first}' in commit {forgot[:12]}, and the id then "
+                        f"given to another memory, which {moves}: give '{first}' for the first, "
+                        f"'{away.moves[-1][0]}' for the other.")
             return (f"Memory '{memory_id}' was forgotten for good in commit {forgot[:12]}, and the id then given to "
                     f"another memory, which {moves}: bring the forgotten one's last version back with "
                     f"'{command(self.root)} restore {words(memory_id)} --rev {forgot[:12]}~1'.")

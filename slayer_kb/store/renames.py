@@ -88,8 +88,9 @@ class Away:
     """Where an id a commit renamed went: each move in order (the new id, its commit), and the
     commit that then deleted the last id's file without moving it (a forget for good), if one did;
     ``before``: when the first rename moved a memory given the id after the one first given it was
-    forgotten (``forget kb.y``, ``rename kb.x kb.y``, ``rename kb.y kb.z``), the commit that forgot
-    the memory the id held before: a link made before, and an agent told the id, meant that one,
+    forgotten (``forget kb.y``, ``rename kb.x kb.y``, ``rename kb.y kb.z``) or renamed away, the
+    commit that forgot or renamed the memory the id held before: a link made before, and an agent
+    told the id, meant that one,
     not where the renames went (``link_target``, ``Context.renamed_to``)."""
 
     moves: tuple[tuple[str, str], ...]
