@@ -371,7 +371,6 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     # it win over a soft forget or edit.
     replayed = None if merging or (both and rename_meets(store, parted, (upstream, ours), renames)) else replay(
         store, upstream, ours)
-    rebasing = not merging and (replayed is None or replayed.tip is None)
     # A memory this branch forgot and brought back, the upstream changed: git's rebase replays the
     # forget and stops on it, a merge joins the change into the memory brought back. Renamed by
     # the upstream, the replay drops the forget (the file is gone there too) and puts the memory
@@ -379,15 +378,13 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     # saw the branch delete no memory file.
     merging = merging or bool(parted and (replayed is None or replayed.deleted_memory is not False)
                               and brought_back(store, parted, ours, upstream))
-    rebasing = rebasing and not merging
     if merging:
         _merge(store, remote, name, upstream, bool(mapping), written_on_either(store, (upstream, ours), bases), bases)
-    elif rebasing:
+    elif replayed is None or replayed.tip is None:
         _rebase(store, remote, upstream_branch, upstream, bool(mapping),
                 written_on_either(store, (upstream, ours), bases), bases)
     else:
-        assert replayed is not None and replayed.tip is not None  # neither merging nor rebasing: the replay made it
-        tip = replayed.tip
+        tip = replayed.tip  # neither merged nor rebased: the replay made it
         reset_keep(store, tip)
         if both:
             weighed = forgets(store, [store.repo_path(path) for path in both], (parted, upstream, ours, tip))
