@@ -75,15 +75,23 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         there: ``GitStore.recheck_state``), with what to do; None while neither. A long-lived process
         (the warm server, the MCP server) asks before each command: its index, caches and file
         monitor describe the folder it opened, and answered from the old KB in the new one."""
-        now = self._identity()
-        if now == self._opened:
+        if not self.moved():
             untrusted = self.state_set_aside()
-            return None if untrusted is None else f"{untrusted} {_RESTART}"
+            if untrusted is None:
+                return None
+            if not self.moved():  # else replaced while its state was checked: that is what to say
+                return f"{untrusted} {_RESTART}"
+        now = self._identity()
         if now[0] is None:  # a KB made there next is not the one opened either: the same restart
             return f"{not_a_kb(str(self.root))} Then start this process again to open it {_RESTART}"
         return (f"The knowledge base at {self.root} is not the folder this process opened: it was deleted, "
                 "moved or replaced since (a clone made again at its path). Start this process again to open "
                 f"the one there now {_RESTART}")
+
+    def moved(self) -> bool:
+        """Whether the folder or repository at the KB's path is not the one this process opened
+        (``replaced`` without its check of the state folder): two stats."""
+        return self._identity() != self._opened
 
     def state_set_aside(self) -> str | None:
         """Why the state folder was set aside since the open (git put files there:

@@ -611,20 +611,50 @@ def test_a_kb_replaced_at_its_path_is_never_answered_from_the_old_one(servers: S
     assert f"the KB at {root} is not the folder this server opened (deleted, moved or replaced): exiting" in log
 
 
+def _idle(watch: Watcher) -> None:
+    """Once the watch's first sync is done and it has nothing left to do: a sync running as its
+    KB is moved away works on the folder it opened, found at the old path at its start. A broken
+    file, written old (no settling re-read of a young file follows), is said once synced."""
+    broken = watch.root / "kb.broken.yaml"
+    broken.write_text("learning: [unclosed\n", encoding="utf-8")
+    os.utime(broken, (time.time() - 60, time.time() - 60))
+    broken.rename(watch.root / "memories" / broken.name)
+    watch.wait_for_line("memories/kb.broken.yaml:")
+
+
 @pytest.mark.slow  # fault injection (slow suite, .ci/run)
 def test_a_watch_of_a_kb_replaced_at_its_path_stops_saying_why(tmp_path: Path) -> None:
     root = make_indexed_example_kb(tmp_path / "kb")
     watch = Watcher(root)
     try:
-        watch.wait_for_line("Watching")
+        _idle(watch)
         root.rename(tmp_path / "old")
-        make_empty_kb(root)
+        # Made beside and moved into place: a copy into the path itself would fail where the
+        # old watch's sync wrote there first (the test below).
+        make_empty_kb(tmp_path / "new").rename(root)
         # Not 0: a supervisor that restarts a watch only when it fails must start it again.
         assert watch.proc.wait(timeout=WAIT_SECONDS) == 1
     finally:
         watch.stop()
     said = f"the KB at {root} is not the folder this server opened (deleted, moved or replaced): exiting"
     assert any(line.endswith(said) for line in watch.lines), watch.lines
+
+
+@pytest.mark.slow  # fault injection (slow suite, .ci/run)
+def test_a_watch_of_a_kb_moved_away_writes_nothing_at_its_path(tmp_path: Path) -> None:
+    # The watch follows the folder it opened: a change there once moved synced an index into
+    # whatever stood at the old path (a folder being copied there, which then failed).
+    root = make_indexed_example_kb(tmp_path / "kb")
+    watch = Watcher(root)
+    try:
+        _idle(watch)
+        root.rename(tmp_path / "old")
+        root.mkdir()
+        (tmp_path / "old" / "memories" / "kb.fiscal-calendar.yaml").write_text("id: kb.fiscal-calendar\n")
+        assert watch.proc.wait(timeout=WAIT_SECONDS) == 1
+    finally:
+        watch.stop()
+    assert list(root.iterdir()) == []
 
 
 def test_an_index_sync_of_a_deleted_kb_never_makes_its_folder_again(tmp_path: Path) -> None:

@@ -219,12 +219,15 @@ class Server:
         """Whether the KB's folder is not the one this server opened, or its state folder was set
         aside (``KnowledgeBase.replaced``): then it stops, said in its log, and its clients run
         their commands on the KB there now."""
-        if not self._ready.is_set() or self._runner.kb.replaced() is None:
+        if not self._ready.is_set():
             return False
-        if (untrusted := self._runner.kb.state_set_aside()) is not None:
+        # Moved first: the state folder at the path then is another KB's, not one to check.
+        if self._runner.kb.moved():
+            self._say(f"the KB at {self.root} is not the folder this server opened (deleted, moved or replaced): exiting")
+        elif (untrusted := self._runner.kb.state_set_aside()) is not None:
             self._say(f"{untrusted}: exiting")
         else:
-            self._say(f"the KB at {self.root} is not the folder this server opened (deleted, moved or replaced): exiting")
+            return False
         self.replaced = True
         self.stop.set()
         return True

@@ -295,6 +295,10 @@ def _sync(
         with busy:
             if unless_indexed and named is not None and kb.as_indexed(named):
                 report = None
+            elif kb.moved():
+                # Not the folder opened (the server's check says so and exits): the folder there
+                # now, perhaps still being copied into place, is not this process's to index.
+                report = None
             elif named is None:
                 # A full check looks at the files even if the monitor of relayed searches saw no
                 # event: a network file system reports none for changes made on another machine.
