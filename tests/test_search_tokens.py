@@ -157,6 +157,13 @@ def test_token_ids_pack_and_unpack_to_the_same_ids(ids: list[int]) -> None:
     assert tokens.unpack(packed).tobytes() == array.tobytes()
 
 
+@given(st.lists(st.integers(0, 2**40)))
+def test_the_distinct_ids_are_numpys_unique(ids: list[int]) -> None:
+    expected = np.unique(np.asarray(ids, dtype=np.int64))
+    found = embedding.distinct(ids)
+    assert (found.dtype, found.tobytes()) == (expected.dtype, expected.tobytes())
+
+
 def test_ids_past_two_bytes_are_not_kept_and_the_models_are_within_them() -> None:
     assert tokens.pack(np.asarray([3, 65_536], dtype=np.int64)) is None
     assert _model()._tokenizer.get_vocab_size() <= 65_536

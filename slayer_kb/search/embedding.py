@@ -84,10 +84,9 @@ class Embedder:
         """``embed``, and each text's distinct token ids (sorted, as the token match reads them),
         from the same tokenizing: what an index keeps so that a search need not tokenize the
         text again (``token_match``'s ``known``)."""
-        import numpy as np
 
         ids = self._ids(texts)
-        return self._vectors(ids), [np.unique(np.asarray(each, dtype=np.int64)) for each in ids]
+        return self._vectors(ids), [distinct(each) for each in ids]
 
     def _vectors(self, per_text: list[list[int]]) -> np.ndarray:
         """The unit mean of each text's token vectors (a zero vector for a text with no tokens)."""
@@ -163,7 +162,6 @@ class Embedder:
     def _token_ids(self, texts: list[str], known: Sequence[np.ndarray | None] = ()) -> list[np.ndarray]:
         """Each text's distinct token ids: ``known``'s, else remembered (a warm process sees the
         same memories again and again), else tokenized."""
-        import numpy as np
 
         given = {t: ids for t, ids in zip(texts, known, strict=False) if ids is not None}
         cache = self._cache
@@ -174,7 +172,7 @@ class Embedder:
             if len(cache) > 50_000:
                 cache.clear()
             for text, ids in zip(missing, self._ids(missing), strict=True):
-                found[text] = cache[text] = np.unique(np.asarray(ids, dtype=np.int64))
+                found[text] = cache[text] = distinct(ids)
         return [found[t] for t in texts]
 
     def _ids(self, texts: list[str]) -> list[list[int]]:
@@ -252,6 +250,17 @@ def key() -> str | None:
 def turned_off() -> Unavailable | None:
     """Why search by meaning is off when the command's settings turn it off (switches.py), else None."""
     return Unavailable("SLAYER_KB_NO_MEANING is set") if switches.meaning_off() else None
+
+
+def distinct(ids: Sequence[int]) -> np.ndarray:
+    """``np.unique(ids)`` as int64: the distinct ids, sorted. Not np.unique itself, whose check
+    for a masked array imports numpy.ma, a quarter of the imports of a save run as a process."""
+    import numpy as np
+
+    ordered = np.sort(np.asarray(ids, dtype=np.int64))
+    if ordered.size < 2:
+        return ordered
+    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
 
 
 def _package() -> str | Unavailable:
