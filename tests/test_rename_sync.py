@@ -11,7 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, git, in_process_runner, make_team, make_team_after, traced_git, typed_steps, unlike
+from testing import (
+    CliRunner,
+    default_first,
+    git,
+    in_process_runner,
+    make_team,
+    make_team_after,
+    traced_git,
+    typed_steps,
+    unlike,
+)
 
 
 def _revenue_on_both(kbs: list[Path]) -> None:
@@ -29,7 +39,7 @@ def _held_by_both(tmp_path: Path) -> tuple[Path, Path]:
     return a, b
 
 
-@pytest.mark.parametrize("renamer_first", [True, False])
+@pytest.mark.parametrize("renamer_first", default_first([True, False]))
 def test_a_link_the_other_clone_added_to_a_renamed_memory_follows_the_rename(
         tmp_path: Path, invoke_cli: CliRunner, renamer_first: bool) -> None:
     a, b = _held_by_both(tmp_path)
@@ -53,7 +63,7 @@ def test_a_link_the_other_clone_added_to_a_renamed_memory_follows_the_rename(
         assert invoke_cli("--kb", clone, "validate", check=True).stdout.endswith("no problems.\n")
 
 
-@pytest.mark.parametrize("renamer_first", [True, False])
+@pytest.mark.parametrize("renamer_first", default_first([True, False]))
 def test_a_link_the_other_clone_made_to_an_id_renamed_then_reused_follows_the_rename(
         tmp_path: Path, invoke_cli: CliRunner, renamer_first: bool) -> None:
     """Clone a renames kb.r to kb.revenue and gives kb.r to kb.other on purpose (``--reuse-id``); clone
@@ -211,7 +221,7 @@ def _files(clone: Path) -> dict[str, str]:
     return {path.name: path.read_text() for path in sorted((clone / "memories").glob("*.yaml"))}
 
 
-@pytest.mark.parametrize("renamer_first", [True, False])
+@pytest.mark.parametrize("renamer_first", default_first([True, False]))
 def test_two_renames_of_one_memory_to_two_ids_say_so_and_the_steps_keep_one(
         tmp_path: Path, invoke_cli: CliRunner, renamer_first: bool) -> None:
     a, b = _renamed_on_a(tmp_path, invoke_cli, "rename", "1", "kb.b")
@@ -253,8 +263,9 @@ def test_two_renames_of_one_memory_to_one_id_sync_cleanly(tmp_path: Path, invoke
     assert list(_files(b)) == ["kb.a.yaml", "kb.l.yaml"]
 
 
-@pytest.mark.parametrize("renamer_first", [True, False])
-@pytest.mark.parametrize("soft", [False, True])
+# An edit and a soft forget by default; the syncs in the other order, in -m slow.
+@pytest.mark.parametrize(("soft", "renamer_first"), default_first(
+    [(False, True), (True, True), (False, False), (True, False)], keep=2))
 def test_a_rename_against_an_edit_or_a_soft_forget_keeps_both(
         tmp_path: Path, invoke_cli: CliRunner, renamer_first: bool, soft: bool) -> None:
     """Git's rebase follows the move: the other clone's edit or soft forget lands in the renamed
@@ -275,8 +286,8 @@ def test_a_rename_against_an_edit_or_a_soft_forget_keeps_both(
         assert files["kb.l.yaml"].startswith("learning: links it\nentities:\n- memory:kb.a\n")
 
 
-@pytest.mark.parametrize("keep", ["forgotten", "renamed"])
-@pytest.mark.parametrize("renamer_first", [True, False])
+@pytest.mark.parametrize(("renamer_first", "keep"), default_first(
+    [(True, "forgotten"), (False, "forgotten"), (True, "renamed"), (False, "renamed")]))
 def test_a_rename_against_a_forget_says_so_and_either_step_leaves_no_dangling_link(
         tmp_path: Path, invoke_cli: CliRunner, renamer_first: bool, keep: str) -> None:
     a, b = _renamed_on_a(tmp_path, invoke_cli, "forget", "1")
@@ -861,7 +872,7 @@ def _renamed_on_both_then_one_forgot_and_saved_again(tmp_path: Path, invoke_cli:
     return b
 
 
-@pytest.mark.parametrize("there", [False, True])
+@pytest.mark.parametrize("there", default_first([False, True]))
 def test_a_merge_pairs_no_rename_whose_memory_a_side_then_forgot(
         tmp_path: Path, invoke_cli: CliRunner, there: bool) -> None:
     """Both sides renamed memory 1 (kb.a, kb.b), and one then forgot it and saved an unrelated

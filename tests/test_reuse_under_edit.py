@@ -12,7 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, GitRuns, git, given_again, keeping, make_team, traced_git, typed_steps, unlike
+from testing import (
+    CliRunner,
+    GitRuns,
+    default_first,
+    git,
+    given_again,
+    keeping,
+    make_team,
+    traced_git,
+    typed_steps,
+    unlike,
+)
 
 BEE = ("--author", "Bee <bee@example.com>")
 PLAIN = "a plain git merge of this branch does the same, or stops on two edits of one memory where their lines meet"
@@ -72,9 +83,10 @@ def _settled(invoke_cli: CliRunner, a: Path, b: Path, keep: bool, given: str, ed
     assert "description: b's summary\n" in edited and "description" not in given
 
 
-# Each choice meets each order and each way of giving the id, not every combination.
-@pytest.mark.parametrize(("forgetter_merges", "by_rename", "keep"), [
-    (True, False, True), (False, False, False), (True, True, False), (False, True, True)])
+# Each choice meets each order and each way of giving the id, not every combination; the default
+# run's three take every value of each.
+@pytest.mark.parametrize(("forgetter_merges", "by_rename", "keep"), default_first([
+    (True, False, True), (False, False, False), (True, True, False), (False, True, True)], keep=3))
 def test_a_merge_of_an_id_given_again_against_an_edit_stops_on_the_forget(
         tmp_path: Path, invoke_cli: CliRunner, forgetter_merges: bool, by_rename: bool, keep: bool) -> None:
     """The merge finished with b's edit merged into a's new memory at kb.y. It stops: a's memory in
@@ -99,10 +111,11 @@ def test_a_merge_of_an_id_given_again_against_an_edit_stops_on_the_forget(
 
 
 # Each choice (keep the edited memory or let it go) meets each order, each way of giving the id and
-# each place of the KB, not every combination: the merge's steps behind them are the same.
-@pytest.mark.parametrize(("forgetter_syncs", "by_rename", "folder", "keep"), [
-    (True, False, "", True), (False, False, "", False), (True, True, "", False), (False, True, "", True),
-    (True, True, "kb", True), (False, False, "kb", False)])
+# each place of the KB, not every combination: the merge's steps behind them are the same. The
+# default run's two take every value of each.
+@pytest.mark.parametrize(("forgetter_syncs", "by_rename", "folder", "keep"), default_first([
+    (False, False, "", False), (True, True, "kb", True), (True, False, "", True), (True, True, "", False),
+    (False, True, "", True), (False, False, "kb", False)], keep=2))
 def test_a_sync_of_an_id_given_again_against_an_edit_stops_on_the_forget(
         tmp_path: Path, invoke_cli: CliRunner, forgetter_syncs: bool, by_rename: bool, folder: str, keep: bool) -> None:
     """Synced after the forgetter, the editor's rebase merged its edit into the new memory without a
@@ -127,7 +140,7 @@ def test_a_sync_of_an_id_given_again_against_an_edit_stops_on_the_forget(
     _settled(invoke_cli, a, b, keep, given, edited)
 
 
-@pytest.mark.parametrize("forgetter_merges", [True, False])
+@pytest.mark.parametrize("forgetter_merges", default_first([True, False]))
 def test_an_edit_of_the_memory_renamed_onto_the_id_goes_with_it(
         tmp_path: Path, invoke_cli: CliRunner, forgetter_merges: bool) -> None:
     """b also edits kb.x, which a renamed to kb.y. The stop held kb.x as a forget against that edit
@@ -152,7 +165,7 @@ def test_an_edit_of_the_memory_renamed_onto_the_id_goes_with_it(
         assert texts["kb.y-2.yaml"].startswith("learning: yank0word") and "description: b's summary\n" in texts["kb.y-2.yaml"]
 
 
-@pytest.mark.parametrize("forgetter_rebases", [True, False])
+@pytest.mark.parametrize("forgetter_rebases", default_first([True, False]))
 def test_a_rebase_of_an_id_given_again_against_an_edit_is_refused(
         tmp_path: Path, invoke_cli: CliRunner, forgetter_rebases: bool) -> None:
     """The editor's rebase merged its edit into the new memory without a word; the forgetter's
@@ -240,8 +253,9 @@ def test_a_memory_brought_back_and_edited_against_a_rename_merges_as_before(
         assert "learning: yank0word" in texts["kb.m.yaml"] and "title: Yank\n" in texts["kb.m.yaml"]
 
 
-@pytest.mark.parametrize("forgetter_merges", [True, False])
-@pytest.mark.parametrize("older", [True, False])
+# Each restore runs by default; the other side merging, in -m slow.
+@pytest.mark.parametrize(("older", "forgetter_merges"), default_first(
+    [(True, True), (False, True), (True, False), (False, False)], keep=2))
 def test_a_memory_brought_back_with_another_learning_merges_the_edit(
         tmp_path: Path, invoke_cli: CliRunner, forgetter_merges: bool, older: bool) -> None:
     """a forgets kb.y and restores it: a version older than the one they shared, or that one, whose
@@ -356,7 +370,9 @@ def test_a_ref_named_like_this_branch_or_your_commits_opens_the_stop_as_it_is(
         stopped.stderr
 
 
-@pytest.mark.parametrize(("forgetter_syncs", "by_rename"), [(True, False), (False, False), (True, True), (False, True)])
+# Each way of giving the id runs by default; the syncs in the other order, in -m slow.
+@pytest.mark.parametrize(("forgetter_syncs", "by_rename"), default_first(
+    [(True, False), (True, True), (False, False), (False, True)], keep=2))
 def test_an_id_given_again_against_a_soft_forget_keeps_the_new_memory(
         tmp_path: Path, invoke_cli: CliRunner, forgetter_syncs: bool, by_rename: bool) -> None:
     """b soft-forgets kb.y while a forgets it and saves another memory as kb.y (or renames kb.x to
@@ -420,8 +436,9 @@ def test_a_forget_undone_in_a_merge_is_no_id_given_again(tmp_path: Path, invoke_
     assert "plus b's correction" in text and "title: Yank\n" in text and "description: b's summary\n" in text
 
 
-@pytest.mark.parametrize("restorer_second", [True, False])
-@pytest.mark.parametrize("and_edits", [True, False])
+# With and without an edit by default; the syncs in the other order, in -m slow.
+@pytest.mark.parametrize(("and_edits", "restorer_second"), default_first(
+    [(True, True), (False, True), (True, False), (False, False)], keep=2))
 def test_a_sync_of_a_memory_forgotten_and_brought_back_joins_the_other_sides_edit(
         tmp_path: Path, invoke_cli: CliRunner, restorer_second: bool, and_edits: bool) -> None:
     """a forgets kb.y and restores it (then edits its title, or not); b edits kb.y. Synced after b,

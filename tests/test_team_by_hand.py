@@ -16,6 +16,7 @@ from slayer_kb.ops import observations, plainmerge, rebase
 from slayer_kb.store.leases import BLOCK
 from testing import (
     CliRunner,
+    default_first,
     git,
     in_process_runner,
     in_the_kb,
@@ -438,7 +439,9 @@ def test_a_sparse_checkout_or_a_hidden_edit_a_merge_does_not_rewrite_stops_nothi
     assert (b / "memories" / mine).read_text().endswith("# my local note\n")
 
 
-@pytest.mark.parametrize(("command", "work"), [("merge", "edit"), ("rebase", "edit"), ("merge", "delete")])
+# An edit and a deletion by default; rebased, in -m slow.
+@pytest.mark.parametrize(("command", "work"), default_first(
+    [("merge", "edit"), ("merge", "delete"), ("rebase", "edit")], keep=2))
 def test_a_merge_of_a_memory_whose_edit_a_mark_hides_and_the_upstream_changed_keeps_the_edit(
         tmp_path: Path, invoke_cli: CliRunner, command: str, work: str) -> None:
     """git's index hides an edit of memory 1 (assume-unchanged) that main changed too: git's merge

@@ -1,0 +1,28 @@
+"""A team flow parametrized over how its change travels (merge, rebase or sync; which side goes
+first; keep or let go): the default run takes the variant users meet most, ``-m slow`` the rest
+(docs/testing.md, "What is in ``-m slow``")."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+# pytest.param's type (pytest.ParameterSet is public from pytest 9.2 only; the dev extra takes 8).
+_PARAM = type(pytest.param())
+
+
+def default_first(values: Sequence[object], keep: int = 1) -> list[object]:
+    """``values`` for ``pytest.mark.parametrize``: the first ``keep`` as given, the rest marked
+    ``slow``, each with the id pytest gives it unmarked. A tuple is the values of several argnames;
+    a ``pytest.param`` keeps its marks and id (so a single argname's tuple value goes in one)."""
+    if not 0 < keep < len(values):
+        raise ValueError(f"default_first keeps {keep} of {len(values)} values: keep 1 to {len(values) - 1}, "
+                         "or parametrize without it")
+    return [value if n < keep else _slow(value) for n, value in enumerate(values)]
+
+
+def _slow(value: object) -> object:
+    if isinstance(value, _PARAM):
+        return pytest.param(*value.values, marks=(*value.marks, pytest.mark.slow), id=value.id)
+    return pytest.param(*(value if isinstance(value, tuple) else (value,)), marks=pytest.mark.slow)

@@ -1,0 +1,66 @@
+"""``default_first`` (testing/variants.py): a flow's first variant in the default run, the rest
+in ``-m slow``, under the ids pytest gives them unmarked."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from testing import ROOT, default_first
+
+FLOWS = '''
+import pytest
+{helper}
+
+@pytest.mark.parametrize("how", default_first(["sync", "merge", "rebase"]))
+def test_one(how): pass
+
+@pytest.mark.parametrize(("first", "keep"), default_first([(True, True), (False, False), (True, False)], keep=2))
+def test_two(first, keep): pass
+
+@pytest.mark.parametrize("command", default_first([
+    pytest.param(("merge", "x")), pytest.param(("rebase", "y"), marks=pytest.mark.skipif(True, reason="r"), id="rebased")]))
+def test_three(command): pass
+'''
+
+
+def _collected(module: Path, *marks: str) -> list[str]:
+    """The ids pytest collects of ``module``, under the project's own settings (its ``-m 'not
+    slow'`` unless ``marks`` says otherwise)."""
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-c", str(ROOT / "pyproject.toml"), str(module), "-n", "0",
+                           "-p", "no:cacheprovider", "-q", "--collect-only", *marks],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode in (0, 5), proc.stdout + proc.stderr  # 5: nothing collected
+    return [line.split("::", 1)[1] for line in proc.stdout.splitlines() if "::" in line]
+
+
+def test_the_first_values_run_by_default_and_the_rest_in_slow_under_the_same_ids(tmp_path: Path) -> None:
+    marked = tmp_path / "test_marked.py"
+    marked.write_text(FLOWS.format(helper="from testing import default_first"))
+    plain = tmp_path / "test_plain.py"
+    plain.write_text(FLOWS.format(helper="def default_first(values, keep=1): return values"))
+    assert _collected(marked) == ["test_one[sync]", "test_two[True-True]", "test_two[False-False]",
+                                  "test_three[command0]"]
+    assert _collected(marked, "-m", "slow") == ["test_one[merge]", "test_one[rebase]", "test_two[True-False]",
+                                                "test_three[rebased]"]
+    assert sorted(_collected(marked, "-m", "slow")
+                  + _collected(marked)) == sorted(_collected(plain, "-m", "")) == sorted(_collected(marked, "-m", ""))
+
+
+def test_the_marks_of_each_value() -> None:
+    skip = pytest.mark.skipif(True, reason="r")
+    given = [("sync", True), pytest.param("merge", False, marks=skip, id="m"), ("rebase", True)]
+    values = default_first(given)
+    assert values[0] is given[0]
+    assert [(v.values, [m.name for m in v.marks], v.id) for v in values[1:]] == [
+        (("merge", False), ["skipif", "slow"], "m"), (("rebase", True), ["slow"], None)]
+
+
+@pytest.mark.parametrize("keep", [0, 3])
+def test_a_keep_that_leaves_nothing_to_one_run_is_refused(keep: int) -> None:
+    with pytest.raises(ValueError, match=rf"^default_first keeps {keep} of 3 values: keep 1 to 2, or parametrize "
+                                         "without it$"):
+        default_first(["sync", "merge", "rebase"], keep=keep)
