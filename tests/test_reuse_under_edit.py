@@ -465,3 +465,29 @@ def test_a_sync_of_a_memory_forgotten_and_brought_back_joins_the_other_sides_edi
         assert "description: b's summary\n" in texts["kb.y.yaml"]
         assert ("title: Yank\n" in texts["kb.y.yaml"]) == and_edits
         assert invoke_cli("--kb", clone, "validate", check=True).stdout.endswith("no problems.\n")
+
+
+def test_a_rebase_of_a_memory_forgotten_and_brought_back_against_an_edit_is_refused(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """a forgets kb.y and restores it; b edits kb.y. 'slayer-kb rebase origin/main' replayed the
+    forget onto b's edit and stopped there (sync merges such a branch instead). It refuses, naming
+    the merge, which joins b's edit into the memory brought back."""
+    a, b = given_again(tmp_path, invoke_cli, by_rename=False)
+    git(a, "reset", "-q", "--hard", "HEAD~2")  # a's forget and save undone: a forgets kb.y anew
+    invoke_cli("--kb", a, "forget", "kb.y", check=True)
+    invoke_cli("--kb", a, "restore", "kb.y", "--rev", "HEAD~1", check=True)
+    invoke_cli("--kb", b, *BEE, "update", "kb.y", "--description", "b's summary", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    git(a, "fetch", "-q", "origin")
+    head = git(a, "rev-parse", "HEAD")
+    rebased = invoke_cli("--kb", a, "rebase", "origin/main")
+    assert (rebased.returncode, rebased.stdout, rebased.stderr) == (1, "", (
+        "Error: Your commits forgot kb.y and brought it back, and origin/main changed it: a rebase replays those "
+        "commits one by one, stopping on the forget against that change and again where the memory came back, so "
+        f"nothing was rebased. Run 'slayer-kb --kb {a} merge origin/main' instead (or 'slayer-kb --kb {a} sync', "
+        "which merges such a branch): it joins the change into the memory brought back.\n"))
+    assert git(a, "rev-parse", "HEAD") == head and git(a, "status", "--porcelain") == ""
+    merged = invoke_cli("--kb", a, "merge", "origin/main")
+    assert (merged.returncode, merged.stderr) == (0, "")
+    texts = _texts(a)
+    assert list(texts) == ["kb.x.yaml", "kb.y.yaml"] and "description: b's summary\n" in texts["kb.y.yaml"]

@@ -27,7 +27,7 @@ from ..core.results import RebaseResult
 from ..store import mergedriver
 from ..store.gitenv import LITERAL_PATHS
 from ..store.guesses import rename_detection
-from ..store.renames import Crossing, crossings, given_and_moved_on
+from ..store.renames import Crossing, brought_back, crossings, given_and_moved_on
 from ..store.repo import GitStore
 from ..store.revisions import added_alike, forgot_at, resolve_rev
 from ..store.worktree import require_shown
@@ -86,6 +86,8 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
                                                                                       ours: "your commits"}))
                 if both and (moved_on := given_and_moved_on(store, bases[0], (onto_commit, ours))):
                     raise ConflictError(_moved_on_message(kb.root, upstream, moved_on))
+                if back := brought_back(store, bases[0], ours, onto_commit):
+                    raise ConflictError(_brought_back_message(kb.root, upstream, back))
             # Given at the start, git keeps the -X for --continue.
             args = [*rename_detection(store, bases, (ours, onto_commit), replays=True), "-q", onto_commit]
         elif not in_progress(store):
@@ -159,6 +161,17 @@ def _moved_on_message(root: Path, upstream: str, ids: list[str]) -> str:
             f"memory given {named} once the one the other side changed is kept there, so nothing was rebased. Run "
             f"'{command(root)} merge {words(upstream)}' instead: it stops once, on the forget against that change, "
             "with the steps to keep either.")
+
+
+def _brought_back_message(root: Path, upstream: str, ids: list[str]) -> str:
+    """Why a rebase is refused on memories this branch forgot and brought back, which the upstream
+    changed (``renames.brought_back``): the replay stops on the forget, and again on what brought
+    it back; a merge joins the change into the memory brought back, as sync does."""
+    named = ", ".join(ids)
+    return (f"Your commits forgot {named} and brought it back, and {upstream} changed it: a rebase replays those "
+            "commits one by one, stopping on the forget against that change and again where the memory came back, "
+            f"so nothing was rebased. Run '{command(root)} merge {words(upstream)}' instead (or '{command(root)} "
+            "sync', which merges such a branch): it joins the change into the memory brought back.")
 
 
 def push_step(remote: str, branch: str, pushed: int, root: Path, in_kb: bool = False) -> str:
