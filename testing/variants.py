@@ -1,6 +1,6 @@
-"""A team flow parametrized over how its change travels (merge, rebase or sync; which side goes
-first; keep or let go): the default run takes the variant users meet most, ``-m slow`` the rest
-(docs/testing.md, "What is in ``-m slow``")."""
+"""A flow parametrized over how it is reached (merge, rebase or sync; which side goes first;
+keep or let go; the server on or off): the default run takes the variant users meet most,
+``-m slow`` the rest (docs/testing.md, "A flow's variants")."""
 
 from __future__ import annotations
 

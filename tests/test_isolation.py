@@ -20,7 +20,7 @@ from slayer_kb.core import children
 from slayer_kb.daemon import relay
 from slayer_kb.search import compaction
 from slayer_kb.store import upkeep
-from testing import WAIT_SECONDS, commit_all, eventually, git, make_empty_kb
+from testing import WAIT_SECONDS, commit_all, default_first, eventually, git, make_empty_kb
 
 # Each writes a marker file named for where it was planted when it is imported.
 PLANTED = ("slayer_kb/__init__.py", "socket.py", "json.py", "yaml.py")
@@ -154,7 +154,10 @@ def every_command_family(clone: HostileClone, server: str) -> None:
     assert segments(clone.root) < piled
 
 
-@pytest.mark.parametrize("server", ["off", "on"])
+# The server on, as users run it, runs the first command in its process and the rest in the
+# server, so it crosses both; the commands all run in their process with -m slow (or by default
+# where there is no server to start).
+@pytest.mark.parametrize("server", default_first(["on", "off"] if relay.SUPPORTED else ["off", "on"]))
 def test_a_kb_and_the_callers_folder_never_run_their_python(clone: HostileClone, server: str) -> None:
     if server == "on" and not relay.SUPPORTED:
         pytest.skip("no server on this system")

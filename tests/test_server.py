@@ -37,6 +37,7 @@ from testing import (
     Watcher,
     blocker,
     commit_all,
+    default_first,
     eventually,
     git,
     in_process_runner,
@@ -220,7 +221,8 @@ def served_pair(tmp_path_factory: pytest.TempPathFactory, install: Path) -> Iter
 # -- starting, relaying, stopping ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("channel", ["default", "file"])
+# A server started on a socket file and relayed to: test_a_socket_file_in_the_state_folder.
+@pytest.mark.parametrize("channel", default_first(["default", "file"]))
 def test_the_first_command_starts_a_server_and_the_next_are_relayed(
     short_folder: Path, servers: Servers, monkeypatch: pytest.MonkeyPatch, channel: str
 ) -> None:
@@ -816,11 +818,10 @@ def test_a_server_killed_during_a_write_leaves_it_to_the_client(servers: Servers
     assert servers.wait_up(root)["pid"] != pid
 
 
-# Each moment is a server started and killed: the default run kills one a moment into the save
-# (test_a_server_killed_during_a_write_leaves_it_to_the_client kills one before it commits, and
-# test_exactly_once.py as its commit lands); the others are fault injection, run with -m slow.
-@pytest.mark.parametrize("delay", [pytest.param(0.0, marks=pytest.mark.slow), 0.01,
-                                   pytest.param(0.03, marks=pytest.mark.slow)])
+# Each moment is a server started and killed: fault injection, which runs with -m slow as every
+# kill does (docs/testing.md, "What is in -m slow").
+@pytest.mark.slow  # fault injection (slow suite, .ci/run)
+@pytest.mark.parametrize("delay", [0.0, 0.01, 0.03])
 def test_a_server_killed_during_a_save_leaves_a_sound_kb(servers: Servers, tmp_path: Path, delay: float) -> None:
     """Killed a moment after it began the save: before, during or after its commit. The client
     runs the save itself when the commit did not land, else prints its result; the KB is whole,

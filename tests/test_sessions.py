@@ -522,6 +522,7 @@ def test_import_engram_brings_sessions_and_prompts(empty_kb: KnowledgeBase, tmp_
     assert (again.imported, again.sessions, again.prompts, again.commit) == ([], 0, 0, None)
 
 
+@pytest.mark.slow  # contention (slow suite, .ci/run); a save waiting on the KB lock: test_priority.py
 def test_concurrent_prompts_each_make_one_commit(empty_kb: KnowledgeBase) -> None:
     """Writers in separate processes append to one session file under the KB lock: no prompt is
     lost, and each is its own commit."""
