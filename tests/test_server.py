@@ -614,9 +614,9 @@ def test_a_kb_replaced_at_its_path_is_never_answered_from_the_old_one(servers: S
 
 
 def _idle(watch: Watcher) -> None:
-    """Once the watch's first sync is done and it has nothing left to do: a sync running as its
-    KB is moved away works on the folder it opened, found at the old path at its start. A broken
-    file, written old (no settling re-read of a young file follows), is said once synced."""
+    """Once the watch's first sync is done and it has nothing left to do: a sync already running
+    as its KB is moved away goes on writing the index at the path, in what stands there then. A
+    broken file, written old (no settling re-read of a young file follows), is said once synced."""
     broken = watch.root / "kb.broken.yaml"
     broken.write_text("learning: [unclosed\n", encoding="utf-8")
     os.utime(broken, (time.time() - 60, time.time() - 60))
@@ -657,6 +657,33 @@ def test_a_watch_of_a_kb_moved_away_writes_nothing_at_its_path(tmp_path: Path) -
     finally:
         watch.stop()
     assert list(root.iterdir()) == []
+
+
+@pytest.mark.slow  # fault injection (slow suite, .ci/run)
+def test_a_watch_no_server_is_hosted_in_stops_too_when_its_kb_is_moved_away(tmp_path: Path) -> None:
+    # A second watch only keeps the index current: once the server's own check stopped the
+    # first, it skipped every sync of the folder at the path, silent and up for good.
+    root = make_indexed_example_kb(tmp_path / "kb")
+    first = Watcher(root)
+    try:
+        first.wait_for_line("Watching")
+        second = Watcher(root)
+        try:
+            second.wait_for_line("Watching")
+            _idle(first)
+            second.wait_for_line("memories/kb.broken.yaml:")
+            assert second.lines[0] == "Another server answers this KB's commands; this one only keeps the index current."
+            root.rename(tmp_path / "old")
+            root.mkdir()
+            (tmp_path / "old" / "memories" / "kb.fiscal-calendar.yaml").write_text("id: kb.fiscal-calendar\n")
+            assert [watch.proc.wait(timeout=WAIT_SECONDS) for watch in (first, second)] == [1, 1]
+        finally:
+            second.stop()
+    finally:
+        first.stop()
+    said = f"the KB at {root} is not the folder this server opened (deleted, moved or replaced): exiting"
+    assert second.lines[-2:] == [said, "Stopped watching."], second.lines
+    assert sorted(str(p) for p in root.rglob('*')) == [], first.lines
 
 
 def test_an_index_sync_of_a_deleted_kb_never_makes_its_folder_again(tmp_path: Path) -> None:

@@ -221,13 +221,15 @@ class Server:
         their commands on the KB there now."""
         if not self._ready.is_set():
             return False
-        # Moved first: the state folder at the path then is another KB's, not one to check.
-        if self._runner.kb.moved():
-            self._say(f"the KB at {self.root} is not the folder this server opened (deleted, moved or replaced): exiting")
-        elif (untrusted := self._runner.kb.state_set_aside()) is not None:
-            self._say(f"{untrusted}: exiting")
-        else:
+        from .watch import moved_away  # loaded by this server's watcher
+
+        kb = self._runner.kb
+        # Moved first: the state folder at the path then is another KB's, not one to check; and
+        # again after the check, for a folder replaced while it ran.
+        untrusted = None if kb.moved() else kb.state_set_aside()
+        if untrusted is None and not kb.moved():
             return False
+        self._say(moved_away(self.root) if kb.moved() else f"{untrusted}: exiting")
         self.replaced = True
         self.stop.set()
         return True
@@ -522,8 +524,8 @@ def run(root: str | Path, *, idle: float | None, log: TextIO | None = None, afte
     if background:
         _say(out, f"{time.strftime('%Y-%m-%dT%H:%M:%S')} server {os.getpid()} for {kb.root} "
                   f"(idle exit after {idle:g} s)")
-    run_watcher(kb, stop=stop, out=out, server=server)
-    return 1 if not background and server is not None and server.replaced else 0
+    moved = run_watcher(kb, stop=stop, out=out, server=server)
+    return 1 if not background and (moved or (server is not None and server.replaced)) else 0
 
 
 def _bind(root: str | Path, stop: threading.Event, idle: float | None, log: TextIO) -> Server | None:

@@ -139,9 +139,21 @@ class Hosted(Protocol):
     def busy(self) -> AbstractContextManager[Any]: ...  # the server's turn: commands, syncs
     warm: threading.Event
 
+    replaced: bool  # it stopped because the KB's folder is not the one it opened, and said so
+
     def ready(self, kb: KnowledgeBase) -> None: ...
 
     def close(self) -> None: ...
+
+
+class _Moved(Exception):
+    """The folder at the KB's path is not the one this process opened (``KnowledgeBase.moved``)."""
+
+
+def moved_away(root: str | os.PathLike[str]) -> str:
+    """What a watch or server says as it exits because its KB's folder was deleted, moved or
+    replaced: a supervisor starts it again on the KB there now."""
+    return f"the KB at {root} is not the folder this server opened (deleted, moved or replaced): exiting"
 
 
 def run_watcher(
@@ -152,8 +164,9 @@ def run_watcher(
     stop: threading.Event | None = None,
     out: TextIO | None = None,
     server: Hosted | None = None,
-) -> None:
-    """Watch ``kb``'s folder and keep its index current until Ctrl-C, SIGTERM or ``stop``.
+) -> bool:
+    """Watch ``kb``'s folder and keep its index current until Ctrl-C, SIGTERM or ``stop``, or
+    until the folder at its path is not the one opened (then True, said in ``out``).
 
     ``on_sync`` is called (on this thread) after every sync that changed the index. ``server``
     (server.py) runs the commands that ``slayer-kb`` processes relay to it, on ``kb`` kept
@@ -167,6 +180,7 @@ def run_watcher(
     watches.refresh()
     reporter = _Reporter(log)
     busy: AbstractContextManager[Any] = server.busy if server is not None else threading.Lock()
+    moved = False
     with _stop_on_signals(stop):
         try:
             observer.start()
@@ -189,6 +203,10 @@ def run_watcher(
         except KeyboardInterrupt:
             # a second Ctrl-C while a sync or the lock wait was running: stop now, still cleanly
             pass
+        except _Moved:
+            moved = True
+            if server is None or not server.replaced:  # else its own check said so first
+                _say(log, moved_away(kb.root))
         finally:
             if server is not None:
                 server.close()
@@ -196,6 +214,7 @@ def run_watcher(
             observer.join(timeout=5.0)
             kb.close()
     _say(log, "Stopped watching.")
+    return moved
 
 
 def _loop(
@@ -296,9 +315,10 @@ def _sync(
             if unless_indexed and named is not None and kb.as_indexed(named):
                 report = None
             elif kb.moved():
-                # Not the folder opened (the server's check says so and exits): the folder there
-                # now, perhaps still being copied into place, is not this process's to index.
-                report = None
+                # Not the folder opened: the folder there now, perhaps still being copied into
+                # place, is not this process's to index. A server's check says so and stops it;
+                # a watch no server is hosted in stops here (``run_watcher``).
+                raise _Moved
             elif named is None:
                 # A full check looks at the files even if the monitor of relayed searches saw no
                 # event: a network file system reports none for changes made on another machine.
@@ -312,7 +332,7 @@ def _sync(
                     on_sync(report)
         reporter.ok()
         return True, bool(kb.young_files())
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, _Moved):
         raise
     except Exception as exc:  # noqa: BLE001 - the watcher must outlive any one failed sync
         reporter.error(exc)

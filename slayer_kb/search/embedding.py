@@ -84,7 +84,6 @@ class Embedder:
         """``embed``, and each text's distinct token ids (sorted, as the token match reads them),
         from the same tokenizing: what an index keeps so that a search need not tokenize the
         text again (``token_match``'s ``known``)."""
-
         ids = self._ids(texts)
         return self._vectors(ids), [distinct(each) for each in ids]
 
@@ -162,7 +161,6 @@ class Embedder:
     def _token_ids(self, texts: list[str], known: Sequence[np.ndarray | None] = ()) -> list[np.ndarray]:
         """Each text's distinct token ids: ``known``'s, else remembered (a warm process sees the
         same memories again and again), else tokenized."""
-
         given = {t: ids for t, ids in zip(texts, known, strict=False) if ids is not None}
         cache = self._cache
         # Read into a dict of its own: another thread's search may clear the cache meanwhile.
