@@ -1027,7 +1027,7 @@ def test_a_check_that_finds_the_files_as_indexed_loads_no_model(tmp_path: Path) 
 
 
 def test_a_save_and_an_update_import_no_masked_arrays(tmp_path: Path) -> None:
-    # numpy.ma is a quarter of a writing command's imports (27 ms of its start), and np.unique's
+    # numpy.ma is 8-16 ms of a writing command's start, and np.unique's
     # check for a masked array imported it for each text's distinct token ids.
     kb = make_example_kb(tmp_path / "kb")
     commands = [["save", "A note on refunds counted net.", "-e", "orders.amount"], ["update", "1", "--content", "Gross."]]

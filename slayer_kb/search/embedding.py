@@ -252,7 +252,7 @@ def turned_off() -> Unavailable | None:
 
 def distinct(ids: Sequence[int]) -> np.ndarray:
     """``np.unique(ids)`` as int64: the distinct ids, sorted. Not np.unique itself, whose check
-    for a masked array imports numpy.ma, a quarter of the imports of a save run as a process."""
+    for a masked array imports numpy.ma: 8-16 ms of a save run as a process."""
     import numpy as np
 
     ordered = np.sort(np.asarray(ids, dtype=np.int64))
