@@ -8,9 +8,13 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 from unittest.mock import patch
+
+if TYPE_CHECKING:
+    from slayer_kb import KnowledgeBase
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_KB = ROOT / "kb"
@@ -169,6 +173,24 @@ def make_kb_after(root: Path, name: str, steps: Callable[[Path], object]) -> Pat
     _copy_of(_named(f"after-{name}", steps), build, root, keep_mtimes=True)
     state.make(root / state.STATE_DIR)
     return root
+
+
+def make_notes_kb(root: Path, name: str, notes: Sequence[tuple[str, str]], project: str = "ops") -> KnowledgeBase:
+    """``make_kb_after`` of ``notes`` (title, content) saved as observations in ``project``, one
+    commit each, none with a sentence vector, opened with no vectors made in the background: the
+    tests that start from it make them when they choose."""
+    from slayer_kb import KnowledgeBase
+
+    def save_notes(where: Path) -> None:
+        kb = KnowledgeBase(where)
+        kb.index.background_vectors = False
+        for title, content in notes:
+            kb.save_observation(title=title, content=content, project=project)
+        kb.close()
+
+    kb = KnowledgeBase(make_kb_after(root, name, save_notes))
+    kb.index.background_vectors = False
+    return kb
 
 
 def _build_team(where: Path, folder: str) -> None:

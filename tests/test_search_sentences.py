@@ -26,7 +26,7 @@ from bench.relevance import CONFIGS, SETS, build, evaluate
 from slayer_kb import KnowledgeBase
 from slayer_kb.daemon import relay, sentences
 from slayer_kb.search import Request, encoder, filler, run, vectors
-from testing import CliRunner, Watcher, eventually, git, make_kb_after
+from testing import CliRunner, Watcher, eventually, git, make_notes_kb
 
 NOTES = [
     ("Nomad chosen over Kubernetes for the card-authorisation services",
@@ -59,20 +59,8 @@ def ids(result: object) -> list[str]:
 
 @pytest.fixture
 def notes_kb(tmp_path: Path) -> KnowledgeBase:
-    """A new KB of ``NOTES``, one commit each, none with a sentence vector: saved once a process
-    and copied (``make_kb_after``)."""
-
-    def save_notes(root: Path) -> None:
-        kb = KnowledgeBase(root)
-        kb.index.background_vectors = False
-        for title, learning in NOTES:
-            kb.save_observation(title=title, content=learning, project="ops")
-        kb.close()
-
-    kb = KnowledgeBase(make_kb_after(tmp_path / "kb", "sentences-notes", save_notes))
-    # These tests make the vectors themselves, when they choose: no detached filler.
-    kb.index.background_vectors = False
-    return kb
+    """A new KB of ``NOTES``, none with a sentence vector: saved once a process and copied."""
+    return make_notes_kb(tmp_path / "kb", "sentences-notes", NOTES)
 
 
 def test_the_sentence_vectors_find_the_paraphrase_the_static_ones_miss(notes_kb: KnowledgeBase) -> None:

@@ -20,7 +20,7 @@ import pytest
 from slayer_kb import KnowledgeBase
 from slayer_kb.search import encoder, filler, sentences, vectors
 from slayer_kb.search.background import SentenceFiller
-from testing.repos import make_kb_after
+from testing.repos import make_notes_kb
 from testing.wait import eventually
 
 pytestmark = pytest.mark.usefixtures("encoder_on")  # conftest.py turns it off elsewhere
@@ -68,19 +68,10 @@ NOTES = [
 QUESTION = "why does the export stall when the ledger is redeployed?"
 
 
-def _save_notes(root: Path) -> None:
-    kb = KnowledgeBase(root)
-    kb.index.background_vectors = False
-    for title, content in NOTES:
-        kb.save_observation(title=title, content=content, project="ops")
-    kb.close()
-
-
 def _kb(root: Path) -> KnowledgeBase:
     """A KB of ``NOTES``, indexed, none with a sentence vector (this process makes them): saved
-    once a process and copied (``make_kb_after``)."""
-    kb = KnowledgeBase(make_kb_after(root, "standin-notes", _save_notes))
-    kb.index.background_vectors = False
+    once a process and copied (``make_notes_kb``)."""
+    kb = make_notes_kb(root, "standin-notes", NOTES)
     assert kb.index.coverage() == (0, len(NOTES), 0, 0)
     return kb
 
