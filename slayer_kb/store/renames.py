@@ -90,8 +90,8 @@ class Away:
     ``before``: when the first rename moved a memory given the id after the one first given it was
     forgotten (``forget kb.y``, ``rename kb.x kb.y``, ``rename kb.y kb.z``) or renamed away, the
     commit that forgot or renamed the memory the id held before: a link made before, and an agent
-    told the id, meant that one,
-    not where the renames went (``link_target``, ``Context.renamed_to``)."""
+    told the id, meant that one, not where the renames went (``link_target``,
+    ``Context.renamed_to``)."""
 
     moves: tuple[tuple[str, str], ...]
     forgotten: str | None
@@ -133,13 +133,11 @@ def link_target(store: GitStore, memory_id: str) -> tuple[str, str] | None:
     before meant the forgotten one. A merge commit that deleted the new id's file is no deletion
     ``renamed_away`` sees: HEAD's tree is asked."""
     away = renamed_away(store, memory_id)
-    if away is None or away.forgotten or (head := store.head()) is None:
+    if away is None or away.forgotten or away.before or (head := store.head()) is None:
         return None
     new, commit = away.moves[-1][0], away.moves[0][1]
     path = store.repo_path(memory_path(new))
-    if store.objects.blobs_at(store.objects.tree_of(head), [path])[path] is None:
-        return None
-    return None if away.before else (new, commit)
+    return None if store.objects.blobs_at(store.objects.tree_of(head), [path])[path] is None else (new, commit)
 
 
 def _forgot_before(store: GitStore, memory_id: str, commit: str) -> str | None:
