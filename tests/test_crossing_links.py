@@ -11,7 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, default_first, git, given_again, make_catalog_kb, make_team, unlike
+from testing import CliRunner, git, given_again, make_catalog_kb, make_team, unlike
+
+# A crossing suite: run by `-m slow`, which CI runs (docs/testing.md, "The crossing suites").
+pytestmark = pytest.mark.slow
 
 BEE = ("--author", "Bee <bee@example.com>")
 
@@ -29,8 +32,7 @@ def _dated(monkeypatch: pytest.MonkeyPatch, minute: int) -> None:
         monkeypatch.setenv(name, f"2026-11-30T12:{minute:02}:00Z")
 
 
-@pytest.mark.parametrize(("forgetter_first", "keep"), default_first(
-    [(True, True), (False, True), (True, False), (False, False)]))
+@pytest.mark.parametrize(("forgetter_first", "keep"), [(True, True), (False, True), (True, False), (False, False)])
 def test_a_link_to_the_renamed_memory_follows_it_whatever_the_commit_order(
         tmp_path: Path, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch, forgetter_first: bool,
         keep: bool) -> None:
@@ -74,7 +76,7 @@ def test_a_link_to_the_renamed_memory_follows_it_whatever_the_commit_order(
     assert _memories(c)["kb.cx.yaml"] == ("charlie0word", ["memory:kb.y"])
 
 
-@pytest.mark.parametrize("a_first", default_first([True, False]))
+@pytest.mark.parametrize("a_first", [True, False])
 def test_two_memories_renamed_onto_one_id_each_keep_their_links(
         tmp_path: Path, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch, a_first: bool) -> None:
     """a renames kb.x to kb.y; b renames kb.w to kb.y, then kb.y to kb.m; b merges a's (git keeps
@@ -107,7 +109,7 @@ def test_two_memories_renamed_onto_one_id_each_keep_their_links(
                             "kb.m.yaml": ("whisky0word", []), "kb.y.yaml": ("xray0word", [])}
 
 
-@pytest.mark.parametrize("merger", default_first(["a", "b"]))
+@pytest.mark.parametrize("merger", ["a", "b"])
 def test_validate_sends_a_link_to_a_renamed_id_to_sync_until_the_merge_is_synced(
         tmp_path: Path, invoke_cli: CliRunner, merger: str) -> None:
     """a forgets kb.y and renames kb.x to kb.y; b links kb.x and renames kb.y to kb.m; the other

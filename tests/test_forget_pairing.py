@@ -13,14 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, default_first, git, make_team, traced_git
+from testing import CliRunner, git, make_team, traced_git
 
 # b's commits by another author: two clones forgetting 1 in one second would otherwise make
 # one commit, byte for byte, which git counts as shared history.
 _BEE = ("--author", "Bee <bee@example.com>")
 
 
-pytestmark = pytest.mark.usefixtures("minutes_apart")
+# A crossing suite: run by `-m slow`, which CI runs (docs/testing.md, "The crossing suites").
+pytestmark = [pytest.mark.usefixtures("minutes_apart"), pytest.mark.slow]
 
 
 def _observation(invoke_cli: CliRunner, kb: Path, title: str, *author: str) -> None:
@@ -56,8 +57,7 @@ def _memories(kb: Path) -> list[str]:
 
 
 # Whether b saves too, each by default; merged, in -m slow.
-@pytest.mark.parametrize(("how", "b_saves"), default_first(
-    [("sync", True), ("sync", False), ("merge", True), ("merge", False)], keep=2))
+@pytest.mark.parametrize(("how", "b_saves"), [("sync", True), ("sync", False), ("merge", True), ("merge", False)])
 def test_both_sides_forgetting_a_memory_and_saving_new_ones_alike_keep_both(
         tmp_path: Path, invoke_cli: CliRunner, how: str, b_saves: bool) -> None:
     """Not "This branch forgot memories/2.yaml, which origin/main edited" with a step that drops
@@ -92,7 +92,7 @@ def test_both_sides_forgetting_a_memory_and_saving_new_ones_alike_keep_both(
     assert _memories(a) == kept
 
 
-@pytest.mark.parametrize("how", default_first(["sync", "merge", "rebase"]))
+@pytest.mark.parametrize("how", ["sync", "merge", "rebase"])
 def test_a_forget_and_a_save_alike_against_an_edit_is_a_forget_against_an_edit(
         tmp_path: Path, invoke_cli: CliRunner, how: str) -> None:
     """b's edit of 1 went into a's new memory 2, and the stop said both edited memories/2.yaml,
@@ -167,7 +167,7 @@ def test_beside_a_rename_two_forgets_and_saves_alike_stop_in_words_and_steps_tha
         assert "title: Tax\n" in (clone / "memories" / "101.yaml").read_text()
 
 
-@pytest.mark.parametrize("how", default_first(["sync", "merge", "rebase"]))
+@pytest.mark.parametrize("how", ["sync", "merge", "rebase"])
 def test_beside_a_rename_an_edit_against_a_forget_and_a_save_alike_says_so_and_its_steps_keep_both(
         tmp_path: Path, invoke_cli: CliRunner, how: str) -> None:
     """With git's rename guess on (a renamed memory edited on a's side), b's edit of 1 went into

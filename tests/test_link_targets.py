@@ -9,9 +9,14 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from slayer_kb import KnowledgeBase
 from slayer_kb.store import requests
 from testing import CliRunner, git, make_team, traced_git, unlike
+
+# A crossing suite: run by `-m slow`, which CI runs (docs/testing.md, "The crossing suites").
+pytestmark = pytest.mark.slow
 
 
 def _links(clone: Path) -> dict[str, list[str]]:

@@ -17,6 +17,9 @@ import yaml
 
 from testing import CliRunner, git, in_process_runner, in_the_kb, json_of, make_team, squash_merged_branch
 
+# A crossing suite: run by `-m slow`, which CI runs (docs/testing.md, "The crossing suites").
+pytestmark = pytest.mark.slow
+
 # What the agent saves on its branch before main squash-merges it.
 REFUNDS = ("save", "Refund reasons are free text", "-e", "shop.refunds.amount")
 CENTS = ("save", "Amounts are in cents", "-e", "shop.orders.amount")

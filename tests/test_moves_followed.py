@@ -12,7 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, default_first, git, make_team, traced_git
+from testing import CliRunner, git, make_team, traced_git
+
+# A crossing suite: run by `-m slow`, which CI runs (docs/testing.md, "The crossing suites").
+pytestmark = pytest.mark.slow
 
 REVENUE = "Revenue counts only completed orders, not refunds or cancellations, in the monthly report"
 # Signed commits need a key, which ssh-keygen makes.
@@ -172,7 +175,7 @@ def _both_in_kb_rev(b: Path) -> None:
     assert f"learning: {REVENUE.replace(' or cancellations', '')}\n" in text
 
 
-@pytest.mark.parametrize("how", default_first(["sync", "merge", "rebase"]))
+@pytest.mark.parametrize("how", ["sync", "merge", "rebase"])
 def test_a_memory_moved_by_hand_and_edited_takes_the_other_clones_edit(
         tmp_path: Path, invoke_cli: CliRunner, how: str) -> None:
     """The stop said "origin/main forgot memories/1.yaml, which your commits edited": a move by
@@ -208,7 +211,7 @@ def test_a_squash_merge_that_dropped_the_rename_trailer_takes_the_other_clones_e
     _both_in_kb_rev(b)
 
 
-@pytest.mark.parametrize("how", default_first(["sync", "merge", "rebase"]))
+@pytest.mark.parametrize("how", ["sync", "merge", "rebase"])
 def test_a_memory_moved_by_hand_that_both_edited_stops_as_both_edited(
         tmp_path: Path, invoke_cli: CliRunner, how: str) -> None:
     """Beside another memory renamed and edited on a's side (git's guess on), a's move by hand was
@@ -260,9 +263,8 @@ def _sign_with_ssh(tmp_path: Path, repo: Path) -> None:
 
 @pytest.mark.usefixtures("minutes_apart")
 # Signed and not by default; rebased by hand, in -m slow.
-@pytest.mark.parametrize(("how", "signed"), default_first(
-    [("sync", False), pytest.param("sync", True, marks=_SSH_KEYGEN), ("rebase", False),
-     pytest.param("rebase", True, marks=_SSH_KEYGEN)], keep=2))
+@pytest.mark.parametrize(("how", "signed"), [("sync", False), pytest.param("sync", True, marks=_SSH_KEYGEN), ("rebase", False),
+     pytest.param("rebase", True, marks=_SSH_KEYGEN)])
 def test_a_code_file_moved_then_rewritten_by_a_later_commit_takes_the_other_clones_edit(
         tmp_path: Path, invoke_cli: CliRunner, how: str, signed: bool) -> None:
     """b moves app.py to service.py with a small edit, then rewrites most of it in a later commit:
@@ -303,7 +305,7 @@ def test_a_code_file_moved_then_rewritten_by_a_later_commit_takes_the_other_clon
 
 
 @pytest.mark.usefixtures("minutes_apart")
-@pytest.mark.parametrize("how", default_first(["sync", "rebase"]))
+@pytest.mark.parametrize("how", ["sync", "rebase"])
 def test_a_memory_moved_by_hand_then_rewritten_takes_the_other_clones_edit(
         tmp_path: Path, invoke_cli: CliRunner, how: str) -> None:
     """b moves 1 to kb.rev by hand with a small edit, then rewrites its text with ``update``; a
@@ -332,7 +334,7 @@ def test_a_memory_moved_by_hand_then_rewritten_takes_the_other_clones_edit(
 
 
 @pytest.mark.usefixtures("minutes_apart")
-@pytest.mark.parametrize("how", default_first(["sync", "merge", "rebase"]))
+@pytest.mark.parametrize("how", ["sync", "merge", "rebase"])
 def test_code_files_moved_past_the_diff_rename_limit_take_the_other_clones_edit(
         tmp_path: Path, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
     """b moves src/ to lib/ with an edit in each file, more files than ``diff.renameLimit`` (1000 by
@@ -374,7 +376,7 @@ def test_code_files_moved_past_the_diff_rename_limit_take_the_other_clones_edit(
 
 
 @pytest.mark.usefixtures("minutes_apart")
-@pytest.mark.parametrize("how", default_first(["sync", "merge"]))
+@pytest.mark.parametrize("how", ["sync", "merge"])
 def test_a_move_on_one_side_of_a_criss_cross_takes_the_other_clones_edit(
         tmp_path: Path, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
     """a fixes f5 and pushes; b moves app.py to service.py (with an edit) on a feature branch and

@@ -12,7 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, default_first, make_team_after, unlike
+from testing import CliRunner, make_team_after, unlike
+
+# A crossing suite: run by `-m slow`, which CI runs (docs/testing.md, "The crossing suites").
+pytestmark = pytest.mark.slow
 
 
 def _shared(kbs: list[Path], invoke_cli: CliRunner, linked: bool) -> None:
@@ -40,8 +43,7 @@ def _links(clone: Path) -> dict[str, list[str]]:
 
 
 # With and without an edit by default; the syncs in the other order, in -m slow.
-@pytest.mark.parametrize(("and_edits", "restorer_second"), default_first(
-    [(True, True), (False, True), (True, False), (False, False)], keep=2))
+@pytest.mark.parametrize(("and_edits", "restorer_second"), [(True, True), (False, True), (True, False), (False, False)])
 def test_a_memory_brought_back_on_one_side_and_renamed_on_the_other_is_kept_once(
         tmp_path: Path, invoke_cli: CliRunner, restorer_second: bool, and_edits: bool) -> None:
     """a forgets kb.y and restores it (then edits its title, or not) and links kb.l to it, b renames
@@ -73,7 +75,7 @@ def test_a_memory_brought_back_on_one_side_and_renamed_on_the_other_is_kept_once
         assert invoke_cli("--kb", clone, "validate", check=True).stdout.endswith("no problems.\n")
 
 
-@pytest.mark.parametrize("restorer_second", default_first([True, False]))
+@pytest.mark.parametrize("restorer_second", [True, False])
 def test_a_memory_brought_back_and_renamed_that_no_memory_links_is_kept_once(
         tmp_path: Path, invoke_cli: CliRunner, restorer_second: bool) -> None:
     """As above, no memory linking kb.y: both sides wrote no file in common, and a's sync after b
@@ -92,7 +94,7 @@ def test_a_memory_brought_back_and_renamed_that_no_memory_links_is_kept_once(
     assert [_memories(clone) for clone in (a, b)] == [["kb.m.yaml"]] * 2
 
 
-@pytest.mark.parametrize("restorer_second", default_first([True, False]))
+@pytest.mark.parametrize("restorer_second", [True, False])
 def test_an_edit_of_a_memory_brought_back_and_of_it_renamed_stops_with_steps_that_work(
         tmp_path: Path, invoke_cli: CliRunner, restorer_second: bool) -> None:
     """a forgets kb.y, restores it and retitles it; b renames it to kb.m and retitles it too: two

@@ -15,7 +15,6 @@ import pytest
 from testing import (
     CliRunner,
     GitRuns,
-    default_first,
     git,
     given_again,
     keeping,
@@ -24,6 +23,9 @@ from testing import (
     typed_steps,
     unlike,
 )
+
+# A crossing suite: run by `-m slow`, which CI runs (docs/testing.md, "The crossing suites").
+pytestmark = pytest.mark.slow
 
 BEE = ("--author", "Bee <bee@example.com>")
 PLAIN = "a plain git merge of this branch does the same, or stops on two edits of one memory where their lines meet"
@@ -85,8 +87,8 @@ def _settled(invoke_cli: CliRunner, a: Path, b: Path, keep: bool, given: str, ed
 
 # Each choice meets each order and each way of giving the id, not every combination; the default
 # run's three take every value of each.
-@pytest.mark.parametrize(("forgetter_merges", "by_rename", "keep"), default_first([
-    (True, False, True), (False, False, False), (True, True, False), (False, True, True)], keep=3))
+@pytest.mark.parametrize(("forgetter_merges", "by_rename", "keep"), [
+    (True, False, True), (False, False, False), (True, True, False), (False, True, True)])
 def test_a_merge_of_an_id_given_again_against_an_edit_stops_on_the_forget(
         tmp_path: Path, invoke_cli: CliRunner, forgetter_merges: bool, by_rename: bool, keep: bool) -> None:
     """The merge finished with b's edit merged into a's new memory at kb.y. It stops: a's memory in
@@ -111,11 +113,10 @@ def test_a_merge_of_an_id_given_again_against_an_edit_stops_on_the_forget(
 
 
 # Each choice (keep the edited memory or let it go) meets each order, each way of giving the id and
-# each place of the KB, not every combination: the merge's steps behind them are the same. The
-# default run's two take every value of each.
-@pytest.mark.parametrize(("forgetter_syncs", "by_rename", "folder", "keep"), default_first([
+# each place of the KB, not every combination: the merge's steps behind them are the same.
+@pytest.mark.parametrize(("forgetter_syncs", "by_rename", "folder", "keep"), [
     (False, False, "", False), (True, True, "kb", True), (True, False, "", True), (True, True, "", False),
-    (False, True, "", True), (False, False, "kb", False)], keep=2))
+    (False, True, "", True), (False, False, "kb", False)])
 def test_a_sync_of_an_id_given_again_against_an_edit_stops_on_the_forget(
         tmp_path: Path, invoke_cli: CliRunner, forgetter_syncs: bool, by_rename: bool, folder: str, keep: bool) -> None:
     """Synced after the forgetter, the editor's rebase merged its edit into the new memory without a
@@ -140,7 +141,7 @@ def test_a_sync_of_an_id_given_again_against_an_edit_stops_on_the_forget(
     _settled(invoke_cli, a, b, keep, given, edited)
 
 
-@pytest.mark.parametrize("forgetter_merges", default_first([True, False]))
+@pytest.mark.parametrize("forgetter_merges", [True, False])
 def test_an_edit_of_the_memory_renamed_onto_the_id_goes_with_it(
         tmp_path: Path, invoke_cli: CliRunner, forgetter_merges: bool) -> None:
     """b also edits kb.x, which a renamed to kb.y. The stop held kb.x as a forget against that edit
@@ -165,7 +166,7 @@ def test_an_edit_of_the_memory_renamed_onto_the_id_goes_with_it(
         assert texts["kb.y-2.yaml"].startswith("learning: yank0word") and "description: b's summary\n" in texts["kb.y-2.yaml"]
 
 
-@pytest.mark.parametrize("forgetter_rebases", default_first([True, False]))
+@pytest.mark.parametrize("forgetter_rebases", [True, False])
 def test_a_rebase_of_an_id_given_again_against_an_edit_is_refused(
         tmp_path: Path, invoke_cli: CliRunner, forgetter_rebases: bool) -> None:
     """The editor's rebase merged its edit into the new memory without a word; the forgetter's
@@ -254,8 +255,7 @@ def test_a_memory_brought_back_and_edited_against_a_rename_merges_as_before(
 
 
 # Each restore runs by default; the other side merging, in -m slow.
-@pytest.mark.parametrize(("older", "forgetter_merges"), default_first(
-    [(True, True), (False, True), (True, False), (False, False)], keep=2))
+@pytest.mark.parametrize(("older", "forgetter_merges"), [(True, True), (False, True), (True, False), (False, False)])
 def test_a_memory_brought_back_with_another_learning_merges_the_edit(
         tmp_path: Path, invoke_cli: CliRunner, forgetter_merges: bool, older: bool) -> None:
     """a forgets kb.y and restores it: a version older than the one they shared, or that one, whose
@@ -371,8 +371,7 @@ def test_a_ref_named_like_this_branch_or_your_commits_opens_the_stop_as_it_is(
 
 
 # Each way of giving the id runs by default; the syncs in the other order, in -m slow.
-@pytest.mark.parametrize(("forgetter_syncs", "by_rename"), default_first(
-    [(True, False), (True, True), (False, False), (False, True)], keep=2))
+@pytest.mark.parametrize(("forgetter_syncs", "by_rename"), [(True, False), (True, True), (False, False), (False, True)])
 def test_an_id_given_again_against_a_soft_forget_keeps_the_new_memory(
         tmp_path: Path, invoke_cli: CliRunner, forgetter_syncs: bool, by_rename: bool) -> None:
     """b soft-forgets kb.y while a forgets it and saves another memory as kb.y (or renames kb.x to
@@ -437,8 +436,7 @@ def test_a_forget_undone_in_a_merge_is_no_id_given_again(tmp_path: Path, invoke_
 
 
 # With and without an edit by default; the syncs in the other order, in -m slow.
-@pytest.mark.parametrize(("and_edits", "restorer_second"), default_first(
-    [(True, True), (False, True), (True, False), (False, False)], keep=2))
+@pytest.mark.parametrize(("and_edits", "restorer_second"), [(True, True), (False, True), (True, False), (False, False)])
 def test_a_sync_of_a_memory_forgotten_and_brought_back_joins_the_other_sides_edit(
         tmp_path: Path, invoke_cli: CliRunner, restorer_second: bool, and_edits: bool) -> None:
     """a forgets kb.y and restores it (then edits its title, or not); b edits kb.y. Synced after b,
