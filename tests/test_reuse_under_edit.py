@@ -489,3 +489,29 @@ def test_a_rebase_of_a_memory_forgotten_and_brought_back_against_an_edit_is_refu
     assert (merged.returncode, merged.stderr) == (0, "")
     texts = _texts(a)
     assert list(texts) == ["kb.x.yaml", "kb.y.yaml"] and "description: b's summary\n" in texts["kb.y.yaml"]
+
+
+def test_a_rebase_of_a_memory_forgotten_brought_back_and_forgotten_again_says_so(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """a forgets kb.y, restores it and forgets it again; b edits kb.y. The rebase is refused, as
+    for an id given to another memory and moved on (the replay stops on the first forget, then on
+    the restore), in words that say what a did: no other memory was given kb.y."""
+    a, b = given_again(tmp_path, invoke_cli, by_rename=False)
+    git(a, "reset", "-q", "--hard", "HEAD~2")  # a's forget and save undone: a forgets kb.y anew
+    invoke_cli("--kb", a, "forget", "kb.y", check=True)
+    invoke_cli("--kb", a, "restore", "kb.y", "--rev", "HEAD~1", check=True)
+    invoke_cli("--kb", a, "forget", "kb.y", check=True)
+    invoke_cli("--kb", b, *BEE, "update", "kb.y", "--description", "b's summary", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    git(a, "fetch", "-q", "origin")
+    head = git(a, "rev-parse", "HEAD")
+    rebased = invoke_cli("--kb", a, "rebase", "origin/main")
+    assert (rebased.returncode, rebased.stdout, rebased.stderr) == (1, "", (
+        "Error: One side forgot kb.y, brought it back and forgot or renamed it again, and the other side changed "
+        "kb.y: a rebase replays those commits one by one, stopping on the forget, and again on the memory brought "
+        "back once the one the other side changed is kept there, so nothing was rebased. Run "
+        f"'slayer-kb --kb {a} merge origin/main' instead: it stops once, on the forget against that change, with the "
+        "steps to keep either.\n"))
+    assert git(a, "rev-parse", "HEAD") == head and git(a, "status", "--porcelain") == ""
+    stopped = invoke_cli("--kb", a, "merge", "origin/main")
+    assert stopped.returncode == 1 and "forgot memories/kb.y.yaml" in stopped.stderr, stopped.stderr

@@ -150,17 +150,21 @@ def _crossed_message(root: Path, upstream: str, crossed: list[Crossing], names: 
             f"'{command(root)} merge {words(upstream)}' instead: {merge_settles(crossed)}.")
 
 
-def _moved_on_message(root: Path, upstream: str, ids: list[str]) -> str:
-    """Why a rebase is refused on ids one side forgot, gave to another memory and moved on, which
-    the other changed (``renames.given_and_moved_on``): the replay stops on the forget, and again
-    on the memory given the id once that stop's steps kept the other's memory there; the merge
-    stops once."""
+def _moved_on_message(root: Path, upstream: str, ids: dict[str, bool]) -> str:
+    """Why a rebase is refused on ids one side forgot, put back and moved on, which the other
+    changed (``renames.given_and_moved_on``): the replay stops on the forget, and again on what
+    was put back once that stop's steps kept the other's memory there; the merge stops once. Put
+    back is given to another memory, or (False) the memory forgotten brought back and forgotten
+    again or moved on, which the words say as it was."""
+    given, back = (", ".join(i for i, other in ids.items() if other == kind) for kind in (True, False))
+    told = [*([f"forgot {given}, then gave the id to another memory and moved that on"] if given else []),
+            *([f"forgot {back}, brought it back and forgot or renamed it again"] if back else [])]
     named = ", ".join(ids)
-    return (f"One side forgot {named}, then gave the id to another memory and moved that on, and the other side "
-            f"changed {named}: a rebase replays those commits one by one, stopping on the forget, and again on the "
-            f"memory given {named} once the one the other side changed is kept there, so nothing was rebased. Run "
-            f"'{command(root)} merge {words(upstream)}' instead: it stops once, on the forget against that change, "
-            "with the steps to keep either.")
+    again = f"the memory given {given}" if given else "the memory brought back"
+    return (f"One side {' and '.join(told)}, and the other side changed {named}: a rebase replays those commits one "
+            f"by one, stopping on the forget, and again on {again} once the one the other side changed is kept "
+            f"there, so nothing was rebased. Run '{command(root)} merge {words(upstream)}' instead: it stops once, on "
+            "the forget against that change, with the steps to keep either.")
 
 
 def _brought_back_message(root: Path, upstream: str, ids: list[str]) -> str:

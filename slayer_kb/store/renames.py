@@ -358,19 +358,20 @@ def crossings(store: GitStore, base: str, tips: tuple[str, str]) -> list[Crossin
     return found
 
 
-def given_and_moved_on(store: GitStore, base: str, tips: tuple[str, str]) -> list[str]:
+def given_and_moved_on(store: GitStore, base: str, tips: tuple[str, str]) -> dict[str, bool]:
     """The ids at ``base`` that a tip forgot (its first deletion of the file since, no rename),
-    then gave to another memory (a ``save --id`` or a ``rename`` onto it) and moved on or forgot
-    again (``forget kb.y``, ``rename kb.x kb.y``, ``rename kb.y kb.z``), and whose file the other
-    tip changed (edited, renamed, forgotten). No ``Crossing``, the id being left at that tip, but
-    git's rebase replays the forget, and once that stop's steps kept the other side's memory at
-    the id, stops again on the memory given it; a merge of the tips sees the memory forgotten, and
-    the other moved. The trees read in this process; one ``git log`` a tip (``_events``) where it
-    lacks a memory the other changed."""
+    then put back and moved on or forgot again (``forget kb.y``, ``rename kb.x kb.y``, ``rename
+    kb.y kb.z``), and whose file the other tip changed (edited, renamed, forgotten), each with
+    whether what was put back was another memory (a ``save --id`` or a ``rename`` onto the id:
+    ``_given_again``) rather than the one forgotten, brought back (``restore``). No ``Crossing``,
+    the id being left at that tip, but git's rebase replays the forget, and once that stop's steps
+    kept the other side's memory at the id, stops again on what was put back; a merge of the tips
+    sees the memory forgotten, and the other moved. The trees read in this process; one ``git
+    log`` a tip (``_events``) where it lacks a memory the other changed."""
     objects, folder = store.objects, store.repo_path(MEMORIES_DIR)
     trees = [objects.tree_of(commit) for commit in (base, *tips)]
     names = [set(objects.names_in(tree, folder)) for tree in trees]
-    found: list[str] = []
+    found: dict[str, bool] = {}
     for n, tip in enumerate(tips):
         paths = [f"{folder}/{name.decode('utf-8', 'surrogateescape')}" for name in names[0] - names[n + 1]]
         was, there = objects.blobs_at(trees[0], paths), objects.blobs_at(trees[2 - n], paths)
@@ -380,9 +381,14 @@ def given_and_moved_on(store: GitStore, base: str, tips: tuple[str, str]) -> lis
             seen = events.get(path, [])
             gone = next((k for k, (status, _c, _s) in enumerate(seen) if status == "D"), None)
             memory_id = id_of_path(path[len(store.prefix):])
-            if (gone is not None and memory_id is not None and any(status == "A" for status, _c, _s in seen[gone:])
-                    and memory_id not in renamed_in(store, seen[gone][1]) and memory_id not in found):
-                found.append(memory_id)
+            if gone is None or memory_id is None or memory_id in found:
+                continue
+            put_back = [k for k in range(gone, len(seen)) if seen[k][0] == "A"]
+            if put_back and memory_id not in renamed_in(store, seen[gone][1]):  # a rename's trailer read last
+                found[memory_id] = any(
+                    _given_again(store, memory_id, seen[:k + 1],
+                                 [was[path], objects.blobs_at(objects.tree_of(seen[k][1]), [path])[path]])
+                    for k in put_back)
     return found
 
 
