@@ -465,19 +465,27 @@ def test_a_sync_of_a_memory_forgotten_and_brought_back_joins_the_other_sides_edi
         assert invoke_cli("--kb", clone, "validate", check=True).stdout.endswith("no problems.\n")
 
 
+def _brought_back_against_an_edit(tmp_path: Path, invoke_cli: CliRunner, forgot_again: bool) -> tuple[Path, str]:
+    """a forgets kb.y and restores it (then forgets it again); b edits kb.y and syncs; a fetches.
+    Returns a and its HEAD."""
+    a, b = given_again(tmp_path, invoke_cli, by_rename=False)
+    git(a, "reset", "-q", "--hard", "HEAD~2")  # a's forget and save undone: a forgets kb.y anew
+    invoke_cli("--kb", a, "forget", "kb.y", check=True)
+    invoke_cli("--kb", a, "restore", "kb.y", "--rev", "HEAD~1", check=True)
+    if forgot_again:
+        invoke_cli("--kb", a, "forget", "kb.y", check=True)
+    invoke_cli("--kb", b, *BEE, "update", "kb.y", "--description", "b's summary", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    git(a, "fetch", "-q", "origin")
+    return a, git(a, "rev-parse", "HEAD")
+
+
 def test_a_rebase_of_a_memory_forgotten_and_brought_back_against_an_edit_is_refused(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """a forgets kb.y and restores it; b edits kb.y. 'slayer-kb rebase origin/main' replayed the
     forget onto b's edit and stopped there (sync merges such a branch instead). It refuses, naming
     the merge, which joins b's edit into the memory brought back."""
-    a, b = given_again(tmp_path, invoke_cli, by_rename=False)
-    git(a, "reset", "-q", "--hard", "HEAD~2")  # a's forget and save undone: a forgets kb.y anew
-    invoke_cli("--kb", a, "forget", "kb.y", check=True)
-    invoke_cli("--kb", a, "restore", "kb.y", "--rev", "HEAD~1", check=True)
-    invoke_cli("--kb", b, *BEE, "update", "kb.y", "--description", "b's summary", check=True)
-    invoke_cli("--kb", b, "sync", check=True)
-    git(a, "fetch", "-q", "origin")
-    head = git(a, "rev-parse", "HEAD")
+    a, head = _brought_back_against_an_edit(tmp_path, invoke_cli, forgot_again=False)
     rebased = invoke_cli("--kb", a, "rebase", "origin/main")
     assert (rebased.returncode, rebased.stdout, rebased.stderr) == (1, "", (
         "Error: Your commits forgot kb.y and brought it back, and origin/main changed it: a rebase replays those "
@@ -496,15 +504,7 @@ def test_a_rebase_of_a_memory_forgotten_brought_back_and_forgotten_again_says_so
     """a forgets kb.y, restores it and forgets it again; b edits kb.y. The rebase is refused, as
     for an id given to another memory and moved on (the replay stops on the first forget, then on
     the restore), in words that say what a did: no other memory was given kb.y."""
-    a, b = given_again(tmp_path, invoke_cli, by_rename=False)
-    git(a, "reset", "-q", "--hard", "HEAD~2")  # a's forget and save undone: a forgets kb.y anew
-    invoke_cli("--kb", a, "forget", "kb.y", check=True)
-    invoke_cli("--kb", a, "restore", "kb.y", "--rev", "HEAD~1", check=True)
-    invoke_cli("--kb", a, "forget", "kb.y", check=True)
-    invoke_cli("--kb", b, *BEE, "update", "kb.y", "--description", "b's summary", check=True)
-    invoke_cli("--kb", b, "sync", check=True)
-    git(a, "fetch", "-q", "origin")
-    head = git(a, "rev-parse", "HEAD")
+    a, head = _brought_back_against_an_edit(tmp_path, invoke_cli, forgot_again=True)
     rebased = invoke_cli("--kb", a, "rebase", "origin/main")
     assert (rebased.returncode, rebased.stdout, rebased.stderr) == (1, "", (
         "Error: One side forgot kb.y, brought it back and forgot or renamed it again, and the other side changed "
