@@ -13,15 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, git, make_team, traced_git
+from testing import CliRunner, default_first, git, make_team, traced_git
 
 # b's commits by another author: two clones forgetting 1 in one second would otherwise make
 # one commit, byte for byte, which git counts as shared history.
 _BEE = ("--author", "Bee <bee@example.com>")
 
 
-# A crossing suite: run by `-m slow`, which CI runs (docs/testing.md, "The crossing suites").
-pytestmark = [pytest.mark.usefixtures("minutes_apart"), pytest.mark.slow]
+pytestmark = pytest.mark.usefixtures("minutes_apart")
 
 
 def _observation(invoke_cli: CliRunner, kb: Path, title: str, *author: str) -> None:
@@ -56,7 +55,8 @@ def _memories(kb: Path) -> list[str]:
     return sorted(path.name for path in (kb / "memories").iterdir())
 
 
-# Whether b saves too, each by default; merged, in -m slow.
+# Whether b saves too, synced or merged.
+@pytest.mark.slow
 @pytest.mark.parametrize(("how", "b_saves"), [("sync", True), ("sync", False), ("merge", True), ("merge", False)])
 def test_both_sides_forgetting_a_memory_and_saving_new_ones_alike_keep_both(
         tmp_path: Path, invoke_cli: CliRunner, how: str, b_saves: bool) -> None:
@@ -92,7 +92,8 @@ def test_both_sides_forgetting_a_memory_and_saving_new_ones_alike_keep_both(
     assert _memories(a) == kept
 
 
-@pytest.mark.parametrize("how", ["sync", "merge", "rebase"])
+# Synced by default, the one crossing of its kind there (docs/testing.md, "The crossing suites").
+@pytest.mark.parametrize("how", default_first(["sync", "merge", "rebase"]))
 def test_a_forget_and_a_save_alike_against_an_edit_is_a_forget_against_an_edit(
         tmp_path: Path, invoke_cli: CliRunner, how: str) -> None:
     """b's edit of 1 went into a's new memory 2, and the stop said both edited memories/2.yaml,
@@ -136,6 +137,7 @@ def test_a_forget_and_a_save_alike_against_an_edit_is_a_forget_against_an_edit(
     assert "learning: Refunds\n" in (b / "memories" / "2.yaml").read_text()
 
 
+@pytest.mark.slow
 def test_beside_a_rename_two_forgets_and_saves_alike_stop_in_words_and_steps_that_keep_both(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """A renamed memory edited on one side keeps git's rename guess on for the merge, which reads
@@ -167,6 +169,7 @@ def test_beside_a_rename_two_forgets_and_saves_alike_stop_in_words_and_steps_tha
         assert "title: Tax\n" in (clone / "memories" / "101.yaml").read_text()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["sync", "merge", "rebase"])
 def test_beside_a_rename_an_edit_against_a_forget_and_a_save_alike_says_so_and_its_steps_keep_both(
         tmp_path: Path, invoke_cli: CliRunner, how: str) -> None:

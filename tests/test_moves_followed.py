@@ -262,7 +262,7 @@ def _sign_with_ssh(tmp_path: Path, repo: Path) -> None:
 
 
 @pytest.mark.usefixtures("minutes_apart")
-# Signed and not by default; rebased by hand, in -m slow.
+# Signed and not, synced or rebased by hand.
 @pytest.mark.parametrize(("how", "signed"), [("sync", False), pytest.param("sync", True, marks=_SSH_KEYGEN), ("rebase", False),
      pytest.param("rebase", True, marks=_SSH_KEYGEN)])
 def test_a_code_file_moved_then_rewritten_by_a_later_commit_takes_the_other_clones_edit(

@@ -11,10 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, git, given_again, keeping, typed_steps, unlike
-
-# A crossing suite: run by `-m slow`, which CI runs (docs/testing.md, "The crossing suites").
-pytestmark = pytest.mark.slow
+from testing import CliRunner, default_first, git, given_again, keeping, typed_steps, unlike
 
 BEE = ("--author", "Bee <bee@example.com>")
 
@@ -70,8 +67,9 @@ def _choice(forgetter_here: bool) -> str:
 
 
 # The choice's steps are the same merge's in a merge and a sync: each meets each order once across
-# the two tests.
-@pytest.mark.parametrize(("forgetter_merges", "keep"), [(True, False), (False, True)])
+# the two tests. This one's first runs by default, the one crossing of its kind there
+# (docs/testing.md, "The crossing suites").
+@pytest.mark.parametrize(("forgetter_merges", "keep"), default_first([(True, False), (False, True)]))
 def test_a_merge_of_a_rename_onto_an_id_the_other_side_renamed_away_stops_on_the_forget(
         tmp_path: Path, invoke_cli: CliRunner, forgetter_merges: bool, keep: bool) -> None:
     """The merge finished with X's text at kb.m and Y gone. It keeps X at kb.y and holds kb.m as a
@@ -98,6 +96,7 @@ def test_a_merge_of_a_rename_onto_an_id_the_other_side_renamed_away_stops_on_the
     _both_agree(invoke_cli, a, b, keep)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("forgetter_syncs", "keep"), [(True, True), (False, False)])
 def test_a_sync_of_a_rename_onto_an_id_the_other_side_renamed_away_stops_on_the_forget(
         tmp_path: Path, invoke_cli: CliRunner, forgetter_syncs: bool, keep: bool) -> None:
@@ -120,6 +119,7 @@ def test_a_sync_of_a_rename_onto_an_id_the_other_side_renamed_away_stops_on_the_
     _both_agree(invoke_cli, a, b, keep)
 
 
+@pytest.mark.slow
 def test_a_rebase_of_a_rename_onto_an_id_the_other_side_renamed_away_is_refused(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """No pick of git's stops on it: the rebase finished with X's text at kb.m. Refused, naming the
@@ -140,6 +140,7 @@ def test_a_rebase_of_a_rename_onto_an_id_the_other_side_renamed_away_is_refused(
     _both_agree(invoke_cli, a, b, keep=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("forgetter_checks", [True, False])
 def test_validate_against_names_a_rename_onto_an_id_the_other_side_renamed_away(
         tmp_path: Path, invoke_cli: CliRunner, forgetter_checks: bool) -> None:
@@ -174,6 +175,7 @@ def test_validate_against_names_a_rename_onto_an_id_the_other_side_renamed_away(
         "the forget against the rename with the steps to keep either"]
 
 
+@pytest.mark.slow
 def test_a_save_onto_a_forgotten_id_the_other_side_renamed_away_stops_on_the_forget_too(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """a forgets kb.y and saves another memory as kb.y (no rename); b edits kb.y, then renames it
@@ -194,6 +196,7 @@ def test_a_save_onto_a_forgotten_id_the_other_side_renamed_away_stops_on_the_for
     assert (b / "memories" / "kb.y.yaml").read_text().startswith("learning: zulu0word")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("forgetter_second", "command"), [(True, "sync"), (False, "sync"), (True, "merge"), (False, "merge")])
 def test_an_edit_of_the_memory_renamed_onto_the_id_lands_where_it_went(
         tmp_path: Path, invoke_cli: CliRunner, forgetter_second: bool, command: str) -> None:
@@ -214,6 +217,7 @@ def test_an_edit_of_the_memory_renamed_onto_the_id_lands_where_it_went(
         assert "description: b's summary of X\n" in (clone / "memories" / "kb.y.yaml").read_text()
 
 
+@pytest.mark.slow
 def test_two_edits_of_the_memory_renamed_onto_the_id_stop_there(tmp_path: Path, invoke_cli: CliRunner) -> None:
     """a edits X at kb.y and b at kb.x, one field: held at kb.y as two edits, both in git's markers."""
     a, b = _crossed(tmp_path, invoke_cli)
@@ -230,6 +234,7 @@ def test_two_edits_of_the_memory_renamed_onto_the_id_stop_there(tmp_path: Path, 
     assert not (b / "memories" / "kb.x.yaml").exists()
 
 
+@pytest.mark.slow
 def test_a_memory_the_forgetting_side_saved_at_the_renames_end_is_not_lost(tmp_path: Path, invoke_cli: CliRunner) -> None:
     """a forgets kb.y, renames kb.x to kb.y and saves a memory of its own as kb.m; b renames kb.y
     to kb.m. Held as a crossing, kb.m was held as b's rename alone: a's memory at kb.m was at no
@@ -263,6 +268,7 @@ def _moved_on_words(forgetter_here: bool, b_renames: bool) -> tuple[str, str]:
 
 # Each command meets each order, each change of b's and each choice, not every combination; the
 # id given by a save, each command and order once, with the choice that stopped twice.
+@pytest.mark.slow
 @pytest.mark.parametrize(("command", "forgetter_second", "b_renames", "keep", "by_rename"), [
     ("sync", False, True, False, True), ("sync", True, False, True, False), ("merge", True, True, False, True),
     ("merge", False, True, True, False), ("merge", True, False, True, True), ("merge", False, False, False, True),
@@ -304,6 +310,7 @@ def test_an_id_given_again_and_renamed_on_stops_on_the_forget_alone(
         assert invoke_cli("--kb", clone, "validate", check=True).stdout.endswith("no problems.\n")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("forgetter_rebases", [True, False])
 def test_a_rebase_of_an_id_given_again_and_renamed_on_is_refused(
         tmp_path: Path, invoke_cli: CliRunner, forgetter_rebases: bool) -> None:

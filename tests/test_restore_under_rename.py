@@ -12,10 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, make_team_after, unlike
-
-# A crossing suite: run by `-m slow`, which CI runs (docs/testing.md, "The crossing suites").
-pytestmark = pytest.mark.slow
+from testing import CliRunner, default_first, make_team_after, unlike
 
 
 def _shared(kbs: list[Path], invoke_cli: CliRunner, linked: bool) -> None:
@@ -42,8 +39,9 @@ def _links(clone: Path) -> dict[str, list[str]]:
             for path in sorted((clone / "memories").glob("*.yaml"))}
 
 
-# With and without an edit by default; the syncs in the other order, in -m slow.
-@pytest.mark.parametrize(("and_edits", "restorer_second"), [(True, True), (False, True), (True, False), (False, False)])
+# With and without an edit, synced in either order. The first runs by default, the one crossing of
+# its kind there (docs/testing.md, "The crossing suites").
+@pytest.mark.parametrize(("and_edits", "restorer_second"), default_first([(True, True), (False, True), (True, False), (False, False)]))
 def test_a_memory_brought_back_on_one_side_and_renamed_on_the_other_is_kept_once(
         tmp_path: Path, invoke_cli: CliRunner, restorer_second: bool, and_edits: bool) -> None:
     """a forgets kb.y and restores it (then edits its title, or not) and links kb.l to it, b renames
@@ -75,6 +73,7 @@ def test_a_memory_brought_back_on_one_side_and_renamed_on_the_other_is_kept_once
         assert invoke_cli("--kb", clone, "validate", check=True).stdout.endswith("no problems.\n")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("restorer_second", [True, False])
 def test_a_memory_brought_back_and_renamed_that_no_memory_links_is_kept_once(
         tmp_path: Path, invoke_cli: CliRunner, restorer_second: bool) -> None:
@@ -94,6 +93,7 @@ def test_a_memory_brought_back_and_renamed_that_no_memory_links_is_kept_once(
     assert [_memories(clone) for clone in (a, b)] == [["kb.m.yaml"]] * 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("restorer_second", [True, False])
 def test_an_edit_of_a_memory_brought_back_and_of_it_renamed_stops_with_steps_that_work(
         tmp_path: Path, invoke_cli: CliRunner, restorer_second: bool) -> None:

@@ -15,6 +15,7 @@ import pytest
 from testing import (
     CliRunner,
     GitRuns,
+    default_first,
     git,
     given_again,
     keeping,
@@ -23,9 +24,6 @@ from testing import (
     typed_steps,
     unlike,
 )
-
-# A crossing suite: run by `-m slow`, which CI runs (docs/testing.md, "The crossing suites").
-pytestmark = pytest.mark.slow
 
 BEE = ("--author", "Bee <bee@example.com>")
 PLAIN = "a plain git merge of this branch does the same, or stops on two edits of one memory where their lines meet"
@@ -85,10 +83,10 @@ def _settled(invoke_cli: CliRunner, a: Path, b: Path, keep: bool, given: str, ed
     assert "description: b's summary\n" in edited and "description" not in given
 
 
-# Each choice meets each order and each way of giving the id, not every combination; the default
-# run's three take every value of each.
-@pytest.mark.parametrize(("forgetter_merges", "by_rename", "keep"), [
-    (True, False, True), (False, False, False), (True, True, False), (False, True, True)])
+# Each choice meets each order and each way of giving the id, not every combination. The first
+# runs by default, the one crossing of its kind there (docs/testing.md, "The crossing suites").
+@pytest.mark.parametrize(("forgetter_merges", "by_rename", "keep"), default_first([
+    (True, False, True), (False, False, False), (True, True, False), (False, True, True)]))
 def test_a_merge_of_an_id_given_again_against_an_edit_stops_on_the_forget(
         tmp_path: Path, invoke_cli: CliRunner, forgetter_merges: bool, by_rename: bool, keep: bool) -> None:
     """The merge finished with b's edit merged into a's new memory at kb.y. It stops: a's memory in
@@ -114,6 +112,7 @@ def test_a_merge_of_an_id_given_again_against_an_edit_stops_on_the_forget(
 
 # Each choice (keep the edited memory or let it go) meets each order, each way of giving the id and
 # each place of the KB, not every combination: the merge's steps behind them are the same.
+@pytest.mark.slow
 @pytest.mark.parametrize(("forgetter_syncs", "by_rename", "folder", "keep"), [
     (False, False, "", False), (True, True, "kb", True), (True, False, "", True), (True, True, "", False),
     (False, True, "", True), (False, False, "kb", False)])
@@ -141,6 +140,7 @@ def test_a_sync_of_an_id_given_again_against_an_edit_stops_on_the_forget(
     _settled(invoke_cli, a, b, keep, given, edited)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("forgetter_merges", [True, False])
 def test_an_edit_of_the_memory_renamed_onto_the_id_goes_with_it(
         tmp_path: Path, invoke_cli: CliRunner, forgetter_merges: bool) -> None:
@@ -166,6 +166,7 @@ def test_an_edit_of_the_memory_renamed_onto_the_id_goes_with_it(
         assert texts["kb.y-2.yaml"].startswith("learning: yank0word") and "description: b's summary\n" in texts["kb.y-2.yaml"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("forgetter_rebases", [True, False])
 def test_a_rebase_of_an_id_given_again_against_an_edit_is_refused(
         tmp_path: Path, invoke_cli: CliRunner, forgetter_rebases: bool) -> None:
@@ -191,6 +192,7 @@ def test_a_rebase_of_an_id_given_again_against_an_edit_is_refused(
     _settled(invoke_cli, a, b, True, given, edited)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("forgetter_checks", [True, False])
 def test_validate_against_names_an_id_given_again_against_an_edit(
         tmp_path: Path, invoke_cli: CliRunner, forgetter_checks: bool) -> None:
@@ -214,6 +216,7 @@ def test_validate_against_names_an_id_given_again_against_an_edit(
         f"'git -C {second} fetch origin && slayer-kb --kb {second} merge origin/main': it {settles}"]
 
 
+@pytest.mark.slow
 def test_validate_against_names_an_id_given_again_once_beside_another_file_both_wrote(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """With another memory both sides edited, git's merge-tree listed kb.y among the files a plain
@@ -231,6 +234,7 @@ def test_validate_against_names_an_id_given_again_once_beside_another_file_both_
     assert checked.stdout.endswith("\n2 problems in 2 files (2 files checked)\n"), checked.stdout
 
 
+@pytest.mark.slow
 def test_a_memory_brought_back_and_edited_against_a_rename_merges_as_before(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """a forgets kb.y, restores it (the same memory, not another one given its id) and edits it;
@@ -254,7 +258,8 @@ def test_a_memory_brought_back_and_edited_against_a_rename_merges_as_before(
         assert "learning: yank0word" in texts["kb.m.yaml"] and "title: Yank\n" in texts["kb.m.yaml"]
 
 
-# Each restore runs by default; the other side merging, in -m slow.
+# Each restore, merged by either side.
+@pytest.mark.slow
 @pytest.mark.parametrize(("older", "forgetter_merges"), [(True, True), (False, True), (True, False), (False, False)])
 def test_a_memory_brought_back_with_another_learning_merges_the_edit(
         tmp_path: Path, invoke_cli: CliRunner, forgetter_merges: bool, older: bool) -> None:
@@ -290,6 +295,7 @@ def test_a_memory_brought_back_with_another_learning_merges_the_edit(
         assert texts["kb.y.yaml"].startswith(learning + "\n") and "description: b's summary\n" in texts["kb.y.yaml"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["revert", "checkout"])
 def test_a_memory_brought_back_by_git_merges_the_edit(tmp_path: Path, invoke_cli: CliRunner, how: str) -> None:
     """a forgets kb.y and brings it back with git (a revert of the forget, or its file checked out
@@ -327,6 +333,7 @@ def _walks(runs: GitRuns) -> list[str]:
     return [run for run in runs("") if " log " in f" {run} " and ("--diff-filter=D" in run or "--diff-filter=AD" in run)]
 
 
+@pytest.mark.slow
 def test_crossings_ask_git_once_a_side_however_many_memories_both_edited(tmp_path: Path, invoke_cli: CliRunner) -> None:
     """Looking for an id given again against an edit cost a 'git log' of each memory both sides
     edited, on each side, in every sync, merge and validate --against of them: 0.27 s for 40
@@ -352,6 +359,7 @@ def test_crossings_ask_git_once_a_side_however_many_memories_both_edited(tmp_pat
     assert all(f"description: B{n}\n" in (b / "memories" / f"kb.m{n}.yaml").read_text() for n in range(MANY))
 
 
+@pytest.mark.slow
 def test_a_ref_named_like_this_branch_or_your_commits_opens_the_stop_as_it_is(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """The stop capitalised its first word when it began "this" or "your": a ref thistle/main (or
@@ -370,7 +378,8 @@ def test_a_ref_named_like_this_branch_or_your_commits_opens_the_stop_as_it_is(
         stopped.stderr
 
 
-# Each way of giving the id runs by default; the syncs in the other order, in -m slow.
+# Each way of giving the id, synced in either order.
+@pytest.mark.slow
 @pytest.mark.parametrize(("forgetter_syncs", "by_rename"), [(True, False), (True, True), (False, False), (False, True)])
 def test_an_id_given_again_against_a_soft_forget_keeps_the_new_memory(
         tmp_path: Path, invoke_cli: CliRunner, forgetter_syncs: bool, by_rename: bool) -> None:
@@ -407,6 +416,7 @@ def test_an_id_given_again_against_a_soft_forget_keeps_the_new_memory(
         assert invoke_cli("--kb", clone, "validate", check=True).stdout.endswith("no problems.\n")
 
 
+@pytest.mark.slow
 def test_a_forget_undone_in_a_merge_is_no_id_given_again(tmp_path: Path, invoke_cli: CliRunner) -> None:
     """a forgets kb.y (and saves kb.z), merges b's edit of kb.y keeping it ('git add' of the stop's
     step), then edits kb.y, which b edits again. git shows no file of a merge commit: the forget
@@ -435,7 +445,8 @@ def test_a_forget_undone_in_a_merge_is_no_id_given_again(tmp_path: Path, invoke_
     assert "plus b's correction" in text and "title: Yank\n" in text and "description: b's summary\n" in text
 
 
-# With and without an edit by default; the syncs in the other order, in -m slow.
+# With and without an edit, synced in either order.
+@pytest.mark.slow
 @pytest.mark.parametrize(("and_edits", "restorer_second"), [(True, True), (False, True), (True, False), (False, False)])
 def test_a_sync_of_a_memory_forgotten_and_brought_back_joins_the_other_sides_edit(
         tmp_path: Path, invoke_cli: CliRunner, restorer_second: bool, and_edits: bool) -> None:
@@ -480,6 +491,7 @@ def _brought_back_against_an_edit(tmp_path: Path, invoke_cli: CliRunner, forgot_
     return a, git(a, "rev-parse", "HEAD")
 
 
+@pytest.mark.slow
 def test_a_rebase_of_a_memory_forgotten_and_brought_back_against_an_edit_is_refused(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """a forgets kb.y and restores it; b edits kb.y. 'slayer-kb rebase origin/main' replayed the
@@ -499,6 +511,7 @@ def test_a_rebase_of_a_memory_forgotten_and_brought_back_against_an_edit_is_refu
     assert list(texts) == ["kb.x.yaml", "kb.y.yaml"] and "description: b's summary\n" in texts["kb.y.yaml"]
 
 
+@pytest.mark.slow
 def test_a_rebase_of_a_memory_forgotten_brought_back_and_forgotten_again_says_so(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """a forgets kb.y, restores it and forgets it again; b edits kb.y. The rebase is refused, as
