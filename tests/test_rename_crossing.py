@@ -325,12 +325,14 @@ def test_a_rebase_of_an_id_given_again_and_renamed_on_is_refused(
     git(second, "fetch", "-q", "origin")
     head = git(second, "rev-parse", "HEAD")
     refused = invoke_cli("--kb", second, "rebase", "origin/main")
+    said = ("Your commits forgot kb.y, then gave the id to another memory and moved that on, and origin/main changed "
+            "kb.y: a rebase replays your commits one by one, stopping on the forget, and again on the memory given kb.y "
+            "once the one origin/main changed is kept there." if forgetter_rebases else
+            "origin/main forgot kb.y, then gave the id to another memory and moved that on, and your commits changed "
+            "kb.y: sync merges such a branch rather than rebasing it.")
     assert (refused.returncode, refused.stderr) == (1, (
-        "Error: One side forgot kb.y, then gave the id to another memory and moved that on, and the other side "
-        "changed kb.y: a rebase replays those commits one by one, stopping on the forget, and again on the memory "
-        "given kb.y once the one the other side changed is kept there, so nothing was rebased. Run "
-        f"'slayer-kb --kb {second} merge origin/main' instead: it stops once, on the forget against that change, with "
-        "the steps to keep either.\n"))
+        f"Error: {said} Nothing was rebased. Run 'slayer-kb --kb {second} merge origin/main' instead: it stops once, "
+        "on the forget against that change, with the steps to keep either.\n"))
     assert git(second, "rev-parse", "HEAD") == head
     stopped = invoke_cli("--kb", second, "merge", "origin/main")
     typed_steps(invoke_cli, stopped.stderr, keeping(True))

@@ -476,9 +476,10 @@ def test_a_sync_of_a_memory_forgotten_and_brought_back_joins_the_other_sides_edi
         assert invoke_cli("--kb", clone, "validate", check=True).stdout.endswith("no problems.\n")
 
 
-def _brought_back_against_an_edit(tmp_path: Path, invoke_cli: CliRunner, forgot_again: bool) -> tuple[Path, str]:
-    """a forgets kb.y and restores it (then forgets it again); b edits kb.y and syncs; a fetches.
-    Returns a and its HEAD."""
+def _brought_back_against_an_edit(tmp_path: Path, invoke_cli: CliRunner, forgot_again: bool,
+                                  forgetter_rebases: bool = True) -> tuple[Path, str]:
+    """a forgets kb.y and restores it (then forgets it again); b edits kb.y. The other clone than
+    the one that rebases syncs, and the one that rebases fetches: returns it and its HEAD."""
     a, b = given_again(tmp_path, invoke_cli, by_rename=False)
     git(a, "reset", "-q", "--hard", "HEAD~2")  # a's forget and save undone: a forgets kb.y anew
     invoke_cli("--kb", a, "forget", "kb.y", check=True)
@@ -486,9 +487,10 @@ def _brought_back_against_an_edit(tmp_path: Path, invoke_cli: CliRunner, forgot_
     if forgot_again:
         invoke_cli("--kb", a, "forget", "kb.y", check=True)
     invoke_cli("--kb", b, *BEE, "update", "kb.y", "--description", "b's summary", check=True)
-    invoke_cli("--kb", b, "sync", check=True)
-    git(a, "fetch", "-q", "origin")
-    return a, git(a, "rev-parse", "HEAD")
+    rebaser, other = (a, b) if forgetter_rebases else (b, a)
+    invoke_cli("--kb", other, "sync", check=True)
+    git(rebaser, "fetch", "-q", "origin")
+    return rebaser, git(rebaser, "rev-parse", "HEAD")
 
 
 @pytest.mark.slow
@@ -512,19 +514,23 @@ def test_a_rebase_of_a_memory_forgotten_and_brought_back_against_an_edit_is_refu
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("forgetter_rebases", [True, False])
 def test_a_rebase_of_a_memory_forgotten_brought_back_and_forgotten_again_says_so(
-        tmp_path: Path, invoke_cli: CliRunner) -> None:
+        tmp_path: Path, invoke_cli: CliRunner, forgetter_rebases: bool) -> None:
     """a forgets kb.y, restores it and forgets it again; b edits kb.y. The rebase is refused, as
-    for an id given to another memory and moved on (the replay stops on the first forget, then on
-    the restore), in words that say what a did: no other memory was given kb.y."""
-    a, head = _brought_back_against_an_edit(tmp_path, invoke_cli, forgot_again=True)
-    rebased = invoke_cli("--kb", a, "rebase", "origin/main")
+    for an id given to another memory and moved on, in words that say what a did (no other memory
+    was given kb.y) and, rebased by a, where git's replay stops twice (the first forget, then the
+    restore); rebased by b, that sync merges such a branch."""
+    rebaser, head = _brought_back_against_an_edit(tmp_path, invoke_cli, True, forgetter_rebases)
+    rebased = invoke_cli("--kb", rebaser, "rebase", "origin/main")
+    said = ("Your commits forgot kb.y, brought it back and forgot or renamed it again, and origin/main changed kb.y: "
+            "a rebase replays your commits one by one, stopping on the forget, and again on kb.y brought back once "
+            "the one origin/main changed is kept there." if forgetter_rebases else
+            "origin/main forgot kb.y, brought it back and forgot or renamed it again, and your commits changed kb.y: "
+            "sync merges such a branch rather than rebasing it.")
     assert (rebased.returncode, rebased.stdout, rebased.stderr) == (1, "", (
-        "Error: One side forgot kb.y, brought it back and forgot or renamed it again, and the other side changed "
-        "kb.y: a rebase replays those commits one by one, stopping on the forget, and again on the memory brought "
-        "back once the one the other side changed is kept there, so nothing was rebased. Run "
-        f"'slayer-kb --kb {a} merge origin/main' instead: it stops once, on the forget against that change, with the "
-        "steps to keep either.\n"))
-    assert git(a, "rev-parse", "HEAD") == head and git(a, "status", "--porcelain") == ""
-    stopped = invoke_cli("--kb", a, "merge", "origin/main")
-    assert stopped.returncode == 1 and "forgot memories/kb.y.yaml" in stopped.stderr, stopped.stderr
+        f"Error: {said} Nothing was rebased. Run 'slayer-kb --kb {rebaser} merge origin/main' instead: it stops once, "
+        "on the forget against that change, with the steps to keep either.\n"))
+    assert git(rebaser, "rev-parse", "HEAD") == head and git(rebaser, "status", "--porcelain") == ""
+    stopped = invoke_cli("--kb", rebaser, "merge", "origin/main")
+    assert stopped.returncode == 1 and "memories/kb.y.yaml" in stopped.stderr, stopped.stderr

@@ -85,7 +85,7 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
                     raise ConflictError(_crossed_message(kb.root, upstream, crossed, {onto_commit: upstream,
                                                                                       ours: "your commits"}))
                 if both and (moved_on := given_and_moved_on(store, bases[0], (onto_commit, ours))):
-                    raise ConflictError(_moved_on_message(kb.root, upstream, moved_on))
+                    raise ConflictError(_moved_on_message(kb.root, upstream, ours, moved_on))
                 if back := brought_back(store, bases[0], ours, onto_commit):
                     raise ConflictError(_brought_back_message(kb.root, upstream, back))
             # Given at the start, git keeps the -X for --continue.
@@ -150,21 +150,27 @@ def _crossed_message(root: Path, upstream: str, crossed: list[Crossing], names: 
             f"'{command(root)} merge {words(upstream)}' instead: {merge_settles(crossed)}.")
 
 
-def _moved_on_message(root: Path, upstream: str, ids: dict[str, bool]) -> str:
+def _moved_on_message(root: Path, upstream: str, ours: str, moved_on: dict[str, tuple[str, bool]]) -> str:
     """Why a rebase is refused on ids one side forgot, put back and moved on, which the other
-    changed (``renames.given_and_moved_on``): the replay stops on the forget, and again on what
-    was put back once that stop's steps kept the other's memory there; the merge stops once. Put
-    back is given to another memory, or (False) the memory forgotten brought back and forgotten
-    again or moved on, which the words say as it was."""
-    given, back = (", ".join(i for i, other in ids.items() if other == kind) for kind in (True, False))
-    told = [*([f"forgot {given}, then gave the id to another memory and moved that on"] if given else []),
-            *([f"forgot {back}, brought it back and forgot or renamed it again"] if back else [])]
-    named = ", ".join(ids)
-    again = f"the memory given {given}" if given else "the memory brought back"
-    return (f"One side {' and '.join(told)}, and the other side changed {named}: a rebase replays those commits one "
-            f"by one, stopping on the forget, and again on {again} once the one the other side changed is kept "
-            f"there, so nothing was rebased. Run '{command(root)} merge {words(upstream)}' instead: it stops once, on "
-            "the forget against that change, with the steps to keep either.")
+    changed (``renames.given_and_moved_on``: each id's forgetting tip, and whether it was given to
+    another memory or the one forgotten brought back). Forgotten by this branch, the replay stops
+    on the forget, and again on what was put back once that stop's steps kept the other's memory
+    there; by the upstream, sync merges such a branch too. The merge stops once."""
+    said = []
+    for mine, who, other in ((True, "Your commits", upstream), (False, upstream, "your commits")):
+        ids = sorted(i for i, (tip, _given) in moved_on.items() if (tip == ours) == mine)
+        if not ids:
+            continue
+        given, back = ([i for i in ids if moved_on[i][1] == kind] for kind in (True, False))
+        told = [*([f"forgot {', '.join(given)}, then gave the id to another memory and moved that on"] if given else []),
+                *([f"forgot {', '.join(back)}, brought it back and forgot or renamed it again"] if back else [])]
+        again = " and ".join([*([f"the memory given {', '.join(given)}"] if given else []),
+                              *([f"{', '.join(back)} brought back"] if back else [])])
+        why = (f"a rebase replays your commits one by one, stopping on the forget, and again on {again} once the one "
+               f"{other} changed is kept there" if mine else "sync merges such a branch rather than rebasing it")
+        said.append(f"{who} {'; '.join(told)}, and {other} changed {', '.join(ids)}: {why}.")
+    return (f"{' '.join(said)} Nothing was rebased. Run '{command(root)} merge {words(upstream)}' instead: it stops "
+            "once, on the forget against that change, with the steps to keep either.")
 
 
 def _brought_back_message(root: Path, upstream: str, ids: list[str]) -> str:

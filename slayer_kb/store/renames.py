@@ -358,12 +358,13 @@ def crossings(store: GitStore, base: str, tips: tuple[str, str]) -> list[Crossin
     return found
 
 
-def given_and_moved_on(store: GitStore, base: str, tips: tuple[str, str]) -> dict[str, bool]:
+def given_and_moved_on(store: GitStore, base: str, tips: tuple[str, str]) -> dict[str, tuple[str, bool]]:
     """The ids at ``base`` that a tip forgot (its first deletion of the file since, no rename),
     then put back and moved on or forgot again (``forget kb.y``, ``rename kb.x kb.y``, ``rename
     kb.y kb.z``), and whose file the other tip changed (edited, renamed, forgotten), each with
-    whether what was put back was another memory (a ``save --id`` or a ``rename`` onto the id:
-    ``_given_again``) rather than the one forgotten, brought back (``restore``). No ``Crossing``,
+    that tip and whether what it first put back (where git's replay stops again) was another
+    memory (a ``save --id`` or a ``rename`` onto the id: ``_given_again``) rather than the one
+    forgotten, brought back (``restore``). No ``Crossing``,
     the id being left at that tip, but git's rebase replays the forget, and once that stop's steps
     kept the other side's memory at the id, stops again on what was put back; a merge of the tips
     sees the memory forgotten, and the other moved. The trees read in this process; one ``git
@@ -371,7 +372,7 @@ def given_and_moved_on(store: GitStore, base: str, tips: tuple[str, str]) -> dic
     objects, folder = store.objects, store.repo_path(MEMORIES_DIR)
     trees = [objects.tree_of(commit) for commit in (base, *tips)]
     names = [set(objects.names_in(tree, folder)) for tree in trees]
-    found: dict[str, bool] = {}
+    found: dict[str, tuple[str, bool]] = {}
     for n, tip in enumerate(tips):
         paths = [f"{folder}/{name.decode('utf-8', 'surrogateescape')}" for name in names[0] - names[n + 1]]
         was, there = objects.blobs_at(trees[0], paths), objects.blobs_at(trees[2 - n], paths)
@@ -383,12 +384,10 @@ def given_and_moved_on(store: GitStore, base: str, tips: tuple[str, str]) -> dic
             memory_id = id_of_path(path[len(store.prefix):])
             if gone is None or memory_id is None or memory_id in found:
                 continue
-            put_back = [k for k in range(gone, len(seen)) if seen[k][0] == "A"]
-            if put_back and memory_id not in renamed_in(store, seen[gone][1]):  # a rename's trailer read last
-                found[memory_id] = any(
-                    _given_again(store, memory_id, seen[:k + 1],
-                                 [was[path], objects.blobs_at(objects.tree_of(seen[k][1]), [path])[path]])
-                    for k in put_back)
+            back = next((k for k in range(gone, len(seen)) if seen[k][0] == "A"), None)
+            if back is not None and memory_id not in renamed_in(store, seen[gone][1]):  # a rename's trailer read last
+                put = objects.blobs_at(objects.tree_of(seen[back][1]), [path])[path]
+                found[memory_id] = (tip, _given_again(store, memory_id, seen[:back + 1], [was[path], put]))
     return found
 
 
