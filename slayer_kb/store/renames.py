@@ -364,11 +364,11 @@ def given_and_moved_on(store: GitStore, base: str, tips: tuple[str, str]) -> dic
     kb.y kb.z``), and whose file the other tip changed (edited, renamed, forgotten), each with
     that tip and whether what it first put back (where git's replay stops again) was another
     memory (a ``save --id`` or a ``rename`` onto the id: ``_given_again``) rather than the one
-    forgotten, brought back (``restore``). No ``Crossing``,
-    the id being left at that tip, but git's rebase replays the forget, and once that stop's steps
-    kept the other side's memory at the id, stops again on what was put back; a merge of the tips
-    sees the memory forgotten, and the other moved. The trees read in this process; one ``git
-    log`` a tip (``_events``) where it lacks a memory the other changed."""
+    forgotten, brought back (``restore``). No ``Crossing``, the id being left at that tip, but
+    git's rebase replays the forget, and once that stop's steps kept the other side's memory at
+    the id, stops again on what was put back; a merge of the tips sees the memory forgotten, and
+    the other moved. The trees read in this process; one ``git log`` a tip (``_events``) where it
+    lacks a memory the other changed."""
     objects, folder = store.objects, store.repo_path(MEMORIES_DIR)
     trees = [objects.tree_of(commit) for commit in (base, *tips)]
     names = [set(objects.names_in(tree, folder)) for tree in trees]
@@ -385,7 +385,8 @@ def given_and_moved_on(store: GitStore, base: str, tips: tuple[str, str]) -> dic
             if gone is None or memory_id is None or memory_id in found:
                 continue
             back = next((k for k in range(gone, len(seen)) if seen[k][0] == "A"), None)
-            if back is not None and memory_id not in renamed_in(store, seen[gone][1]):  # a rename's trailer read last
+            # The forget's own commit read last (a git process), where a put-back makes it matter.
+            if back is not None and memory_id not in renamed_in(store, seen[gone][1]):
                 put = objects.blobs_at(objects.tree_of(seen[back][1]), [path])[path]
                 found[memory_id] = (tip, _given_again(store, memory_id, seen[:back + 1], [was[path], put]))
     return found
