@@ -314,9 +314,10 @@ def test_an_id_given_again_and_renamed_on_stops_on_the_forget_alone(
 @pytest.mark.parametrize("forgetter_rebases", [True, False])
 def test_a_rebase_of_an_id_given_again_and_renamed_on_is_refused(
         tmp_path: Path, invoke_cli: CliRunner, forgetter_rebases: bool) -> None:
-    """The scenario above, rebased by hand: git's replay stopped on a's forget of kb.y, and once
-    its steps kept b's edit there, again on a's rename of kb.x onto kb.y, as two memories created
-    at one id. Refused, naming the merge, whose steps settle it."""
+    """The scenario above, rebased by hand: a's rebase stopped on its forget of kb.y, and once its
+    steps kept b's edit there, again on its rename of kb.x onto kb.y, as two memories created at
+    one id. Refused from either clone, naming the side that forgot and the merge, whose steps
+    settle it (b's, as a sync of b's merges)."""
     a, b = given_again(tmp_path, invoke_cli)
     invoke_cli("--kb", a, "rename", "kb.y", "kb.z", check=True)
     invoke_cli("--kb", b, *BEE, "update", "kb.y", "--description", "b's summary", check=True)
