@@ -287,6 +287,30 @@ def test_a_restore_of_a_revision_is_printed_as_the_command_prints_it(
         assert out == f"Restored memory 2 as of {done.rev[:12]}\n"
 
 
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_rename_is_printed_as_the_command_prints_it(
+    indexed_example_kb: KnowledgeBase, capfd: pytest.CaptureFixture[str], as_json: bool
+) -> None:
+    """A rename's output recorded by no one (its server killed as the commit landed, its write
+    process before it finished): read back from the commit, the links it rewrote from its body."""
+    request = "e" * 32
+    indexed_example_kb.store.request = request
+    try:
+        done = indexed_example_kb.rename("kb.paid-revenue", "kb.revenue.paid")
+    finally:
+        indexed_example_kb.store.request = None
+    assert done.rewritten  # the example KB links it
+    argv = ["rename", "kb.paid-revenue", "kb.revenue.paid", *(["--json"] if as_json else [])]
+    assert settle((str(indexed_example_kb.root), request), argv) == 0
+    out, err = capfd.readouterr()
+    assert err == ""
+    if as_json:
+        assert json.loads(out) == done.to_json()
+    else:
+        assert out == ("Renamed memory kb.paid-revenue to kb.revenue.paid\n  rewrote memory:kb.paid-revenue to "
+                       f"memory:kb.revenue.paid in {', '.join(done.rewritten)}\n")
+
+
 # Kills the write process named in .git/kill-at-prepared as its update-ref prepares; the git it
 # ran goes on, as slow as a hook on a loaded machine, and publishes the commit.
 SLOW_HOOK = KILL + """sleep 1

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING
 import click
 
 from ..core import problems
-from ..core.results import CascadeResult, ChangeResult, ForgetResult, RestoreResult, SaveResult
+from ..core.results import CascadeResult, ChangeResult, ForgetResult, RenameResult, RestoreResult, SaveResult
 from . import cli
 from .catalog import deleted_text, pruned_text
 from .common import Settings, emit
-from .memories import forgot_text, restored_text, save_text, updated_text
+from .memories import forgot_text, renamed_text, restored_text, save_text, updated_text
 from .sessions import ended_text, started_text
 
 if TYPE_CHECKING:
@@ -45,6 +45,8 @@ def print_landed(kb: KnowledgeBase, argv: list[str], command: str, rest: list[st
         emit(settings, data, lambda: restored_text(result))
     elif isinstance(result, ForgetResult):
         emit(settings, data, lambda: forgot_text(result, problems.command(kb.root)))
+    elif isinstance(result, RenameResult):
+        emit(settings, data, lambda: renamed_text(result))
     elif isinstance(result, CascadeResult):
         run = problems.command(kb.root)
         emit(settings, data, lambda: deleted_text(result, command.removeprefix("delete-"), run) if landed.kind == "delete"

@@ -557,11 +557,11 @@ class Report:
 @dataclass
 class Landed:
     """The result of the operation a commit made: ``kind`` names the operation (``save``,
-    ``update``, ``restore``, ``restore-rev``, ``forget``, ``delete``, ``prune``, ``session-start``,
-    ``session-end``, ``save-prompt``) and ``result`` is what it returns."""
+    ``update``, ``restore``, ``restore-rev``, ``forget``, ``rename``, ``delete``, ``prune``,
+    ``session-start``, ``session-end``, ``save-prompt``) and ``result`` is what it returns."""
 
     kind: str
-    result: SaveResult | ChangeResult | RestoreResult | ForgetResult | CascadeResult | SessionResult
+    result: SaveResult | ChangeResult | RestoreResult | ForgetResult | RenameResult | CascadeResult | SessionResult
     subject: str = ""  # the id or entity the command was given
 
 

@@ -17,7 +17,16 @@ from ..core import engram
 from ..core.ids import id_sort_key
 from ..core.locate import id_of_path, memory_path
 from ..core.memory import Memory, loads
-from ..core.results import CascadeResult, ChangeResult, ForgetResult, Landed, RestoreResult, SaveResult, SessionResult
+from ..core.results import (
+    CascadeResult,
+    ChangeResult,
+    ForgetResult,
+    Landed,
+    RenameResult,
+    RestoreResult,
+    SaveResult,
+    SessionResult,
+)
 from ..core.session import Session, session_path
 from ..core.session import loads as load_session
 from ..store.requests import Landing
@@ -35,6 +44,9 @@ _UPDATE = re.compile(r"memory: (?P<verb>update|restore) (?P<id>\S+)(?: \(.*\))?"
 # ``restore --rev``: the revision abbreviated (ops/history.py).
 _RESTORE_REV = re.compile(r"memory: restore (?P<id>\S+) as of (?P<rev>[0-9a-f]+)")
 _FORGET = re.compile(r"memory: forget (?P<id>\S+)(?P<soft> \(soft\))?")
+# ``rename``: the memories whose links it rewrote in its body, in its order (ops/changes.py).
+_RENAME = re.compile(r"memory: rename (?P<old>\S+) to (?P<new>\S+)")
+_REWROTE = re.compile(r"^Rewrote memory: references in (.+)$", re.MULTILINE)
 _DELETE = re.compile(r"catalog: delete (?P<kind>\w+) (?P<entity>\S+)")
 _SESSION = re.compile(r"session: (?P<verb>start|end|prompt in) (?P<id>\S+)")
 # A prune's body line for each link it pointed at a renamed memory (cascade.prune).
@@ -71,6 +83,10 @@ def result_of(kb: Context, landing: Landing) -> Landed | None:
         memory_id = match["id"]
         stripped = [] if match["soft"] else [mid for mid in _changed_memories(landing) if mid != memory_id]
         return Landed("forget", ForgetResult(memory_id, stripped, bool(match["soft"]), commit), memory_id)
+    if match := _RENAME.fullmatch(first):
+        rewrote = _REWROTE.search(landing.message)
+        return Landed("rename", RenameResult(match["old"], match["new"], rewrote[1].split(", ") if rewrote else [], commit),
+                      match["new"])
     if match := _DELETE.fullmatch(first):
         entity, rewritten = match["entity"], _changed_memories(landing)
         stale: list[str] = []
