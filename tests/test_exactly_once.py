@@ -16,7 +16,9 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -26,6 +28,8 @@ from slayer_kb.daemon.settle import settle
 from slayer_kb.store import requests
 from slayer_kb.store.repo import Change
 from testing import Watcher, eventually, git, in_process_runner
+
+T = TypeVar("T")
 
 # Kills of servers and write processes (fault injection: the slow suite, .ci/run).
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not relay.SUPPORTED, reason="commands are relayed on POSIX systems only")]
@@ -215,13 +219,27 @@ def test_a_write_process_killed_as_its_commit_lands_is_started_again_and_its_com
     assert git(root, "status", "--porcelain") == ""
 
 
-def _saved_under(kb: KnowledgeBase, request: str, *texts: str) -> list[str]:
-    """Save ``texts`` as a relayed request would (its commits noted under ``request``)."""
+def _under(kb: KnowledgeBase, request: str, write: Callable[[], T]) -> T:
+    """``write`` run as a relayed request would run it (its commits noted under ``request``)."""
     kb.store.request = request
     try:
-        return [kb.save_memory(text, ["shop.orders.amount"]).commit or "" for text in texts]
+        return write()
     finally:
         kb.store.request = None
+
+
+def _saved_under(kb: KnowledgeBase, request: str, *texts: str) -> list[str]:
+    """Save ``texts`` as a relayed request would."""
+    return _under(kb, request, lambda: [kb.save_memory(text, ["shop.orders.amount"]).commit or "" for text in texts])
+
+
+def _read_back(kb: KnowledgeBase, capfd: pytest.CaptureFixture[str], request: str, argv: list[str]) -> str:
+    """What a client prints for ``request``, whose output no one recorded, once its server died:
+    the command's output read back from its commit, nothing on stderr."""
+    assert settle((str(kb.root), request), argv) == 0
+    out, err = capfd.readouterr()
+    assert err == ""
+    return out
 
 
 def test_the_output_recorded_when_the_command_returned_is_printed(
@@ -271,16 +289,8 @@ def test_a_restore_of_a_revision_is_printed_as_the_command_prints_it(
     """``restore --rev`` commits "memory: restore ID as of REV": read back like the rest, its
     output is the command's, not a note naming the commit."""
     indexed_example_kb.update("2", title="Renamed, then restored")
-    request = "d" * 32
-    indexed_example_kb.store.request = request
-    try:
-        done = indexed_example_kb.history.restore("2", "HEAD~1")
-    finally:
-        indexed_example_kb.store.request = None
-    argv = ["restore", "2", "--rev", "HEAD~1", *(["--json"] if as_json else [])]
-    assert settle((str(indexed_example_kb.root), request), argv) == 0
-    out, err = capfd.readouterr()
-    assert err == ""
+    done = _under(indexed_example_kb, "d" * 32, lambda: indexed_example_kb.history.restore("2", "HEAD~1"))
+    out = _read_back(indexed_example_kb, capfd, "d" * 32, ["restore", "2", "--rev", "HEAD~1", *(["--json"] if as_json else [])])
     if as_json:
         assert json.loads(out) == done.to_json()
     else:
@@ -293,17 +303,10 @@ def test_a_rename_is_printed_as_the_command_prints_it(
 ) -> None:
     """A rename's output recorded by no one (its server killed as the commit landed, its write
     process before it finished): read back from the commit, the links it rewrote from its body."""
-    request = "e" * 32
-    indexed_example_kb.store.request = request
-    try:
-        done = indexed_example_kb.rename("kb.paid-revenue", "kb.revenue.paid")
-    finally:
-        indexed_example_kb.store.request = None
+    done = _under(indexed_example_kb, "e" * 32, lambda: indexed_example_kb.rename("kb.paid-revenue", "kb.revenue.paid"))
     assert done.rewritten  # the example KB links it
-    argv = ["rename", "kb.paid-revenue", "kb.revenue.paid", *(["--json"] if as_json else [])]
-    assert settle((str(indexed_example_kb.root), request), argv) == 0
-    out, err = capfd.readouterr()
-    assert err == ""
+    out = _read_back(indexed_example_kb, capfd, "e" * 32,
+                     ["rename", "kb.paid-revenue", "kb.revenue.paid", *(["--json"] if as_json else [])])
     if as_json:
         assert json.loads(out) == done.to_json()
     else:
