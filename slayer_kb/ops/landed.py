@@ -55,8 +55,8 @@ _POINTED = re.compile(r"^Pointed (\S+) at (\S+) \(renamed\) in ", re.MULTILINE)
 
 
 def result_of(kb: Context, landing: Landing) -> Landed | None:
-    """What the operation that made ``landing`` returned (its warnings and the files ``--force`` kept aside); None for a
-    commit this module cannot read back (an import, a renumbering...)."""
+    """What the operation that made ``landing`` returned (its warnings and the files ``--force``
+    kept aside); None for a commit this module cannot read back (an import, a renumbering...)."""
     first = landing.message.split("\n", 1)[0]
     commit = landing.commit
     if match := _SAVE.fullmatch(first):
