@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import InvalidInputError
@@ -135,6 +139,29 @@ def test_import_slayer_takes_a_title_as_a_save_takes_it(catalog_kb: KnowledgeBas
         "visible": ["title: \u06dd"]}
 
 
+def test_import_slayer_skips_a_time_no_calendar_has(catalog_kb: KnowledgeBase, tmp_path: Path) -> None:
+    """The import committed such a file, which validate then refused: a CI broken by the tool."""
+    write_slayer_folder(tmp_path / "in", {
+        "a": "---\nid: a\ncreated_at: '2026-02-30T00:00:00Z'\n---\n\nbody a\n",
+        "b": "---\nid: b\ncreated_at: '2026-03-01T00:00:00Z'\n---\n\nbody b\n"})
+    result = import_slayer(catalog_kb, tmp_path / "in")
+    assert result.imported == ["b"] and result.skipped == 1
+    assert result.warnings == [
+        f"{tmp_path / 'in' / 'memories' / 'a.md'}: 'created_at' '2026-02-30T00:00:00Z' is no real time (day is out of "
+        "range for month); write the time it happened, quoted: '2026-11-29T20:42:40Z' (skipped)"]
+    assert not (catalog_kb.root / "memories" / "a.yaml").exists()
+
+
+def test_import_slayer_reads_windows_line_ends(catalog_kb: KnowledgeBase, tmp_path: Path) -> None:
+    """A file SLayer wrote on Windows was skipped as one that does not start with '---'."""
+    write_slayer_folder(tmp_path / "in", {"1": SLAYER_FILES["1"].replace("\n", "\r\n")})
+    result = import_slayer(catalog_kb, tmp_path / "in")
+    assert result.imported == ["1"] and result.warnings == []
+    memory = catalog_kb.get("1").to_dict()
+    assert memory["learning"] == "shop.orders.amount is the order total in EUR.\n\nRefunds are separate negative rows."
+    assert memory["description"] == "Order totals"
+
+
 def test_import_slayer_reads_memories_yaml(catalog_kb: KnowledgeBase, tmp_path: Path) -> None:
     folder = tmp_path / "old-slayer"
     folder.mkdir()
@@ -151,6 +178,35 @@ def test_engram_time() -> None:
     assert engram_time("2026-03-01 10:20:30") == "2026-03-01T10:20:30Z"
     assert engram_time("2026-03-01T10:20:30.123+02:00") == "2026-03-01T08:20:30Z"
     assert engram_time("yesterday") is None
+    # The shape of a time, but none the calendar has: no time, where it raised from the import.
+    for impossible in ("2026-02-30 10:00:00", "2026-13-01 10:00:00", "0000-01-01 10:00:00", "2026-01-01 25:00:00",
+                       "2026-01-01 10:00:60", "0001-01-01 00:30:00+01:00", "9999-12-31 23:30:00-01:00"):
+        assert engram_time(impossible) is None, impossible
+
+
+@given(st.one_of(st.text(max_size=40), st.from_regex(r"\A\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:?\d{2})?\Z")))
+def test_engram_time_is_a_time_or_none(value: str) -> None:
+    """Whatever an export holds, a time the import can write or None: never an exception."""
+    found = engram_time(value)
+    if found is not None:
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", found)
+        assert datetime.datetime.strptime(found, "%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_cli_import_engram_takes_an_impossible_time_as_now(empty_kb: KnowledgeBase, invoke_cli, tmp_path: Path) -> None:
+    """A date the calendar does not have ended the import with a traceback, nothing imported."""
+    path = tmp_path / "e.json"
+    path.write_text(json.dumps({"observations": [{"title": "T", "content": "c", "created_at": "2026-02-30 10:00:00"}],
+                                "sessions": [{"id": "s1", "started_at": "2026-13-01 10:00:00"}]}))
+    proc = invoke_cli("--kb", empty_kb.root, "import-engram", path, "--json", check=True)
+    reply = json_of(proc)
+    assert reply["imported"] == ["1"] and reply["sessions"] == 1
+    assert reply["warnings"] == ["e.json: observation 1: created_at '2026-02-30 10:00:00' is not a time; using now.",
+                                 "e.json: session 1: started_at '2026-13-01 10:00:00' is not a time; using now."]
+    saved = empty_kb.get("1").to_dict()["created_at"]
+    assert abs(datetime.datetime.now(datetime.UTC) - datetime.datetime.strptime(saved, "%Y-%m-%dT%H:%M:%SZ").replace(
+        tzinfo=datetime.UTC)) < datetime.timedelta(hours=1)
+    assert invoke_cli("--kb", empty_kb.root, "validate").returncode == 0
 
 
 def test_import_engram_skips_duplicates(empty_kb: KnowledgeBase, tmp_path: Path) -> None:

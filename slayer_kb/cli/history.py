@@ -363,7 +363,8 @@ def import_slayer(settings: Settings, directory: str) -> None:
     Ids and created_at are kept; entities that do not resolve are dropped with a warning; a title
     is taken as a save takes it (private spans redacted, trimmed), a line break in it made a space
     with a warning. A file it cannot take (not UTF-8, no front matter, an id no file may have, a
-    title over 1,000 characters) is skipped with a warning naming it.
+    title over 1,000 characters, a time no calendar has such as 2026-02-30) is skipped with a
+    warning naming it. Files written with Windows line ends are read with Unix ones.
 
     \b
     Example:

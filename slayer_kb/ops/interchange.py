@@ -64,7 +64,7 @@ from ..core.fileio import outside
 from ..core.ids import case_conflict, check_new_id
 from ..core.inputs import check_folder_named, check_unicode, given_folder, given_text, read_given_file
 from ..core.locate import MEMORIES_DIR
-from ..core.memory import FIELD_NAMES, KEY_ORDER, MAX_FILE_BYTES, Memory, dumps, loads, utc_now
+from ..core.memory import FIELD_NAMES, KEY_ORDER, MAX_FILE_BYTES, TIME_KEYS, Memory, dumps, loads, utc_now
 from ..core.results import ExportResult, ImportResult
 from ..core.session import SESSIONS_DIR, check_session_id
 from ..core.text import kind_of, one_line
@@ -74,6 +74,7 @@ from ..store.repo import Change
 from ..store.state import STATE_DIR
 from ..transaction import memory_change
 from . import sessions
+from .schema_words import impossible_times, read_times
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -90,7 +91,10 @@ _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 def parse_slayer_file(text: str, path: str) -> dict[str, Any]:
-    """Front matter mapping plus ``learning`` (the body) of one ``memories/<id>.md``."""
+    """Front matter mapping plus ``learning`` (the body) of one ``memories/<id>.md``; a file
+    written with Windows line ends is read with Unix ones, as git keeps them."""
+    if text.startswith(FRONT.replace("\n", "\r\n")):
+        text = text.replace("\r\n", "\n")
     if not text.startswith(FRONT):
         raise InvalidInputError(f"{path}:1: a SLayer memory file starts with '---' (YAML front matter).")
     end = text.find("\n---\n", len(FRONT) - 1)
@@ -203,6 +207,8 @@ def _memory_from_row(where: str, row: dict[str, Any], notes: list[str]) -> Memor
             row.pop("title")
     text = yaml.dump(row, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1_000_000_000)
     memory = loads(text, memory_id, where)
+    for _line, problem in impossible_times(read_times(text, memory.to_dict(), TIME_KEYS)):
+        raise InvalidInputError(f"{where}: {problem}")  # validate's error, on the commit it would make
     if memory.query is not None:
         try:
             check_query(memory.query)  # the one rule for a stored SlayerQuery (save, validate, MCP)
@@ -337,11 +343,14 @@ def engram_time(value: Any) -> str | None:
     if not match:
         return None
     date, clock, _fraction, zone = match.groups()
-    moment = _dt.datetime.fromisoformat(f"{date}T{clock}")
-    if zone and zone != "Z":
-        sign = 1 if zone[0] == "+" else -1
-        hours, minutes = int(zone[1:3]), int(zone[-2:])
-        moment -= sign * _dt.timedelta(hours=hours, minutes=minutes)
+    try:  # the shape of a time, but none the calendar has (2026-02-30, 25:00), or before year 1
+        moment = _dt.datetime.fromisoformat(f"{date}T{clock}")
+        if zone and zone != "Z":
+            sign = 1 if zone[0] == "+" else -1
+            hours, minutes = int(zone[1:3]), int(zone[-2:])
+            moment -= sign * _dt.timedelta(hours=hours, minutes=minutes)
+    except (ValueError, OverflowError):
+        return None
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

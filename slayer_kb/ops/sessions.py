@@ -427,7 +427,10 @@ def import_engram(tx: Transaction, rows: Any, prompt_rows: Any, where: str, warn
         session_id = _import_id(row, "id", here, warnings)
         if session_id is None:
             continue
-        session = current(session_id, time_of(row.get("started_at")) or now)
+        started = time_of(row.get("started_at"))
+        if row.get("started_at") and started is None:
+            warnings.append(f"{here}: started_at {row.get('started_at')!r} is not a time; using now.")
+        session = current(session_id, started or now)
         try:
             directory = given_directory(text(row, "directory"))
         except InvalidInputError as exc:
