@@ -5,6 +5,7 @@ memory streams (the stdio process is test_mcp.py's), and the CLI run in this pro
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -36,6 +37,15 @@ CASES: list[tuple[list[str], str, dict[str, Any], str | tuple[str, str] | None]]
     (["save", "Revenue", "--query", '{"source_model": "orders", "measures": ["sum(amount"]}'], "save_memory",
      {"learning": "Revenue", "linked_entities": {"source_model": "orders", "measures": ["sum(amount"]}},
      "measures[0].formula: Invalid Mode-B expression 'sum(amount': '(' was never closed (<unknown>, line 1)"),
+    # Formulas deeper than Python's parser reads: the formula quoted cut to 100 characters (it
+    # came back whole, 36,000 characters), and the way out named.
+    *[(["save", "Revenue", "--query", json.dumps(query)], "save_memory", {"learning": "Revenue", "linked_entities": query},
+       f"measures[0].formula: Invalid Mode-B expression {formula[:100]!r}... ({len(formula)} characters): {why}; the "
+       "expression nests deeper than SLayer's parser (Python's) reads: write it with fewer terms or parentheses, "
+       "or split it into several measures")
+      for formula, why in [("sum(amount)+" * 3000 + "1", "maximum recursion depth exceeded during ast construction"),
+                           ("sum(" + "(" * 10_000 + "amount" + ")" * 10_001, "too many nested parentheses (<unknown>, line 1)")]
+      for query in [{"source_model": "orders", "measures": [formula]}]],
     (["save", "Tips for every project", "--title", "Shell tip", "--scope", "PERSONAL"], "mem_save",
      {"title": "Shell tip", "content": "Tips for every project", "scope": "PERSONAL"}, None),
 ]

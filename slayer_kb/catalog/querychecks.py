@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any, NoReturn
 
 from ..core.errors import InvalidInputError
-from ..core.text import kind_of
+from ..core.text import kind_of, shown_value
 from . import lexer
 from .lexer import MalformedCase, lower_cases
 from .modeb import AGGREGATED, COUNTED, MalformedExtract, aggregation_problem, extract_as_date_part, node_problem
@@ -138,9 +138,18 @@ def _parsed(text: str) -> ast.Expression | str:
             warnings.simplefilter("ignore", SyntaxWarning)
             return ast.parse(VARIABLE.sub("0", text).strip(), mode="eval")
     except SyntaxError as exc:
-        return f"{exc.msg} (<unknown>, line {exc.lineno})"
-    except (ValueError, RecursionError, MemoryError) as exc:
+        found = f"{exc.msg} (<unknown>, line {exc.lineno})"
+        return f"{found}{_TOO_DEEP}" if exc.msg == "too many nested parentheses" else found
+    except (RecursionError, MemoryError) as exc:
+        return f"{exc}{_TOO_DEEP}"
+    except ValueError as exc:
         return str(exc)
+
+
+# Python's parser, which SLayer's reads formulas with, stops at about 200 parentheses deep or a
+# chain of about 1,000 operators: its own words name no fix.
+_TOO_DEEP = ("; the expression nests deeper than SLayer's parser (Python's) reads: write it with fewer "
+             "terms or parentheses, or split it into several measures")
 
 
 # The spellings SLayer's Mode-B parser rewrites before Python reads a formula: a colon aggregation
@@ -160,15 +169,15 @@ def formula_problem(text: str, runs: bool = True) -> str | None:
     entity reference is only resolved)."""
     if _distinct_misused(text):
         return (
-            f"Invalid Mode-B expression {text!r}: DISTINCT is supported only as count(distinct x), "
+            f"Invalid Mode-B expression {shown_value(text)}: DISTINCT is supported only as count(distinct x), "
             "i.e. count_distinct(x)."
         )
     try:  # in SLayer's order: extract, then CASE
         probe = lower_cases(extract_as_date_part(text))
     except MalformedExtract as exc:
-        return f"Invalid Mode-B expression {text!r}: {exc}"
+        return f"Invalid Mode-B expression {shown_value(text)}: {exc}"
     except MalformedCase as exc:
-        return f"Malformed CASE expression in {text!r}: {exc}"
+        return f"Malformed CASE expression in {shown_value(text)}: {exc}"
     probe, colons = _colon_aggregations(probe)
     probe = _COUNTED_STAR.sub(lambda m: m.group(1) + COUNTED, probe)
     probe = _COUNT_DISTINCT.sub(lambda m: m.group().split("(")[0] + "(", probe)
@@ -179,7 +188,7 @@ def formula_problem(text: str, runs: bool = True) -> str | None:
     unspaced = _SPACED_COLON.sub(":", text)
     if unspaced != text and formula_problem(unspaced, runs) is None:  # what older slayer-kb releases took
         problem += f"; {unspaced_colon(unspaced)}"
-    return f"Invalid Mode-B expression {text!r}: {problem}"
+    return f"Invalid Mode-B expression {shown_value(text)}: {problem}"
 
 
 def _colon_aggregations(text: str) -> tuple[str, list[str]]:

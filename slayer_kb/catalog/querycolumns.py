@@ -9,6 +9,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ..core.text import shown_value
 from .modeb import GRANULARITIES
 from .querychecks import VARIABLE, dotted, fail, ignored_keys, parses, required, string
 from .timepoints import check_date_range
@@ -120,7 +121,7 @@ def time_dimension(value: Any, where: str) -> str:
     key = "dimension" if "dimension" in value else "column" if "column" in value else None
     for what, text in (("granularity", value.get("granularity")), ("column", value.get(key) if key else None)):
         if isinstance(text, str) and VARIABLE.search(text):
-            fail(where, f"Time dimension {dict(value)!r}: variables supply literal values; they can't name a {what} ({text!r}).")
+            fail(where, f"Time dimension {dict(value)!r}: variables supply literal values; they can't name a {what} ({shown_value(text)}).")
     if key is None:
         required(value, "dimension", where, TIME_DIMENSION_KEYS,
                   "a time dimension is {dimension: created_at, granularity: month}, or the string 'month(created_at)'")

@@ -108,7 +108,7 @@ def parse_reference(ref: str) -> RefTarget:
     path, aggregation, args = call
     if not args or not args[0].strip() or _KWARG.match(args[0]):
         raise ReferenceFormError(
-            f"Invalid Mode-B expression {text!r}: aggregation '{aggregation}' requires a value "
+            f"Invalid Mode-B expression {shown_value(text)}: aggregation '{aggregation}' requires a value "
             f"argument, e.g. {aggregation}(column)."
         )
     # SLayer reads count(distinct x) as count_distinct(x).

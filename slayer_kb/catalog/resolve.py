@@ -199,7 +199,7 @@ class Resolver:
         if len(segments) == 1:
             model = self._find_model(segments[0], None)
             if model is None:
-                raise ResolutionError(f"Source model not found: {text!r}.")
+                raise ResolutionError(f"Source model not found: {shown_value(text)}.")
             return model
         datasource = self.catalog.datasources.get(segments[0])
         if len(segments) > 2 or datasource is None:

@@ -34,7 +34,7 @@ import re
 from dataclasses import dataclass
 
 from ..core.errors import InvalidInputError
-from ..core.text import kind_of
+from ..core.text import kind_of, shown_value
 from . import lexer
 from .lexer import Token
 from .modeb import GRANULARITIES, aggregation_call
@@ -186,7 +186,7 @@ def _backquoted(tokens: list[Token], text: str, what: str) -> InvalidInputError 
     if quoted is None:
         return None
     return InvalidInputError(
-        f"{what} {text!r}: a backquote quotes no name in a filter: SLayer's engine cannot parse it. "
+        f"{what} {shown_value(text)}: a backquote quotes no name in a filter: SLayer's engine cannot parse it. "
         f"Write the name bare: {quoted.text.strip('`')}."
     )
 
@@ -255,7 +255,7 @@ def _name_reference(
         return None  # a transform's granularity: time_shift(sum(amount), -1, month)
     if not name.isascii():
         raise InvalidInputError(
-            f"{what} {text!r}: '{name}' is not a name SLayer can use; columns are ASCII letters, "
+            f"{what} {shown_value(text)}: '{name}' is not a name SLayer can use; columns are ASCII letters, "
             "digits and '_'."
         )
     if stack and stack[-1].path:
@@ -263,7 +263,7 @@ def _name_reference(
     if name.endswith(".*") and not _counted(tokens, index, stack, sql):
         _refuse_miscased_count(tokens, index, stack, text, what)
         raise InvalidInputError(
-            f"{what} {text!r}: '{name}' only works as count({name}) or {name}:count."
+            f"{what} {shown_value(text)}: '{name}' only works as count({name}) or {name}:count."
         )
     return name
 
@@ -279,7 +279,7 @@ def _star(
     if after.text == ":" or (before.text == "(" and after.text in (")", ",")):
         _refuse_miscased_count(tokens, index, stack, text, what)
         raise InvalidInputError(
-            f"{what} {text!r}: only count takes '*' (count(*) or *:count counts the source "
+            f"{what} {shown_value(text)}: only count takes '*' (count(*) or *:count counts the source "
             "model's rows)."
         )
     return False
@@ -293,7 +293,7 @@ def _refuse_miscased_count(
         # A method call's path goes onto the star, as SLayer reads customers.COUNT(*).
         path, _, count = tokens[index - 2].text.rpartition(".")
         star = f"{path}.{tokens[index].text}" if path else tokens[index].text
-        raise InvalidInputError(f"{what} {text!r}: {star_refused(f'{star}:{count}', star)}")
+        raise InvalidInputError(f"{what} {shown_value(text)}: {star_refused(f'{star}:{count}', star)}")
 
 
 def _counted(tokens: list[Token], index: int, stack: list[_Frame], sql: bool) -> bool:

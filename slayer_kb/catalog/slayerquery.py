@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar
 
 from ..core.errors import InvalidInputError
-from ..core.text import kind_of
+from ..core.text import kind_of, shown_value
 from .modeb import GRANULARITIES
 from .querychecks import (
     FALSE,
@@ -382,8 +382,8 @@ def _expression_dimension(text: str, where: str) -> None:
         return  # SLayer: possibly a datasource granularity, resolved when the query runs
     fail(
         where,
-        f"Dimension {text!r} is neither a column reference (a bare identifier or dotted join path) "
-        f"nor a parseable Mode-B expression: Invalid Mode-B expression {text!r}: {problem}",
+        f"Dimension {shown_value(text)} is neither a column reference (a bare identifier or dotted join path) "
+        f"nor a parseable Mode-B expression: Invalid Mode-B expression {shown_value(text)}: {problem}",
     )
 
 
