@@ -602,6 +602,9 @@ def test_the_tool_prose_is_filled_in_from_the_code() -> None:
     # unknown parameters first, then missing ones, then each parameter in the order given
     ({"learning": 5, "colour": "red"}, "save_memory has no parameter 'colour'; its parameters are: learning, linked_entities, id, description."),
     ({"learning": 5}, "save_memory needs the parameter 'linked_entities'."),
+    # A null is "not given" only for a parameter the tool has: a misspelt one was taken silently.
+    ({"learning": "x", "linked_entities": [], "colour": None},
+     "save_memory has no parameter 'colour'; its parameters are: learning, linked_entities, id, description."),
     ({"id": 7, "learning": 5, "linked_entities": []}, "save_memory: 'id' must be a string, not an integer."),
     ({"learning": 5, "id": 7, "linked_entities": []}, "save_memory: 'learning' must be a string, not an integer."),
     ({"learning": "x", "linked_entities": True}, "save_memory: 'linked_entities' must be a list or an object or a string, not a boolean."),

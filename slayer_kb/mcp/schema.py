@@ -133,11 +133,13 @@ def _types(schema: dict[str, Any]) -> list[str]:
 def check_arguments(spec: ToolSpec, arguments: dict[str, Any]) -> dict[str, Any]:
     """Arguments checked against the tool's schema, with defaults filled in.
 
-    A null counts as "not given", since some clients send every optional parameter as null. The
-    items of a list are left to the knowledge base, whose messages name what is wrong with the
-    item (``linked_entities[1]: entity reference 5 must be a string like 'orders.amount'.``).
+    A null counts as "not given", since some clients send every optional parameter as null; a
+    null for a parameter the tool does not have is still an unknown parameter (a misspelt one
+    was taken silently). The items of a list are left to the knowledge base, whose messages name
+    what is wrong with the item (``linked_entities[1]: entity reference 5 must be a string like
+    'orders.amount'.``).
     """
-    given = {k: v for k, v in arguments.items() if v is not None}
+    given = {k: v for k, v in arguments.items() if v is not None or k not in spec.properties}
     for name, value in given.items():
         # JSON has one number type; a client that sends 10.0 for an integer means 10.
         if (isinstance(value, float) and value.is_integer() and abs(value) <= MAX_INTEGER
