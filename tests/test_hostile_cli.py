@@ -835,3 +835,15 @@ def test_a_link_a_file_name_or_a_padded_id_given_as_an_id_names_the_id(
             f"Error: Memory id '{given}' is not a valid id (it contains '/'), so no memory has it; give the id of the "
             "memory to show (search and list show the ids). An id is letters, digits, '.', '_' or '-', starting with "
             "a letter or digit: 12, kb.paid-revenue.\n"))
+
+
+@pytest.mark.parametrize(("argv", "name"), [(["save", "-", "--query", "-"], "LEARNING"),
+                                            (["save", "--content", "-", "--query", "-"], "LEARNING"),
+                                            (["search", "-", "--query", "-"], "QUESTION")])
+def test_standard_input_feeds_one_argument(example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner,
+                                           argv: list[str], name: str) -> None:
+    """The text read all of standard input, and the query was then told it was not JSON."""
+    proc = invoke_cli("--kb", example_kb_read_only.root, *argv, input='{"source_model": "orders"}')
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.endswith(f"Error: {name} and --query are both '-', and standard input can feed only one of them: "
+                                "give the query inline or as @FILE.\n")

@@ -466,6 +466,14 @@ def read_text_arg(value: str | None) -> str | None:
     return value
 
 
+def stdin_once(text_name: str, text: str | None, query: str | None) -> None:
+    """Refuses ``-`` for both a text argument and ``--query``: the first read all of standard
+    input, and the query was then told it was no JSON."""
+    if text == "-" and query == "-":
+        raise UsageError(f"{text_name} and --query are both '-', and standard input can feed only one of them: "
+                         "give the query inline or as @FILE.")
+
+
 def read_stdin() -> str:
     """Standard input, refused past MAX_STDIN_CHARS characters unread: ``yes | slayer-kb save -``
     read for ever, and 300 MB piped took 900 MB of memory before the size was refused."""

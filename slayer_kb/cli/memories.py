@@ -32,6 +32,7 @@ from .common import (
     pass_settings,
     read_query,
     read_text_arg,
+    stdin_once,
 )
 
 
@@ -130,6 +131,7 @@ def save(
         raise UsageError(
             "The text was given twice, as LEARNING and with --content: give it once (they are one field)."
         )
+    stdin_once("LEARNING", learning if learning is not None else content, query)
     text = read_text_arg(learning if learning is not None else content)
     if text is None:
         raise UsageError(

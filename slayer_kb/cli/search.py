@@ -21,6 +21,7 @@ from .common import (
     pass_settings,
     read_query,
     read_text_arg,
+    stdin_once,
 )
 
 
@@ -100,6 +101,7 @@ def search_cmd(
     """
     if all_words and any_word:
         raise UsageError("--all and --any cannot be used together; give one (--any is the default).")
+    stdin_once("QUESTION", question, query)
     result = settings.kb().search(
         read_text_arg(question),
         list(entities),
