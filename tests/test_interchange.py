@@ -362,3 +362,44 @@ def test_import_slayer_skips_an_id_a_rename_moved(catalog_kb: KnowledgeBase, tmp
         f"memory 'x' was renamed to 'kb.x' (commit {head[:12]}), which links to it and agents told it mean; "
         "skipped (give it another id in its file to import it)."], None)
     assert not (kb.memories_dir / "x.yaml").exists() and git(kb.root, "rev-parse", "HEAD").strip() == head
+
+
+def test_export_slayer_overwrites_only_its_own_files(catalog_kb: KnowledgeBase, invoke_cli, tmp_path: Path) -> None:
+    """The folder is outside git: SLayer's own memory 1.md there was overwritten unsaid, and a
+    memory forgotten since the last export stayed for SLayer to serve."""
+    kb = catalog_kb
+    write_slayer_folder(tmp_path / "in", SLAYER_FILES)
+    import_slayer(kb, tmp_path / "in")
+    out = tmp_path / "out" / "memories"
+    out.mkdir(parents=True)
+    (out / "1.md").write_text("SLayer's own memory 1\n")
+    (out / "99.md").write_text("SLayer's own memory 99\n")
+    proc = invoke_cli("--kb", kb.root, "export-slayer", tmp_path / "out")
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == (
+        f"Error: {out} holds 1 file(s) the export would overwrite that no export of slayer-kb wrote there, or that "
+        f"changed since one did: 1.md. Nothing was written. Move them away or export to another folder, or run "
+        f"'slayer-kb --kb {kb.root} export-slayer {tmp_path / 'out'} --force' to overwrite them.\n")
+    assert sorted(os.listdir(out)) == ["1.md", "99.md"] and (out / "1.md").read_text() == "SLayer's own memory 1\n"
+    (out / "1.md").unlink()
+    reply = json_of(invoke_cli("--kb", kb.root, "--json", "export-slayer", tmp_path / "out", check=True))
+    assert (sorted(reply["written"]), reply["removed"], reply["overwritten"]) == (["1", "7", "kb.paid-revenue"], [], [])
+    # Again, after a forget and an edit made in the folder: its own files replaced, the forgotten
+    # memory's removed, an edited one left and said; SLayer's own 99.md untouched throughout.
+    kb.forget("7")
+    (out / "kb.paid-revenue.md").write_text("edited by hand\n")
+    proc = invoke_cli("--kb", kb.root, "export-slayer", tmp_path / "out")
+    assert proc.returncode == 1 and "changed since one did: kb.paid-revenue.md." in proc.stderr
+    proc = invoke_cli("--kb", kb.root, "export-slayer", tmp_path / "out", "--force", check=True)
+    assert proc.stdout == (f"Wrote 2 memories to {tmp_path / 'out'}/memories; removed 1 of memories no longer live; "
+                           "overwrote 1 files no export wrote\n")
+    assert sorted(os.listdir(out)) == [".slayer-kb-export.json", "1.md", "99.md", "kb.paid-revenue.md"]
+    assert (out / "1.md").read_text() == SLAYER_FILES["1"] and (out / "99.md").read_text() == "SLayer's own memory 99\n"
+    # A file of a memory no longer live, changed since its export, is left and said.
+    (out / "1.md").write_text("SLayer's edit\n")
+    kb.forget("1")
+    reply = json_of(invoke_cli("--kb", kb.root, "--json", "export-slayer", tmp_path / "out", check=True))
+    assert (reply["written"], reply["removed"]) == (["kb.paid-revenue"], [])
+    assert reply["problems"] == [f"{out / '1.md'} was written by an earlier export and changed since; its memory is no "
+                                 "longer live, and the file was left: delete it if SLayer should not serve it."]
+    assert (out / "1.md").read_text() == "SLayer's edit\n"

@@ -23,11 +23,12 @@ class Interchange:
 
         return interchange.import_slayer(self._kb, folder)
 
-    def export_slayer(self, folder: str | Path) -> ExportResult:
-        """Every live memory as ``FOLDER/memories/<id>.md`` (SLayer's format)."""
+    def export_slayer(self, folder: str | Path, force: bool = False) -> ExportResult:
+        """Every live memory as ``FOLDER/memories/<id>.md`` (SLayer's format); ``force``: over
+        files there no export of this kind wrote (ops/exportrecord.py)."""
         from ..ops import interchange
 
-        return interchange.export_slayer(self._kb, folder)
+        return interchange.export_slayer(self._kb, folder, force)
 
     def import_engram(self, file: str | Path) -> ImportResult:
         """Engram's JSON export (observations, sessions, prompts), as one commit."""

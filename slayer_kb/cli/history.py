@@ -376,21 +376,31 @@ def import_slayer(settings: Settings, directory: str) -> None:
 
 @click.command("export-slayer")
 @click.argument("directory", type=click.Path(file_okay=False))
+@click.option("--force", is_flag=True, help="Overwrite files no export wrote there (or changed since one did).")
 @json_option
 @pass_settings
-def export_slayer(settings: Settings, directory: str) -> None:
+def export_slayer(settings: Settings, directory: str, force: bool) -> None:
     """Write every live memory as DIRECTORY/memories/<id>.md (SLayer's format).
 
     DIRECTORY may not be the knowledge base's own folder (nor inside its memories/, sessions/,
-    datasources/, models/ or .slayer-kb/), nor in a repository's .git folder.
+    datasources/, models/ or .slayer-kb/), nor in a repository's .git folder. Each export records
+    the files it wrote (memories/.slayer-kb-export.json): the next one replaces only those, and
+    removes those of memories no longer live, as written; another file of the same name (SLayer's
+    own memory, an edit made there) is refused, nothing written, unless --force.
 
     \b
     Example:
       slayer-kb export-slayer ./slayer-storage
     """
-    result = settings.kb().interchange.export_slayer(directory)
+    result = settings.kb().interchange.export_slayer(directory, force)
     data: dict[str, Any] = result.to_json()
-    emit(settings, data, lambda: f"Wrote {len(result.written)} memories to {directory}/memories" + warning_lines(result.problems))
+
+    def text() -> str:
+        removed = f"; removed {len(result.removed)} of memories no longer live" if result.removed else ""
+        overwritten = f"; overwrote {len(result.overwritten)} files no export wrote" if result.overwritten else ""
+        return f"Wrote {len(result.written)} memories to {directory}/memories{removed}{overwritten}" + warning_lines(result.problems)
+
+    emit(settings, data, text)
 
 
 @click.command("import-engram")

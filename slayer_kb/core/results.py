@@ -532,10 +532,14 @@ class ExportResult:
     written: list[str] = field(default_factory=list)
     skipped_deleted: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    # Files of an earlier export removed (their memories no longer live), and others' files
+    # overwritten (--force): by id.
+    removed: list[str] = field(default_factory=list)
+    overwritten: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {"folder": self.folder, "written": self.written, "skipped_deleted": self.skipped_deleted,
-                "problems": self.problems}
+                "removed": self.removed, "overwritten": self.overwritten, "problems": self.problems}
 
 
 @dataclass

@@ -36,8 +36,11 @@ Decisions:
   whose id no file may have, or a new memory's id a ``rename`` moved (``Context.renamed_to``: its
   links and the agents told it mean the renamed memory); a link out of the folder refuses the
   whole import.
-- ``export-slayer`` writes live memories only (SLayer has no soft delete) and leaves other files in
-  the folder alone; the catalog needs no export, since a KB's catalog already is in SLayer's layout.
+- ``export-slayer`` writes live memories only (SLayer has no soft delete). The folder is outside
+  git, so it replaces or removes only files an earlier export wrote, as it wrote them, and removes
+  those of memories no longer live (exportrecord.py); another file it would overwrite refuses the
+  export, nothing written, unless forced; other files are left alone. The catalog needs no
+  export, since a KB's catalog already is in SLayer's layout.
 - ``import-engram`` gives every observation the next auto id and skips an observation whose content
   hash, project, scope, type and title equal a memory already in the KB (or earlier in the file).
   Engram's SQLite times (``2026-03-01 10:20:30``, UTC) become ``2026-03-01T10:20:30Z``. Its
@@ -73,7 +76,7 @@ from ..store.place import git_dir_refusal
 from ..store.repo import Change
 from ..store.state import STATE_DIR
 from ..transaction import memory_change
-from . import sessions
+from . import exportrecord, sessions
 from .schema_words import impossible_times, read_times
 
 if TYPE_CHECKING:
@@ -287,8 +290,9 @@ def import_slayer(kb: Context, folder: str | Path) -> ImportResult:
 _OWN_FOLDERS = (MEMORIES_DIR, SESSIONS_DIR, "datasources", "models", STATE_DIR)
 
 
-def export_slayer(kb: Context, folder: str | Path) -> ExportResult:
-    """Every live memory as ``FOLDER/memories/<id>.md`` (see the module doc)."""
+def export_slayer(kb: Context, folder: str | Path, force: bool = False) -> ExportResult:
+    """Every live memory as ``FOLDER/memories/<id>.md`` (see the module doc); ``force``: over files
+    there that no export wrote, or that changed since (exportrecord.py)."""
     check_folder_named(folder, "the export's folder", f"{problems.command(kb.root)} export-slayer ./slayer-storage")
     where = Path(folder).resolve()
     if where == kb.root or any(where.is_relative_to(kb.root / own) for own in _OWN_FOLDERS):
@@ -304,27 +308,45 @@ def export_slayer(kb: Context, folder: str | Path) -> ExportResult:
     target = Path(folder) / "memories"
     kb.ensure_fresh()  # before the folder is made: an index that cannot update leaves no folder
     result = ExportResult(str(folder))
+    files: dict[str, bytes] = {}
+    for memory_id in kb.memory_ids():
+        try:
+            memory = kb.read(memory_id)
+        except KBError as exc:
+            result.problems.append(f"{exc} (not exported)")
+            continue
+        if memory.is_deleted:
+            result.skipped_deleted.append(memory_id)
+            continue
+        files[f"{memory_id}.md"] = format_slayer_file(memory).encode("utf-8")
+    done = exportrecord.plan(target, files)
+    if done.foreign and not force:
+        shown = ", ".join(done.foreign[:5]) + (f" and {len(done.foreign) - 5} more" if len(done.foreign) > 5 else "")
+        raise InvalidInputError(
+            f"{target} holds {len(done.foreign)} file(s) the export would overwrite that no export of slayer-kb "
+            f"wrote there, or that changed since one did: {shown}. Nothing was written. Move them away or export "
+            f"to another folder, or run '{problems.command(kb.root)} export-slayer {problems.shell_word(str(folder))} "
+            "--force' to overwrite them.")
     # A write that fails (a full disk, a folder that takes no file) leaves no half export: the
     # folders and files it added go (given_folder), the failing file with them.
     with given_folder(target, "the export's folder"):
-        for memory_id in kb.memory_ids():
+        for name, data in files.items():
+            path, partial = target / name, target / f".{name}.partial"  # an earlier export's file stays whole
             try:
-                memory = kb.read(memory_id)
-            except KBError as exc:
-                result.problems.append(f"{exc} (not exported)")
-                continue
-            if memory.is_deleted:
-                result.skipped_deleted.append(memory_id)
-                continue
-            path = target / f"{memory_id}.md"
-            partial = target / f".{memory_id}.md.partial"  # an earlier export's file stays whole
-            try:
-                partial.write_text(format_slayer_file(memory), encoding="utf-8")
+                partial.write_bytes(data)
                 os.replace(partial, path)
             except OSError as exc:
                 raise StoreError(f"Cannot write {path}: {exc.strerror or exc}; {os_fix(exc)}. The files this export "
                                  "added were removed.") from None
-            result.written.append(memory_id)
+            result.written.append(name.removesuffix(".md"))
+        try:
+            exportrecord.finish(target, done)
+        except OSError as exc:
+            raise StoreError(f"Cannot write {target / exportrecord.RECORD}: {exc.strerror or exc}; {os_fix(exc)}.") from None
+    result.overwritten = [name.removesuffix(".md") for name in done.foreign]
+    result.removed = [name.removesuffix(".md") for name in done.stale]
+    result.problems += [f"{target / name} was written by an earlier export and changed since; its memory is no longer "
+                        "live, and the file was left: delete it if SLayer should not serve it." for name in done.changed]
     return result
 
 

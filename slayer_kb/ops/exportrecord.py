@@ -1,0 +1,85 @@
+"""Which files of an ``export-slayer`` folder an export may replace or remove.
+
+The folder is outside git: a file overwritten there is gone. SLayer's own storage may hold
+memories of its own under the same ids, and a person may have edited an exported file. So each
+export records the files it wrote with their sha256 (``memories/.slayer-kb-export.json``; SLayer
+reads only ``*.md``), and the next export replaces or removes only a file it finds as recorded.
+A file of a memory no longer live (forgotten since) is removed when it is as recorded: left, SLayer
+would go on serving it. Any other file an export would overwrite is refused unless forced.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+RECORD = ".slayer-kb-export.json"
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass
+class Plan:
+    """What an export does to the folder's ``memories/``: the names (``<id>.md``) it writes, those
+    of other files it would overwrite (``foreign``), and the recorded files it removes (``stale``)
+    or leaves because they changed since (``changed``)."""
+
+    write: dict[str, bytes]
+    foreign: list[str] = field(default_factory=list)
+    stale: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+
+
+def plan(folder: Path, write: dict[str, bytes]) -> Plan:
+    """The plan for writing ``write`` (name -> bytes) into ``folder`` (the export's ``memories/``)."""
+    recorded = _recorded(folder)
+    out = Plan(write)
+    for name, data in sorted(write.items()):
+        found = _digest_of(folder / name)
+        if found is not None and found != digest(data) and found != recorded.get(name):
+            out.foreign.append(name)
+    for name, was in sorted(recorded.items()):
+        if name in write or (found := _digest_of(folder / name)) is None:
+            continue
+        (out.stale if found == was else out.changed).append(name)
+    return out
+
+
+def finish(folder: Path, done: Plan) -> None:
+    """After the files are written: the stale ones removed, the record of what was written kept."""
+    for name in done.stale:
+        with contextlib.suppress(FileNotFoundError):
+            (folder / name).unlink()
+    partial = folder / f"{RECORD}.partial"
+    partial.write_text(json.dumps({name: digest(data) for name, data in sorted(done.write.items())}, indent=1) + "\n",
+                       encoding="utf-8")
+    os.replace(partial, folder / RECORD)
+
+
+def _recorded(folder: Path) -> dict[str, str]:
+    """The last export's record; none (an older export's folder, a record edited to nonsense):
+    every file there is taken as another's, never removed."""
+    try:
+        data = json.loads((folder / RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {name: value for name, value in data.items()
+            if isinstance(name, str) and isinstance(value, str) and name.endswith(".md") and "/" not in name}
+
+
+def _digest_of(path: Path) -> str | None:
+    """The sha256 of a regular file there (a link or a folder counts as another's file)."""
+    try:
+        if path.is_symlink() or not path.is_file():
+            return None if not os.path.lexists(path) else ""
+        return digest(path.read_bytes())
+    except OSError:
+        return ""
