@@ -113,6 +113,22 @@ def test_every_kind_of_problem_is_reported_at_its_line(catalog_kb: KnowledgeBase
     }
 
 
+def test_fields_over_a_saves_limits_are_problems_told_without_their_value(catalog_kb: KnowledgeBase, invoke_cli) -> None:
+    """A hand edit's 3,000-character title, type, project or topic key passed, though a save
+    refuses them; a description over its limit was told with all 3,000 characters of it."""
+    write(catalog_kb, "1.yaml", f"title: {'t' * 1001}\ntype: {'y' * 201}\nlearning: Fine.\ndescription: {'d' * 3000}\n"
+                                f"project: {'p' * 201}\ntopic_key: {'k' * 201}\n{CREATED}")
+    proc = invoke_cli("--kb", catalog_kb.root, "validate", cwd=catalog_kb.root)
+    fix = "shorten it (put the detail in the learning)"
+    assert (proc.returncode, proc.stdout) == (1, (
+        f"memories/1.yaml:1: 'title' is 1001 characters long; the limit is 1000: {fix}\n"
+        f"memories/1.yaml:2: 'type' is 201 characters long; the limit is 200: {fix}\n"
+        f"memories/1.yaml:4: 'description' is 3000 characters long; the limit is 500: {fix}\n"
+        f"memories/1.yaml:5: 'project' is 201 characters long; the limit is 200: {fix}\n"
+        f"memories/1.yaml:6: 'topic_key' is 201 characters long; the limit is 200: {fix}\n"
+        "5 problems in 1 file (1 file checked)\n"))
+
+
 def test_a_catalog_file_stands_for_every_memory_of_its_kb(catalog_kb: KnowledgeBase, invoke_cli) -> None:
     write(catalog_kb, "a.yaml", GOOD)
     (catalog_kb.root / "models/shop/orders.yaml").unlink()

@@ -98,6 +98,9 @@ def _memory_problems(text: str, data: Any, times: list[TimeField]) -> Iterator[t
             message = f"must be {' or '.join(map(str, allowed))}, not {error.instance!r}"
         elif error.validator == "minimum":
             message = f"must be at least {error.validator_value}, not {error.instance!r}"
+        elif error.validator == "maxLength":  # as a save words it, and without the value, which may be long
+            message = (f"is {len(error.instance)} characters long; the limit is {error.validator_value}: "
+                       "shorten it (put the detail in the learning)")
         else:
             message = error.message
         yield key_line(text, key), f"'{label}' {message}" if label != "file" else message
