@@ -337,3 +337,28 @@ def test_the_indexed_memory_stands_in_for_the_file_only_while_the_bytes_match(ca
     path.write_text(memory_text("2").replace("one row each", "edited since"))
     memory, text = cascade_kb.read_with_text("2", (digest, stored))
     assert memory.learning == "Orders, edited since." and "edited since" in text
+
+
+def test_a_file_that_does_not_parse_is_named_where_its_link_stays(catalog_kb: KnowledgeBase, invoke_cli) -> None:
+    """A forget or a rename passed by a memory file it could not read: its link to the memory
+    stayed behind a commit that said every link was stripped or rewritten, unsaid."""
+    kb = catalog_kb
+    root = kb.root
+    for memory_id in ("a", "b", "c"):
+        (root / "memories" / f"{memory_id}.yaml").write_text(f"learning: Memory {memory_id}.\ncreated_at: '2026-01-01T00:00:00Z'\n")
+    # Broken (a key twice), each linking one; another names the link outside its entity list.
+    (root / "memories" / "x.yaml").write_text("learning: Links a.\nentities:\n- 'memory:a'\nlearning: twice\n"
+                                             "created_at: '2026-01-01T00:00:00Z'\n")
+    (root / "memories" / "y.yaml").write_text("learning: Links b.\nentities:\n- memory:b  # why\nlearning: twice\n"
+                                             "created_at: '2026-01-01T00:00:00Z'\n")
+    (root / "memories" / "z.yaml").write_text("learning: 'memory:a and memory:b in words'\nlearning: twice\n"
+                                             "created_at: '2026-01-01T00:00:00Z'\n")
+    commit_all(root)
+    fix = f"fix the file ('slayer-kb --kb {root} validate' names the problem), then run 'slayer-kb --kb {root} prune'."
+    proc = invoke_cli("--kb", root, "forget", "a", check=True)
+    assert proc.stdout == f"Forgot memory a\nwarning: memories/x.yaml does not parse, so its link memory:a was not removed: {fix}\n"
+    reply = json_of(invoke_cli("--kb", root, "--json", "rename", "b", "kb.b", check=True))
+    assert reply["warnings"] == [f"memories/y.yaml does not parse, so its link memory:b was not rewritten: {fix}"]
+    # No such file: the replies are as they were, with no warnings key.
+    assert json_of(invoke_cli("--kb", root, "--json", "forget", "c", check=True)) == {
+        "deleted_id": "c", "action": "forgotten", "stripped_from": [], "soft": False}

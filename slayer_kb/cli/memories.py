@@ -323,7 +323,7 @@ def renamed_text(result: RenameResult) -> str:
     text = f"Renamed memory {result.old_id} to {result.new_id}"
     if result.rewritten:
         text += f"\n  rewrote {memory_link(result.old_id)} to {memory_link(result.new_id)} in " + ", ".join(result.rewritten)
-    return text + kept_line(result.kept)
+    return text + kept_line(result.kept) + warning_lines(result.warnings)
 
 
 def restored_text(result: RestoreResult, typed: str | None = None) -> str:
@@ -341,7 +341,7 @@ def forgot_text(result: ForgetResult, run: str) -> str:
         text += f" (soft; restore with '{run} restore {shell_word(result.deleted_id)}')"
     if result.stripped_from:
         text += f"\n  stripped {memory_link(result.deleted_id)} from " + ", ".join(result.stripped_from)
-    return text + kept_line(result.kept)
+    return text + kept_line(result.kept) + warning_lines(result.warnings)
 
 
 @click.command()

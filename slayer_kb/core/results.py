@@ -55,15 +55,17 @@ class ForgetResult:
     soft: bool = False
     commit: str | None = None
     kept: list[str] = field(default_factory=list)  # --force: the user's versions set aside
+    # Files that do not parse and may hold the link (ops/unreadlinks.py); given only when some do.
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def action(self) -> str:
         return "soft-deleted" if self.soft else "forgotten"
 
     def to_json(self) -> dict[str, Any]:
-        data = {"deleted_id": self.deleted_id, "action": self.action, "stripped_from": self.stripped_from,
-                "soft": self.soft}
-        return {**data, "kept": self.kept} if self.kept else data
+        data: dict[str, Any] = {"deleted_id": self.deleted_id, "action": self.action, "stripped_from": self.stripped_from,
+                                "soft": self.soft}
+        return {**data, **({"kept": self.kept} if self.kept else {}), **({"warnings": self.warnings} if self.warnings else {})}
 
 
 @dataclass
@@ -75,11 +77,12 @@ class RenameResult:
     rewritten: list[str] = field(default_factory=list)  # the memories whose references it rewrote
     commit: str | None = None
     kept: list[str] = field(default_factory=list)  # --force: the user's versions set aside
+    warnings: list[str] = field(default_factory=list)  # as ForgetResult's
 
     def to_json(self) -> dict[str, Any]:
-        data = {"old_id": self.old_id, "new_id": self.new_id, "references_rewritten_in": self.rewritten,
-                "commit": self.commit}
-        return {**data, "kept": self.kept} if self.kept else data
+        data: dict[str, Any] = {"old_id": self.old_id, "new_id": self.new_id, "references_rewritten_in": self.rewritten,
+                                "commit": self.commit}
+        return {**data, **({"kept": self.kept} if self.kept else {}), **({"warnings": self.warnings} if self.warnings else {})}
 
 
 @dataclass

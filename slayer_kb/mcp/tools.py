@@ -220,7 +220,7 @@ def _mem_delete(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
     text = f"Memory #{memory_id} {'soft-deleted' if result.soft else 'permanently deleted'}"
     if result.stripped_from:
         text += f"\nRemoved the link {memory_link(memory_id)} from: {', '.join(result.stripped_from)}"
-    return Reply(text, result.to_json())
+    return Reply(_with_warnings(text, result.warnings), result.to_json())
 
 
 def _mem_get_observation(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:

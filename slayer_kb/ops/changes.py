@@ -29,7 +29,7 @@ from ..core.results import ChangeResult, ForgetResult, RenameResult
 from ..store.renames import trailer
 from ..store.repo import Change
 from ..transaction import memory_change
-from . import observations
+from . import observations, unreadlinks
 from .finding import deleted_error
 from .history import forgotten_error
 from .renumber import moved, rewrote_note
@@ -175,7 +175,7 @@ def forget(kb: Context, memory_id: str, *, soft: bool = False, force: bool = Fal
             )
         commit = tx.commit(changes, message, rewritten)
         kb.fold_duplicates(memory_id)
-        return ForgetResult(memory_id, stripped, False, commit, kept)
+        return ForgetResult(memory_id, stripped, False, commit, kept, unreadlinks.warnings(kb, [memory_link(memory_id)], "removed"))
 
 def restore(kb: Context, memory_id: str) -> ChangeResult:
     """Bring back a soft-deleted memory."""
@@ -233,7 +233,7 @@ def rename(kb: Context, old: str, new: str, *, force: bool = False, reuse_id: bo
         # The trailer records the move, for a sync meeting links to the old id (renames.py).
         commit = tx.commit(changes, f"memory: rename {old} to {new}{rewrote_note(rewritten)}\n\n{trailer(old, new)}")
         kb.carry_pending({old: new})  # under the lock: a save counting a duplicate of OLD meanwhile waits
-    return RenameResult(old, new, rewritten, commit, kept)
+    return RenameResult(old, new, rewritten, commit, kept, unreadlinks.warnings(kb, [memory_link(old)], "rewritten"))
 
 
 def _check_free(kb: Context, old: str, new: str) -> None:
