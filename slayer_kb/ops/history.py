@@ -59,7 +59,8 @@ from ..transaction import memory_change
 from . import observations, sessions, validate
 from .renumber import renumbered_text
 from .snapshot import CATALOG_DIRS, PRIORITY_FILE, blob_at, catalog_at, crafted, memory_ids_at, text_at
-from .teamchecks import crossed_checks, deleted_since, drop_fix, fix_command, gone_links
+from .teamchecks import Branch, crossed_checks, deleted_since, drop_fix, fix_command, gone_links
+from .topickeys import Topic, topic_in, topic_keys_taken
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -246,6 +247,7 @@ def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
     context = validate.KBContext(head_catalog, memory_ids_at(store, head_sha), command(store.root), store.root)
     links: dict[str, tuple[str, set[str]]] = {}  # id -> (path, its entities), of memories at head
     added: dict[str, Memory] = {}  # path -> the memory the branch added, at head
+    keyed: dict[str, tuple[Topic, str]] = {}  # id -> the topic a memory the branch changed holds at head, its path
     for status, old, new, mode in _raw_changes(proc.stdout, store.prefix):
         folder = new.partition("/")[0]
         if status != "D" and mode in _NOT_FILES and folder in (MEMORIES_DIR, SESSIONS_DIR):
@@ -276,6 +278,8 @@ def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
         if status != "D" and new_id is not None:
             # Every problem of the file at the head, as validate reports it, in one run.
             text = text_at(store, head_sha, new)
+            if text is not None and (where := topic_in(text)) is not None:
+                keyed[new_id] = where, new
             if text is not None:
                 # fmt's fix names the file from where the user is, not from the KB's folder.
                 result.problems.extend(map(str, validate.check_memory_text(text, new_id, new, context,
@@ -307,6 +311,9 @@ def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
     result.problems.extend(map(str, gone_links(store, base_sha, base, against_sha, links,
                                                lambda i: i not in given and i in context.ids, deleted, fix)))
     result.problems.extend(map(str, crossed.problems))
+    # A topic key the branch gave a memory that, merged, another holds: one at head or one base added or changed since.
+    compared = Branch(store.root, store, base, against_sha, base_sha, head_sha)
+    result.problems.extend(map(str, topic_keys_taken(compared, keyed, context.command, head=True)))
     result.problems.extend(map(str, head_catalog.problems))
     for changes in (result.added, result.changed, result.relinked, result.renamed, result.removed, result.taken_in):
         changes.sort(key=lambda change: id_sort_key(change.id))  # git lists paths: 10, 11, 2

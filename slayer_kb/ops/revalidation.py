@@ -4,7 +4,9 @@
 - fix what sync fixes: a topic key this branch saved first while the other side saved it too is
   folded into the other side's memory, and so is a save both sides made alike (``folds.py``), and links to memories the other side forgot
   or to entities it deleted from the catalog are stripped (``unlinks.py``), a commit each;
-- check what the branch adds or changes on top of the other side: it must pass ``validate``, but
+- check what the branch adds or changes on top of the other side: it must pass ``validate``, and
+  a topic key it gave a memory must be that memory's alone with the other side in (validate sees
+  only the branch's files, the other holder being the other side's: ``topickeys.py``), but
   for a stale example query (``problems.STALE_QUERY``: what a catalog delete leaves, SLayer's
   rule), which is named and let through, and for an invalid example query
   (``problems.INVALID_QUERY``) the branch left as the other side has it (a title changed on a
@@ -25,7 +27,7 @@ from typing import TYPE_CHECKING
 from ..core.errors import KBError, StoreError
 from ..core.ids import fold_id, id_sort_key
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
-from ..core.problems import INVALID_QUERY, STALE_QUERY, Problem, git_command, shown
+from ..core.problems import INVALID_QUERY, STALE_QUERY, Problem, command, git_command, shown
 from ..store.repo import GitStore
 from ..store.worktree import reset_keep
 from ..transaction import Transaction
@@ -33,6 +35,7 @@ from .folds import fold_duplicates, fold_topic_keys
 from .queryproblem import query_of
 from .renumber import added_since
 from .snapshot import absent_at_head, blobs_at, memory_ids_at
+from .topickeys import keyed, keys_held_on_top
 from .unlinks import strip_gone
 from .validate import KBContext, check_memory_text, id_problems, validate
 
@@ -151,6 +154,9 @@ def revalidate(kb: Context, store: GitStore, other: str, ids: dict[str, str]) ->
             elif only_head and len(listed.folded.get(fold_id(memory_id), [])) <= 1:
                 # validate saw no twin in the work tree: one left out of it may clash.
                 found += [p for p in id_problems(memory_id, name, context) if p not in found]
+    # A key a memory here took since ``other`` that a memory there holds (validate saw only these files).
+    found += keys_held_on_top(store, other, keyed({kb.root / memory_path(i): shown(kb.root / memory_path(i))
+                                                   for i in ids if i not in absent}), command(kb.root))
     untouched = _untouched(store, other, [p for p in found if p.kind == INVALID_QUERY
                                           and ids.get(Path(p.path).stem) == "M"])
     return Revalidated([str(p) for p in found if p.kind != STALE_QUERY and p not in untouched],

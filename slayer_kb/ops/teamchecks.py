@@ -1,8 +1,8 @@
 """What a team's branches must agree on, checked by ``validate``: auto ids that two branches
-allocated for different memories (``--against REF``), links a branch added to memories REF forgot
-or entities REF deleted from the catalog since (both ``--against REF``), and topic keys held by
-more than one memory; what a plain ``git merge`` of the branch stops on or gets wrong is
-plainmerge.py's.
+allocated for different memories (``--against REF``), and links a branch added to memories REF
+forgot or entities REF deleted from the catalog since (both ``--against REF``); a topic key held
+by more than one memory is topickeys.py's, what a plain ``git merge`` of the branch stops on or
+gets wrong plainmerge.py's.
 With ``--against REF`` only the files the branch changed need the per-file checks
 (``branch_files``), the rest having been checked where they came from.
 
@@ -11,8 +11,6 @@ Each check returns problems of a whole file (line 1).
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -38,7 +36,6 @@ from .snapshot import blobs_at, catalog_changed, deleted_entities, entities_of, 
 MEMORIES = "memories"
 # A memory's stored query, its key as any YAML writes it ('query:', '"query" :'), for git grep -E.
 _QUERY_KEY = "query[\"']?[[:space:]]*:"
-_TOPIC_FIELDS = re.compile(r"^(topic_key|project|scope|deleted_at): *(.*)$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -266,87 +263,6 @@ def _read_or_none(path: Path) -> bytes | None:
         return None
 
 
-def topic_key_holders(compared: Branch) -> dict[Path, str]:
-    """The memory files of the KB whose text names a topic key, found by ``git grep`` (tracked
-    files as they are in the work tree) without reading 10,000 files in Python; the caller adds
-    the untracked ones."""
-    root, store = compared.root, compared.store
-    out = store.git("grep", "-l", "-z", "-F", "topic_key:", "--", store.repo_path(MEMORIES + "/"), check=False).stdout
-    paths = (root / p[len(store.prefix):] for p in out.decode("utf-8", "surrogateescape").split("\0") if p)
-    return {path: shown(path) for path in paths}
-
-
-def topic_key_twins(files: dict[Path, str], run: str) -> list[Problem]:
-    """A topic key (in one project and scope) held by more than one live memory: Engram's upsert
-    then revises only the newest, and the other is stranded. Read from the keys' lines (the
-    canonical form writes them top-level) so that a large KB is not parsed twice. ``run``:
-    ``slayer-kb`` as the user runs it (``problems.command``)."""
-    holders: dict[tuple[str, str, str], list[str]] = {}
-    for path, name in files.items():
-        where = _topic_of(path)
-        if where is not None:
-            holders.setdefault(where, []).append(name)
-    problems = []
-    for (key, project, _scope), names in sorted(holders.items()):
-        if len(names) < 2:
-            continue
-        ids = ", ".join(Path(n).stem for n in sorted(names))
-        in_project = f" in project '{project}'" if project else ""
-        problems += [Problem(
-            name, 1,
-            f"topic_key '{key}'{in_project} is held by {len(names)} memories ({ids}); a save under the "
-            "key revises only the newest. Keep one: merge their learnings into it and forget the others "
-            f"('{run} forget ID'), or give each its own topic_key",
-        ) for name in sorted(names)]
-    return problems
-
-
-def topic_keys_taken(compared: Branch, files: dict[Path, str]) -> list[Problem]:
-    """Topic keys this branch's new memories (among ``files``) hold that a memory the revision
-    compared with added since they parted holds too: merged as they are, the key would be held
-    twice (two agents' branches upserting one new key). ``slayer-kb merge REF`` folds them."""
-    store, base, head = compared.store, compared.base, compared.head
-    if base is None or head is None:
-        return []
-    mine = {path.stem: (where, name) for path, name in files.items() if (where := _topic_of(path)) is not None}
-    at_base = _tree_blobs(store, base, "", [store.repo_path(f"{MEMORIES}/{i}.yaml") for i in mine]) if mine else {}
-    mine = {i: found for i, found in mine.items() if i not in at_base}
-    if not mine:
-        return []
-    added = [store.repo_path(p) for p in store.added_paths(head, compared.against_sha, MEMORIES + "/")
-             if Path(p).stem not in mine]
-    theirs = _tree_blobs(store, compared.against_sha, "", added) if added else {}
-    texts = store.objects.read_many("blob", theirs.values())
-    holders: dict[tuple[str, str, str], list[str]] = {}
-    for memory_id, blob in theirs.items():
-        where = _topic_in(texts[blob].decode("utf-8", "replace"))
-        if where is not None:
-            holders.setdefault(where, []).append(memory_id)
-    taken = [(where, name) for _memory_id, (where, name) in sorted(mine.items()) if where in holders]
-    if not taken:
-        return []
-    # A holder this branch added itself (REF took it in by a squash or rebase merge) is its own
-    # memory, not a second holder: forgotten here, the merge keeps it forgotten.
-    own = compared.same_memories([f"{MEMORIES}/{i}.yaml" for where, _name in taken for i in holders[where]])
-    holders = {where: kept for where, ids in holders.items() if (kept := [i for i in ids if f"{MEMORIES}/{i}.yaml" not in own])}
-    taken = [(where, name) for where, name in taken if where in holders]
-    if not taken:
-        return []
-    fix = compared.fix(f"merge {shell_word(compared.against)}")
-    problems = []
-    for where, name in taken:
-        key, project, _scope = where
-        in_project = f" in project '{project}'" if project else ""
-        other = ", ".join(sorted(holders[where], key=lambda i: (len(i), i)))
-        problems.append(Problem(
-            name, 1,
-            f"topic_key '{key}'{in_project} is also held by memory {other} that {compared.against} added since "
-            f"this branch parted from it; merged, the key would be held twice. Run '{fix}': it folds this "
-            f"memory into {other} (one memory, both sides' revisions)",
-        ))
-    return problems
-
-
 def links_to_gone(compared: Branch, files: dict[Path, str], catalog: Catalog) -> list[Problem]:
     """Links that this branch's memories (among ``files``) gained since it parted from the revision
     compared with, to memories that revision forgot since (``memory:<id>``) or to entities it
@@ -530,38 +446,6 @@ def links_in(text: str, memory_id: str) -> set[str]:
     except KBError:
         return set()
     return set(memory.entities)
-
-
-def holds_a_topic_key(files: dict[Path, str]) -> bool:
-    """Whether a live memory among ``files`` holds a topic key: only then can a branch compared
-    with its upstream have made a key held twice (a key twice in files it left alone was so
-    where it parted, and was checked there)."""
-    return any(_topic_of(path) is not None for path in files)
-
-
-def _topic_of(path: Path) -> tuple[str, str, str] | None:
-    """(topic key, project, scope) of the live memory file ``path``, None without a key. Read
-    from the keys' lines (the canonical form writes them top-level): a large KB is not parsed
-    twice."""
-    if path.suffix != ".yaml" or path.parent.name != MEMORIES:
-        return None
-    try:
-        # Only a regular file, and not one too large to be a memory (check_file reports both).
-        text = read_regular(path, limit=MAX_FILE_BYTES).decode("utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-    return _topic_in(text)
-
-
-def _topic_in(text: str) -> tuple[str, str, str] | None:
-    """(topic key, project, scope) of a live memory's text, None without a key."""
-    if "topic_key:" not in text:
-        return None
-    # NFC as a read of the file gives them (memory.COMPOSED_KEYS): a key typed on macOS is the same key.
-    found = {key: unicodedata.normalize("NFC", value.strip().strip("'\"")) for key, value in _TOPIC_FIELDS.findall(text)}
-    if not found.get("topic_key") or "deleted_at" in found:
-        return None
-    return found["topic_key"], found.get("project", ""), found.get("scope", "project")
 
 
 def _tree_blobs(store: GitStore, rev: str, folder: str, only: list[str]) -> dict[str, str]:

@@ -24,8 +24,9 @@ stale references; validate reports the same thing, with the fix). Soft-deleted m
 search never shows, are not checked for it. With ``--against REF``, auto ids this branch added
 that REF already uses are reported too, with the command that renumbers them, and so are links the
 branch added to memories REF forgot or to entities REF deleted from the catalog since (``slayer-kb
-merge REF`` strips them) and a topic key held by more than one live memory (teamchecks.py); validating the whole KB then checks only
-the files the branch changed since it parted from REF and the memories a changed datasource or
+merge REF`` strips them), and a topic key held twice once merged: a memory the branch added or
+gave the key to beside one REF added or changed since (topickeys.py). Validating the whole KB then
+checks only the files the branch changed since it parted from REF and the memories a changed datasource or
 model file can reach (``teamchecks.catalog_reach``), unless ``priority.yaml`` changed or a
 memory was removed (and looks for a key's other holders only when those files hold one: a key
 held twice among files the branch left alone was checked where they came from). A query problem
@@ -81,17 +82,9 @@ from .mergelinks import MergeRenames, dangling
 from .plainmerge import plain_merge_conflicts
 from .queryproblem import QueryProblem, query_problem, reported
 from .schema_words import item_line, memory_problems, read_times, session_problems
-from .teamchecks import (
-    branch,
-    branch_files,
-    holds_a_topic_key,
-    id_collisions,
-    links_to_gone,
-    topic_key_holders,
-    topic_key_twins,
-    topic_keys_taken,
-)
+from .teamchecks import branch, branch_files, id_collisions, links_to_gone
 from .timechecks import future_times
+from .topickeys import holds_a_topic_key, keyed, topic_key_holders, topic_key_twins, topic_keys_taken
 
 MEMORIES = "memories"
 
@@ -276,8 +269,8 @@ def validate(paths: Sequence[Path], against: str | None = None, opened: GitStore
         # A key held twice needs every holder, not just the branch's files.
         holders = target.files
         if changed is not None and compared is not None and holds_a_topic_key(changed.own):
-            holders = {**topic_key_holders(compared), **target.files}
-            report.problems.extend(topic_keys_taken(compared, changed.own))
+            holders = {**topic_key_holders(target.root, compared.store), **target.files}
+            report.problems.extend(topic_keys_taken(compared, keyed(changed.own), context.command))
         report.problems.extend(topic_key_twins(holders, context.command))
         if compared is not None:
             report.problems.extend(id_collisions(compared, target.files))
