@@ -265,10 +265,9 @@ class Encoder:
             return whole, []
         sums = [np.zeros((0 if found is None else found[1], DIMENSIONS), dtype=np.float64) for found in labels]
         counts = [np.zeros(len(s), dtype=np.int64) for s in sums]
-        for n, (rows, sizes) in zip(owner, pooled, strict=True):  # in input order: the same sums however many workers
-            if len(sizes):
-                sums[n] += rows
-                counts[n] += sizes
+        for n, (units, rows, sizes) in zip(owner, pooled, strict=True):  # in input order: the same sums however many workers
+            sums[n][units] += rows  # an input holds each of its units once
+            counts[n][units] += sizes
         out = []
         for n, (total, count) in enumerate(zip(sums, counts, strict=True)):
             # A sentence none of whose tokens any run read (cut at MAX_TOKENS): its text's vector.
@@ -279,10 +278,10 @@ class Encoder:
     def _run(
         self, texts: list[str], workers: int = 1, traces: list[tuple[spans.Labels | None, list[Span]]] | None = None,
         tokenized: list[Encoding | None] | None = None,
-    ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+    ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray, np.ndarray]]]:
         """One float32 unit vector per model input, and for each input traced to its text's
-        ``units`` (``traces``: the text's labels and the input's spans) the sums of its token
-        rows for each unit and how many. Inputs of similar length run together, at most
+        ``units`` (``traces``: the text's labels and the input's spans) the units it holds, the
+        sums of their token rows and how many (``spans.unit_sums``). Inputs of similar length run together, at most
         ``TOKEN_BUDGET`` tokens a run: the model's memory grows with the batch times the square
         of its length (32 texts of 256 tokens took 1.1 GB), and short runs are faster. The
         runs are made by ``workers`` threads (this one and the rest), each taking the next run,
@@ -296,7 +295,8 @@ class Encoder:
         fresh = iter(self._tokenizer.encode_batch([t[:MAX_CHARS] for t, e in zip(texts, known, strict=True) if e is None]))
         encodings = [next(fresh) if e is None else e for e in known]
         encoded = [e.ids for e in encodings]
-        pooled: list[tuple[np.ndarray, np.ndarray]] = [(np.zeros((0, DIMENSIONS)), np.zeros(0, dtype=np.int64))] * len(texts)
+        none = (np.zeros(0, dtype=np.int64), np.zeros((0, DIMENSIONS)), np.zeros(0, dtype=np.int64))
+        pooled: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = [none] * len(texts)
         order = sorted(range(len(texts)), key=lambda i: len(encoded[i]))
         runs: list[list[int]] = []
         at = 0
@@ -323,7 +323,7 @@ class Encoder:
                         continue
                     found = spans.members(labels, traced_spans, encodings[i].offsets, encodings[i].special_tokens_mask)
                     if found:
-                        pooled[i] = spans.unit_sums(hidden[n], found, labels[1])
+                        pooled[i] = spans.unit_sums(hidden[n], found)
 
         helpers = min(workers, len(runs)) - 1
         if helpers <= 0:
