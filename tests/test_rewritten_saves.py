@@ -117,6 +117,22 @@ def test_a_rewritten_save_the_other_clone_edited_in_the_same_line_stops_as_two_e
     assert _files(c) == [f"memories/{memory_id}.yaml"]
 
 
+def test_a_clone_that_merged_a_branch_of_its_own_merges_the_rewritten_save_as_one(
+        tmp_path: Path, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A local merge among c's commits makes sync merge the upstream in rather than rebase: the
+    original and the amended save still meet as one memory, from the version c fetched."""
+    bare, _b, c, memory_id = _force_pushed_amend(tmp_path, invoke_cli, "merging", monkeypatch)
+    git(c, "switch", "-q", "-c", "topic")
+    invoke_cli("--kb", c, "save", unlike("topic"), "-e", "shop.refunds.amount", check=True)
+    git(c, "switch", "-q", "main")
+    invoke_cli("--kb", c, "save", unlike("main"), "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", c, "merge", "topic", check=True)
+    synced = json_of(invoke_cli("--kb", c, "--json", "sync", check=True))
+    assert (synced["action"], synced["renumbered"]) == ("merged", {})
+    assert len(_files(bare, "main")) == 3
+    assert _learning(bare, memory_id, "main").startswith("learning: note with a fix merging0word")
+
+
 def test_two_clones_giving_one_number_in_one_second_stay_two_memories(tmp_path: Path, invoke_cli: CliRunner) -> None:
     """The same id and ``created_at`` alone do not make one memory: b never fetched a's memory
     5000 before it saved its own, so the upstream it last saw lacks the id, and b's is renumbered."""
