@@ -43,7 +43,7 @@ from ..store.renames import (
 from ..store.revisions import added_alike, resolve_rev
 from ..store.worktree import require_shown
 from .conflictsteps import crossed_words, opening, reuse_steps
-from .rebase import conflict_steps, held_stages, merge_from, merged_blob, push_step, settle, swap_sides, unmerged
+from .rebase import conflict_steps, held_stages, merge_from, push_step, settle, swap_sides, unmerged
 from .renumber import require_clean
 from .reuses import Retry, refuse_reuse
 from .revalidation import Moves, finish_or_put_back
@@ -94,14 +94,15 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
 
 
 def merge_in(store: GitStore, ref: str, sha: str, written: list[str] | None,
-             bases: list[str]) -> tuple[list[str], dict[str, set[int]]] | None:
+             bases: list[str], seen: str = "") -> tuple[list[str], dict[str, set[int]]] | None:
     """``git merge REF`` (``sha``, its commit) with the KB's merge driver, committed (see the
     module doc); None when it finished, else the unmerged paths and their stages as
     ``conflict_steps`` reads them, the merge stopped on them (``sync`` aborts it). ``written``: the
     KB's files either side's commits wrote since they parted (``snapshot.written_on_either``), the
     ones git can hand the driver (``mergedriver.require_driver``); ``bases``: where HEAD and
     ``sha`` parted (``snapshot.merge_bases``; the first, of several, as rough as another for the
-    checks after git's merge: git merges from all of them), none with no common ancestor."""
+    checks after git's merge: git merges from all of them), none with no common ancestor;
+    ``seen``: sync's upstream as this clone last fetched it (``rebase.first_version``)."""
     before = store.head()
     assert before is not None
     parted = bases[0] if bases else ""
@@ -121,7 +122,7 @@ def merge_in(store: GitStore, ref: str, sha: str, written: list[str] | None,
         if not stopped:
             store.git_writing_index("merge", "--abort", check=False)
             raise ConflictError(f"git merge {ref} failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
-        stopped = [] if settle(store, stopped, "MERGE_HEAD") else unmerged(store)
+        stopped = [] if settle(store, stopped, "MERGE_HEAD", seen) else unmerged(store)
     if not merging(store):
         return None
     # The memory files each side added since they parted (KB-relative), read once for the checks below.
@@ -143,7 +144,7 @@ def merge_in(store: GitStore, ref: str, sha: str, written: list[str] | None,
     if stopped:
         # In a merge git holds this branch's version at stage 2 and REF's at 3, the other
         # way round from a rebase's.
-        return stopped, swap_sides(held_stages(store, "MERGE_HEAD"))
+        return stopped, swap_sides(held_stages(store, "MERGE_HEAD", seen))
     store.git_writing_index("commit", "--no-edit", "-q")
     return None
 
@@ -306,7 +307,7 @@ def _carry_edit(store: GitStore, parted: str, c: Crossing, tips: tuple[str, str]
     here = c.forgot == tips[0]
     ours, theirs = (given, edited) if here else (edited, given)
     if c.new is None:  # into the forgetting side's stage, which the steps keep, and the work tree
-        if (merged := merged_blob(store, at, (was, ours, theirs))) is not None:
+        if (merged := mergedriver.merged_blob(store, at, (was, ours, theirs))) is not None:
             stage = 0 if c.soft else 2 if here else 3
             store.git_writing_index("rm", "-q", "-f", "--", old, env=LITERAL_PATHS)
             store.git_writing_index("update-index", "--index-info", input=f"100644 {merged} {stage}\t{at}\n".encode())

@@ -29,7 +29,7 @@ from ..store.gitenv import LITERAL_PATHS
 from ..store.guesses import rename_detection
 from ..store.renames import Crossing, brought_back, crossings, given_and_moved_on
 from ..store.repo import GitStore
-from ..store.revisions import added_alike, forgot_at, resolve_rev
+from ..store.revisions import added_alike, forgot_at, resolve_rev, rewritten_alike
 from ..store.worktree import require_shown
 from .conflictsteps import conflict_steps, crossed_words, merge_settles, opening, unmerged_stages
 from .renumber import require_clean
@@ -274,14 +274,15 @@ def _pushed_message(root: Path, remote: str, upstream: str, branch: str, count: 
     )
 
 
-def run(store: GitStore, args: list[str], onto: str,
-        written: list[str] | None) -> tuple[list[str], dict[str, set[int]]] | None:
+def run(store: GitStore, args: list[str], onto: str, written: list[str] | None,
+        seen: str = "") -> tuple[list[str], dict[str, set[int]]] | None:
     """``git rebase ARGS`` (``-q UPSTREAM``, ``--continue`` or ``--abort``) with the KB's merge driver, dropping commits that became empty once
     merged; None when it finished, else the unmerged paths and the stages git holds for each
     (``held``), with the rebase stopped on them. ``onto`` names the upstream in conflict markers;
     ``written``: the KB's files either side's commits wrote since they parted
     (``snapshot.written_on_either``), the ones git can hand the driver
-    (``mergedriver.require_driver``)."""
+    (``mergedriver.require_driver``); ``seen``: the upstream as sync's fetch before found it
+    (``first_version``)."""
     options, env, attributes = mergedriver.git_config(store.prefix, (onto, "your commits"))
     # The merge backend whatever rebase.backend says: a pick that meets git's index lock is put
     # back on its to-do list, and '--continue' goes on from it (the apply backend's --continue
@@ -295,8 +296,8 @@ def run(store: GitStore, args: list[str], onto: str,
                                        resume=going_on if args != ["--abort"] else ())
         while proc.returncode != 0:
             stopped = unmerged(store)
-            if stopped and not settle(store, stopped, "REBASE_HEAD"):
-                return stopped, held_stages(store, "REBASE_HEAD")
+            if stopped and not settle(store, stopped, "REBASE_HEAD", seen):
+                return stopped, held_stages(store, "REBASE_HEAD", seen)
             if stopped:
                 proc = store.git_writing_index(*going_on, check=False, env=env)
                 continue
@@ -367,21 +368,22 @@ def unmerged(store: GitStore) -> list[str]:
     return sorted(set(filter(None, out.split("\0"))))
 
 
-def settle(store: GitStore, paths: list[str], incoming: str) -> bool:
+def settle(store: GitStore, paths: list[str], incoming: str, seen: str = "") -> bool:
     """Merge each of ``paths`` that HEAD and ``incoming`` (``REBASE_HEAD``, ``MERGE_HEAD``) added
     as one memory (a pull request merged by squash or rebase, then edited on one side) from the
     version both added, which git's merge base lacks, so it stopped on an add/add; and let go
     each memory one side forgot (deleted) and the other only soft-forgot or stripped of its links
     to memories it forgot, as sync's replay does (nothing to keep); whether every path was
     settled. Edits on both sides stay a conflict, unless the KB's merge driver merges them (a
-    topic key)."""
+    topic key). A save whose commit a side rewrote is merged from the version ``seen`` held
+    (``first_version``)."""
     stages = unmerged_stages(store)
     forgotten = _both_forgot(store, {p: blobs for p, blobs in stages.items() if p in paths}, incoming)
     if forgotten:
         store.git_writing_index("rm", "-q", "-f", "--", *forgotten, env=LITERAL_PATHS)
     settled = len(forgotten)
     for path, blobs in stages.items():
-        base = added_alike(store, path, "HEAD", incoming) if path in paths and set(blobs) == {2, 3} else None
+        base = first_version(store, path, incoming, seen) if path in paths and set(blobs) == {2, 3} else None
         if base is not None:
             (_, ours), (mode, theirs) = blobs[2], blobs[3]  # HEAD's, incoming's
             settled += merge_from(store, path, mode, (base, ours, theirs))
@@ -404,8 +406,9 @@ def _both_forgot(store: GitStore, stages: dict[str, dict[int, tuple[str, str]]],
 
 
 def merge_from(store: GitStore, path: str, mode: str, blobs: tuple[str, str, str]) -> bool:
-    """Put in git's index and the work tree ``merged_blob`` of ``path``'s ``blobs``; whether it could."""
-    take = merged_blob(store, path, blobs)
+    """Put in git's index and the work tree ``mergedriver.merged_blob`` of ``path``'s ``blobs``;
+    whether it could."""
+    take = mergedriver.merged_blob(store, path, blobs)
     if take is None:
         return False
     store.git_writing_index("update-index", "--cacheinfo", f"{mode},{take},{path}")
@@ -413,24 +416,24 @@ def merge_from(store: GitStore, path: str, mode: str, blobs: tuple[str, str, str
     return True
 
 
-def merged_blob(store: GitStore, path: str, blobs: tuple[str, str, str]) -> str | None:
-    """The merge of ``path``'s (base, ours, theirs) ``blobs``, written to git's objects: one side's
-    when the other left the base as it was, else the KB's merge driver's (a topic key; else field by
-    field, as the driver falls back to when git's line merge stops); None where two edits meet."""
-    base, ours, theirs = blobs
-    if ours == base or theirs == base:
-        return ours if theirs == base else theirs
-    got = store.objects.read_many("blob", {base, ours, theirs})
-    was, mine, other = (got[oid].decode("utf-8", "replace") for oid in (base, ours, theirs))
-    merged = mergedriver.merged(path, was, mine, other) or mergedriver.edits_merged(path, was, mine, other)
-    return None if merged is None else store.objects.write("blob", merged.encode("utf-8"))
+def first_version(store: GitStore, path: str, incoming: str, seen: str = "") -> str | None:
+    """The version of ``path`` both HEAD's and ``incoming``'s changes start from, which git's merge
+    base (from before either added it) lacks: the one both added alike (``added_alike``), or, of a
+    save whose commit one side rewrote (amended, force-pushed), the one ``seen`` held, the upstream
+    as this clone last fetched it (``rewritten_alike``); None when they are two files."""
+    first = added_alike(store, path, "HEAD", incoming)
+    if first is None and seen:
+        ours, theirs = store.git("rev-parse", "HEAD", incoming).stdout.decode().split()
+        first = rewritten_alike(store, [path], seen, ours, theirs).get(path)
+    return first
 
 
-def held_stages(store: GitStore, incoming: str) -> dict[str, set[int]]:
+def held_stages(store: GitStore, incoming: str, seen: str = "") -> dict[str, set[int]]:
     """The stages git holds for each unmerged path: 1 the base, 2 the upstream's version, 3 this
     branch's (in a rebase); a side missing deleted the file (a ``forget``), a side's stage negated
     (-2, -3) only set the memory's ``deleted_at`` (``forget --soft``: the file stays, so git sees an
-    edit). A file HEAD and ``incoming`` both added alike (``settle``) and then edited holds 1 too:
+    edit). A file HEAD and ``incoming`` both added as one memory (``first_version``, given ``seen``)
+    and then edited holds 1 too:
     two edits of one memory, where a file with no base is one both sides created."""
     stages = unmerged_stages(store)
     # Only a path with all three stages can hold a soft forget: only their blobs are read.
@@ -442,7 +445,7 @@ def held_stages(store: GitStore, incoming: str) -> dict[str, set[int]]:
         base = texts[blobs[1][1]]
         held[path] = {1, *(-n if mergedriver.soft_forgotten(path, base, texts[blobs[n][1]]) else n for n in (2, 3))}
     for path, blobs in stages.items():
-        if set(blobs) == {2, 3} and added_alike(store, path, "HEAD", incoming) is not None:
+        if set(blobs) == {2, 3} and first_version(store, path, incoming, seen) is not None:
             held[path] = {1, 2, 3}
     return held
 

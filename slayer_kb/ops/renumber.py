@@ -6,7 +6,9 @@ Ids allocated before leases, offline in a block another clone also chose, or wit
 The collision is detected from history alone: an auto-id memory at HEAD but not at the merge base
 with REF collides when a commit reachable from REF and not from HEAD added ``memories/<same
 id>.yaml`` (even one REF later deleted: auto ids are never reused). A memory both sides have
-from one commit is one memory, whatever merge base git picks after criss-cross merges. Each
+from one commit is one memory, whatever merge base git picks after criss-cross merges; for sync,
+so is a save whose commit one side rewrote (amended, force-pushed) since this clone last fetched
+the upstream holding it (``revisions.rewritten_alike``): its versions merge as edits. Each
 colliding memory gets a fresh id (with leases, from this clone's blocks; else above every auto id
 REF or this branch has ever used), and every
 ``memory:<old>`` reference in the branch's memories is rewritten to it. Only the entity lists
@@ -38,7 +40,7 @@ from ..core.results import RenumberResult
 from ..core.text import listed
 from ..store.renames import trailer
 from ..store.repo import Change, GitStore
-from ..store.revisions import resolve_rev, same_memories
+from ..store.revisions import resolve_rev, rewritten_alike, same_memories
 from ..store.worktree import reset_keep
 from .snapshot import blob_at, memory_ids_at
 
@@ -63,13 +65,15 @@ def _ids(paths: list[str]) -> set[str]:
 
 
 def plan(kb: Context, onto: str, parted: str | None = None, *,
-         replayed: bool = False) -> tuple[str | None, dict[str, str]]:
+         replayed: bool = False, seen: str = "") -> tuple[str | None, dict[str, str]]:
     """(merge base, {old id: new id}) for the branch's auto ids that REF has ever used. With
     ``parted``, ``onto`` is a commit id and ``parted`` its merge base with HEAD, already known
     (sync asks on every push attempt). ``replayed`` (a rebase: sync, ``--rewrite``): also the ids
     that REF used and the branch's commits added and then moved away (a ``renumber`` commit),
-    which a replay meets commit by commit, each to where it went (else to a fresh id)."""
-    base, colliding, used, moved = _collisions(kb.store, onto, parted, replayed)
+    which a replay meets commit by commit, each to where it went (else to a fresh id). ``seen``
+    (sync): the upstream as this clone last fetched it; a memory it held that one side's commit
+    was rewritten since (``revisions.rewritten_alike``) is an edit of it, never renumbered."""
+    base, colliding, used, moved = _collisions(kb.store, onto, parted, replayed, seen)
     if not colliding:
         return base, moved
     top = max(highest_auto_id(used), kb.highest_auto_id(listed=True))
@@ -83,8 +87,8 @@ def plan(kb: Context, onto: str, parted: str | None = None, *,
     return base, {**moved, **dict(zip(colliding, fresh, strict=True))}
 
 
-def _collisions(store: GitStore, onto: str, parted: str | None,
-                replayed: bool) -> tuple[str | None, list[str], set[str], dict[str, str]]:
+def _collisions(store: GitStore, onto: str, parted: str | None, replayed: bool,
+                seen: str) -> tuple[str | None, list[str], set[str], dict[str, str]]:
     """(merge base, the branch's auto ids that REF has ever used, the ids either side ever
     committed (empty when nothing collides), and with ``replayed`` the ids moved away to where
     they went)."""
@@ -105,7 +109,11 @@ def _collisions(store: GitStore, onto: str, parted: str | None,
     def collides(ids: set[str]) -> list[str]:
         both = sorted(i for i in ids & theirs if is_auto_id(i))
         alike = same_memories(store, [f"{MEMORIES_DIR}/{i}.yaml" for i in both], base, head, onto_sha)
-        return sorted((i for i in both if f"{MEMORIES_DIR}/{i}.yaml" not in alike), key=int)
+        apart = [i for i in both if f"{MEMORIES_DIR}/{i}.yaml" not in alike]
+        # A save the upstream held when this clone last fetched it, whose commit one side rewrote
+        # since (amended, force-pushed): one memory, edited, whatever its text now.
+        rewritten = rewritten_alike(store, [store.repo_path(memory_path(i)) for i in apart], seen, head, onto_sha)
+        return sorted((i for i in apart if store.repo_path(memory_path(i)) not in rewritten), key=int)
 
     colliding = collides(ours)
     moved: dict[str, str] = {}

@@ -151,7 +151,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
                     laps.next()
                 if attempt or not fetched:
                     upstream = fetch.in_turn(laps.lap)
-                _pull(kb, tx.store, tx, remote, upstream_branch, upstream, result, index, start, noted)
+                _pull(kb, tx.store, tx, remote, upstream_branch, (upstream, known), result, index, start, noted)
                 noted.note(result)
                 laps.lap("pull")
                 pushed = push(store, remote, upstream_branch, tracking, upstream, result, turn)
@@ -298,11 +298,12 @@ def _upstream_branch(kb: Context, branch: str, remote: str) -> str:
     return branch
 
 
-def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_branch: str, upstream: str,
+def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_branch: str, tips: tuple[str, str],
           result: SyncResult, index: _Index, start: str, noted: _Noted) -> None:
-    """Bring the fetched ``upstream`` in (nothing to do when the remote has no such branch yet);
-    ``start``: where the branch was when the sync began; ``noted`` records a renumbering as soon
-    as the branch holds it."""
+    """Bring the fetched upstream in (``tips``: it, and it as the fetch before this sync left it;
+    nothing to do when the remote has no such branch yet); ``start``: where the branch was when
+    the sync began; ``noted`` records a renumbering as soon as the branch holds it."""
+    upstream, known = tips
     if not upstream:
         return
     head = store.head()
@@ -333,7 +334,9 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
             done.clear()
         index.back_to(head, start)
         parted = store.git("merge-base", upstream, start, check=False).stdout.decode().strip()
-    base, mapping = plan(kb, upstream, parted=parted or None, replayed=not merges)
+    # A save the upstream held as this clone last saw it, whose commit one side rewrote since
+    # (amended, force-pushed), is an edit of that memory, not another at its id.
+    base, mapping = plan(kb, upstream, parted=parted or None, replayed=not merges, seen=known)
     compose(result.renumbered, mapping)
     # A retry's renumbering moves a memory the last attempt's commits folded or stripped (a
     # rebase replays them): said under the id it has now, as the commits say it.
@@ -370,7 +373,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     # on both sides): git's rebase follows the move, the replay would take it for a forget and let
     # it win over a soft forget or edit.
     replayed = None if merging or (both and rename_meets(store, parted, (upstream, ours), renames)) else replay(
-        store, upstream, ours)
+        store, upstream, ours, known)
     # A memory this branch forgot and brought back, the upstream changed: git's rebase replays the
     # forget and stops on it, a merge joins the change into the memory brought back. Renamed by
     # the upstream, the replay drops the forget (the file is gone there too) and puts the memory
@@ -379,9 +382,10 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     merging = merging or bool(parted and (replayed is None or replayed.deleted_memory is not False)
                               and brought_back(store, parted, ours, upstream))
     if merging:
-        _merge(store, remote, name, upstream, bool(mapping), written_on_either(store, (upstream, ours), bases), bases)
+        _merge(store, remote, name, (upstream, known), bool(mapping), written_on_either(store, (upstream, ours), bases),
+               bases)
     elif replayed is None or replayed.tip is None:
-        _rebase(store, remote, upstream_branch, upstream, bool(mapping),
+        _rebase(store, remote, upstream_branch, (upstream, known), bool(mapping),
                 written_on_either(store, (upstream, ours), bases), bases)
     else:
         tip = replayed.tip  # neither merged nor rebased: the replay made it
@@ -462,17 +466,19 @@ def rename(moves: dict[str, T], mapping: dict[str, str]) -> None:
     moves.update(renamed)
 
 
-def _rebase(store: GitStore, remote: str, upstream_branch: str, upstream: str, renumbered: bool,
+def _rebase(store: GitStore, remote: str, upstream_branch: str, tips: tuple[str, str], renumbered: bool,
             written: list[str] | None, bases: list[str]) -> None:
-    """Rebase onto ``upstream`` with the KB's merge driver (``rebase.run``: session files and
-    topic-key memories both sides wrote are merged as records; ``written``, the files either
+    """Rebase onto the upstream (``tips``: it, and it as this clone last fetched it: ``rebase.run``'s
+    ``seen``) with the KB's merge driver (``rebase.run``: session files and topic-key memories both
+    sides wrote are merged as records; ``written``, the files either
     side's commits wrote, are the ones it may be handed), git's rename guess held to exact moves
     where it pairs only forgets and new saves since they parted (at ``bases``; ``rename_detection``); a conflict it leaves (two edits of one
     memory, a forget against an edit) aborts the rebase and raises, with the steps to merge by
     hand through ``slayer-kb rebase``, which uses the driver too (a plain ``git rebase`` would
     stop on the files the driver merges)."""
-    name = f"{remote}/{upstream_branch}"
-    stopped = run(store, [*rename_detection(store, bases, ("HEAD", upstream), replays=True), "-q", upstream], name, written)
+    name, (upstream, known) = f"{remote}/{upstream_branch}", tips
+    stopped = run(store, [*rename_detection(store, bases, ("HEAD", upstream), replays=True), "-q", upstream], name,
+                  written, known)
     if stopped is not None:
         store.git_writing_index("rebase", "--abort", check=False)
         first = [f"git fetch {remote}"]
@@ -484,13 +490,15 @@ def _rebase(store: GitStore, remote: str, upstream_branch: str, upstream: str, r
         raise ConflictError(conflict_message(store, *stopped, name, tuple(first), tips=("HEAD", upstream)))
 
 
-def _merge(store: GitStore, remote: str, name: str, upstream: str, renumbered: bool,
+def _merge(store: GitStore, remote: str, name: str, tips: tuple[str, str], renumbered: bool,
            written: list[str] | None, bases: list[str]) -> None:
-    """Merge ``upstream`` (``name``, its tracking ref) with the KB's merge driver (``merge.merge_in``,
+    """Merge the upstream (``name``, its tracking ref; ``tips``: it, and it as this clone last
+    fetched it) with the KB's merge driver (``merge.merge_in``,
     as ``slayer-kb merge``; ``written``: the files either side's commits wrote; ``bases``: where
     they parted); a conflict it
     leaves aborts the merge and raises, with the steps to merge by hand through ``slayer-kb merge``."""
-    stopped = merge_in(store, name, upstream, written, bases)
+    upstream, known = tips
+    stopped = merge_in(store, name, upstream, written, bases, known)
     if stopped is not None:
         store.git_writing_index("merge", "--abort", check=False)
         first = [f"git fetch {remote}"]

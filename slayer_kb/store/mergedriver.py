@@ -147,6 +147,19 @@ def merged(path: str, base: str, current: str, other: str, committed: tuple[Date
     return None
 
 
+def merged_blob(store: GitStore, path: str, blobs: tuple[str, str, str]) -> str | None:
+    """The merge of ``path``'s (base, ours, theirs) ``blobs``, written to git's objects: one side's
+    when the other left the base as it was, else this driver's (a topic key; else field by field,
+    as ``main`` falls back to when git's line merge stops); None where two edits meet."""
+    base, ours, theirs = blobs
+    if ours == base or theirs == base:
+        return ours if theirs == base else theirs
+    got = store.objects.read_many("blob", {base, ours, theirs})
+    was, mine, other = (got[oid].decode("utf-8", "replace") for oid in (base, ours, theirs))
+    result = merged(path, was, mine, other) or edits_merged(path, was, mine, other)
+    return None if result is None else store.objects.write("blob", result.encode("utf-8"))
+
+
 def changed_at(git: Callable[[list[str]], bytes], rev: str, path: str) -> str | None:
     """When the last commit of ``rev`` that changed ``path`` (repository-relative) was authored,
     as a memory's time; None when git cannot tell. ``git`` runs git with those arguments."""

@@ -10,6 +10,11 @@ for them all) are applied to the upstream's tree in git's object database (``obj
 - a file the upstream already changed the same way stays;
 - a file the commit adds that the upstream added too, that very version, under a commit of its
   own, stays: merged again, a topic key's later revisions would count the add twice;
+- a memory the commit adds that the upstream holds as one memory with it, the version the
+  upstream held when this clone last fetched it (``revisions.rewritten_alike``: a pushed save
+  amended, or a force push that replaced it), is an edit of that version: the side that changed
+  it holds, two changes merge as the driver merges them (``mergedriver.merged_blob``: a topic
+  key, else field by field) or go to ``git rebase``, which stops on them;
 - a file both changed is merged by ``mergedriver.merged`` (the records it merges: session files
   and topic-key memories), exactly as git would have asked the driver to;
 - a memory one side deleted (``forget``) and the other only soft-forgot goes: both forgot it;
@@ -39,7 +44,7 @@ from ..core.session import SESSIONS_DIR
 from . import mergedriver
 from .gitenv import LITERAL_PATHS
 from .repo import GitStore
-from .revisions import added_alike, forgot_at
+from .revisions import added_alike, forgot_at, rewritten_alike
 
 _FILE = "100644"
 _ABSENT = "000000"
@@ -62,10 +67,10 @@ class Replay:
     deleted_memory: bool | None
 
 
-def replay(store: GitStore, upstream: str, head: str) -> Replay:
+def replay(store: GitStore, upstream: str, head: str, seen: str = "") -> Replay:
     """The tip of ``upstream..head`` replayed onto ``upstream`` (``upstream`` itself when every
     commit became empty), or a tip of None when only ``git rebase`` can do it (see the module
-    doc)."""
+    doc); ``seen``: the upstream as this clone last fetched it."""
     rows = store.git("rev-list", "--reverse", "--parents", head, f"^{upstream}").stdout.decode().split("\n")
     commits = [row.split() for row in rows if row]
     if any(len(parents) != 1 for _commit, *parents in commits):
@@ -84,7 +89,7 @@ def replay(store: GitStore, upstream: str, head: str) -> Replay:
     tip, tree = upstream, objects.tree_of(upstream)
     for commit, _parent in commits:
         made = changes.get(commit, [])
-        updates = _applied(store, tree, made, (head, upstream), commit)
+        updates = _applied(store, tree, made, (head, upstream, seen), commit)
         if updates is None:
             return Replay(None, deleted)
         new_tree = objects.update_tree(tree, updates) if updates else tree
@@ -154,10 +159,11 @@ def _blob(oid: str, mode: str) -> str | None:
     return None if mode == _ABSENT else oid
 
 
-def _applied(store: GitStore, tree: str, changes: list[_Change], sides: tuple[str, str],
+def _applied(store: GitStore, tree: str, changes: list[_Change], sides: tuple[str, str, str],
              commit: str) -> dict[str, str | None] | None:
     """The blob each changed path takes in ``tree`` once ``commit``'s changes are applied; None
-    when a path needs more than the KB's merge driver. ``sides``: (this branch's tip, the upstream)."""
+    when a path needs more than the KB's merge driver. ``sides``: (this branch's tip, the upstream,
+    the upstream as this clone last fetched it)."""
     objects = store.objects
     now = objects.blobs_at(tree, [c.path for c in changes])
     updates: dict[str, str | None] = {}
@@ -169,12 +175,20 @@ def _applied(store: GitStore, tree: str, changes: list[_Change], sides: tuple[st
             updates[change.path] = change.new
         elif current == change.new:
             continue
-        elif change.old is None and current is not None and added_alike(store, change.path, *sides) == change.new:
+        elif change.old is None and current is not None and added_alike(store, change.path, *sides[:2]) == change.new:
             # The upstream added this very file too, under a commit of its own (a copied clone's
             # save pushed by the original, a squash merge), and changed it since: that change
             # already counts the add, which merged again would count twice (a topic key's
             # revisions).
             continue
+        elif change.old is None and current is not None and change.new is not None and (
+                was := rewritten_alike(store, [change.path], sides[2], *sides[:2]).get(change.path)):
+            # A save whose commit a side rewrote (amended, force-pushed): an edit of the version
+            # this clone last fetched, not a second memory at its id.
+            edited = mergedriver.merged_blob(store, change.path, (was, current, change.new))
+            if edited is None:
+                return None
+            updates[change.path] = edited
         elif (current is None or change.new is None) and (
                 holds := _forget_holds(store, change, current, (sides[1], commit))) is not None:
             # One side forgot it, the other only soft-forgot it (it goes), or upserted its topic

@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..core.errors import InvalidInputError, NotFoundError, StoreError
-from ..core.locate import MEMORY_LINK, memory_path
+from ..core.errors import InvalidInputError, MemoryFileError, NotFoundError, StoreError
+from ..core.locate import MEMORY_LINK, id_of_path, memory_path
+from ..core.memory import loads
 from ..core.problems import git_command
 from ..core.text import shown_value
 from .gitenv import LITERAL_PATHS
@@ -85,6 +86,37 @@ def _histories(store: GitStore, revs: list[str], paths: list[str]) -> dict[str, 
                 found[path] = (blob, {blob})
         elif status != "D":
             found[path][1].add(blob)
+    return found
+
+
+def rewritten_alike(store: GitStore, paths: list[str], seen: str, ours: str, theirs: str) -> dict[str, str]:
+    """Of the memory files ``paths`` (repository-relative) that ``ours`` and ``theirs`` each hold
+    (each side's own add), those that are one memory whose commit a side rewrote (a pushed save
+    amended, a force push): ``seen``, the upstream as this clone last fetched it, held the file
+    too, and all three versions have one ``created_at`` (which a move keeps and a new save makes
+    anew, as ``guesses`` tells them apart). Each with its version at ``seen``, where both sides'
+    changes start. Two clones that gave one id to two memories in one second (ids counted on each
+    clone, or one number given with ``--id`` on both) never saw the other's on the upstream before
+    they pushed it: ``seen`` lacks the file, and the two stay two. One read of the three trees."""
+    if not seen or not paths:
+        return {}
+    objects = store.objects
+    sides = [objects.blobs_at(objects.tree_of(rev), paths) for rev in (seen, ours, theirs)]
+    held: dict[str, tuple[str, list[str]]] = {}
+    for path in paths:
+        memory_id = id_of_path(path[len(store.prefix):]) if path.startswith(store.prefix) else None
+        blobs = [blob for side in sides if (blob := side[path])]
+        if memory_id and len(blobs) == len(sides):
+            held[path] = (memory_id, blobs)
+    texts = objects.read_many("blob", {blob for _id, blobs in held.values() for blob in blobs})
+    found: dict[str, str] = {}
+    for path, (memory_id, blobs) in held.items():
+        try:
+            made = {loads(texts[blob].decode("utf-8", "surrogateescape"), memory_id).created_at for blob in blobs}
+        except MemoryFileError:  # a version that does not read is no memory to call the same
+            continue
+        if len(made) == 1:
+            found[path] = blobs[0]
     return found
 
 
