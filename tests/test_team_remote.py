@@ -417,12 +417,14 @@ def test_a_push_stopped_in_the_remotes_slow_post_receive_hook_is_done(team, invo
     pushed_renumbered(team, invoke_cli, monkeypatch, team[0] / "hooks" / "post-receive", "#!/bin/sh\nsleep 60\n", "1")
 
 
-def _both_save_one_topic_key(a: Path, b: Path) -> None:
-    """A and B each save decision/k; A's is pushed first, so B's sync must fold B's into A's."""
-    for root, who in ((a, "A"), (b, "B")):
-        KnowledgeBase(root).save_observation("K", f"{who}: the key's decision, as {who} saw it.", type="decision",
-                                             project="api", topic_key="decision/k")
+def _both_save_one_topic_key(a: Path, b: Path) -> tuple[str, str]:
+    """A and B each save decision/k; A's is pushed first, so B's sync must fold B's into A's:
+    their ids, A's first."""
+    ids = tuple(KnowledgeBase(root).save_observation("K", f"{who}: the key's decision, as {who} saw it.",
+                                                     type="decision", project="api", topic_key="decision/k").memory_id
+                for root, who in ((a, "A"), (b, "B")))
     sync(KnowledgeBase(a))
+    return ids[0], ids[1]
 
 
 @pytest.mark.slow  # fault injection (slow suite, .ci/run)
@@ -472,6 +474,40 @@ def test_a_sync_killed_once_its_branch_moved_strips_links_to_what_the_upstream_f
         "Synced main with origin: pushed, 0 pulled, 2 pushed.\n"
         f"  stripped links to forgotten memories: memory:{kept} from {mine}\n")
     assert f"memory:{kept}" not in (b / "memories" / f"{mine}.yaml").read_text()
+
+
+# A reference-transaction hook that kills the sync once its branch has moved twice (the rebase,
+# then the first commit made on it), the first time only.
+KILL_AT_THE_SECOND_MOVE = KILL_AT_THE_FIRST_MOVE.replace(
+    'rm -f "$0"', '[ -f "$0.moved" ] || { touch "$0.moved"; exit 0; }\nrm -f "$0" "$0.moved"')
+
+
+@pytest.mark.slow  # fault injection (slow suite, .ci/run)
+def test_a_sync_killed_between_its_fold_and_its_strips_strips_on_the_next_run(team, run_cli, invoke_cli) -> None:
+    """Killed once it had folded B's memory into A's (one topic key) and before it stripped B's
+    link to a memory A forgot: the next sync strips it, and folds nothing twice."""
+    _bare, (a, b) = team
+    kept = KnowledgeBase(a).save_memory("A: the orders table holds one row per order, refunds apart.",
+                                        ["shop.orders"]).memory_id
+    sync(KnowledgeBase(a))
+    sync(KnowledgeBase(b))
+    KnowledgeBase(a).forget(kept)
+    mine = KnowledgeBase(b).save_memory("B: refunds are booked as negative order amounts in the same table.",
+                                        ["shop.orders", f"memory:{kept}"]).memory_id
+    theirs, ours = _both_save_one_topic_key(a, b)
+    hook = b / ".git" / "hooks" / "reference-transaction"
+    hook.write_text(KILL_AT_THE_SECOND_MOVE)
+    hook.chmod(0o755)
+    assert run_cli("--kb", b, "sync").returncode == -9
+    assert not hook.exists()
+    assert git(b, "log", "-1", "--format=%s").strip() == f"memory: merge {ours} into {theirs} (topic decision/k)"
+    synced = run_cli("--kb", b, "sync").stdout
+    assert synced.startswith("Synced main with origin: pushed, 0 pulled, 4 pushed.\n")
+    assert f"  stripped links to forgotten memories: memory:{kept} from {mine}\n" in synced
+    assert git(b, "log", "-4", "--format=%s", "origin/main").split("\n")[:2] == [
+        f"memory: strip links to forgotten {kept} from {mine}",
+        f"memory: merge {ours} into {theirs} (topic decision/k)"]
+    assert invoke_cli("--kb", b, "validate", check=True).returncode == 0
 
 
 @pytest.mark.slow  # fault injection (slow suite, .ci/run)

@@ -68,14 +68,13 @@ class Pulls:
         return pull if self.store.is_ancestor(pull.upstream, "HEAD") else None
 
     def write(self, pull: Pull) -> None:
-        """Record ``pull``, durably, before the branch moves: a sync killed after the move must
-        find it. A record that cannot be written fails the sync (put back where it was)."""
+        """Record ``pull`` before the branch moves: a sync killed after the move must find it. A
+        record that cannot be written fails the sync (put back where it was). Written whole (a
+        rename), with no fsync: it is in the race with other clones, and a kill leaves the page
+        cache to the next process; a power cut may lose it as git may lose the branch's move."""
         tmp = self.path.with_name(f"{PULL_FILE}.{os.getpid()}.tmp")
         try:
-            with open(tmp, "w", encoding="utf-8") as handle:
-                json.dump(asdict(pull), handle)
-                handle.flush()
-                os.fsync(handle.fileno())
+            tmp.write_text(json.dumps(asdict(pull)), encoding="utf-8")
             os.replace(tmp, self.path)
         except OSError as exc:
             raise StoreError(f"Cannot write {self.path}: {exc.strerror}; sync records its pull there before "
