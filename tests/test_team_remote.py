@@ -227,7 +227,9 @@ def test_a_sync_killed_in_its_push_still_says_where_a_folded_memory_went(team, r
     moved = (f"Error: Memory id '{BLOCK + 1}' moved: sync merged this clone's memory {BLOCK + 1} into 1, which the "
              f"upstream had saved first under the same topic key; no memory has id '{BLOCK + 1}' now.")
     assert invoke_cli("--kb", b, "get", str(BLOCK + 1)).stderr.startswith(moved)
-    assert invoke_cli("--kb", b, "sync", check=True).stdout == "Synced main with origin: pushed, 0 pulled, 2 pushed.\n"
+    # The killed sync said nothing: the one that pushes the fold says it.
+    assert invoke_cli("--kb", b, "sync", check=True).stdout == (
+        f"Synced main with origin: pushed, 0 pulled, 2 pushed.\n  merged (same topic key): {BLOCK + 1} into 1\n")
     assert invoke_cli("--kb", b, "get", str(BLOCK + 1)).stderr.startswith(moved)
 
 
@@ -485,7 +487,8 @@ KILL_AT_THE_SECOND_MOVE = KILL_AT_THE_FIRST_MOVE.replace(
 @pytest.mark.slow  # fault injection (slow suite, .ci/run)
 def test_a_sync_killed_between_its_fold_and_its_strips_strips_on_the_next_run(team, run_cli, invoke_cli) -> None:
     """Killed once it had folded B's memory into A's (one topic key) and before it stripped B's
-    link to a memory A forgot: the next sync strips it, and folds nothing twice."""
+    link to a memory A forgot, or recorded the fold: the next sync strips it, folds nothing twice
+    and says and records the fold (a command on B's old id said "No memory with id")."""
     _bare, (a, b) = team
     kept = KnowledgeBase(a).save_memory("A: the orders table holds one row per order, refunds apart.",
                                         ["shop.orders"]).memory_id
@@ -501,9 +504,11 @@ def test_a_sync_killed_between_its_fold_and_its_strips_strips_on_the_next_run(te
     assert run_cli("--kb", b, "sync").returncode == -9
     assert not hook.exists()
     assert git(b, "log", "-1", "--format=%s").strip() == f"memory: merge {ours} into {theirs} (topic decision/k)"
-    synced = run_cli("--kb", b, "sync").stdout
-    assert synced.startswith("Synced main with origin: pushed, 0 pulled, 4 pushed.\n")
-    assert f"  stripped links to forgotten memories: memory:{kept} from {mine}\n" in synced
+    assert run_cli("--kb", b, "sync").stdout == (
+        "Synced main with origin: pushed, 0 pulled, 4 pushed.\n"
+        f"  merged (same topic key): {ours} into {theirs}\n"
+        f"  stripped links to forgotten memories: memory:{kept} from {mine}\n")
+    assert invoke_cli("--kb", b, "get", ours).stderr.startswith(f"Error: Memory id '{ours}' moved: sync merged")
     assert git(b, "log", "-4", "--format=%s", "origin/main").split("\n")[:2] == [
         f"memory: strip links to forgotten {kept} from {mine}",
         f"memory: merge {ours} into {theirs} (topic decision/k)"]

@@ -55,6 +55,7 @@ from ..store.replay import forgets, replay
 from ..store.repo import Change, GitStore
 from ..store.worktree import reset_keep
 from ..transaction import Transaction, memory_change
+from .folds import folded_by
 from .merge import merge_conflict_message, merge_in, merging
 from .rebase import conflict_message, in_progress, run
 from .renumber import plan, renumber_commit, require_clean, rewrite_commits
@@ -422,6 +423,11 @@ def _finish_owed(kb: Context, store: GitStore, tx: Transaction, pulls: Pulls, re
     pull = pulls.owed(result.branch)
     if pull is None:
         return
+    # Its folds committed before it recorded them: this sync's, said and recorded as they would have been.
+    made = store.git("log", "--format=%s", "HEAD", "--not", pull.upstream, pull.ours).stdout.decode()
+    for subject in made.splitlines():
+        if (fold := folded_by(subject)) is not None:
+            (result.deduplicated if fold[1] else result.merged).update(fold[0])
     if pull.parted:
         _recount(kb, store, tx, (pull.parted, pull.upstream, pull.ours),
                  written_on_both(store, pull.parted, (pull.upstream, pull.ours)))
