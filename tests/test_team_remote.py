@@ -4,6 +4,7 @@ nothing is lost or split silently."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -13,12 +14,14 @@ import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import StoreError
+from slayer_kb.daemon.settle import settle
 from slayer_kb.ops.sync import sync
 from slayer_kb.ops.syncfetch import Fetch
 from slayer_kb.ops.turn import Turn
 from slayer_kb.store.bounded import run_bounded
 from slayer_kb.store.gitenv import git_env
 from slayer_kb.store.leases import BLOCK, NAMESPACE
+from slayer_kb.store.pulls import Pulls
 from testing import eventually, git, make_team
 
 
@@ -224,7 +227,9 @@ def test_a_sync_killed_in_its_push_still_says_where_a_folded_memory_went(team, r
     moved = (f"Error: Memory id '{BLOCK + 1}' moved: sync merged this clone's memory {BLOCK + 1} into 1, which the "
              f"upstream had saved first under the same topic key; no memory has id '{BLOCK + 1}' now.")
     assert invoke_cli("--kb", b, "get", str(BLOCK + 1)).stderr.startswith(moved)
-    assert invoke_cli("--kb", b, "sync", check=True).stdout == "Synced main with origin: pushed, 0 pulled, 2 pushed.\n"
+    # The killed sync said nothing: the one that pushes the fold says it.
+    assert invoke_cli("--kb", b, "sync", check=True).stdout == (
+        f"Synced main with origin: pushed, 0 pulled, 2 pushed.\n  merged (same topic key): {BLOCK + 1} into 1\n")
     assert invoke_cli("--kb", b, "get", str(BLOCK + 1)).stderr.startswith(moved)
 
 
@@ -412,3 +417,126 @@ def test_a_push_stopped_in_the_remotes_slow_post_receive_hook_is_done(team, invo
     """The remote's post-receive hook (a CI trigger) ran past SLAYER_KB_SYNC_TIMEOUT after the
     refs moved: the same undoing, and the same memory pushed again. Now, as above, done."""
     pushed_renumbered(team, invoke_cli, monkeypatch, team[0] / "hooks" / "post-receive", "#!/bin/sh\nsleep 60\n", "1")
+
+
+def _both_save_one_topic_key(a: Path, b: Path) -> tuple[str, str]:
+    """A and B each save decision/k; A's is pushed first, so B's sync must fold B's into A's:
+    their ids, A's first."""
+    ids = tuple(KnowledgeBase(root).save_observation("K", f"{who}: the key's decision, as {who} saw it.",
+                                                     type="decision", project="api", topic_key="decision/k").memory_id
+                for root, who in ((a, "A"), (b, "B")))
+    sync(KnowledgeBase(a))
+    return ids[0], ids[1]
+
+
+@pytest.mark.slow  # fault injection (slow suite, .ci/run)
+def test_a_sync_killed_once_its_branch_moved_onto_the_upstream_folds_on_the_next_run(team, run_cli,
+                                                                                      invoke_cli) -> None:
+    """B's sync moved B's branch onto A's (one topic key saved on both) and was killed (kill -9)
+    before it folded B's memory into A's. The next sync found nothing to pull and pushed both
+    holders of the key without a word ('pushed, 0 pulled, 2 pushed'); main no longer validated."""
+    _bare, (a, b) = team
+    _both_save_one_topic_key(a, b)
+    hook = b / ".git" / "hooks" / "reference-transaction"
+    hook.write_text(KILL_AT_THE_FIRST_MOVE)
+    hook.chmod(0o755)
+    assert run_cli("--kb", b, "sync").returncode == -9
+    assert not hook.exists()
+    assert git(b, "merge-base", "--is-ancestor", "origin/main", "HEAD") == ""  # moved onto A's, not folded
+    assert git(b, "log", "-1", "--format=%s").strip() == f"memory: save {BLOCK + 1} (decision: K)"
+    assert run_cli("--kb", b, "sync").stdout == (
+        "Synced main with origin: pushed, 0 pulled, 2 pushed.\n"
+        f"  merged (same topic key): {BLOCK + 1} into 1\n")
+    assert git(b, "log", "-1", "--format=%s", "origin/main").strip() == (
+        f"memory: merge {BLOCK + 1} into 1 (topic decision/k)")
+    assert invoke_cli("--kb", b, "validate", check=True).returncode == 0
+
+
+@pytest.mark.slow  # fault injection (slow suite, .ci/run)
+def test_a_sync_killed_once_its_branch_moved_strips_links_to_what_the_upstream_forgot_on_the_next_run(
+        team, run_cli, invoke_cli) -> None:
+    """B linked A's memory, which A forgot meanwhile; B's sync moved B's branch onto A's and was
+    killed before it stripped the link. The next sync, which found nothing to pull, refused to push
+    a link to no memory and told the user to edit it by hand."""
+    _bare, (a, b) = team
+    kept = KnowledgeBase(a).save_memory("A: the orders table holds one row per order, refunds apart.",
+                                        ["shop.orders"]).memory_id
+    sync(KnowledgeBase(a))
+    sync(KnowledgeBase(b))
+    KnowledgeBase(a).forget(kept)
+    sync(KnowledgeBase(a))
+    mine = KnowledgeBase(b).save_memory("B: refunds are booked as negative order amounts in the same table.",
+                                        ["shop.orders", f"memory:{kept}"]).memory_id
+    hook = b / ".git" / "hooks" / "reference-transaction"
+    hook.write_text(KILL_AT_THE_FIRST_MOVE)
+    hook.chmod(0o755)
+    assert run_cli("--kb", b, "sync").returncode == -9
+    assert git(b, "merge-base", "--is-ancestor", "origin/main", "HEAD") == ""
+    assert run_cli("--kb", b, "sync").stdout == (
+        "Synced main with origin: pushed, 0 pulled, 2 pushed.\n"
+        f"  stripped links to forgotten memories: memory:{kept} from {mine}\n")
+    assert f"memory:{kept}" not in (b / "memories" / f"{mine}.yaml").read_text()
+
+
+# A reference-transaction hook that kills the sync once its branch has moved twice (the rebase,
+# then the first commit made on it), the first time only.
+KILL_AT_THE_SECOND_MOVE = KILL_AT_THE_FIRST_MOVE.replace(
+    'rm -f "$0"', '[ -f "$0.moved" ] || { touch "$0.moved"; exit 0; }\nrm -f "$0" "$0.moved"')
+
+
+@pytest.mark.slow  # fault injection (slow suite, .ci/run)
+def test_a_sync_killed_between_its_fold_and_its_strips_strips_on_the_next_run(team, run_cli, invoke_cli) -> None:
+    """Killed once it had folded B's memory into A's (one topic key) and before it stripped B's
+    link to a memory A forgot, or recorded the fold: the next sync strips it, folds nothing twice
+    and says and records the fold (a command on B's old id said "No memory with id")."""
+    _bare, (a, b) = team
+    kept = KnowledgeBase(a).save_memory("A: the orders table holds one row per order, refunds apart.",
+                                        ["shop.orders"]).memory_id
+    sync(KnowledgeBase(a))
+    sync(KnowledgeBase(b))
+    KnowledgeBase(a).forget(kept)
+    mine = KnowledgeBase(b).save_memory("B: refunds are booked as negative order amounts in the same table.",
+                                        ["shop.orders", f"memory:{kept}"]).memory_id
+    theirs, ours = _both_save_one_topic_key(a, b)
+    hook = b / ".git" / "hooks" / "reference-transaction"
+    hook.write_text(KILL_AT_THE_SECOND_MOVE)
+    hook.chmod(0o755)
+    assert run_cli("--kb", b, "sync").returncode == -9
+    assert not hook.exists()
+    assert git(b, "log", "-1", "--format=%s").strip() == f"memory: merge {ours} into {theirs} (topic decision/k)"
+    assert run_cli("--kb", b, "sync").stdout == (
+        "Synced main with origin: pushed, 0 pulled, 4 pushed.\n"
+        f"  merged (same topic key): {ours} into {theirs}\n"
+        f"  stripped links to forgotten memories: memory:{kept} from {mine}\n")
+    assert invoke_cli("--kb", b, "get", ours).stderr.startswith(f"Error: Memory id '{ours}' moved: sync merged")
+    assert git(b, "log", "-4", "--format=%s", "origin/main").split("\n")[:2] == [
+        f"memory: strip links to forgotten {kept} from {mine}",
+        f"memory: merge {ours} into {theirs} (topic decision/k)"]
+    assert invoke_cli("--kb", b, "validate", check=True).returncode == 0
+
+
+@pytest.mark.slow  # fault injection (slow suite, .ci/run)
+def test_a_client_whose_servers_sync_moved_the_branch_says_so_and_finishes_it(team, run_cli, invoke_cli,
+                                                                                capfd: pytest.CaptureFixture[str]) -> None:
+    """The warm server's write process was killed once its sync had moved B's branch onto A's,
+    before the fold. The client said the server "stopped ... before it committed anything",
+    which was false: the branch had moved (the state is made by a sync killed there, whose pull
+    record then names the relayed request, as the server's names it)."""
+    _bare, (a, b) = team
+    _both_save_one_topic_key(a, b)
+    hook = b / ".git" / "hooks" / "reference-transaction"
+    hook.write_text(KILL_AT_THE_FIRST_MOVE)
+    hook.chmod(0o755)
+    assert run_cli("--kb", b, "sync").returncode == -9
+    request = "e" * 32
+    pulls = Pulls(KnowledgeBase(b).store)
+    pull = pulls.read()
+    assert pull is not None
+    pulls.write(dataclasses.replace(pull, request=request))
+    assert settle((str(b), request), ["--kb", str(b), "sync"]) is None  # run in the client
+    assert capfd.readouterr().err == (
+        "slayer-kb: the server stopped while running this command, after it had moved the branch to take in "
+        "origin/main, before it finished; running it in this process, which finishes it.\n")
+    assert invoke_cli("--kb", b, "sync", check=True).stdout == (
+        "Synced main with origin: pushed, 0 pulled, 2 pushed.\n"
+        f"  merged (same topic key): {BLOCK + 1} into 1\n")

@@ -5,7 +5,9 @@ it (store/requests.py). Here the client waits for the KB lock (taking it finishe
 commit the server left half-applied), reads that record, and asks git whether each commit it
 names is in HEAD's history. Then:
 
-- nothing landed: the command runs in this process, as if the server had never had it;
+- nothing landed: the command runs in this process, as if the server had never had it; so does a
+  sync that moved the branch to take in the upstream and did not finish (its commits landed or not): run
+  again, it makes what the one stopped left, and the client says the branch moved;
 - its one commit landed: what the command prints is printed (the output the server recorded when
   the command had returned, else the result read back from the commit, ``cli/landed.py``), and
   the exit code is the command's; it is not run again;
@@ -19,6 +21,7 @@ import sys
 from ..core.errors import KBError
 from ..kb import KnowledgeBase
 from ..store import requests
+from ..store.pulls import moved_by
 from ..store.repo import GitStore
 from . import relay
 
@@ -40,6 +43,15 @@ def settle(where: tuple[str, str], argv: list[str], stopped: str = relay.SERVER)
             print(f"slayer-kb: {stopped} stopped while running this command, and whether it committed "
                   f"cannot be told: {exc} Check 'git log' before running it again.", file=sys.stderr)
             return 1
+        pull = moved_by(kb.store, request)
+        if pull is not None:
+            # A sync that moved the branch to take in the upstream (its commits landed or not) and did not
+            # finish: run again, it makes what this one left (store/pulls.py).
+            requests.drop(kb.state, request)
+            print(f"slayer-kb: {stopped} stopped while running this command, after it had moved the branch to "
+                  f"take in {pull.name}, before it finished; running it in this process, which finishes it.",
+                  file=sys.stderr, flush=True)
+            return None
         if not landed:
             requests.drop(kb.state, request)
             print(f"slayer-kb: {stopped} stopped while running this command, before it committed "

@@ -10,6 +10,7 @@ saves). The caller records the moves (``store/moves.py``)."""
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,9 @@ from .renumber import renumbered_text
 
 if TYPE_CHECKING:
     from ..context import Context
+
+# A fold's commit subject, as ``_commit`` writes it: the moves, then why.
+_FOLD_SUBJECT = re.compile(r"memory: merge (\S+ into \S+(?:, \S+ into \S+)*) \((topic .+|same save)\)")
 
 
 def fold_topic_keys(kb: Context, tx: Transaction, ours: list[str], merged: dict[str, str],
@@ -136,6 +140,17 @@ def _live(kb: Context, ids: list[str]) -> list[Memory]:
             if not (memory := kb.read(memory_id)).is_deleted:
                 out.append(memory)
     return out
+
+
+def folded_by(subject: str) -> tuple[dict[str, str], bool] | None:
+    """The moves (this branch's id -> the other side's) of a fold's commit, read from its
+    ``subject``, and whether it folded one save made alike (not a topic key); None for another
+    commit."""
+    found = _FOLD_SUBJECT.fullmatch(subject)
+    if found is None:
+        return None
+    moves = dict(move.split(" into ") for move in found.group(1).split(", "))
+    return moves, found.group(2) == "same save"
 
 
 def _commit(tx: Transaction, folds: dict[str, Memory], changes: list[Change], why: str,

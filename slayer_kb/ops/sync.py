@@ -49,11 +49,13 @@ from ..core.session import SESSIONS_DIR
 from ..core.text import MAX_SHOWN, shown_value
 from ..store.guesses import rename_detection
 from ..store.moves import MovedIds
+from ..store.pulls import Pull, Pulls
 from ..store.renames import TipRenames, brought_back, crossings, given_and_moved_on, merged_where, rename_meets
 from ..store.replay import forgets, replay
 from ..store.repo import Change, GitStore
 from ..store.worktree import reset_keep
 from ..transaction import Transaction, memory_change
+from .folds import folded_by
 from .merge import merge_conflict_message, merge_in, merging
 from .rebase import conflict_message, in_progress, run
 from .renumber import plan, renumber_commit, require_clean, rewrite_commits
@@ -143,6 +145,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
             raise InvalidInputError("The repository has no commit yet; save a memory first.")
         index = _Index(kb, store, start)
         noted = _Noted(kb.moves)
+        pulls = Pulls(store)
         laps.lap("lock")
         try:
             for attempt in range(PUSH_ATTEMPTS):
@@ -151,7 +154,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
                     laps.next()
                 if attempt or not fetched:
                     upstream = fetch.in_turn(laps.lap)
-                _pull(kb, tx.store, tx, remote, upstream_branch, (upstream, known), result, index, start, noted)
+                _pull(kb, tx.store, tx, remote, upstream_branch, (upstream, known), result, index, start, noted, pulls)
                 noted.note(result)
                 laps.lap("pull")
                 pushed = push(store, remote, upstream_branch, tracking, upstream, result, turn)
@@ -170,6 +173,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
                     f"the repository is back as it was. Run '{command(store.root)} sync' again."
                 )
             turn.give_back()
+            pulls.done()
             index.catch_up()
             if upstream:
                 result.pulled = _count(store, upstream, start)
@@ -178,6 +182,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
             turn.give_back()
             noted.undo()
             stuck = _put_back(store, start)
+            pulls.undo()
             kb.reread()
             if stuck is not None:
                 raise StoreError(f"{exc}\n{stuck}") from exc
@@ -299,28 +304,35 @@ def _upstream_branch(kb: Context, branch: str, remote: str) -> str:
 
 
 def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_branch: str, tips: tuple[str, str],
-          result: SyncResult, index: _Index, start: str, noted: _Noted) -> None:
-    """Bring the fetched upstream in (``tips``: it, and it as the fetch before this sync left it;
-    nothing to do when the remote has no such branch yet); ``start``: where the branch was when
-    the sync began; ``noted`` records a renumbering as soon as the branch holds it."""
+          result: SyncResult, index: _Index, start: str, noted: _Noted, pulls: Pulls) -> None:
+    """Bring the fetched upstream in (``tips``: it, and it as the last fetch left it; none: no such
+    branch yet); ``start``: the branch as the sync began; ``noted`` records a renumbering as soon as
+    the branch holds it; ``pulls`` the pull, before the branch moves, and what a killed sync owes."""
     upstream, known = tips
     if not upstream:
         return
     head = store.head()
     assert head is not None
+    name = f"{remote}/{upstream_branch}"
+
+    def moving(ours: str, parted: str) -> None:  # before each move: killed after it, the next sync finishes
+        pulls.write(Pull(result.branch, start, parted, upstream, ours, name, kb.store.request or ""))
+
     # One merge-base tells all three cases: up to date, fast-forward, diverged (and from where).
     parted = store.git("merge-base", upstream, head, check=False).stdout.decode().strip()
     if parted == upstream:
-        # Nothing to pull, but commits made by hand (a conflict resolved) may be pushed: check them.
+        # Nothing to pull, but commits made by hand (a conflict resolved) may be pushed: check them;
+        # and a sync killed once it had pulled left its steps after the pull to make.
         if head != upstream:
             _finish_merge_by_hand(kb, store, tx, upstream, result)
+            _finish_owed(kb, store, tx, pulls, result, index)
             _refuse(kb, revalidate(kb, store, upstream, on_top(store, upstream)), result, merged=False)
         return
     if parted == head:
+        moving(head, parted)
         store.git_writing_index("merge", "-q", "--ff-only", upstream)
         result.action = "fast-forward"
         return
-    name = f"{remote}/{upstream_branch}"
     # A merge among this branch's own commits: a rebase would replay it as a line of commits, and
     # git would no longer count the merged branch as merged. So the upstream is merged in instead,
     # into the branch as the sync found it (a retry's merge is made again, not stacked on the last).
@@ -334,6 +346,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
             done.clear()
         index.back_to(head, start)
         parted = store.git("merge-base", upstream, start, check=False).stdout.decode().strip()
+    _finish_owed(kb, store, tx, pulls, result, index)  # against the upstream the killed sync pulled
     # A save the upstream held as this clone last saw it, whose commit one side rewrote since
     # (amended, force-pushed), is an edit of that memory, not another at its id.
     base, mapping = plan(kb, upstream, parted=parted or None, replayed=not merges, seen=known)
@@ -348,6 +361,8 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     # Recorded before the branch moves: killed in between, a command on the old id refuses (until
     # the next sync renumbers again) rather than answer with the upstream's memory.
     noted.note(result)
+    if mapping:
+        moving(store.head() or "", parted)
     if mapping and merges:
         renumber_commit(kb, tx, mapping, name)  # one commit: the merge's history stays as it was
     elif mapping:
@@ -381,6 +396,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     # saw the branch delete no memory file.
     merging = merging or bool(parted and (replayed is None or replayed.deleted_memory is not False)
                               and brought_back(store, parted, ours, upstream))
+    moving(ours, parted)
     if merging:
         _merge(store, remote, name, (upstream, known), bool(mapping), written_on_either(store, (upstream, ours), bases),
                bases)
@@ -401,6 +417,25 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
         _recount(kb, store, tx, (parted, upstream, ours), both)
     moves = Moves(result.merged, result.unlinked, result.cascaded, result.deduplicated, result.relinked)
     _refuse(kb, finish(kb, store, tx, upstream, parted, moves, index.catch_up, ours=ours), result)
+
+
+def _finish_owed(kb: Context, store: GitStore, tx: Transaction, pulls: Pulls, result: SyncResult, index: _Index) -> None:
+    """The steps after the pull that a sync which did not finish (killed once its branch held the
+    upstream) may not have made (``store/pulls.py``): made now against the upstream it pulled,
+    from where the sides parted then and its branch before it moved. Those it made make nothing."""
+    pull = pulls.owed(result.branch)
+    if pull is None:
+        return
+    # Its folds committed before it recorded them: this sync's, said and recorded as they would have been.
+    made = store.git("log", "--format=%s", "HEAD", "--not", pull.upstream, pull.ours).stdout.decode()
+    for subject in made.splitlines():
+        if (fold := folded_by(subject)) is not None:
+            (result.deduplicated if fold[1] else result.merged).update(fold[0])
+    if pull.parted:
+        _recount(kb, store, tx, (pull.parted, pull.upstream, pull.ours),
+                 written_on_both(store, pull.parted, (pull.upstream, pull.ours)))
+    moves = Moves(result.merged, result.unlinked, result.cascaded, result.deduplicated, result.relinked)
+    finish(kb, store, tx, pull.upstream, pull.parted, moves, index.catch_up, ours=pull.ours)
 
 
 def _finish_merge_by_hand(kb: Context, store: GitStore, tx: Transaction, upstream: str, result: SyncResult) -> None:

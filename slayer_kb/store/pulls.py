@@ -1,0 +1,108 @@
+"""A sync's pull, recorded before its branch moves onto the upstream (``slayer-kb-pull.json`` in
+the git folder): what the next sync needs to finish it when this one is killed (``kill -9``, a
+server's write process stopped) before it is done.
+
+The steps after the pull (a topic key both sides saved folded into the upstream's memory, a save
+made alike on both folded, links to what the upstream forgot stripped or pointed at a memory it
+renamed, both sides' revisions counted) are decided from where the sides parted and from the
+branch before it moved, which the moved branch no longer tells: once it sits on the upstream,
+the next sync finds nothing to pull. This record keeps them until the sync that wrote it is done
+(pushed, or put back where it was), so that the next sync makes the steps the killed one did not
+(each makes nothing a second time) and a client whose server died says that the branch moved.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
+
+from ..core.errors import StoreError
+
+if TYPE_CHECKING:
+    from .repo import GitStore
+
+PULL_FILE = "slayer-kb-pull.json"
+
+
+@dataclass(frozen=True)
+class Pull:
+    """One sync's pull of ``upstream`` (the tip fetched from ``name``, as ``origin/main``)."""
+
+    branch: str
+    start: str  # the branch when the sync began
+    parted: str  # where the branch and the upstream parted ("" for nowhere: histories made apart)
+    upstream: str
+    ours: str  # the branch as it was just before it moved onto ``upstream``
+    name: str
+    request: str  # the relayed request that ran the sync ("" when run in its own process)
+
+
+class Pulls:
+    """The record of a clone's worktree (its branch), as one sync found it and leaves it."""
+
+    def __init__(self, store: GitStore) -> None:
+        self.store = store
+        self.path = store.git_dirs()[0] / PULL_FILE
+        self.found = self._text()  # put back by ``undo``
+
+    def _text(self) -> str | None:
+        try:
+            return self.path.read_text(encoding="utf-8")
+        except OSError:
+            return None
+
+    def read(self) -> Pull | None:
+        """The pull recorded now (None: none, or a file that does not parse)."""
+        return _parsed(self._text())
+
+    def owed(self, branch: str) -> Pull | None:
+        """The pull of ``branch`` recorded when this sync began (a sync that did not finish),
+        whose upstream HEAD holds: the steps after it may not have been made (made again, they
+        make nothing)."""
+        pull = _parsed(self.found)
+        if pull is None or pull.branch != branch or not pull.upstream:
+            return None
+        return pull if self.store.is_ancestor(pull.upstream, "HEAD") else None
+
+    def write(self, pull: Pull) -> None:
+        """Record ``pull`` before the branch moves: a sync killed after the move must find it. A
+        record that cannot be written fails the sync (put back where it was). Written whole (a
+        rename), with no fsync: it is in the race with other clones, and a kill leaves the page
+        cache to the next process; a power cut may lose it as git may lose the branch's move."""
+        tmp = self.path.with_name(f"{PULL_FILE}.{os.getpid()}.tmp")
+        try:
+            tmp.write_text(json.dumps(asdict(pull)), encoding="utf-8")
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            raise StoreError(f"Cannot write {self.path}: {exc.strerror}; sync records its pull there before "
+                             "the branch moves. Make the git folder writable and run sync again.") from None
+
+    def done(self) -> None:
+        """The sync finished: nothing is owed."""
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+    def undo(self) -> None:
+        """The sync put the branch back where it found it: the record as it found it too."""
+        if self.found is None:
+            self.done()
+        elif self._text() != self.found:
+            self.path.write_text(self.found, encoding="utf-8")
+
+
+def moved_by(store: GitStore, request: str) -> Pull | None:
+    """The pull of the relayed ``request``'s sync, when it moved the branch (HEAD is no longer
+    where that sync began), whatever it committed; None when it did not, or finished."""
+    pull = Pulls(store).read()
+    return pull if pull is not None and pull.request == request and store.head() != pull.start else None
+
+
+def _parsed(text: str | None) -> Pull | None:
+    try:
+        data = json.loads(text) if text is not None else None
+        return Pull(**{key: str(data[key]) for key in Pull.__dataclass_fields__}) if isinstance(data, dict) else None
+    except (ValueError, KeyError, TypeError):
+        return None
