@@ -316,7 +316,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     name = f"{remote}/{upstream_branch}"
 
     def moving(ours: str, parted: str) -> None:  # before each move: killed after it, the next sync finishes
-        pulls.write(Pull(result.branch, start, parted, upstream, ours, name, kb.store.request or ""))
+        pulls.write(Pull(result.branch, start, parted, upstream, ours, name, store.request or ""))
 
     # One merge-base tells all three cases: up to date, fast-forward, diverged (and from where).
     parted = store.git("merge-base", upstream, head, check=False).stdout.decode().strip()
