@@ -838,7 +838,7 @@ def test_a_link_a_file_name_or_a_padded_id_given_as_an_id_names_the_id(
 
 
 @pytest.mark.parametrize(("argv", "name"), [(["save", "-", "--query", "-"], "LEARNING"),
-                                            (["save", "--content", "-", "--query", "-"], "LEARNING"),
+                                            (["save", "--content", "-", "--query", "-"], "--content"),
                                             (["search", "-", "--query", "-"], "QUESTION")])
 def test_standard_input_feeds_one_argument(example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner,
                                            argv: list[str], name: str) -> None:

@@ -403,3 +403,30 @@ def test_export_slayer_overwrites_only_its_own_files(catalog_kb: KnowledgeBase, 
     assert reply["problems"] == [f"{out / '1.md'} was written by an earlier export and changed since; its memory is no "
                                  "longer live, and the file was left: delete it if SLayer should not serve it."]
     assert (out / "1.md").read_text() == "SLayer's edit\n"
+
+
+def test_export_slayer_keeps_the_file_of_a_live_memory_it_cannot_read(catalog_kb: KnowledgeBase, tmp_path: Path) -> None:
+    """A memory whose file broke since the last export was taken for one no longer live: its
+    exported file was removed, and SLayer stopped serving it."""
+    kb = catalog_kb
+    write_slayer_folder(tmp_path / "in", SLAYER_FILES)
+    import_slayer(kb, tmp_path / "in")
+    export_slayer(kb, tmp_path / "out")
+    path = kb.root / "memories" / "7.yaml"
+    path.write_text(path.read_text() + "learning: twice\n")
+    result = export_slayer(kb, tmp_path / "out")
+    assert (sorted(result.written), result.removed) == (["1", "kb.paid-revenue"], [])
+    assert (tmp_path / "out" / "memories" / "7.md").read_text() == SLAYER_FILES["7"]
+    path.write_text(path.read_text().removesuffix("learning: twice\n"))
+    assert sorted(export_slayer(kb, tmp_path / "out").written) == ["1", "7", "kb.paid-revenue"]  # its own file still
+
+
+def test_import_slayer_holds_type_project_and_topic_key_to_a_saves_limits(catalog_kb: KnowledgeBase, tmp_path: Path) -> None:
+    """Such a memory was imported, and validate then refused the commit the import made."""
+    write_slayer_folder(tmp_path / "in", {
+        "a": f"---\nid: a\ntype: {'t' * 201}\ncreated_at: '2026-03-01T00:00:00Z'\n---\n\nbody a\n",
+        "b": "---\nid: b\ncreated_at: '2026-03-01T00:00:00Z'\n---\n\nbody b\n"})
+    result = import_slayer(catalog_kb, tmp_path / "in")
+    assert result.imported == ["b"] and result.warnings == [
+        f"{tmp_path / 'in' / 'memories' / 'a.md'}: type is 201 characters long; the limit is 200. Use a short name; put "
+        "the detail in the content. (skipped)"]

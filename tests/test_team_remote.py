@@ -21,8 +21,8 @@ from slayer_kb.ops.turn import Turn
 from slayer_kb.store.bounded import run_bounded
 from slayer_kb.store.gitenv import git_env
 from slayer_kb.store.leases import BLOCK, NAMESPACE
-from slayer_kb.store.pulls import Pulls
-from testing import eventually, git, make_team
+from slayer_kb.store.pulls import Pull, Pulls, moved_by
+from testing import eventually, git, lose_races, make_team
 
 
 @pytest.fixture
@@ -452,6 +452,44 @@ def test_a_sync_killed_once_its_branch_moved_onto_the_upstream_folds_on_the_next
     assert invoke_cli("--kb", b, "validate", check=True).returncode == 0
 
 
+def test_a_pull_record_is_its_branchs_own(team) -> None:
+    """One record a worktree: a sync of another branch there overwrote a killed sync's record of
+    main and removed it once it pushed, and main's next sync owed nothing, pushing unfolded."""
+    _bare, (_a, b) = team
+    store = KnowledgeBase(b).store
+    head = git(b, "rev-parse", "HEAD").strip()
+    owed = Pull("main", head, head, head, head, "origin/main", "")
+    Pulls(store, "main").write(owed)
+    side = Pulls(store, "side")
+    side.write(Pull("side", head, head, head, head, "origin/side", "e" * 32))
+    assert moved_by(store, "e" * 32) is None  # its branch did not move
+    side.done()
+    assert Pulls(store, "main").owed("main") == owed and Pulls(store, "side").owed("side") is None
+
+
+@pytest.mark.slow  # fault injection (slow suite, .ci/run)
+def test_the_rerun_of_a_killed_sync_claims_no_other_clones_fold(tmp_path: Path, run_cli, invoke_cli) -> None:
+    """After B's sync was killed, C folded its own save of the key into A's and pushed; B's rerun
+    lost a race and retried onto C's push, and read C's fold commit as one its killed sync made:
+    it said 'merged ... C's id into 1' and recorded the move, so 'get' of C's id on B told of a
+    fold of this clone's memory and a wrong fix."""
+    bare, (a, b, c) = make_team(tmp_path, 3)
+    _both_save_one_topic_key(a, b)
+    hook = b / ".git" / "hooks" / "reference-transaction"
+    hook.write_text(KILL_AT_THE_FIRST_MOVE)
+    hook.chmod(0o755)
+    assert run_cli("--kb", b, "sync").returncode == -9
+    theirs = KnowledgeBase(c).save_observation("K", "C: the key's decision, as C saw it.", type="decision",
+                                               project="api", topic_key="decision/k").memory_id
+    assert sync(KnowledgeBase(c)).merged == {theirs: "1"}
+    lose_races(bare, 1)
+    assert run_cli("--kb", b, "sync").stdout == (
+        "Synced main with origin: rebased, 3 pulled, 2 pushed.\n"
+        "  merged both sides of: memories/1.yaml\n"
+        f"  merged (same topic key): {BLOCK + 1} into 1\n")
+    assert invoke_cli("--kb", b, "get", theirs).stderr == f"Error: No memory with id '{theirs}'.\n"
+
+
 @pytest.mark.slow  # fault injection (slow suite, .ci/run)
 def test_a_sync_killed_once_its_branch_moved_strips_links_to_what_the_upstream_forgot_on_the_next_run(
         team, run_cli, invoke_cli) -> None:
@@ -529,7 +567,7 @@ def test_a_client_whose_servers_sync_moved_the_branch_says_so_and_finishes_it(te
     hook.chmod(0o755)
     assert run_cli("--kb", b, "sync").returncode == -9
     request = "e" * 32
-    pulls = Pulls(KnowledgeBase(b).store)
+    pulls = Pulls(KnowledgeBase(b).store, "main")
     pull = pulls.read()
     assert pull is not None
     pulls.write(dataclasses.replace(pull, request=request))

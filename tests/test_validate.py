@@ -681,3 +681,13 @@ def test_an_empty_path_is_refused_not_read_as_the_whole_kb(example_kb_read_only:
                    "base's folder, or no PATH for the whole knowledge base.")
         assert (proc.returncode, json_of(proc), proc.stderr) == (
             1, {"error": {"type": "invalid_input", "message": message}}, f"Error: {message}\n"), command
+
+
+def test_the_schemas_limits_are_a_saves() -> None:
+    from slayer_kb.core import engram
+    from slayer_kb.core.memory import MAX_DESCRIPTION
+
+    properties = json.loads(SCHEMA_PATH.read_text())["properties"]
+    assert {key: properties[key].get("maxLength") for key in ("title", "type", "project", "topic_key", "description")} == {
+        "title": engram.MAX_TITLE, "type": engram.MAX_KEY, "project": engram.MAX_KEY, "topic_key": engram.MAX_KEY,
+        "description": MAX_DESCRIPTION}

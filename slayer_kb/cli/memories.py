@@ -131,7 +131,7 @@ def save(
         raise UsageError(
             "The text was given twice, as LEARNING and with --content: give it once (they are one field)."
         )
-    stdin_once("LEARNING", learning if learning is not None else content, query)
+    stdin_once("LEARNING" if learning is not None else "--content", learning if learning is not None else content, query)
     text = read_text_arg(learning if learning is not None else content)
     if text is None:
         raise UsageError(

@@ -31,15 +31,17 @@ class Plan:
     or leaves because they changed since (``changed``)."""
 
     write: dict[str, bytes]
+    unread: frozenset[str] = frozenset()
     foreign: list[str] = field(default_factory=list)
     stale: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
 
 
-def plan(folder: Path, write: dict[str, bytes]) -> Plan:
-    """The plan for writing ``write`` (name -> bytes) into ``folder`` (the export's ``memories/``)."""
-    recorded = _recorded(folder)
-    out = Plan(write)
+def plan(folder: Path, write: dict[str, bytes], unread: frozenset[str] = frozenset()) -> Plan:
+    """The plan for writing ``write`` (name -> bytes) into ``folder`` (the export's ``memories/``);
+    ``unread``: the names of live memories the export could not read, whose files stay as they are."""
+    recorded = {name: was for name, was in _recorded(folder).items() if name not in unread}
+    out = Plan(write, unread)
     for name, data in sorted(write.items()):
         found = _digest_of(folder / name)
         if found is not None and found != digest(data) and found != recorded.get(name):
@@ -52,13 +54,15 @@ def plan(folder: Path, write: dict[str, bytes]) -> Plan:
 
 
 def finish(folder: Path, done: Plan) -> None:
-    """After the files are written: the stale ones removed, the record of what was written kept."""
+    """After the files are written: the stale ones removed, the record of what was written kept
+    (and of the files left for memories it could not read, as recorded before)."""
     for name in done.stale:
         with contextlib.suppress(FileNotFoundError):
             (folder / name).unlink()
+    kept = {name: was for name, was in _recorded(folder).items() if name in done.unread}
+    written = {**kept, **{name: digest(data) for name, data in done.write.items()}}
     partial = folder / f"{RECORD}.partial"
-    partial.write_text(json.dumps({name: digest(data) for name, data in sorted(done.write.items())}, indent=1) + "\n",
-                       encoding="utf-8")
+    partial.write_text(json.dumps(dict(sorted(written.items())), indent=1) + "\n", encoding="utf-8")
     os.replace(partial, folder / RECORD)
 
 

@@ -201,6 +201,12 @@ def _memory_from_row(where: str, row: dict[str, Any], notes: list[str]) -> Memor
         row.pop(key)
     if row.get("entities") is None:
         row.pop("entities", None)
+    try:  # as a save holds them: at most engram.MAX_KEY characters, printable
+        for key in ("type", "project", "topic_key"):
+            if isinstance(row.get(key), str):
+                engram.check_printable(row[key], key)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{where}: {exc}") from None
     if isinstance(row.get("title"), str):  # as a save takes it: private spans redacted, trimmed, checked
         try:
             row["title"] = _title(row["title"], memory_id, where, notes)
@@ -309,17 +315,19 @@ def export_slayer(kb: Context, folder: str | Path, force: bool = False) -> Expor
     kb.ensure_fresh()  # before the folder is made: an index that cannot update leaves no folder
     result = ExportResult(str(folder))
     files: dict[str, bytes] = {}
+    unread: set[str] = set()
     for memory_id in kb.memory_ids():
         try:
             memory = kb.read(memory_id)
         except KBError as exc:
             result.problems.append(f"{exc} (not exported)")
+            unread.add(f"{memory_id}.md")  # an earlier export's file of it stays: the memory is live
             continue
         if memory.is_deleted:
             result.skipped_deleted.append(memory_id)
             continue
         files[f"{memory_id}.md"] = format_slayer_file(memory).encode("utf-8")
-    done = exportrecord.plan(target, files)
+    done = exportrecord.plan(target, files, frozenset(unread))
     if done.foreign and not force:
         shown = ", ".join(done.foreign[:5]) + (f" and {len(done.foreign) - 5} more" if len(done.foreign) > 5 else "")
         raise InvalidInputError(

@@ -145,7 +145,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
             raise InvalidInputError("The repository has no commit yet; save a memory first.")
         index = _Index(kb, store, start)
         noted = _Noted(kb.moves)
-        pulls = Pulls(store)
+        pulls = Pulls(store, result.branch)
         laps.lap("lock")
         try:
             for attempt in range(PUSH_ATTEMPTS):
@@ -426,8 +426,8 @@ def _finish_owed(kb: Context, store: GitStore, tx: Transaction, pulls: Pulls, re
     pull = pulls.owed(result.branch)
     if pull is None:
         return
-    # Its folds committed before it recorded them: this sync's, said and recorded as they would have been.
-    made = store.git("log", "--format=%s", "HEAD", "--not", pull.upstream, pull.ours).stdout.decode()
+    # Its folds committed before it recorded them, said and recorded as they would have been: not another clone's (fetched).
+    made = store.git("log", "--format=%s", "HEAD", "--not", pull.upstream, pull.ours, "--remotes").stdout.decode()
     for subject in made.splitlines():
         if (fold := folded_by(subject)) is not None:
             (result.deduplicated if fold[1] else result.merged).update(fold[0])

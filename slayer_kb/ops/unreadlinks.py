@@ -1,4 +1,4 @@
-"""The memory files a cascade (forget, rename, renumber) passes by because they do not parse, and
+"""The memory files a forget or a rename passes by because they do not parse, and
 that hold one of the links it rewrites: it cannot rewrite them, and left unsaid, the link stayed
 behind the cascade's commit, which said it had stripped or rewritten every one."""
 
@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from ..core.ids import id_sort_key
 from ..core.locate import id_of_path
 from ..core.problems import command
 
@@ -31,7 +32,7 @@ def holding(kb: Context, links: Iterable[str]) -> list[str]:
         with contextlib.suppress(OSError):
             if item.search(kb.path_of(memory_id).read_bytes().decode("utf-8", "replace")):
                 found.add(memory_id)
-    return sorted(found)
+    return sorted(found, key=id_sort_key)
 
 
 def warnings(kb: Context, links: list[str], done: str) -> list[str]:

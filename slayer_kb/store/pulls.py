@@ -1,5 +1,5 @@
-"""A sync's pull, recorded before its branch moves onto the upstream (``slayer-kb-pull.json`` in
-the git folder): what the next sync needs to finish it when this one is killed (``kill -9``, a
+"""A sync's pull, recorded before its branch moves onto the upstream (``slayer-kb-pull-<branch
+hash>.json`` in the git folder, one a branch: a sync of another branch leaves it be): what the next sync needs to finish it when this one is killed (``kill -9``, a
 server's write process stopped) before it is done.
 
 The steps after the pull (a topic key both sides saved folded into the upstream's memory, a save
@@ -14,6 +14,7 @@ the next sync finds nothing to pull. This record keeps them until the sync that 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 from dataclasses import asdict, dataclass
@@ -24,7 +25,7 @@ from ..core.errors import StoreError
 if TYPE_CHECKING:
     from .repo import GitStore
 
-PULL_FILE = "slayer-kb-pull.json"
+PULL_FILES = "slayer-kb-pull-*.json"
 
 
 @dataclass(frozen=True)
@@ -41,11 +42,11 @@ class Pull:
 
 
 class Pulls:
-    """The record of a clone's worktree (its branch), as one sync found it and leaves it."""
+    """The record of a worktree's ``branch``, as one sync found it and leaves it."""
 
-    def __init__(self, store: GitStore) -> None:
+    def __init__(self, store: GitStore, branch: str) -> None:
         self.store = store
-        self.path = store.git_dirs()[0] / PULL_FILE
+        self.path = store.git_dirs()[0] / PULL_FILES.replace("*", hashlib.sha256(branch.encode()).hexdigest()[:16])
         self.found = self._text()  # put back by ``undo``
 
     def _text(self) -> str | None:
@@ -72,7 +73,7 @@ class Pulls:
         record that cannot be written fails the sync (put back where it was). Written whole (a
         rename), with no fsync: it is in the race with other clones, and a kill leaves the page
         cache to the next process; a power cut may lose it as git may lose the branch's move."""
-        tmp = self.path.with_name(f"{PULL_FILE}.{os.getpid()}.tmp")
+        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
         try:
             tmp.write_text(json.dumps(asdict(pull)), encoding="utf-8")
             os.replace(tmp, self.path)
@@ -96,8 +97,12 @@ class Pulls:
 def moved_by(store: GitStore, request: str) -> Pull | None:
     """The pull of the relayed ``request``'s sync, when it moved the branch (HEAD is no longer
     where that sync began), whatever it committed; None when it did not, or finished."""
-    pull = Pulls(store).read()
-    return pull if pull is not None and pull.request == request and store.head() != pull.start else None
+    for path in store.git_dirs()[0].glob(PULL_FILES):
+        with contextlib.suppress(OSError):
+            pull = _parsed(path.read_text(encoding="utf-8"))
+            if pull is not None and pull.request == request:
+                return pull if store.head() != pull.start else None
+    return None
 
 
 def _parsed(text: str | None) -> Pull | None:
