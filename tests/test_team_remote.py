@@ -273,6 +273,29 @@ def _both_save_memory_1(a: Path, b: Path) -> None:
     assert KnowledgeBase(b).save_memory("B: one", ["orders.amount"]).memory_id == "1"
 
 
+def _b_links_what_a_forgets(a: Path, b: Path) -> tuple[str, str]:
+    """A saves a memory both clones sync, then forgets it (not yet synced); B saves a memory
+    linking it: the ids of A's memory and B's."""
+    kept = KnowledgeBase(a).save_memory("A: the orders table holds one row per order, refunds apart.",
+                                        ["shop.orders"]).memory_id
+    sync(KnowledgeBase(a))
+    sync(KnowledgeBase(b))
+    KnowledgeBase(a).forget(kept)
+    mine = KnowledgeBase(b).save_memory("B: refunds are booked as negative order amounts in the same table.",
+                                        ["shop.orders", f"memory:{kept}"]).memory_id
+    return kept, mine
+
+
+def _sync_killed_at_the_first_move(b: Path, run_cli) -> None:
+    """B's sync, killed (kill -9) by a git hook as it first moves B's branch (the hook, run once,
+    removes itself)."""
+    hook = b / ".git" / "hooks" / "reference-transaction"
+    hook.write_text(KILL_AT_THE_FIRST_MOVE)
+    hook.chmod(0o755)
+    assert run_cli("--kb", b, "sync").returncode == -9
+    assert not hook.exists()
+
+
 @pytest.mark.slow  # fault injection (slow suite, .ci/run)
 def test_a_sync_killed_once_it_renumbered_says_where_the_memory_went(team, run_cli, invoke_cli) -> None:
     """Sequential ids: B's 1 collided with A's 1 and B's sync renumbered it, then was killed
@@ -280,11 +303,7 @@ def test_a_sync_killed_once_it_renumbered_says_where_the_memory_went(team, run_c
     as though it were the one B's agent saved."""
     _bare, (a, b) = team
     _both_save_memory_1(a, b)
-    hook = b / ".git" / "hooks" / "reference-transaction"
-    hook.write_text(KILL_AT_THE_FIRST_MOVE)
-    hook.chmod(0o755)
-    assert run_cli("--kb", b, "sync").returncode == -9
-    assert not hook.exists()
+    _sync_killed_at_the_first_move(b, run_cli)
     assert git(b, "log", "-1", "--format=%s").strip() == "memory: save 2 (renumber 1 -> 2)"
     assert invoke_cli("--kb", b, "get", "1").stderr.startswith(
         "Error: Memory id '1' moved: sync renumbered this clone's memory 1 to 2, because the upstream had already "
@@ -437,11 +456,7 @@ def test_a_sync_killed_once_its_branch_moved_onto_the_upstream_folds_on_the_next
     holders of the key without a word ('pushed, 0 pulled, 2 pushed'); main no longer validated."""
     _bare, (a, b) = team
     _both_save_one_topic_key(a, b)
-    hook = b / ".git" / "hooks" / "reference-transaction"
-    hook.write_text(KILL_AT_THE_FIRST_MOVE)
-    hook.chmod(0o755)
-    assert run_cli("--kb", b, "sync").returncode == -9
-    assert not hook.exists()
+    _sync_killed_at_the_first_move(b, run_cli)
     assert git(b, "merge-base", "--is-ancestor", "origin/main", "HEAD") == ""  # moved onto A's, not folded
     assert git(b, "log", "-1", "--format=%s").strip() == f"memory: save {BLOCK + 1} (decision: K)"
     assert run_cli("--kb", b, "sync").stdout == (
@@ -475,10 +490,7 @@ def test_the_rerun_of_a_killed_sync_claims_no_other_clones_fold(tmp_path: Path, 
     fold of this clone's memory and a wrong fix."""
     bare, (a, b, c) = make_team(tmp_path, 3)
     _both_save_one_topic_key(a, b)
-    hook = b / ".git" / "hooks" / "reference-transaction"
-    hook.write_text(KILL_AT_THE_FIRST_MOVE)
-    hook.chmod(0o755)
-    assert run_cli("--kb", b, "sync").returncode == -9
+    _sync_killed_at_the_first_move(b, run_cli)
     theirs = KnowledgeBase(c).save_observation("K", "C: the key's decision, as C saw it.", type="decision",
                                                project="api", topic_key="decision/k").memory_id
     assert sync(KnowledgeBase(c)).merged == {theirs: "1"}
@@ -497,18 +509,9 @@ def test_a_sync_killed_once_its_branch_moved_strips_links_to_what_the_upstream_f
     killed before it stripped the link. The next sync, which found nothing to pull, refused to push
     a link to no memory and told the user to edit it by hand."""
     _bare, (a, b) = team
-    kept = KnowledgeBase(a).save_memory("A: the orders table holds one row per order, refunds apart.",
-                                        ["shop.orders"]).memory_id
+    kept, mine = _b_links_what_a_forgets(a, b)
     sync(KnowledgeBase(a))
-    sync(KnowledgeBase(b))
-    KnowledgeBase(a).forget(kept)
-    sync(KnowledgeBase(a))
-    mine = KnowledgeBase(b).save_memory("B: refunds are booked as negative order amounts in the same table.",
-                                        ["shop.orders", f"memory:{kept}"]).memory_id
-    hook = b / ".git" / "hooks" / "reference-transaction"
-    hook.write_text(KILL_AT_THE_FIRST_MOVE)
-    hook.chmod(0o755)
-    assert run_cli("--kb", b, "sync").returncode == -9
+    _sync_killed_at_the_first_move(b, run_cli)
     assert git(b, "merge-base", "--is-ancestor", "origin/main", "HEAD") == ""
     assert run_cli("--kb", b, "sync").stdout == (
         "Synced main with origin: pushed, 0 pulled, 2 pushed.\n"
@@ -528,13 +531,7 @@ def test_a_sync_killed_between_its_fold_and_its_strips_strips_on_the_next_run(te
     link to a memory A forgot, or recorded the fold: the next sync strips it, folds nothing twice
     and says and records the fold (a command on B's old id said "No memory with id")."""
     _bare, (a, b) = team
-    kept = KnowledgeBase(a).save_memory("A: the orders table holds one row per order, refunds apart.",
-                                        ["shop.orders"]).memory_id
-    sync(KnowledgeBase(a))
-    sync(KnowledgeBase(b))
-    KnowledgeBase(a).forget(kept)
-    mine = KnowledgeBase(b).save_memory("B: refunds are booked as negative order amounts in the same table.",
-                                        ["shop.orders", f"memory:{kept}"]).memory_id
+    kept, mine = _b_links_what_a_forgets(a, b)
     theirs, ours = _both_save_one_topic_key(a, b)
     hook = b / ".git" / "hooks" / "reference-transaction"
     hook.write_text(KILL_AT_THE_SECOND_MOVE)
@@ -562,10 +559,7 @@ def test_a_client_whose_servers_sync_moved_the_branch_says_so_and_finishes_it(te
     record then names the relayed request, as the server's names it)."""
     _bare, (a, b) = team
     _both_save_one_topic_key(a, b)
-    hook = b / ".git" / "hooks" / "reference-transaction"
-    hook.write_text(KILL_AT_THE_FIRST_MOVE)
-    hook.chmod(0o755)
-    assert run_cli("--kb", b, "sync").returncode == -9
+    _sync_killed_at_the_first_move(b, run_cli)
     request = "e" * 32
     pulls = Pulls(KnowledgeBase(b).store, "main")
     pull = pulls.read()
