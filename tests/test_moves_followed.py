@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, git, make_team, traced_git
+from testing import CliRunner, git, json_of, make_team, traced_git
 
 # A crossing suite: run by `-m slow`, which CI runs (docs/testing.md, "The crossing suites").
 pytestmark = pytest.mark.slow
@@ -190,6 +190,28 @@ def test_a_memory_moved_by_hand_and_edited_takes_the_other_clones_edit(
         "merge": f"Merged origin/main; run slayer-kb --kb {b} sync to push.\n",
         "rebase": f"Rebased onto origin/main; run slayer-kb --kb {b} sync to push.\n"}[how]
     _both_in_kb_rev(b)
+
+
+@pytest.mark.parametrize("how", ["sync", "merge"])
+def test_links_to_a_memory_moved_by_hand_follow_it(tmp_path: Path, invoke_cli: CliRunner, how: str) -> None:
+    """a moved memory 1 with git mv and pushed; b's sync took 1 for forgotten and stripped b's new
+    link to it and the link a memory on main already held ('stripped links to forgotten
+    memories'): the move keeps the memory's created_at, so its links follow it, as a rename's do."""
+    a, b = _synced_memory(tmp_path, invoke_cli)
+    theirs = json_of(invoke_cli("--kb", a, "--json", "save", "Refund rows are negative amounts, as memory one says.",
+                                "-e", "memory:1", check=True))["memory_id"]
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    git(a, "mv", "memories/1.yaml", "memories/kb.rev.yaml")
+    git(a, "commit", "-qm", "rename 1 by hand")
+    git(a, "push", "-q")
+    mine = json_of(invoke_cli("--kb", b, "--json", "save", "Net revenue is revenue minus refunds, see memory one.",
+                              "-e", "memory:1", check=True))["memory_id"]
+    out = _take_in(invoke_cli, b, how)
+    assert "stripped" not in out
+    for memory_id in (theirs, mine):
+        assert "- memory:kb.rev\n" in (b / "memories" / f"{memory_id}.yaml").read_text()
+    assert invoke_cli("--kb", b, "validate").returncode == 0
 
 
 def test_a_squash_merge_that_dropped_the_rename_trailer_takes_the_other_clones_edit(

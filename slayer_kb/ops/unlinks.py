@@ -7,8 +7,8 @@ clone holds: a memory the other side added or changed meanwhile arrives linking 
 ``slayer-kb rebase``, such links are stripped, one commit for forgotten memories (``memory: strip
 links to forgotten 5 from 6``) and one for deleted entities (``memory: strip deleted shop.orders
 from 6``), as the delete would have stripped them had the memory been there; the caller says which.
-A link to a memory a side renamed (``rename`` records the move, renames.py) is not stripped but
-pointed at the new id, in a commit of its own (``memory: rewrite links to renamed 1 as kb.revenue
+A link to a memory a side renamed (``rename`` records the move, renames.py; a move by hand keeps
+the memory's created_at: guesses.moved_by_hand) is not stripped but pointed at the new id, in a commit of its own (``memory: rewrite links to renamed 1 as kb.revenue
 in 6``), as the rename would have rewritten it.
 
 Every memory at HEAD is looked at, not only those changed since the sides parted: a memory
@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from ..core.errors import KBError
 from ..core.locate import MEMORIES_DIR, MEMORY_LINK, id_of_path, linked_id, memory_link, memory_path
 from ..core.memory import Memory, loads, with_entities
+from ..store.guesses import moved_by_hand
 from ..store.renames import Renamed, crossings, renamed_since, renames_between
 from ..store.repo import Change, GitStore
 from ..transaction import Transaction, memory_change
@@ -77,6 +78,8 @@ def strip_gone(kb: Context, store: GitStore, tx: Transaction, parted: str, tips:
     renamed = renamed_since(store, parted, "HEAD", olds, before) if olds else Renamed({}, {})
     moved = {old: new for old, new in renamed.live.items() if old not in changed}
     reused = {old: new for old, new in renamed.live.items() if old in changed}
+    # Moved by hand (no rename's trailer): a move, not a forget, as the memory's created_at says.
+    moved.update(moved_by_hand(store, parted, "HEAD", forgotten - set(moved)) if forgotten else {})
     follow = _unaware_links(store, parted, tips, reused) if reused else {}
     if moved or follow:
         # One pass, the composed mapping: a link is rewritten once (kb.other -> kb.r, never on to

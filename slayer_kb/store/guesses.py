@@ -76,8 +76,29 @@ def rename_detection(store: GitStore, bases: list[str], tips: tuple[str, str], r
     return ["-X", "find-renames=100%"] if guessed else []
 
 
-def _pairs(out: bytes) -> list[tuple[list[str], tuple[str, str]]]:
-    """The pairs of git's ``--raw -z`` output that are no exact move: their two blobs and paths."""
+def moved_by_hand(store: GitStore, base: str, tip: str, ids: set[str]) -> dict[str, str]:
+    """The memories of ``ids`` that ``base..tip`` moved to another id with no ``rename`` (``git
+    mv``, a squash merge that dropped its trailer), each to its new id: the pairs git's rename
+    guess makes, exact moves too, whose two files read as memories of one ``created_at`` (a
+    forget and a new save have two; a file that does not read is no move to follow a link by)."""
+    out = store.git("diff", *_RENAMES, base, tip, "--", store.repo_path(f"{MEMORIES_DIR}/")).stdout
+    pairs: list[tuple[list[str], str, str]] = []
+    for blobs, (old_path, new_path) in _pairs(out, exact=True):
+        old, new = id_of_path(old_path[len(store.prefix):]), id_of_path(new_path[len(store.prefix):])
+        if old in ids and new is not None:
+            pairs.append((blobs, old, new))
+    read = store.objects.read_many("blob", [oid for blobs, _old, _new in pairs for oid in blobs])
+    moves = {}
+    for (old_blob, new_blob), old, new in pairs:
+        made = _made(read[old_blob], old)
+        if made is not None and made == _made(read[new_blob], new):
+            moves[old] = new
+    return moves
+
+
+def _pairs(out: bytes, exact: bool = False) -> list[tuple[list[str], tuple[str, str]]]:
+    """The pairs of git's ``--raw -z`` output that are no exact move (``exact``: those too): their
+    two blobs and paths."""
     fields = iter(out.decode("utf-8", "surrogateescape").split("\0"))
     pairs = []
     # Each pair: ":MODE MODE OLD-BLOB NEW-BLOB R<score>", the old path, the new path (a log may
@@ -85,7 +106,7 @@ def _pairs(out: bytes) -> list[tuple[list[str], tuple[str, str]]]:
     for meta in fields:
         if meta.startswith(":"):
             old, new = next(fields, ""), next(fields, "")
-            if not meta.endswith(" R100"):
+            if exact or not meta.endswith(" R100"):
                 pairs.append((meta.split()[2:4], (old, new)))
     return pairs
 
