@@ -196,7 +196,8 @@ def test_a_memory_moved_by_hand_and_edited_takes_the_other_clones_edit(
 def test_links_to_a_memory_moved_by_hand_follow_it(tmp_path: Path, invoke_cli: CliRunner, how: str) -> None:
     """a moved memory 1 with git mv and pushed; b's sync took 1 for forgotten and stripped b's new
     link to it and the link a memory on main already held ('stripped links to forgotten
-    memories'): the move keeps the memory's created_at, so its links follow it, as a rename's do."""
+    memories'): the same bytes under another name are a move, so its links follow it, as a
+    rename's do."""
     a, b = _synced_memory(tmp_path, invoke_cli)
     theirs = json_of(invoke_cli("--kb", a, "--json", "save", "Refund rows are negative amounts, as memory one says.",
                                 "-e", "memory:1", check=True))["memory_id"]

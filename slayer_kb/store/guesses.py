@@ -78,20 +78,16 @@ def rename_detection(store: GitStore, bases: list[str], tips: tuple[str, str], r
 
 def moved_by_hand(store: GitStore, base: str, tip: str, ids: set[str]) -> dict[str, str]:
     """The memories of ``ids`` that ``base..tip`` moved to another id with no ``rename`` (``git
-    mv``, a squash merge that dropped its trailer), each to its new id: the pairs git's rename
-    guess makes, exact moves too, whose two files read as memories of one ``created_at`` (a
-    forget and a new save have two; a file that does not read is no move to follow a link by)."""
-    out = store.git("diff", *_RENAMES, base, tip, "--", store.repo_path(f"{MEMORIES_DIR}/")).stdout
-    pairs: list[tuple[list[str], str, str]] = []
-    for blobs, (old_path, new_path) in _pairs(out, exact=True):
+    mv``, a squash merge that dropped its trailer), each to its new id: the files git pairs as an
+    exact move, the same bytes under another name. Not git's guess of a move by likeness, nor
+    one ``created_at`` (kept to the second, a forget and a new save made in one have it too):
+    either would point a link to a forgotten memory at a new one (docs/teams.md)."""
+    out = store.git("diff", "--find-renames=100%", "-z", "--raw", "--diff-filter=R", base, tip, "--",
+                    store.repo_path(f"{MEMORIES_DIR}/")).stdout
+    moves = {}
+    for _blobs, (old_path, new_path) in _pairs(out, exact=True):
         old, new = id_of_path(old_path[len(store.prefix):]), id_of_path(new_path[len(store.prefix):])
         if old in ids and new is not None:
-            pairs.append((blobs, old, new))
-    read = store.objects.read_many("blob", [oid for blobs, _old, _new in pairs for oid in blobs])
-    moves = {}
-    for (old_blob, new_blob), old, new in pairs:
-        made = _made(read[old_blob], old)
-        if made is not None and made == _made(read[new_blob], new):
             moves[old] = new
     return moves
 
