@@ -7,8 +7,8 @@ clone holds: a memory the other side added or changed meanwhile arrives linking 
 ``slayer-kb rebase``, such links are stripped, one commit for forgotten memories (``memory: strip
 links to forgotten 5 from 6``) and one for deleted entities (``memory: strip deleted shop.orders
 from 6``), as the delete would have stripped them had the memory been there; the caller says which.
-A link to a memory a side renamed (``rename`` records the move, renames.py; or moved by hand as
-it was, the same bytes: guesses.moved_by_hand) is not stripped but pointed at the new id, in a commit of its own (``memory: rewrite links to renamed 1 as kb.revenue
+A link to a memory a side renamed (``rename`` records the move, renames.py; or moved by hand in
+one commit, the same bytes: guesses.moved_by_hand) is not stripped but pointed at the new id, in a commit of its own (``memory: rewrite links to renamed 1 as kb.revenue
 in 6``), as the rename would have rewritten it.
 
 Every memory at HEAD is looked at, not only those changed since the sides parted: a memory
@@ -79,7 +79,8 @@ def strip_gone(kb: Context, store: GitStore, tx: Transaction, parted: str, tips:
     moved = {old: new for old, new in renamed.live.items() if old not in changed}
     reused = {old: new for old, new in renamed.live.items() if old in changed}
     # Moved by hand as it was (no rename's trailer, the same bytes): a move, not a forget.
-    moved.update(moved_by_hand(store, parted, "HEAD", forgotten - set(moved)) if forgotten else {})
+    if by_hand := forgotten - set(moved) - set(renamed.gone):  # a rename's chain, ended in a forget, says where it went
+        moved.update(moved_by_hand(store, parted, "HEAD", by_hand))
     follow = _unaware_links(store, parted, tips, reused) if reused else {}
     if moved or follow:
         # One pass, the composed mapping: a link is rewritten once (kb.other -> kb.r, never on to

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.errors import MemoryFileError
-from ..core.locate import MEMORIES_DIR, id_of_path
+from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.memory import loads
 from .repo import GitStore
 
@@ -77,19 +77,28 @@ def rename_detection(store: GitStore, bases: list[str], tips: tuple[str, str], r
 
 
 def moved_by_hand(store: GitStore, base: str, tip: str, ids: set[str]) -> dict[str, str]:
-    """The memories of ``ids`` that ``base..tip`` moved to another id with no ``rename`` (``git
-    mv``, a squash merge that dropped its trailer), each to its new id: the files git pairs as an
-    exact move, the same bytes under another name. Not git's guess of a move by likeness, nor
-    one ``created_at`` (kept to the second, a forget and a new save made in one have it too):
-    either would point a link to a forgotten memory at a new one (docs/teams.md)."""
-    out = store.git("diff", "--find-renames=100%", "-z", "--raw", "--diff-filter=R", base, tip, "--",
-                    store.repo_path(f"{MEMORIES_DIR}/")).stdout
-    moves = {}
+    """The memories of ``ids`` that commits of ``base..tip`` moved to another id with no
+    ``rename`` (``git mv``, a squash merge that dropped its trailer), each to where its moves end
+    (a file ``tip`` holds): a commit that deleted the file and added its bytes under another name.
+    Not a move by likeness, nor a forget and a save of the same bytes in commits of their own
+    (docs/teams.md): either would point a link to a forgotten memory at a new one."""
+    out = store.git("log", "--find-renames=100%", "-z", "--raw", "--no-abbrev", "--format=", "--diff-filter=R",
+                    "--reverse", f"{base}..{tip}", "--", store.repo_path(f"{MEMORIES_DIR}/")).stdout
+    steps: dict[str, str] = {}
     for _blobs, (old_path, new_path) in _pairs(out, exact=True):
         old, new = id_of_path(old_path[len(store.prefix):]), id_of_path(new_path[len(store.prefix):])
-        if old in ids and new is not None:
-            moves[old] = new
-    return moves
+        if old is not None and new is not None:
+            steps[old] = new
+    ends = {}
+    for old in ids & steps.keys():
+        new, seen = steps[old], {old}
+        while new in steps and new not in seen:  # moved again, in a later commit
+            seen.add(new)
+            new = steps[new]
+        ends[old] = new
+    there = store.objects.blobs_at(store.objects.tree_of(tip), [store.repo_path(memory_path(new))
+                                                                 for new in ends.values()]) if ends else {}
+    return {old: new for old, new in ends.items() if there.get(store.repo_path(memory_path(new)))}
 
 
 def _pairs(out: bytes, exact: bool = False) -> list[tuple[list[str], tuple[str, str]]]:
