@@ -396,7 +396,7 @@ def test_sync_never_pushes_a_memory_that_does_not_validate(clones: tuple[Path, P
         "Error: These memories do not validate, so nothing was pushed and the repository is back as it was:\n"
         f"{a}/memories/1.yaml:5: duplicate key 'learning' (first on line 1); keep one\n"
         # Typed elsewhere (--kb), the fix names the KB.
-        f"Fix them on your branch (each names its fix), commit the fixes and run 'slayer-kb --kb {a} sync' again.\n"))
+        f"Fix them on your branch (each names its fix; commit what you change by hand) and run 'slayer-kb --kb {a} sync' again.\n"))
     assert git(bare, "rev-parse", branch(a)) == remote_head
     assert git(a, "rev-parse", "HEAD") == head and git(a, "status", "--porcelain") == ""
 

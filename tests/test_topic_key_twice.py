@@ -54,7 +54,7 @@ def test_a_sync_refuses_a_key_an_update_gave_to_a_pushed_memory(tmp_path: Path, 
     assert (refused.returncode, refused.stdout, refused.stderr) == (1, "", (
         "Error: After merging the upstream these memories do not validate, so nothing was pushed and the "
         f"repository is back as it was:\nmemories/1.yaml:1: {_twice('1', '2')}\n"
-        "Fix them on your branch (each names its fix), commit the fixes and run 'slayer-kb sync' again.\n"))
+        "Fix them on your branch (each names its fix; commit what you change by hand) and run 'slayer-kb sync' again.\n"))
     assert (git(bare, "rev-parse", "main"), git(b, "rev-parse", "HEAD")) == (remote, mine)
     assert git(b, "status", "--porcelain") == ""
     # The fix as it says: memory 1 under a key of its own, and the sync goes through.
@@ -76,7 +76,7 @@ def test_a_sync_refuses_a_key_a_plain_git_commit_gave_a_second_memory(tmp_path: 
     assert (refused.returncode, refused.stderr) == (1, (
         "Error: These memories do not validate, so nothing was pushed and the repository is back as it was:\n"
         f"memories/1.yaml:1: {_twice('1', '2')}\n"
-        "Fix them on your branch (each names its fix), commit the fixes and run 'slayer-kb sync' again.\n"))
+        "Fix them on your branch (each names its fix; commit what you change by hand) and run 'slayer-kb sync' again.\n"))
     assert git(bare, "rev-parse", "main") == remote
 
 

@@ -578,7 +578,7 @@ def _refuse(kb: Context, checked: Revalidated, result: SyncResult, merged: bool 
         raise ConflictError(
             f"{'After merging the upstream these' if merged else 'These'} memories do not validate, so nothing "
             "was pushed and the repository is back as it was:\n" + "\n".join(checked.problems)
-            + f"\nFix them on your branch (each names its fix), commit the fixes and run '{command(kb.root)} sync' again."
+            + f"\nFix them on your branch (each names its fix; commit what you change by hand) and run '{command(kb.root)} sync' again."
         )
 
 
