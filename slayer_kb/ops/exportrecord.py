@@ -27,8 +27,9 @@ def digest(data: bytes) -> str:
 @dataclass
 class Plan:
     """What an export does to the folder's ``memories/``: the names (``<id>.md``) it writes, those
-    of other files it would overwrite (``foreign``), and the recorded files it removes (``stale``)
-    or leaves because they changed since (``changed``)."""
+    of live memories it could not read (``unread``: their files left as they are), of other files
+    it would overwrite (``foreign``), and the recorded files it removes (``stale``) or leaves
+    because they changed since (``changed``)."""
 
     write: dict[str, bytes]
     unread: frozenset[str] = frozenset()
@@ -80,7 +81,8 @@ def _recorded(folder: Path) -> dict[str, str]:
 
 
 def _digest_of(path: Path) -> str | None:
-    """The sha256 of a regular file there (a link or a folder counts as another's file)."""
+    """The sha256 of the regular file there; None when nothing is there, "" for what is no
+    regular file or cannot be read (a link, a folder: another's, never replaced unforced)."""
     try:
         if path.is_symlink() or not path.is_file():
             return None if not os.path.lexists(path) else ""

@@ -8,8 +8,9 @@ clone holds: a memory the other side added or changed meanwhile arrives linking 
 links to forgotten 5 from 6``) and one for deleted entities (``memory: strip deleted shop.orders
 from 6``), as the delete would have stripped them had the memory been there; the caller says which.
 A link to a memory a side renamed (``rename`` records the move, renames.py; or moved by hand in
-one commit, the same bytes: guesses.moved_by_hand) is not stripped but pointed at the new id, in a commit of its own (``memory: rewrite links to renamed 1 as kb.revenue
-in 6``), as the rename would have rewritten it.
+one commit, the same bytes: guesses.moved_by_hand) is not stripped but pointed at the new id, in
+a commit of its own (``memory: rewrite links to renamed 1 as kb.revenue in 6``), as the rename
+would have rewritten it.
 
 Every memory at HEAD is looked at, not only those changed since the sides parted: a memory
 pushed before a merge committed by hand, or on a sync's retry, links across commits that the
@@ -78,8 +79,9 @@ def strip_gone(kb: Context, store: GitStore, tx: Transaction, parted: str, tips:
     renamed = renamed_since(store, parted, "HEAD", olds, before) if olds else Renamed({}, {})
     moved = {old: new for old, new in renamed.live.items() if old not in changed}
     reused = {old: new for old, new in renamed.live.items() if old in changed}
-    # Moved by hand as it was (no rename's trailer, the same bytes): a move, not a forget.
-    if by_hand := forgotten - set(moved) - set(renamed.gone):  # a rename's chain, ended in a forget, says where it went
+    # Moved by hand in one commit (no rename's trailer, the same bytes): a move, not a forget. An id
+    # a rename's chain accounts for, one that ended in a forget too, goes where that chain says.
+    if by_hand := forgotten - set(moved) - set(renamed.gone):
         moved.update(moved_by_hand(store, parted, "HEAD", by_hand))
     follow = _unaware_links(store, parted, tips, reused) if reused else {}
     if moved or follow:
