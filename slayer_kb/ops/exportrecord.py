@@ -20,19 +20,19 @@ from pathlib import Path
 RECORD = ".slayer-kb-export.json"
 
 
-def digest(data: bytes) -> str:
+def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
 @dataclass
 class Plan:
-    """What an export does to the folder's ``memories/``: the names (``<id>.md``) it writes, those
-    of live memories it could not read (``unread``: their files left as they are), of other files
-    it would overwrite (``foreign``), and the recorded files it removes (``stale``) or leaves
-    because they changed since (``changed``)."""
+    """What an export does to the folder's ``memories/``: the names (``<id>.md``) it writes, the
+    record it leaves (``record``: each written file's sha256, and a live memory's it could not read
+    as recorded before, its file left as it is), the other files it would overwrite (``foreign``),
+    and the recorded files it removes (``stale``) or leaves because they changed since (``changed``)."""
 
     write: dict[str, bytes]
-    unread: frozenset[str] = frozenset()
+    record: dict[str, str]
     foreign: list[str] = field(default_factory=list)
     stale: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
@@ -41,11 +41,13 @@ class Plan:
 def plan(folder: Path, write: dict[str, bytes], unread: frozenset[str] = frozenset()) -> Plan:
     """The plan for writing ``write`` (name -> bytes) into ``folder`` (the export's ``memories/``);
     ``unread``: the names of live memories the export could not read, whose files stay as they are."""
-    recorded = {name: was for name, was in _recorded(folder).items() if name not in unread}
-    out = Plan(write, unread)
-    for name, data in sorted(write.items()):
+    recorded = _recorded(folder)
+    digests = {name: _digest(data) for name, data in write.items()}
+    out = Plan(write, {**{name: was for name, was in recorded.items() if name in unread}, **digests})
+    recorded = {name: was for name, was in recorded.items() if name not in unread}
+    for name in sorted(write):
         found = _digest_of(folder / name)
-        if found is not None and found != digest(data) and found != recorded.get(name):
+        if found is not None and found != digests[name] and found != recorded.get(name):
             out.foreign.append(name)
     for name, was in sorted(recorded.items()):
         if name in write or (found := _digest_of(folder / name)) is None:
@@ -55,15 +57,12 @@ def plan(folder: Path, write: dict[str, bytes], unread: frozenset[str] = frozens
 
 
 def finish(folder: Path, done: Plan) -> None:
-    """After the files are written: the stale ones removed, the record of what was written kept
-    (and of the files left for memories it could not read, as recorded before)."""
+    """After the files are written: the stale ones removed, the plan's record kept."""
     for name in done.stale:
         with contextlib.suppress(FileNotFoundError):
             (folder / name).unlink()
-    kept = {name: was for name, was in _recorded(folder).items() if name in done.unread}
-    written = {**kept, **{name: digest(data) for name, data in done.write.items()}}
     partial = folder / f"{RECORD}.partial"
-    partial.write_text(json.dumps(dict(sorted(written.items())), indent=1) + "\n", encoding="utf-8")
+    partial.write_text(json.dumps(dict(sorted(done.record.items())), indent=1) + "\n", encoding="utf-8")
     os.replace(partial, folder / RECORD)
 
 
@@ -86,6 +85,6 @@ def _digest_of(path: Path) -> str | None:
     try:
         if path.is_symlink() or not path.is_file():
             return None if not os.path.lexists(path) else ""
-        return digest(path.read_bytes())
+        return _digest(path.read_bytes())
     except OSError:
         return ""
