@@ -131,8 +131,9 @@ def save(
         raise UsageError(
             "The text was given twice, as LEARNING and with --content: give it once (they are one field)."
         )
-    stdin_once("LEARNING" if learning is not None else "--content", learning if learning is not None else content, query)
-    text = read_text_arg(learning if learning is not None else content)
+    name, given = ("LEARNING", learning) if learning is not None else ("--content", content)
+    stdin_once(name, given, query)
+    text = read_text_arg(given)
     if text is None:
         raise UsageError(
             "Give the learning as an argument, with --content, or '-' to read it from stdin."
