@@ -35,8 +35,9 @@ from ..core.locate import MEMORIES_DIR, linked_id, memory_path
 from ..core.memory import MAX_FILE_BYTES, Memory, loads, too_large
 from ..core.problems import command, shown, words
 from ..core.results import SyncReport
+from ..store.guesses import moved_by_hand
 from ..store.moves import note, refusal
-from ..store.renames import ever_renamed, renamed_away, renamed_ids, renamed_in
+from ..store.renames import ever_renamed, last_deletion, renamed_away, renamed_ids, renamed_in
 from ..store.worktree import missing_by_hand
 from ..transaction import Transaction
 from .parts import Parts
@@ -186,17 +187,39 @@ class Context(Parts):
         return loads(text, memory_id), text
 
     def _missing(self, memory_id: str) -> NotFoundError:
-        """Why the memory's file is not there and the fix (``why_missing``), or no such memory."""
-        gone = self.why_missing(memory_id)
-        return NotFoundError(gone) if gone else no_memory(memory_id, self.memory_exists)
+        """Why the memory's file is not there and the fix (``check_gone``), or no such memory."""
+        self.check_gone(memory_id)
+        return no_memory(memory_id, self.memory_exists)
 
-    def why_missing(self, memory_id: str, walked: bool = False) -> str | None:
-        """Why the memory's file is not there, and the fix: moved or deleted by hand and not
-        committed (``missing_by_hand``, a git process), under another extension, or renamed by a
-        commit (``renamed_away``: the new id); None when there is no sign of it (no such memory).
-        ``walked``: the caller found no commit deleting the file, so none renamed it either."""
-        return (missing_by_hand(self.store, memory_path(memory_id)) or self._misnamed(memory_id)
-                or (None if walked else self.renamed_away(memory_id)))
+    def check_gone(self, memory_id: str, walked: bool = False) -> None:
+        """Raise ``NotFoundError`` saying why the memory's file is not there, and the fix: moved or
+        deleted by hand and not committed (``missing_by_hand``, a git process), under another
+        extension, or gone by a commit (``_gone_by_commit``); return when there is no sign of it
+        (no such memory). ``walked``: the caller knows no commit's deletion explains it (HEAD
+        holds the file)."""
+        if (said := missing_by_hand(self.store, memory_path(memory_id)) or self._misnamed(memory_id)) is not None:
+            raise NotFoundError(said)
+        if not walked and (gone := self._gone_by_commit(memory_id)) is not None:
+            raise gone
+
+    def _gone_by_commit(self, memory_id: str) -> NotFoundError | None:
+        """What a command given ``memory_id`` says when a commit deleted its file: renamed
+        (``renamed_away``: the id it has now), moved by hand to another id (``git mv`` committed:
+        that id), or forgotten for good (the ``restore --rev`` that brings it back); None when no
+        commit deleted it."""
+        if (renamed := self.renamed_away(memory_id)) is not None:
+            return NotFoundError(renamed)
+        # Not renamed: the last deletion (renamed_away's own walk was for the last two).
+        if (deleting := last_deletion(self.store, memory_id)) is None:
+            return None
+        if (moved := moved_by_hand(self.store, f"{deleting}^", "HEAD", {memory_id}).get(memory_id)) is not None:
+            # 'restore --rev' would bring back a second copy of it.
+            return NotFoundError(f"Memory '{memory_id}' was moved by hand to '{moved}' in commit {deleting[:12]} "
+                                 f"(its file renamed, with no '{command(self.root)} rename'): use that id.")
+        said = f"Memory '{memory_id}' was forgotten for good (not soft-deleted) in commit {deleting[:12]}"
+        fix = f"'{command(self.root)} restore {words(memory_id)} --rev {deleting[:12]}~1'"
+        return NotFoundError(f"{said}: bring back its last version with {fix}.",
+                             tool_message=f"{said}; the tools cannot bring it back, a person can: {fix}.")
 
     def renamed_away(self, memory_id: str, deleting: str | None = None) -> str | None:
         """What any command given ``memory_id`` says when the commit that last deleted its file

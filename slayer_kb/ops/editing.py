@@ -92,8 +92,7 @@ def edit(
     path = kb.memories_dir / f"{memory_id}.yaml"
     original = read_memory_file(path, memory_id)
     if original is None:
-        if (gone := kb.why_missing(memory_id)) is not None:  # moved or deleted by hand
-            raise NotFoundError(gone)
+        kb.check_gone(memory_id)  # moved or deleted, by hand or by a commit
         meant = meant_id(memory_id, kb.memory_exists)
         raise NotFoundError(f"No memory with id '{memory_id}'{meant}." if meant else
                             f"No memory with id '{memory_id}'; create it with '{problems.command(kb.root)} save ... --id {words(memory_id)}'.")

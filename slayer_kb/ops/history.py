@@ -157,21 +157,13 @@ def _show(kb: Context, memory_id: str, rev: str | None,
 
 
 def forgotten_error(kb: Context, memory_id: str) -> NotFoundError:
-    """``restore ID``'s (and ``rename``'s) error for an id with no file: one a commit renamed is
-    told its new id; one a commit deleted (a forget without --soft) is told the ``--rev`` that
-    brings it back; any other, why the file is missing (``Context.why_missing``), or no such
-    memory. The history is walked once for all three."""
+    """``restore ID``'s (and ``rename``'s) error for an id with no file, no such memory; raised
+    here instead when there is a sign of why the file is missing (``Context.check_gone``: one a
+    commit renamed or moved is told its new id, one a commit deleted the ``--rev`` that brings it
+    back)."""
     head_has = blob_at(kb.store, "HEAD", memory_path(memory_id)) is not None  # then moved or deleted by hand
-    deleting = None if head_has else last_deletion(kb.store, memory_id)
-    if deleting is None:
-        gone = kb.why_missing(memory_id, walked=not head_has)
-        return NotFoundError(gone) if gone else no_memory(memory_id, kb.memory_exists)
-    if (renamed := kb.renamed_away(memory_id, deleting)) is not None:
-        return NotFoundError(renamed)  # 'restore --rev' would bring back a duplicate of the renamed memory
-    said = f"Memory '{memory_id}' was forgotten for good (not soft-deleted) in commit {deleting[:12]}"
-    fix = f"'{command(kb.root)} restore {words(memory_id)} --rev {deleting[:12]}~1'"
-    return NotFoundError(f"{said}: bring back its last version with {fix}.",
-                         tool_message=f"{said}; the tools cannot bring it back, a person can: {fix}.")
+    kb.check_gone(memory_id, walked=head_has)
+    return no_memory(memory_id, kb.memory_exists)
 
 
 def restore_revision(kb: Context, memory_id: str, rev: str) -> RestoreResult:

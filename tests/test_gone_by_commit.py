@@ -1,0 +1,64 @@
+"""A memory a commit took away, asked for by its id: forgotten (by ``forget`` or a ``git rm``
+committed) names the ``restore --rev`` that brings it back; moved by hand (``git mv`` committed)
+names the id it has now. Through ``get``, ``update``, ``forget`` and ``restore``, and the tools."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from slayer_kb import KnowledgeBase
+from testing import CliRunner, git
+
+
+def _head(root: Path) -> str:
+    return git(root, "rev-parse", "--short=12", "HEAD").strip()
+
+
+def test_a_memory_a_commit_forgot_or_moved_says_what_became_of_it(example_kb: KnowledgeBase,
+                                                                  invoke_cli: CliRunner) -> None:
+    root = example_kb.root
+    invoke_cli("forget", "3", cwd=root, check=True)
+    forgot = _head(root)
+    git(root, "rm", "-q", "memories/2.yaml")
+    git(root, "commit", "-q", "-m", "drop 2 by hand")
+    deleted = _head(root)
+    git(root, "mv", "memories/1.yaml", "memories/retry-note.yaml")
+    git(root, "commit", "-q", "-m", "move 1 by hand")
+    moved = _head(root)
+
+    def said(*args: str) -> str:
+        proc = invoke_cli(*args, cwd=root)
+        assert proc.returncode == 1 and proc.stdout == "", args
+        return proc.stderr
+
+    for args in (("get", "3"), ("update", "3", "--title", "x"), ("forget", "3")):
+        assert said(*args) == (f"Error: Memory '3' was forgotten for good (not soft-deleted) in commit {forgot}: bring "
+                               f"back its last version with 'slayer-kb restore 3 --rev {forgot}~1'.\n"), args
+    assert said("get", "2") == (f"Error: Memory '2' was forgotten for good (not soft-deleted) in commit {deleted}: "
+                                f"bring back its last version with 'slayer-kb restore 2 --rev {deleted}~1'.\n")
+    by_hand = (f"Error: Memory '1' was moved by hand to 'retry-note' in commit {moved} (its file renamed, with no "
+               "'slayer-kb rename'): use that id.\n")
+    for args in (("get", "1"), ("update", "1", "--title", "x"), ("restore", "1"), ("rename", "1", "kb.x")):
+        assert said(*args) == by_hand, args
+    assert said("get", "99") == "Error: No memory with id '99'.\n"
+
+    invoke_cli("restore", "3", "--rev", f"{forgot}~1", cwd=root, check=True)
+    assert invoke_cli("get", "3", cwd=root, check=True).stdout.startswith("id: 3\n")
+
+
+def test_the_tools_say_a_person_can_bring_a_forgotten_memory_back(example_kb: KnowledgeBase,
+                                                                  invoke_cli: CliRunner) -> None:
+    from mcp import ClientSession
+
+    from testing.mcp import error, with_server_in_process
+
+    root = example_kb.root
+    invoke_cli("forget", "3", cwd=root, check=True)
+    forgot = _head(root)
+
+    async def script(session: ClientSession) -> None:
+        assert await error(session, "mem_get_observation", id=3) == (
+            f"Memory '3' was forgotten for good (not soft-deleted) in commit {forgot}; the tools cannot bring it "
+            f"back, a person can: 'slayer-kb --kb {root} restore 3 --rev {forgot}~1'.")
+
+    with_server_in_process(root, script)
