@@ -305,12 +305,12 @@ def test_forget_strips_references(invoke_cli: CliRunner, kb: Path) -> None:
     proc = invoke_cli("--kb", kb, "restore", "kb.paid-revenue")
     assert (proc.returncode, proc.stdout) == (1, "")
     assert proc.stderr == (
-        f"Error: Memory 'kb.paid-revenue' was forgotten for good (not soft-deleted) in commit {forgot}: bring back "
+        f"Error: No memory with id 'kb.paid-revenue'. It was forgotten for good (not soft-deleted) in commit {forgot}; bring back "
         f"its last version with 'slayer-kb --kb {kb} restore kb.paid-revenue --rev {forgot}~1'.\n")
     with KnowledgeBase(kb) as opened, pytest.raises(NotFoundError) as info:  # mem_restore's words
         opened.restore("kb.paid-revenue")
     assert info.value.for_tools() == (
-        f"Memory 'kb.paid-revenue' was forgotten for good (not soft-deleted) in commit {forgot}; the tools cannot "
+        f"No memory with id 'kb.paid-revenue'. It was forgotten for good (not soft-deleted) in commit {forgot}; the tools cannot "
         f"bring it back, a person can: 'slayer-kb --kb {kb} restore kb.paid-revenue --rev {forgot}~1'.")
     assert ok(invoke_cli, kb, "restore", "kb.paid-revenue", "--rev", f"{forgot}~1")["action"] == "restored"
 

@@ -32,12 +32,12 @@ def test_a_memory_a_commit_forgot_or_moved_says_what_became_of_it(example_kb: Kn
         return proc.stderr
 
     for args in (("get", "3"), ("update", "3", "--title", "x"), ("forget", "3")):
-        assert said(*args) == (f"Error: Memory '3' was forgotten for good (not soft-deleted) in commit {forgot}: bring "
+        assert said(*args) == (f"Error: No memory with id '3'. It was forgotten for good (not soft-deleted) in commit {forgot}; bring "
                                f"back its last version with 'slayer-kb restore 3 --rev {forgot}~1'.\n"), args
-    assert said("get", "2") == (f"Error: Memory '2' was forgotten for good (not soft-deleted) in commit {deleted}: "
+    assert said("get", "2") == (f"Error: No memory with id '2'. It was forgotten for good (not soft-deleted) in commit {deleted}; "
                                 f"bring back its last version with 'slayer-kb restore 2 --rev {deleted}~1'.\n")
-    by_hand = (f"Error: Memory '1' was moved by hand to 'retry-note' in commit {moved} (its file renamed, with no "
-               "'slayer-kb rename'): use that id.\n")
+    by_hand = (f"Error: No memory with id '1'. It was moved by hand to 'retry-note' in commit {moved} (its file "
+               "renamed, with no 'slayer-kb rename'); use that id.\n")
     for args in (("get", "1"), ("update", "1", "--title", "x"), ("restore", "1"), ("rename", "1", "kb.x")):
         assert said(*args) == by_hand, args
     assert said("get", "99") == "Error: No memory with id '99'.\n"
@@ -58,7 +58,7 @@ def test_the_tools_say_a_person_can_bring_a_forgotten_memory_back(example_kb: Kn
 
     async def script(session: ClientSession) -> None:
         assert await error(session, "mem_get_observation", id=3) == (
-            f"Memory '3' was forgotten for good (not soft-deleted) in commit {forgot}; the tools cannot bring it "
+            f"No memory with id '3'. It was forgotten for good (not soft-deleted) in commit {forgot}; the tools cannot bring it "
             f"back, a person can: 'slayer-kb --kb {root} restore 3 --rev {forgot}~1'.")
 
     with_server_in_process(root, script)

@@ -180,7 +180,7 @@ def test_a_soft_deleted_memory_is_renamed_still_deleted_a_forgotten_one_is_refus
     forgot = git(root, "rev-parse", "--short=12", "HEAD").strip()
     hard = invoke_cli("rename", "kb.y", "kb.z", cwd=root)
     assert (hard.returncode, hard.stderr) == (1, (
-        f"Error: Memory 'kb.y' was forgotten for good (not soft-deleted) in commit {forgot}: bring back "
+        f"Error: No memory with id 'kb.y'. It was forgotten for good (not soft-deleted) in commit {forgot}; bring back "
         f"its last version with 'slayer-kb restore kb.y --rev {forgot}~1'.\n"))
 
 
@@ -283,7 +283,7 @@ def test_the_old_id_points_at_the_new_one(linked_kb: KnowledgeBase, invoke_cli: 
     invoke_cli("forget", "kb.paid-revenue", cwd=root, check=True)
     forgot = git(root, "rev-parse", "--short=12", "HEAD").strip()
     assert invoke_cli("restore", "kb.paid-revenue", cwd=root).stderr == (
-        f"Error: Memory 'kb.paid-revenue' was forgotten for good (not soft-deleted) in commit {forgot}: bring back "
+        f"Error: No memory with id 'kb.paid-revenue'. It was forgotten for good (not soft-deleted) in commit {forgot}; bring back "
         f"its last version with 'slayer-kb restore kb.paid-revenue --rev {forgot}~1'.\n")
     assert invoke_cli("restore", "kb.revenue-note", cwd=root).stderr == (
         f"Error: Memory 'kb.revenue-note' was renamed to 'kb.paid-revenue' in commit {commit}, and then forgotten "

@@ -214,11 +214,12 @@ class Context(Parts):
             return None
         if (moved := moved_by_hand(self.store, f"{deleting}^", "HEAD", {memory_id}).get(memory_id)) is not None:
             # 'restore --rev' would bring back a second copy of it.
-            return NotFoundError(f"Memory '{memory_id}' was moved by hand to '{moved}' in commit {deleting[:12]} "
-                                 f"(its file renamed, with no '{command(self.root)} rename'): use that id.")
-        said = f"Memory '{memory_id}' was forgotten for good (not soft-deleted) in commit {deleting[:12]}"
+            return NotFoundError(f"No memory with id '{memory_id}'. It was moved by hand to '{moved}' in commit "
+                                 f"{deleting[:12]} (its file renamed, with no '{command(self.root)} rename'); use that id.")
+        # Headed with SLayer's whole answer (to a forget of a forgotten memory: "No memory with id '3'.").
+        said = f"No memory with id '{memory_id}'. It was forgotten for good (not soft-deleted) in commit {deleting[:12]}"
         fix = f"'{command(self.root)} restore {words(memory_id)} --rev {deleting[:12]}~1'"
-        return NotFoundError(f"{said}: bring back its last version with {fix}.",
+        return NotFoundError(f"{said}; bring back its last version with {fix}.",
                              tool_message=f"{said}; the tools cannot bring it back, a person can: {fix}.")
 
     def renamed_away(self, memory_id: str, deleting: str | None = None) -> str | None:
