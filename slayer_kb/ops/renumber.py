@@ -35,7 +35,7 @@ from ..core.errors import ConflictError, KBError
 from ..core.ids import highest_auto_id, is_auto_id
 from ..core.locate import MEMORIES_DIR, id_of_path, linked_id, memory_link, memory_path
 from ..core.memory import loads, with_entities
-from ..core.problems import command, git_command
+from ..core.problems import command, git_command, words
 from ..core.results import RenumberResult
 from ..core.text import listed
 from ..store.renames import trailer
@@ -85,6 +85,54 @@ def plan(kb: Context, onto: str, parted: str | None = None, *,
     if fresh is None:
         fresh = [str(top + n) for n in range(1, len(colliding) + 1)]
     return base, {**moved, **dict(zip(colliding, fresh, strict=True))}
+
+
+def refuse_clashes(store: GitStore, onto: str, parted: str, ref: str, retry: str) -> None:
+    """Refuse ``slayer-kb merge REF`` or ``rebase REF`` (``retry``: the command as typed again, without
+    ``slayer-kb``; ``onto``: REF's commit, parted from HEAD at ``parted``) before either writes
+    anything, when this branch and REF each saved a new memory under one auto id (counted on each
+    clone): git would stop on one file both created, with steps that merge two memories into one
+    or keep this branch's under an id that no ``memory:`` link follows. The fix is a renumbering,
+    ``--rewrite`` for a rebase, whose replay would meet the first commit's file again."""
+    rebasing = retry.startswith("rebase")
+    _base, colliding, _used, moved = _collisions(store, onto, parted, rebasing, "")
+    ids = [i for i in [*colliding, *moved] if i not in _one_memory(store, (store.head() or "", onto), colliding)]
+    if not ids:
+        return
+    kb, many = command(store.root), len(ids) > 1
+    named = f"new memories as {', '.join(ids[:-1])} and {ids[-1]}" if many else f"a new memory as {ids[0]}"
+    who, what, undone = ("Your commits", "rebase", "rebased") if rebasing else ("This branch", "merge", "merged")
+    fix = f"renumber{' --rewrite' if rebasing else ''} --onto {words(ref)}"
+    links = ", ".join(memory_link(i) for i in ids)
+    them = "them" if many else "it"
+    how = (f"as if saved under {them} (the {links} links to {them} rewritten in your commits)" if rebasing
+           else f"(the {links} links to {them} rewritten, in one commit)")
+    raise ConflictError(
+        f"{who} and {ref} each saved {named} (ids counted on each clone): two memories under "
+        f"{'each' if many else 'one'} id, which the {what} would take for one file both created. Nothing was "
+        f"{undone}. Run '{kb} {fix}' to give this branch's {'memories fresh ids' if many else 'memory a fresh id'} "
+        f"{how}, then '{kb} {retry}' again.")
+
+
+def _one_memory(store: GitStore, tips: tuple[str, str], ids: list[str]) -> set[str]:
+    """Of ``ids``, those both ``tips`` hold as one memory, one ``created_at`` (which a new save makes
+    anew): its save's commit rewritten on one side (amended, force-pushed), then edited. Git's stop
+    on it is an edit against an edit, whose steps are the fix."""
+    objects = store.objects
+    paths = {store.repo_path(memory_path(i)): i for i in ids}
+    sides = [objects.blobs_at(objects.tree_of(tip), paths) for tip in tips]
+    texts = objects.read_many("blob", {blob for side in sides for blob in side.values() if blob})
+    same: set[str] = set()
+    for path, memory_id in paths.items():
+        blobs = [side[path] for side in sides]
+        try:
+            made = {loads(texts[blob].decode("utf-8", "surrogateescape"), memory_id).created_at
+                    for blob in blobs if blob}
+        except KBError:  # a version that does not read is no memory to call the same
+            continue
+        if len(made) == 1 and all(blobs):
+            same.add(memory_id)
+    return same
 
 
 def _collisions(store: GitStore, onto: str, parted: str | None, replayed: bool,

@@ -1,0 +1,81 @@
+"""A team on one remote, the flows' loose ends: clones of one bare remote, every ``slayer-kb``
+command run in this process as typed in the clone (``in_the_kb``), git as git, and the fix a
+message names followed as written."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from testing import CliRunner, git, in_process_runner, in_the_kb, make_team, unlike
+
+
+@pytest.fixture
+def typed() -> CliRunner:
+    return in_the_kb(in_process_runner())
+
+
+def _one_id_on_both(tmp_path: Path, typed: CliRunner) -> tuple[Path, Path]:
+    """Clones counting ids on their own (as before leases): a saves 1 and syncs; b saves its own 1,
+    links it from a second memory, and fetches."""
+    _bare, (a, b) = make_team(tmp_path)
+    for root in (a, b):
+        git(root, "config", "slayer-kb.ids", "sequential")
+    typed("--kb", a, "save", unlike("main"), "-e", "shop.orders.amount", check=True)
+    typed("--kb", a, "sync", check=True)
+    # Saved in another second: one created_at on both sides is one memory (a save's commit rewritten).
+    time.sleep(1.01 - time.time() % 1)
+    typed("--kb", b, "save", unlike("mine"), "-e", "shop.refunds.amount", check=True)
+    typed("--kb", b, "save", unlike("link"), "-e", "memory:1", check=True)
+    git(b, "fetch", "-q", "origin")
+    return a, b
+
+
+@pytest.mark.parametrize("command", ["merge", "rebase"])
+def test_a_merge_or_rebase_meeting_one_auto_id_saved_on_both_names_renumber(
+        tmp_path: Path, typed: CliRunner, command: str) -> None:
+    # Before: both stopped on "both created memories/1.yaml" with steps that merge two memories
+    # into one file, or keep b's as 1-2.yaml, which no memory:1 link follows.
+    _a, b = _one_id_on_both(tmp_path, typed)
+    head = git(b, "rev-parse", "HEAD")
+    refused = typed("--kb", b, command, "origin/main")
+    fix = {"merge": ("renumber --onto origin/main", "(the memory:1 links to it rewritten, in one commit)",
+                     "This branch", "merge", "merged"),
+           "rebase": ("renumber --rewrite --onto origin/main",
+                      "as if saved under it (the memory:1 links to it rewritten in your commits)",
+                      "Your commits", "rebase", "rebased")}[command]
+    assert (refused.returncode, refused.stderr) == (1, (
+        f"Error: {fix[2]} and origin/main each saved a new memory as 1 (ids counted on each clone): two memories "
+        f"under one id, which the {fix[3]} would take for one file both created. Nothing was {fix[4]}. Run "
+        f"'slayer-kb {fix[0]}' to give this branch's memory a fresh id {fix[1]}, then 'slayer-kb {command} "
+        "origin/main' again.\n"))
+    assert (git(b, "rev-parse", "HEAD"), git(b, "status", "--porcelain")) == (head, "")
+    # The fix as written keeps both memories, the link on b's.
+    assert typed("--kb", b, *fix[0].split(), check=True).stdout == (
+        "Renumbered 1 memory onto origin/main:\n  1 -> 3\n" + ("  references rewritten in: 2\n" if command == "merge" else ""))
+    typed("--kb", b, command, "origin/main", check=True)
+    typed("--kb", b, "sync", check=True)
+    held = {i: yaml.safe_load(git(b, "show", f"origin/main:memories/{i}.yaml")) for i in "123"}
+    assert [held[i]["learning"] for i in "123"] == [unlike("main"), unlike("link"), unlike("mine")]
+    assert held["2"]["entities"] == ["memory:3"]
+
+
+def test_a_merge_of_two_edits_of_one_memory_added_on_both_keeps_its_steps(tmp_path: Path, typed: CliRunner) -> None:
+    # One memory (one created_at) whose save each side committed on its own, then edited: two
+    # edits, no clash; the stop keeps its steps.
+    _a, b = _one_id_on_both(tmp_path, typed)
+    git(b, "reset", "-q", "--hard", "origin/main~1")
+    path = b / "memories" / "1.yaml"
+    main = git(b, "show", "origin/main:memories/1.yaml")
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(main.replace("main0word", "edited0word"))
+    git(b, "add", "memories/1.yaml")
+    git(b, "commit", "-qm", "memory: save 1 (by hand)")
+    stopped = typed("--kb", b, "merge", "origin/main")
+    assert stopped.returncode == 1
+    assert stopped.stderr.startswith("Error: This branch and origin/main both created memories/1.yaml; the merge "
+                                     "stopped")
+    assert "renumber" not in stopped.stderr
