@@ -79,3 +79,38 @@ def test_a_merge_of_two_edits_of_one_memory_added_on_both_keeps_its_steps(tmp_pa
     assert stopped.stderr.startswith("Error: This branch and origin/main both created memories/1.yaml; the merge "
                                      "stopped")
     assert "renumber" not in stopped.stderr
+
+
+def test_validate_in_a_rebase_stopped_on_two_renames_names_the_step_that_works(tmp_path: Path, typed: CliRunner) -> None:
+    # Before: "'memory:kb.b' refers to a memory that does not exist (run 'slayer-kb prune' to
+    # strip it)", and prune refuses while the rebase is in progress.
+    _bare, (a, b) = make_team(tmp_path)
+    typed("--kb", a, "save", unlike("revenue"), "-e", "shop.orders.amount", check=True)
+    typed("--kb", a, "save", unlike("links"), "--id", "kb.l", "-e", "memory:1", check=True)
+    typed("--kb", a, "sync", check=True)
+    typed("--kb", b, "sync", check=True)
+    typed("--kb", a, "rename", "1", "kb.a", check=True)
+    typed("--kb", a, "sync", check=True)
+    typed("--kb", b, "rename", "1", "kb.b", check=True)
+    git(b, "fetch", "-q", "origin")
+    assert typed("--kb", b, "rebase", "origin/main").returncode == 1
+    # Keep origin/main's id by hand, the links to kb.b left for the rebase's end.
+    git(b, "rm", "-q", "memories/kb.b.yaml", "memories/1.yaml")
+    git(b, "add", "memories/kb.a.yaml")
+    link = b / "memories" / "kb.l.yaml"
+    link.write_text(link.read_text().replace("- memory:kb.b\n", "- memory:kb.b\n- memory:ghost\n"))
+    checked = typed("--kb", b, "validate")
+    assert (checked.returncode, checked.stdout) == (1, (
+        "memories/kb.l.yaml:4: 'memory:kb.b' refers to kb.b, which the rebase in progress moves to kb.a: leave it; "
+        "'slayer-kb rebase --continue' points it at kb.a\n"
+        "memories/kb.l.yaml:5: 'memory:ghost' refers to a memory that does not exist (once the rebase is concluded "
+        "('slayer-kb rebase --continue' when its conflicts are resolved, or 'slayer-kb rebase --abort'), run "
+        "'slayer-kb prune' to strip it)\n"
+        "2 problems in 1 file (2 files checked)\n"))
+    link.write_text(link.read_text().replace("- memory:ghost\n", ""))
+    git(b, "add", "memories/kb.l.yaml")
+    # The step named works: the rebase's end points the link at kb.a.
+    continued = typed("--kb", b, "rebase", "--continue", check=True)
+    assert "rewrote links to renamed memories: memory:kb.b -> memory:kb.a in kb.l" in continued.stdout
+    assert typed("--kb", b, "validate").returncode == 0
+    assert yaml.safe_load(link.read_text())["entities"] == ["memory:kb.a"]

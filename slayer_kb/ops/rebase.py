@@ -26,6 +26,7 @@ from ..core.problems import cd_step, command, command_in, git_command, words
 from ..core.results import RebaseResult
 from ..store import mergedriver
 from ..store.gitenv import LITERAL_PATHS
+from ..store.gitstate import rebase_folder
 from ..store.guesses import rename_detection
 from ..store.renames import Crossing, brought_back, crossings, given_and_moved_on
 from ..store.repo import GitStore
@@ -317,9 +318,7 @@ def in_progress(store: GitStore) -> bool:
 
 
 def _state_folder(store: GitStore) -> Path | None:
-    """The folder where git keeps the rebase in progress (its merge or apply backend's), or None."""
-    git_dir = store.git_dirs()[0]
-    return next((git_dir / name for name in ("rebase-merge", "rebase-apply") if (git_dir / name).exists()), None)
+    return rebase_folder(store.git_dirs()[0])
 
 
 def conflict_message(store: GitStore, paths: list[str], held: dict[str, set[int]], upstream: str,
