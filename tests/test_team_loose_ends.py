@@ -114,3 +114,32 @@ def test_validate_in_a_rebase_stopped_on_two_renames_names_the_step_that_works(t
     assert "rewrote links to renamed memories: memory:kb.b -> memory:kb.a in kb.l" in continued.stdout
     assert typed("--kb", b, "validate").returncode == 0
     assert yaml.safe_load(link.read_text())["entities"] == ["memory:kb.a"]
+
+
+@pytest.mark.parametrize("soft", [False, True])
+def test_validate_against_main_says_main_forgot_a_memory_the_branch_edited(
+        tmp_path: Path, typed: CliRunner, soft: bool) -> None:
+    # Before: "origin/main wrote this memory too since this branch parted from it ...", whose fix
+    # spoke of topic keys and fields: no word of the forget, nor of the two ways out.
+    _bare, (a, b) = make_team(tmp_path)
+    typed("--kb", a, "save", unlike("kept"), "-e", "shop.orders.amount", check=True)
+    typed("--kb", a, "sync", check=True)
+    typed("--kb", b, "sync", check=True)
+    git(b, "switch", "-q", "-c", "agent-b")
+    typed("--kb", b, "update", "1", "--content", unlike("edited"), check=True)
+    typed("--kb", a, "forget", *(["--soft"] if soft else []), "1", check=True)
+    typed("--kb", a, "sync", check=True)
+    git(b, "fetch", "-q", "origin")
+    checked = typed("--kb", b, "validate", "--against", "origin/main")
+    assert (checked.returncode, checked.stdout) == (1, (
+        f"memories/1.yaml:1: origin/main forgot this memory{' (forget --soft)' if soft else ''} since this branch "
+        "parted from it, and this branch edited it: a plain git merge of this branch stops on the forget against the "
+        "edit. Run 'git fetch origin && slayer-kb merge origin/main': it stops there with the steps for either way "
+        "out, keeping this branch's edit or letting the memory go as origin/main did\n"
+        "1 problem in 1 file (1 file checked)\n"))
+    # The merge it names stops on that forget, with both ways out.
+    stopped = typed("--kb", b, "merge", "origin/main")
+    assert stopped.returncode == 1
+    assert stopped.stderr.startswith(f"Error: origin/main forgot memories/1.yaml{' (forget --soft)' if soft else ''}, "
+                                     "which this branch edited; the merge stopped")
+    assert "to keep your edit (or git " in stopped.stderr
