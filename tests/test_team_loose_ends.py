@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from testing import CliRunner, git, in_process_runner, in_the_kb, make_team, unlike
+from testing import CliRunner, git, in_process_runner, in_the_kb, make_team, typed_steps, unlike
 
 
 @pytest.fixture
@@ -143,3 +143,45 @@ def test_validate_against_main_says_main_forgot_a_memory_the_branch_edited(
     assert stopped.stderr.startswith(f"Error: origin/main forgot memories/1.yaml{' (forget --soft)' if soft else ''}, "
                                      "which this branch edited; the merge stopped")
     assert "to keep your edit (or git " in stopped.stderr
+
+
+@pytest.mark.parametrize("command", ["sync", "merge", "rebase"])
+def test_two_clones_renaming_two_memories_to_one_id_keep_each_link_on_its_memory(
+        tmp_path: Path, invoke_cli: CliRunner, typed: CliRunner, command: str) -> None:
+    # Before: sync stopped on "both created memories/kb.x.yaml", and its keep-both steps moved b's
+    # memory to kb.x-2 while b's rename commit still said 'Renamed: 2 -> kb.x' and b's link
+    # still said memory:kb.x: it ended on a's memory.
+    _bare, (a, b) = make_team(tmp_path)
+    for n, tag in ((1, "three"), (2, "four")):
+        typed("--kb", a, "save", unlike(tag), "-e", "shop.orders.amount", check=True)
+        typed("--kb", a, "save", unlike(f"links{tag}"), "--id", f"kb.l{n}", "-e", f"memory:{n}", check=True)
+    typed("--kb", a, "sync", check=True)
+    typed("--kb", b, "sync", check=True)
+    typed("--kb", a, "rename", "1", "kb.x", check=True)
+    typed("--kb", a, "sync", check=True)
+    typed("--kb", b, "rename", "2", "kb.x", check=True)
+    head = git(b, "rev-parse", "HEAD")
+    if command != "sync":
+        git(b, "fetch", "-q", "origin")
+    refused = invoke_cli("--kb", b, command, *([] if command == "sync" else ["origin/main"]))
+    who, undone = {"sync": ("Sync", "pushed"), "merge": ("The merge", "merged"), "rebase": ("The rebase", "rebased")}[command]
+    assert (refused.returncode, refused.stderr) == (1, (
+        "Error: Your commits renamed 2 to kb.x, and origin/main renamed 1 to kb.x: two memories given one new id, and a "
+        f"link to kb.x means a different one on each side. {who} keeps origin/main's kb.x and will not give it yours, "
+        f"so nothing was {undone} and the repository is back as it was: give yours another id, and merge. To merge by "
+        f"hand: cd {b}; slayer-kb rename kb.x kb.x-2 (or another id: it rewrites your links to it); "
+        + ("git fetch origin; " if command == "sync" else "")
+        + "slayer-kb merge origin/main (a rebase would replay your rename onto origin/main's kb.x again); slayer-kb "
+        "sync.\n"))
+    assert (git(b, "rev-parse", "HEAD"), git(b, "status", "--porcelain")) == (head, "")
+    said = typed_steps(invoke_cli, refused.stderr)
+    assert said[-1].startswith("Synced main with origin: pushed")
+    typed("--kb", a, "sync", check=True)
+    for clone in (a, b):
+        held = {p.stem: yaml.safe_load(p.read_text()) for p in (clone / "memories").glob("kb.*.yaml")}
+        assert {i: m["learning"] for i, m in held.items()} == {
+            "kb.x": unlike("three"), "kb.x-2": unlike("four"), "kb.l1": unlike("linksthree"),
+            "kb.l2": unlike("linksfour")}
+        assert (held["kb.l1"]["entities"], held["kb.l2"]["entities"]) == (["memory:kb.x"], ["memory:kb.x-2"])
+        assert typed("--kb", clone, "validate").returncode == 0
+
