@@ -96,7 +96,11 @@ def refuse_clashes(store: GitStore, onto: str, parted: str, ref: str, retry: str
     ``--rewrite`` for a rebase, whose replay would meet the first commit's file again."""
     rebasing = retry.startswith("rebase")
     _base, colliding, _used, moved = _collisions(store, onto, parted, rebasing, "")
-    ids = [i for i in [*colliding, *moved] if i not in _one_memory(store, (store.head() or "", onto), colliding)]
+    # One memory both tips hold with one created_at (which a new save makes anew): its save's
+    # commit rewritten on one side (amended, force-pushed), then edited; git's stop on it is an
+    # edit against an edit, whose steps are the fix.
+    alike = rewritten_alike(store, [store.repo_path(memory_path(i)) for i in colliding], onto, store.head() or "", onto)
+    ids = [i for i in [*colliding, *moved] if store.repo_path(memory_path(i)) not in alike]
     if not ids:
         return
     kb, many = command(store.root), len(ids) > 1
@@ -112,27 +116,6 @@ def refuse_clashes(store: GitStore, onto: str, parted: str, ref: str, retry: str
         f"{'each' if many else 'one'} id, which the {what} would take for one file both created. Nothing was "
         f"{undone}. Run '{kb} {fix}' to give this branch's {'memories fresh ids' if many else 'memory a fresh id'} "
         f"{how}, then '{kb} {retry}' again.")
-
-
-def _one_memory(store: GitStore, tips: tuple[str, str], ids: list[str]) -> set[str]:
-    """Of ``ids``, those both ``tips`` hold as one memory, one ``created_at`` (which a new save makes
-    anew): its save's commit rewritten on one side (amended, force-pushed), then edited. Git's stop
-    on it is an edit against an edit, whose steps are the fix."""
-    objects = store.objects
-    paths = {store.repo_path(memory_path(i)): i for i in ids}
-    sides = [objects.blobs_at(objects.tree_of(tip), paths) for tip in tips]
-    texts = objects.read_many("blob", {blob for side in sides for blob in side.values() if blob})
-    same: set[str] = set()
-    for path, memory_id in paths.items():
-        blobs = [side[path] for side in sides]
-        try:
-            made = {loads(texts[blob].decode("utf-8", "surrogateescape"), memory_id).created_at
-                    for blob in blobs if blob}
-        except KBError:  # a version that does not read is no memory to call the same
-            continue
-        if len(made) == 1 and all(blobs):
-            same.add(memory_id)
-    return same
 
 
 def _collisions(store: GitStore, onto: str, parted: str | None, replayed: bool,
