@@ -144,7 +144,7 @@ def work_on(agent: BranchAgent, round_: int, rounds: int, rng: random.Random, re
 def merge_main(agent: BranchAgent, result: BranchResult) -> None:
     """Merge main into the agent's branch with ``slayer-kb merge`` (the documented way: git's merge
     with the KB's merge driver, a memory main squash-merged taken as one), giving colliding ids
-    fresh ones first (else the merge stops on an add/add conflict of two different memories)."""
+    fresh ones first (else the merge refuses, naming that step)."""
     if cli(agent.clone, "validate", "--against", "origin/main", env=agent.env).rc != 0:
         cli(agent.clone, "renumber", "--onto", "origin/main", env=agent.env)
         result.renumber_runs += 1

@@ -103,7 +103,8 @@ def test_validate_in_a_stopped_merge_says_prune_once_it_is_committed(tmp_path: P
     assert invoke_cli("--kb", kb, "merge", "S").returncode == 1
     assert invoke_cli("validate", cwd=kb).stdout.startswith(
         f"memories/kb.k.yaml:3: 'memory:kb.x' refers to kb.x, which commit {renamed} renamed to kb.z: once the merge "
-        "is committed, run 'slayer-kb prune' to point it at kb.z\n")
+        "is concluded ('git commit --no-edit' when its conflicts are resolved, or 'git merge --abort'), run "
+        "'slayer-kb prune' to point it at kb.z\n")
 
 
 def test_prune_names_the_links_it_strips_and_those_it_points(tmp_path: Path, invoke_cli: CliRunner) -> None:

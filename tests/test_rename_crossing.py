@@ -87,7 +87,9 @@ def test_a_merge_of_a_rename_onto_an_id_the_other_side_renamed_away_stops_on_the
     assert (second / "memories" / "kb.y.yaml").read_text().startswith("learning: xray0word")
     assert (second / "memories" / "kb.m.yaml").read_text().startswith("learning: yank0word")
     said = typed_steps(invoke_cli, stopped.stderr, keeping(keep))
-    dangling = "' refers to a memory that does not exist (run 'slayer-kb prune' to strip it)\n"
+    # prune refuses until the merge is committed; the sync the steps end with strips them too.
+    dangling = ("' refers to a memory that does not exist (once the merge is concluded ('git commit --no-edit' when "
+                "its conflicts are resolved, or 'git merge --abort'), run 'slayer-kb prune' to strip it)\n")
     assert said[0] == ("Checked 5 files: no problems.\n" if keep else
                        f"memories/kb.l.yaml:3: 'memory:kb.m{dangling}memories/kb.q.yaml:3: 'memory:kb.m{dangling}"
                        "2 problems in 2 files (4 files checked)\n"), said

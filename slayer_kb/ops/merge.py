@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from ..core.errors import ConflictError
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
-from ..core.problems import cd_step, command_in, git_command
+from ..core.problems import cd_step, command_in, git_command, words
 from ..core.results import MergeResult
 from ..store import mergedriver
 from ..store.gitenv import LITERAL_PATHS
@@ -44,7 +44,7 @@ from ..store.revisions import added_alike, resolve_rev
 from ..store.worktree import require_shown
 from .conflictsteps import crossed_words, opening, reuse_steps
 from .rebase import conflict_steps, held_stages, merge_from, push_step, settle, swap_sides, unmerged
-from .renumber import require_clean
+from .renumber import refuse_clashes, require_clean
 from .reuses import Retry, refuse_reuse
 from .revalidation import Moves, finish_or_put_back
 from .snapshot import merge_bases, session_projects, written_on_both, written_on_either
@@ -70,6 +70,8 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
         # What sync refuses before it merges, this refuses too: an id REF renamed and gave again.
         both = written_on_both(store, parted, (sha, before)) if parted else []
         refuse_reuse(store, kb.root, parted, (sha, before), ref, Retry.merge(ref), both)
+        if parted:
+            refuse_clashes(store, sha, parted, ref, f"merge {words(ref)}")
         stopped = merge_in(store, ref, sha, written_on_either(store, (sha, before), bases), bases)
         if stopped is not None:
             raise ConflictError(merge_conflict_message(store, ref, *stopped, tips=("HEAD", sha)))

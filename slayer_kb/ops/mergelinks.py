@@ -14,6 +14,9 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.locate import memory_path
+from ..core.problems import git_command
+from ..store.gitstate import rebase_tips
 from ..store.renames import ever_renamed, link_target, renamed_since
 from ..store.repo import GitStore, find_toplevel
 
@@ -27,6 +30,7 @@ class _Side:
     tip: str
     by: str
     fix: str
+    also: str = ""  # the branch as it was before the rebase in progress replayed it (``renamed_since``)
 
 
 class MergeRenames:
@@ -39,48 +43,74 @@ class MergeRenames:
         self._read: dict[str, tuple[str, _Side] | None] = {}
 
     @functools.cached_property
-    def _merging(self) -> tuple[GitStore, list[_Side], bool] | None:
-        """The store, the sides a link follows, and whether a merge stopped (MERGE_HEAD)."""
+    def _merging(self) -> tuple[GitStore, list[_Side], str] | None:
+        """The store, the sides a link follows, and, while a merge or rebase stopped, the words a
+        fix that writes starts with (``until``)."""
         if find_toplevel(self.root) is None:
             return None
         store = GitStore(self.root)
+        # A rebase stopped (two renames of one memory: its steps drop this branch's): each
+        # command that writes refuses until it is concluded, and its end points such links.
+        if tips := rebase_tips(store.git_dirs()[0]):
+            onto, began = tips
+            base = _merge_base(store, onto, began)
+            until = ("once the rebase is concluded ('{command} rebase --continue' when its conflicts are resolved, or "
+                     "'{command} rebase --abort'), ")
+            return store, [_Side(base, "HEAD", "the rebase in progress moves",
+                                 "leave it; '{command} rebase --continue' points it at {new}", began)] if base else [], until
         sha = _commit(store, "MERGE_HEAD")
         if sha:
             base = _commit(store, "HEAD") and _merge_base(store, "HEAD", sha)
             # With no remote there is no sync to run: prune points such a link (cascade.prune).
             fix = "sync" if store.git("remote").stdout.strip() else "prune"
             after = f"leave it; once the merge is committed, '{{command}} {fix}' points it at {{new}}"
+            until = (f"once the merge is concluded ('{git_command(self.root, 'commit --no-edit')}' when its conflicts "
+                     f"are resolved, or '{git_command(self.root, 'merge --abort')}'), ")
             return store, [_Side(base, sha, "the branch being merged (MERGE_HEAD) renamed", after),
-                           _Side(base, "HEAD", "this branch renamed", after)] if base else [], True
+                           _Side(base, "HEAD", "this branch renamed", after)] if base else [], until
         # A merge committed by hand among the commits sync has yet to push: sync's own rule.
         upstream = _commit(store, "@{upstream}")
         merge = upstream and store.git("rev-list", "-1", "--min-parents=2", "HEAD", f"^{upstream}",
                                        check=False).stdout.decode().strip()
         base = merge and _merge_base(store, f"{merge}^1", f"{merge}^2")
         return store, [_Side(base, "HEAD", f"a side of merge {merge[:12]}, not yet synced, renamed",
-                             "leave it; '{command} sync' points it at {new}")] if base else [], False
+                             "leave it; '{command} sync' points it at {new}")] if base else [], ""
+
+    @property
+    def until(self) -> str:
+        """The words a fix that writes (``prune``) starts with while a merge or rebase stopped,
+        ``{command}`` to be filled in; empty otherwise."""
+        return self._merging[2] if self._merging is not None else ""
 
     def __call__(self, memory_id: str) -> tuple[str, _Side] | None:
         if self._merging is None:
             return None
-        store, sides, pending = self._merging
+        store, sides, until = self._merging
         if memory_id not in self._read:
-            self._read[memory_id] = next(((new, side) for side in sides if (new := renamed_since(
-                store, side.base, side.tip, [memory_id]).live.get(memory_id)) is not None), None) or _renamed(
-                    store, memory_id, pending)
+            self._read[memory_id] = next(((new, side) for side in sides if (new := _moved(store, side, memory_id))
+                                          is not None), None) or _renamed(store, memory_id, until)
         return self._read.get(memory_id)
 
 
-def _renamed(store: GitStore, memory_id: str, pending: bool) -> tuple[str, _Side] | None:
+def _moved(store: GitStore, side: _Side, memory_id: str) -> str | None:
+    """Where ``side``'s renames leave ``memory_id``. ``renamed_since`` reads an id it is asked of as
+    one the memory held where the sides parted; an id only a rename of the branch before the rebase
+    gave (its rename, which the stop's steps dropped) is followed from the id it came from."""
+    held = not side.also or store.objects.blobs_at(store.objects.tree_of(side.base),
+                                                   [store.repo_path(memory_path(memory_id))]).popitem()[1]
+    return renamed_since(store, side.base, side.tip, [memory_id] if held else [], side.also).live.get(memory_id)
+
+
+def _renamed(store: GitStore, memory_id: str, until: str) -> tuple[str, _Side] | None:
     """Where a commit of HEAD's history renamed ``memory_id`` (``renames.link_target``): no merge to
     sync (one committed by hand in a KB with no remote, or synced by a build that did not point
-    such links), and ``prune`` points the link there; once a merge stopped (``pending``) is
-    committed, as prune refuses to run before."""
+    such links), and ``prune`` points the link there; once a merge or rebase stopped is concluded
+    (``until``: the words saying so), as prune refuses to run before."""
     to = link_target(store, memory_id) if ever_renamed(store, memory_id) else None
     if to is None:
         return None
     fix = "run '{command} prune' to point it at {new}"
-    return to[0], _Side("", "HEAD", f"commit {to[1][:12]} renamed", f"once the merge is committed, {fix}" if pending else fix)
+    return to[0], _Side("", "HEAD", f"commit {to[1][:12]} renamed", until + fix)
 
 
 def _commit(store: GitStore, rev: str) -> str:
@@ -97,6 +127,7 @@ def dangling(entity: str, target: str, command: str, renames: MergeRenames | Non
     as a fix runs it)."""
     moved = renames(target) if renames is not None else None
     if moved is None:
-        return f"'{entity}' refers to a memory that does not exist (run '{command} prune' to strip it)"
+        until = renames.until.format(command=command) if renames is not None else ""
+        return f"'{entity}' refers to a memory that does not exist ({until}run '{command} prune' to strip it)"
     new, side = moved
     return f"'{entity}' refers to {target}, which {side.by} to {new}: {side.fix.format(command=command, new=new)}"

@@ -20,7 +20,7 @@ from ..core.errors import MemoryFileError
 from ..core.ids import id_sort_key, is_auto_id
 from ..core.locate import id_of_path, linked_id, memory_link, memory_path
 from ..core.memory import Memory, loads
-from ..core.merging import BOTH_EDITED, soft_forget_met
+from ..core.merging import BOTH_EDITED, soft_forget_met, soft_forgot
 from ..core.problems import Problem, command, git_command, shell_word, shown
 from ..core.review import PICKED, SQUASHED
 from ..core.session import SESSIONS_DIR
@@ -96,12 +96,41 @@ def plain_merge_conflicts(compared: Branch, warnings: list[Problem]) -> list[Pro
             continue
         kind, merges = _MERGES[folder]
         fix = fix or compared.fix(f"merge {shell_word(compared.against)}")
+        if (forgot := _forgotten_there(compared.store, kb_path, ours, theirs)) is not None:
+            problems.append(Problem(
+                shown(compared.root / kb_path), 1,
+                f"{compared.against} forgot this memory{forgot} since this branch parted from it, and this branch "
+                f"edited it: a plain git merge of this branch stops on the forget against the edit. Run '{fix}': it "
+                f"stops there with the steps for either way out, keeping this branch's edit or letting the memory "
+                f"go as {compared.against} did",
+            ))
+            continue
         problems.append(Problem(
             shown(compared.root / kb_path), 1,
             f"{compared.against} wrote this {kind} too since this branch parted from it, in lines git's merge "
             f"cannot join: a plain git merge of this branch stops on it. Run '{fix}': {merges}",
         ))
     return problems
+
+
+def _forgotten_there(store: GitStore, kb_path: str, ours: dict[str, tuple[str, str]],
+                     theirs: dict[str, tuple[str, str]]) -> str | None:
+    """How the revision compared with forgot the memory ``kb_path`` that this branch edited (both
+    sides' ``written_since``): "" for a forget (its file deleted), " (forget --soft)" for a soft
+    one (only ``deleted_at`` set); None when it did not, or a version does not read."""
+    (was, mine), (_was, now) = ours[kb_path], theirs[kb_path]
+    if mine == NO_BLOB or was == NO_BLOB:
+        return None
+    if now == NO_BLOB:
+        return ""
+    memory_id = id_of_path(kb_path) or ""
+    texts = store.objects.read_many("blob", {was, mine, now})
+    try:
+        base, here, there = (loads(texts[blob].decode("utf-8", "replace"), memory_id) for blob in (was, mine, now))
+    except MemoryFileError:
+        return None
+    # Forgotten on both sides (two soft forgets made apart) is no edit to keep.
+    return " (forget --soft)" if soft_forgot(base, there) and here.deleted_at is None else None
 
 
 def _moved_since_taken_in(compared: Branch, ours: dict[str, tuple[str, str]], theirs: dict[str, tuple[str, str]],

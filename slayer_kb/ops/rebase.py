@@ -26,13 +26,14 @@ from ..core.problems import cd_step, command, command_in, git_command, words
 from ..core.results import RebaseResult
 from ..store import mergedriver
 from ..store.gitenv import LITERAL_PATHS
+from ..store.gitstate import rebase_folder
 from ..store.guesses import rename_detection
 from ..store.renames import Crossing, brought_back, crossings, given_and_moved_on
 from ..store.repo import GitStore
 from ..store.revisions import added_alike, forgot_at, resolve_rev, rewritten_alike
 from ..store.worktree import require_shown
 from .conflictsteps import conflict_steps, crossed_words, merge_settles, opening, unmerged_stages
-from .renumber import require_clean
+from .renumber import refuse_clashes, require_clean
 from .reuses import Retry, refuse_reuse
 from .revalidation import Moves, finish_or_put_back
 from .snapshot import merge_bases, session_projects, written_on_both, written_on_either
@@ -81,6 +82,8 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
                 # What sync refuses before it rebases, this refuses too: an id the upstream renamed and gave again.
                 both = written_on_both(store, bases[0], (onto_commit, ours))
                 refuse_reuse(store, kb.root, bases[0], (onto_commit, ours), upstream, Retry.rebase(upstream), both)
+                refuse_clashes(store, onto_commit, bases[0], upstream,
+                               f"rebase {'--rewrite-pushed ' if rewrite_pushed else ''}{words(upstream)}")
                 if crossed := crossings(store, bases[0], (onto_commit, ours)):
                     raise ConflictError(_crossed_message(kb.root, upstream, crossed, {onto_commit: upstream,
                                                                                       ours: "your commits"}))
@@ -315,9 +318,7 @@ def in_progress(store: GitStore) -> bool:
 
 
 def _state_folder(store: GitStore) -> Path | None:
-    """The folder where git keeps the rebase in progress (its merge or apply backend's), or None."""
-    git_dir = store.git_dirs()[0]
-    return next((git_dir / name for name in ("rebase-merge", "rebase-apply") if (git_dir / name).exists()), None)
+    return rebase_folder(store.git_dirs()[0])
 
 
 def conflict_message(store: GitStore, paths: list[str], held: dict[str, set[int]], upstream: str,

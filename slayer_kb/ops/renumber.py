@@ -35,7 +35,7 @@ from ..core.errors import ConflictError, KBError
 from ..core.ids import highest_auto_id, is_auto_id
 from ..core.locate import MEMORIES_DIR, id_of_path, linked_id, memory_link, memory_path
 from ..core.memory import loads, with_entities
-from ..core.problems import command, git_command
+from ..core.problems import command, git_command, words
 from ..core.results import RenumberResult
 from ..core.text import listed
 from ..store.renames import trailer
@@ -85,6 +85,37 @@ def plan(kb: Context, onto: str, parted: str | None = None, *,
     if fresh is None:
         fresh = [str(top + n) for n in range(1, len(colliding) + 1)]
     return base, {**moved, **dict(zip(colliding, fresh, strict=True))}
+
+
+def refuse_clashes(store: GitStore, onto: str, parted: str, ref: str, retry: str) -> None:
+    """Refuse ``slayer-kb merge REF`` or ``rebase REF`` (``retry``: the command as typed again, without
+    ``slayer-kb``; ``onto``: REF's commit, parted from HEAD at ``parted``) before either writes
+    anything, when this branch and REF each saved a new memory under one auto id (counted on each
+    clone): git would stop on one file both created, with steps that merge two memories into one
+    or keep this branch's under an id that no ``memory:`` link follows. The fix is a renumbering,
+    ``--rewrite`` for a rebase, whose replay would meet the first commit's file again."""
+    rebasing = retry.startswith("rebase")
+    _base, colliding, _used, moved = _collisions(store, onto, parted, rebasing, "")
+    # One memory both tips hold with one created_at (which a new save makes anew): its save's
+    # commit rewritten on one side (amended, force-pushed), then edited; git's stop on it is an
+    # edit against an edit, whose steps are the fix.
+    alike = rewritten_alike(store, [store.repo_path(memory_path(i)) for i in colliding], onto, store.head() or "", onto)
+    ids = [i for i in [*colliding, *moved] if store.repo_path(memory_path(i)) not in alike]
+    if not ids:
+        return
+    kb, many = command(store.root), len(ids) > 1
+    named = f"new memories as {', '.join(ids[:-1])} and {ids[-1]}" if many else f"a new memory as {ids[0]}"
+    who, what, undone = ("Your commits", "rebase", "rebased") if rebasing else ("This branch", "merge", "merged")
+    fix = f"renumber{' --rewrite' if rebasing else ''} --onto {words(ref)}"
+    links = ", ".join(memory_link(i) for i in ids)
+    them = "them" if many else "it"
+    how = (f"as if saved under {them} (the {links} links to {them} rewritten in your commits)" if rebasing
+           else f"(the {links} links to {them} rewritten, in one commit)")
+    raise ConflictError(
+        f"{who} and {ref} each saved {named} (ids counted on each clone): two memories under "
+        f"{'each' if many else 'one'} id, which the {what} would take for one file both created. Nothing was "
+        f"{undone}. Run '{kb} {fix}' to give this branch's {'memories fresh ids' if many else 'memory a fresh id'} "
+        f"{how}, then '{kb} {retry}' again.")
 
 
 def _collisions(store: GitStore, onto: str, parted: str | None, replayed: bool,

@@ -13,11 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import ConflictError
+from ..core.ids import fold_id, free_variant
 from ..core.locate import id_of_path, memory_path
 from ..core.problems import cd_step, command_in, words
 from ..store.gitenv import LITERAL_PATHS
 from ..store.renames import renames_between, trailer
 from ..store.repo import GitStore
+from .snapshot import memory_ids_at
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,8 @@ def reuse_stop(store: GitStore, root: Path, parted: str, tips: tuple[str, str],
     changed on the other (on either side in a merge; on the upstream's in a rebase); None when
     none was."""
     ids = {i for path in both if (i := id_of_path(path)) is not None}
+    if stop := _renamed_onto_one(store, root, tips, renames, ids, name, retry):
+        return stop
     theirs, mine = ({old: new for old, new in found.items() if old in ids} for found in renames)
     if not theirs and not (mine and merges):
         return None
@@ -100,6 +104,33 @@ def reuse_stop(store: GitStore, root: Path, parted: str, tips: tuple[str, str],
                     f"there ({command_in(root)} edit {words(mine[old])}, their version in {aside.file(old, 'theirs')}; or "
                     f"{command_in(root)} forget {words(mine[old])} if they forgot it) and {command_in(root)} sync.")
     return None
+
+
+def _renamed_onto_one(store: GitStore, root: Path, tips: tuple[str, str], renames: tuple[dict[str, str], dict[str, str]],
+                      ids: set[str], name: str, retry: Retry) -> str | None:
+    """Why sync (``merge``, ``rebase``: ``retry``) must stop when each of ``tips`` (the upstream
+    ``name``, this branch) renamed a different memory to one new id among ``ids`` (both wrote its
+    file) and holds it there: git stops on one file both created, and its keep-both steps kept
+    this branch's memory under another id while its rename commit's trailer, and the links it
+    rewrote, still said the new id, which then names the other memory. Not silently either way:
+    this branch, the second to come, gives its memory another id (``rename`` rewrites its links)
+    and merges, since a rebase would replay its first rename onto the upstream's file again."""
+    ends = [{new: old for old, new in found.items()} for found in renames]
+    clash = sorted(i for i in ids & ends[0].keys() & ends[1].keys() if ends[0][i] != ends[1][i])
+    clash = [i for i in clash if i in _held(store, tips[0], clash) & _held(store, tips[1], clash)]
+    if not clash:
+        return None
+    new = clash[0]
+    taken = {fold_id(i) for tip in tips for i in memory_ids_at(store, tip)}
+    free = free_variant(new, taken)
+    kb = command_in(root)
+    fetch = [f"git fetch {words(name.partition('/')[0])}"] if retry.fetch else []
+    steps = [*cd_step(root), f"{kb} rename {words(new, free)} (or another id: it rewrites your links to it)", *fetch,
+             f"{kb} merge {words(name)} (a rebase would replay your rename onto {name}'s {new} again)", f"{kb} sync"]
+    return (f"Your commits renamed {ends[1][new]} to {new}, and {name} renamed {ends[0][new]} to {new}: two memories "
+            f"given one new id, and a link to {new} means a different one on each side. {retry.who.capitalize()} keeps "
+            f"{name}'s {new} and will not give it yours, so nothing was {retry.undone} and the repository is back as it "
+            f"was: give yours another id, and merge. To merge by hand: {'; '.join(steps)}.")
 
 
 class _Aside:

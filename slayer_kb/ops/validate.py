@@ -587,7 +587,8 @@ def _unresolved(entity: str, context: KBContext, memory_id: str) -> str:
     except ResolutionError as exc:
         edit = f"correct it with '{context.command} edit {shell_word(memory_id)}'"
         fix = edit if exc.suggestions else f"{edit}, or, if the catalog dropped it, strip it with '{context.command} prune'"
-        return f"entity '{entity}' does not resolve: {exc} ({fix})"
+        until = context.renames.until.format(command=context.command) if context.renames else ""  # edit, prune refuse till then
+        return f"entity '{entity}' does not resolve: {exc} ({until}{fix})"
     except KBError as exc:
         return f"entity '{entity}' does not resolve: {exc}"
     return f"entity '{entity}' is not canonical; write '{canonical}'"

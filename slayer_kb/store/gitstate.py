@@ -48,6 +48,24 @@ def unfinished_operation(git_dir: Path) -> str | None:
     return None
 
 
+def rebase_folder(git_dir: Path) -> Path | None:
+    """The folder where git keeps the rebase in progress (its merge or apply backend's), or None."""
+    return next((git_dir / name for name in ("rebase-merge", "rebase-apply") if (git_dir / name).exists()), None)
+
+
+def rebase_tips(git_dir: Path) -> tuple[str, str] | None:
+    """(the commit the rebase in progress goes onto, the branch's commit when it began), as git
+    keeps them; None when no rebase is in progress (or an am session's folder holds neither)."""
+    folder = rebase_folder(git_dir)
+    if folder is None:
+        return None
+    try:
+        onto, began = ((folder / name).read_text(encoding="utf-8").strip() for name in ("onto", "orig-head"))
+    except OSError:
+        return None
+    return onto, began
+
+
 def detached_head(git_dir: Path) -> str | None:
     """What to tell a person whose HEAD is detached (a commit checked out, no branch), after a
     commit of ours: it is on no branch, and ``git switch`` elsewhere leaves it behind unnamed.

@@ -1,0 +1,221 @@
+"""A team on one remote, the flows' loose ends: clones of one bare remote, every ``slayer-kb``
+command run in this process as typed in the clone (``in_the_kb``), git as git, and the fix a
+message names followed as written."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from testing import CliRunner, Watcher, git, in_process_runner, in_the_kb, make_team, typed_steps, unlike
+
+
+@pytest.fixture
+def typed() -> CliRunner:
+    return in_the_kb(in_process_runner())
+
+
+def _one_id_on_both(tmp_path: Path, typed: CliRunner) -> tuple[Path, Path]:
+    """Clones counting ids on their own (as before leases): a saves 1 and syncs; b saves its own 1,
+    links it from a second memory, and fetches."""
+    _bare, (a, b) = make_team(tmp_path)
+    for root in (a, b):
+        git(root, "config", "slayer-kb.ids", "sequential")
+    typed("--kb", a, "save", unlike("main"), "-e", "shop.orders.amount", check=True)
+    typed("--kb", a, "sync", check=True)
+    # Saved in another second: one created_at on both sides is one memory (a save's commit rewritten).
+    time.sleep(1.01 - time.time() % 1)
+    typed("--kb", b, "save", unlike("mine"), "-e", "shop.refunds.amount", check=True)
+    typed("--kb", b, "save", unlike("link"), "-e", "memory:1", check=True)
+    git(b, "fetch", "-q", "origin")
+    return a, b
+
+
+@pytest.mark.parametrize("command", ["merge", "rebase"])
+def test_a_merge_or_rebase_meeting_one_auto_id_saved_on_both_names_renumber(
+        tmp_path: Path, typed: CliRunner, command: str) -> None:
+    # Before: both stopped on "both created memories/1.yaml" with steps that merge two memories
+    # into one file, or keep b's as 1-2.yaml, which no memory:1 link follows.
+    _a, b = _one_id_on_both(tmp_path, typed)
+    head = git(b, "rev-parse", "HEAD")
+    refused = typed("--kb", b, command, "origin/main")
+    fix = {"merge": ("renumber --onto origin/main", "(the memory:1 links to it rewritten, in one commit)",
+                     "This branch", "merge", "merged"),
+           "rebase": ("renumber --rewrite --onto origin/main",
+                      "as if saved under it (the memory:1 links to it rewritten in your commits)",
+                      "Your commits", "rebase", "rebased")}[command]
+    assert (refused.returncode, refused.stderr) == (1, (
+        f"Error: {fix[2]} and origin/main each saved a new memory as 1 (ids counted on each clone): two memories "
+        f"under one id, which the {fix[3]} would take for one file both created. Nothing was {fix[4]}. Run "
+        f"'slayer-kb {fix[0]}' to give this branch's memory a fresh id {fix[1]}, then 'slayer-kb {command} "
+        "origin/main' again.\n"))
+    assert (git(b, "rev-parse", "HEAD"), git(b, "status", "--porcelain")) == (head, "")
+    # The fix as written keeps both memories, the link on b's.
+    assert typed("--kb", b, *fix[0].split(), check=True).stdout == (
+        "Renumbered 1 memory onto origin/main:\n  1 -> 3\n" + ("  references rewritten in: 2\n" if command == "merge" else ""))
+    typed("--kb", b, command, "origin/main", check=True)
+    typed("--kb", b, "sync", check=True)
+    held = {i: yaml.safe_load(git(b, "show", f"origin/main:memories/{i}.yaml")) for i in "123"}
+    assert [held[i]["learning"] for i in "123"] == [unlike("main"), unlike("link"), unlike("mine")]
+    assert held["2"]["entities"] == ["memory:3"]
+
+
+def test_a_merge_of_two_edits_of_one_memory_added_on_both_keeps_its_steps(tmp_path: Path, typed: CliRunner) -> None:
+    # One memory (one created_at) whose save each side committed on its own, then edited: two
+    # edits, no clash; the stop keeps its steps.
+    _a, b = _one_id_on_both(tmp_path, typed)
+    git(b, "reset", "-q", "--hard", "origin/main~1")
+    path = b / "memories" / "1.yaml"
+    main = git(b, "show", "origin/main:memories/1.yaml")
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(main.replace("main0word", "edited0word"))
+    git(b, "add", "memories/1.yaml")
+    git(b, "commit", "-qm", "memory: save 1 (by hand)")
+    stopped = typed("--kb", b, "merge", "origin/main")
+    assert stopped.returncode == 1
+    assert stopped.stderr.startswith("Error: This branch and origin/main both created memories/1.yaml; the merge "
+                                     "stopped")
+    assert "renumber" not in stopped.stderr
+
+
+def test_validate_in_a_rebase_stopped_on_two_renames_names_the_step_that_works(tmp_path: Path, typed: CliRunner) -> None:
+    # Before: "'memory:kb.b' refers to a memory that does not exist (run 'slayer-kb prune' to
+    # strip it)", and prune refuses while the rebase is in progress.
+    _bare, (a, b) = make_team(tmp_path)
+    typed("--kb", a, "save", unlike("revenue"), "-e", "shop.orders.amount", check=True)
+    typed("--kb", a, "save", unlike("links"), "--id", "kb.l", "-e", "memory:1", check=True)
+    typed("--kb", a, "sync", check=True)
+    typed("--kb", b, "sync", check=True)
+    typed("--kb", a, "rename", "1", "kb.a", check=True)
+    typed("--kb", a, "sync", check=True)
+    typed("--kb", b, "rename", "1", "kb.b", check=True)
+    git(b, "fetch", "-q", "origin")
+    assert typed("--kb", b, "rebase", "origin/main").returncode == 1
+    # Keep origin/main's id by hand, the links to kb.b left for the rebase's end.
+    git(b, "rm", "-q", "memories/kb.b.yaml", "memories/1.yaml")
+    git(b, "add", "memories/kb.a.yaml")
+    link = b / "memories" / "kb.l.yaml"
+    link.write_text(link.read_text().replace("- memory:kb.b\n", "- memory:kb.b\n- memory:ghost\n"))
+    checked = typed("--kb", b, "validate")
+    assert (checked.returncode, checked.stdout) == (1, (
+        "memories/kb.l.yaml:4: 'memory:kb.b' refers to kb.b, which the rebase in progress moves to kb.a: leave it; "
+        "'slayer-kb rebase --continue' points it at kb.a\n"
+        "memories/kb.l.yaml:5: 'memory:ghost' refers to a memory that does not exist (once the rebase is concluded "
+        "('slayer-kb rebase --continue' when its conflicts are resolved, or 'slayer-kb rebase --abort'), run "
+        "'slayer-kb prune' to strip it)\n"
+        "2 problems in 1 file (2 files checked)\n"))
+    link.write_text(link.read_text().replace("- memory:ghost\n", ""))
+    git(b, "add", "memories/kb.l.yaml")
+    # The step named works: the rebase's end points the link at kb.a.
+    continued = typed("--kb", b, "rebase", "--continue", check=True)
+    assert "rewrote links to renamed memories: memory:kb.b -> memory:kb.a in kb.l" in continued.stdout
+    assert typed("--kb", b, "validate").returncode == 0
+    assert yaml.safe_load(link.read_text())["entities"] == ["memory:kb.a"]
+
+
+@pytest.mark.parametrize("soft", [False, True])
+def test_validate_against_main_says_main_forgot_a_memory_the_branch_edited(
+        tmp_path: Path, typed: CliRunner, soft: bool) -> None:
+    # Before: "origin/main wrote this memory too since this branch parted from it ...", whose fix
+    # spoke of topic keys and fields: no word of the forget, nor of the two ways out.
+    _bare, (a, b) = make_team(tmp_path)
+    typed("--kb", a, "save", unlike("kept"), "-e", "shop.orders.amount", check=True)
+    typed("--kb", a, "sync", check=True)
+    typed("--kb", b, "sync", check=True)
+    git(b, "switch", "-q", "-c", "agent-b")
+    typed("--kb", b, "update", "1", "--content", unlike("edited"), check=True)
+    typed("--kb", a, "forget", *(["--soft"] if soft else []), "1", check=True)
+    typed("--kb", a, "sync", check=True)
+    git(b, "fetch", "-q", "origin")
+    checked = typed("--kb", b, "validate", "--against", "origin/main")
+    assert (checked.returncode, checked.stdout) == (1, (
+        f"memories/1.yaml:1: origin/main forgot this memory{' (forget --soft)' if soft else ''} since this branch "
+        "parted from it, and this branch edited it: a plain git merge of this branch stops on the forget against the "
+        "edit. Run 'git fetch origin && slayer-kb merge origin/main': it stops there with the steps for either way "
+        "out, keeping this branch's edit or letting the memory go as origin/main did\n"
+        "1 problem in 1 file (1 file checked)\n"))
+    # The merge it names stops on that forget, with both ways out.
+    stopped = typed("--kb", b, "merge", "origin/main")
+    assert stopped.returncode == 1
+    assert stopped.stderr.startswith(f"Error: origin/main forgot memories/1.yaml{' (forget --soft)' if soft else ''}, "
+                                     "which this branch edited; the merge stopped")
+    assert "to keep your edit (or git " in stopped.stderr
+
+
+@pytest.mark.parametrize("command", ["sync", "merge", "rebase"])
+def test_two_clones_renaming_two_memories_to_one_id_keep_each_link_on_its_memory(
+        tmp_path: Path, invoke_cli: CliRunner, typed: CliRunner, command: str) -> None:
+    # Before: sync stopped on "both created memories/kb.x.yaml", and its keep-both steps moved b's
+    # memory to kb.x-2 while b's rename commit still said 'Renamed: 2 -> kb.x' and b's link
+    # still said memory:kb.x: it ended on a's memory.
+    _bare, (a, b) = make_team(tmp_path)
+    for n, tag in ((1, "three"), (2, "four")):
+        typed("--kb", a, "save", unlike(tag), "-e", "shop.orders.amount", check=True)
+        typed("--kb", a, "save", unlike(f"links{tag}"), "--id", f"kb.l{n}", "-e", f"memory:{n}", check=True)
+    typed("--kb", a, "sync", check=True)
+    typed("--kb", b, "sync", check=True)
+    typed("--kb", a, "rename", "1", "kb.x", check=True)
+    typed("--kb", a, "sync", check=True)
+    typed("--kb", b, "rename", "2", "kb.x", check=True)
+    head = git(b, "rev-parse", "HEAD")
+    if command != "sync":
+        git(b, "fetch", "-q", "origin")
+    refused = invoke_cli("--kb", b, command, *([] if command == "sync" else ["origin/main"]))
+    who, undone = {"sync": ("Sync", "pushed"), "merge": ("The merge", "merged"), "rebase": ("The rebase", "rebased")}[command]
+    assert (refused.returncode, refused.stderr) == (1, (
+        "Error: Your commits renamed 2 to kb.x, and origin/main renamed 1 to kb.x: two memories given one new id, and a "
+        f"link to kb.x means a different one on each side. {who} keeps origin/main's kb.x and will not give it yours, "
+        f"so nothing was {undone} and the repository is back as it was: give yours another id, and merge. To merge by "
+        f"hand: cd {b}; slayer-kb rename kb.x kb.x-2 (or another id: it rewrites your links to it); "
+        + ("git fetch origin; " if command == "sync" else "")
+        + "slayer-kb merge origin/main (a rebase would replay your rename onto origin/main's kb.x again); slayer-kb "
+        "sync.\n"))
+    assert (git(b, "rev-parse", "HEAD"), git(b, "status", "--porcelain")) == (head, "")
+    said = typed_steps(invoke_cli, refused.stderr)
+    assert said[-1].startswith("Synced main with origin: pushed")
+    typed("--kb", a, "sync", check=True)
+    for clone in (a, b):
+        held = {p.stem: yaml.safe_load(p.read_text()) for p in (clone / "memories").glob("kb.*.yaml")}
+        assert {i: m["learning"] for i, m in held.items()} == {
+            "kb.x": unlike("three"), "kb.x-2": unlike("four"), "kb.l1": unlike("linksthree"),
+            "kb.l2": unlike("linksfour")}
+        assert (held["kb.l1"]["entities"], held["kb.l2"]["entities"]) == (["memory:kb.x"], ["memory:kb.x-2"])
+        assert typed("--kb", clone, "validate").returncode == 0
+
+
+def _folders(root: Path) -> list[str]:
+    return sorted(p.name for p in root.iterdir() if p.name.startswith(".slayer-kb"))
+
+
+def test_two_state_homes_on_one_clone_never_set_its_folder_aside(tmp_path: Path, invoke_cli: CliRunner,
+                                                                   run_cli: CliRunner) -> None:
+    # Before: the folder's stamp was made under $XDG_STATE_HOME's key alone, so each process run
+    # under the other state home took the folder for "a copy from git or elsewhere" and set it
+    # aside, and a warm server started under one refused every command once the other rebuilt it.
+    _bare, (a, _b) = make_team(tmp_path)
+    homes = {name: str(tmp_path / f"state-{name}") for name in "AB"}
+    for n, name in enumerate("ABAB"):
+        proc = invoke_cli("--kb", a, "save", unlike(f"home{n}"), "-e", "shop.orders.amount",
+                          env={"XDG_STATE_HOME": homes[name], "SLAYER_KB_SERVER": "off"})
+        assert (proc.returncode, proc.stderr) == (0, ""), name
+    server = Watcher(a)  # started under the test's own state home: a third one
+    try:
+        server.wait_for_line("Watching")
+        for n, name in enumerate("ABA"):
+            proc = run_cli("--kb", a, "save", unlike(f"relayed{n}"), "-e", "shop.orders.amount",
+                           env={"XDG_STATE_HOME": homes[name]})
+            assert (proc.returncode, proc.stderr) == (0, ""), name
+        assert server.proc.poll() is None
+    finally:
+        server.stop()
+    assert _folders(a) == [".slayer-kb"]
+    assert not any("set aside" in line for line in server.lines), server.lines
+    # A copy of the folder (another inode) is still no folder of this user's, whichever home asks.
+    copy = tmp_path / "copy"
+    shutil.copytree(a, copy, symlinks=True)
+    proc = invoke_cli("--kb", copy, "list", env={"XDG_STATE_HOME": homes["B"], "SLAYER_KB_SERVER": "off"})
+    assert "was set aside as" in proc.stderr and "slayer-kb did not make it here" in proc.stderr
