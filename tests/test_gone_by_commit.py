@@ -1,13 +1,13 @@
 """A memory a commit took away, asked for by its id: forgotten (by ``forget`` or a ``git rm``
 committed) names the ``restore --rev`` that brings it back; moved by hand (``git mv`` committed)
-names the id it has now. Through ``get``, ``update``, ``forget`` and ``restore``, and the tools."""
+or folded by a sync into the memory another clone saved first names the id it has now. Through ``get``, ``update``, ``forget`` and ``restore``, and the tools."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from slayer_kb import KnowledgeBase
-from testing import CliRunner, git
+from testing import CliRunner, git, json_of, make_team
 
 
 def _head(root: Path) -> str:
@@ -62,3 +62,19 @@ def test_the_tools_say_a_person_can_bring_a_forgotten_memory_back(example_kb: Kn
             f"back, a person can: 'slayer-kb --kb {root} restore 3 --rev {forgot}~1'.")
 
     with_server_in_process(root, script)
+
+
+def test_a_memory_another_clones_sync_folded_names_the_memory_it_went_into(tmp_path: Path,
+                                                                          invoke_cli: CliRunner) -> None:
+    _bare, (a, b) = make_team(tmp_path)
+    saved = [invoke_cli("--kb", root, "save", f"{who}: retries back off exponentially.", "--title", "Retry policy",
+                        "--topic-key", "decision/retry", "--json", check=True) for root, who in ((a, "A"), (b, "B"))]
+    theirs = json_of(saved[1])["memory_id"]
+    for root in (a, b, a):
+        invoke_cli("--kb", root, "sync", check=True)
+    fold = git(a, "log", "-1", "--format=%h", "--abbrev=12", f"--grep=merge {theirs} into").strip()
+    assert fold
+    ours = json_of(saved[0])["memory_id"]
+    assert invoke_cli("--kb", a, "get", theirs).stderr == (
+        f"Error: No memory with id '{theirs}'. It was merged into '{ours}' in commit {fold}, saved there first under "
+        "the same topic key; use that id.\n")

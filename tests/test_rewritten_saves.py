@@ -71,6 +71,7 @@ def _force_pushed_amend(tmp_path: Path, invoke_cli: CliRunner, tag: str,
     return bare, b, c, memory_id
 
 
+@pytest.mark.slow  # a variant (docs/testing.md, "A flow's variants")
 def test_a_clone_holding_a_save_force_pushed_amended_keeps_one_memory(tmp_path: Path, invoke_cli: CliRunner,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """c, which pulled the original, syncs a save of its own: the original is the version the
@@ -88,6 +89,7 @@ def test_a_clone_holding_a_save_force_pushed_amended_keeps_one_memory(tmp_path: 
         f"Agent C: memory: save {own}", f"Test Author: memory: save {memory_id}"]
 
 
+@pytest.mark.slow  # a variant (docs/testing.md, "A flow's variants")
 def test_a_rewritten_save_the_other_clone_edited_in_another_field_merges(tmp_path: Path, invoke_cli: CliRunner,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     bare, _b, c, memory_id = _force_pushed_amend(tmp_path, invoke_cli, "field", monkeypatch)
@@ -102,6 +104,7 @@ def test_a_rewritten_save_the_other_clone_edited_in_another_field_merges(tmp_pat
     assert _files(bare, "main") == [f"memories/{memory_id}.yaml"]
 
 
+@pytest.mark.slow  # a variant (docs/testing.md, "A flow's variants")
 def test_a_rewritten_save_the_other_clone_edited_in_the_same_line_stops_as_two_edits(
         tmp_path: Path, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
     _bare, _b, c, memory_id = _force_pushed_amend(tmp_path, invoke_cli, "line", monkeypatch)
@@ -117,6 +120,7 @@ def test_a_rewritten_save_the_other_clone_edited_in_the_same_line_stops_as_two_e
     assert _files(c) == [f"memories/{memory_id}.yaml"]
 
 
+@pytest.mark.slow  # a variant (docs/testing.md, "A flow's variants")
 def test_a_clone_that_merged_a_branch_of_its_own_merges_the_rewritten_save_as_one(
         tmp_path: Path, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
     """A local merge among c's commits makes sync merge the upstream in rather than rebase: the

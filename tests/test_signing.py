@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, Watcher, blocker, git, make_team, unlike
+from testing import CliRunner, Watcher, blocker, default_first, git, make_team, unlike
 
 # git signs with ssh-keygen (gpg.format=ssh, git 2.34 or later).
 pytestmark = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="ssh-keygen is not installed")
@@ -194,7 +194,7 @@ def test_a_commit_git_refuses_signed_or_not_fails_as_git_says_not_as_a_signing(t
     assert (git(a, "rev-parse", "HEAD"), git(a, "status", "--porcelain")) == (head, "")
 
 
-@pytest.mark.parametrize("spelt", ["absolute", "relative", "nested"])
+@pytest.mark.parametrize("spelt", default_first(["absolute", "relative", "nested"]))
 def test_the_warm_server_follows_commit_gpgsign_in_an_included_file(watcher: Watcher, tmp_path: Path,
                                                                      spelt: str) -> None:
     """The setting in a file the repository's config includes (``include.path``, an

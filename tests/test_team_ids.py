@@ -22,7 +22,7 @@ from slayer_kb.ops.sync import compose, sync
 from slayer_kb.store.leases import BLOCK, CLAIMS, NAMESPACE, OFFLINE_FIRST, IdLeases
 from slayer_kb.store.moves import MovedIds
 from slayer_kb.store.repo import GitStore
-from testing import commit_all, eventually, git, json_of, lose_races, make_team, traced_git
+from testing import commit_all, default_first, eventually, git, json_of, lose_races, make_team, traced_git
 
 
 @pytest.fixture
@@ -434,7 +434,7 @@ PROTECTING_HOOKS = {
 }
 
 
-@pytest.mark.parametrize("hook", sorted(PROTECTING_HOOKS))
+@pytest.mark.parametrize("hook", default_first(sorted(PROTECTING_HOOKS)))
 def test_a_remote_that_refuses_our_refs_gets_ids_no_leased_block_holds(team, hook: str) -> None:
     """A clone that cannot lease draws an offline block, as an unreachable one does: counting 1,
     2, 3 would hand out ids of the blocks the team's clones leased before the hook came."""

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from testing import CliRunner, Watcher, git, in_process_runner, in_the_kb, make_team, typed_steps, unlike
+from testing import CliRunner, Watcher, default_first, git, in_process_runner, in_the_kb, make_team, typed_steps, unlike
 
 
 @pytest.fixture
@@ -117,7 +117,7 @@ def test_validate_in_a_rebase_stopped_on_two_renames_names_the_step_that_works(t
     assert yaml.safe_load(link.read_text())["entities"] == ["memory:kb.a"]
 
 
-@pytest.mark.parametrize("soft", [False, True])
+@pytest.mark.parametrize("soft", default_first([False, True]))
 def test_validate_against_main_says_main_forgot_a_memory_the_branch_edited(
         tmp_path: Path, typed: CliRunner, soft: bool) -> None:
     # Before: "origin/main wrote this memory too since this branch parted from it ...", whose fix
@@ -146,7 +146,7 @@ def test_validate_against_main_says_main_forgot_a_memory_the_branch_edited(
     assert "to keep your edit (or git " in stopped.stderr
 
 
-@pytest.mark.parametrize("command", ["sync", "merge", "rebase"])
+@pytest.mark.parametrize("command", default_first(["sync", "merge", "rebase"]))
 def test_two_clones_renaming_two_memories_to_one_id_keep_each_link_on_its_memory(
         tmp_path: Path, invoke_cli: CliRunner, typed: CliRunner, command: str) -> None:
     # Before: sync stopped on "both created memories/kb.x.yaml", and its keep-both steps moved b's

@@ -499,7 +499,11 @@ def test_the_rerun_of_a_killed_sync_claims_no_other_clones_fold(tmp_path: Path, 
         "Synced main with origin: rebased, 3 pulled, 2 pushed.\n"
         "  merged both sides of: memories/1.yaml\n"
         f"  merged (same topic key): {BLOCK + 1} into 1\n")
-    assert invoke_cli("--kb", b, "get", theirs).stderr == f"Error: No memory with id '{theirs}'.\n"
+    # What the history says (C's fold), never that B's sync folded a memory of B's.
+    fold = git(b, "log", "-1", "--format=%h", "--abbrev=12", f"--grep=merge {theirs} into 1").strip()
+    assert invoke_cli("--kb", b, "get", theirs).stderr == (
+        f"Error: No memory with id '{theirs}'. It was merged into '1' in commit {fold}, saved there first under the "
+        "same topic key; use that id.\n")
 
 
 @pytest.mark.slow  # fault injection (slow suite, .ci/run)

@@ -64,6 +64,7 @@ def test_a_sync_refuses_a_key_an_update_gave_to_a_pushed_memory(tmp_path: Path, 
     assert invoke_cli("--kb", a, "validate").stdout == "Checked 4 files: no problems.\n"
 
 
+@pytest.mark.slow  # a variant (docs/testing.md, "A flow's variants")
 def test_a_sync_refuses_a_key_a_plain_git_commit_gave_a_second_memory(tmp_path: Path, invoke_cli: CliRunner) -> None:
     # Every problem validate reports stops the sync: a person's commit is checked as an update is.
     bare, a, _b = _pushed_then_keyed(tmp_path, invoke_cli)
@@ -117,6 +118,7 @@ def test_validate_against_names_a_key_the_branch_gave_that_main_saved_since(
     assert invoke_cli("--kb", b, "validate", "--against", "origin/main").returncode == 0
 
 
+@pytest.mark.slow  # a variant (docs/testing.md, "A flow's variants")
 def test_review_names_a_key_the_branch_gave_that_main_saved_since(tmp_path: Path, invoke_cli: CliRunner) -> None:
     b, _reviewer = _pull_request(tmp_path, invoke_cli)
     reviewed = invoke_cli("--kb", b, "review", "origin/main", check=True)
@@ -127,6 +129,7 @@ def test_review_names_a_key_the_branch_gave_that_main_saved_since(tmp_path: Path
     assert "### Problems" not in invoke_cli("--kb", b, "review", "origin/main", check=True).stdout
 
 
+@pytest.mark.slow  # a variant (docs/testing.md, "A flow's variants")
 def test_validate_against_names_a_key_main_gave_a_memory_it_held_before(tmp_path: Path, invoke_cli: CliRunner) -> None:
     # Both sides gave the key to a memory each held before: no merge folds either.
     _bare, (a, b) = make_team(tmp_path)

@@ -33,6 +33,7 @@ from ..core.ids import check_existing_id, check_link_id, no_memory
 from ..core.inputs import checked_learning
 from ..core.locate import MEMORIES_DIR, linked_id, memory_path
 from ..core.memory import MAX_FILE_BYTES, Memory, loads, too_large
+from ..core.merging import folded_by
 from ..core.problems import command, shown, words
 from ..core.results import SyncReport
 from ..store.guesses import moved_by_hand
@@ -204,14 +205,21 @@ class Context(Parts):
 
     def _gone_by_commit(self, memory_id: str) -> NotFoundError | None:
         """What a command given ``memory_id`` says when a commit deleted its file: renamed
-        (``renamed_away``: the id it has now), moved by hand to another id (``git mv`` committed:
-        that id), or forgotten for good (the ``restore --rev`` that brings it back); None when no
+        (``renamed_away``: the id it has now), folded into the memory another side saved first
+        (``folded_by``: that id), moved by hand to another id (``git mv`` committed: that id), or
+        forgotten for good (the ``restore --rev`` that brings it back); None when no
         commit deleted it."""
         if (renamed := self.renamed_away(memory_id)) is not None:
             return NotFoundError(renamed)
         # Not renamed: the last deletion (renamed_away's own walk was for the last two).
         if (deleting := last_deletion(self.store, memory_id)) is None:
             return None
+        message = self.store.objects.commit(deleting).partition(b"\n\n")[2].decode("utf-8", "replace")
+        if (fold := folded_by(message.partition("\n")[0])) is not None and memory_id in fold[0]:
+            # Another side had saved it first (a topic key, or the same save): the memory goes on there.
+            alike = "as the same save" if fold[1] else "under the same topic key"
+            return NotFoundError(f"No memory with id '{memory_id}'. It was merged into '{fold[0][memory_id]}' in commit "
+                                 f"{deleting[:12]}, saved there first {alike}; use that id.")
         if (moved := moved_by_hand(self.store, f"{deleting}^", "HEAD", {memory_id}).get(memory_id)) is not None:
             # 'restore --rev' would bring back a second copy of it.
             return NotFoundError(f"No memory with id '{memory_id}'. It was moved by hand to '{moved}' in commit "

@@ -17,6 +17,7 @@ rebase, and ``ops/sync.py`` folds and re-counts with them after it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Literal
@@ -257,3 +258,24 @@ def soft_forget_met(taken: Memory, mine: Memory, theirs: Memory) -> Literal["kep
 _LINKS = frozenset({"entities", "updated_at"})  # what a forget's cascade changes in the memories linking it
 # What a memory says, as against its bookkeeping (counts, times) and its links.
 _CONTENT = FIELD_NAMES - _LINKS - {"created_at", "deleted_at", "revision_count", "duplicate_count"}
+
+
+# A fold's commit subject (sync, merge and rebase folding one side's memory into the other's):
+# the moves, then why, "(topic KEY)" or "(same save)".
+_FOLD_SUBJECT = re.compile(r"memory: merge (\S+ into \S+(?:, \S+ into \S+)*) \((topic .+|same save)\)")
+
+
+def fold_subject(mapping: dict[str, str], why: str) -> str:
+    """The subject of the commit that folds each id of ``mapping`` into the one it maps to."""
+    return f"memory: merge {', '.join(f'{old} into {new}' for old, new in mapping.items())} ({why})"
+
+
+def folded_by(subject: str) -> tuple[dict[str, str], bool] | None:
+    """The moves (the folded id -> the id it was folded into) of a fold's commit, read from its
+    ``subject``, and whether it folded one save made alike (not a topic key); None for another
+    commit."""
+    found = _FOLD_SUBJECT.fullmatch(subject)
+    if found is None:
+        return None
+    moves = dict(move.split(" into ") for move in found.group(1).split(", "))
+    return moves, found.group(2) == "same save"

@@ -10,7 +10,6 @@ saves). The caller records the moves (``store/moves.py``)."""
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -18,7 +17,7 @@ from ..core.engram import content_hash, is_import
 from ..core.errors import KBError
 from ..core.locate import memory_link, memory_path
 from ..core.memory import Memory, loads, parse_time, time_order
-from ..core.merging import merge_topic_revisions
+from ..core.merging import fold_subject, merge_topic_revisions
 from ..store.repo import Change
 from ..store.revisions import added_version
 from ..transaction import Transaction, memory_change
@@ -27,8 +26,6 @@ from .renumber import renumbered_text
 if TYPE_CHECKING:
     from ..context import Context
 
-# A fold's commit subject, as ``_commit`` writes it: the moves, then why.
-_FOLD_SUBJECT = re.compile(r"memory: merge (\S+ into \S+(?:, \S+ into \S+)*) \((topic .+|same save)\)")
 
 
 def fold_topic_keys(kb: Context, tx: Transaction, ours: list[str], merged: dict[str, str],
@@ -142,17 +139,6 @@ def _live(kb: Context, ids: list[str]) -> list[Memory]:
     return out
 
 
-def folded_by(subject: str) -> tuple[dict[str, str], bool] | None:
-    """The moves (this branch's id -> the other side's) of a fold's commit, read from its
-    ``subject``, and whether it folded one save made alike (not a topic key); None for another
-    commit."""
-    found = _FOLD_SUBJECT.fullmatch(subject)
-    if found is None:
-        return None
-    moves = dict(move.split(" into ") for move in found.group(1).split(", "))
-    return moves, found.group(2) == "same save"
-
-
 def _commit(tx: Transaction, folds: dict[str, Memory], changes: list[Change], why: str,
             moved: dict[str, str]) -> None:
     """One commit of ``folds`` (this branch's id -> the memory it is folded into) and ``changes``,
@@ -163,6 +149,5 @@ def _commit(tx: Transaction, folds: dict[str, Memory], changes: list[Change], wh
             new_text = renumbered_text(other_id, text, mapping)
             if new_text is not None:
                 changes.append(Change(memory_path(other_id), new_text.encode("utf-8")))
-    moves = ", ".join(f"{old} into {new}" for old, new in mapping.items())
-    tx.commit(changes, f"memory: merge {moves} ({why})", {m.id: m for m in folds.values()})
+    tx.commit(changes, fold_subject(mapping, why), {m.id: m for m in folds.values()})
     moved.update(mapping)

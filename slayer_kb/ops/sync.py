@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, TypeVar
 from ..core.errors import ConflictError, IndexLockedError, InvalidInputError, KBError, StoreError
 from ..core.locate import id_of_path
 from ..core.memory import Memory, loads
-from ..core.merging import merge_topic_revisions
+from ..core.merging import folded_by, merge_topic_revisions
 from ..core.problems import cd_step, command, command_in, git_command, shell_word, words
 from ..core.results import SyncResult
 from ..core.session import SESSIONS_DIR
@@ -55,7 +55,6 @@ from ..store.replay import forgets, replay
 from ..store.repo import Change, GitStore
 from ..store.worktree import reset_keep
 from ..transaction import Transaction, memory_change
-from .folds import folded_by
 from .merge import merge_conflict_message, merge_in, merging
 from .rebase import conflict_message, in_progress, run
 from .renumber import plan, renumber_commit, require_clean, rewrite_commits
