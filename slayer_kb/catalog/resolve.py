@@ -25,6 +25,7 @@ from ..core.text import kind_of, shown_value
 from . import suggest
 from .catalog import Catalog, Datasource, Model
 from .refs import Resolution, check_reference_length, invalid_segment, parse_reference
+from .spelling import spelled_like
 
 # An error listing a datasource's models stays readable even with hundreds of models.
 _MAX_LISTED = 50
@@ -228,7 +229,7 @@ class Resolver:
         if found is None:
             raise suggest.unresolved(
                 f"'{head}' is neither a known datasource nor a saved model. (segment of '{ref}').",
-                suggest.spelled_like(head, suggest.heads(self.catalog)),
+                spelled_like(head, suggest.heads(self.catalog)),
             )
         return self._dotted(found, segments[1:])
 
@@ -344,7 +345,7 @@ class Resolver:
             raise suggest.unresolved(
                 f"No model '{name}' in datasource '{datasource.name}'. "
                 f"Its models: {_listing(list(datasource.models))}.",
-                suggest.spelled_like(name, suggest.models_of(self.catalog, datasource.name)),
+                spelled_like(name, suggest.models_of(self.catalog, datasource.name)),
             )
         return model
 
@@ -369,7 +370,7 @@ class Resolver:
         if not matches:
             raise suggest.unresolved(
                 f"Entity '{name}' not found in any datasource (checked all known datasources).",
-                suggest.spelled_like(name, {**suggest.heads(self.catalog), **suggest.leaves(self.catalog)}),
+                spelled_like(name, {**suggest.heads(self.catalog), **suggest.leaves(self.catalog)}),
             )
         ds_name, holders = matches[0]
         if len(matches) > 1:

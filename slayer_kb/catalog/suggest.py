@@ -3,7 +3,7 @@
 The resolver keeps SLayer's words for what went wrong (tests/fidelity holds them); this module
 adds where it looked (datasource and model), what is missing there, and the nearest references:
 the same path in another datasource (bare ``orders`` means ``shop.orders``, but ``order_date`` is
-a column of ``wh.orders``), and names spelled alike (``difflib``). ``save``, ``validate`` and
+a column of ``wh.orders``), and names spelled alike (spelling.py). ``save``, ``validate`` and
 search's warnings all print these words, since they all come from the resolver.
 """
 
@@ -14,10 +14,7 @@ from collections.abc import Iterable
 
 from ..core.errors import ResolutionError
 from .catalog import Catalog, Model
-
-MAX_SUGGESTIONS = 3
-# difflib's ratio: 0.6 is its default; typos of short names (amout, ordr) pass, unrelated names not.
-CUTOFF = 0.6
+from .spelling import CUTOFF, MAX_SUGGESTIONS
 
 
 def unresolved(message: str, suggestions: Iterable[str] = ()) -> ResolutionError:
@@ -26,13 +23,6 @@ def unresolved(message: str, suggestions: Iterable[str] = ()) -> ResolutionError
     if found:
         message += f" Did you mean: {', '.join(found)}?"
     return ResolutionError(message, found)
-
-
-def spelled_like(name: str, candidates: dict[str, list[str]]) -> list[str]:
-    """The references of the candidates (name -> the references it stands for) spelled like
-    ``name``, nearest first."""
-    close = difflib.get_close_matches(name, list(candidates), n=MAX_SUGGESTIONS, cutoff=CUTOFF)
-    return [ref for word in close for ref in candidates[word]]
 
 
 def heads(catalog: Catalog) -> dict[str, list[str]]:
