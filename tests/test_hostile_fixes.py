@@ -91,3 +91,69 @@ def test_a_session_write_refuses_to_commit_a_time_validate_refuses(indexed_examp
 
 
 _LONG = "The nightly dbt run rebuilds the warehouse after midnight, so today's revenue reads zero until then."
+
+
+CASE = "Catalog names are case-sensitive: write it as the catalog spells it."
+CYRILLIC_O = "It holds 'о' (U+043E CYRILLIC SMALL LETTER O), which only looks like the Latin 'o': type it in Latin letters"
+SEGMENT = "contains an invalid identifier segment. (Each part between dots is a name: a letter or '_', then letters, " \
+          "digits, '_' or '-'.)"
+# (the reference, what its error says)
+MISTYPED = [
+    ("ORDERS.AMOUNT", "'ORDERS' is neither a known datasource nor a saved model. (segment of 'ORDERS.AMOUNT'). Did "
+                      f"you mean: shop.orders.amount? {CASE}"),
+    # The misspelt model's near names are replaced by the one meant.
+    ("shop.Orders.amount", "No model 'Orders' in datasource 'shop'. Its models: ['customers', 'order_items', 'orders', "
+                           "'payments', 'products', 'refunds', 'regions']. Did you mean: shop.orders.amount? " + CASE),
+    ("оrders.amount", f"'оrders.amount' {SEGMENT} Did you mean: shop.orders.amount? {CYRILLIC_O}."),
+    ("shop.orders.amоunt", "Unknown field 'amоunt' on model 'orders' (datasource 'shop'): no column, measure or "
+                           "aggregation of that name, and 'amоunt' is not a join target on model 'orders'. Did you "
+                           f"mean: shop.orders.amount? {CYRILLIC_O}."),
+    # Nothing it could mean: which letter only looks Latin is said all the same.
+    ("оrderz.amount", f"'оrderz.amount' {SEGMENT} {CYRILLIC_O}."),
+]
+LEARNING = "Order amounts are gross of refunds; net them against refunds.amount before any revenue figure."
+
+
+def test_a_mistyped_reference_names_the_one_meant(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """``ORDERS.AMOUNT`` said only that 'ORDERS' is no datasource, and ``оrders.amount`` (a
+    Cyrillic о) that a segment is not "a letter or '_'": each looks right to whoever typed it. Now
+    the error names the reference meant and why they differ, for a save (refused, nothing
+    written) and search (dropped with a warning), on the CLI and over MCP."""
+    root = indexed_example_kb.root
+    head = git(root, "rev-parse", "HEAD")
+    for ref, said in MISTYPED:
+        saved = invoke_cli("--kb", root, "save", LEARNING, "-e", ref, cwd=root)
+        assert (saved.returncode, saved.stdout, saved.stderr) == (1, "", f"Error: {said}\n"), ref
+        found = json_of(invoke_cli("--kb", root, "--json", "search", "amount", "-e", ref, "--limit", "1"))
+        assert found["warnings"] == [f"entity '{ref}' dropped: {said}"], ref
+
+    async def script(session: ClientSession) -> list[tuple[str, list[str]]]:
+        replies = []
+        for ref, _said in MISTYPED:
+            refused = await error(session, "save_memory", learning=LEARNING, linked_entities=[ref])
+            found = await session.call_tool("search", {"question": "amount", "entities": [ref], "max_results": 1})
+            assert found.structured_content is not None
+            replies.append((refused, found.structured_content["warnings"]))
+        return replies
+
+    assert with_server_in_process(root, script) == [(said, [f"entity '{ref}' dropped: {said}"]) for ref, said in MISTYPED]
+    assert git(root, "rev-parse", "HEAD") == head
+
+
+def test_an_id_with_a_letter_that_only_looks_latin_names_the_id_meant(indexed_example_kb: KnowledgeBase,
+                                                                     invoke_cli: CliRunner) -> None:
+    """``get kb.net-rеvenue`` (a Cyrillic е) said only "No memory with id", of an id that reads
+    as one that exists; so did a link to it."""
+    root = indexed_example_kb.root
+    said = ("No memory with id 'kb.net-rеvenue'; did you mean 'kb.net-revenue'? It holds 'е' (U+0435 CYRILLIC SMALL "
+            "LETTER IE), which only looks like the Latin 'e': type it in Latin letters.")
+    for args in (("get", "kb.net-rеvenue"), ("forget", "kb.net-rеvenue"),
+                 ("save", LEARNING, "-e", "memory:kb.net-rеvenue")):
+        proc = invoke_cli("--kb", root, *args, cwd=root)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"Error: {said}\n"), args
+
+    async def script(session: ClientSession) -> list[str]:
+        return [await error(session, "forget_memory", id="kb.net-rеvenue"),
+                await error(session, "save_memory", learning=LEARNING, linked_entities=["memory:kb.net-rеvenue"])]
+
+    assert with_server_in_process(root, script) == [said, said]

@@ -10,6 +10,7 @@ search's warnings all print these words, since they all come from the resolver.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable
 
 from ..core.errors import ResolutionError
@@ -23,6 +24,23 @@ def unresolved(message: str, suggestions: Iterable[str] = ()) -> ResolutionError
     if found:
         message += f" Did you mean: {', '.join(found)}?"
     return ResolutionError(message, found)
+
+
+def in_catalog_case(ref: str, names: dict[str, str]) -> str:
+    """``ref`` with each name in the letter case of the catalog's (``ORDERS.AMOUNT``:
+    ``orders.amount``); ``names``: ``by_folded_case``."""
+    return _NAME.sub(lambda word: names.get(word[0].lower(), word[0]), ref)
+
+
+_NAME = re.compile(r"[\w-]+")
+
+
+def by_folded_case(catalog: Catalog) -> dict[str, str]:
+    """Each datasource, model and leaf name by its lower case, where no other name has it."""
+    found: dict[str, set[str]] = {}
+    for name in [*heads(catalog), *leaves(catalog)]:
+        found.setdefault(name.lower(), set()).add(name)
+    return {folded: names.pop() for folded, names in found.items() if len(names) == 1}
 
 
 def heads(catalog: Catalog) -> dict[str, list[str]]:
