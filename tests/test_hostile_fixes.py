@@ -157,3 +157,25 @@ def test_an_id_with_a_letter_that_only_looks_latin_names_the_id_meant(indexed_ex
                 await error(session, "save_memory", learning=LEARNING, linked_entities=["memory:kb.net-rеvenue"])]
 
     assert with_server_in_process(root, script) == [said, said]
+
+
+def test_a_range_given_for_one_revision_is_told_the_arguments_meant(indexed_example_kb: KnowledgeBase,
+                                                                    invoke_cli: CliRunner) -> None:
+    """``review main..agent``, as git diff and git log take it, said "Unknown revision
+    'main..agent'", of two branches that exist. review is told its two arguments; a command that
+    takes one revision is told so."""
+    root = indexed_example_kb.root
+    git(root, "branch", "main-line")
+    git(root, "branch", "agent")
+    for given, ends in (("main-line..agent", "main-line agent"), ("main-line...agent", "main-line agent"),
+                        ("main-line..", "main-line HEAD")):
+        base, head = ends.split()
+        proc = invoke_cli("--kb", root, "review", given, cwd=root)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
+            f"Error: '{given}' is a range; review takes its two ends as two arguments, BASE then HEAD, and compares "
+            f"them as 'git diff {base}...{head}' does: run 'slayer-kb review {ends}'.\n")), given
+    assert invoke_cli("--kb", root, "review", "main-line", "agent", cwd=root).returncode == 0
+    proc = invoke_cli("--kb", root, "validate", "--against", "main-line..agent", cwd=root)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
+        "Error: 'main-line..agent' is a range of commits, where one revision is wanted: give one commit, branch or "
+        "tag, such as 'main-line' or 'agent'.\n"))
