@@ -5,6 +5,8 @@ process (``invoke_cli``) and checks the exit code, both streams and what was com
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from slayer_kb import KnowledgeBase
@@ -179,3 +181,48 @@ def test_a_range_given_for_one_revision_is_told_the_arguments_meant(indexed_exam
     assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
         "Error: 'main-line..agent' is a range of commits, where one revision is wanted: give one commit, branch or "
         "tag, such as 'main-line' or 'agent'.\n"))
+
+
+def _apart(tmp_path: Path, invoke_cli: CliRunner, team: Path) -> Path:
+    """A KB begun by its own init, with one memory, and the team's KB ``team`` as its remote."""
+    root = tmp_path / "apart"
+    assert invoke_cli("init", root).returncode == 0
+    assert invoke_cli("--kb", root, "save", _LONG, "--title", "dbt nightly", "--session", "s1").returncode == 0
+    git(root, "remote", "add", "origin", str(team))
+    git(root, "fetch", "-q", "origin")
+    return root
+
+
+def test_a_merge_of_unrelated_histories_names_the_steps_that_join_them(indexed_example_kb: KnowledgeBase,
+                                                                       invoke_cli: CliRunner, tmp_path: Path) -> None:
+    """``merge`` (and sync, with a merge commit of its own) said git's "refusing to merge unrelated
+    histories". Now it says what that means and the steps that bring the branch's memories
+    over, which work; nothing is changed."""
+    team = indexed_example_kb.root
+    branch = git(team, "rev-parse", "--abbrev-ref", "HEAD").strip()
+    root = _apart(tmp_path, invoke_cli, team)
+    head = git(root, "rev-parse", "HEAD")
+    said = (f"Error: 'origin/{branch}' and this branch have no commit in common: they are two knowledge bases begun "
+            "apart (each by its own init), and git refuses to merge unrelated histories. Nothing was changed. If "
+            f"'origin/{branch}' is not the one you meant, check its name ('git remote -v', 'git branch -a'); to bring "
+            "this branch's memories onto it, give them ids it does not use and bring them there: ")
+    proc = invoke_cli("--kb", ".", "merge", f"origin/{branch}", cwd=root)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", said + (
+        f"'slayer-kb renumber --onto origin/{branch} --rewrite', then 'slayer-kb rebase origin/{branch}'.\n"))
+    assert git(root, "rev-parse", "HEAD") == head and git(root, "status", "--porcelain") == ""
+    for step in (("renumber", "--onto", f"origin/{branch}", "--rewrite"), ("rebase", f"origin/{branch}")):
+        assert invoke_cli(*step, cwd=root).returncode == 0, step
+    assert json_of(invoke_cli("--json", "search", "nightly dbt run", cwd=root))["memories"][0]["title"] == "dbt nightly"
+    # A merge commit of the branch's own: sync merges, and is told the steps a merge commit allows.
+    root = _apart(tmp_path / "merges", invoke_cli, team)
+    git(root, "switch", "-q", "-c", "side")
+    assert invoke_cli("save", _LONG + " Twice.", "--title", "dbt twice", "--session", "s2", cwd=root).returncode == 0
+    git(root, "switch", "-q", "-")
+    assert invoke_cli("save", _LONG + " Thrice.", "--title", "dbt thrice", "--session", "s3", cwd=root).returncode == 0
+    git(root, "merge", "-q", "--no-edit", "side")
+    head = git(root, "rev-parse", "HEAD")
+    proc = invoke_cli("sync", cwd=root)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", said + (
+        f"'slayer-kb renumber --onto origin/{branch}', then 'git merge --allow-unrelated-histories origin/{branch}' "
+        "(resolve what it stops on, then 'slayer-kb validate' and 'git commit').\n"))
+    assert git(root, "rev-parse", "HEAD") == head and git(root, "status", "--porcelain") == ""
