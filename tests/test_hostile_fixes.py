@@ -1,6 +1,7 @@
 """Round s39 of the hostile pass: answers that named the problem but not the fix, or said
 nothing. A priority.yaml naming a datasource the catalog lacks; a session write that would commit
-a time validate refuses. Each case runs the command in this
+a time validate refuses; a mistyped reference or id; a range for one revision; unrelated
+histories; a topic key written with escapes or folded. Each case runs the command in this
 process (``invoke_cli``) and checks the exit code, both streams and what was committed."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
-from testing import CliRunner, commit_all, git, json_of
+from testing import CliRunner, commit_all, git, json_of, make_team
 
 pytest.importorskip("mcp")
 from mcp import ClientSession  # noqa: E402
@@ -226,3 +227,63 @@ def test_a_merge_of_unrelated_histories_names_the_steps_that_join_them(indexed_e
         f"'slayer-kb renumber --onto origin/{branch}', then 'git merge --allow-unrelated-histories origin/{branch}' "
         "(resolve what it stops on, then 'slayer-kb validate' and 'git commit').\n"))
     assert git(root, "rev-parse", "HEAD") == head and git(root, "status", "--porcelain") == ""
+
+
+RETRY = "Retries against the payments api: three attempts with exponential backoff, never more, then a page."
+TIME_ZONES = "Time zones: every timestamp in the shop schema is stored in UTC and cut into days at midnight UTC."
+
+
+def _keyed_by_hand(root: Path, memory_id: str, line: str) -> None:
+    """Memory ``memory_id`` given project api and the topic key ``line`` writes, by hand."""
+    path = root / "memories" / f"{memory_id}.yaml"
+    path.write_text(path.read_text().replace("scope: project\n", f"project: api\nscope: project\n{line}\n"))
+
+
+@pytest.mark.parametrize("written", ['topic_key: "d\\u00e9cision/retry budget"', 'topic_key: "d\\xe9cision/retry budget"',
+                                     "topic_key: décision/retry\n  budget", "topic_key: >-\n  décision/retry budget"])
+def test_a_topic_key_written_otherwise_is_found_beside_the_same_key(indexed_example_kb: KnowledgeBase,
+                                                                    invoke_cli: CliRunner, written: str) -> None:
+    """A key in YAML's escapes (``\\u00e9``, ``\\xe9``) or folded over lines is the same key, but
+    the search for its other holders (git grep of the key's text) and the read of the key line
+    missed it: review and validate --against said nothing of a key held twice once merged."""
+    root = indexed_example_kb.root
+    base = git(root, "rev-parse", "--abbrev-ref", "HEAD").strip()
+    assert invoke_cli("--kb", root, "save", RETRY, "--title", "Retry budget", cwd=root).returncode == 0
+    _keyed_by_hand(root, "27", written)
+    commit_all(root, "the key, written by hand")
+    git(root, "switch", "-q", "-c", "agent")
+    assert invoke_cli("--kb", root, "save", TIME_ZONES, "--title", "Time zones", cwd=root).returncode == 0
+    _keyed_by_hand(root, "28", "topic_key: décision/retry budget")
+    commit_all(root, "the same key, given to another memory")
+    twice = ("topic_key 'décision/retry budget' in project 'api' is held by 2 memories (27, 28): this branch gave it to "
+             "memory 28, and a save under the key revises only the newest. Keep one: give memory 28 another key or none "
+             "('slayer-kb update 28 --topic-key NEW', '' for none), or forget one of them ('slayer-kb forget ID')")
+    reviewed = invoke_cli("--kb", root, "review", base, cwd=root)
+    assert f"\n- memories/28.yaml:1: {twice}\n" in reviewed.stdout
+    checked = invoke_cli("--kb", root, "validate", "--against", base, cwd=root)
+    assert checked.returncode == 1 and "memories/28.yaml:1: topic_key 'décision/retry budget' in project 'api' is held " \
+                                      "by 2 memories (27, 28); " in checked.stdout
+
+
+def test_a_sync_finds_the_upstream_holder_of_a_key_written_with_escapes(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """The upstream's memory holds the key as ``"d\\u00e9cision/retry"`` (pushed by plain git), and
+    this branch gives the key to a memory both hold: sync's search for the key's holders at HEAD
+    missed the upstream's, and pushed the key held twice."""
+    bare, (a, b) = make_team(tmp_path)
+    assert invoke_cli("--kb", a, "save", TIME_ZONES, "--title", "Time zones", cwd=a).returncode == 0
+    shared = git(a, "log", "-1", "--format=%s").split()[2]
+    assert invoke_cli("--kb", a, "sync", cwd=a).returncode == 0 and invoke_cli("--kb", b, "sync", cwd=b).returncode == 0
+    assert invoke_cli("--kb", a, "save", RETRY, "--title", "Retry budget", cwd=a).returncode == 0
+    theirs = git(a, "log", "-1", "--format=%s").split()[2]
+    _keyed_by_hand(a, theirs, 'topic_key: "d\\u00e9cision/retry"')
+    commit_all(a, "the key, written by hand")
+    git(a, "push", "-q", "origin", "HEAD")
+    _keyed_by_hand(b, shared, "topic_key: décision/retry")
+    commit_all(b, "the same key, given to a memory both hold")
+    remote = git(bare, "rev-parse", "HEAD")
+    refused = invoke_cli("--kb", b, "sync", cwd=b)
+    ids = ", ".join(sorted((shared, theirs), key=int))
+    assert refused.returncode == 1 and (
+        f"memories/{shared}.yaml:1: topic_key 'décision/retry' in project 'api' is held by 2 memories ({ids}): this "
+        f"branch gave it to memory {shared}") in refused.stderr
+    assert git(bare, "rev-parse", "HEAD") == remote
