@@ -31,6 +31,7 @@ import yaml
 from ..core import yamlio
 from ..core.fileio import NotRegularFile, TooLarge, outside, read_regular
 from ..core.text import kind_of
+from .spelling import spelled_like
 
 SEGMENT_RE = re.compile(r"[A-Za-z0-9_-]+")
 LEAF_SECTIONS = (("columns", "column"), ("measures", "measure"), ("aggregations", "aggregation"))
@@ -203,6 +204,7 @@ def load_catalog(root: Path) -> Catalog:
         description, path = ds_files.get(name, (None, None))
         datasources[name] = Datasource(name, description, path, models.get(name, {}))
     priority = _load_priority(root, problems)
+    problems.extend(_unknown_priorities(root, datasources, priority, problems))
     return Catalog(datasources, priority, problems)
 
 
@@ -506,3 +508,35 @@ def _priority_list(data: Any, keys: tuple[str, ...]) -> list[str]:
     if not isinstance(data, list) or not all(isinstance(item, str) for item in data):
         raise _Broken("expected {priority: [datasource, ...]}: a list of datasource names", keys)
     return list(data)
+
+
+def _unknown_priorities(root: Path, datasources: dict[str, Datasource], priority: list[str],
+                        problems: list[CatalogProblem]) -> list[CatalogProblem]:
+    """Each name in the priority list that is no datasource: the resolver skips it, so a typo
+    (``shpo``) changed what bare names mean in silence. A datasource whose file is skipped has
+    its problem said already."""
+    skipped = {p.path.stem for p in problems if p.skipped and p.path.parent == root / "datasources"}
+    unknown = [(index, name) for index, name in enumerate(priority) if name not in datasources and name not in skipped]
+    if not unknown:
+        return []
+    path = root / "priority.yaml"
+    try:
+        text = _read_text(path)  # read again only for the lines of what is wrong
+    except _Broken:  # changed since: the problems are said without their lines
+        text = ""
+    keys: tuple[str, ...] = ("priority",) if isinstance(yamlio.compose(text), yaml.MappingNode) else ()
+    found = []
+    for index, name in unknown:
+        owners = [ds.name for ds in datasources.values() if name in ds.models]
+        if owners:
+            what, near = f"is a model (of {', '.join(owners)}), not a datasource", owners
+        else:
+            head = name.split(".")[0]  # shop.orders: a model written whole
+            near = [head] if head in datasources else spelled_like(name, {ds: [ds] for ds in datasources})
+            what = "is no datasource of the catalog"
+        fix = (f"Did you mean: {', '.join(near)}? Write the datasource's name in its place, or remove '{name}'" if near
+               else "Remove it, or add the datasource it names")
+        found.append(CatalogProblem(path, _line_of(text, (*keys, index)), f"the priority list's '{name}' {what}: it "
+                                    f"orders nothing, and bare names resolve as if it were not listed. {fix}",
+                                    skipped=False))
+    return found

@@ -8,6 +8,7 @@ and leaf names (a query runs against one datasource, so a name it uses means tha
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
@@ -19,12 +20,13 @@ from ..core.errors import (
     ReferenceFormError,
     ResolutionError,
 )
-from ..core.ids import check_link_id, no_memory
+from ..core.ids import check_link_id, latin_spelling, looks_latin, no_memory
 from ..core.locate import linked_id, memory_link
 from ..core.text import kind_of, shown_value
 from . import suggest
 from .catalog import Catalog, Datasource, Model
 from .refs import Resolution, check_reference_length, invalid_segment, parse_reference
+from .spelling import spelled_like
 
 # An error listing a datasource's models stays readable even with hundreds of models.
 _MAX_LISTED = 50
@@ -72,6 +74,7 @@ class Resolver:
         rest = sorted(name for name in datasources if name not in self._priority)
         self._order = self._priority + rest
         self._sources: dict[str, Model] = {}
+        self._folded: dict[str, str] | None = None  # suggest.by_folded_case, made at the first mistyped name
         self._edges: dict[str, dict[str, list[_Edge]]] = {}
 
     # -- public ------------------------------------------------------------------------------
@@ -132,6 +135,36 @@ class Resolver:
 
     def resolve(self, ref: str, source_model: str | Model | None = None) -> Resolution:
         """The canonical entity ``ref`` names, with warnings; a ResolutionError if there is none."""
+        try:
+            return self._resolve(ref, source_model)
+        except AmbiguousEntityError:
+            raise
+        except ResolutionError as exc:
+            raise self._mistyped(ref, source_model, exc) from None
+
+    def _mistyped(self, ref: str, source_model: str | Model | None, exc: ResolutionError) -> ResolutionError:
+        """``exc``, and for a reference typed in another letter case (``ORDERS.AMOUNT``) or with a
+        letter that only looks Latin (a Cyrillic ``о``), which no catalog name has, what it then
+        names and why: the two look alike to the person who typed them."""
+        if self._folded is None:
+            self._folded = suggest.by_folded_case(self.catalog)
+        text = ref.strip()
+        latin = latin_spelling(text)
+        typed = suggest.in_catalog_case(latin, self._folded)
+        note = looks_latin(text)
+        entity = None
+        if typed != text:
+            with contextlib.suppress(KBError):
+                entity = self._resolve(typed, source_model).entity
+        if entity is None:  # which letters only look Latin is true all the same
+            return type(exc)(f"{exc} {note}.", exc.suggestions) if note else exc
+        why = [note] if note else []
+        if typed != latin:
+            why.append("Catalog names are case-sensitive: write it as the catalog spells it")
+        said = str(exc).removesuffix(f" Did you mean: {', '.join(exc.suggestions)}?")
+        return type(exc)(f"{said} Did you mean: {entity}? {'. '.join(why)}.", (entity,))
+
+    def _resolve(self, ref: str, source_model: str | Model | None) -> Resolution:
         if not isinstance(ref, str):
             raise InvalidInputError(f"An entity reference must be a string, got {kind_of(ref)}.")
         text = ref.strip()
@@ -228,7 +261,7 @@ class Resolver:
         if found is None:
             raise suggest.unresolved(
                 f"'{head}' is neither a known datasource nor a saved model. (segment of '{ref}').",
-                suggest.spelled_like(head, suggest.heads(self.catalog)),
+                spelled_like(head, suggest.heads(self.catalog)),
             )
         return self._dotted(found, segments[1:])
 
@@ -344,7 +377,7 @@ class Resolver:
             raise suggest.unresolved(
                 f"No model '{name}' in datasource '{datasource.name}'. "
                 f"Its models: {_listing(list(datasource.models))}.",
-                suggest.spelled_like(name, suggest.models_of(self.catalog, datasource.name)),
+                spelled_like(name, suggest.models_of(self.catalog, datasource.name)),
             )
         return model
 
@@ -369,7 +402,7 @@ class Resolver:
         if not matches:
             raise suggest.unresolved(
                 f"Entity '{name}' not found in any datasource (checked all known datasources).",
-                suggest.spelled_like(name, {**suggest.heads(self.catalog), **suggest.leaves(self.catalog)}),
+                spelled_like(name, {**suggest.heads(self.catalog), **suggest.leaves(self.catalog)}),
             )
         ds_name, holders = matches[0]
         if len(matches) > 1:

@@ -3,21 +3,19 @@
 The resolver keeps SLayer's words for what went wrong (tests/fidelity holds them); this module
 adds where it looked (datasource and model), what is missing there, and the nearest references:
 the same path in another datasource (bare ``orders`` means ``shop.orders``, but ``order_date`` is
-a column of ``wh.orders``), and names spelled alike (``difflib``). ``save``, ``validate`` and
+a column of ``wh.orders``), and names spelled alike (spelling.py). ``save``, ``validate`` and
 search's warnings all print these words, since they all come from the resolver.
 """
 
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable
 
 from ..core.errors import ResolutionError
 from .catalog import Catalog, Model
-
-MAX_SUGGESTIONS = 3
-# difflib's ratio: 0.6 is its default; typos of short names (amout, ordr) pass, unrelated names not.
-CUTOFF = 0.6
+from .spelling import CUTOFF, MAX_SUGGESTIONS
 
 
 def unresolved(message: str, suggestions: Iterable[str] = ()) -> ResolutionError:
@@ -28,11 +26,21 @@ def unresolved(message: str, suggestions: Iterable[str] = ()) -> ResolutionError
     return ResolutionError(message, found)
 
 
-def spelled_like(name: str, candidates: dict[str, list[str]]) -> list[str]:
-    """The references of the candidates (name -> the references it stands for) spelled like
-    ``name``, nearest first."""
-    close = difflib.get_close_matches(name, list(candidates), n=MAX_SUGGESTIONS, cutoff=CUTOFF)
-    return [ref for word in close for ref in candidates[word]]
+def in_catalog_case(ref: str, names: dict[str, str]) -> str:
+    """``ref`` with each name in the letter case of the catalog's (``ORDERS.AMOUNT``:
+    ``orders.amount``); ``names``: ``by_folded_case``."""
+    return _NAME.sub(lambda word: names.get(word[0].lower(), word[0]), ref)
+
+
+_NAME = re.compile(r"[\w-]+")
+
+
+def by_folded_case(catalog: Catalog) -> dict[str, str]:
+    """Each datasource, model and leaf name by its lower case, where no other name has it."""
+    found: dict[str, set[str]] = {}
+    for name in [*heads(catalog), *leaves(catalog)]:
+        found.setdefault(name.lower(), set()).add(name)
+    return {folded: names.pop() for folded, names in found.items() if len(names) == 1}
 
 
 def heads(catalog: Catalog) -> dict[str, list[str]]:

@@ -203,10 +203,13 @@ def meant_id(memory_id: str, exists: Callable[[str], bool]) -> str:
     fullwidth ``１``), else ``""``. Such ids are valid ids of their own (``001`` may be saved), so they are not taken
     for the number: the agent is told which id it probably meant."""
     plain = number_read(memory_id)
-    if plain is None or plain == memory_id or not exists(plain):
-        return ""
-    return (f"; did you mean '{plain}'? An auto id is written in plain ASCII digits, without a sign, "
-            "leading zeros or decimals")
+    if plain is not None and plain != memory_id and exists(plain):
+        return (f"; did you mean '{plain}'? An auto id is written in plain ASCII digits, without a sign, "
+                "leading zeros or decimals")
+    latin = latin_spelling(memory_id)
+    if latin != memory_id and exists(latin):
+        return f"; did you mean '{latin}'? {looks_latin(memory_id)}"
+    return ""
 
 
 def no_memory(memory_id: str, exists: Callable[[str], bool], what: str = "No memory with id '{}'") -> NotFoundError:
@@ -360,6 +363,34 @@ def check_look_alike(memory_id: str) -> None:
                 f"Memory id '{memory_id}' mixes the letters of {mixed} in the word '{word}': it looks "
                 "like a word of one script but names another file. Spell each word in one script."
             )
+
+
+# The Cyrillic and Greek letters drawn as a Latin one (Unicode's confusables of ASCII letters):
+# what a word typed with one, often from another keyboard layout, was meant to be.
+_LATIN_LOOKS = dict(zip(
+    "аеорсухіјѕԁһӏԛԝкАВЕКМНОРСТХІЈЅУοαικνρυΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
+    "aeopcyxijsdhlqwkABEKMHOPCTXIJSYoaikvpuABEZHIKMNOPTYX", strict=True))
+_TO_LATIN = str.maketrans(_LATIN_LOOKS)
+
+
+def latin_spelling(text: str) -> str:
+    """``text`` with each letter that only looks Latin (a Cyrillic ``о``, a Greek ``ο``, a
+    fullwidth ``ｏ``) written as the Latin letter it looks like."""
+    if text.isascii():
+        return text
+    return unicodedata.normalize("NFKC", text).translate(_TO_LATIN)
+
+
+def looks_latin(text: str) -> str:
+    """A sentence naming ``text``'s letters that only look Latin (``latin_spelling``), without its
+    full stop (``meant_id``'s callers add it), or ``""``."""
+    odd = list(dict.fromkeys(ch for ch in text if not ch.isascii() and latin_spelling(ch) != ch))
+    if not odd:
+        return ""
+    named = ", ".join(f"'{ch}' ({_named(ch)})" for ch in odd)
+    alike = ", ".join(f"'{latin_spelling(ch)}'" for ch in odd)
+    return (f"It holds {named}, which only {'looks' if len(odd) == 1 else 'look'} like the Latin {alike}: "
+            "type it in Latin letters")
 
 
 def _named(ch: str) -> str:

@@ -46,6 +46,8 @@ from .text import kind_of
 SESSIONS_DIR = "sessions"
 SESSION_KEYS: tuple[str, ...] = ("project", "directory", "started_at", "ended_at", "summary", "prompts")
 PROMPT_KEYS: tuple[str, ...] = ("created_at", "content", "project")
+# The session's own times, which validate checks against the calendar (a 30th of February).
+SESSION_TIMES: tuple[str, ...] = ("started_at", "ended_at")
 MAX_SESSION_ID = 200  # characters
 # Bytes in a file name (NAME_MAX on Linux and macOS): an id of 200 characters outside ASCII is
 # written as %XX per byte, up to 12 bytes a character, and the file could not be made.

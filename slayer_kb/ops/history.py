@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from ..catalog.catalog import Catalog
-from ..core.errors import MemoryFileError, NotFoundError
+from ..core.errors import InvalidInputError, MemoryFileError, NotFoundError
 from ..core.fileio import NotRegularFile, not_a_file, read_regular
 from ..core.ids import check_existing_id, id_sort_key, meant_id, no_memory
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
@@ -51,10 +51,11 @@ from ..core.results import LogEntry, RestoreResult, Shown
 from ..core.review import PICKED, SQUASHED, MemoryChange, Review
 from ..core.session import SESSIONS_DIR, Session, id_of_file
 from ..core.session import loads as load_session
+from ..core.text import shown_value
 from ..store.gitenv import LITERAL_PATHS
 from ..store.renames import last_deletion, renamed_since, renames_between
 from ..store.repo import GitStore
-from ..store.revisions import resolve_rev, same_memories, shallow_parting, taken_from
+from ..store.revisions import range_ends, resolve_rev, same_memories, shallow_parting, taken_from
 from ..transaction import memory_change
 from . import observations, sessions, validate
 from .renumber import renumbered_text
@@ -230,6 +231,11 @@ def _work_tree_bytes(kb: Context, kb_path: str) -> bytes | None:
 def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
     """What ``head`` changed in the knowledge base since its merge base with ``base`` (as
     ``git diff base...head``), for a pull request."""
+    for rev in (base, head):
+        if (ends := range_ends(rev)) is not None:  # main..agent, as git diff and git log take it
+            raise InvalidInputError(f"{shown_value(rev)} is a range; review takes its two ends as two arguments, "
+                                    f"BASE then HEAD, and compares them as 'git diff {ends[0]}...{ends[1]}' does: run "
+                                    f"'{command(store.root)} review {words(*ends)}'.")
     base_sha = merge_base_of(store, base, head)
     head_sha = resolve_rev(store, head)
     result = Review(base, head, base_sha)

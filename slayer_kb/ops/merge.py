@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..core.errors import ConflictError
+from ..core.errors import ConflictError, StoreError
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
-from ..core.problems import cd_step, command_in, git_command, words
+from ..core.problems import cd_step, command, command_in, git_command, words
 from ..core.results import MergeResult
 from ..store import mergedriver
 from ..store.gitenv import LITERAL_PATHS
@@ -40,7 +40,7 @@ from ..store.renames import (
     renamed_since,
     renames_between,
 )
-from ..store.revisions import added_alike, resolve_rev
+from ..store.revisions import added_alike, resolve_rev, shallow_parting
 from ..store.worktree import require_shown
 from .conflictsteps import crossed_words, opening, reuse_steps
 from .rebase import conflict_steps, held_stages, merge_from, push_step, settle, swap_sides, unmerged
@@ -82,8 +82,8 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
         result = MergeResult(ref, "up to date" if head == before else "fast-forward" if head == sha else "merged", head,
                              push_step(kb.shared_remote(), branch, 0, store.root))
         if result.action == "merged":
-            if parted:  # before the fixes' commits, HEAD holds the merged sessions
-                result.session_projects = session_projects(store, (sha, before), both)
+            # Before the fixes' commits, HEAD holds the merged sessions.
+            result.session_projects = session_projects(store, (sha, before), both)
             # What sync does once the upstream is in: the same fixes, and its revalidation named.
             checked = finish_or_put_back(kb, store, tx, sha, parted, Moves(result.folded, result.unlinked, result.cascaded,
                                                                            result.deduplicated, result.relinked), before, head)
@@ -93,6 +93,27 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
             kb.record_moves(result.deduplicated, "merge", duplicate=True)
             result.head = store.head() or head
         return result
+
+
+def unrelated(store: GitStore, ref: str, sha: str) -> StoreError:
+    """The error of a merge of ``ref`` (commit ``sha``) that shares no commit with the branch: a
+    shallow clone's missing history (``shallow_parting``), else two knowledge bases begun apart,
+    whose memories are brought over by the steps that work for the branch (a merge commit on it
+    cannot be rewritten by ``renumber --rewrite``; git then merges, by hand)."""
+    if (shallow := shallow_parting(store, ref)) is not None:
+        return shallow
+    run, given = command(store.root), words(ref)
+    if store.git("rev-list", "-1", "--min-parents=2", "HEAD", f"^{sha}").stdout.strip():
+        steps = (f"'{run} renumber --onto {given}', then "
+                 f"'{git_command(store.root, f'merge --allow-unrelated-histories {given}')}' (resolve what it stops on, "
+                 f"then '{run} validate' and 'git commit')")
+    else:
+        steps = f"'{run} renumber --onto {given} --rewrite', then '{run} rebase {given}'"
+    return StoreError(f"'{ref}' and this branch have no commit in common: they are two knowledge bases begun apart "
+                      "(each by its own init), and git refuses to merge unrelated histories. Nothing was changed. If "
+                      f"'{ref}' is not the one you meant, check its name ('{git_command(store.root, 'remote -v')}', "
+                      f"'{git_command(store.root, 'branch -a')}'); to bring this branch's memories onto it, give them "
+                      f"ids it does not use and bring them there: {steps}.")
 
 
 def merge_in(store: GitStore, ref: str, sha: str, written: list[str] | None,
@@ -107,9 +128,10 @@ def merge_in(store: GitStore, ref: str, sha: str, written: list[str] | None,
     ``seen``: sync's upstream as this clone last fetched it (``rebase.first_version``)."""
     before = store.head()
     assert before is not None
-    parted = bases[0] if bases else ""
-    if parted:  # without one, git refuses the merge (unrelated histories) and writes nothing
-        require_shown(store, parted, sha)
+    if not bases:  # git refuses the merge and says only that, not what to do
+        raise unrelated(store, ref, sha)
+    parted = bases[0]
+    require_shown(store, parted, sha)
     options, env, attributes = mergedriver.git_config(store.prefix, ("this branch", ref))
     try:
         mergedriver.require_driver(store, options, written)
@@ -141,7 +163,7 @@ def merge_in(store: GitStore, ref: str, sha: str, written: list[str] | None,
         stopped = unmerged(store)
     if _hold_unseen_renames(store, parted, (before, sha), added):
         stopped = unmerged(store)
-    if parted and _hold_crossed(store, parted, (before, sha)):
+    if _hold_crossed(store, parted, (before, sha)):
         stopped = unmerged(store)
     if stopped:
         # In a merge git holds this branch's version at stage 2 and REF's at 3, the other

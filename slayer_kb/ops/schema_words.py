@@ -17,6 +17,7 @@ import yaml
 
 from ..core import yamlio
 from ..core.memory import KEY_ORDER, TIME_KEYS, TIMESTAMP, calendar_time, key_line, missing_key
+from ..core.session import SESSION_TIMES
 from ..core.text import kind_of
 
 if TYPE_CHECKING:
@@ -239,7 +240,7 @@ def _session_problems(text: str, data: dict[str, Any]) -> Iterator[tuple[int | N
         else:
             message = error.message
         yield line, f"'{label}' {message}" if label else message
-    yield from impossible_times(read_times(text, data, ("started_at", "ended_at")))
+    yield from impossible_times(read_times(text, data, SESSION_TIMES))
 
 
 _ARTICLES = {"string": "a string", "array": "a list", "object": "a mapping", "integer": "a whole number",

@@ -35,6 +35,7 @@ from ..core.results import SessionFiles, SessionResult
 from ..core.session import (
     MAX_SUMMARY,
     SESSION_KEYS,
+    SESSION_TIMES,
     SESSIONS_DIR,
     Prompt,
     Session,
@@ -48,6 +49,7 @@ from ..core.session import (
 from ..core.text import clip, kind_of, quoted, warning_lines
 from ..store.repo import Change
 from ..transaction import Transaction, Workspace
+from .schema_words import impossible_times, read_times
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -184,7 +186,7 @@ def ensure(tx: Transaction, session_id: str, project: str | None, directory: str
         tx.require_committed(path)
         _check_no_case_twin(kb, session_id)
         session = Session(session_id, now or utc_now(), project or None, directory or None)
-        return session, [change(session)]
+        return session, [change(kb, session)]
     session = existing
     if (project and not existing.project) or (directory and not existing.directory):
         session = replace(existing, project=existing.project or project,
@@ -192,7 +194,7 @@ def ensure(tx: Transaction, session_id: str, project: str | None, directory: str
     if session is existing:
         return session, []
     tx.require_committed(path)
-    return session, [change(session)]
+    return session, [change(kb, session)]
 
 
 def for_save(tx: Transaction, session_id: str, project: str | None, now: str) -> list[Change]:
@@ -205,8 +207,30 @@ def for_save(tx: Transaction, session_id: str, project: str | None, now: str) ->
         return []
 
 
-def change(session: Session) -> Change:
+def change(kb: Workspace, session: Session) -> Change:
+    """The session's file to commit; refused (``MemoryFileError``) while it keeps a time validate
+    refuses (``_impossible_time``)."""
+    _impossible_time(kb.root, session)
     return Change(session.path, dumps(session).encode("utf-8"))
+
+
+def _impossible_time(root: Path, session: Session) -> None:
+    """Refuse a session whose start or end no calendar has (2026-02-30, written by hand or by an
+    older import), which its file keeps and validate refuses: a write would commit it again.
+    Nothing is written: no other time can be told for it, so the fix is the person's edit, named
+    at the file's line as validate names it."""
+    times = {key: getattr(session, key) for key in SESSION_TIMES}
+    if all(time.when is not None for time in read_times("", times, SESSION_TIMES)):
+        return
+    try:
+        text = read_regular(root / session.path).decode("utf-8")
+    except (OSError, NotRegularFile, UnicodeDecodeError):
+        text = ""  # the value is named all the same, without its line
+    (line, said), *more = impossible_times(read_times(text, times, SESSION_TIMES))
+    also = "".join(f" Line {other}: {message}." for other, message in more)
+    raise MemoryFileError(session.path, line, f"{said}.{also} Nothing was written: the write would commit the file "
+                          f"again with it, and validate refuses it. Edit {shown(root / session.path)}, then retry.",
+                          names_fix=True)
 
 
 def _check_no_case_twin(kb: Workspace, session_id: str) -> None:
@@ -281,7 +305,7 @@ def end(kb: Context, session_id: Any, summary: Any = None) -> SessionResult:
             warnings.append(f"session '{session_id}' already had a summary{when}, which this one replaces ({shows} "
                             "shows the former)")
         ended = replace(session, ended_at=now, summary=summary or session.summary)
-        commit = tx.commit([change(ended)], f"session: end {session_id}")
+        commit = tx.commit([change(kb, ended)], f"session: end {session_id}")
     return SessionResult(ended.to_dict(), "ended", commit, warnings)
 
 
@@ -300,7 +324,7 @@ def save_prompt(kb: Context, content: Any, session_id: Any = None, project: Any 
             tx.require_committed(session.path)
         prompt = Prompt(now, content, project if project and project != session.project else None)
         session = replace(session, prompts=[*session.prompts, prompt])
-        commit = tx.commit([change(session)], f"session: prompt in {session_id}")
+        commit = tx.commit([change(kb, session)], f"session: prompt in {session_id}")
     return prompt_result(session, commit, warnings)
 
 
@@ -471,7 +495,7 @@ def import_engram(tx: Transaction, rows: Any, prompt_rows: Any, where: str, warn
             # Also for a file missing here: a sparse checkout leaving it out, or a deletion by
             # hand, would otherwise have HEAD's session replaced by a new one.
             tx.require_committed(session.path)
-            changes.append(change(session))
+            changes.append(change(kb, session))
     return changes, made, added
 
 

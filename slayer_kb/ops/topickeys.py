@@ -10,7 +10,10 @@ REF`` check it against what REF added or changed since the branch parted from it
 (``topic_keys_taken``).
 
 The key, project and scope are read from the keys' lines (the canonical form writes them
-top-level), so that a large KB is not parsed twice.
+top-level), so that a large KB is not parsed twice; a value YAML reads otherwise than its line
+(escapes in a double-quoted scalar, ``''`` in a single-quoted one, a folded or multi-line one, a
+comment) is read from the file parsed. The files a search for a key's holders opens are those
+``git grep`` finds holding its text, or one of those forms (``_holders_at``).
 """
 
 from __future__ import annotations
@@ -19,17 +22,29 @@ import re
 import unicodedata
 from pathlib import Path
 
+import yaml
+
+from ..core import yamlio
 from ..core.fileio import read_regular
 from ..core.ids import id_sort_key
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
-from ..core.memory import MAX_FILE_BYTES
+from ..core.memory import MAX_FILE_BYTES, alias_line
 from ..core.problems import Problem, shell_word, shown
 from ..store.repo import GitStore
 from .snapshot import blobs_at
 from .teamchecks import Branch
 
 Topic = tuple[str, str, str]  # (topic key, project, scope) of a live memory
-_TOPIC_FIELDS = re.compile(r"^(topic_key|project|scope|deleted_at): *(.*)$", re.MULTILINE)
+_FIELDS = ("topic_key", "project", "scope", "deleted_at")
+# Each field's line, and the next line when it goes on indented (a value YAML folds over lines).
+_TOPIC_FIELDS = re.compile(r"^(topic_key|project|scope|deleted_at): *(.*)$(\n[ \t]+\S)?", re.MULTILINE)
+# A value its line gives as YAML reads it: quoted without escapes, or plain without a comment and
+# not starting with an indicator (a block scalar's '>' or '|', a tag, an anchor, a flow collection).
+_AS_WRITTEN = re.compile(r"""(?:"[^"\\]*"|'[^']*'|[^\s"'>|&*!{\[#%@`][^#]*?)? *""")
+# How a key's line starts when the key may be written otherwise than as typed (quoted, so maybe
+# with escapes or '', a block scalar, spaces or a tab YAML allows): a file holding one is read
+# by a search for the key's holders too. The canonical form quotes a key only when YAML needs it.
+_REWRITTEN_KEY = ('topic_key: "', "topic_key: '", "topic_key: >", "topic_key: |", "topic_key:  ", "topic_key:\t")
 
 
 def topic_key_holders(root: Path, store: GitStore) -> dict[Path, str]:
@@ -176,11 +191,32 @@ def topic_in(text: str) -> Topic | None:
     """The topic of a live memory's text, None without a key."""
     if "topic_key:" not in text:
         return None
+    lines = _TOPIC_FIELDS.findall(text)
+    if all(_AS_WRITTEN.fullmatch(value) and not more for _key, value, more in lines):
+        found = {key: value.strip().strip("'\"") for key, value, _more in lines}
+    elif (parsed := _parsed(text)) is None:
+        return None
+    else:
+        found = parsed
     # NFC as a read of the file gives them (memory.COMPOSED_KEYS): a key typed on macOS is the same key.
-    found = {key: unicodedata.normalize("NFC", value.strip().strip("'\"")) for key, value in _TOPIC_FIELDS.findall(text)}
+    found = {key: unicodedata.normalize("NFC", value) for key, value in found.items()}
     if not found.get("topic_key") or "deleted_at" in found:
         return None
     return found["topic_key"], found.get("project", ""), found.get("scope", "project")
+
+
+def _parsed(text: str) -> dict[str, str] | None:
+    """The topic's fields of a memory's text as YAML reads them (``str`` of a number or a time, as
+    the lines give them), those it holds; None for a text that is no memory file's."""
+    if alias_line(text) is not None:  # refused by every reader, never expanded
+        return None
+    try:
+        data = yamlio.load(text)
+    except (yaml.YAMLError, RecursionError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    return {key: str(data[key]) for key in _FIELDS if data.get(key) is not None}
 
 
 def _topic_of_blob(data: bytes) -> Topic | None:
@@ -192,8 +228,10 @@ def _holders_at(store: GitStore, rev: str, topics: set[Topic]) -> dict[Topic, li
     text holds one of the keys (composed or not) are read, found by ``git grep`` there (``rev:path``
     a line), not every memory holding a key."""
     keys = sorted({form for key, _project, _scope in topics for form in (key, unicodedata.normalize("NFD", key))})
-    out = store.git("grep", "-l", "-z", "-F", *(word for key in keys for word in ("-e", key)), rev, "--",
-                    store.repo_path(MEMORIES_DIR + "/"), check=False).stdout.decode("utf-8", "surrogateescape")
+    # A plain value YAML folds over lines keeps its first line's words: its first word is looked for.
+    words = {key.split(" ", 1)[0] for key in keys}
+    out = store.git("grep", "-l", "-z", "-F", *(word for key in [*sorted(words), *_REWRITTEN_KEY] for word in ("-e", key)),
+                    rev, "--", store.repo_path(MEMORIES_DIR + "/"), check=False).stdout.decode("utf-8", "surrogateescape")
     ids = [i for p in out.split("\0") if p and (i := id_of_path(p[len(rev) + 1 + len(store.prefix):])) is not None]
     found: dict[Topic, list[str]] = {}
     for memory_id, text in zip(ids, blobs_at(store, [(rev, memory_path(i)) for i in ids]), strict=True):

@@ -22,12 +22,24 @@ def resolve_rev(store: GitStore, rev: str) -> str:
     """The commit ``rev`` names, or an error that says what to pass instead."""
     if not rev or rev.startswith("-"):
         raise InvalidInputError(f"{shown_value(rev)} is not a revision; give a commit, branch or tag (e.g. HEAD~1).")
+    if (ends := range_ends(rev)) is not None:
+        raise InvalidInputError(f"{shown_value(rev)} is a range of commits, where one revision is wanted: give one "
+                                f"commit, branch or tag, such as {shown_value(ends[0])} or {shown_value(ends[1])}.")
     proc = store.git("rev-parse", "-q", "--verify", "--end-of-options", f"{rev}^{{commit}}", check=False)
     sha = proc.stdout.decode().strip()
     if proc.returncode != 0 or not sha:
         raise NotFoundError(f"Unknown revision {shown_value(rev)}: give a commit, branch or tag (see "
                             f"'{git_command(store.root, 'log')}').")
     return sha
+
+
+def range_ends(rev: str) -> tuple[str, str] | None:
+    """The two ends of a range of commits, ``main..agent`` or ``main...agent`` (an end left out
+    is HEAD, as git reads it); None for anything else, since no ref name holds ``..``."""
+    if ".." not in rev:
+        return None
+    base, _dots, head = rev.partition("..." if "..." in rev else "..")
+    return base or "HEAD", head or "HEAD"
 
 
 def shallow_parting(store: GitStore, rev: str, head: str = "HEAD") -> StoreError | None:
