@@ -4,14 +4,13 @@ message names followed as written."""
 
 from __future__ import annotations
 
-import shutil
 import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-from testing import CliRunner, Watcher, default_first, git, in_process_runner, in_the_kb, make_team, typed_steps, unlike
+from testing import CliRunner, default_first, git, in_process_runner, in_the_kb, make_team, typed_steps, unlike
 
 
 @pytest.fixture
@@ -186,36 +185,3 @@ def test_two_clones_renaming_two_memories_to_one_id_keep_each_link_on_its_memory
         assert (held["kb.l1"]["entities"], held["kb.l2"]["entities"]) == (["memory:kb.x"], ["memory:kb.x-2"])
         assert typed("--kb", clone, "validate").returncode == 0
 
-
-def _folders(root: Path) -> list[str]:
-    return sorted(p.name for p in root.iterdir() if p.name.startswith(".slayer-kb"))
-
-
-def test_two_state_homes_on_one_clone_never_set_its_folder_aside(tmp_path: Path, invoke_cli: CliRunner,
-                                                                   run_cli: CliRunner) -> None:
-    # Before: the folder's stamp was made under $XDG_STATE_HOME's key alone, so each process run
-    # under the other state home took the folder for "a copy from git or elsewhere" and set it
-    # aside, and a warm server started under one refused every command once the other rebuilt it.
-    _bare, (a, _b) = make_team(tmp_path)
-    homes = {name: str(tmp_path / f"state-{name}") for name in "AB"}
-    for n, name in enumerate("ABAB"):
-        proc = invoke_cli("--kb", a, "save", unlike(f"home{n}"), "-e", "shop.orders.amount",
-                          env={"XDG_STATE_HOME": homes[name], "SLAYER_KB_SERVER": "off"})
-        assert (proc.returncode, proc.stderr) == (0, ""), name
-    server = Watcher(a)  # started under the test's own state home: a third one
-    try:
-        server.wait_for_line("Watching")
-        for n, name in enumerate("ABA"):
-            proc = run_cli("--kb", a, "save", unlike(f"relayed{n}"), "-e", "shop.orders.amount",
-                           env={"XDG_STATE_HOME": homes[name]})
-            assert (proc.returncode, proc.stderr) == (0, ""), name
-        assert server.proc.poll() is None
-    finally:
-        server.stop()
-    assert _folders(a) == [".slayer-kb"]
-    assert not any("set aside" in line for line in server.lines), server.lines
-    # A copy of the folder (another inode) is still no folder of this user's, whichever home asks.
-    copy = tmp_path / "copy"
-    shutil.copytree(a, copy, symlinks=True)
-    proc = invoke_cli("--kb", copy, "list", env={"XDG_STATE_HOME": homes["B"], "SLAYER_KB_SERVER": "off"})
-    assert "was set aside as" in proc.stderr and "slayer-kb did not make it here" in proc.stderr

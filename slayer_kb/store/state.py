@@ -9,11 +9,7 @@ when slayer-kb opens it. So before anything in it is read:
 - it must carry a stamp, an HMAC of its real path, device and inode under a key that only this
   user can read (``$XDG_STATE_HOME/slayer-kb/key``, mode 0600). git can copy the stamp's bytes
   but not the folder's inode, and an attacker does not know the key, so a folder checked out from
-  a repository never matches. Each stamp (a line of ``owner``) names the key file it was made
-  under: a process run under another ``$XDG_STATE_HOME`` checks it under that key when the file
-  named is a key of this user's that no one else can read, and adds its own, so two state homes
-  on one clone (a warm server started under one, a client run under the other) never set each
-  other's folder aside;
+  a repository never matches;
 - and it must hold no file that git put there. What git tracks under the folder is listed by
   ``git ls-files`` (nothing, without git, where git's index file read in the process cannot
   hold the folder's path: ``gitindex.may_hold``) and kept, under the key's MAC, in
@@ -61,8 +57,6 @@ from .gitenv import LITERAL_PATHS
 STATE_DIR = ".slayer-kb"
 STAMP = "owner"
 KEY_BYTES = 32
-# How many state homes' stamps a folder keeps (each a line of ``owner``): the latest ones.
-_MOST_STAMPS = 8
 CHECKED_HEAD = "checked-head"
 # What git should never pick up from the folder, even where the repository's .gitignore does not
 # say so (a SLayer storage folder put under git): its own .gitignore ignores everything in it.
@@ -94,31 +88,7 @@ def _key_under(home_folder: Path) -> Path:
 def _key() -> bytes | None:
     """This user's secret, made on first use in the first place that takes it; None where none
     does (no home, or none writable)."""
-    found = _key_in_use()
-    return found[1] if found is not None else None
-
-
-def _key_in_use() -> tuple[Path, bytes] | None:
-    """``_key``, with the file it is kept in."""
-    return next(((path, key) for path in _key_paths() if (key := _key_at(path)) is not None), None)
-
-
-def _key_of_another_state_home(named: str) -> bytes | None:
-    """The key kept in the file ``named`` by a stamp line: another ``$XDG_STATE_HOME`` of this
-    user's (one process run with one, the next with another, or a warm server started under one and
-    a client run under the other). Only a key file's name, and a file that is this user's alone and
-    of a key's length, counts: a stamp copied from elsewhere can name it, but not forge the HMAC
-    under it, so a folder it stamped is this user's as surely as one stamped under the key in use."""
-    path = Path(named)
-    if not path.is_absolute() or path.name != "key" or path.parent.name != "slayer-kb":
-        return None
-    try:
-        if not stat.S_ISREG(os.lstat(path).st_mode):  # never a FIFO to wait on, nor a link
-            return None
-        key = _read_private(path)
-    except OSError:
-        return None
-    return key if len(key) == KEY_BYTES else None
+    return next((key for key in map(_key_at, _key_paths()) if key is not None), None)
 
 
 def _former_key() -> bytes | None:
@@ -158,9 +128,7 @@ def _key_at(path: Path) -> bytes | None:
 
 
 def _read_private(path: Path) -> bytes:
-    # Never a FIFO to wait on: a stamp names the key file of another state home, which could be
-    # swapped for one between its check and this open.
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     with os.fdopen(fd, "rb") as handle:
         st = os.fstat(handle.fileno())
         if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
@@ -171,21 +139,6 @@ def _read_private(path: Path) -> bytes:
 def _stamp(key: bytes, folder: Path, st: os.stat_result) -> str:
     what = f"{folder.resolve()}\0{st.st_dev}\0{st.st_ino}\0{os.geteuid()}".encode("utf-8", "surrogateescape")
     return hmac.new(key, what, hashlib.sha256).hexdigest()
-
-
-def _stamp_lines(folder: Path) -> list[tuple[str, str]]:
-    """The stamps the folder carries: (HMAC, the key file it was made under, "" for one a slayer-kb
-    before several state homes wrote), one a line, the latest first."""
-    data = _read_regular(folder / STAMP, 64 * _MOST_STAMPS * 8)
-    text = data.decode("utf-8", "replace") if data is not None else ""
-    return [(mac, named) for mac, _, named in (line.strip().partition(" ") for line in text.splitlines()) if mac]
-
-
-def _stamped_text(folder: Path, st: os.stat_result, key: bytes, path: Path) -> str:
-    """The folder's stamps with one under ``key`` (kept in ``path``) first: the others stay, so
-    that a process run under another state home, whose key this one cannot read, still trusts it."""
-    others = [f"{mac} {named}" for mac, named in _stamp_lines(folder) if named and named != str(path)]
-    return "\n".join([f"{_stamp(key, folder, st)} {path}", *others[:_MOST_STAMPS - 1]])
 
 
 def _read_small(path: Path) -> str | None:
@@ -222,22 +175,14 @@ def _untrusted_reason(folder: Path, st: os.stat_result, key: bytes | None) -> st
 def _stamped(key: bytes, folder: Path, st: os.stat_result) -> bool:
     """Whether the folder carries its stamp under ``key``, or under the key a former slayer-kb
     kept under ``$HOME`` (then stamped again under ``key``: an upgrade sets nothing aside)."""
-    lines = _stamp_lines(folder)
-    ours = [named for mac, named in lines if hmac.compare_digest(mac, _stamp(key, folder, st))]
-    if ours:
-        if "" in ours and (found := _key_in_use()) is not None:  # a stamp before state homes: name its key
-            with contextlib.suppress(OSError):
-                _write_small(folder / STAMP, _stamped_text(folder, st, found[1], found[0]))
+    found = _read_small(folder / STAMP)
+    if found == _stamp(key, folder, st):
         return True
     former = _former_key()
-    # Under the key of another state home of this user's, named by its stamp: stamped again
-    # under this one too, so that the two never set each other's folder aside.
-    if not any(hmac.compare_digest(mac, _stamp(other, folder, st)) for mac, named in lines
-               if (other := _key_of_another_state_home(named) if named else former) not in (None, key)):
+    if former is None or former == key or found != _stamp(former, folder, st):
         return False
-    if (found := _key_in_use()) is not None:
-        with contextlib.suppress(OSError):  # a read-only KB: checked under the other key each time
-            _write_small(folder / STAMP, _stamped_text(folder, st, found[1], found[0]))
+    with contextlib.suppress(OSError):  # a read-only KB: checked under the former key each time
+        _write_small(folder / STAMP, _stamp(key, folder, st))
     return True
 
 
@@ -271,9 +216,9 @@ def make(folder: Path) -> None:
     if not os.path.lexists(folder):
         _create(folder)
     st = os.lstat(folder)
-    found = _key_in_use()
-    if found is not None and _stamp(found[1], folder, st) not in (mac for mac, _named in _stamp_lines(folder)):
-        _write_small(folder / STAMP, _stamped_text(folder, st, found[1], found[0]))
+    key = _key()
+    if key is not None and _read_small(folder / STAMP) != _stamp(key, folder, st):
+        _write_small(folder / STAMP, _stamp(key, folder, st))
     if not (folder / ".gitignore").exists():
         _write_small(folder / ".gitignore", GITIGNORE.rstrip("\n"))
 
@@ -286,9 +231,9 @@ def _create(folder: Path) -> None:
     try:
         # .gitignore first: a folder a crash left here holds nothing git shows.
         _write_small(tmp / ".gitignore", GITIGNORE.rstrip("\n"))
-        found = _key_in_use()
-        if found is not None:  # the inode survives the rename
-            _write_small(tmp / STAMP, f"{_stamp(found[1], folder, os.lstat(tmp))} {found[0]}")
+        key = _key()
+        if key is not None:
+            _write_small(tmp / STAMP, _stamp(key, folder, os.lstat(tmp)))  # the inode survives the rename
         try:
             os.rename(tmp, folder)
         except OSError as exc:
