@@ -160,6 +160,11 @@ def test_an_id_with_a_letter_that_only_looks_latin_names_the_id_meant(indexed_ex
                 await error(session, "save_memory", learning=LEARNING, linked_entities=["memory:kb.net-rеvenue"])]
 
     assert with_server_in_process(root, script) == [said, said]
+    # A fullwidth '／' or '．' reads as '/' or '.': the id meant is never a path looked at.
+    (root.parent / "secret.yaml").write_text("x: 1\n")
+    for given in ("．．／secret", "／".join(str(root.parent / "secret").split("/"))):
+        proc = invoke_cli("--kb", root, "get", given, cwd=root)
+        assert (proc.returncode, proc.stderr) == (1, f"Error: No memory with id '{given}'.\n"), given
 
 
 def test_a_range_given_for_one_revision_is_told_the_arguments_meant(indexed_example_kb: KnowledgeBase,

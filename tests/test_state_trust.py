@@ -242,6 +242,29 @@ def test_a_clone_that_tracks_the_state_folder_is_set_aside_once(tmp_path: Path, 
     assert index_files(clone) == built
 
 
+@pytest.mark.parametrize("attribute", ["ident", "text eol=crlf"])
+def test_a_file_git_converts_as_it_checks_it_out_is_still_gits(tmp_path: Path, invoke_cli,  # noqa: ANN001
+                                                              attribute: str) -> None:
+    """A .gitattributes that converts what git writes (``ident`` expands ``$Id$``, ``eol=crlf``
+    the line ends) made git's copy differ from its blob, so it was taken for our own file and
+    opened: it is git's, and the folder is set aside unread."""
+    clean = tmp_path / "clean"
+    KnowledgeBase.init(clean).save_observation(title="Refunds", content="refunds are counted once")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(clean), str(clone))
+    assert invoke_cli("--kb", clone, "search", "refunds").returncode == 0  # our own, stamped folder
+    (clean / ".gitattributes").write_text(f".slayer-kb/index/*.toc {attribute}\n")
+    (clean / ".slayer-kb" / "index" / "_MAIN_99.toc").write_bytes(b"a $Id$\nb\n")
+    git(clean, "add", "-f", ".gitattributes", ".slayer-kb/index/_MAIN_99.toc")
+    git(clean, "commit", "-q", "-m", "hostile")
+    git(clone, "pull", "-q", "--no-rebase")
+    assert (clone / ".slayer-kb" / "index" / "_MAIN_99.toc").read_bytes() != b"a $Id$\nb\n"
+    proc = invoke_cli("--kb", clone, "search", "refunds")
+    assert proc.returncode == 0, proc.stderr
+    assert "git tracks files in it (force-added to the repository) and put index/_MAIN_99.toc there" in proc.stderr
+    assert len(set_aside(clone)) == 1
+
+
 def test_a_tracked_file_git_brings_back_without_moving_head_is_never_opened(tmp_path: Path, invoke_cli) -> None:  # noqa: ANN001
     """The clone's folder was set aside, and ours made; ``git checkout -- .slayer-kb`` (HEAD
     stays) writes git's pickle into our folder again: it is set aside unread."""

@@ -29,7 +29,7 @@ from ..core.errors import (
     unreadable,
 )
 from ..core.fileio import NotRegularFile, TooLarge, read_regular
-from ..core.ids import check_existing_id, check_link_id, no_memory
+from ..core.ids import check_existing_id, check_link_id, is_valid_id, no_memory
 from ..core.inputs import checked_learning
 from ..core.locate import MEMORIES_DIR, linked_id, memory_path
 from ..core.memory import MAX_FILE_BYTES, Memory, loads, too_large
@@ -38,7 +38,7 @@ from ..core.problems import command, shown, words
 from ..core.results import SyncReport
 from ..store.guesses import moved_by_hand
 from ..store.moves import note, refusal
-from ..store.renames import ever_renamed, last_deletion, renamed_away, renamed_ids, renamed_in
+from ..store.renames import deletions, ever_renamed, renamed_away, renamed_ids, renamed_in
 from ..store.worktree import missing_by_hand
 from ..transaction import Transaction
 from .parts import Parts
@@ -53,7 +53,8 @@ class Context(Parts):
     """A knowledge base: its parts (``Parts``) and the reads every operation shares."""
 
     def memory_exists(self, memory_id: str) -> bool:
-        return (self.memories_dir / f"{memory_id}.yaml").is_file()
+        """Whether ``memory_id`` is an id whose file is there (never a path outside memories/)."""
+        return is_valid_id(memory_id) and (self.memories_dir / f"{memory_id}.yaml").is_file()
 
     def resolver(self, *, given: bool = False) -> Resolver:
         """``given``: references a user or agent gives now (to save, update or search by), in
@@ -209,11 +210,11 @@ class Context(Parts):
         (``folded_by``: that id), moved by hand to another id (``git mv`` committed: that id), or
         forgotten for good (the ``restore --rev`` that brings it back); None when no
         commit deleted it."""
-        if (renamed := self.renamed_away(memory_id)) is not None:
-            return NotFoundError(renamed)
-        # Not renamed: the last deletion (renamed_away's own walk was for the last two).
-        if (deleting := last_deletion(self.store, memory_id)) is None:
+        if not (last_two := deletions(self.store, memory_id)):  # one walk of the history for both
             return None
+        if (renamed := self.renamed_away(memory_id, last_two=last_two)) is not None:
+            return NotFoundError(renamed)
+        deleting = last_two[0]
         message = self.store.objects.commit(deleting).partition(b"\n\n")[2].decode("utf-8", "replace")
         if (fold := folded_by(message.partition("\n")[0])) is not None and memory_id in fold[0]:
             # Another side had saved it first (a topic key, or the same save): the memory goes on there.
@@ -230,11 +231,13 @@ class Context(Parts):
         return NotFoundError(f"{said}; bring back its last version with {fix}.",
                              tool_message=f"{said}; the tools cannot bring it back, a person can: {fix}.")
 
-    def renamed_away(self, memory_id: str, deleting: str | None = None) -> str | None:
+    def renamed_away(self, memory_id: str, deleting: str | None = None, last_two: list[str] | None = None
+                     ) -> str | None:
         """What any command given ``memory_id`` says when the commit that last deleted its file
-        (``deleting``, found when not given) renamed it: the id it has now (``store.renames
-        .renamed_away``), or that it was then forgotten and the way back; else None."""
-        away = renamed_away(self.store, memory_id, deleting)
+        (``deleting``, found when not given; ``last_two``, the last two when read already) renamed
+        it: the id it has now (``store.renames.renamed_away``), or that it was then forgotten and
+        the way back; else None."""
+        away = renamed_away(self.store, memory_id, deleting, last_two)
         if away is None:
             return None
         moves = "was renamed " + ", then ".join(f"to '{new}' in commit {commit[:12]}" for new, commit in away.moves)

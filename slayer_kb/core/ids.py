@@ -207,7 +207,8 @@ def meant_id(memory_id: str, exists: Callable[[str], bool]) -> str:
         return (f"; did you mean '{plain}'? An auto id is written in plain ASCII digits, without a sign, "
                 "leading zeros or decimals")
     latin = latin_spelling(memory_id)
-    if latin != memory_id and exists(latin):
+    # Only an id (fullwidth '．．／' reads as '../': never a path to look at).
+    if latin != memory_id and is_valid_id(latin) and exists(latin):
         return f"; did you mean '{latin}'? {looks_latin(memory_id)}"
     return ""
 

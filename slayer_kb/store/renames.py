@@ -44,11 +44,12 @@ def renamed_in(store: GitStore, commit: str) -> dict[str, str]:
 
 def last_deletion(store: GitStore, memory_id: str) -> str | None:
     """The last commit that deleted the memory's file (a forget, or a rename moving it), if any."""
-    return next(iter(_deletions(store, memory_id, 1)), None)
+    return next(iter(deletions(store, memory_id, 1)), None)
 
 
-def _deletions(store: GitStore, memory_id: str, count: int) -> list[str]:
-    """The last ``count`` commits that deleted the memory's file, newest first."""
+def deletions(store: GitStore, memory_id: str, count: int = 2) -> list[str]:
+    """The last ``count`` commits that deleted the memory's file, newest first (two: what
+    ``renamed_away`` reads, whether an earlier deletion came before a rename)."""
     if store.head() is None:
         return []
     return store.git("log", f"-{count}", "--format=%H", "--diff-filter=D", "HEAD", "--",
@@ -98,15 +99,16 @@ class Away:
     before: str | None
 
 
-def renamed_away(store: GitStore, memory_id: str, deleting: str | None = None) -> Away | None:
+def renamed_away(store: GitStore, memory_id: str, deleting: str | None = None, last_two: list[str] | None = None) -> Away | None:
     """Where ``memory_id`` went when the commit that last deleted its file (``deleting``, found
-    when not given) renamed it, followed move by move (1 -> kb.b, then kb.b -> kb.c: kb.c) to the
-    id it has at HEAD or the commit that forgot it; None when that commit did not rename it. Each
-    step is the next deletion of the file the last one gave (``next_deletion``): a later rename of
-    an id it passed through, given to another memory since (a forget and a save, ``--reuse-id``),
-    moves that other memory, not this one. Whether the first rename moved the memory first given
-    the id (``Away.before``) costs a ``git log`` only where the file was deleted before it."""
-    found = [deleting] if deleting else _deletions(store, memory_id, 2)
+    when not given; ``last_two``, the last two ``deletions`` when read already) renamed it, followed
+    move by move (1 -> kb.b, then kb.b -> kb.c: kb.c) to the id it has at HEAD or the commit that
+    forgot it; None when that commit did not rename it. Each step is the next deletion of the file
+    the last one gave (``next_deletion``): a later rename of an id it passed through, given to
+    another memory since (a forget and a save, ``--reuse-id``), moves that other memory, not this
+    one. Whether the first rename moved the memory first given the id (``Away.before``) costs a
+    ``git log`` only where the file was deleted before it."""
+    found = [deleting] if deleting else last_two if last_two is not None else deletions(store, memory_id)
     if not found or (first := renamed_in(store, found[0]).get(memory_id)) is None:
         return None
     # Found here with no earlier deletion of the file: the id held one memory until the rename.

@@ -126,7 +126,8 @@ class GitStore:
     def _check_state(self) -> bool:
         folder = self.repo_path(STATE_DIR)
         return state.check(self.state, self.head, lambda: state.index_state(self._index_file),
-                           lambda: state.tracked(self.git, folder, self.index_file), shown=folder)
+                           lambda: state.tracked(self.git, folder, self.index_file), shown=folder,
+                           checked_out=lambda oid, path: state.checked_out_bytes(self.git, folder, oid, path))
 
     def recheck_state(self) -> str | None:
         """For a process that keeps the KB open (the warm server and its write process, the MCP

@@ -17,8 +17,9 @@ when slayer-kb opens it. So before anything in it is read:
   checksum trailer: any git command that stages rewrites it). A change to either lists again: a pull or checkout moves HEAD, and ``git
   checkout BRANCH -- .slayer-kb``, ``merge --squash``, ``cherry-pick -n``, ``stash pop`` or
   ``apply --index`` stage git's files without moving it. Each check then looks for those paths
-  in the folder, and a file there with the very bytes (or link) git tracks is git's copy (a
-  ``git checkout .`` or ``git stash`` brings one back with neither HEAD nor the index changed).
+  in the folder, and a file there with the very bytes (or link) git tracks, or the bytes git's
+  checkout writes of them (its attributes' conversions applied), is git's copy (a ``git
+  checkout .`` or ``git stash`` brings one back with neither HEAD nor the index changed).
   A file of ours at a tracked path differs from git's blob. slayer-kb's own commit moves HEAD
   and stages its files, so the command after it lists again. What git writes without tracking
   it (``git restore --source`` without ``--staged``, ``checkout-index --prefix``, ``git show >
@@ -67,6 +68,9 @@ GITIGNORE = "# slayer-kb's derived state: rebuilt from the files, never committe
 # folder, "" for the folder itself).
 Tracked = tuple[str, str, int, str]
 _GITLINK = "160000"
+# How many files at paths git tracks in the folder, not of the very bytes of git's blob, are
+# compared with what git's checkout writes of it (``_git_copies``).
+_MOST_ASKED = 32
 _SYMLINK = "120000"
 
 
@@ -251,12 +255,14 @@ def check(
     tracked: Callable[[], Sequence[Tracked]],
     warn: Callable[[str], None] = _stderr,
     shown: str = STATE_DIR,
+    checked_out: Callable[[str, str], bytes | None] = lambda _oid, _path: None,
 ) -> bool:
     """Set the folder aside unless it is trusted (see the module's docstring), and say whether it
     was not (True: set aside, or another process did it first). ``head()`` is the
     commit HEAD names; ``index()`` the state of git's index (``index_state``); ``tracked()`` what
     git tracks under the folder, named ``shown`` (its path in the repository) in the advice to
-    stop tracking it."""
+    stop tracking it; ``checked_out(oid, path)`` the bytes git's checkout writes of a blob at a
+    path inside the folder (its attributes' conversions applied: ``checked_out_bytes``)."""
     key = _key()
     try:
         seen = os.lstat(folder)
@@ -275,7 +281,7 @@ def check(
             entries = list(tracked() or ())
             with contextlib.suppress(OSError):
                 _write_small(folder / CHECKED_HEAD, _checked_text(key, now, entries))
-        copied = _git_copies(folder, entries)
+        copied = _git_copies(folder, entries, checked_out)
         if copied is not None:
             reason = f"git tracks files in it (force-added to the repository) and put {copied} there"
         elif not current and entries and (record is None or record[2] != entries):  # told once
@@ -379,9 +385,13 @@ def _read_checked(folder: Path, key: bytes | None) -> tuple[str, str, list[Track
         return None
 
 
-def _git_copies(folder: Path, entries: Sequence[Tracked]) -> str | None:
-    """The first path of ``entries`` that holds git's own copy (the same bytes, or link), or
-    None. A submodule's folder is left alone: git does not fill it unless asked to."""
+def _git_copies(folder: Path, entries: Sequence[Tracked], checked_out: Callable[[str, str], bytes | None]
+                ) -> str | None:
+    """The first path of ``entries`` that holds git's own copy (the same bytes, or link, or the
+    bytes git's checkout writes of them: an attribute's ``ident``, ``eol`` or ``working-tree-
+    encoding`` changes them), or None. A submodule's folder is left alone: git does not fill it
+    unless asked to."""
+    asked = 0
     for mode, oid, size, path in entries:
         if mode == _GITLINK:
             continue
@@ -392,13 +402,30 @@ def _git_copies(folder: Path, entries: Sequence[Tracked]) -> str | None:
             continue
         if mode == _SYMLINK:
             data = os.fsencode(os.readlink(where)) if stat.S_ISLNK(st.st_mode) else None
-        elif stat.S_ISREG(st.st_mode) and st.st_size == size:
+        elif stat.S_ISREG(st.st_mode):
             data = _read_regular(where)
         else:
             continue
-        if data is not None and _blob_id(data, len(oid)) == oid:
+        if data is None:
+            continue
+        if len(data) == size and _blob_id(data, len(oid)) == oid:
             return path or "the folder"
+        if mode != _SYMLINK:
+            asked += 1
+            # A git process a file, where a repository tracks files there at all: past a few
+            # dozen such files, each is taken for git's rather than asked about.
+            if asked > _MOST_ASKED or data == checked_out(oid, path):
+                return path or "the folder"
     return None
+
+
+def checked_out_bytes(git: Callable[..., subprocess.CompletedProcess[bytes]], folder: str, oid: str,
+                      path: str) -> bytes | None:
+    """The bytes git's checkout writes of blob ``oid`` at ``path`` inside ``folder`` (its path in
+    the repository), with the conversions its attributes ask for; None when git cannot say."""
+    proc = git("cat-file", "--filters", f"--path={folder}/{path}" if path else f"--path={folder}", oid, check=False,
+               env=LITERAL_PATHS)
+    return proc.stdout if proc.returncode == 0 else None
 
 
 def _read_regular(path: Path, most: int = -1) -> bytes | None:
