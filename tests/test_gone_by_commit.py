@@ -44,6 +44,12 @@ def test_a_memory_a_commit_forgot_or_moved_says_what_became_of_it(example_kb: Kn
 
     invoke_cli("restore", "3", "--rev", f"{forgot}~1", cwd=root, check=True)
     assert invoke_cli("get", "3", cwd=root, check=True).stdout.startswith("id: 3\n")
+    # Moved, then forgotten under its new id: the move is said, not taken for the forget.
+    invoke_cli("forget", "retry-note", cwd=root, check=True)
+    assert said("get", "1") == (f"Error: No memory with id '1'. It was moved by hand to 'retry-note' in commit {moved} "
+                                "(its file renamed, with no 'slayer-kb rename'), which no memory holds now: 'slayer-kb "
+                                "get retry-note' says what became of it.\n")
+    assert said("get", "retry-note").startswith("Error: No memory with id 'retry-note'. It was forgotten for good")
 
 
 def test_the_tools_say_a_person_can_bring_a_forgotten_memory_back(example_kb: KnowledgeBase,

@@ -187,6 +187,10 @@ def test_a_range_given_for_one_revision_is_told_the_arguments_meant(indexed_exam
     assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
         "Error: 'main-line..agent' is a range of commits, where one revision is wanted: give one commit, branch or "
         "tag, such as 'main-line' or 'agent'.\n"))
+    # One revision that holds '..' (a search of the commit messages) is taken as it is.
+    git(root, "commit", "-q", "--allow-empty", "-m", "note on 1..2")
+    assert invoke_cli("--kb", root, "show", "1", "--rev", "HEAD^{/1..2}", cwd=root).returncode == 0
+    assert invoke_cli("--kb", root, "review", "HEAD^{/1..2}", cwd=root).returncode == 0
 
 
 def _apart(tmp_path: Path, invoke_cli: CliRunner, team: Path) -> Path:

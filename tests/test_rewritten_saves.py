@@ -120,7 +120,6 @@ def test_a_rewritten_save_the_other_clone_edited_in_the_same_line_stops_as_two_e
     assert _files(c) == [f"memories/{memory_id}.yaml"]
 
 
-@pytest.mark.slow  # a variant (docs/testing.md, "A flow's variants")
 def test_a_clone_that_merged_a_branch_of_its_own_merges_the_rewritten_save_as_one(
         tmp_path: Path, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
     """A local merge among c's commits makes sync merge the upstream in rather than rebase: the

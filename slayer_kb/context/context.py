@@ -221,10 +221,14 @@ class Context(Parts):
             alike = "as the same save" if fold[1] else "under the same topic key"
             return NotFoundError(f"No memory with id '{memory_id}'. It was merged into '{fold[0][memory_id]}' in commit "
                                  f"{deleting[:12]}, saved there first {alike}; use that id.")
-        if (moved := moved_by_hand(self.store, f"{deleting}^", "HEAD", {memory_id}).get(memory_id)) is not None:
+        if (moved := moved_by_hand(self.store, f"{deleting}^", "HEAD", {memory_id}, held=False).get(memory_id)):
             # 'restore --rev' would bring back a second copy of it.
-            return NotFoundError(f"No memory with id '{memory_id}'. It was moved by hand to '{moved}' in commit "
-                                 f"{deleting[:12]} (its file renamed, with no '{command(self.root)} rename'); use that id.")
+            said = (f"No memory with id '{memory_id}'. It was moved by hand to '{moved}' in commit {deleting[:12]} "
+                    f"(its file renamed, with no '{command(self.root)} rename')")
+            if self.memory_exists(moved):
+                return NotFoundError(f"{said}; use that id.")
+            return NotFoundError(f"{said}, which no memory holds now: '{command(self.root)} get {words(moved)}' "
+                                 "says what became of it.")
         # Headed with SLayer's whole answer (to a forget of a forgotten memory: "No memory with id '3'.").
         said = f"No memory with id '{memory_id}'. It was forgotten for good (not soft-deleted) in commit {deleting[:12]}"
         fix = f"'{command(self.root)} restore {words(memory_id)} --rev {deleting[:12]}~1'"

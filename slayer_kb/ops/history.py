@@ -55,7 +55,7 @@ from ..core.text import shown_value
 from ..store.gitenv import LITERAL_PATHS
 from ..store.renames import last_deletion, renamed_since, renames_between
 from ..store.repo import GitStore
-from ..store.revisions import range_ends, resolve_rev, same_memories, shallow_parting, taken_from
+from ..store.revisions import range_ends, resolve_rev, resolves, same_memories, shallow_parting, taken_from
 from ..transaction import memory_change
 from . import observations, sessions, validate
 from .renumber import renumbered_text
@@ -232,7 +232,7 @@ def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
     """What ``head`` changed in the knowledge base since its merge base with ``base`` (as
     ``git diff base...head``), for a pull request."""
     for rev in (base, head):
-        if (ends := range_ends(rev)) is not None:  # main..agent, as git diff and git log take it
+        if (ends := range_ends(rev)) is not None and not resolves(store, rev):  # main..agent, as git diff takes it
             raise InvalidInputError(f"{shown_value(rev)} is a range; review takes its two ends as two arguments, "
                                     f"BASE then HEAD, and compares them as 'git diff {ends[0]}...{ends[1]}' does: run "
                                     f"'{command(store.root)} review {words(*ends)}'.")

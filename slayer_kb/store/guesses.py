@@ -76,10 +76,11 @@ def rename_detection(store: GitStore, bases: list[str], tips: tuple[str, str], r
     return ["-X", "find-renames=100%"] if guessed else []
 
 
-def moved_by_hand(store: GitStore, base: str, tip: str, ids: set[str]) -> dict[str, str]:
+def moved_by_hand(store: GitStore, base: str, tip: str, ids: set[str], held: bool = True) -> dict[str, str]:
     """The memories of ``ids`` that commits of ``base..tip`` moved to another id with no
     ``rename`` (``git mv``, a squash merge that dropped its trailer), each to where its moves end
-    (a file ``tip`` holds): a commit that deleted the file and added its bytes under another name.
+    (a file ``tip`` holds; with ``held`` off, wherever they end): a commit that deleted the file
+    and added its bytes under another name.
     Not a move by likeness, nor a forget and a save of the same bytes in commits of their own
     (docs/teams.md): either would point a link to a forgotten memory at a new one."""
     out = store.git("log", "--find-renames=100%", "-z", "--raw", "--no-abbrev", "--format=", "--diff-filter=R",
@@ -96,8 +97,10 @@ def moved_by_hand(store: GitStore, base: str, tip: str, ids: set[str]) -> dict[s
             seen.add(new)
             new = steps[new]
         ends[old] = new
+    if not held or not ends:
+        return ends
     there = store.objects.blobs_at(store.objects.tree_of(tip), [store.repo_path(memory_path(new))
-                                                                 for new in ends.values()]) if ends else {}
+                                                                 for new in ends.values()])
     return {old: new for old, new in ends.items() if there.get(store.repo_path(memory_path(new)))}
 
 

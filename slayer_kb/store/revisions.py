@@ -22,15 +22,25 @@ def resolve_rev(store: GitStore, rev: str) -> str:
     """The commit ``rev`` names, or an error that says what to pass instead."""
     if not rev or rev.startswith("-"):
         raise InvalidInputError(f"{shown_value(rev)} is not a revision; give a commit, branch or tag (e.g. HEAD~1).")
-    if (ends := range_ends(rev)) is not None:
-        raise InvalidInputError(f"{shown_value(rev)} is a range of commits, where one revision is wanted: give one "
-                                f"commit, branch or tag, such as {shown_value(ends[0])} or {shown_value(ends[1])}.")
     proc = store.git("rev-parse", "-q", "--verify", "--end-of-options", f"{rev}^{{commit}}", check=False)
     sha = proc.stdout.decode().strip()
+    # 'HEAD^{/a..b}' holds '..' and is one revision: a range is said only of what names none.
+    if (proc.returncode != 0 or not sha) and (ends := range_ends(rev)) is not None:
+        raise InvalidInputError(f"{shown_value(rev)} is a range of commits, where one revision is wanted: give one "
+                                f"commit, branch or tag, such as {shown_value(ends[0])} or {shown_value(ends[1])}.")
     if proc.returncode != 0 or not sha:
         raise NotFoundError(f"Unknown revision {shown_value(rev)}: give a commit, branch or tag (see "
                             f"'{git_command(store.root, 'log')}').")
     return sha
+
+
+def resolves(store: GitStore, rev: str) -> bool:
+    """Whether ``rev`` names a commit (``resolve_rev`` without its error)."""
+    try:
+        resolve_rev(store, rev)
+    except (InvalidInputError, NotFoundError):
+        return False
+    return True
 
 
 def range_ends(rev: str) -> tuple[str, str] | None:
