@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import yaml
+
 from slayer_kb import KnowledgeBase
 from testing import CliRunner, git, json_of, make_team
 
@@ -84,3 +86,26 @@ def test_a_memory_another_clones_sync_folded_names_the_memory_it_went_into(tmp_p
     assert invoke_cli("--kb", a, "get", theirs).stderr == (
         f"Error: No memory with id '{theirs}'. It was merged into '{ours}' in commit {fold}, saved there first under "
         "the same topic key; use that id.\n")
+
+
+def test_a_restore_never_replaces_another_memory_given_the_id_since(example_kb: KnowledgeBase, invoke_cli: CliRunner,
+                                                                    minutes_apart: None) -> None:
+    root = example_kb.root
+    invoke_cli("forget", "1", cwd=root, check=True)
+    forgot = _head(root)
+    invoke_cli("save", "--id", "1", "Replacement: invoices round tax per line.", "-e", "shop.orders.amount", cwd=root,
+               check=True)
+    head, text = _head(root), (root / "memories" / "1.yaml").read_text()
+    proc = invoke_cli("restore", "1", "--rev", f"{forgot}~1", cwd=root)
+    created = yaml.safe_load(text)["created_at"]
+    old = yaml.safe_load(git(root, "show", f"{forgot}~1:memories/1.yaml"))["created_at"]
+    assert (proc.returncode, proc.stderr) == (1, (
+        f"Error: Memory '1' is another memory now (saved {created}) than the one at {forgot}~1 (saved {old}): restoring "
+        "would replace it. To keep both, give the memory that holds '1' now another id first ('slayer-kb rename 1 "
+        "NEW'), then restore.\n"))
+    assert (_head(root), (root / "memories" / "1.yaml").read_text()) == (head, text)
+    # The fix as written keeps both.
+    invoke_cli("rename", "1", "kb.replacement", cwd=root, check=True)
+    invoke_cli("restore", "1", "--rev", f"{forgot}~1", cwd=root, check=True)
+    assert (root / "memories" / "1.yaml").read_text() == git(root, "show", f"{forgot}~1:memories/1.yaml")
+    assert "Replacement" in (root / "memories" / "kb.replacement.yaml").read_text()

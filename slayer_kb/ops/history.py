@@ -193,6 +193,7 @@ def restore_revision(kb: Context, memory_id: str, rev: str) -> RestoreResult:
         change = memory_change(memory, text)
         assert change.data is not None
         head = tx.head()
+        _require_same_memory(kb, memory_id, rev, memory, text_at(tx.store, head, change.path) if head else None)
         before = _work_tree_bytes(kb, change.path)
         edited = before is not None and before != (blob_at(tx.store, head, change.path) if head else None)
         commit = tx.commit([change], f"memory: restore {memory_id} as of {shown.rev[:12]}")
@@ -210,6 +211,18 @@ def restore_revision(kb: Context, memory_id: str, rev: str) -> RestoreResult:
         restored = loads(text, memory_id, change.path).to_dict()
         return RestoreResult(memory_id, shown.rev, warnings, commit, restored,
                              "unchanged" if unchanged else "restored")
+
+
+def _require_same_memory(kb: Context, memory_id: str, rev: str, memory: Memory, live: str | None) -> None:
+    """Refuse to restore over another memory: the id, forgotten since ``rev``, given to a new one
+    (its own ``created_at``), which the restore would replace unsaid."""
+    with contextlib.suppress(MemoryFileError):  # a live file that does not read: restored over, as before
+        if live is not None and (now := loads(live, memory_id)).created_at != memory.created_at:
+            raise InvalidInputError(
+                f"Memory '{memory_id}' is another memory now (saved {now.created_at}) than the one at {rev} (saved "
+                f"{memory.created_at}): restoring would replace it. To keep both, give the memory that holds "
+                f"'{memory_id}' now another id first ('{command(kb.root)} rename {words(memory_id)} NEW'), then "
+                "restore.")
 
 
 def _work_tree_bytes(kb: Context, kb_path: str) -> bytes | None:
