@@ -104,6 +104,10 @@ def test_writes_refuse_while_a_git_operation_is_not_concluded(
     for name, command in WRITES.items():
         proc = invoke_cli("--kb", root, *command)
         assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"Error: {message}\n"), name
+    # edit refuses before its editor opens: what the person typed would be refused and lost.
+    opened = root.parent / "editor-opened"
+    proc = invoke_cli("--kb", root, "edit", "1", env={"VISUAL": f"touch {opened}", "EDITOR": f"touch {opened}"})
+    assert (proc.returncode, proc.stderr, opened.exists()) == (1, f"Error: {message}\n", False)
     # A usage error is told before the KB's state: it is wrong in any state.
     proc = invoke_cli("--kb", root, "delete-model", "shop.orders", "--datasource", "wh")
     assert (proc.returncode, proc.stderr.splitlines()[-1]) == (

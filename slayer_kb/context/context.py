@@ -417,6 +417,11 @@ class Context(Parts):
         commits' files aside): the index it holds describes the files, no per-file scan needed."""
         return self.monitor is not None and not self.monitor.changed() and self.index.has_searcher()
 
+    def refuse_during_git_operation(self) -> None:
+        """Refuse (ConflictError) a write while a merge, rebase, cherry-pick, revert or bisect is
+        not concluded: said before a command asks for anything (``edit``'s editor)."""
+        self.store.refuse_during_git_operation()
+
     @contextlib.contextmanager
     def transaction(self, sync: bool = True) -> Iterator[Transaction]:
         """A unit of work under the KB lock (``transaction.py``), refused while a merge, rebase,

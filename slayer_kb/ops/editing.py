@@ -89,6 +89,7 @@ def edit(
     """Edit ``memory_id``; ``reopen(problem)`` says whether to open the editor again on a problem."""
     check_existing_id(memory_id, "to edit")
     kb.check_not_moved(memory_id)  # the file now holds what the id names here, not what was saved
+    kb.refuse_during_git_operation()  # before the editor opens: its commit would be refused
     path = kb.memories_dir / f"{memory_id}.yaml"
     original = read_memory_file(path, memory_id)
     if original is None:
