@@ -185,3 +185,32 @@ def test_two_clones_renaming_two_memories_to_one_id_keep_each_link_on_its_memory
         assert (held["kb.l1"]["entities"], held["kb.l2"]["entities"]) == (["memory:kb.x"], ["memory:kb.x-2"])
         assert typed("--kb", clone, "validate").returncode == 0
 
+
+
+def test_a_merge_into_a_pushed_branch_names_the_renumbering_of_the_branch_merged(tmp_path: Path,
+                                                                                  typed: CliRunner) -> None:
+    # Before: main, whose 1 is pushed, was told to renumber itself: the team's id 1 would move.
+    _bare, (b, a) = make_team(tmp_path)
+    git(a, "config", "slayer-kb.ids", "sequential")
+    parted = git(a, "rev-parse", "HEAD").strip()
+    typed("--kb", b, "save", unlike("main"), "-e", "shop.orders.amount", check=True)
+    typed("--kb", b, "sync", check=True)
+    git(a, "pull", "-q", "--ff-only")  # main as the team has it, 1 and all; an agent's branch from before
+    git(a, "switch", "-q", "-c", "agent", parted)
+    time.sleep(1.01 - time.time() % 1)  # another second: another created_at
+    typed("--kb", a, "save", unlike("agent"), "-e", "shop.refunds.amount", check=True)
+    git(a, "switch", "-q", "main")
+    head = git(a, "rev-parse", "HEAD")
+    refused = typed("--kb", a, "merge", "agent")
+    assert (refused.returncode, refused.stderr) == (1, (
+        "Error: This branch and agent each saved a new memory as 1 (ids counted on each clone): two memories under "
+        "one id, which the merge would take for one file both created. Nothing was merged. This branch's memory is "
+        "on main's upstream already, where others may hold its id: give agent's the fresh id instead, on the "
+        "branch agent is ('slayer-kb renumber --onto main' there), then 'slayer-kb merge agent' again.\n"))
+    assert git(a, "rev-parse", "HEAD") == head
+    # The fix as written: agent's memory moves, main's stays 1.
+    git(a, "switch", "-q", "agent")
+    typed("--kb", a, "renumber", "--onto", "main", check=True)
+    git(a, "switch", "-q", "main")
+    typed("--kb", a, "merge", "agent", check=True)
+    assert unlike("main") in (a / "memories" / "1.yaml").read_text()

@@ -100,21 +100,36 @@ def refuse_clashes(store: GitStore, onto: str, parted: str, ref: str, retry: str
     # commit rewritten on one side (amended, force-pushed), then edited; git's stop on it is an
     # edit against an edit, whose steps are the fix.
     alike = rewritten_alike(store, [store.repo_path(memory_path(i)) for i in colliding], onto, store.head() or "", onto)
-    ids = [i for i in [*colliding, *moved] if store.repo_path(memory_path(i)) not in alike]
+    # Only what REF holds at its tip clashes: an id it gave and then moved away (its own
+    # renumbering) is no file both created.
+    held = store.objects.blobs_at(store.objects.tree_of(onto), [store.repo_path(memory_path(i)) for i in colliding])
+    ids = [i for i in [*colliding, *moved] if store.repo_path(memory_path(i)) not in alike
+           and (i in moved or held[store.repo_path(memory_path(i))])]
     if not ids:
         return
     kb, many = command(store.root), len(ids) > 1
     named = f"new memories as {', '.join(ids[:-1])} and {ids[-1]}" if many else f"a new memory as {ids[0]}"
     who, what, undone = ("Your commits", "rebase", "rebased") if rebasing else ("This branch", "merge", "merged")
     fix = f"renumber{' --rewrite' if rebasing else ''} --onto {words(ref)}"
+    said = (f"{who} and {ref} each saved {named} (ids counted on each clone): two memories under "
+            f"{'each' if many else 'one'} id, which the {what} would take for one file both created. Nothing was "
+            f"{undone}.")
+    upstream, paths = store.tip("@{upstream}"), [store.repo_path(memory_path(i)) for i in ids]
+    if upstream and len(rewritten_alike(store, paths, upstream, store.head() or "", upstream)) == len(paths):
+        # This branch's upstream holds these memories (one created_at): the team may hold their
+        # ids, which a renumbering here would move.
+        branch = store.branch() or "HEAD"
+        raise ConflictError(
+            f"{said} This branch's {'memories are' if many else 'memory is'} on {branch}'s upstream already, where "
+            f"others may hold {'their ids' if many else 'its id'}: give {ref}'s the fresh "
+            f"{'ids' if many else 'id'} instead, on the branch {ref} is ('{kb} renumber --onto {words(branch)}' "
+            f"there), then '{kb} {retry}' again.")
     links = ", ".join(memory_link(i) for i in ids)
     them = "them" if many else "it"
     how = (f"as if saved under {them} (the {links} links to {them} rewritten in your commits)" if rebasing
            else f"(the {links} links to {them} rewritten, in one commit)")
     raise ConflictError(
-        f"{who} and {ref} each saved {named} (ids counted on each clone): two memories under "
-        f"{'each' if many else 'one'} id, which the {what} would take for one file both created. Nothing was "
-        f"{undone}. Run '{kb} {fix}' to give this branch's {'memories fresh ids' if many else 'memory a fresh id'} "
+        f"{said} Run '{kb} {fix}' to give this branch's {'memories fresh ids' if many else 'memory a fresh id'} "
         f"{how}, then '{kb} {retry}' again.")
 
 
