@@ -109,3 +109,19 @@ def test_a_restore_never_replaces_another_memory_given_the_id_since(example_kb: 
     invoke_cli("restore", "1", "--rev", f"{forgot}~1", cwd=root, check=True)
     assert (root / "memories" / "1.yaml").read_text() == git(root, "show", f"{forgot}~1:memories/1.yaml")
     assert "Replacement" in (root / "memories" / "kb.replacement.yaml").read_text()
+
+
+def test_a_link_to_a_memory_moved_by_hand_is_pointed_at_it_not_stripped(example_kb: KnowledgeBase,
+                                                                          invoke_cli: CliRunner) -> None:
+    root = example_kb.root
+    git(root, "mv", "memories/10.yaml", "memories/kb.ten.yaml")
+    git(root, "commit", "-q", "-m", "move 10 by hand")
+    moved = _head(root)
+    proc = invoke_cli("validate", cwd=root)
+    assert (proc.returncode, proc.stdout) == (1, (
+        f"memories/25.yaml:12: 'memory:10' refers to 10, which commit {moved} moved by hand to kb.ten: run "
+        "'slayer-kb prune' to point it at kb.ten\n1 problem in 1 file (40 files checked)\n"))
+    assert invoke_cli("prune", cwd=root, check=True).stdout.startswith(
+        "Pointed in memory 25: memory:10 at memory:kb.ten")
+    assert "- memory:kb.ten\n" in (root / "memories" / "25.yaml").read_text()
+    assert invoke_cli("validate", cwd=root).returncode == 0

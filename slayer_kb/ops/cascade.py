@@ -49,6 +49,7 @@ from ..core.problems import command
 from ..core.results import CascadeResult
 from ..core.text import shown_value
 from ..search import lookups
+from ..store.guesses import moved_to
 from ..store.renames import link_target
 from ..store.repo import Change
 from ..transaction import Transaction, memory_change
@@ -365,14 +366,15 @@ PRUNE_SUBJECT = re.compile(r"catalog: prune \d+ dangling references?(?:: .+)?")
 
 
 def _renamed_links(kb: Context, dangling: list[str]) -> dict[str, str]:
-    """Of ``dangling``, each link to a memory a commit renamed, still there under its new id
-    (``renames.link_target``, as validate names it), and the link to that id: a memory that lives
+    """Of ``dangling``, each link to a memory a commit renamed or moved by hand, still there under
+    its new id (``renames.link_target``, ``guesses.moved_to``, as validate names it), and the link
+    to that id: a memory that lives
     on is no link to strip (a merge committed by hand in a KB with no remote, whose links no
     ``sync`` points at it)."""
     olds = {entity: old for entity in dangling if (old := linked_id(entity)) is not None}
     renamed = kb.renamed_ids() if olds else set()
     return {entity: memory_link(to[0]) for entity, old in olds.items()
-            if old in renamed and (to := link_target(kb.store, old)) is not None}
+            if (to := link_target(kb.store, old) if old in renamed else moved_to(kb.store, old)) is not None}
 
 
 def _refuse_a_skipped_catalog_file(kb: Context) -> None:

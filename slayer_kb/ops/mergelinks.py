@@ -17,6 +17,7 @@ from pathlib import Path
 from ..core.locate import memory_path
 from ..core.problems import git_command
 from ..store.gitstate import rebase_tips
+from ..store.guesses import moved_to
 from ..store.renames import ever_renamed, link_target, renamed_since
 from ..store.repo import GitStore, find_toplevel
 
@@ -102,15 +103,18 @@ def _moved(store: GitStore, side: _Side, memory_id: str) -> str | None:
 
 
 def _renamed(store: GitStore, memory_id: str, until: str) -> tuple[str, _Side] | None:
-    """Where a commit of HEAD's history renamed ``memory_id`` (``renames.link_target``): no merge to
+    """Where a commit of HEAD's history renamed ``memory_id`` (``renames.link_target``), or moved
+    it by hand (``guesses.moved_to``): no merge to
     sync (one committed by hand in a KB with no remote, or synced by a build that did not point
     such links), and ``prune`` points the link there; once a merge or rebase stopped is concluded
     (``until``: the words saying so), as prune refuses to run before."""
-    to = link_target(store, memory_id) if ever_renamed(store, memory_id) else None
-    if to is None:
-        return None
     fix = "run '{command} prune' to point it at {new}"
-    return to[0], _Side("", "HEAD", f"commit {to[1][:12]} renamed", until + fix)
+    if ever_renamed(store, memory_id):  # link_target knows a rename's chain, and the forget before one
+        to = link_target(store, memory_id)
+        return None if to is None else (to[0], _Side("", "HEAD", f"commit {to[1][:12]} renamed", until + fix))
+    if (to := moved_to(store, memory_id)) is not None:  # git mv, committed: the memory lives on
+        return to[0], _Side("", "HEAD", f"commit {to[1][:12]} moved by hand", until + fix)
+    return None
 
 
 def _commit(store: GitStore, rev: str) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from ..core.errors import MemoryFileError
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.memory import loads
+from .gitenv import LITERAL_PATHS
 from .repo import GitStore
 
 
@@ -102,6 +103,18 @@ def moved_by_hand(store: GitStore, base: str, tip: str, ids: set[str], held: boo
     there = store.objects.blobs_at(store.objects.tree_of(tip), [store.repo_path(memory_path(new))
                                                                  for new in ends.values()])
     return {old: new for old, new in ends.items() if there.get(store.repo_path(memory_path(new)))}
+
+
+def moved_to(store: GitStore, memory_id: str) -> tuple[str, str] | None:
+    """Where the commit that last deleted ``memory_id``'s file moved it by hand (``moved_by_hand``),
+    followed to the id HEAD holds it under, and that commit; None when it did not, or HEAD lacks
+    where it went: a link to the old id means that memory (``prune`` points it there)."""
+    if store.head() is None:
+        return None
+    found = store.git("log", "-1", "--format=%H", "--diff-filter=D", "HEAD", "--",
+                      store.repo_path(memory_path(memory_id)), env=LITERAL_PATHS).stdout.decode().strip()
+    new = moved_by_hand(store, f"{found}^", "HEAD", {memory_id}).get(memory_id) if found else None
+    return (new, found) if new is not None else None
 
 
 def _pairs(out: bytes, exact: bool = False) -> list[tuple[list[str], tuple[str, str]]]:
