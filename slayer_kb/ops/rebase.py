@@ -83,7 +83,7 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
                 both = written_on_both(store, bases[0], (onto_commit, ours))
                 refuse_reuse(store, kb.root, bases[0], (onto_commit, ours), upstream, Retry.rebase(upstream), both)
                 refuse_clashes(store, onto_commit, bases[0], upstream,
-                               f"rebase {'--rewrite-pushed ' if rewrite_pushed else ''}{words(upstream)}")
+                               f"rebase {'--rewrite-pushed ' if rewrite_pushed else ''}{words(upstream)}", rebasing=True)
                 if crossed := crossings(store, bases[0], (onto_commit, ours)):
                     raise ConflictError(_crossed_message(kb.root, upstream, crossed, {onto_commit: upstream,
                                                                                       ours: "your commits"}))
@@ -256,7 +256,7 @@ def _pushed(store: GitStore, remote: str, branch: str, head: str, onto: str) -> 
 def _rebasing(store: GitStore) -> tuple[str, str, str]:
     """(the branch, "" for a detached HEAD; its commit when it began; the commit it goes onto)
     of the rebase in progress, as git keeps them."""
-    folder = _state_folder(store)
+    folder = rebase_folder(store.git_dirs()[0])
     assert folder is not None, "asked only while a rebase is in progress"
     head_name, started, onto = ((folder / name).read_text(encoding="utf-8").strip()
                                 for name in ("head-name", "orig-head", "onto"))
@@ -314,11 +314,9 @@ def run(store: GitStore, args: list[str], onto: str, written: list[str] | None,
 
 
 def in_progress(store: GitStore) -> bool:
-    return _state_folder(store) is not None
+    return rebase_folder(store.git_dirs()[0]) is not None
 
 
-def _state_folder(store: GitStore) -> Path | None:
-    return rebase_folder(store.git_dirs()[0])
 
 
 def conflict_message(store: GitStore, paths: list[str], held: dict[str, set[int]], upstream: str,

@@ -87,14 +87,13 @@ def plan(kb: Context, onto: str, parted: str | None = None, *,
     return base, {**moved, **dict(zip(colliding, fresh, strict=True))}
 
 
-def refuse_clashes(store: GitStore, onto: str, parted: str, ref: str, retry: str) -> None:
+def refuse_clashes(store: GitStore, onto: str, parted: str, ref: str, retry: str, rebasing: bool = False) -> None:
     """Refuse ``slayer-kb merge REF`` or ``rebase REF`` (``retry``: the command as typed again, without
     ``slayer-kb``; ``onto``: REF's commit, parted from HEAD at ``parted``) before either writes
     anything, when this branch and REF each saved a new memory under one auto id (counted on each
     clone): git would stop on one file both created, with steps that merge two memories into one
     or keep this branch's under an id that no ``memory:`` link follows. The fix is a renumbering,
-    ``--rewrite`` for a rebase, whose replay would meet the first commit's file again."""
-    rebasing = retry.startswith("rebase")
+    ``--rewrite`` for a rebase (``rebasing``), whose replay would meet the first commit's file again."""
     _base, colliding, _used, moved = _collisions(store, onto, parted, rebasing, "")
     # One memory both tips hold with one created_at (which a new save makes anew): its save's
     # commit rewritten on one side (amended, force-pushed), then edited; git's stop on it is an
