@@ -212,6 +212,14 @@ def test_a_merge_of_unrelated_histories_names_the_steps_that_join_them(indexed_e
     branch = git(team, "rev-parse", "--abbrev-ref", "HEAD").strip()
     root = _apart(tmp_path, invoke_cli, team)
     head = git(root, "rev-parse", "HEAD")
+    # A rebase, which git runs over unrelated histories, is told of the clash of ids first (it
+    # stopped on "both created memories/1.yaml").
+    proc = invoke_cli("--kb", ".", "rebase", f"origin/{branch}", cwd=root)
+    assert (proc.returncode, proc.stderr.split(". Nothing was rebased.")[0]) == (1, (
+        f"Error: Your commits and origin/{branch} each saved a new memory as 1 (ids counted on each clone): two "
+        "memories under one id, which the rebase would take for one file both created"))
+    assert f"'slayer-kb renumber --rewrite --onto origin/{branch}'" in proc.stderr
+    assert git(root, "rev-parse", "HEAD") == head and git(root, "status", "--porcelain") == ""
     said = (f"Error: 'origin/{branch}' and this branch have no commit in common: they are two knowledge bases begun "
             "apart (each by its own init), and git refuses to merge unrelated histories. Nothing was changed. If "
             f"'origin/{branch}' is not the one you meant, check its name ('git remote -v', 'git branch -a'); to bring "

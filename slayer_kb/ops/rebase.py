@@ -77,7 +77,7 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
             bases = merge_bases(store, (ours, onto_commit))
             if pushed and not rewrite_pushed:
                 raise ConflictError(_pushed_message(store.root, remote, upstream, branch, pushed))
-            if bases:  # without one, git refuses the rebase and writes nothing
+            if bases:
                 require_shown(store, bases[0], onto_commit)
                 # What sync refuses before it rebases, this refuses too: an id the upstream renamed and gave again.
                 both = written_on_both(store, bases[0], (onto_commit, ours))
@@ -91,6 +91,8 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
                     raise ConflictError(_moved_on_message(kb.root, upstream, ours, moved_on))
                 if back := brought_back(store, bases[0], ours, onto_commit):
                     raise ConflictError(_brought_back_message(kb.root, upstream, back))
+            else:  # two KBs begun apart: git replays all of ours, and one auto id on both is a clash
+                refuse_clashes(store, onto_commit, "", upstream, f"rebase {words(upstream)}", rebasing=True)
             # Given at the start, git keeps the -X for --continue.
             args = [*rename_detection(store, bases, (ours, onto_commit), replays=True), "-q", onto_commit]
         elif not in_progress(store):
