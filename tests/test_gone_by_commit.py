@@ -125,3 +125,21 @@ def test_a_link_to_a_memory_moved_by_hand_is_pointed_at_it_not_stripped(example_
         "Pointed in memory 25: memory:10 at memory:kb.ten")
     assert "- memory:kb.ten\n" in (root / "memories" / "25.yaml").read_text()
     assert invoke_cli("validate", cwd=root).returncode == 0
+
+
+def test_a_memory_folded_here_into_one_forgotten_since_says_so(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    _bare, (a, b) = make_team(tmp_path)
+    saved = [json_of(invoke_cli("save", f"{who}: retries back off exponentially.", "--title", "Retry policy",
+                                "--topic-key", "decision/retry", "--json", cwd=root, check=True))["memory_id"]
+             for root, who in ((a, "A"), (b, "B"))]
+    for root in (a, b):
+        invoke_cli("sync", cwd=root, check=True)
+    invoke_cli("forget", saved[0], cwd=a, check=True)
+    invoke_cli("sync", cwd=a, check=True)
+    invoke_cli("sync", cwd=b, check=True)
+    proc = invoke_cli("get", saved[1], cwd=b)
+    assert (proc.returncode, proc.stderr) == (1, (
+        f"Error: Memory id '{saved[1]}' moved: sync merged this clone's memory {saved[1]} into {saved[0]}, which the "
+        f"upstream had saved first under the same topic key; no memory has id '{saved[1]}' now. Use {saved[0]} for "
+        f"the memory saved here (no memory has id '{saved[0]}' now either: 'slayer-kb get {saved[0]}' says what "
+        f"became of it); to mean what '{saved[1]}' names now, run 'slayer-kb renumber --accept {saved[1]}' first.\n"))

@@ -63,6 +63,7 @@ def test_a_link_the_other_clone_added_to_a_renamed_memory_follows_the_rename(
         assert invoke_cli("--kb", clone, "validate", check=True).stdout.endswith("no problems.\n")
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 @pytest.mark.parametrize("renamer_first", default_first([True, False]))
 def test_a_link_the_other_clone_made_to_an_id_renamed_then_reused_follows_the_rename(
         tmp_path: Path, invoke_cli: CliRunner, renamer_first: bool) -> None:
@@ -102,6 +103,7 @@ def test_a_link_the_other_clone_made_to_an_id_renamed_then_reused_follows_the_re
         assert "learning: Refunds are negative\n" in (memories / "kb.r.yaml").read_text()
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_a_rename_and_an_edit_against_an_edit_names_the_new_file_as_merged(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """Both sides' changes of memory 1 joined in kb.revenue.yaml: that is the file merged, not
@@ -125,6 +127,7 @@ def test_a_rename_and_an_edit_against_an_edit_names_the_new_file_as_merged(
     assert "learning: edited on b\n" in text and "description: what revenue counts\n" in text
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_a_forget_beside_a_similar_save_is_still_a_forget(tmp_path: Path, invoke_cli: CliRunner) -> None:
     """No rename recorded: memory 1 forgotten and a look-alike saved in one clone's commits is not
     taken for a move, and the other clone's link to 1 is stripped as a forget's cascade would."""
@@ -159,6 +162,7 @@ def test_validate_against_names_a_link_to_a_memory_renamed_there(tmp_path: Path,
         "1 problem in 1 file (1 file checked)\n"))
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_a_link_to_a_memory_renamed_then_forgotten_is_a_link_to_a_forgotten_one(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """The move is followed only to a memory that is still there: renamed and then forgotten,
@@ -252,6 +256,7 @@ def test_two_renames_of_one_memory_to_two_ids_say_so_and_the_steps_keep_one(
         assert invoke_cli("--kb", clone, "validate", check=True).stdout.endswith("no problems.\n")
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_two_renames_of_one_memory_to_one_id_sync_cleanly(tmp_path: Path, invoke_cli: CliRunner) -> None:
     a, b = _renamed_on_a(tmp_path, invoke_cli, "rename", "1", "kb.a")
     invoke_cli("--kb", a, "sync", check=True)
@@ -319,6 +324,7 @@ def test_a_rename_against_a_forget_says_so_and_either_step_leaves_no_dangling_li
         assert invoke_cli("--kb", clone, "validate", check=True).stdout.endswith("no problems.\n")
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_an_unrelated_rename_leaves_a_forget_against_an_upsert_to_the_replay(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """A rename of another memory beside a forget that a later upsert of its topic key undoes:
@@ -351,6 +357,7 @@ def test_an_unrelated_rename_leaves_a_forget_against_an_upsert_to_the_replay(
         assert "learning: JWT, 15 min expiry\n" in _files(clone)["1.yaml"]
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_a_rename_then_another_against_a_rename_names_each_stop_and_the_steps_finish(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """1 -> kb.b -> kb.c on this clone, 1 -> kb.a on the other: the rebase replays the two
@@ -414,6 +421,7 @@ def test_a_merge_of_two_renames_names_both_and_its_steps_leave_every_link_valid(
     assert git(b, "status", "--porcelain") == ""
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_a_link_to_the_rename_the_steps_drop_follows_the_kept_one(tmp_path: Path, invoke_cli: CliRunner) -> None:
     """This clone renamed 1 to kb.b and then linked kb.b; the other's rename to kb.a is kept
     (``git reset -q --hard``): the link to kb.b points at kb.a, not at nothing."""
@@ -454,6 +462,7 @@ def test_a_change_of_an_id_the_upstream_renamed_and_reused_stops_the_sync(
     assert git(b, "rev-parse", "HEAD") == head and not (b / "memories" / "kb.revenue.yaml").exists()
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_an_id_both_clones_renamed_and_reused_stops_the_sync(tmp_path: Path, invoke_cli: CliRunner) -> None:
     """Both clones rename kb.r away and give kb.r to a new memory of their own: two memories for
     one id, each side's links meaning its own. The second sync stops, naming both renames."""
@@ -502,6 +511,7 @@ def test_a_sync_of_edits_alone_reads_no_rename(tmp_path: Path, invoke_cli: CliRu
     assert [run for run in runs("") if "Renamed: " in run] == []
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_a_merge_of_two_renames_git_paired_one_of_names_both_and_drops_no_edit(
         tmp_path: Path, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
     """origin/main renamed 1 to kb.a and gave it a description; this branch renamed it to kb.b
@@ -537,6 +547,7 @@ def test_a_merge_of_two_renames_git_paired_one_of_names_both_and_drops_no_edit(
     assert _files(b)["kb.a.yaml"].startswith("learning: Revenue is paid orders!\ndescription: Paid orders only\n")
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_a_merge_of_two_renames_git_saw_neither_of_stops_naming_both(
         tmp_path: Path, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
     """Both sides renamed memory 1 (to kb.a on origin/main, kb.b here) and rewrote its short text,
@@ -574,6 +585,7 @@ def test_a_merge_of_two_renames_git_saw_neither_of_stops_naming_both(
         assert invoke_cli("--kb", clone, "validate", check=True).stdout == "Checked 2 files: no problems.\n"
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_a_merging_sync_of_two_renames_git_saw_neither_of_names_both(tmp_path: Path, invoke_cli: CliRunner) -> None:
     """The case above, met by a sync that merges (this branch holds a merge): the merge stops on
     this branch's file, and the stop, made once the sync put the work tree back (main's file no
@@ -600,6 +612,7 @@ def test_a_merging_sync_of_two_renames_git_saw_neither_of_names_both(tmp_path: P
     assert git(b, "rev-parse", "HEAD") == head and git(b, "status", "--porcelain") == ""
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_a_sync_rebasing_onto_a_rename_git_missed_names_both_and_pushes_no_twin(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """origin/main renamed 1 to kb.a and rewrote its short text (git sees no rename there); this
@@ -631,6 +644,7 @@ def test_a_sync_rebasing_onto_a_rename_git_missed_names_both_and_pushes_no_twin(
         assert invoke_cli("--kb", clone, "validate", check=True).stdout == "Checked 2 files: no problems.\n"
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_a_link_through_a_chain_whose_middle_id_was_reused_is_to_a_forgotten_memory(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """origin/main renamed 1 to kb.a, then kb.a to kb.b, forgot kb.b and saved an unrelated memory
@@ -655,6 +669,7 @@ def test_a_link_through_a_chain_whose_middle_id_was_reused_is_to_a_forgotten_mem
     assert _files(b)["kb.a.yaml"].startswith("learning: Orders have a status\n")
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_two_renames_where_this_branch_comes_back_to_main_s_id_give_no_rename_step(
         tmp_path: Path, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
     """This branch renamed 1 to kb.b, then kb.b to kb.a, origin/main's id for it: the rebase
@@ -675,6 +690,7 @@ def test_two_renames_where_this_branch_comes_back_to_main_s_id_give_no_rename_st
     assert list(_files(b)) == ["kb.a.yaml", "kb.l.yaml"]
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_a_link_to_an_id_renamed_reused_and_renamed_again_follows_its_first_memory(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """Clone a renames kb.r to kb.revenue, gives kb.r to kb.other's memory (``--reuse-id``), then
@@ -695,6 +711,7 @@ def test_a_link_to_an_id_renamed_reused_and_renamed_again_follows_its_first_memo
     assert "entities:\n- memory:kb.revenue\n" in _files(b)["kb.q.yaml"]
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_a_memory_renamed_away_and_back_keeps_the_links_to_it(tmp_path: Path, invoke_cli: CliRunner) -> None:
     """Clone a renames kb.x to kb.a and back: the chain ends where it began, so clone b's new link
     to kb.x (and its edit of it) stay; the sync stripped the link as if kb.x were forgotten."""
@@ -714,6 +731,7 @@ def test_a_memory_renamed_away_and_back_keeps_the_links_to_it(tmp_path: Path, in
     assert _files(b)["kb.x.yaml"].startswith("learning: edited on b\n")
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_a_merge_of_two_renames_git_paired_the_branch_s_of_names_both(
         tmp_path: Path, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
     """The mirror of the case above: main's edit made its rename too unlike the old file for git,
@@ -743,6 +761,7 @@ def test_a_merge_of_two_renames_git_paired_the_branch_s_of_names_both(
 
 @pytest.mark.parametrize(("command", "meets", "done"), [("merge", "merged", "merged"),
                                                       ("rebase", "replayed there", "rebased")])
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_merge_of_an_upstream_that_renamed_and_reused_an_id_this_branch_changed_stops(
         tmp_path: Path, invoke_cli: CliRunner, command: str, meets: str, done: str) -> None:
     """``slayer-kb merge`` (and ``rebase``) meets what sync meets: the upstream renamed kb.r and
@@ -775,6 +794,7 @@ def test_merge_of_an_upstream_that_renamed_and_reused_an_id_this_branch_changed_
     assert "description: b's summary\n" not in (b / "memories" / "kb.r.yaml").read_text()
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_an_upstream_change_of_an_id_this_merging_branch_renamed_and_reused_is_made_again_on_the_rename(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """Clone a, whose commits hold a merge (so sync merges), renames kb.r to kb.revenue and gives
@@ -825,6 +845,7 @@ def test_an_upstream_change_of_an_id_this_merging_branch_renamed_and_reused_is_m
         assert "learning: Refunds are negative\n" in new and "b's summary" not in new
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_the_set_aside_steps_keep_this_sides_renames_for_the_other_sides_links(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """The steps that set aside b's edit of kb.r (renamed and given again upstream) make b's
@@ -872,6 +893,7 @@ def _renamed_on_both_then_one_forgot_and_saved_again(tmp_path: Path, invoke_cli:
     return b
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 @pytest.mark.parametrize("there", default_first([False, True]))
 def test_a_merge_pairs_no_rename_whose_memory_a_side_then_forgot(
         tmp_path: Path, invoke_cli: CliRunner, there: bool) -> None:
@@ -891,6 +913,7 @@ def test_a_merge_pairs_no_rename_whose_memory_a_side_then_forgot(
     assert files[saved].startswith("learning: 'Totally unrelated: churn")
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_a_sync_onto_a_rename_whose_memory_main_then_forgot_calls_it_a_forget(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """origin/main renamed 1 to kb.a, forgot it and saved an unrelated kb.a; this clone renamed it
@@ -906,6 +929,7 @@ def test_a_sync_onto_a_rename_whose_memory_main_then_forgot_calls_it_a_forget(
         "commit that stops says so again); slayer-kb sync.\n"))
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_a_merge_where_both_forgot_a_memory_and_saved_another_reads_one_trailer_log(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """Both sides forgot memory 1 and each saved a new one: a memory file both deleted, each side
@@ -934,6 +958,7 @@ def test_a_merge_where_both_forgot_a_memory_and_saved_another_reads_one_trailer_
         "--reverse", "--reverse", "--source", "--reverse", "--reverse"]
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_a_merge_of_two_renames_stops_though_one_side_reused_the_id_and_forgot_its_new_memory(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """a renamed kb.x to kb.y, gave kb.x to another memory (--reuse-id), renamed that one to kb.k and
@@ -960,6 +985,7 @@ def test_a_merge_of_two_renames_stops_though_one_side_reused_the_id_and_forgot_i
         merged.stderr
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_a_link_to_an_id_renamed_to_one_forgotten_and_saved_again_is_stripped(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """a renamed kb.x to kb.y, forgot kb.y and saved another memory as kb.y; b, not yet synced,

@@ -71,6 +71,7 @@ def test_validate_against_names_a_squash_merged_memory_the_branch_edited_since(
     assert "Refund reasons: free text, grouped by hand" in (reviewer / "memories" / "1.yaml").read_text()
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_validate_against_names_a_forget_a_plain_merge_would_undo(tmp_path: Path, invoke_cli: CliRunner) -> None:
     # main squash-merged the agent's memories 1 and 2; the agent then forgot 2 on its branch. git's
     # merge base is older than memory 2, so the reviewer's plain 'git merge' saw main add it and the
@@ -100,6 +101,7 @@ def test_validate_against_names_a_forget_a_plain_merge_would_undo(tmp_path: Path
 
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_validate_against_names_a_link_ref_added_to_a_memory_the_branch_forgot(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     # Agent A forgot memory 1 on its branch while agent B's branch, merged into main first, added
@@ -133,6 +135,7 @@ def test_validate_against_names_a_link_ref_added_to_a_memory_the_branch_forgot(
     assert invoke_cli("--kb", reviewer, "validate").returncode == 0
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_validate_against_names_a_link_ref_added_to_an_entity_the_branch_deleted(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     # Agent A deleted model shop.refunds on its branch while main gained memory 101 linking
@@ -181,6 +184,7 @@ def test_a_forget_holds_against_another_clones_strip_of_its_links(tmp_path: Path
     assert invoke_cli("--kb", a, "validate").returncode == 0
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_a_restore_against_another_clones_forget_goes_to_a_person(tmp_path: Path, invoke_cli: CliRunner) -> None:
     # A soft-forgot memory 1 and synced; B forgot it for good; A then restored it. The restore only
     # clears deleted_at (and stamps updated_at), which the strip rule took for no change: A's sync
@@ -200,6 +204,7 @@ def test_a_restore_against_another_clones_forget_goes_to_a_person(tmp_path: Path
     assert git(a, "ls-files", "memories").split() == ["memories/1.yaml"]
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_an_entity_dropped_by_hand_against_another_clones_forget_goes_to_a_person(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     # A forgot memory 1; B's 'update 1 -e' dropped one of its entities on purpose. Only a strip of
@@ -240,6 +245,7 @@ def _merged_as_advised(invoke_cli: CliRunner, agent: Path, reviewer: Path, check
     return merged
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_validate_against_names_a_forget_of_a_memory_updated_before_the_squash(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     # The agent saved memory 2 and updated it before main squash-merged the branch (the squash
@@ -260,6 +266,7 @@ def test_validate_against_names_a_forget_of_a_memory_updated_before_the_squash(
     assert git(reviewer, "ls-files", "memories").split() == ["memories/1.yaml"]
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_validate_against_names_an_edit_of_a_memory_updated_before_the_squash(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     # As above, but the agent edited memory 1 again after the squash: the plain merge's add/add stop
@@ -280,6 +287,7 @@ def test_validate_against_names_an_edit_of_a_memory_updated_before_the_squash(
     assert "Refund reasons v3" in (reviewer / "memories" / "1.yaml").read_text()
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_a_link_main_gained_to_a_squash_merged_memory_the_branch_forgot_is_named_and_stripped(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     # main squash-merged memory 2 and then saved 101 linking memory:2; the agent forgot 2 on its
@@ -303,6 +311,7 @@ def test_a_link_main_gained_to_a_squash_merged_memory_the_branch_forgot_is_named
     assert invoke_cli("--kb", reviewer, "validate").returncode == 0
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 @pytest.mark.parametrize("command", [("merge", "origin/main"), ("rebase", "--rewrite-pushed", "origin/main")])
 def test_merge_and_rebase_take_a_forget_against_the_other_sides_strip_of_its_links(
         tmp_path: Path, invoke_cli: CliRunner, command: tuple[str, ...]) -> None:
@@ -325,6 +334,7 @@ def test_merge_and_rebase_take_a_forget_against_the_other_sides_strip_of_its_lin
     assert invoke_cli("--kb", a, "validate").returncode == 0
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_validate_against_passes_a_memory_main_renamed_that_linked_a_memory_the_branch_forgot(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     # Memory 2 links memory:1; the branch forgot 1 (stripping the link from its 2) while main
@@ -344,6 +354,7 @@ def test_validate_against_passes_a_memory_main_renamed_that_linked_a_memory_the_
     assert invoke_cli("--kb", reviewer, "validate").returncode == 0
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_validate_against_says_a_forget_main_edited_after_the_squash_stops_the_merge(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     # main edited memory 2 after squash-merging it; the branch forgot 2. The advice said 'slayer-kb
@@ -366,6 +377,7 @@ def test_validate_against_says_a_forget_main_edited_after_the_squash_stops_the_m
         "Error: This branch forgot memories/2.yaml, which origin/main edited; the merge stopped")) == (1, True)
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_validate_against_names_a_rename_after_the_squash_as_a_rename(tmp_path: Path, invoke_cli: CliRunner) -> None:
     # The branch renamed squash-merged memory 2 to kb.cents: named as "this branch forgot memory 2",
     # though the plain merge keeps it under both ids.
@@ -384,6 +396,7 @@ def test_validate_against_names_a_rename_after_the_squash_as_a_rename(tmp_path: 
     assert git(agent, "ls-files", "memories").split() == ["memories/1.yaml", "memories/kb.cents.yaml"]
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_validate_against_names_no_link_in_a_memory_the_branch_forgot_itself(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     # The branch forgot 1 and 2; main edited 2 to link memory:1. Besides the stop on 2 (a forget
@@ -405,6 +418,7 @@ def test_validate_against_names_no_link_in_a_memory_the_branch_forgot_itself(
     assert "wrote this memory too" in out
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_validate_against_names_no_topic_key_holder_the_branch_forgot_after_the_squash(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     # The branch forgot squash-merged topic memory 2 and saved the key anew (memory 3). Besides the
@@ -423,6 +437,7 @@ def test_validate_against_names_no_topic_key_holder_the_branch_forgot_after_the_
     assert git(agent, "ls-files", "memories").split() == ["memories/1.yaml", "memories/3.yaml"]
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_validate_against_walks_the_history_once_for_all_squash_merged_memories(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     # Each squash-merged memory the branch edited or forgot cost two 'git log --full-history'
@@ -447,6 +462,7 @@ def test_validate_against_walks_the_history_once_for_all_squash_merged_memories(
     assert (len(walks), len(runs("hash-object")), len(runs("remote"))) == (4, 1, 1)
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_review_says_a_squash_merged_memory_is_on_main_already(tmp_path: Path, invoke_cli: CliRunner) -> None:
     # main squash-merged the agent's memories 1 and 2; the agent then edited 1 and saved 3. The
     # review listed 1, 2 and 3 as added (git's merge base is older than the squash), where the
@@ -520,6 +536,7 @@ def test_review_shows_a_squash_merged_memory_main_forgot_renamed_or_edited_since
     assert [(c["id"], c.get("note")) for c in data["changed"]] == [("5", edited)]
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_review_does_not_say_a_merge_stops_on_a_memory_the_branch_took_from_main(tmp_path: Path,
                                                                                 invoke_cli: CliRunner) -> None:
     # main squash-merged 1 and 2, then edited 2; the agent took main's edit byte for byte. The
@@ -538,6 +555,7 @@ def test_review_does_not_say_a_merge_stops_on_a_memory_the_branch_took_from_main
     assert [(c["id"], c.get("note")) for c in data["taken_in"]] == [("1", None)]
 
 
+@pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")
 def test_review_lists_a_memory_whose_squash_merged_version_does_not_parse(tmp_path: Path,
                                                                           invoke_cli: CliRunner) -> None:
     # The agent pushed memory 1 broken by hand, main squash-merged it, and the agent then mended

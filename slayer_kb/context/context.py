@@ -397,14 +397,16 @@ class Context(Parts):
         memories, until the user accepts the move (``moves.accept``)."""
         move = self.moves.get(memory_id)
         if move is not None:
-            raise ConflictError(refusal(move, self._named_now(memory_id), command(self.root)))
+            raise ConflictError(refusal(move, self._named_now(memory_id), command(self.root),
+                                        not self.memory_exists(move.new)))
 
     def moved_notes(self, memory_id: str) -> list[str]:
         """For a command that reads an id's history (``show``, ``log``, ``timeline``) and so
         answers about what the id names here: the move ``check_not_moved`` would refuse, said
         as a note (``store/moves.py``); none when the id never moved on this clone."""
         move = self.moves.get(memory_id)
-        return [] if move is None else [note(move, self._named_now(memory_id), command(self.root))]
+        return [] if move is None else [note(move, self._named_now(memory_id), command(self.root),
+                                              not self.memory_exists(move.new))]
 
     def _named_now(self, memory_id: str) -> Memory | None:
         try:
