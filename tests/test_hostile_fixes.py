@@ -160,6 +160,12 @@ def test_an_id_with_a_letter_that_only_looks_latin_names_the_id_meant(indexed_ex
                 await error(session, "save_memory", learning=LEARNING, linked_entities=["memory:kb.net-rеvenue"])]
 
     assert with_server_in_process(root, script) == [said, said]
+    # Another letter case: the id as the memory has it (ids are case-sensitive).
+    for args in (("get", "KB.Net-Revenue"), ("forget", "KB.NET-REVENUE")):
+        proc = invoke_cli("--kb", root, *args, cwd=root)
+        assert (proc.returncode, proc.stderr) == (1, (
+            f"Error: No memory with id '{args[1]}'; did you mean 'kb.net-revenue'? Ids are case-sensitive: type it as "
+            "the memory has it.\n")), args
     # A fullwidth '／' or '．' reads as '/' or '.': the id meant is never a path looked at.
     (root.parent / "secret.yaml").write_text("x: 1\n")
     for given in ("．．／secret", "／".join(str(root.parent / "secret").split("/"))):

@@ -191,7 +191,15 @@ class Context(Parts):
     def _missing(self, memory_id: str) -> NotFoundError:
         """Why the memory's file is not there and the fix (``check_gone``), or no such memory."""
         self.check_gone(memory_id)
-        return no_memory(memory_id, self.memory_exists)
+        return no_memory(memory_id, self.memory_exists, listed=self._file_ids)
+
+    def _file_ids(self) -> list[str]:
+        """The ids of the memory files there are (an error's hint: a directory listing, no index)."""
+        try:
+            names = os.listdir(self.memories_dir)
+        except OSError:
+            return []
+        return [name[:-5] for name in names if name.endswith(".yaml")]
 
     def check_gone(self, memory_id: str, walked: bool = False) -> None:
         """Raise ``NotFoundError`` saying why the memory's file is not there, and the fix: moved or

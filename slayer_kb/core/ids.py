@@ -197,11 +197,12 @@ def _whole(value: int) -> str | None:
     return plain if value >= 0 and len(plain) <= MAX_ID_BYTES else None
 
 
-def meant_id(memory_id: str, exists: Callable[[str], bool]) -> str:
+def meant_id(memory_id: str, exists: Callable[[str], bool], listed: Callable[[], Iterable[str]] | None = None) -> str:
     """For the error of an id no memory has: ``"; did you mean '1'? ..."`` (to end with a
     ".") when the id is another spelling of an existing auto id (``01``, ``+1``, ``1.0``, a
     fullwidth ``１``), else ``""``. Such ids are valid ids of their own (``001`` may be saved), so they are not taken
-    for the number: the agent is told which id it probably meant."""
+    for the number: the agent is told which id it probably meant. ``listed``: every id there is,
+    for one in another letter case (``KB.Fiscal-Calendar``), asked only when nothing else is meant."""
     plain = number_read(memory_id)
     if plain is not None and plain != memory_id and exists(plain):
         return (f"; did you mean '{plain}'? An auto id is written in plain ASCII digits, without a sign, "
@@ -210,13 +211,19 @@ def meant_id(memory_id: str, exists: Callable[[str], bool]) -> str:
     # Only an id (fullwidth '．．／' reads as '../': never a path to look at).
     if latin != memory_id and is_valid_id(latin) and exists(latin):
         return f"; did you mean '{latin}'? {looks_latin(memory_id)}"
+    if listed is not None:
+        folded = fold_id(latin)
+        cased = [i for i in listed() if i != memory_id and fold_id(i) == folded]
+        if len(cased) == 1:
+            return f"; did you mean '{cased[0]}'? Ids are case-sensitive: type it as the memory has it"
     return ""
 
 
-def no_memory(memory_id: str, exists: Callable[[str], bool], what: str = "No memory with id '{}'") -> NotFoundError:
+def no_memory(memory_id: str, exists: Callable[[str], bool], what: str = "No memory with id '{}'",
+              listed: Callable[[], Iterable[str]] | None = None) -> NotFoundError:
     """The error for an id no memory has (``what`` with the id), naming the id it probably
     meant (``meant_id``)."""
-    return NotFoundError(what.format(memory_id) + meant_id(memory_id, exists) + ".")
+    return NotFoundError(what.format(memory_id) + meant_id(memory_id, exists, listed) + ".")
 
 
 def highest_auto_id(ids: Iterable[str]) -> int:
