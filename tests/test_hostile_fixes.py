@@ -6,6 +6,7 @@ process (``invoke_cli``) and checks the exit code, both streams and what was com
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -310,3 +311,29 @@ def test_a_sync_finds_the_upstream_holder_of_a_key_written_with_escapes(tmp_path
         f"memories/{shared}.yaml:1: topic_key 'décision/retry' in project 'api' is held by 2 memories ({ids}): this "
         f"branch gave it to memory {shared}") in refused.stderr
     assert git(bare, "rev-parse", "HEAD") == remote
+
+
+def test_a_session_never_ends_before_it_started(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """A start written in the future (a local time written as UTC) was ended at now, before it, and
+    validate passed the file. session-end refuses, and validate names it."""
+    root = indexed_example_kb.root
+    assert invoke_cli("session-start", "s1", "--project", "p", cwd=root).returncode == 0
+    path = root / "sessions" / "s1.yaml"
+    path.write_text(re.sub(r"^started_at: .*$", "started_at: '2999-01-01T00:00:00Z'", path.read_text(), flags=re.M))
+    commit_all(root, "a start by hand")
+    head = git(root, "rev-parse", "HEAD")
+    proc = invoke_cli("session-end", "s1", cwd=root)
+    line = path.read_text().splitlines().index("started_at: '2999-01-01T00:00:00Z'") + 1
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(f"Error: sessions/s1.yaml:{line}: 'started_at' '2999-01-01T00:00:00Z' is after "
+                                  "'ended_at' '")
+    assert proc.stderr.endswith("': write the times the session started and ended, in UTC, quoted: "
+                                "'2026-11-29T20:42:40Z'. Nothing was written: the write would commit the file again "
+                                "with it, and validate refuses it. Edit sessions/s1.yaml, then retry.\n")
+    assert git(root, "rev-parse", "HEAD") == head
+    path.write_text(path.read_text() + "ended_at: '2026-01-01T00:00:00Z'\n")
+    checked = invoke_cli("validate", "sessions/s1.yaml", cwd=root)
+    assert (checked.returncode, checked.stdout) == (1, (
+        f"sessions/s1.yaml:{line}: 'started_at' '2999-01-01T00:00:00Z' is after 'ended_at' '2026-01-01T00:00:00Z': "
+        "write the times the session started and ended, in UTC, quoted: '2026-11-29T20:42:40Z'\n"
+        "1 problem in 1 file (1 file checked)\n"))

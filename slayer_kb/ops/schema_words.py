@@ -240,7 +240,19 @@ def _session_problems(text: str, data: dict[str, Any]) -> Iterator[tuple[int | N
         else:
             message = error.message
         yield line, f"'{label}' {message}" if label else message
-    yield from impossible_times(read_times(text, data, SESSION_TIMES))
+    yield from session_times(text, data)
+
+
+def session_times(text: str, data: dict[str, Any]) -> Iterator[tuple[int | None, str]]:
+    """A session's times validate refuses: one no calendar has (``impossible_times``), and a
+    start after its end (a local time written as UTC, or a clock ahead)."""
+    times = read_times(text, data, SESSION_TIMES)
+    yield from impossible_times(times)
+    by_key = {time.key: time for time in times}
+    start, end = by_key.get("started_at"), by_key.get("ended_at")
+    if start and end and start.when and end.when and end.when < start.when:
+        yield start.line, (f"'started_at' {start.written!r} is after 'ended_at' {end.written!r}: write the times the "
+                           "session started and ended, in UTC, quoted: '2026-11-29T20:42:40Z'")
 
 
 _ARTICLES = {"string": "a string", "array": "a list", "object": "a mapping", "integer": "a whole number",

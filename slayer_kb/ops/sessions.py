@@ -49,7 +49,7 @@ from ..core.session import (
 from ..core.text import clip, kind_of, quoted, warning_lines
 from ..store.repo import Change
 from ..transaction import Transaction, Workspace
-from .schema_words import impossible_times, read_times
+from .schema_words import session_times
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -216,17 +216,17 @@ def change(kb: Workspace, session: Session) -> Change:
 
 def _impossible_time(root: Path, session: Session) -> None:
     """Refuse a session whose start or end no calendar has (2026-02-30, written by hand or by an
-    older import), which its file keeps and validate refuses: a write would commit it again.
-    Nothing is written: no other time can be told for it, so the fix is the person's edit, named
-    at the file's line as validate names it."""
+    older import), or whose start comes after its end (``schema_words.session_times``), which
+    validate refuses: a write would commit it. Nothing is written: no other time can be told for
+    it, so the fix is the person's edit, named at the file's line as validate names it."""
     times = {key: getattr(session, key) for key in SESSION_TIMES}
-    if all(time.when is not None for time in read_times("", times, SESSION_TIMES)):
+    if not any(session_times("", times)):
         return
     try:
         text = read_regular(root / session.path).decode("utf-8")
     except (OSError, NotRegularFile, UnicodeDecodeError):
         text = ""  # the value is named all the same, without its line
-    (line, said), *more = impossible_times(read_times(text, times, SESSION_TIMES))
+    (line, said), *more = session_times(text, times)
     also = "".join(f" Line {other}: {message}." for other, message in more)
     raise MemoryFileError(session.path, line, f"{said}.{also} Nothing was written: the write would commit the file "
                           f"again with it, and validate refuses it. Edit {shown(root / session.path)}, then retry.",
