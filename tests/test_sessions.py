@@ -647,3 +647,20 @@ def test_an_imported_prompt_goes_before_a_later_one_of_the_same_second(empty_kb:
     listed = json_of(invoke_cli("--kb", empty_kb.root, "sessions", "--json"))
     assert [(p["created_at"], p["content"]) for p in listed[0]["prompts"]] == [
         ("2026-03-01T10:01:00Z", "Imported"), ("2026-03-01T10:01:00.5Z", "Typed")]
+
+
+def test_an_imported_session_that_ends_before_it_starts_is_imported_without_its_end(empty_kb: KnowledgeBase,
+                                                                                      tmp_path: Path) -> None:
+    from slayer_kb.ops.interchange import import_engram
+
+    export = {"observations": [{"title": "Auth", "content": "JWT", "session_id": "s1", "project": "api"}],
+              "sessions": [{"id": "s1", "project": "api", "started_at": "2026-03-02 10:00:00",
+                            "ended_at": "2026-03-01 11:00:00"}]}
+    path = tmp_path / "engram.json"
+    path.write_text(json.dumps(export))
+    result = import_engram(empty_kb, path)
+    assert result.warnings == ["engram.json: session 1: ended_at '2026-03-01T11:00:00Z' is before started_at "
+                               "'2026-03-02T10:00:00Z'; the end was left out."]
+    s1 = sessions.read(empty_kb, "s1")
+    assert s1 is not None and (s1.started_at, s1.ended_at) == ("2026-03-02T10:00:00Z", None)
+    assert validate([empty_kb.root]).problems == []

@@ -460,11 +460,18 @@ def import_engram(tx: Transaction, rows: Any, prompt_rows: Any, where: str, warn
         except InvalidInputError as exc:
             warnings.append(f"{here}: {exc} It was left out.")
             directory = None
+        # A session here began when either side says it first did (as sync merges two).
+        began = min(session.started_at, started or session.started_at, key=time_order)
+        ended = session.ended_at or time_of(row.get("ended_at"))
+        if ended is not None and time_order(ended) < time_order(began):  # validate refuses an end before the start
+            warnings.append(f"{here}: ended_at {ended!r} is before started_at {began!r}; the end was left out.")
+            ended = None
         touched[session_id] = replace(
             session,
+            started_at=began,
             project=session.project or engram.normalize_project(text(row, "project")),
             directory=session.directory or directory,
-            ended_at=session.ended_at or time_of(row.get("ended_at")),
+            ended_at=ended,
             summary=session.summary or text(row, "summary"),
         )
     for n, row in enumerate(prompt_rows if isinstance(prompt_rows, list) else []):
