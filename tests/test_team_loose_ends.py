@@ -145,6 +145,43 @@ def test_validate_against_main_says_main_forgot_a_memory_the_branch_edited(
     assert "to keep your edit (or git " in stopped.stderr
 
 
+@pytest.mark.parametrize("linked", default_first([False, True]))
+def test_validate_against_main_says_main_forgot_a_memory_the_branch_renamed(
+        tmp_path: Path, typed: CliRunner, linked: bool) -> None:
+    # Before: "no problems" (with a link to it both sides rewrote, a KeyError; review said nothing),
+    # while sync stopped on "origin/main forgot memories/N.yaml, which your commits renamed to kb.y".
+    _bare, (a, b) = make_team(tmp_path)
+    old = typed("--kb", a, "save", unlike("gone"), "-e", "shop.orders.amount", check=True).stdout.split()[2]
+    if linked:
+        typed("--kb", a, "save", unlike("linksgone"), "--id", "kb.l", "-e", f"memory:{old}", check=True)
+    typed("--kb", a, "sync", check=True)
+    typed("--kb", b, "sync", check=True)
+    git(b, "switch", "-q", "-c", "agent-b")
+    typed("--kb", b, "rename", old, "kb.y", check=True)
+    typed("--kb", a, "forget", old, check=True)
+    typed("--kb", a, "sync", check=True)
+    git(b, "fetch", "-q", "origin")
+    checked = typed("--kb", b, "validate", "--against", "origin/main")
+    renamed = (f"memories/kb.y.yaml:1: origin/main forgot memories/{old}.yaml since this branch parted from it, "
+               "which this branch renamed to kb.y: a plain git merge of this branch stops on the forget against the "
+               "rename. Run 'git fetch origin && slayer-kb merge origin/main': it stops there with the steps for "
+               "either way out, keeping the memory renamed or letting it go as origin/main did\n")
+    assert checked.returncode == 1
+    if linked:  # both sides rewrote kb.l's link: a stop of its own, after the rename's
+        assert checked.stdout.startswith("memories/kb.l.yaml:1: origin/main wrote this memory too")
+        assert checked.stdout.endswith(renamed + "2 problems in 2 files (2 files checked)\n")
+    else:
+        assert checked.stdout == renamed + "1 problem in 1 file (1 file checked)\n"
+    # review names it as validate does.
+    assert f"### Problems\n\n- {renamed}" in typed("--kb", b, "review", "origin/main", "HEAD").stdout
+    # The merge it names stops on that forget, with both ways out.
+    stopped = typed("--kb", b, "merge", "origin/main")
+    assert stopped.returncode == 1
+    assert stopped.stderr.startswith(f"Error: origin/main forgot memories/{old}.yaml, which this branch renamed to "
+                                     "kb.y; the merge stopped")
+    assert "git add memories/kb.y.yaml to keep it, renamed (or git rm memories/kb.y.yaml to let it go" in stopped.stderr
+
+
 @pytest.mark.parametrize("command", default_first(["sync", "merge", "rebase"]))
 def test_two_clones_renaming_two_memories_to_one_id_keep_each_link_on_its_memory(
         tmp_path: Path, invoke_cli: CliRunner, typed: CliRunner, command: str) -> None:
