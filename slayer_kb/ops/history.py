@@ -58,8 +58,9 @@ from ..store.repo import GitStore
 from ..store.revisions import range_ends, resolve_rev, resolves, same_memories, shallow_parting, taken_from
 from ..transaction import memory_change
 from . import observations, sessions, validate
+from .plainmerge import forgotten_renames
 from .renumber import renumbered_text
-from .snapshot import CATALOG_DIRS, PRIORITY_FILE, blob_at, catalog_at, crafted, memory_ids_at, text_at
+from .snapshot import CATALOG_DIRS, PRIORITY_FILE, blob_at, catalog_at, crafted, memory_ids_at, text_at, written_since
 from .teamchecks import Branch, crossed_checks, deleted_since, drop_fix, fix_command, gone_links
 from .topickeys import Topic, topic_in, topic_keys_taken
 
@@ -325,6 +326,10 @@ def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
     # A topic key the branch gave a memory that, merged, another holds: one at head or one base added or changed since.
     compared = Branch(store.root, store, base, against_sha, base_sha, head_sha)
     result.problems.extend(map(str, topic_keys_taken(compared, keyed, context.command, head=True)))
+    # A memory head renamed that base forgot since: the merge stops on it, as sync does.
+    ours, theirs = (written_since(store, base_sha, rev) for rev in (head_sha, against_sha))
+    renamed = forgotten_renames(compared, ours, theirs, lambda: renames_between(store, base_sha, head_sha))
+    result.problems.extend(map(str, renamed.values()))
     result.problems.extend(map(str, head_catalog.problems))
     for changes in (result.added, result.changed, result.relinked, result.renamed, result.removed, result.taken_in):
         changes.sort(key=lambda change: id_sort_key(change.id))  # git lists paths: 10, 11, 2

@@ -69,11 +69,13 @@ def plain_merge_conflicts(compared: Branch, warnings: list[Problem]) -> list[Pro
     crossed = compared.crossed
     # An id the revision forgot and gave again, which this branch renamed: its links there mean its own memory.
     regiven = crossed.given(against_sha)
+    forgotten = forgotten_renames(compared, ours, theirs, renamed)
     problems = (_revived(compared, ours, theirs, warnings) + _undone_problems(compared, theirs, undone, renamed)
                 + _links_to_own_removals(compared, base, head, ours, theirs, list(undone), renamed, regiven)
-                + crossed.problems)
-    # An id given again against an edit is named above: no revisions of one memory for a merge to join.
-    given_again = {memory_path(c.memory_id) for c in crossed.crossings if c.new is None}
+                + crossed.problems + list(forgotten.values()))
+    # An id given again against an edit is named above: no revisions of one memory for a merge to join;
+    # nor is a renamed memory's file, which git's merge stops on as the rename against the forget.
+    given_again = {memory_path(c.memory_id) for c in crossed.crossings if c.new is None} | forgotten.keys()
     both = {path for path in ours.keys() & theirs.keys() if ours[path][1] != theirs[path][1] and _merged(path)} - given_again
     if not both:
         return problems
@@ -111,6 +113,29 @@ def plain_merge_conflicts(compared: Branch, warnings: list[Problem]) -> list[Pro
             f"cannot join: a plain git merge of this branch stops on it. Run '{fix}': {merges}",
         ))
     return problems
+
+
+def forgotten_renames(compared: Branch, ours: dict[str, tuple[str, str]], theirs: dict[str, tuple[str, str]],
+                       renames: Callable[[], dict[str, str]]) -> dict[str, Problem]:
+    """The memories this branch renamed (``renames``: its ``rename`` trailers, which pair the
+    files as sync's stop does) that the revision compared with forgot since they parted (deleted
+    the file, renaming it nowhere), each under its new file: git's merge follows the move and
+    stops on it, the rename against the forget, as sync stops on it (``review`` names them too)."""
+    gone = {memory_id for path, (was, now) in theirs.items() if was != NO_BLOB == now and path in ours
+            and ours[path][1] == NO_BLOB and (memory_id := id_of_path(path)) is not None}
+    renamed = {old: memory_path(new) for old, new in renames().items() if old in gone} if gone else {}
+    held = {old: path for old, path in renamed.items() if path in ours and ours[path][1] != NO_BLOB}
+    assert compared.base is not None
+    # The revision's own rename of it is no forget: rename against rename, which sync names as such.
+    moved = renames_between(compared.store, compared.base, compared.against_sha) if held else {}
+    against = compared.against
+    fix = compared.fix(f"merge {shell_word(against)}") if held else ""
+    return {path: Problem(
+        shown(compared.root / path), 1,
+        f"{against} forgot {memory_path(old)} since this branch parted from it, which this branch renamed to "
+        f"{id_of_path(path)}: a plain git merge of this branch stops on the forget against the rename. Run '{fix}': it "
+        f"stops there with the steps for either way out, keeping the memory renamed or letting it go as {against} did",
+    ) for old, path in sorted(held.items()) if old not in moved}
 
 
 def _forgotten_there(store: GitStore, kb_path: str, ours: dict[str, tuple[str, str]],
