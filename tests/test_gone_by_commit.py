@@ -143,3 +143,23 @@ def test_a_memory_folded_here_into_one_forgotten_since_says_so(tmp_path: Path, i
         f"upstream had saved first under the same topic key; no memory has id '{saved[1]}' now. Use {saved[0]} for "
         f"the memory saved here (no memory has id '{saved[0]}' now either: 'slayer-kb get {saved[0]}' says what "
         f"became of it); to mean what '{saved[1]}' names now, run 'slayer-kb renumber --accept {saved[1]}' first.\n"))
+
+
+def test_show_of_a_memory_moved_by_hand_names_where_it_went(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """show (with no --rev) printed the old file's last version as a deleted memory's; and a move
+    to a name no id has was told to use that 'id'."""
+    root = example_kb.root
+    git(root, "mv", "memories/2.yaml", "memories/four x.yaml")
+    git(root, "mv", "memories/3.yaml", "memories/kb.three.yaml")
+    git(root, "commit", "-q", "-m", "moves by hand")
+    moved = _head(root)
+    proc = invoke_cli("show", "3", cwd=root)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
+        f"Error: No memory with id '3'. It was moved by hand to 'kb.three' in commit {moved} (its file renamed, with "
+        "no 'slayer-kb rename'); use that id.\n"))
+    for command in ("show", "get"):
+        proc = invoke_cli(command, "2", cwd=root)
+        assert (proc.returncode, proc.stderr) == (1, (
+            f"Error: No memory with id '2'. It was moved by hand to memories/four x.yaml in commit {moved}, a name no "
+            "id has, so no command reads it: move it back with git mv 'memories/four x.yaml' memories/2.yaml, and "
+            "commit.\n")), command

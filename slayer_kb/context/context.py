@@ -229,19 +229,30 @@ class Context(Parts):
             alike = "as the same save" if fold[1] else "under the same topic key"
             return NotFoundError(f"No memory with id '{memory_id}'. It was merged into '{fold[0][memory_id]}' in commit "
                                  f"{deleting[:12]}, saved there first {alike}; use that id.")
-        if (moved := moved_by_hand(self.store, f"{deleting}^", "HEAD", {memory_id}, held=False).get(memory_id)):
-            # 'restore --rev' would bring back a second copy of it.
-            said = (f"No memory with id '{memory_id}'. It was moved by hand to '{moved}' in commit {deleting[:12]} "
-                    f"(its file renamed, with no '{command(self.root)} rename')")
-            if self.memory_exists(moved):
-                return NotFoundError(f"{said}; use that id.")
-            return NotFoundError(f"{said}, which no memory holds now: '{command(self.root)} get {words(moved)}' "
-                                 "says what became of it.")
+        if (moved := self.moved_away(memory_id, deleting)) is not None:  # 'restore --rev' would copy it
+            return NotFoundError(moved)
         # Headed with SLayer's whole answer (to a forget of a forgotten memory: "No memory with id '3'.").
         said = f"No memory with id '{memory_id}'. It was forgotten for good (not soft-deleted) in commit {deleting[:12]}"
         fix = f"'{command(self.root)} restore {words(memory_id)} --rev {deleting[:12]}~1'"
         return NotFoundError(f"{said}; bring back its last version with {fix}.",
                              tool_message=f"{said}; the tools cannot bring it back, a person can: {fix}.")
+
+    def moved_away(self, memory_id: str, deleting: str) -> str | None:
+        """What any command given ``memory_id`` says when ``deleting``, the commit that last
+        deleted its file, moved it by hand (``git mv``, committed) to another id: that id, or that
+        none holds it now, or that its name is no id; else None."""
+        moved = moved_by_hand(self.store, f"{deleting}^", "HEAD", {memory_id}, held=False).get(memory_id)
+        if moved is None:
+            return None
+        said = f"No memory with id '{memory_id}'. It was moved by hand to "
+        if not is_valid_id(moved):
+            return (f"{said}{MEMORIES_DIR}/{moved}.yaml in commit {deleting[:12]}, a name no id has, so no command reads "
+                    f"it: move it back with git mv {words(f'{MEMORIES_DIR}/{moved}.yaml', memory_path(memory_id))}, "
+                    "and commit.")
+        said += f"'{moved}' in commit {deleting[:12]} (its file renamed, with no '{command(self.root)} rename')"
+        if self.memory_exists(moved):
+            return f"{said}; use that id."
+        return f"{said}, which no memory holds now: '{command(self.root)} get {words(moved)}' says what became of it."
 
     def renamed_away(self, memory_id: str, deleting: str | None = None, last_two: list[str] | None = None
                      ) -> str | None:

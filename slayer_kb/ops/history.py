@@ -153,6 +153,8 @@ def _show(kb: Context, memory_id: str, rev: str | None,
         raise no_memory(memory_id, kb.memory_exists, "No memory with id '{}', now or in the history")
     if (renamed := kb.renamed_away(memory_id, deleting)) is not None:
         raise NotFoundError(renamed)  # its last version is the renamed memory's: no deleted memory to show
+    if (moved := kb.moved_away(memory_id, deleting)) is not None:
+        raise NotFoundError(moved)  # so is one a commit moved by hand
     text = text_at(kb.store, f"{deleting}^", path)
     assert text is not None
     return Shown(loads(text, memory_id, f"{deleting}^:{path}"), text, f"{deleting}^", deleting)
