@@ -95,15 +95,15 @@ def refuse_clashes(store: GitStore, onto: str, parted: str, ref: str, retry: str
     or keep this branch's under an id that no ``memory:`` link follows. The fix is a renumbering,
     ``--rewrite`` for a rebase (``rebasing``), whose replay would meet the first commit's file again."""
     _base, colliding, _used, moved = _collisions(store, onto, parted, rebasing, "")
+    head, paths = store.head() or "", {i: store.repo_path(memory_path(i)) for i in [*colliding, *moved]}
     # One memory both tips hold with one created_at (which a new save makes anew): its save's
     # commit rewritten on one side (amended, force-pushed), then edited; git's stop on it is an
     # edit against an edit, whose steps are the fix.
-    alike = rewritten_alike(store, [store.repo_path(memory_path(i)) for i in colliding], onto, store.head() or "", onto)
+    alike = rewritten_alike(store, [paths[i] for i in colliding], onto, head, onto)
     # Only what REF holds at its tip clashes: an id it gave and then moved away (its own
     # renumbering) is no file both created.
-    held = store.objects.blobs_at(store.objects.tree_of(onto), [store.repo_path(memory_path(i)) for i in colliding])
-    ids = [i for i in [*colliding, *moved] if store.repo_path(memory_path(i)) not in alike
-           and (i in moved or held[store.repo_path(memory_path(i))])]
+    held = store.objects.blobs_at(store.objects.tree_of(onto), [paths[i] for i in colliding])
+    ids = [i for i in paths if paths[i] not in alike and (i in moved or held[paths[i]])]
     if not ids:
         return
     kb, many = command(store.root), len(ids) > 1
@@ -113,8 +113,8 @@ def refuse_clashes(store: GitStore, onto: str, parted: str, ref: str, retry: str
     said = (f"{who} and {ref} each saved {named} (ids counted on each clone): two memories under "
             f"{'each' if many else 'one'} id, which the {what} would take for one file both created. Nothing was "
             f"{undone}.")
-    upstream, paths = store.tip("@{upstream}"), [store.repo_path(memory_path(i)) for i in ids]
-    if upstream and len(rewritten_alike(store, paths, upstream, store.head() or "", upstream)) == len(paths):
+    upstream, clashing = store.tip("@{upstream}"), [paths[i] for i in ids]
+    if upstream and len(rewritten_alike(store, clashing, upstream, head, upstream)) == len(clashing):
         # This branch's upstream holds these memories (one created_at): the team may hold their
         # ids, which a renumbering here would move.
         branch = store.branch() or "HEAD"

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ..core.errors import MemoryFileError
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.memory import loads
-from .gitenv import LITERAL_PATHS
+from .renames import last_deletion
 from .repo import GitStore
 
 
@@ -109,11 +109,9 @@ def moved_to(store: GitStore, memory_id: str) -> tuple[str, str] | None:
     """Where the commit that last deleted ``memory_id``'s file moved it by hand (``moved_by_hand``),
     followed to the id HEAD holds it under, and that commit; None when it did not, or HEAD lacks
     where it went: a link to the old id means that memory (``prune`` points it there)."""
-    if store.head() is None:
+    if (found := last_deletion(store, memory_id)) is None:
         return None
-    found = store.git("log", "-1", "--format=%H", "--diff-filter=D", "HEAD", "--",
-                      store.repo_path(memory_path(memory_id)), env=LITERAL_PATHS).stdout.decode().strip()
-    new = moved_by_hand(store, f"{found}^", "HEAD", {memory_id}).get(memory_id) if found else None
+    new = moved_by_hand(store, f"{found}^", "HEAD", {memory_id}).get(memory_id)
     return (new, found) if new is not None else None
 
 
