@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from slayer_kb import KnowledgeBase
+from slayer_kb import kb as kb_module
 from slayer_kb.core.memory import utc_time
 from slayer_kb.ops import observations
 from testing import (
@@ -108,6 +109,16 @@ def minutes_apart(monkeypatch: pytest.MonkeyPatch) -> None:
     saved in the same second as a new memory shares its created_at with it."""
     times = (utc_time(1_780_000_000 + 60 * n) for n in itertools.count())
     monkeypatch.setattr(observations, "utc_now", lambda: next(times))
+
+
+@pytest.fixture
+def one_second(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every save (in process) in one second: two clones' saves of one id share a created_at, which
+    sync reads as one memory (a save's commit rewritten or cherry-picked), so git's own stop and its
+    keep-both steps are what the test meets, whichever seconds its saves fall in."""
+    at = utc_time(1_780_000_000)
+    for module in (kb_module, observations):
+        monkeypatch.setattr(module, "utc_now", lambda: at)
 
 
 @pytest.fixture

@@ -1913,14 +1913,15 @@ def test_a_topic_key_two_clones_saved_keeps_the_later_saves_time_as_its_update(
 
 
 def test_one_named_id_created_on_two_clones_is_said_so_and_both_can_be_kept(
-        tmp_path: Path, invoke_cli: CliRunner) -> None:
+        tmp_path: Path, invoke_cli: CliRunner, one_second: None) -> None:
     """Two clones save ``--id kb.rule`` with different texts: the second sync said "both edited"
     and to edit the file to keep what both meant. It says "both created", and its steps keep both
     as two memories, this clone's under a new id, pasted into a shell as written (a rebase's
     ``--theirs`` is this clone's version; a merge's is the other's). The new id is free on both
     sides: sync named ``kb.rule-2``, which the upstream had (its work tree, put back, lacked it),
     and the steps moved this clone's text over it, which the sync then pushed; the steps refuse
-    to move onto a file that is there."""
+    to move onto a file that is there. (Saved in one second, one created_at: in two, the sync
+    refuses first, test_team_loose_ends.py.)"""
     _bare, (a, b, c) = make_team(tmp_path, clones=3)
     invoke_cli("--kb", a, "save", "--id", "kb.rule-2", "Rule two", "-e", "shop.orders.amount", check=True)
     for clone, text in ((a, "Refunds are net of fees"), (b, "Refunds include fees"), (c, "Refunds are gross")):
@@ -2027,7 +2028,7 @@ def test_a_syncs_check_lists_heads_ids_only_where_a_file_may_be_left_out(
     assert runs("ls-tree") == []
 
 
-def test_keeping_both_in_a_syncs_merge_takes_an_id_free_upstream(tmp_path: Path, invoke_cli: CliRunner) -> None:
+def test_keeping_both_in_a_syncs_merge_takes_an_id_free_upstream(tmp_path: Path, invoke_cli: CliRunner, one_second: None) -> None:
     """b's branch holds a merge, so its sync merges the upstream, which has kb.rule and
     kb.rule-2: the keep-both steps named kb.rule-2, free only in the work tree sync had put back."""
     _bare, (a, b) = make_team(tmp_path)

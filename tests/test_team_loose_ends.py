@@ -224,6 +224,86 @@ def test_two_clones_renaming_two_memories_to_one_id_keep_each_link_on_its_memory
 
 
 
+def _created(root: Path, memory_id: str) -> str:
+    return str(yaml.safe_load((root / "memories" / f"{memory_id}.yaml").read_text())["created_at"])
+
+
+@pytest.mark.parametrize("command", default_first(["sync", "merge", "rebase"]))
+def test_two_clones_saving_one_named_id_keep_each_link_on_its_memory(
+        tmp_path: Path, invoke_cli: CliRunner, typed: CliRunner, command: str) -> None:
+    # Before: git stopped on "both created memories/kb.x.yaml", and its keep-both steps moved b's
+    # memory to kb.x-2 while b's link still said memory:kb.x: it ended on a's memory.
+    _bare, (a, b) = make_team(tmp_path)
+    typed("--kb", a, "save", unlike("three"), "--id", "kb.x", "-e", "shop.orders.amount", check=True)
+    typed("--kb", a, "save", unlike("linksthree"), "--id", "kb.la", "-e", "memory:kb.x", check=True)
+    typed("--kb", a, "save", unlike("keyed"), "--id", "kb.t", "--topic-key", "shop/cents", "-e", "shop.orders.amount",
+          check=True)
+    typed("--kb", a, "save", unlike("picked"), "--id", "kb.y", "-e", "shop.orders.amount", check=True)
+    typed("--kb", a, "sync", check=True)
+    time.sleep(1.01 - time.time() % 1)  # another second: another created_at
+    typed("--kb", b, "save", unlike("four"), "--id", "kb.x", "-e", "shop.refunds.amount", check=True)
+    typed("--kb", b, "save", unlike("linksfour"), "--id", "kb.lb", "-e", "memory:kb.x", check=True)
+    # One topic key is one memory, whatever its created_at: the merge driver folds the two saves.
+    typed("--kb", b, "save", unlike("keyedagain"), "--id", "kb.t", "--topic-key", "shop/cents", "-e", "shop.orders.amount",
+          check=True)
+    # One memory both sides saved (a's commit cherry-picked, then edited: one created_at) is no clash.
+    git(b, "fetch", "-q", "origin")
+    git(b, "cherry-pick", git(a, "rev-parse", "HEAD").strip())
+    typed("--kb", b, "update", "kb.y", "--content", unlike("pickedagain"), check=True)
+    head = git(b, "rev-parse", "HEAD")
+    refused = invoke_cli("--kb", b, command, *([] if command == "sync" else ["origin/main"]))
+    who, undone = {"sync": ("Sync", "pushed"), "merge": ("The merge", "merged"), "rebase": ("The rebase", "rebased")}[command]
+    assert (refused.returncode, refused.stderr) == (1, (
+        f"Error: Your commits saved a new memory as kb.x (created {_created(b, 'kb.x')}), and origin/main saved a new "
+        f"memory as kb.x (created {_created(a, 'kb.x')}): two memories given one new id, and a link to kb.x means a "
+        f"different one on each side. {who} keeps origin/main's kb.x and will not give it yours, so nothing was "
+        f"{undone} and the repository is back as it was: give yours another id, and merge. To merge by hand: cd {b}; "
+        "slayer-kb rename kb.x kb.x-2 (or another id: it rewrites your links to it); "
+        + ("git fetch origin; " if command == "sync" else "")
+        + "slayer-kb merge origin/main (a rebase would replay your save onto origin/main's kb.x again); slayer-kb "
+        "sync.\n"))
+    assert (git(b, "rev-parse", "HEAD"), git(b, "status", "--porcelain")) == (head, "")
+    said = typed_steps(invoke_cli, refused.stderr)
+    assert said[-1].startswith("Synced main with origin: pushed")
+    typed("--kb", a, "sync", check=True)
+    for clone in (a, b):
+        held = {p.stem: yaml.safe_load(p.read_text()) for p in (clone / "memories").glob("kb.*.yaml")}
+        assert {i: m["learning"] for i, m in held.items()} == {
+            "kb.x": unlike("three"), "kb.x-2": unlike("four"), "kb.la": unlike("linksthree"),
+            "kb.lb": unlike("linksfour"), "kb.y": unlike("pickedagain"), "kb.t": unlike("keyedagain")}
+        assert (held["kb.la"]["entities"], held["kb.lb"]["entities"]) == (["memory:kb.x"], ["memory:kb.x-2"])
+        assert typed("--kb", clone, "validate").returncode == 0
+
+
+def test_a_rename_onto_an_id_the_upstream_saved_keeps_each_link_on_its_memory(
+        tmp_path: Path, invoke_cli: CliRunner, typed: CliRunner) -> None:
+    # Before: git stopped on "both created memories/kb.x.yaml", as for two saves of one id.
+    _bare, (a, b) = make_team(tmp_path)
+    saved = typed("--kb", a, "save", unlike("old"), "-e", "shop.orders.amount", check=True)
+    old = saved.stdout.split()[2]
+    typed("--kb", a, "sync", check=True)
+    typed("--kb", b, "sync", check=True)
+    typed("--kb", b, "save", unlike("linksold"), "--id", "kb.lb", "-e", f"memory:{old}", check=True)
+    time.sleep(1.01 - time.time() % 1)  # another second: another created_at
+    typed("--kb", a, "save", unlike("new"), "--id", "kb.x", "-e", "shop.refunds.amount", check=True)
+    typed("--kb", a, "sync", check=True)
+    typed("--kb", b, "rename", old, "kb.x", check=True)
+    refused = invoke_cli("--kb", b, "sync")
+    assert (refused.returncode, refused.stderr) == (1, (
+        f"Error: Your commits renamed {old} to kb.x, and origin/main saved a new memory as kb.x (created "
+        f"{_created(a, 'kb.x')}): two memories given one new id, and a link to kb.x means a different one on each "
+        "side. Sync keeps origin/main's kb.x and will not give it yours, so nothing was pushed and the repository is "
+        f"back as it was: give yours another id, and merge. To merge by hand: cd {b}; slayer-kb rename kb.x kb.x-2 "
+        "(or another id: it rewrites your links to it); git fetch origin; slayer-kb merge origin/main (a rebase "
+        "would replay your rename onto origin/main's kb.x again); slayer-kb sync.\n"))
+    assert typed_steps(invoke_cli, refused.stderr)[-1].startswith("Synced main with origin: pushed")
+    held = {p.stem: yaml.safe_load(p.read_text()) for p in (b / "memories").glob("kb.*.yaml")}
+    assert {i: m["learning"] for i, m in held.items()} == {
+        "kb.x": unlike("new"), "kb.x-2": unlike("old"), "kb.lb": unlike("linksold")}
+    assert held["kb.lb"]["entities"] == ["memory:kb.x-2"]
+    assert typed("--kb", b, "validate").returncode == 0
+
+
 def test_a_merge_into_a_pushed_branch_names_the_renumbering_of_the_branch_merged(tmp_path: Path,
                                                                                   typed: CliRunner) -> None:
     # Before: main, whose 1 is pushed, was told to renumber itself: the team's id 1 would move.

@@ -2,7 +2,8 @@
 --reuse-id``), which the other side's commits changed too. Replayed on the renaming side, an
 edit or forget the other side made of the old memory would land on the new one (git follows no
 move it cannot see: the file is still there), and two sides that both renamed the id and gave it
-again hold two memories for one id. The tool cannot tell which memory such a change meant, so
+again hold two memories for one id; so do two sides that each gave one new id to a memory of
+its own (a rename to it, a ``save --id``). The tool cannot tell which memory such a change meant, so
 sync stops with steps that work, as it does on any other conflict. The other way round (this
 side renamed, the upstream edited), git's rebase replays the rename onto the edit and follows it.
 """
@@ -12,9 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.errors import ConflictError
-from ..core.ids import fold_id, free_variant
+from ..core.errors import ConflictError, MemoryFileError
+from ..core.ids import fold_id, free_variant, is_auto_id
 from ..core.locate import id_of_path, memory_path
+from ..core.memory import loads
 from ..core.problems import cd_step, command_in, words
 from ..store.gitenv import LITERAL_PATHS
 from ..store.renames import renames_between, trailer
@@ -66,7 +68,7 @@ def reuse_stop(store: GitStore, root: Path, parted: str, tips: tuple[str, str],
     changed on the other (on either side in a merge; on the upstream's in a rebase); None when
     none was."""
     ids = {i for path in both if (i := id_of_path(path)) is not None}
-    if stop := _renamed_onto_one(store, root, tips, renames, ids, name, retry):
+    if stop := _given_onto_one(store, root, parted, tips, renames, ids, name, retry):
         return stop
     theirs, mine = ({old: new for old, new in found.items() if old in ids} for found in renames)
     if not theirs and not (mine and merges):
@@ -106,31 +108,60 @@ def reuse_stop(store: GitStore, root: Path, parted: str, tips: tuple[str, str],
     return None
 
 
-def _renamed_onto_one(store: GitStore, root: Path, tips: tuple[str, str], renames: tuple[dict[str, str], dict[str, str]],
-                      ids: set[str], name: str, retry: Retry) -> str | None:
+def _given_onto_one(store: GitStore, root: Path, parted: str, tips: tuple[str, str],
+                    renames: tuple[dict[str, str], dict[str, str]], ids: set[str], name: str, retry: Retry) -> str | None:
     """Why sync (``merge``, ``rebase``: ``retry``) must stop when each of ``tips`` (the upstream
-    ``name``, this branch) renamed a different memory to one new id among ``ids`` (both wrote its
-    file) and holds it there: git stops on one file both created, and its keep-both steps kept
-    this branch's memory under another id while its rename commit's trailer, and the links it
-    rewrote, still said the new id, which then names the other memory. Not silently either way:
-    this branch, the second to come, gives its memory another id (``rename`` rewrites its links)
-    and merges, since a rebase would replay its first rename onto the upstream's file again."""
+    ``name``, this branch) gave one id among ``ids`` (both wrote its file) to a memory of its own
+    and holds it there: a rename of a different memory to it (``renames``), or a new one saved
+    under it (``save --id``) that the other side's is not (another ``created_at``). git stops on
+    one file both created, and its keep-both steps kept this branch's memory under another id
+    while its commits (a rename's trailer, the ``memory:`` links it wrote) still said the id,
+    which then names the other memory. Not silently either way: this branch, the second to come,
+    gives its memory another id (``rename`` rewrites its links) and merges, since a rebase would
+    replay its first rename or save onto the upstream's file again. One memory both saved (one
+    ``created_at``: a cherry-pick, an amended save) or one topic key, which the merge driver folds
+    as one memory, is no clash; nor is an auto id both gave, which sync renumbers (``renumber``)."""
     ends = [{new: old for old, new in found.items()} for found in renames]
-    clash = sorted(i for i in ids & ends[0].keys() & ends[1].keys() if ends[0][i] != ends[1][i])
-    clash = [i for i in clash if i in _held(store, tips[0], clash) & _held(store, tips[1], clash)]
+    paths = {i: store.repo_path(memory_path(i)) for i in sorted(ids)}
+    objects = store.objects
+    held = [objects.blobs_at(objects.tree_of(commit), paths.values()) for commit in (parted, *tips)]
+    given = {i: (held[1][path], held[2][path]) for i, path in paths.items() if held[1][path] and held[2][path]}
+    texts = objects.read_many("blob", {blob for pair in given.values() for blob in pair if blob})
+    clash: list[tuple[str, list[str]]] = []
+    for i, pair in given.items():
+        if i in ends[0] and i in ends[1]:
+            if ends[0][i] != ends[1][i]:
+                clash.append((i, [f"renamed {ends[0][i]} to {i}", f"renamed {ends[1][i]} to {i}"]))
+            continue
+        made = _made(i, [texts[blob] for blob in pair if blob])
+        if held[0][paths[i]] is None and not is_auto_id(i) and made and made[0] != made[1]:
+            clash.append((i, [f"renamed {ends[s][i]} to {i}" if i in ends[s] else
+                              f"saved a new memory as {i} (created {made[s]})" for s in (0, 1)]))
     if not clash:
         return None
-    new = clash[0]
+    new, (theirs, mine) = clash[0]
     taken = {fold_id(i) for tip in tips for i in memory_ids_at(store, tip)}
     free = free_variant(new, taken)
     kb = command_in(root)
     fetch = [f"git fetch {words(name.partition('/')[0])}"] if retry.fetch else []
+    replayed = "rename" if new in ends[1] else "save"
     steps = [*cd_step(root), f"{kb} rename {words(new, free)} (or another id: it rewrites your links to it)", *fetch,
-             f"{kb} merge {words(name)} (a rebase would replay your rename onto {name}'s {new} again)", f"{kb} sync"]
-    return (f"Your commits renamed {ends[1][new]} to {new}, and {name} renamed {ends[0][new]} to {new}: two memories "
-            f"given one new id, and a link to {new} means a different one on each side. {retry.who.capitalize()} keeps "
-            f"{name}'s {new} and will not give it yours, so nothing was {retry.undone} and the repository is back as it "
-            f"was: give yours another id, and merge. To merge by hand: {'; '.join(steps)}.")
+             f"{kb} merge {words(name)} (a rebase would replay your {replayed} onto {name}'s {new} again)", f"{kb} sync"]
+    return (f"Your commits {mine}, and {name} {theirs}: two memories given one new id, and a link to {new} means a "
+            f"different one on each side. {retry.who.capitalize()} keeps {name}'s {new} and will not give it yours, so "
+            f"nothing was {retry.undone} and the repository is back as it was: give yours another id, and merge. To "
+            f"merge by hand: {'; '.join(steps)}.")
+
+
+def _made(memory_id: str, texts: list[bytes]) -> list[str] | None:
+    """The ``created_at`` of each of two versions of ``memory_id``'s file; None when they share a
+    topic key (one memory, whenever each was saved) or one does not read (git's stop names it)."""
+    try:
+        memories = [loads(text.decode("utf-8", "surrogateescape"), memory_id) for text in texts]
+    except MemoryFileError:
+        return None
+    keys = {memory.topic_key for memory in memories}
+    return None if len(memories) != 2 or len(keys) == 1 and None not in keys else [m.created_at for m in memories]
 
 
 class _Aside:
