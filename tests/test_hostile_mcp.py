@@ -244,3 +244,24 @@ def test_a_kb_deleted_or_replaced_under_the_server_is_said_never_answered_from(t
     assert (deleted.is_error, deleted.text) == (
         True, f"No knowledge base at {root}: no such folder; create one with 'slayer-kb init {root}'. Then start "
         "this process again to open it (an MCP server: restart it from its client).")
+
+
+def test_a_list_or_object_sent_as_json_text_is_taken_as_fastmcp_takes_it(indexed_example_kb: KnowledgeBase) -> None:
+    """Some clients send nested arguments as JSON text: linked_entities='["orders.amount", "shop"]'
+    was split on its commas (``'["orders.amount"' contains an invalid identifier segment``), and a
+    SlayerQuery sent so was refused; SLayer's server (FastMCP) decodes such text where the
+    parameter takes a list or object. Text that is no list or object stays text."""
+    kb = indexed_example_kb
+    listed = call_tool(kb, "save_memory", {"learning": "Listed as text", "linked_entities": '["orders.amount", "shop"]'})
+    assert (listed.is_error, (listed.data or {}).get("resolved_entities")) == (False, ["shop.orders.amount", "shop"])
+    query = '{"source_model": "orders", "measures": ["sum(amount)"]}'
+    queried = call_tool(kb, "save_memory", {"learning": "A query as text", "linked_entities": query})
+    assert (queried.is_error, (queried.data or {}).get("resolved_entities")) == (False, ["shop.orders", "shop.orders.amount"])
+    assert "query:\n  source_model: orders\n" in (kb.root / "memories" / f"{queried.data['memory_id']}.yaml").read_text()
+    found = json.loads(call_tool(kb, "search", {"entities": '["shop.orders.amount"]', "query": query}).text)
+    assert (found["warnings"], found["example_queries"][0]["id"]) == ([], queried.data["memory_id"])
+    # A comma-separated string is still references, and text that reads as neither is refused as before.
+    assert call_tool(kb, "save_memory", {"learning": "Two refs", "linked_entities": "orders.amount, shop"}).data[
+        "resolved_entities"] == ["shop.orders.amount", "shop"]
+    assert_refused(kb, [("search", {"question": "x", "query": "[1, 2]"}, "search: 'query' must be an object, not a list."),
+                        ("search", {"question": "x", "query": '"orders"'}, "search: 'query' must be an object, not a string.")])

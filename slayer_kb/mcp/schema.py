@@ -145,6 +145,8 @@ def check_arguments(spec: ToolSpec, arguments: dict[str, Any]) -> dict[str, Any]
         if (isinstance(value, float) and value.is_integer() and abs(value) <= MAX_INTEGER
                 and "integer" in _types(spec.properties.get(name, {}))):
             given[name] = int(value)
+        elif isinstance(value, str):
+            given[name] = _decoded(value, spec.properties.get(name, {}))
     order = list(given)
     errors = [e for e in spec.validator.iter_errors(given) if len(e.path) <= 1]
     # A parameter nested too deep is told after its type, value and minimum, in the same order.
@@ -158,6 +160,19 @@ def check_arguments(spec: ToolSpec, arguments: dict[str, Any]) -> dict[str, Any]
             raise too_deep(f"{spec.name}: '{first}'", DEEP_ARGUMENT_FIX)
         raise InvalidInputError(_message(spec, given, first))
     return {**spec.defaults, **given}
+
+
+def _decoded(value: str, schema: dict[str, Any]) -> Any:
+    """A list or object sent as JSON text, as some clients send nested arguments, taken as that
+    list or object where the parameter takes one, as FastMCP (SLayer's and Engram's servers)
+    takes it; anything else as it came (comma-separated references stay text)."""
+    if not {"array", "object"} & set(_types(schema)) or value.lstrip()[:1] not in ("[", "{"):
+        return value
+    try:
+        decoded = json.loads(value)
+    except ValueError:
+        return value
+    return decoded if isinstance(decoded, (list, dict)) else value
 
 
 def _rank(error: ValidationError, order: list[str]) -> tuple[int, int, int]:
