@@ -234,7 +234,7 @@ def get(settings: Settings, memory_id: str, deleted: bool) -> None:
 @click.option("--project", help="A new project (trimmed, lower-cased; '' clears it).")
 @click.option("--scope", type=SCOPE_CHOICE, help=SCOPE_HELP)
 @click.option("--topic-key", help="A new upsert key, e.g. architecture/auth-model ('' clears it).")
-@click.option("-e", "--entity", "entities", multiple=True, help="Replace the entities with these references.")
+@click.option("-e", "--entity", "entities", multiple=True, help="Replace the entities with these references (not an example query's: they are its query's).")
 @force_option
 @json_option
 @pass_settings

@@ -92,6 +92,8 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
                 changes["topic_key"] = engram.given_topic_key(given["topic_key"])
                 warnings.extend(engram.topic_key_warnings(given["topic_key"]))
             if "entities" in given:
+                if memory.query is not None:
+                    raise _query_links(memory, command(kb.root))
                 changes["entities"], more = kb.resolve_entities(given["entities"], held=memory.entities)
                 warnings.extend(more)
             for name, value in changes.items():
@@ -116,6 +118,17 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
             tx.commit(planned, f"memory: update {memory_id} ({', '.join(sorted(changes))})")
             kb.fold_duplicates(memory_id)
     return ChangeResult(kb.get(memory_id).to_dict(), "updated" if changed else "unchanged", warnings, kept)
+
+
+def _query_links(memory: Memory, run: str) -> InvalidInputError:
+    """An example query's entities are its query's (SLayer's save takes a list or a query, never
+    both): replaced by hand, its search by those entities missed it while the query still named them."""
+    shell = words(memory.id)
+    return InvalidInputError(
+        f"Memory {memory.id} is an example query: its entities are its query's ({', '.join(memory.entities) or 'none'}) "
+        f"and change with it, so -e cannot replace them. To change them, save it again with the query changed ('{run} "
+        f"save --id {shell} --query @query.json' with its learning: a save replaces the memory whole); to link other "
+        f"entities, save a note that links them and memory:{memory.id}.")
 
 
 def _deleted_already(memory: Memory, run: str) -> NotFoundError:
