@@ -37,7 +37,9 @@ saying which, and suggests `init` only where it can work. With `--json` (before 
 JSON document; an error exits 1 with `Error: ...` on stderr and
 `{"error": {"type": ..., "message": ...}}` on stdout (a file or folder the system refuses is
 `Cannot use PATH: CAUSE; FIX.`, type `store`); a usage error (an unknown option, options that cannot go
-together such as `save -e REF --query Q`, an argument or option a command needs left out) exits 2 with click's usage text
+together such as `save -e REF --query Q`, an option that takes one value given two (`save --id k1 --id
+k2`; click kept the last, unsaid) or two flags that set one value (`rebase --continue --abort`), an
+argument or option a command needs left out) exits 2 with click's usage text
 on stderr (and, with `--json`, `{"error": {"type": "usage", ...}}` on stdout), while one given
 empty or blank is a value refused as any other, exit 1 (`save ''`, `get ''`, `suggest-topic-key
 --title '' --content ''`); words past a

@@ -961,7 +961,7 @@ def test_a_command_runs_without_importing_the_others(tmp_path: Path) -> None:
     )
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stderr.strip() == "['slayer_kb.cli.catalog', 'slayer_kb.cli.common']"
+    assert proc.stderr.strip() == "['slayer_kb.cli.catalog', 'slayer_kb.cli.common', 'slayer_kb.cli.repeats']"
 
 
 def test_help_usage_errors_and_commands_without_a_kb_import_no_kb(tmp_path: Path) -> None:

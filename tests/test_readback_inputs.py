@@ -4,7 +4,7 @@ the fix, and nothing is written (an adversarial read-back pass)."""
 from __future__ import annotations
 
 from slayer_kb import KnowledgeBase
-from testing import CliRunner, git
+from testing import CliRunner, git, json_of
 
 
 def test_update_refuses_to_replace_an_example_querys_entities(indexed_example_kb: KnowledgeBase,
@@ -23,3 +23,25 @@ def test_update_refuses_to_replace_an_example_querys_entities(indexed_example_kb
     assert (git(kb.root, "rev-parse", "HEAD"), (kb.root / "memories" / "5.yaml").read_bytes()) == (head, before)
     # Its other fields still change.
     assert invoke_cli("--kb", kb.root, "update", "5", "--description", "Paid revenue by region", check=True).returncode == 0
+
+
+def test_an_option_given_two_values_is_a_usage_error(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """click keeps an option's last value: ``save --id k1 --id k2`` saved k2 and ``rebase --continue
+    --abort`` aborted, unsaid. Two values, or two flags setting one value, are refused with exit 2
+    and nothing written; one value given twice, and a value that looks like an option, are taken."""
+    kb = indexed_example_kb
+    head = git(kb.root, "rev-parse", "HEAD")
+    for args, message in (
+        (("save", "x y", "-e", "shop", "--id", "k1", "--id=k2"),
+         "Option '--id' was given 2 values ('k1', 'k2'); it takes one: give it once."),
+        (("search", "revenue", "--limit", "3", "--max-results", "4"),
+         "Option '--limit / --max-results' was given 2 values ('3', '4'); it takes one: give it once."),
+        (("rebase", "--continue", "--abort"), "'--continue' and '--abort' cannot be given together: give one."),
+    ):
+        refused = invoke_cli("--kb", kb.root, *args)
+        assert (refused.returncode, refused.stderr.splitlines()[-1]) == (2, f"Error: {message}"), args
+        assert json_of(invoke_cli("--kb", kb.root, "--json", *args)) == {"error": {"type": "usage", "message": message}}
+    assert git(kb.root, "rev-parse", "HEAD") == head
+    saved = json_of(invoke_cli("--kb", kb.root, "--json", "save", "x y", "-e", "shop", "--id", "k1", "--id", "k1",
+                               "--description", "--id", check=True))
+    assert (saved["memory_id"], kb.get("k1").description) == ("k1", "--id")

@@ -16,6 +16,7 @@ import importlib
 import click
 
 from .common import CONTEXT_SETTINGS, KBGroup, Preset, Settings, version_option
+from .repeats import refuse_repeated
 
 # command name -> (module of this package, function)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -75,10 +76,13 @@ class LazyGroup(KBGroup):
         self, ctx: click.Context, args: list[str]
     ) -> tuple[str | None, click.Command | None, list[str]]:
         try:
-            return super().resolve_command(ctx, args)
+            name, command, rest = super().resolve_command(ctx, args)
         except click.exceptions.NoSuchCommand as exc:
             # click suggests close names from the commands it holds, and this group holds none.
             raise click.exceptions.NoSuchCommand(exc.command_name, possibilities=list(COMMANDS), ctx=ctx) from None
+        if command is not None:
+            refuse_repeated(command, rest)
+        return name, command, rest
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         found = COMMANDS.get(cmd_name)
