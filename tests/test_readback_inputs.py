@@ -45,3 +45,24 @@ def test_an_option_given_two_values_is_a_usage_error(indexed_example_kb: Knowled
     saved = json_of(invoke_cli("--kb", kb.root, "--json", "save", "x y", "-e", "shop", "--id", "k1", "--id", "k1",
                                "--description", "--id", check=True))
     assert (saved["memory_id"], kb.get("k1").description) == ("k1", "--id")
+
+
+def test_a_memorys_id_given_as_an_entity_names_the_link_to_write(example_kb_read_only: KnowledgeBase,
+                                                                 invoke_cli: CliRunner) -> None:
+    """``-e 12`` (memory 12 exists) said only that '12' holds an invalid identifier segment, and
+    ``-e 'memory: 12'`` to give the id alone, '12', which ``-e 12`` then refused: each names the
+    link to write. An id no memory has keeps SLayer's refusal alone."""
+    root = example_kb_read_only.root
+    segment = ("contains an invalid identifier segment. (Each part between dots is a name: a letter or '_', then "
+               "letters, digits, '_' or '-'.)")
+    for ref, message in (
+        ("12", f"'12' {segment} A memory has id '12': to link it, write memory:12."),
+        ("kb.net-revenue", "'kb' is neither a known datasource nor a saved model. (segment of 'kb.net-revenue'). A "
+                           "memory has id 'kb.net-revenue': to link it, write memory:kb.net-revenue."),
+        ("99999", f"'99999' {segment}"),
+        ("memory: 12", "'memory: 12' holds an id with blanks around it, not a memory id: write the link as 'memory:12'."),
+        ("memory:memory:12", "'memory:memory:12' holds a link to a memory, not a memory id: write the link as "
+                             "'memory:12'."),
+    ):
+        refused = invoke_cli("--kb", root, "save", "A note", "-e", ref)
+        assert (refused.returncode, refused.stderr) == (1, f"Error: {message}\n"), ref

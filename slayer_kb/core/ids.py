@@ -65,7 +65,10 @@ LINK_FIX = "write memory:<id> with the id of a saved memory"
 
 
 def check_link_id(memory_id: object) -> str:
-    """:func:`check_sought_id` of the id in a ``memory:<id>`` link, which names a saved memory."""
+    """:func:`check_sought_id` of the id in a ``memory:<id>`` link, which names a saved memory; what
+    names one but is not its id is told the link to write (``memory:12``, not the id alone)."""
+    if isinstance(memory_id, str) and memory_id:
+        _refuse_a_name_of_an_id(memory_id, link=True)
     return check_sought_id(memory_id, LINK_FIX)
 
 
@@ -83,14 +86,18 @@ def check_sought_id(memory_id: object, cli_fix: str, tool_fix: str | None = None
     return check_id(memory_id, cli_fix, tool_fix=tool_fix)
 
 
-def _refuse_a_name_of_an_id(given: str) -> None:
+def _refuse_a_name_of_an_id(given: str, link: bool = False) -> None:
     """Refuse, naming the id, what names a memory but is not its id: the link ``memory:7`` an
     agent copies from a memory's entities, the file ``memories/7.yaml`` a person copies from a
-    pull request, an id with blanks around it."""
+    pull request, an id with blanks around it. ``link``: ``given`` is the id in a ``memory:``
+    link, whose fix is the link written with the id alone."""
     for what, inner in (("a link to a memory", given.removeprefix(MEMORY_LINK)),
                         ("a memory's file", id_of_memory_file(given) or given),
                         ("an id with blanks around it", given.strip())):
         if inner != given and is_valid_id(inner):
+            if link:
+                raise InvalidIdError(f"'{MEMORY_LINK}{_typed(given)}' holds {what}, not a memory id: write the link "
+                                     f"as '{MEMORY_LINK}{_typed(inner)}'.")
             raise InvalidIdError(f"'{_typed(given)}' is {what}, not a memory id: give the id alone, "
                                  f"'{_typed(inner)}'.")
 
