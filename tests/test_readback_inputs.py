@@ -66,3 +66,35 @@ def test_a_memorys_id_given_as_an_entity_names_the_link_to_write(example_kb_read
     ):
         refused = invoke_cli("--kb", root, "save", "A note", "-e", ref)
         assert (refused.returncode, refused.stderr) == (1, f"Error: {message}\n"), ref
+
+
+def test_an_id_with_a_dash_that_only_looks_like_a_hyphen_is_refused_and_named(
+        indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """``save --id kb.fiscal‐calendar`` (U+2010 HYPHEN, pasted from a document) made a second memory
+    beside kb.fiscal-calendar that review showed as the same id; ``get`` of it, or of the id
+    misspelt, said only that no memory has it."""
+    root = indexed_example_kb.root
+    head = git(root, "rev-parse", "HEAD")
+    dashed = "kb.fiscal\u2010calendar"
+    refused = invoke_cli("--kb", root, "save", "A note", "-e", "shop", "--id", dashed)
+    assert (refused.returncode, refused.stderr) == (1, (
+        f"Error: Memory id '{dashed}' contains U+2010 HYPHEN, which looks like '-' but names another file; use "
+        "'kb.fiscal-calendar'.\n"))
+    assert git(root, "rev-parse", "HEAD") == head
+    for given, hint in (
+        (dashed, "; did you mean 'kb.fiscal-calendar'? It holds '\u2010' (U+2010 HYPHEN), which only looks like the "
+                 "ASCII '-': type it in ASCII."),
+        ("kb.fiscal-calender", "; the nearest id is 'kb.fiscal-calendar'."),
+        ("kb.fiscal_calendar", "; the nearest id is 'kb.fiscal-calendar'."),
+        ("kb.nothing-like-it", "."),
+        ("123", "."),  # a number one digit off is another memory
+    ):
+        missing = invoke_cli("--kb", root, "get", given)
+        assert (missing.returncode, missing.stderr) == (1, f"Error: No memory with id '{given}'{hint}\n"), given
+    # A file made by hand under such a name is a problem validate names.
+    (root / "memories" / f"{dashed}.yaml").write_text("learning: a note\ncreated_at: '2026-01-01T00:00:00Z'\n",
+                                                      encoding="utf-8")
+    checked = invoke_cli("--kb", root, "validate", f"memories/{dashed}.yaml", cwd=root)
+    assert (checked.returncode, checked.stdout.splitlines()[0]) == (1, (
+        f"memories/{dashed}.yaml:1: the file name is the id: Memory id '{dashed}' contains U+2010 HYPHEN, which looks "
+        "like '-' but names another file; use 'kb.fiscal-calendar'."))

@@ -220,10 +220,24 @@ def meant_id(memory_id: str, exists: Callable[[str], bool], listed: Callable[[],
         return f"; did you mean '{latin}'? {looks_latin(memory_id)}"
     if listed is not None:
         folded = fold_id(latin)
-        cased = [i for i in listed() if i != memory_id and fold_id(i) == folded]
+        ids = list(listed())
+        cased = [i for i in ids if i != memory_id and fold_id(i) == folded]
         if len(cased) == 1:
             return f"; did you mean '{cased[0]}'? Ids are case-sensitive: type it as the memory has it"
+        if not memory_id.isdigit():  # a number one digit off is another memory, not a slip
+            close = _close_spellings(memory_id, ids)
+            if close:
+                return f"; the nearest id{' is' if len(close) == 1 else 's are'} {' and '.join(repr(i) for i in close)}"
     return ""
+
+
+def _close_spellings(memory_id: str, ids: list[str]) -> list[str]:
+    """At most two named ids spelt nearly as ``memory_id`` (``kb.fiscal-calender``): those of
+    about its length and first letter, so a KB of 100,000 ids compares a few."""
+    import difflib
+
+    near = [i for i in ids if abs(len(i) - len(memory_id)) <= 2 and i[:1] == memory_id[:1] and not i.isdigit()]
+    return difflib.get_close_matches(memory_id, near, n=2, cutoff=0.85)
 
 
 def no_memory(memory_id: str, exists: Callable[[str], bool], what: str = "No memory with id '{}'",
@@ -366,6 +380,12 @@ def check_look_alike(memory_id: str) -> None:
             f"Memory id '{memory_id}' contains {_named(odd)}, a compatibility form (fullwidth, "
             f"ligature, superscript...) that reads as '{compatible}'; {fix}."
         )
+    dash = next((ch for ch in memory_id if ch in _DASHES), None)
+    if dash is not None:
+        plain = memory_id.translate(_TO_LATIN)
+        fix = f"use '{plain}'" if plain.isascii() and is_valid_id(plain) else "use the ASCII '-'"
+        raise InvalidIdError(f"Memory id '{memory_id}' contains {_named(dash)}, which looks like '-' but names "
+                             f"another file; {fix}.")
     for word in re.findall(r"[^\W\d_]+", memory_id):
         scripts: dict[str, str] = {}  # script -> its first letter in the word
         for ch in word:
@@ -385,7 +405,10 @@ def check_look_alike(memory_id: str) -> None:
 _LATIN_LOOKS = dict(zip(
     "аеорсухіјѕԁһӏԛԝкАВЕКМНОРСТХІЈЅУοαικνρυΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
     "aeopcyxijsdhlqwkABEKMHOPCTXIJSYoaikvpuABEZHIKMNOPTYX", strict=True))
-_TO_LATIN = str.maketrans(_LATIN_LOOKS)
+# Dashes drawn as the ASCII hyphen-minus (hyphens, dashes, the minus sign): pasted from a
+# document, ``kb.fiscal‐calendar`` names another file than ``kb.fiscal-calendar``.
+_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212"
+_TO_LATIN = str.maketrans({**_LATIN_LOOKS, **dict.fromkeys(_DASHES, "-")})
 
 
 def latin_spelling(text: str) -> str:
@@ -404,8 +427,9 @@ def looks_latin(text: str) -> str:
         return ""
     named = ", ".join(f"'{ch}' ({_named(ch)})" for ch in odd)
     alike = ", ".join(f"'{latin_spelling(ch)}'" for ch in odd)
-    return (f"It holds {named}, which only {'looks' if len(odd) == 1 else 'look'} like the Latin {alike}: "
-            "type it in Latin letters")
+    letters = all(ch.isalpha() for ch in odd)
+    return (f"It holds {named}, which only {'looks' if len(odd) == 1 else 'look'} like the "
+            f"{'Latin' if letters else 'ASCII'} {alike}: type it in {'Latin letters' if letters else 'ASCII'}")
 
 
 def _named(ch: str) -> str:
