@@ -691,3 +691,29 @@ def test_the_schemas_limits_are_a_saves() -> None:
     assert {key: properties[key].get("maxLength") for key in ("title", "type", "project", "topic_key", "description")} == {
         "title": engram.MAX_TITLE, "type": engram.MAX_KEY, "project": engram.MAX_KEY, "topic_key": engram.MAX_KEY,
         "description": MAX_DESCRIPTION}
+
+
+def test_an_editors_leftovers_are_no_problem_and_a_copy_is_never_renamed_onto_its_memory(
+        indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """validate failed on what editors leave beside a memory at each save (``3.yaml~``, vim's
+    ``.swp``, ``.bak``) and on the ``.orig`` that ``update --force`` keeps, advising to rename
+    ``4.yaml.orig`` to ``4.yaml.yaml`` and ``3.yaml~`` to ``3.yaml``: over the memory, a stale
+    version. The whole KB's check passes them by, as the index does; named, each is a copy to
+    compare and delete; a copy of a memory under another suffix is never to be renamed onto it."""
+    root = indexed_example_kb.root
+    memories = root / "memories"
+    for name, of in (("3.yaml~", "3"), ("4.yaml.orig", "4"), ("4.yaml.orig.2", "4"), ("5.yaml.bak", "5"),
+                     ("6.yaml.swp", "6"), ("#7.yaml#", "7"), ("4913", "8"), ("12.yaml.txt", "12")):
+        (memories / name).write_bytes((memories / f"{of}.yaml").read_bytes())
+    (memories / "9.yml").write_text("learning: x\n")
+    copy = ("is a copy of {0}.yaml (an editor's backup, or one --force kept), not a memory: slayer-kb reads only .yaml "
+            "files in memories/; compare it with {0}.yaml, then delete it")
+    checked = invoke_cli("--kb", root, "validate", cwd=root)
+    assert (checked.returncode, checked.stdout.splitlines()[:3]) == (1, [
+        f"memories/12.yaml.txt:1: {copy.format(12)}",
+        "memories/9.yml:1: slayer-kb reads only .yaml files in memories/; rename it to 9.yaml",
+        checked.stdout.splitlines()[2]])
+    assert checked.stdout.splitlines()[2].startswith("2 problems in 2 files (")
+    named = invoke_cli("--kb", root, "validate", "memories/3.yaml~", "memories/4.yaml.orig", cwd=root)
+    assert named.stdout.splitlines()[:2] == [f"memories/3.yaml~:1: {copy.format(3)}",
+                                            f"memories/4.yaml.orig:1: {copy.format(4)}"]

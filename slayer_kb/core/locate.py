@@ -13,6 +13,18 @@ if TYPE_CHECKING:
 
 MEMORIES_DIR = "memories"
 MEMORY_LINK = "memory:"  # an entity naming another memory, which a forget of it strips
+# What editors leave beside a file they save (backups, swap files, temporary copies) and the
+# copies ``--force`` keeps (``x.yaml.orig``, ``x.yaml.orig.2``): never a memory, nor a change to one.
+_LEFTOVER_ENDS = (".swp", ".swx", ".swo", "~", ".tmp", ".bak", ".orig")
+
+
+def is_leftover(name: str) -> bool:
+    """Is the file ``name`` an editor's leftover or a copy ``--force`` kept (vim's ``4913``
+    write probe and Emacs's ``#x.yaml#`` autosave too)?"""
+    base, _, number = name.rpartition(".")
+    if number.isdigit() and base.endswith(".orig"):
+        name = base
+    return name.endswith(_LEFTOVER_ENDS) or name == "4913" or (name[:1] == "#" and name[-1:] == "#")
 
 
 def memory_path(memory_id: str) -> str:

@@ -54,7 +54,7 @@ from ..core.engram import title_problem
 from ..core.errors import InvalidIdError, KBError, MemoryFileError, ResolutionError
 from ..core.fileio import NotRegularFile, TooLarge, not_a_file, read_regular, unusable_folder
 from ..core.ids import check_id, check_new_id, fold_id, free_variant
-from ..core.locate import linked_id, memory_link
+from ..core.locate import is_leftover, linked_id, memory_link
 from ..core.memory import (
     MAX_FILE_BYTES,
     TIME_KEYS,
@@ -157,7 +157,8 @@ def _listing(memories: Path) -> list[str]:
         return []
     try:
         with os.scandir(memories) as entries:
-            return sorted(e.name for e in entries if not e.name.startswith("."))
+            # An editor's leftovers come and go with each save (``is_leftover``), as the index ignores them.
+            return sorted(e.name for e in entries if not e.name.startswith(".") and not is_leftover(e.name))
     except OSError:
         return []
 
@@ -171,6 +172,12 @@ def misplaced(path: Path) -> str | None:
         return (f"is a folder; slayer-kb reads only the .yaml files directly in {folder}/, none in a folder: move "
                 f"its files up into {folder}/, or the folder out of {folder}/")
     if path.suffix != ".yaml":
+        original = path.name.partition(".yaml")[0] + ".yaml" if ".yaml" in path.name else None
+        if is_leftover(path.name) or original is not None and (path.parent / original).exists():
+            # A backup or copy: renamed onto its file, it would replace the memory with an old version.
+            of = f" of {original}" if original else ""
+            return (f"is a copy{of} (an editor's backup, or one --force kept), not a memory: slayer-kb reads only "
+                    f".yaml files in {folder}/; compare it with {original or 'the memory'}, then delete it")
         return f"slayer-kb reads only .yaml files in {folder}/; rename it to {path.stem}.yaml"
     return None
 

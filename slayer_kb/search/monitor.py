@@ -31,7 +31,7 @@ from watchdog.events import (
     FileSystemEventHandler,
 )
 
-from ..core.locate import MEMORIES_DIR
+from ..core.locate import MEMORIES_DIR, is_leftover
 
 # Opened/closed-without-write events are left out on purpose: the sync itself reads every changed
 # file, and reacting to those reads would make the watcher wake itself up forever.
@@ -48,7 +48,6 @@ EVENT_TYPES: list[type[FileSystemEvent]] = [
 CATALOG_DIRS = ("datasources", "models")
 # The entries of the KB's root that the index reads (sessions/, a README: not).
 _ROOT_NAMES = frozenset({MEMORIES_DIR, *CATALOG_DIRS, "priority.yaml"})
-_TEMP_SUFFIXES = (".swp", ".swx", ".swo", "~", ".tmp", ".bak", ".orig")
 
 
 def is_relevant(rel: str, is_directory: bool) -> bool:
@@ -58,7 +57,7 @@ def is_relevant(rel: str, is_directory: bool) -> bool:
         # .git/, .slayer-kb/ (our own index writes), vim's .x.yaml.swp, editors' hidden temps
         return False
     name = parts[-1]
-    if name.endswith(_TEMP_SUFFIXES) or name == "4913" or (name[:1] == "#" and name[-1:] == "#"):
+    if is_leftover(name):
         return False
     if is_directory:
         # A whole folder appearing or vanishing (checkout of a branch without it, rm -r) changes
