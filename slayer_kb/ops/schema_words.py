@@ -178,6 +178,12 @@ def read_times(text: str, data: dict[str, Any], keys: Iterable[str]) -> list[Tim
     return found
 
 
+def memory_times(text: str, data: dict[str, Any]) -> Iterator[tuple[int | None, str]]:
+    """A memory's times validate refuses (``impossible_times``), at their lines in ``text``, as
+    ``session_times`` a session's: what a write of ``data`` (``Memory.to_dict``) refuses to commit."""
+    return impossible_times(read_times(text, data, TIME_KEYS))
+
+
 def impossible_times(times: Iterable[TimeField]) -> Iterator[tuple[int | None, str]]:
     """Each time of the schema's form that no calendar has (a 31st of February, hour 24), which
     the schema's pattern lets through and which sorts wrongly."""
