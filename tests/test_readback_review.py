@@ -174,8 +174,9 @@ def test_edit_of_an_id_in_another_letter_case_names_it(catalog_kb: KnowledgeBase
 
 
 def test_update_refuses_to_commit_an_impossible_created_at(catalog_kb: KnowledgeBase, invoke_cli) -> None:
-    """``created_at: '2026-02-30T10:00:00Z'`` committed by hand: ``update 2 --title hi`` committed
-    it again and validate still failed, where a session's writes refuse theirs."""
+    """``created_at: '2026-02-30T10:00:00Z'`` committed by hand: ``update 2 --title hi`` (and
+    ``forget --soft``, ``restore``) committed it again and validate still failed, where a
+    session's writes refuse theirs."""
     kb = catalog_kb
     _three(kb)
     path = kb.root / "memories" / "2.yaml"
@@ -193,6 +194,19 @@ def test_update_refuses_to_commit_an_impossible_created_at(catalog_kb: Knowledge
         f"would commit the file again with it, and validate refuses it. Edit {path} (or run 'slayer-kb --kb "
         f"{kb.root} edit 2', which checks it on close), then retry.\n")
     assert git(kb.root, "rev-parse", "HEAD") == head
+    # So do the other writes that commit the memory again: a soft forget, and a restore of one.
+    proc = invoke_cli("--kb", kb.root, "forget", "2", "--soft")
+    assert (proc.returncode, proc.stderr.partition("(day")[0]) == (
+        1, f"Error: memories/2.yaml:{line}: 'created_at' '2026-02-30T10:00:00Z' is no real time ")
+    assert "Nothing was written" in proc.stderr
+    invoke_cli("--kb", kb.root, "forget", "3", "--soft", check=True)
+    gone = kb.root / "memories" / "3.yaml"
+    gone.write_text(gone.read_text().replace(kb.get("3", include_deleted=True).created_at, "2026-13-01T00:00:00Z"))
+    commit_all(kb.root, "an impossible month by hand")
+    proc = invoke_cli("--kb", kb.root, "restore", "3")
+    assert (proc.returncode, proc.stderr.partition("(month")[0]) == (
+        1, f"Error: memories/3.yaml:{line}: 'created_at' '2026-13-01T00:00:00Z' is no real time ")
+    assert git(kb.root, "log", "-1", "--format=%s") == "an impossible month by hand\n"
     # Repaired, the update goes through.
     path.write_text(text)
     commit_all(kb.root, "repaired")

@@ -124,7 +124,8 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
 
 def _kept_times(kb: Context, memory: Memory) -> None:
     """Refuse to commit again a time validate refuses (a ``created_at`` of 2026-02-30 written by
-    hand), as a session's writes refuse theirs (``timechecks.kept_times``)."""
+    hand) in ``memory``, the version to write, as a session's writes refuse theirs
+    (``timechecks.kept_times``)."""
     path, run = memory_path(memory.id), command(kb.root)
     kept_times(kb.root, path, functools.partial(memory_times, data=memory.to_dict()),
                f"Edit {shown(kb.root / path)} (or run '{run} edit {words(memory.id)}', which checks it on close), "
@@ -163,7 +164,9 @@ def forget(kb: Context, memory_id: str, *, soft: bool = False, force: bool = Fal
                 assert memory is not None
                 if memory.is_deleted:
                     raise _deleted_already(memory, command(kb.root))
-                return [memory_change(memory.evolve(deleted_at=utc_now()))], ([], {})
+                forgotten = memory.evolve(deleted_at=utc_now())
+                _kept_times(kb, forgotten)
+                return [memory_change(forgotten)], ([], {})
             target = memory_link(memory_id)
             changes = [Change(memory_path(memory_id), None)]
             stripped = []
@@ -208,7 +211,9 @@ def restore(kb: Context, memory_id: str) -> ChangeResult:
         warnings: list[str] = []
         memory = observations.without_held_key(tx, memory, warnings)
         # Stamped: a sync weighing this memory's forget on another clone against it sees when.
-        tx.commit([memory_change(memory.evolve(deleted_at=None, updated_at=utc_now()))], f"memory: restore {memory_id}")
+        restored = memory.evolve(deleted_at=None, updated_at=utc_now())
+        _kept_times(kb, restored)
+        tx.commit([memory_change(restored)], f"memory: restore {memory_id}")
     return ChangeResult(kb.get(memory_id).to_dict(), "restored", warnings)
 
 
