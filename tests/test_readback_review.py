@@ -228,3 +228,25 @@ def test_review_lists_a_memory_moved_out_of_its_name_as_removed(catalog_kb: Know
     r = kb.history.review(base)
     assert [(c.id, c.label, c.unreadable) for c in r.removed] == [("2", _label("status"), None), ("3", "", "base")]
     assert r.added == [] and r.changed == [] and r.renamed == []
+
+
+def test_a_memory_wiped_to_an_empty_mapping_is_changed_and_its_problems_said_once(
+        catalog_kb: KnowledgeBase, invoke_cli) -> None:
+    """A memory wiped to ``{}`` is changed, and each key it misses is said once: the schema gives
+    an error per missing key, each of which named them all, so review and validate said each twice."""
+    kb = catalog_kb
+    _three(kb)
+    git(kb.root, "switch", "-q", "-c", "feature")
+    (kb.root / "memories" / "2.yaml").write_text("{}\n")
+    (kb.root / "memories" / "3.yaml").write_text("")
+    commit_all(kb.root, "wipe 2 and 3")
+    missing = ["memories/2.yaml:1: missing required key 'learning'",
+               "memories/2.yaml:1: missing required key 'created_at' (add created_at: 'YYYY-MM-DDTHH:MM:SSZ')"]
+    r = kb.history.review("master")
+    assert [(c.id, c.label, c.note) for c in r.changed] == [
+        (memory_id, _label(tag), "no longer reads as a memory; see Problems") for memory_id, tag in (("2", "status"),
+                                                                                                    ("3", "qty"))]
+    assert r.problems == [*missing, "memories/3.yaml:1: a memory file must be a mapping of keys (learning:, "
+                                    "entities:, ...)"]
+    proc = invoke_cli("validate", "memories/2.yaml", cwd=kb.root)
+    assert (proc.returncode, proc.stdout) == (1, "\n".join(missing) + "\n2 problems in 1 file (1 file checked)\n")
