@@ -26,7 +26,8 @@ Decisions:
   does: it compares HEAD with the merge base of the two, so memories BASE gained or dropped after
   the branch split are not the branch's doing and are not listed. Renames (``renumber``) show as
   renames, and the memories at HEAD are checked with the catalog as it is at HEAD (the catalog
-  files are read from git into a temporary folder).
+  files are read from git into a temporary folder). A memory file that does not read as a memory
+  on either side is listed all the same (a branch that breaks one changes it), said so.
 """
 
 from __future__ import annotations
