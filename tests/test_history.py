@@ -109,7 +109,8 @@ def test_review_reports_every_kind_of_change(catalog_kb: KnowledgeBase) -> None:
     (kb.root / "memories" / "broken.yaml").write_text("learning: [unclosed\n")
     commit_all(kb.root, "hand edits")
     r = kb.history.review(base)
-    assert [c.id for c in r.added] == [added]  # broken.yaml does not parse: a problem instead
+    # broken.yaml does not parse: added all the same, said so, its problem under Problems.
+    assert [(c.id, c.unreadable) for c in r.added] == [(added, None), ("broken", "head")]
     assert r.added[0].label == "Auth decision"
     # In id order, as list and context give them, not git's path order (103, 25, 31, 5, x-note).
     # From a base after the forget: git could take a new file for the forgotten one renamed.

@@ -35,7 +35,9 @@ def edit(settings: Settings, memory_id: str) -> None:
 
     On a problem (bad YAML, an unknown key, an entity that does not resolve) the problem is shown
     and the editor can be reopened; nothing is committed until the file is valid. Closing the
-    editor without a change commits nothing. With neither variable set, vi, on a terminal only.
+    editor without a change commits nothing; the file is checked all the same, so one broken by
+    hand and closed as it was is still a problem. With neither variable set, vi, on a terminal
+    only.
 
     \b
     Example:

@@ -195,10 +195,11 @@ class Context(Parts):
     def _missing(self, memory_id: str) -> NotFoundError:
         """Why the memory's file is not there and the fix (``check_gone``), or no such memory."""
         self.check_gone(memory_id)
-        return no_memory(memory_id, self.memory_exists, listed=self._file_ids)
+        return no_memory(memory_id, self.memory_exists, listed=self.file_ids)
 
-    def _file_ids(self) -> list[str]:
-        """The ids of the memory files there are (an error's hint: a directory listing, no index)."""
+    def file_ids(self) -> list[str]:
+        """The ids of the memory files there are (an error's hint, ``meant_id``'s ``listed``: a
+        directory listing, no index)."""
         try:
             names = os.listdir(self.memories_dir)
         except OSError:

@@ -31,6 +31,9 @@ class MemoryChange:
     note: str | None = None
     # Of one the base holds already: the branch took it in from the base, not the base from it.
     picked: bool = False
+    # The side whose file does not read as a memory (a YAML or schema error): "head", "base" or
+    # "both". Listed all the same, with ``note`` saying so: a branch that breaks a memory changes it.
+    unreadable: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"id": self.id, "label": self.label}
@@ -43,6 +46,8 @@ class MemoryChange:
             data["old_id"] = self.old_id
         if self.note is not None:
             data["note"] = self.note
+        if self.unreadable is not None:
+            data["unreadable"] = self.unreadable
         if self.status == "taken in":  # which side took it in from the other, as the markdown says
             data.update(taken_in_by="head" if self.picked else "base", how=(PICKED if self.picked else SQUASHED)[1:-1])
         return data
@@ -65,6 +70,8 @@ class Review:
     catalog_files: list[dict[str, str]] = field(default_factory=list)  # {status, path[, old_path]}
     sessions: list[dict[str, Any]] = field(default_factory=list)  # sessions.review_entry
     problems: list[str] = field(default_factory=list)
+    # What the reader should know of the comparison itself (a HEAD behind BASE: arguments swapped?).
+    warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -77,6 +84,7 @@ class Review:
             "catalog_files": self.catalog_files,
             "sessions": self.sessions,
             "problems": self.problems,
+            "warnings": self.warnings,
         }
 
     def markdown(self) -> str:
@@ -108,10 +116,21 @@ def render_review(r: Review) -> str:
     def noted(c: MemoryChange) -> str:
         return f"; {_md(c.note)}" if c.note else ""
 
-    section("Added", [f"- **{_md(c.id)}**: {_md(c.label)} ({entity_list(c.entities)}{noted(c)})" for c in r.added])
+    def unread(c: MemoryChange) -> str:
+        """A memory whose file does not read on one side: the other side's label, if any, and why."""
+        return f"{_md(c.label)} ({_md(c.note or '')})" if c.label else _md(c.note or "")
+
+    section("Warnings", [f"- {_md(w)}" for w in r.warnings])  # of the comparison: read before its lists
+    section("Added", [f"- **{_md(c.id)}**: " + (unread(c) if c.unreadable else
+                                                  f"{_md(c.label)} ({entity_list(c.entities)}{noted(c)})")
+                      for c in r.added])
     changed_lines: list[str] = []
     for c in r.changed + r.renamed:
-        head = f"- **{_md(c.id)}**" + (f" (was {_md(c.old_id)})" if c.old_id else "") + f": {_md(c.label)}"
+        head = f"- **{_md(c.id)}**" + (f" (was {_md(c.old_id)})" if c.old_id else "") + ": "
+        if c.unreadable:
+            changed_lines.append(head + unread(c))
+            continue
+        head += _md(c.label)
         if c.fields:
             head += f" (changed: {', '.join(c.fields)}{noted(c)})"
         changed_lines.append(head)
@@ -126,7 +145,7 @@ def render_review(r: Review) -> str:
         relinked_lines.append(f"- **{_md(c.id)}**: {_md(c.label)}" + (f" ({_md(c.note)})" if c.note else ""))
         relinked_lines.extend(_entity_moves(c))
     section("Re-linked", relinked_lines)
-    section("Removed", [f"- **{_md(c.id)}**: {_md(c.label)}" for c in r.removed])
+    section("Removed", [f"- **{_md(c.id)}**: {unread(c) if c.unreadable else _md(c.label)}" for c in r.removed])
     section(f"Already on {_md(r.base)}", [
         f"- **{_md(c.id)}**: {_md(c.label)} ({entity_list(c.entities)}; "
         + (f"taken in from {_md(r.base)} {PICKED}" if c.picked else "taken in by a squash or rebase merge")

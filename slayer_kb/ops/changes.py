@@ -5,6 +5,7 @@ every ``memory:<old>`` pointed at the new id, in one commit, as ``renumber`` mov
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from pathlib import Path
@@ -24,7 +25,7 @@ from ..core.ids import (
 from ..core.inputs import check_description, check_unicode
 from ..core.locate import memory_link, memory_path
 from ..core.memory import Memory, utc_now, with_entities
-from ..core.problems import command, words
+from ..core.problems import command, shown, words
 from ..core.results import ChangeResult, ForgetResult, RenameResult
 from ..store.renames import trailer
 from ..store.repo import Change
@@ -33,6 +34,8 @@ from . import observations, unreadlinks
 from .finding import deleted_error
 from .history import forgotten_error
 from .renumber import moved, rewrote_note
+from .schema_words import memory_times
+from .timechecks import kept_times
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -108,6 +111,7 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
                 # is still planned, so that uncommitted work in it is refused (or set aside) as ever.
                 return [memory_change(memory)], (changes, warnings, False)
             updated.updated_at = utc_now()
+            _kept_times(kb, updated)
             observations.check_key_change(tx, memory_id, updated.topic_key, updated.project, updated.scope, memory)
             if memory.revision_count is not None:  # Engram's UpdateObservation: +1 per update made
                 updated.revision_count = memory.revision_count + 1
@@ -129,6 +133,16 @@ def _query_links(memory: Memory, run: str) -> InvalidInputError:
         f"and change with it, so -e cannot replace them. To change them, save it again with the query changed ('{run} "
         f"save --id {shell} --query @query.json' with its learning: a save replaces the memory whole); to link other "
         f"entities, save a note that links them and memory:{memory.id}.")
+
+
+def _kept_times(kb: Context, memory: Memory) -> None:
+    """Refuse to commit again a time validate refuses (a ``created_at`` of 2026-02-30 written by
+    hand) in ``memory``, the version to write, as a session's writes refuse theirs
+    (``timechecks.kept_times``)."""
+    path, run = memory_path(memory.id), command(kb.root)
+    kept_times(kb.root, path, functools.partial(memory_times, data=memory.to_dict()),
+               f"Edit {shown(kb.root / path)} (or run '{run} edit {words(memory.id)}', which checks it on close), "
+               "then retry.", f"Edit {path} to fix it, then retry.")
 
 
 def _deleted_already(memory: Memory, run: str) -> NotFoundError:
@@ -163,7 +177,9 @@ def forget(kb: Context, memory_id: str, *, soft: bool = False, force: bool = Fal
                 assert memory is not None
                 if memory.is_deleted:
                     raise _deleted_already(memory, command(kb.root))
-                return [memory_change(memory.evolve(deleted_at=utc_now()))], ([], {})
+                forgotten = memory.evolve(deleted_at=utc_now())
+                _kept_times(kb, forgotten)
+                return [memory_change(forgotten)], ([], {})
             target = memory_link(memory_id)
             changes = [Change(memory_path(memory_id), None)]
             stripped = []
@@ -208,7 +224,9 @@ def restore(kb: Context, memory_id: str) -> ChangeResult:
         warnings: list[str] = []
         memory = observations.without_held_key(tx, memory, warnings)
         # Stamped: a sync weighing this memory's forget on another clone against it sees when.
-        tx.commit([memory_change(memory.evolve(deleted_at=None, updated_at=utc_now()))], f"memory: restore {memory_id}")
+        restored = memory.evolve(deleted_at=None, updated_at=utc_now())
+        _kept_times(kb, restored)
+        tx.commit([memory_change(restored)], f"memory: restore {memory_id}")
     return ChangeResult(kb.get(memory_id).to_dict(), "restored", warnings)
 
 

@@ -8,7 +8,8 @@ entities resolved; a problem is reported as
 written in canonical form, with its entity references canonicalised, as one commit
 ``memory: edit ID``. The edit is written as the person left it: ``updated_at`` and
 ``revision_count`` are not bumped behind their back (they may edit them by hand). A file someone
-broke earlier can be repaired with ``edit`` too: the broken text is what the editor opens.
+broke earlier can be repaired with ``edit`` too: the broken text is what the editor opens, and
+closed as it was, it is checked all the same (its problem shown, the editor reopened on it).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from ..core.memory import Memory, dumps, key_line, loads
 from ..core.problems import words
 from ..core.results import EditResult
 from ..transaction import memory_change
+from .schema_words import memory_times
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -52,6 +54,8 @@ def check_memory_text(
     memory = loads(text, memory_id, where)
     if (said := engram.title_problem(memory.title)) is not None:  # as validate says it
         raise MemoryFileError(where, key_line(text, "title"), said)
+    if (impossible := next(memory_times(text, memory.to_dict()), None)) is not None:  # validate's too: 2026-02-30
+        raise MemoryFileError(where, *impossible)
     kb.check_learning(memory.learning)
     try:
         entities, warnings = kb.resolve_entities(memory.entities, given=False) if memory.entities else ([], [])
@@ -94,7 +98,7 @@ def edit(
     original = read_memory_file(path, memory_id)
     if original is None:
         kb.check_gone(memory_id)  # moved or deleted, by hand or by a commit
-        meant = meant_id(memory_id, kb.memory_exists)
+        meant = meant_id(memory_id, kb.memory_exists, kb.file_ids)  # as get names another letter case
         raise NotFoundError(f"No memory with id '{memory_id}'{meant}." if meant else
                             f"No memory with id '{memory_id}'; create it with '{problems.command(kb.root)} save ... --id {words(memory_id)}'.")
     run = run_editor or functools.partial(_run_editor, editor_command(kb.root, memory_id))
@@ -105,17 +109,24 @@ def edit(
         while True:
             run(draft)
             text = draft.read_bytes().decode("utf-8", "replace")
-            if text.encode("utf-8") == original:
-                return EditResult(memory_id, False)
+            # Checked even when unchanged: a file broken by hand, opened to be repaired and closed
+            # as it was, is no valid memory that 'edit' let through.
+            unchanged = text.encode("utf-8") == original
             try:
                 memory, warnings = check_memory_text(kb, memory_id, text)
             except (MemoryFileError, InvalidInputError) as exc:
                 if reopen(str(exc)):
                     continue
+                if unchanged:
+                    raise InvalidInputError(f"{exc}\nNothing was committed: the file is as it was, with this "
+                                            f"problem; run '{problems.command(kb.root)} edit "
+                                            f"{words(memory_id)}' again to fix it.") from None
                 keep_draft = True
                 raise InvalidInputError(
                     f"{exc}\nNothing was committed; your edit is kept in {draft}."
                 ) from None
+            if unchanged:
+                return EditResult(memory_id, False, None, warnings)
             return _commit_edit(kb, memory, original, warnings)
     finally:
         if not keep_draft:

@@ -26,7 +26,8 @@ Decisions:
   does: it compares HEAD with the merge base of the two, so memories BASE gained or dropped after
   the branch split are not the branch's doing and are not listed. Renames (``renumber``) show as
   renames, and the memories at HEAD are checked with the catalog as it is at HEAD (the catalog
-  files are read from git into a temporary folder).
+  files are read from git into a temporary folder). A memory file that does not read as a memory
+  on either side is listed all the same (a branch that breaks one changes it), said so.
 """
 
 from __future__ import annotations
@@ -116,8 +117,6 @@ def _file_history(store: GitStore, kb_path: str) -> list[str]:
         rev, path = f"{oldest}^", renamed_from
 
 
-
-
 def show(kb: Context, memory_id: str, rev: str | None = None) -> Shown:
     """The memory at ``rev``; without ``rev`` the file now, else its last committed version;
     with a note when the id moved on this clone (``Context.moved_notes``)."""
@@ -150,7 +149,7 @@ def _show(kb: Context, memory_id: str, rev: str | None,
         return Shown(memory, text, None)
     deleting = last_deletion(kb.store, memory_id)
     if deleting is None:
-        raise no_memory(memory_id, kb.memory_exists, "No memory with id '{}', now or in the history")
+        raise no_memory(memory_id, kb.memory_exists, "No memory with id '{}', now or in the history", kb.file_ids)
     if (renamed := kb.renamed_away(memory_id, deleting)) is not None:
         raise NotFoundError(renamed)  # its last version is the renamed memory's: no deleted memory to show
     if (moved := kb.moved_away(memory_id, deleting)) is not None:
@@ -236,12 +235,8 @@ def _work_tree_bytes(kb: Context, kb_path: str) -> bytes | None:
         return None
 
 
-
-
 # ---------------------------------------------------------------------------------------------
 # review
-
-
 
 
 def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
@@ -253,8 +248,14 @@ def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
                                     f"BASE then HEAD, and compares them as 'git diff {ends[0]}...{ends[1]}' does: run "
                                     f"'{command(store.root)} review {words(*ends)}'.")
     base_sha = merge_base_of(store, base, head)
-    head_sha = resolve_rev(store, head)
+    head_sha, against_sha = resolve_rev(store, head), resolve_rev(store, base)
     result = Review(base, head, base_sha)
+    if head_sha == base_sha != against_sha:
+        # HEAD behind BASE changed nothing since it left it: an empty review that hides the mistake.
+        result.warnings.append(
+            f"{shown_value(head)} is an ancestor of {shown_value(base)}, so it has no change of its own since it left "
+            f"it: the two are probably swapped (BASE first, then HEAD); run '{command(store.root)} review "
+            f"{words(head, base)}' for what {shown_value(base)} changed since {shown_value(head)}.")
     paths = [store.repo_path(p) for p in (f"{MEMORIES_DIR}/", f"{SESSIONS_DIR}/", *(f"{d}/" for d in CATALOG_DIRS), PRIORITY_FILE)]
     proc = store.git("diff", "--raw", "-z", "-M", base_sha, head_sha, "--", *paths)
     head_catalog = catalog_at(store, head_sha)
@@ -284,6 +285,9 @@ def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
                 entry["old_path"] = old
             result.catalog_files.append(entry)
             continue
+        if status.startswith("R") and None in (old_id, new_id):
+            # Moved out of memories' names (4.yaml to 4.txt) or into them: a removal or an addition.
+            status = "D" if new_id is None else "A"
         before = _load_at(store, base_sha, old, old_id) if status != "A" and old_id else None
         after = _load_at(store, head_sha, new, new_id) if status != "D" and new_id else None
         if (status == "A" or status.startswith("R")) and new_id is not None:
@@ -298,9 +302,11 @@ def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
                 # fmt's fix names the file from where the user is, not from the KB's folder.
                 result.problems.extend(map(str, validate.check_memory_text(text, new_id, new, context,
                                                                            shown(store.root / new))))
-        if after is not None:
+        if isinstance(after, Memory):
             links[after.id] = (new, set(after.entities))
-        if status == "A" and after is not None:
+        if isinstance(before, MemoryFileError) or isinstance(after, MemoryFileError):
+            _file_unreadable(result, status, old_id, new_id, before, after)
+        elif status == "A" and after is not None:
             added[new] = after
             result.added.append(MemoryChange(after.id, "added", label_of(after), list(after.entities)))
         elif status == "D" and before is not None:
@@ -313,7 +319,6 @@ def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
             else:
                 _file(result, change)
     # Links to what base forgot or deleted since head left it: each file checks at head, not once merged.
-    against_sha = resolve_rev(store, base)
     if added and against_sha != base_sha:
         _taken_in(store, result, added, head_sha, against_sha)
     deleted = deleted_since(store, base_sha, against_sha, head_catalog) if links else set()
@@ -490,16 +495,42 @@ def _raw_changes(raw: bytes, prefix: str) -> Iterator[tuple[str, str, str, str]]
         yield status, old[len(prefix):], new[len(prefix):], mode
 
 
-def _load_at(store: GitStore, rev: str, path: str, memory_id: str | None) -> Memory | None:
-    """The memory at ``rev``, or None when it cannot be read (at the head, the review's problems
-    say why; a file broken before the branch is not its problem)."""
+def _load_at(store: GitStore, rev: str, path: str, memory_id: str | None) -> Memory | MemoryFileError | None:
+    """The memory at ``rev``, why its file there does not read as one (at the head, the review's
+    problems say it in full; a file broken before the branch is not its problem), or None where
+    there is no file."""
     text = text_at(store, rev, path)
     if text is None or memory_id is None:
         return None
     try:
         return loads(text, memory_id, path)
-    except MemoryFileError:
-        return None
+    except MemoryFileError as exc:
+        return exc
+
+
+def _file_unreadable(result: Review, status: str, old_id: str | None, new_id: str | None,
+                     before: Memory | MemoryFileError | None, after: Memory | MemoryFileError | None) -> None:
+    """A memory file the branch added, changed, renamed or removed that does not read as a
+    memory on one side or both: listed as any other (a branch that breaks or wipes a memory
+    changes it), labelled by the side that reads, and said so."""
+    readable = next((m for m in (after, before) if isinstance(m, Memory)), None)
+    broken = [side for side, m in (("base", before), ("head", after)) if isinstance(m, MemoryFileError)]
+    side = "both" if len(broken) == 2 else broken[0]
+    change = MemoryChange(str(new_id or old_id), "changed", label_of(readable) if readable else "",
+                          list(readable.entities) if readable else [], unreadable=side)
+    if status == "A":
+        change.status, change.note = "added", "does not read as a memory; see Problems"
+        result.added.append(change)
+    elif status == "D":
+        change.status, change.note = "removed", "did not read as a memory at the merge base"
+        result.removed.append(change)
+    else:
+        change.note = {"head": "no longer reads as a memory; see Problems",
+                       "base": "did not read as a memory at the merge base; this branch repairs it",
+                       "both": "does not read as a memory, nor did it at the merge base; see Problems"}[side]
+        if status.startswith("R"):
+            change.status, change.old_id = "renamed", old_id
+        (result.renamed if status.startswith("R") else result.changed).append(change)
 
 
 def label_of(memory: Memory) -> str:

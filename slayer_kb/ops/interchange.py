@@ -67,7 +67,7 @@ from ..core.fileio import outside
 from ..core.ids import case_conflict, check_new_id
 from ..core.inputs import check_folder_named, check_unicode, given_folder, given_text, read_given_file
 from ..core.locate import MEMORIES_DIR
-from ..core.memory import FIELD_NAMES, KEY_ORDER, MAX_FILE_BYTES, TIME_KEYS, Memory, dumps, loads, utc_now
+from ..core.memory import FIELD_NAMES, KEY_ORDER, MAX_FILE_BYTES, Memory, dumps, loads, utc_now
 from ..core.results import ExportResult, ImportResult
 from ..core.session import SESSIONS_DIR, check_session_id
 from ..core.text import kind_of, one_line
@@ -77,7 +77,7 @@ from ..store.repo import Change
 from ..store.state import STATE_DIR
 from ..transaction import memory_change
 from . import exportrecord, sessions
-from .schema_words import impossible_times, read_times
+from .schema_words import memory_times
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -216,7 +216,7 @@ def _memory_from_row(where: str, row: dict[str, Any], notes: list[str]) -> Memor
             row.pop("title")
     text = yaml.dump(row, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1_000_000_000)
     memory = loads(text, memory_id, where)
-    for _line, problem in impossible_times(read_times(text, memory.to_dict(), TIME_KEYS)):
+    for _line, problem in memory_times(text, memory.to_dict()):
         raise InvalidInputError(f"{where}: {problem}")  # validate's error, on the commit it would make
     if memory.query is not None:
         try:

@@ -55,11 +55,12 @@ def _session_validator() -> jsonschema.protocols.Validator:
 
 def _with_tags(text: str, problems: Iterator[tuple[int | None, str]]) -> Iterator[tuple[int | None, str]]:
     """Each value whose explicit tag it does not fit (``!!int x``, which the readers keep as
-    text), then ``problems``, but for those of such a value: the tag is what is wrong with it."""
+    text), then ``problems``, but for those of such a value: the tag is what is wrong with it.
+    Each once: the schema's ``required`` gives an error per missing key, each naming them all."""
     tagged = yamlio.mistagged(text)
     yield from ((found.line, f"'{found.path}' {found.message}") for found in tagged)
     told = tuple(f"'{found.path}' " for found in tagged)
-    yield from (problem for problem in problems if not (told and problem[1].startswith(told)))
+    yield from dict.fromkeys(problem for problem in problems if not (told and problem[1].startswith(told)))
 
 
 def memory_problems(text: str, data: Any, times: list[TimeField]) -> Iterator[tuple[int | None, str]]:
@@ -176,6 +177,12 @@ def read_times(text: str, data: dict[str, Any], keys: Iterable[str]) -> list[Tim
             else:
                 found.append(TimeField(key, value, when, text=text))
     return found
+
+
+def memory_times(text: str, data: dict[str, Any]) -> Iterator[tuple[int | None, str]]:
+    """A memory's times validate refuses (``impossible_times``), at their lines in ``text``, as
+    ``session_times`` a session's: what a write of ``data`` (``Memory.to_dict``) refuses to commit."""
+    return impossible_times(read_times(text, data, TIME_KEYS))
 
 
 def impossible_times(times: Iterable[TimeField]) -> Iterator[tuple[int | None, str]]:

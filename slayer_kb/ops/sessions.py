@@ -50,6 +50,7 @@ from ..core.text import clip, kind_of, quoted, warning_lines
 from ..store.repo import Change
 from ..transaction import Transaction, Workspace
 from .schema_words import session_times
+from .timechecks import kept_times
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -209,28 +210,12 @@ def for_save(tx: Transaction, session_id: str, project: str | None, now: str) ->
 
 def change(kb: Workspace, session: Session) -> Change:
     """The session's file to commit; refused (``MemoryFileError``) while it keeps a time validate
-    refuses (``_impossible_time``)."""
-    _impossible_time(kb.root, session)
-    return Change(session.path, dumps(session).encode("utf-8"))
-
-
-def _impossible_time(root: Path, session: Session) -> None:
-    """Refuse a session whose start or end no calendar has (2026-02-30, written by hand or by an
-    older import), or whose start comes after its end (``schema_words.session_times``), which
-    validate refuses: a write would commit it. Nothing is written: no other time can be told for
-    it, so the fix is the person's edit, named at the file's line as validate names it."""
+    refuses: a start or end no calendar has (2026-02-30, written by hand or by an older import), or
+    a start after its end (``schema_words.session_times``)."""
     times = {key: getattr(session, key) for key in SESSION_TIMES}
-    if not any(session_times("", times)):
-        return
-    try:
-        text = read_regular(root / session.path).decode("utf-8")
-    except (OSError, NotRegularFile, UnicodeDecodeError):
-        text = ""  # the value is named all the same, without its line
-    (line, said), *more = session_times(text, times)
-    also = "".join(f" Line {other}: {message}." for other, message in more)
-    raise MemoryFileError(session.path, line, f"{said}.{also} Nothing was written: the write would commit the file "
-                          f"again with it, and validate refuses it. Edit {shown(root / session.path)}, then retry.",
-                          names_fix=True)
+    kept_times(kb.root, session.path, lambda text: session_times(text, times),
+               f"Edit {shown(kb.root / session.path)}, then retry.")
+    return Change(session.path, dumps(session).encode("utf-8"))
 
 
 def _check_no_case_twin(kb: Workspace, session_id: str) -> None:
