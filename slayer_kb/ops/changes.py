@@ -132,7 +132,7 @@ def _query_links(memory: Memory, run: str) -> InvalidInputError:
         f"Memory {memory.id} is an example query: its entities are its query's ({', '.join(memory.entities) or 'none'}) "
         f"and change with it, so -e cannot replace them. To change them, save it again with the query changed ('{run} "
         f"save --id {shell} --query @query.json' with its learning: a save replaces the memory whole); to link other "
-        f"entities, save a note that links them and memory:{memory.id}.")
+        f"entities, save a note that links them and {memory_link(memory.id)}.")
 
 
 def _kept_times(kb: Context, memory: Memory) -> None:

@@ -174,8 +174,7 @@ def misplaced(path: Path) -> str | None:
     if path.suffix != ".yaml":
         original = path.name.partition(".yaml")[0] + ".yaml" if ".yaml" in path.name else None
         if is_leftover(path.name) or original is not None and (path.parent / original).exists():
-            # A backup or copy: renamed onto its file, it would replace the memory with an old version.
-            of = f" of {original}" if original else ""
+            of = f" of {original}" if original else ""  # renamed onto its memory: an old version over it
             return (f"is a copy{of} (an editor's backup, or one --force kept), not a memory: slayer-kb reads only "
                     f".yaml files in {folder}/; compare it with {original or 'the memory'}, then delete it")
         return f"slayer-kb reads only .yaml files in {folder}/; rename it to {path.stem}.yaml"
