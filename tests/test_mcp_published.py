@@ -10,6 +10,8 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from slayer_kb import KnowledgeBase
+from slayer_kb.mcp import tools as mcp_tools
+from slayer_kb.mcp.tools import call_tool
 
 pytest.importorskip("mcp")
 from mcp import ClientSession  # noqa: E402
@@ -71,3 +73,82 @@ def test_a_key_no_schema_has_is_found() -> None:
     assert stray_keys(broken, "t") == ["t.properties.description: 'if any.': None",
                                        "t.properties.items.items: 'desc': 'x'"]
     assert stray_keys({"type": "object", "properties": {"if any.": {"type": "string"}}}, "t") == []
+
+
+# Each error case a tool's description (None) or a parameter's names, in its words, and what the
+# tool answers to it: (tool, where, phrase, arguments, the reply's first line, whether an error).
+SAID = [
+    ("save_memory", None, "an ambiguous bare column (such as 'id', present on several models) is rejected",
+     {"learning": "x", "linked_entities": ["id"]}, "Ambiguous bare name 'id' matches columns", True),
+    ("save_memory", None, "'memory:<id>' links another memory, which must exist",
+     {"learning": "x", "linked_entities": ["memory:nope"]}, "No memory with id 'nope'.", True),
+    ("save_memory", None, "Every reference must resolve or nothing is saved",
+     {"learning": "x", "linked_entities": ["orders.amount", "nosuch.thing"]},
+     "'nosuch' is neither a known datasource nor a saved model. (segment of 'nosuch.thing').", True),
+    ("save_memory", None, "An unknown or misspelt key is refused, naming the key it likely meant",
+     {"learning": "x", "linked_entities": {"source_model": "orders", "measure": ["sum(amount)"]}},
+     "measure: Extra inputs are not permitted (did you mean 'measures'?).", True),
+    ("save_memory", None, "may not start with '.' or '-'",
+     {"learning": "x", "linked_entities": ["orders.amount"], "id": "-x"}, "Memory id '-x' starts with '-'", True),
+    ("save_memory", None, "may not differ from an existing id only in letter case",
+     {"learning": "x", "linked_entities": ["orders.amount"], "id": "KB.ACTIVE-CUSTOMER"},
+     "Memory id 'KB.ACTIVE-CUSTOMER' conflicts with existing 'kb.active-customer'", True),
+    ("save_memory", "description", "at most 500 characters",
+     {"learning": "x", "linked_entities": ["orders.amount"], "description": "d" * 501},
+     "description is 501 characters long; the limit is 500. Put the detail in the learning.", True),
+    ("save_memory", "learning", "at most 64 KB", {"learning": "x" * 70_000, "linked_entities": ["orders.amount"]},
+     "learning is 70000 bytes; the limit is 65536 bytes.", True),
+    ("save_memory", "linked_entities", "an empty list is an error", {"learning": "x", "linked_entities": []},
+     "linked_entities is empty", True),
+    ("search", "datasource", "An unknown datasource is an error listing the known ones", {"datasource": "nosuch"},
+     "Unknown datasource 'nosuch'. Known datasources: shop, wh.", True),
+    ("forget_memory", None, "An unknown id is an error: No memory with id '<id>'", {"id": "nope"},
+     "No memory with id 'nope'.", True),
+    ("forget_memory", None, "an id a rename moved names its new id", {"id": "kb.refund-policy"},
+     "Memory 'kb.refund-policy' was renamed to 'kb.refunds'", True),
+    ("mem_save", "content", "Required, not blank", {"title": "t", "content": " "}, "content is empty", True),
+    ("mem_search", "scope", "another value is an error", {"query": "refunds", "scope": "bogus"},
+     "scope 'bogus' is neither 'project' nor 'personal'", True),
+    ("mem_update", None, "only the fields you give change (at least one)", {"id": "1"},
+     "Nothing to update: give at least one of title, content, type, project, scope, topic_key.", True),
+    ("mem_update", None, "a missing or soft-deleted id is an error", {"id": "nope", "title": "t"},
+     "No memory with id 'nope'.", True),
+    ("mem_update", None, "a missing or soft-deleted id is an error", {"id": "2", "title": "t"},
+     "Memory '2' was deleted at", True),
+    ("mem_update", "topic_key", "A key another live memory holds in the same project and scope is refused, naming "
+     "that memory", {"id": "3", "topic_key": "held/key"}, "topic_key 'held/key' is already held by memory 1", True),
+    ("mem_restore", None, "A memory that is not deleted is an error", {"id": "1"},
+     "Memory '1' is not deleted; nothing to restore.", True),
+    ("mem_get_observation", None, "A missing or soft-deleted id is an error", {"id": "2"},
+     "Memory '2' was deleted at", True),
+    ("mem_suggest_topic_key", None, "Needs a title or content.", {},
+     "mem_suggest_topic_key needs a title or content, and both are empty", True),
+    ("mem_context", "scope", "another value is an error", {"scope": "bogus"},
+     "scope 'bogus' is neither 'project' nor 'personal'", True),
+    ("mem_save_prompt", "content", "Required, not blank.", {"content": " ", "session_id": "s1"},
+     "content is required and must not be blank.", True),
+    ("mem_capture_passive", "content", "Required.", {"content": " "},
+     "content is required \u2014 include text with a '## Key Learnings:' section", True),
+    ("mem_session_end", None, "An id that was never started is not refused", {"id": "ses-typo-xyz"},
+     "Session \"ses-typo-xyz\" completed\nwarning: session 'ses-typo-xyz' was never started; it is recorded as "
+     "started and ended now", False),
+]
+
+
+def test_each_error_a_description_names_is_the_answer(example_kb: KnowledgeBase) -> None:
+    """What every tool's prose says of a case it refuses (or takes) is what it does."""
+    kb = example_kb
+    kb.update("1", topic_key="held/key")
+    kb.forget("2", soft=True)
+    kb.rename("kb.refund-policy", "kb.refunds")
+    wrong = []
+    for name, where, phrase, arguments, reply, is_error in SAID:
+        spec = mcp_tools.tool(name)
+        assert spec is not None
+        prose = spec.description if where is None else spec.properties[where]["description"]
+        if phrase not in " ".join(prose.split()):
+            wrong.append(f"{name} ({where or 'description'}) does not say {phrase!r}")
+        got = call_tool(kb, name, arguments)
+        if (got.is_error, got.text[: len(reply)]) != (is_error, reply):
+            wrong.append(f"{name}{arguments}: {'error' if got.is_error else 'taken'}: {got.text[:300]!r}")
+    assert wrong == []
