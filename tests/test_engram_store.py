@@ -143,7 +143,7 @@ def test_timeline_neighbours_in_session_oldest_first(empty_kb: KnowledgeBase) ->
 def test_session_summary_stats_and_context(empty_kb: KnowledgeBase) -> None:
     save(empty_kb, type="decision", project="analytics")
     result = empty_kb.session_summary("Did things", project="analytics")
-    assert result.message.startswith('Memory saved: "Session summary: analytics" (session_summary)')
+    assert result.message == 'Session summary saved for project "analytics"'
     stats = empty_kb.stats()
     assert stats == {
         "memories": 2, "sessions": 1, "prompts": 0, "projects": ["analytics"],

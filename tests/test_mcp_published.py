@@ -12,6 +12,7 @@ from jsonschema import Draft202012Validator
 from slayer_kb import KnowledgeBase
 from slayer_kb.mcp import tools as mcp_tools
 from slayer_kb.mcp.tools import call_tool
+from testing import CliRunner
 
 pytest.importorskip("mcp")
 from mcp import ClientSession  # noqa: E402
@@ -152,3 +153,19 @@ def test_each_error_a_description_names_is_the_answer(example_kb: KnowledgeBase)
         if (got.is_error, got.text[: len(reply)]) != (is_error, reply):
             wrong.append(f"{name}{arguments}: {'error' if got.is_error else 'taken'}: {got.text[:300]!r}")
     assert wrong == []
+
+
+def test_a_session_summarys_message_is_its_reply(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """mem_session_summary answers in Engram's words; its structured message, and the CLI's
+    session-summary, say the same (they said `Memory saved: "Session summary: analytics" ...`)."""
+    async def script(session: ClientSession) -> Any:
+        return await session.call_tool("mem_session_summary", {"content": "## Goal\nReporting calendar",
+                                                               "project": "Analytics"})
+
+    result = with_server_in_process(example_kb.root, script)
+    reply = 'Session summary saved for project "analytics"'
+    assert (result.is_error, result.content[0].text) == (False, reply)
+    assert {k: result.structured_content[k] for k in ("message", "result", "action")} == {
+        "message": reply, "result": reply, "action": "created"}
+    by_cli = invoke_cli("--kb", example_kb.root, "session-summary", "Fixed the refund double count")
+    assert (by_cli.returncode, by_cli.stdout) == (0, "Session summary saved\n(memory 28)\n")

@@ -246,9 +246,7 @@ def _mem_suggest_topic_key(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
 
 def _mem_session_summary(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
     result = kb.session_summary(a["content"], project=a.get("project"), session_id=a.get("session_id"))
-    project = engram.normalize_project(a.get("project"))
-    text = f'Session summary saved for project "{project}"' if project else "Session summary saved"
-    return Reply(_with_warnings(text, result.warnings), result.to_json())
+    return Reply(_with_warnings(result.message, result.warnings), result.to_json())
 
 
 def _stats_line(stats: Stats) -> str:
