@@ -161,7 +161,7 @@ def test_close_project_name_warns(empty_kb: KnowledgeBase) -> None:
     save(empty_kb, project="analytics")
     result = save(empty_kb, title="x", content="y", project="Analytic")
     assert result.warnings == [
-        "New project 'analytic' looks like existing 'analytics'; if you meant one of those, save with that project name instead."
+        "New project 'analytic' looks like existing 'analytics'; if you meant one of those, use that project name instead."
     ]
 
 

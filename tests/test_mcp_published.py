@@ -130,6 +130,8 @@ SAID = [
      "content is required and must not be blank.", True),
     ("mem_capture_passive", "content", "Required.", {"content": " "},
      "content is required \u2014 include text with a '## Key Learnings:' section", True),
+    ("mem_session_start", "project", "Required, not blank.", {"id": "s-new", "project": " "},
+     "project is required and must not be blank: give the session's project (e.g. 'analytics').", True),
     ("mem_session_end", None, "An id that was never started is not refused", {"id": "ses-typo-xyz"},
      "Session \"ses-typo-xyz\" completed\nwarning: session 'ses-typo-xyz' was never started; it is recorded as "
      "started and ended now", False),
