@@ -71,3 +71,22 @@ def test_a_blank_project_starts_no_session(example_kb: KnowledgeBase, invoke_cli
     result = with_server_in_process(example_kb.root, script)
     assert (result.is_error, result.content[0].text) == (True, said)
     assert example_kb.store.head() == head and not (example_kb.root / "sessions" / "s-new.yaml").exists()
+
+
+def test_a_project_corrected_away_is_warned_of_again(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """The index's words of a memory changed since (Whoosh keeps them until a merge) made the
+    typo an existing project: the save after the correction said nothing."""
+    root = example_kb.root
+
+    def save(title: str) -> Any:
+        return json_of(invoke_cli("--kb", root, "--json", "save", f"{title}: refunds settle a day after the "
+                                  "payment, so daily totals lag", "--title", title, "--project", "Analytik", check=True))
+
+    first = save("Refund lag")
+    assert first["warnings"] == [near("analytik")]
+    invoke_cli("--kb", root, "update", first["memory_id"], "--project", "analytics", check=True)
+    second = save("Refund lag, again")
+    assert second["warnings"] == [near("analytik")]
+    # Nor is a soft-deleted memory's project an existing one, as stats counts them.
+    invoke_cli("--kb", root, "forget", second["memory_id"], "--soft", check=True)
+    assert save("Refund lag, once more")["warnings"] == [near("analytik")]
