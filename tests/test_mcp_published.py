@@ -10,6 +10,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from slayer_kb import KnowledgeBase
+from slayer_kb.core.problems import shell_word
 from slayer_kb.mcp import tools as mcp_tools
 from slayer_kb.mcp.tools import call_tool
 from testing import CliRunner
@@ -171,3 +172,20 @@ def test_a_session_summarys_message_is_its_reply(example_kb: KnowledgeBase, invo
         "message": reply, "result": reply, "action": "created"}
     by_cli = invoke_cli("--kb", example_kb.root, "session-summary", "Fixed the refund double count")
     assert (by_cli.returncode, by_cli.stdout) == (0, "Session summary saved\n(memory 28)\n")
+
+
+def test_advice_names_the_kb_wherever_the_server_runs(example_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server started beside the KB gave `slayer-kb --kb kb save --reuse-id`, which a person
+    reading the transcript anywhere else cannot paste: the KB is named by its absolute path."""
+    example_kb.rename("kb.refund-policy", "kb.refunds")
+    monkeypatch.chdir(example_kb.root.parent)
+
+    async def script(session: ClientSession) -> Any:
+        return await session.call_tool("save_memory", {"learning": "Refunds are issued within a week",
+                                                       "linked_entities": ["orders.amount"], "id": "kb.refund-policy"})
+
+    result = with_server_in_process(example_kb.root, script)
+    assert result.is_error
+    assert result.content[0].text.endswith(
+        f"(a person can reuse 'kb.refund-policy' with 'slayer-kb --kb {shell_word(str(example_kb.root))} save "
+        "--reuse-id').")
