@@ -143,7 +143,7 @@ def test_timeline_neighbours_in_session_oldest_first(empty_kb: KnowledgeBase) ->
 def test_session_summary_stats_and_context(empty_kb: KnowledgeBase) -> None:
     save(empty_kb, type="decision", project="analytics")
     result = empty_kb.session_summary("Did things", project="analytics")
-    assert result.message.startswith('Memory saved: "Session summary: analytics" (session_summary)')
+    assert result.message == 'Session summary saved for project "analytics"'
     stats = empty_kb.stats()
     assert stats == {
         "memories": 2, "sessions": 1, "prompts": 0, "projects": ["analytics"],
@@ -161,7 +161,7 @@ def test_close_project_name_warns(empty_kb: KnowledgeBase) -> None:
     save(empty_kb, project="analytics")
     result = save(empty_kb, title="x", content="y", project="Analytic")
     assert result.warnings == [
-        "New project 'analytic' looks like existing 'analytics'; if you meant one of those, save with that project name instead."
+        "New project 'analytic' looks like existing 'analytics'; if you meant one of those, use that project name instead."
     ]
 
 

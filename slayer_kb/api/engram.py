@@ -4,6 +4,7 @@ stats and the context digest. The work is in ``ops`` (observations, changes, ses
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ..core import engram
@@ -70,7 +71,7 @@ class EngramTools(Part):
     def session_summary(
         self, content: str, project: str | None = None, session_id: str | None = None
     ) -> SaveResult:
-        return self.save_observation(
+        saved = self.save_observation(
             # given_project: a project too long or with a control character is refused by its
             # own name, not as the title made of it.
             title=engram.session_summary_title(engram.given_project(project)),
@@ -79,6 +80,8 @@ class EngramTools(Part):
             project=project,
             session_id=session_id,
         )
+        # Engram's reply to this tool: its text and the structured message alike.
+        return replace(saved, reply=engram.session_summary_reply(project))
 
     # Engram's session tools: the work is in sessions.py, each write one commit.
 

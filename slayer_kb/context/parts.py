@@ -300,6 +300,9 @@ class Parts:
         self._catalog_checked = False
 
     def projects(self) -> list[str]:
+        """The projects of the live memories, as ``stats`` counts them (not a deleted or a
+        replaced version's, whose terms the index keeps a while: ``Index.terms_held``)."""
+        from ..search import restrict
         from ..search.schema import NONE
 
-        return sorted(name for name in self.indexed_terms("project") if name != NONE)
+        return sorted(name for name in self.index.terms_held("project", restrict()) if name != NONE)

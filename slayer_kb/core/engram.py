@@ -424,3 +424,10 @@ def session_summary_title(project: str | None) -> str:
     """
     normalised = normalize_project(project)
     return f"Session summary: {normalised}" if normalised else "Session summary"
+
+
+def session_summary_reply(project: str | None) -> str:
+    """Engram's ``mem_session_summary`` reply, `Session summary saved for project "PROJECT"`
+    (the project quoted as Go's %q quotes it); plain `Session summary saved` without one."""
+    normalised = normalize_project(project)
+    return f"Session summary saved for project {quoted(normalised)}" if normalised else "Session summary saved"

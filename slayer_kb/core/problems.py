@@ -57,8 +57,24 @@ def user_folder(folder: str, kb_env: str | None) -> Iterator[None]:
         _USER.folder = _USER.kb_env = None
 
 
+@contextlib.contextmanager
+def paths_absolute() -> Iterator[None]:
+    """Paths shown by this thread, until the block ends, are absolute, and so a printed
+    ``slayer-kb`` names its KB with ``--kb`` (``command``): for a reader who is in no folder of
+    the process's, such as a person reading an MCP client's transcript (the server's working
+    folder is no one's)."""
+    _USER.absolute = True
+    try:
+        yield
+    finally:
+        _USER.absolute = False
+
+
 def shown(path: Path) -> str:
-    """A path as a user would type it: relative to their working directory when inside it."""
+    """A path as a user would type it: relative to their working directory when inside it
+    (absolute within ``paths_absolute``)."""
+    if getattr(_USER, "absolute", False):
+        return os.path.abspath(path)
     folder = getattr(_USER, "folder", None)
     try:
         return path.relative_to(Path.cwd() if folder is None else folder).as_posix()

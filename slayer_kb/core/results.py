@@ -28,10 +28,14 @@ class SaveResult:
     type: str | None = None
     suggested_topic_key: str | None = None
     commit: str | None = None  # None: nothing was committed (a replace with what the memory held)
+    # The reply of a tool with its own words for the save (mem_session_summary's), else None.
+    reply: str | None = None
 
     @property
     def message(self) -> str:
-        """Engram's reply text (``Memory saved: "TITLE" (TYPE)``) or a SLayer-style line."""
+        """Engram's reply text (``Memory saved: "TITLE" (TYPE)``, or ``reply``) or a SLayer-style line."""
+        if self.reply is not None:
+            return self.reply
         if self.title is not None:
             return engram.format_save_reply(self.title, self.type or "manual", self.suggested_topic_key)
         return f"Memory {self.action}: {self.memory_id}"

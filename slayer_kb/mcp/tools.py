@@ -22,6 +22,7 @@ import yaml
 from ..core import engram
 from ..core.errors import InvalidInputError, KBError, StoreError
 from ..core.locate import memory_link
+from ..core.problems import paths_absolute
 from ..core.results import ChangeResult, Hit, Stats, Timeline
 from ..core.text import clip, one_line_shown, quoted, warning_lines
 from ..kb import DEFAULT_LIMIT, EMPTY_CONTEXT, MAX_ENGRAM_LIMIT, KnowledgeBase
@@ -39,7 +40,14 @@ OUTPUTS = Path(__file__).with_name("outputs.yaml")
 
 
 def call_tool(kb: KnowledgeBase, name: str, arguments: dict[str, Any] | None) -> Reply:
-    """Run one tool. Never raises: every failure becomes an error reply the model can read."""
+    """Run one tool. Never raises: every failure becomes an error reply the model can read.
+    The paths and commands its advice names are absolute: the server's working folder is no
+    folder of the person who reads the transcript."""
+    with paths_absolute():
+        return _call_tool(kb, name, arguments)
+
+
+def _call_tool(kb: KnowledgeBase, name: str, arguments: dict[str, Any] | None) -> Reply:
     spec = tool(name)
     if spec is None:
         return Reply(f"Unknown tool '{name}'. Tools: {', '.join(HANDLERS)}.", is_error=True)
@@ -246,9 +254,7 @@ def _mem_suggest_topic_key(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
 
 def _mem_session_summary(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
     result = kb.session_summary(a["content"], project=a.get("project"), session_id=a.get("session_id"))
-    project = engram.normalize_project(a.get("project"))
-    text = f'Session summary saved for project "{project}"' if project else "Session summary saved"
-    return Reply(_with_warnings(text, result.warnings), result.to_json())
+    return Reply(_with_warnings(result.message, result.warnings), result.to_json())
 
 
 def _stats_line(stats: Stats) -> str:

@@ -15,6 +15,7 @@ from ..core.results import CaptureResult
 from ..core.text import listed, one_line
 from ..transaction import memory_change
 from . import sessions
+from .projects import project_warnings
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -136,6 +137,7 @@ def _save(kb: Context, learnings: list[str], result: CaptureResult, project: str
     """The learnings no live memory of the project holds, and the session when it is new, in one
     commit; ``result`` counts them and the duplicates."""
     with kb.transaction() as tx:
+        result.warnings += project_warnings(kb, project)
         seen: set[str] = set()
         fresh: list[str] = []
         for learning in learnings:

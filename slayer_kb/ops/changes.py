@@ -33,6 +33,7 @@ from ..transaction import memory_change
 from . import observations, unreadlinks
 from .finding import deleted_error
 from .history import forgotten_error
+from .projects import project_warnings
 from .renumber import moved, rewrote_note
 from .schema_words import memory_times
 from .timechecks import kept_times
@@ -87,7 +88,7 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
                 changes["description"] = check_description(given["description"])
             if "project" in given:
                 changes["project"] = engram.given_project(given["project"])
-                warnings.extend(observations.project_warnings(kb, changes["project"]))
+                warnings.extend(project_warnings(kb, changes["project"]))
             if "scope" in given:
                 changes["scope"] = engram.normalize_scope(given["scope"])
                 warnings.extend(engram.scope_warnings(given["scope"]))

@@ -15,6 +15,7 @@ from ..core.session import check_session_id
 from ..core.text import one_line
 from ..transaction import Transaction, memory_change
 from . import sessions
+from .projects import project_warnings
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -174,22 +175,6 @@ def _find_duplicate(
         if memory.title == title and parse_time(memory.created_at) > cutoff:
             return memory
     return None
-
-
-def project_warnings(kb: Context, project: str | None) -> list[str]:
-    """A warning when a new project's name is close to an existing one (a likely typo)."""
-    if not project:
-        return []
-    existing = kb.projects()
-    if project in existing:
-        return []
-    close = engram.similar_projects(project, existing)
-    if not close:
-        return []
-    return [
-        f"New project '{project}' looks like existing {', '.join(repr(p) for p in close)}; "
-        "if you meant one of those, save with that project name instead."
-    ]
 
 
 # Duplicate saves are counted locally (``statefiles.PendingDuplicates``) and folded into the

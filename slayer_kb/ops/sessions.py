@@ -49,6 +49,7 @@ from ..core.session import (
 from ..core.text import clip, kind_of, quoted, warning_lines
 from ..store.repo import Change
 from ..transaction import Transaction, Workspace
+from .projects import project_warnings
 from .schema_words import session_times
 from .timechecks import kept_times
 
@@ -236,14 +237,22 @@ def start(kb: Context, session_id: Any, project: Any = None, directory: Any = No
     """Engram's ``mem_session_start``: register a session (an existing one is kept, only an
     empty project or directory filled in). One commit, none when nothing changes."""
     session_id = check_session_id(session_id, "id")
+    if isinstance(project, str) and not project.strip():
+        # Required by the tool and the command: a blank one made a session of no project.
+        raise InvalidInputError("project is required and must not be blank: give the session's project "
+                                "(e.g. 'analytics').")
     project = optional_text(project, "project")
     directory = given_directory(optional_text(directory, "directory"))
     project = engram.given_project(project)
-    with kb.transaction(sync=False) as tx:
+    # The index is read (brought up to date) only for the projects of the memories, which a
+    # project given is held to (project_warnings).
+    with kb.transaction(sync=project is not None) as tx:
         session, changes = ensure(tx, session_id, project, directory)
+        # A project the session takes, spelt like an existing one (one it keeps out is said below).
+        near = project_warnings(kb, project) if project and project == session.project else []
         commit = tx.commit(changes, f"session: start {session_id}") if changes else None
     # Engram keeps an existing session's project and directory: what was given instead is said.
-    warnings = [f"session '{session_id}' exists with {name} {kept!r}, which it keeps: the {name} given ({given!r}) "
+    warnings = near + [f"session '{session_id}' exists with {name} {kept!r}, which it keeps: the {name} given ({given!r}) "
                 "is not used; give another session id for a session of its own"
                 for name, kept, given, differ in (
                     ("project", session.project, project, project != session.project),
@@ -302,7 +311,8 @@ def save_prompt(kb: Context, content: Any, session_id: Any = None, project: Any 
     session_id = session_or_default(session_id, project)
     warnings: list[str] = []
     content = _cut_prompt(engram.redact_private(content), kb.max_content, "content", warnings)
-    with kb.transaction(sync=False) as tx:
+    with kb.transaction(sync=project is not None) as tx:  # as start's
+        warnings += project_warnings(kb, project)
         now = utc_now()
         session, made = ensure(tx, session_id, project, now=now)
         if not made:  # a change ``ensure`` makes is checked there

