@@ -39,6 +39,7 @@ from .core.locate import MEMORIES_DIR, id_of_path, memory_path
 from .core.memory import Memory, dumps, loads
 from .core.text import listed
 from .store import gitindex
+from .store.files import StatKey, stat_keys
 from .store.gitstate import detached_head
 from .store.leases import BLOCK, block_of, first_of
 from .store.repo import Change
@@ -109,6 +110,7 @@ class Transaction:
         # git's index marks on the files the next commit rewrites, as the check that it may read
         # them: its staging needs them too. Read again in each transaction, never kept longer.
         self._marks: IndexMarks | None = None
+        self._seen: dict[str, StatKey] = {}  # the files checked, as they were before the check
 
     @property
     def kb(self) -> Workspace:
@@ -464,6 +466,7 @@ class Transaction:
     def _uncommitted(self, paths: list[str]) -> dict[str, str | None]:
         """``GitStore.uncommitted`` of ``paths`` about to be rewritten, its reading of git's index
         marks kept for the next commit's staging."""
+        self._seen.update(stat_keys(self.kb.root, paths))  # before the check: an edit after it is kept
         self._marks = self.store.index_marks(paths)
         return self.store.uncommitted(paths, marks=self._marks)
 
@@ -496,10 +499,12 @@ class Transaction:
         old = self.store.head() if self._head is False else self._head
         self._head = False
         marks, self._marks = self._marks, None  # this commit restages them: a later one reads again
+        seen, self._seen = self._seen, {}
         unwritten: WorkTreeError | None = None
         try:
             with self.store.view.released():
-                commit: str | None = self.store.commit(changes, message, kb.author, parent=old, marks=marks)
+                commit: str | None = self.store.commit(changes, message, kb.author, parent=old, marks=marks,
+                                                       seen=seen, tell=kb.tell)
         except WorkTreeError as exc:
             # Published, but the work tree lacks files: the ids are used and the index follows
             # the files as they are; then the error says how to finish.

@@ -868,3 +868,36 @@ def test_memories_moved_and_deleted_by_hand_each_get_their_own_fix(
         f"committed. Bring the file back ({cd}git checkout HEAD -- memories/9.yaml), or commit the deletion "
         f"({cd}git rm memories/9.yaml; git commit), then retry. This command would rewrite them, and slayer-kb never "
         "commits work you have not committed (--force sets an edit aside, never a deletion), so nothing was done.\n"))
+
+
+# A hook that saves an edit of FILE as an editor would, once, while the command's commit is
+# published: after slayer-kb checked that FILE holds no uncommitted work, before it writes FILE.
+EDITED_WHILE_PUBLISHING = """#!/bin/sh
+[ "$1" = committed ] || exit 0
+[ -e .git/edited ] && exit 0
+touch .git/edited
+printf 'learning: USER EDIT while the command ran\\ncreated_at: 2026-01-01T00:00:00Z\\n' > "{file}"
+"""
+
+
+@pytest.mark.parametrize("command", [("update", "3", "--learning", "The agent's text."), ("forget", "3"),
+                                     ("forget", "kb.paid-revenue")])
+def test_an_edit_saved_while_a_command_writes_is_kept(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner,
+                                                      command: tuple[str, ...]) -> None:
+    """An editor's save after the command's check and before its write (a commit's hooks and
+    signing take seconds) was written over, or deleted with the file: lost for good, unsaid. It is
+    kept as <file>.orig, and the command says so; the commit holds the command's version."""
+    root = indexed_example_kb.root
+    edited = "memories/kb.refund-policy.yaml" if command[1] == "kb.paid-revenue" else "memories/3.yaml"
+    hook = root / ".git" / "hooks" / "reference-transaction"
+    hook.write_text(EDITED_WHILE_PUBLISHING.format(file=edited))
+    hook.chmod(0o755)
+    done = invoke_cli("--kb", root, *command)
+    assert (done.returncode, done.stderr) == (0, (
+        f"warning: {edited} changed while this command wrote it (an editor's save?): your version is kept as "
+        f"{edited}.orig, and the commit holds the command's; compare the two and bring back what you meant.\n"))
+    assert (root / f"{edited}.orig").read_text().startswith("learning: USER EDIT while the command ran\n")
+    # The work tree holds the commit's version (none: the memory forgotten).
+    held = None if command == ("forget", "3") else git(root, "show", f"HEAD:{edited}")
+    assert ((root / edited).read_text() if (root / edited).exists() else None) == held
+    assert git(root, "status", "--porcelain") == f"?? {edited}.orig\n"

@@ -9,7 +9,7 @@ import errno
 import os
 import secrets
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from ..core.errors import StoreError
@@ -58,6 +58,37 @@ def free_name(root: Path, name: str) -> str:
         candidate = f"{name}.{n}"
     return candidate
 
+
+
+StatKey = tuple[int, int, int, int] | None
+
+
+def stat_keys(root: Path, paths: Iterable[str]) -> dict[str, StatKey]:
+    """Each path's identity as the system keeps it (inode, size, modified and changed times; None:
+    no file), taken before a check that its file holds no uncommitted work: what a write after
+    the check compares, so that an edit saved meanwhile is never written over (``keep_changed``)."""
+    keys: dict[str, StatKey] = {}
+    for path in paths:
+        try:
+            st = os.lstat(root / path)
+        except OSError:
+            keys[path] = None
+        else:
+            keys[path] = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    return keys
+
+
+def keep_changed(root: Path, seen: Mapping[str, StatKey], paths: Iterable[str]) -> list[tuple[str, str]]:
+    """Copy each of ``paths`` whose file is no longer what ``seen`` saw (an editor saved it while a
+    command ran, after the command checked it) to ``<path>.orig`` (or ``.orig.2``, ...), before the
+    command writes over it or deletes it; (path, copy) for each kept, KB-relative."""
+    kept = []
+    for path in paths:
+        if path in seen and os.path.lexists(root / path) and stat_keys(root, [path])[path] != seen[path]:
+            copy = free_name(root, f"{path}.orig")
+            keep_copy(root / path, root / copy)
+            kept.append((path, copy))
+    return kept
 
 
 def torn(target: Path, before: bytes, after: bytes) -> bool:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -32,7 +32,7 @@ from ..core.results import LogEntry
 from ..core.text import shown_controls
 from . import committree, gitstate, indexlock, journal, reffiles, requests, state, upkeep, worktree
 from .bounded import checked, explain, git_timeout, hung, run_bounded
-from .files import reserved_space, why_unwritable
+from .files import StatKey, keep_changed, reserved_space, why_unwritable
 from .gitenv import OUTPUT_SETTINGS, git_env
 from .identity import Identity
 from .objects import Named, ObjectStore
@@ -346,11 +346,15 @@ class GitStore:
 
     def commit(
         self, changes: list[Change], message: str, author: str | None = None, parent: str | None | Literal[False] = False,
-        marks: worktree.IndexMarks | None = None,
+        marks: worktree.IndexMarks | None = None, seen: Mapping[str, StatKey] | None = None,
+        tell: Callable[[str], None] | None = None,
     ) -> str | None:
         """Commit ``changes`` as one commit and apply them to the work tree. Call under the lock.
         Returns the new commit, or None when the changes leave the tree as it was. ``marks``: git's
-        index marks on files of ``changes`` as the caller read them under this lock (``stage``)."""
+        index marks on files of ``changes`` as the caller read them under this lock (``stage``).
+        ``seen``: the files as the caller saw them before checking they hold no uncommitted work
+        (``files.stat_keys``); one changed since is kept as ``<file>.orig`` before it is written
+        over, and ``tell`` is told so."""
         if not changes:
             return None
         message = shown_controls(message)  # git refuses a NUL; an escape would act on each `git log`'s terminal
@@ -408,20 +412,28 @@ class GitStore:
         known = (marks or worktree.IndexMarks(frozenset(), {})).with_unmarked(
             path for path in blobs if in_old[self.repo_path(path)] is None)
         try:
-            self._finish(new, {c.path: c.data for c in changes}, blobs, known)
+            self._finish(new, {c.path: c.data for c in changes}, blobs, known, seen or {}, tell)
         finally:
             upkeep.after_commit(self.state, self.top, self.objects.dir)
         return new
 
     def _finish(self, new: str, contents: Mapping[str, bytes | None], blobs: Mapping[str, str | None],
-                marks: worktree.IndexMarks | None) -> None:
+                marks: worktree.IndexMarks | None, seen: Mapping[str, StatKey] = {},  # noqa: B006 - never written
+                tell: Callable[[str], None] | None = None) -> None:
         """Write the published commit ``new``'s files (``contents``) into the work tree, stage
         its ``blobs`` (path -> blob, None: no file) in git's index, and close the journal; a
-        WorkTreeError says which files could not be written and how to finish."""
+        WorkTreeError says which files could not be written and how to finish. A file changed
+        since ``seen`` (``commit``) is kept first."""
         # One reading of the marks for what is left out and what is staged: a file the caller's
         # marks do not cover is read now, once, for both.
         marks = worktree.marks_of(self, contents, marks)
         outside = worktree.left_out(self, marks, contents)
+        # An editor's save landing after the caller's check (a commit's hooks and signing take
+        # seconds) would be written over: kept first, the user's bytes never lost.
+        for path, copy in keep_changed(self.root, seen, [p for p in contents if p not in outside]):
+            if tell is not None:
+                tell(f"{path} changed while this command wrote it (an editor's save?): your version is kept as "
+                     f"{copy}, and the commit holds the command's; compare the two and bring back what you meant.")
         failed = worktree.write_files(self, {path: data for path, data in contents.items() if path not in outside})
         if not failed:
             try:
