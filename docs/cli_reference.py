@@ -30,7 +30,8 @@ HEADER = """\
 `--kb` defaults to `$SLAYER_KB`, else the nearest enclosing KB of the current directory (a folder
 with `memories/` or a SLayer catalog). An empty `--kb` (`--kb "$KB"` with `KB`
 unset) or one of blanks, or a `$SLAYER_KB` of blanks, exits 1 naming it, never falling back to the enclosing
-KB; an empty `$SLAYER_KB` counts as unset (`SLAYER_KB= slayer-kb ...`). A `--kb` that names no KB (a file, a symlink loop, a
+KB; an empty `$SLAYER_KB` counts as unset (`SLAYER_KB= slayer-kb ...`); so does an empty `$SLAYER_KB_AUTHOR`,
+while an empty or blank `--author` exits 1 naming it (it was taken for none). A `--kb` that names no KB (a file, a symlink loop, a
 missing folder, a folder that takes none such as `/proc`, a `memories` that is a file, another
 KB's `memories/`, `sessions/` or `.slayer-kb/`, a repository's `.git`) exits 1
 saying which, and suggests `init` only where it can work. With `--json` (before or after the command) stdout is one

@@ -98,3 +98,13 @@ def test_an_id_with_a_dash_that_only_looks_like_a_hyphen_is_refused_and_named(
     assert (checked.returncode, checked.stdout.splitlines()[0]) == (1, (
         f"memories/{dashed}.yaml:1: the file name is the id: Memory id '{dashed}' contains U+2010 HYPHEN, which looks "
         "like '-' but names another file; use 'kb.fiscal-calendar'."))
+
+
+def test_a_blank_author_is_refused_not_taken_for_none(example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """``--author ''`` was taken for no --author: the commit named git's identity, not the one meant."""
+    message = ("--author is blank: give the commit's author as 'Name <email>' (e.g. 'Ann Lee <ann@example.com>'), or "
+               "leave it out for $SLAYER_KB_AUTHOR or git's config.")
+    for blank in ("", "  "):
+        refused = invoke_cli("--kb", example_kb_read_only.root, "--author", blank, "--json", "save", "A note", "-e", "shop")
+        assert (refused.returncode, json_of(refused), refused.stderr) == (
+            1, {"error": {"type": "invalid_input", "message": message}}, f"Error: {message}\n")

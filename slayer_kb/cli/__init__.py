@@ -15,6 +15,7 @@ import importlib
 
 import click
 
+from ..core.errors import InvalidInputError
 from .common import CONTEXT_SETTINGS, KBGroup, Preset, Settings, version_option
 from .repeats import refuse_repeated
 
@@ -116,6 +117,10 @@ def cli(ctx: click.Context, kb_path: str | None, json_out: bool, author: str | N
       slayer-kb save "NULL means not returned" -e orders.is_returned
     """
     ctx.obj = Settings(kb_path, json_out, author, ctx.obj if isinstance(ctx.obj, Preset) else None)
+    if author is not None and not author.strip():
+        # Taken for "not given" before: the commit then named git's identity, not the one meant.
+        raise InvalidInputError("--author is blank: give the commit's author as 'Name <email>' (e.g. 'Ann Lee "
+                                "<ann@example.com>'), or leave it out for $SLAYER_KB_AUTHOR or git's config.")
 
 
 def main() -> None:
