@@ -4,6 +4,7 @@ the fix, and nothing is written (an adversarial read-back pass)."""
 from __future__ import annotations
 
 from slayer_kb import KnowledgeBase
+from slayer_kb.mcp.tools import call_tool
 from testing import CliRunner, git, json_of
 
 
@@ -108,3 +109,18 @@ def test_a_blank_author_is_refused_not_taken_for_none(example_kb_read_only: Know
         refused = invoke_cli("--kb", example_kb_read_only.root, "--author", blank, "--json", "save", "A note", "-e", "shop")
         assert (refused.returncode, json_of(refused), refused.stderr) == (
             1, {"error": {"type": "invalid_input", "message": message}}, f"Error: {message}\n")
+
+
+def test_a_type_spelt_nearly_as_engrams_is_kept_and_said(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """``--type decison`` was kept silently (Engram keeps any other type as given), and a filter
+    on ``decision`` then missed the memory; a type of the agent's own is kept unsaid."""
+    kb = indexed_example_kb
+    warned = ("type 'decison' is not one of Engram's types but looks like 'decision': saved as given, so a filter on "
+              "'decision' misses it; give 'decision' if that was meant.")
+    saved = call_tool(kb, "mem_save", {"title": "Queue choice", "content": "We chose SQS over Kafka.", "type": "decison"})
+    assert (saved.is_error, (saved.data or {}).get("warnings")) == (False, [warned])
+    assert json_of(invoke_cli("--kb", kb.root, "--json", "update", saved.data["memory_id"], "--type", "decison",
+                              check=True))["warnings"] == [warned]
+    for own in ("runbook", "Bugfix"):
+        assert call_tool(kb, "mem_save", {"title": f"T {own}", "content": f"A {own} note.", "type": own}).data[
+            "warnings"] == []

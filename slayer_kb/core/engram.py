@@ -92,6 +92,20 @@ def scope_warnings(scope: str | None) -> list[str]:
             "knowledge that holds across projects, or 'project' (the default)."]
 
 
+def type_warnings(type: str | None) -> list[str]:
+    """What a save or update says of a type spelt nearly as one of Engram's (``decison``): kept
+    as given, as Engram keeps any other type, a filter on the type meant misses it."""
+    if type is None or not type.strip() or canonical_type(type) in RECOGNISED_TYPES:
+        return []
+    import difflib
+
+    meant = difflib.get_close_matches(type.strip().lower(), RECOGNISED_TYPES, n=1, cutoff=0.75)
+    if not meant:
+        return []
+    return [f"type {shown_value(type)} is not one of Engram's types but looks like '{meant[0]}': saved as given, "
+            f"so a filter on '{meant[0]}' misses it; give '{meant[0]}' if that was meant."]
+
+
 def content_hash(content: str) -> str:
     """sha256 hex of the content lower-cased, whitespace runs collapsed to one space, ends stripped.
 

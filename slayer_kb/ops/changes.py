@@ -84,6 +84,7 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
                 changes["title"] = engram.given_title(given["title"])
             if "type" in given:
                 changes["type"] = engram.given_type(given["type"])
+                warnings.extend(engram.type_warnings(given["type"]))
             if "description" in given:
                 changes["description"] = check_description(given["description"])
             if "project" in given:

@@ -45,7 +45,7 @@ def save(
     title = given
     content = engram.redact_private(content or "")
     kb.check_learning(content, "content")
-    scope_notes = engram.scope_warnings(scope)
+    scope_notes = engram.scope_warnings(scope) + engram.type_warnings(type)
     scope = engram.normalize_scope(scope)
     digest = engram.content_hash(content)
     key = engram.given_topic_key(topic_key)
