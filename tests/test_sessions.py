@@ -298,6 +298,19 @@ def test_a_capture_whose_learnings_are_all_too_short_says_why(empty_kb: Knowledg
     assert subjects(empty_kb.root) == ["kb: initialise knowledge base"]
 
 
+def test_a_learnings_line_that_is_no_heading_is_said_so(empty_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """``**Key Learnings:**`` (bold, as models often write it), a plain ``Key Learnings:`` or a
+    level-1 heading is no section Engram reads: extracted=0, the reply of an output with nothing
+    learned, left the agent unaware that its learnings were dropped."""
+    item = "- The refunds table is net of fees, always.\n"
+    for line in ("**Key Learnings:**", "Key Learnings:", "# Key Learnings", "__Learnings__"):
+        proc = invoke_cli("--kb", empty_kb.root, "--json", "capture-passive", f"Fixed it.\n\n{line}\n{item}")
+        assert json_of(proc)["warnings"] == [
+            f"{line!r} is no learnings heading, so nothing was captured: head the section '## Key Learnings:' (a "
+            "level-2 or level-3 heading), its items '1. ...' or '- ...'."], line
+    assert subjects(empty_kb.root) == ["kb: initialise knowledge base"]
+
+
 def test_a_capture_whose_learnings_section_lists_none_says_there_were_none(empty_kb: KnowledgeBase,
                                                                           invoke_cli: CliRunner) -> None:
     """'- None' (or '- N/A') as the only item under the heading is an agent saying it learned

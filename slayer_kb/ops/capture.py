@@ -26,6 +26,10 @@ PASSIVE_SOURCE = "mcp-passive"
 
 _HEADING = re.compile(r"^#{2,3}\s+(?:Aprendizajes(?:\s+Clave)?|Key\s+Learnings?|Learnings?):?\s*$",
                       re.IGNORECASE | re.MULTILINE)
+# A learnings line that is no such heading: bold (``**Key Learnings:**``), plain, or of another
+# level. Engram reads none of them; an agent that wrote one meant to capture.
+_NEAR_HEADING = re.compile(r"^[ \t]*(?:#+[ \t]*)?(?:\*\*|__)?[ \t]*(?:Aprendizajes(?:\s+Clave)?|Key\s+Learnings?|Learnings?)"
+                           r"[ \t]*:?[ \t]*(?:\*\*|__)?[ \t]*:?[ \t]*$", re.IGNORECASE | re.MULTILINE)
 _NEXT_HEADING = re.compile(r"\n#{1,3} ")
 _NUMBERED = re.compile(r"^\s*\d+[.)]\s+(.+)", re.MULTILINE)
 _BULLET = re.compile(r"^\s*[-*]\s+(.+)", re.MULTILINE)
@@ -82,6 +86,10 @@ def _why_none(text: str, result: CaptureResult) -> None:
     ordinary case of an agent's output."""
     found = _last_items(text)
     if found is None:
+        near = next((m.group(0).strip() for m in _NEAR_HEADING.finditer(text) if not _HEADING.fullmatch(m.group(0))), None)
+        if near is not None:
+            result.warnings.append(f"{near!r} is no learnings heading, so nothing was captured: head the section "
+                                   "'## Key Learnings:' (a level-2 or level-3 heading), its items '1. ...' or '- ...'.")
         return
     heading, items = found
     if all(map(_says_none, items)):
