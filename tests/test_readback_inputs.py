@@ -124,3 +124,19 @@ def test_a_type_spelt_nearly_as_engrams_is_kept_and_said(indexed_example_kb: Kno
     for own in ("runbook", "Bugfix"):
         assert call_tool(kb, "mem_save", {"title": f"T {own}", "content": f"A {own} note.", "type": own}).data[
             "warnings"] == []
+
+
+def test_a_link_to_a_forgotten_memory_says_what_became_of_it(indexed_example_kb: KnowledgeBase,
+                                                            invoke_cli: CliRunner) -> None:
+    """``-e memory:12``, memory 12 forgotten, said only "No memory with id '12'." where ``get 12``
+    names the forgetting commit and the restore; an id no memory ever had keeps SLayer's answer."""
+    root = indexed_example_kb.root
+    invoke_cli("--kb", root, "forget", "12", check=True)
+    forgot = git(root, "rev-parse", "--short=12", "HEAD").strip()
+    for ref, message in (
+        ("memory:12", f"No memory with id '12'. It was forgotten for good (not soft-deleted) in commit {forgot}; bring "
+                      f"back its last version with 'slayer-kb --kb {root} restore 12 --rev {forgot}~1'."),
+        ("memory:999", "No memory with id '999'."),
+    ):
+        refused = invoke_cli("--kb", root, "save", "A note", "-e", ref)
+        assert (refused.returncode, refused.stderr) == (1, f"Error: {message}\n"), ref

@@ -82,6 +82,10 @@ class Context(Parts):
         for ref in items:
             try:
                 resolution = (kept if ref.strip() in held else resolver).resolve(ref)
+            except NotFoundError:
+                if (linked := linked_id(ref.strip())) is not None:
+                    self.check_gone(linked)  # a link to a memory a commit took away: what became of it, as get says
+                raise
             except ResolutionError as exc:
                 if is_valid_id(ref.strip()) and self.memory_exists(ref.strip()):
                     # A memory's id given as an entity ('12'): SLayer's refusal, then the link meant.
