@@ -38,7 +38,7 @@ from .core.ids import MAX_AUTO_DIGITS, MAX_ID_BYTES, check_new_id, highest_auto_
 from .core.locate import MEMORIES_DIR, id_of_path, memory_path
 from .core.memory import Memory, dumps, loads
 from .core.text import listed
-from .store import gitindex
+from .store import counted, gitindex
 from .store.files import StatKey, stat_keys
 from .store.gitstate import detached_head
 from .store.leases import BLOCK, block_of, first_of
@@ -292,7 +292,7 @@ class Transaction:
             return str(n) in staged[0]
 
         leased = self.leases.take(count, top, taken)
-        ids = leased if leased is not None else [str(n) for n in _free(top + 1, count, taken)]
+        ids = leased if leased is not None else [str(n) for n in counted.take(self.store.git_dirs()[1], count, top, taken)]
         if len(ids[-1]) > MAX_ID_BYTES:  # only after a hand-made or old id of ~200 digits
             raise InvalidIdError(
                 f"The next auto id would be {len(ids[-1])} digits long, over the {MAX_ID_BYTES}-byte limit "
@@ -579,14 +579,3 @@ def _uncommitted_message(paths: list[str], force_hint: bool, aside: list[str] | 
     return (f"{listed(paths)} {has} changes that are not committed (in the work tree or git's index, or "
             f"never committed at all), and {why}; slayer-kb never commits "
             f"work you have not committed, {done}. {how}")
-
-
-def _free(start: int, count: int, taken: Callable[[int], bool]) -> list[int]:
-    """``count`` numbers from ``start`` up, passing over those ``taken`` says are."""
-    found: list[int] = []
-    n = start
-    while len(found) < count:
-        if not taken(n):
-            found.append(n)
-        n += 1
-    return found

@@ -22,7 +22,7 @@ from slayer_kb.ops.sync import compose, sync
 from slayer_kb.store.leases import BLOCK, CLAIMS, NAMESPACE, OFFLINE_FIRST, IdLeases
 from slayer_kb.store.moves import MovedIds
 from slayer_kb.store.repo import GitStore
-from testing import commit_all, default_first, eventually, git, json_of, lose_races, make_team, traced_git
+from testing import CliRunner, commit_all, default_first, eventually, git, json_of, lose_races, make_team, traced_git
 
 
 @pytest.fixture
@@ -1138,3 +1138,19 @@ def test_ids_a_clone_hands_out_increase_whatever_its_remote_does(tmp_path_factor
                 ids.append(new)
 
     run()
+
+
+def test_worktrees_of_one_repository_never_hand_out_one_auto_id(indexed_example_kb: KnowledgeBase,
+                                                                 invoke_cli: CliRunner, tmp_path: Path) -> None:
+    """Two agents in two worktrees of one repository with no remote (``git worktree add``) each
+    counted from their own .slayer-kb/: both saved 27, and the merge refused, naming a renumbering
+    of an id an agent was told. The count is the repository's, kept in the git folder they share."""
+    root = indexed_example_kb.root
+    other = tmp_path / "second"
+    git(root, "worktree", "add", "-q", "-b", "agent-b", str(other), "HEAD")
+    said = [invoke_cli("--kb", kb, "save", f"A note {n} from {kb.name}", "-e", "shop", check=True).stdout.split()[2]
+            for n, kb in enumerate((root, other, root, other))]
+    assert said == ["27", "28", "29", "30"]
+    merged = invoke_cli("--kb", root, "merge", "agent-b")
+    assert merged.returncode == 0, merged.stderr
+    assert sorted(int(p.stem) for p in (root / "memories").glob("*.yaml") if p.stem.isdigit())[-4:] == [27, 28, 29, 30]
