@@ -111,6 +111,7 @@ class Transaction:
         # them: its staging needs them too. Read again in each transaction, never kept longer.
         self._marks: IndexMarks | None = None
         self._seen: dict[str, StatKey] = {}  # the files checked, as they were before the check
+        self._counted: list[int] = []  # auto ids counted out (counted.py) no published commit holds yet
 
     @property
     def kb(self) -> Workspace:
@@ -141,6 +142,8 @@ class Transaction:
         return self.kb.leases
 
     def close(self) -> None:
+        if self._counted:  # drawn for a commit that was never published (refused, or its hook stopped)
+            counted.give_back(self.store.git_dirs()[1], self._counted)
         self._kb = None
 
     # -- reading ---------------------------------------------------------------------------------
@@ -291,8 +294,11 @@ class Transaction:
                 staged.append(self._staged_ids())
             return str(n) in staged[0]
 
-        leased = self.leases.take(count, top, taken)
-        ids = leased if leased is not None else [str(n) for n in counted.take(self.store.git_dirs()[1], count, top, taken)]
+        ids = self.leases.take(count, top, taken)
+        if ids is None:  # no remote to lease from: counted for every worktree of the repository
+            drawn = counted.take(self.store.git_dirs()[1], count, top, taken)
+            self._counted += drawn
+            ids = [str(n) for n in drawn]
         if len(ids[-1]) > MAX_ID_BYTES:  # only after a hand-made or old id of ~200 digits
             raise InvalidIdError(
                 f"The next auto id would be {len(ids[-1])} digits long, over the {MAX_ID_BYTES}-byte limit "
@@ -510,6 +516,7 @@ class Transaction:
             # the files as they are; then the error says how to finish.
             commit, unwritten = exc.commit, exc
         if commit is not None:
+            self._counted = []  # held by a published commit: never handed out again
             self.ids.advance(old, commit, memory_ids_of([c.path for c in changes if c.data is not None]))
             self._tell_if_detached()
         ids = {memory_id: c.data for c in changes if (memory_id := id_of_path(c.path)) is not None}

@@ -16,6 +16,7 @@ from .repos import (
     GIT_ENV,
     ROOT,
     commit_all,
+    counted_apart,
     fsck,
     git,
     lose_races,
@@ -36,7 +37,7 @@ from .wait import WAIT_SECONDS, eventually
 
 __all__ = [
     "BLOCKED", "EXAMPLE_KB", "account_home_at", "GIT_ENV", "RELEVANCE", "ROOT", "WAIT_SECONDS", "CliRunner", "GitRuns", "Watcher",
-    "blocker", "cli_runner", "commit_all", "default_first", "eventually", "fsck", "git", "given_again", "hostile_toc", "in_process_runner", "in_the_kb", "isolate", "json_of", "keeping", "lose_races",
+    "blocker", "cli_runner", "commit_all", "counted_apart", "default_first", "eventually", "fsck", "git", "given_again", "hostile_toc", "in_process_runner", "in_the_kb", "isolate", "json_of", "keeping", "lose_races",
     "make_catalog_kb", "make_empty_kb", "make_example_kb", "make_indexed_example_kb", "make_kb_after",
     "make_notes_kb", "make_team", "make_team_after", "read_only", "save_refusal", "squash_merged_branch", "signals", "traced_git", "typed_steps", "unlike", "write_test_catalog",
 ]

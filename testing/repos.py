@@ -235,6 +235,14 @@ def unlike(tag: str) -> str:
     return " ".join(f"{tag}{n}word" for n in range(40))
 
 
+def counted_apart(root: Path) -> None:
+    """Forget the auto-id count the worktrees of ``root``'s repository share (store/counted.py), so
+    that the next save in one of them counts from its own branch, as another clone would: what a
+    test of two sides that each saved one auto id needs."""
+    common = Path(git(root, "rev-parse", "--path-format=absolute", "--git-common-dir").strip())
+    (common / "slayer-kb-counted-ids.json").unlink(missing_ok=True)
+
+
 def make_team(tmp_path: Path, clones: int = 2, folder: str = "") -> tuple[Path, list[Path]]:
     """A bare remote holding a catalog KB, and ``clones`` clones of it (``a``, ``b``, ...), each
     leasing its auto ids from the remote (the default for a KB with a remote); the KBs' folders.

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from slayer_kb import KnowledgeBase
-from testing import ROOT, commit_all, git, in_process_runner, write_test_catalog
+from testing import ROOT, commit_all, counted_apart, git, in_process_runner, write_test_catalog
 
 GH_STANDIN = '''\
 #!{python}
@@ -136,6 +136,7 @@ def pull_request(tmp_path: Path) -> Path:
     git(upstream, "worktree", "add", "-q", str(other), "main")
     main = KnowledgeBase(other)
     main.forget("2")
+    counted_apart(other)  # as another clone: the worktrees' shared count forgotten
     assert main.save_memory("Main: cost excludes shipping.", ["orders.cost"]).memory_id == "3"
     bare = tmp_path / "github.git"
     git(tmp_path, "clone", "-q", "--bare", str(upstream), str(bare))

@@ -19,7 +19,7 @@ from slayer_kb.core.memory import Memory, dumps
 from slayer_kb.ops.renumber import plan, renumber
 from slayer_kb.ops.sync import BACKOFF_WINDOW, backoff, sync
 from slayer_kb.store.moves import MOVES_FILE
-from testing import CliRunner, commit_all, git, json_of, make_team, unlike, write_test_catalog
+from testing import CliRunner, commit_all, counted_apart, git, json_of, make_team, unlike, write_test_catalog
 from testing.mcp import error, with_server_in_process
 
 
@@ -49,6 +49,7 @@ def diverged(catalog_kb: KnowledgeBase) -> tuple[KnowledgeBase, str]:
     assert kb.save_memory("Feature: see 2", ["orders.qty", "memory:2", "memory:1"]).memory_id == "3"
     other = kb.root.parent / "main-worktree"
     git(kb.root, "worktree", "add", "-q", str(other), main)
+    counted_apart(other)  # as another clone: the worktrees' shared count forgotten
     assert KnowledgeBase(other).save_memory("Main: refunds", ["orders.refunds"]).memory_id == "2"
     return kb, main
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from slayer_kb import KnowledgeBase
-from testing import commit_all, git, json_of
+from testing import commit_all, counted_apart, git, json_of
 
 BROKEN = "learning: [unclosed\n"
 
@@ -117,6 +117,7 @@ def test_log_follows_a_renumber_commit(catalog_kb: KnowledgeBase, invoke_cli) ->
     kb.update("1", learning="Feature's note, revised")
     other = root.parent / "master-worktree"
     git(root, "worktree", "add", "-q", str(other), "master")
+    counted_apart(other)  # as another clone: the worktrees' shared count forgotten
     assert KnowledgeBase(other).save_memory("Master's note", ["orders.amount"]).memory_id == "1"
     invoke_cli("--kb", root, "renumber", "--onto", "master", check=True)
     proc = invoke_cli("--kb", root, "log", "2", check=True)

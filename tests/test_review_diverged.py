@@ -10,7 +10,7 @@ import pytest
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import NotFoundError
 from slayer_kb.ops.renumber import renumber
-from testing import commit_all, git, json_of
+from testing import commit_all, counted_apart, git, json_of
 
 
 @pytest.fixture
@@ -32,6 +32,7 @@ def diverged(catalog_kb: KnowledgeBase) -> tuple[KnowledgeBase, KnowledgeBase]:
     kb.update("1", learning="Amount is in EUR, VAT included.")
     kb.update("3", entities=["orders.qty", "orders.amount"])
     main_kb = KnowledgeBase(other)
+    counted_apart(other)  # as another clone: the worktrees' shared count forgotten
     assert main_kb.save_memory("Main: cost excludes shipping.", ["orders.amount"]).memory_id == "4"
     main_kb.forget("2")
     main_kb.update("3", learning="Quantity counts items, not lines.")

@@ -20,7 +20,17 @@ import pytest
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import ConflictError
 from slayer_kb.store.repo import Change
-from testing import CliRunner, commit_all, git, json_of, make_catalog_kb, make_empty_kb, make_team, traced_git
+from testing import (
+    CliRunner,
+    commit_all,
+    counted_apart,
+    git,
+    json_of,
+    make_catalog_kb,
+    make_empty_kb,
+    make_team,
+    traced_git,
+)
 
 CREATED = "created_at: '2026-01-01T00:00:00Z'\n"
 WIP = "learning: One. WIP-NOT-FOR-COMMIT\nentities:\n- shop.refunds.amount\n" + CREATED
@@ -755,6 +765,7 @@ def test_renumber_keeps_the_marks_of_the_files_it_rewrites(tmp_path: Path, invok
         invoke_cli("--kb", root, "save", text, "-e", "memory:1", check=True)
     other = tmp_path / "other"  # another clone's ids: its own work tree and state
     git(root, "worktree", "add", "-q", str(other), "other")
+    counted_apart(other)  # as another clone: the worktrees' shared count forgotten
     invoke_cli("--kb", other, "save", "Theirs", "-e", "shop.orders", check=True)
     git(root, "update-index", "--skip-worktree", "memories/2.yaml")
     git(root, "update-index", "--assume-unchanged", "memories/3.yaml")

@@ -21,7 +21,7 @@ from slayer_kb.ops.schema_words import SCHEMA_PATH, read_times
 from slayer_kb.ops.snapshot import catalog_at, deleted_entities
 from slayer_kb.ops.timechecks import future_times
 from slayer_kb.ops.validate import validate
-from testing import EXAMPLE_KB, CliRunner, commit_all, git, json_of
+from testing import EXAMPLE_KB, CliRunner, commit_all, counted_apart, git, json_of
 
 CREATED = "created_at: '2026-01-01T00:00:00Z'\n"
 GOOD = f"learning: Fine.\nentities:\n- shop.orders.amount\n{CREATED}"
@@ -340,6 +340,7 @@ def test_one_run_reports_what_search_warns_about(catalog_kb: KnowledgeBase, invo
     commit_all(root, "a hand-written query")
     other = root.parent / "master-worktree"
     git(root, "worktree", "add", "-q", str(other), "master")
+    counted_apart(other)  # as another clone: the worktrees' shared count forgotten
     assert KnowledgeBase(other).save_memory("Master's two", ["orders.amount"]).memory_id == "2"
     fresh = KnowledgeBase(root)
     warnings = fresh.search("refund totals revenue status", limit=10).warnings

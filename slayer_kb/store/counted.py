@@ -41,6 +41,16 @@ def take(common_dir: Path, count: int, floor: int, taken: Callable[[int], bool])
     return found
 
 
+def give_back(common_dir: Path, ids: list[int]) -> None:
+    """Hand ``ids`` out again (a save refused before its commit was published: no commit holds
+    them), unless a worktree counted out another id since: the next save takes the same id."""
+    with _locked(common_dir):
+        path = common_dir / COUNTED_FILE
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            if int(json.loads(path.read_text(encoding="utf-8"))["highest"]) == max(ids):
+                path.write_text(json.dumps({"highest": min(ids) - 1}), encoding="utf-8")
+
+
 @contextlib.contextmanager
 def _locked(common_dir: Path) -> Iterator[None]:
     import filelock  # on first use, as GitStore.locked imports it

@@ -84,7 +84,8 @@ def keep_changed(root: Path, seen: Mapping[str, StatKey], paths: Iterable[str]) 
     command writes over it or deletes it; (path, copy) for each kept, KB-relative."""
     kept = []
     for path in paths:
-        if path in seen and os.path.lexists(root / path) and stat_keys(root, [path])[path] != seen[path]:
+        # A file (or link) an editor saved; what else took the file's place fails the write, which says so.
+        if path in seen and is_file_or_link(root / path) and stat_keys(root, [path])[path] != seen[path]:
             copy = free_name(root, f"{path}.orig")
             keep_copy(root / path, root / copy)
             kept.append((path, copy))
