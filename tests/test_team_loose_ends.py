@@ -182,6 +182,33 @@ def test_validate_against_main_says_main_forgot_a_memory_the_branch_renamed(
     assert "git add memories/kb.y.yaml to keep it, renamed (or git rm memories/kb.y.yaml to let it go" in stopped.stderr
 
 
+def _refused_then_kept_apart(invoke_cli: CliRunner, typed: CliRunner, clones: tuple[Path, Path], command: str,
+                             head: str, sides: str, replayed: str, others: dict[str, str]) -> None:
+    """b's ``command`` refused (``sides``: what each side gave kb.x), nothing written; its steps
+    as typed keep both memories, b's as kb.x-2, each link on its own memory (the first of
+    ``others``: a's link to kb.x, the second b's), with the others (id -> learning) on both clones."""
+    a, b = clones
+    refused = invoke_cli("--kb", b, command, *([] if command == "sync" else ["origin/main"]))
+    who, undone = {"sync": ("Sync", "pushed"), "merge": ("The merge", "merged"), "rebase": ("The rebase", "rebased")}[command]
+    assert (refused.returncode, refused.stderr) == (1, (
+        f"Error: Your commits {sides}: two memories given one new id, and a link to kb.x means a different one on each "
+        f"side. {who} keeps origin/main's kb.x and will not give it yours, so nothing was {undone} and the repository "
+        f"is back as it was: give yours another id, and merge. To merge by hand: cd {b}; slayer-kb rename kb.x kb.x-2 "
+        "(or another id: it rewrites your links to it); " + ("git fetch origin; " if command == "sync" else "")
+        + f"slayer-kb merge origin/main (a rebase would replay your {replayed} onto origin/main's kb.x again); "
+        "slayer-kb sync.\n"))
+    assert (git(b, "rev-parse", "HEAD"), git(b, "status", "--porcelain")) == (head, "")
+    said = typed_steps(invoke_cli, refused.stderr)
+    assert said[-1].startswith("Synced main with origin: pushed")
+    typed("--kb", a, "sync", check=True)
+    theirs, mine = list(others)[:2]
+    for clone in (a, b):
+        held = {p.stem: yaml.safe_load(p.read_text()) for p in (clone / "memories").glob("kb.*.yaml")}
+        assert {i: m["learning"] for i, m in held.items()} == {"kb.x": unlike("three"), "kb.x-2": unlike("four"), **others}
+        assert (held[theirs]["entities"], held[mine]["entities"]) == (["memory:kb.x"], ["memory:kb.x-2"])
+        assert typed("--kb", clone, "validate").returncode == 0
+
+
 @pytest.mark.parametrize("command", default_first(["sync", "merge", "rebase"]))
 def test_two_clones_renaming_two_memories_to_one_id_keep_each_link_on_its_memory(
         tmp_path: Path, invoke_cli: CliRunner, typed: CliRunner, command: str) -> None:
@@ -200,27 +227,8 @@ def test_two_clones_renaming_two_memories_to_one_id_keep_each_link_on_its_memory
     head = git(b, "rev-parse", "HEAD")
     if command != "sync":
         git(b, "fetch", "-q", "origin")
-    refused = invoke_cli("--kb", b, command, *([] if command == "sync" else ["origin/main"]))
-    who, undone = {"sync": ("Sync", "pushed"), "merge": ("The merge", "merged"), "rebase": ("The rebase", "rebased")}[command]
-    assert (refused.returncode, refused.stderr) == (1, (
-        "Error: Your commits renamed 2 to kb.x, and origin/main renamed 1 to kb.x: two memories given one new id, and a "
-        f"link to kb.x means a different one on each side. {who} keeps origin/main's kb.x and will not give it yours, "
-        f"so nothing was {undone} and the repository is back as it was: give yours another id, and merge. To merge by "
-        f"hand: cd {b}; slayer-kb rename kb.x kb.x-2 (or another id: it rewrites your links to it); "
-        + ("git fetch origin; " if command == "sync" else "")
-        + "slayer-kb merge origin/main (a rebase would replay your rename onto origin/main's kb.x again); slayer-kb "
-        "sync.\n"))
-    assert (git(b, "rev-parse", "HEAD"), git(b, "status", "--porcelain")) == (head, "")
-    said = typed_steps(invoke_cli, refused.stderr)
-    assert said[-1].startswith("Synced main with origin: pushed")
-    typed("--kb", a, "sync", check=True)
-    for clone in (a, b):
-        held = {p.stem: yaml.safe_load(p.read_text()) for p in (clone / "memories").glob("kb.*.yaml")}
-        assert {i: m["learning"] for i, m in held.items()} == {
-            "kb.x": unlike("three"), "kb.x-2": unlike("four"), "kb.l1": unlike("linksthree"),
-            "kb.l2": unlike("linksfour")}
-        assert (held["kb.l1"]["entities"], held["kb.l2"]["entities"]) == (["memory:kb.x"], ["memory:kb.x-2"])
-        assert typed("--kb", clone, "validate").returncode == 0
+    _refused_then_kept_apart(invoke_cli, typed, (a, b), command, head, "renamed 2 to kb.x, and origin/main renamed 1 to kb.x",
+                             "rename", {"kb.l1": unlike("linksthree"), "kb.l2": unlike("linksfour")})
 
 
 
@@ -251,28 +259,11 @@ def test_two_clones_saving_one_named_id_keep_each_link_on_its_memory(
     git(b, "cherry-pick", git(a, "rev-parse", "HEAD").strip())
     typed("--kb", b, "update", "kb.y", "--content", unlike("pickedagain"), check=True)
     head = git(b, "rev-parse", "HEAD")
-    refused = invoke_cli("--kb", b, command, *([] if command == "sync" else ["origin/main"]))
-    who, undone = {"sync": ("Sync", "pushed"), "merge": ("The merge", "merged"), "rebase": ("The rebase", "rebased")}[command]
-    assert (refused.returncode, refused.stderr) == (1, (
-        f"Error: Your commits saved a new memory as kb.x (created {_created(b, 'kb.x')}), and origin/main saved a new "
-        f"memory as kb.x (created {_created(a, 'kb.x')}): two memories given one new id, and a link to kb.x means a "
-        f"different one on each side. {who} keeps origin/main's kb.x and will not give it yours, so nothing was "
-        f"{undone} and the repository is back as it was: give yours another id, and merge. To merge by hand: cd {b}; "
-        "slayer-kb rename kb.x kb.x-2 (or another id: it rewrites your links to it); "
-        + ("git fetch origin; " if command == "sync" else "")
-        + "slayer-kb merge origin/main (a rebase would replay your save onto origin/main's kb.x again); slayer-kb "
-        "sync.\n"))
-    assert (git(b, "rev-parse", "HEAD"), git(b, "status", "--porcelain")) == (head, "")
-    said = typed_steps(invoke_cli, refused.stderr)
-    assert said[-1].startswith("Synced main with origin: pushed")
-    typed("--kb", a, "sync", check=True)
-    for clone in (a, b):
-        held = {p.stem: yaml.safe_load(p.read_text()) for p in (clone / "memories").glob("kb.*.yaml")}
-        assert {i: m["learning"] for i, m in held.items()} == {
-            "kb.x": unlike("three"), "kb.x-2": unlike("four"), "kb.la": unlike("linksthree"),
-            "kb.lb": unlike("linksfour"), "kb.y": unlike("pickedagain"), "kb.t": unlike("keyedagain")}
-        assert (held["kb.la"]["entities"], held["kb.lb"]["entities"]) == (["memory:kb.x"], ["memory:kb.x-2"])
-        assert typed("--kb", clone, "validate").returncode == 0
+    _refused_then_kept_apart(invoke_cli, typed, (a, b), command, head,
+                             f"saved a new memory as kb.x (created {_created(b, 'kb.x')}), and origin/main saved a new "
+                             f"memory as kb.x (created {_created(a, 'kb.x')})", "save",
+                             {"kb.la": unlike("linksthree"), "kb.lb": unlike("linksfour"), "kb.y": unlike("pickedagain"),
+                              "kb.t": unlike("keyedagain")})
 
 
 def test_a_rename_onto_an_id_the_upstream_saved_keeps_each_link_on_its_memory(
