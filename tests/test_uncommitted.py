@@ -905,10 +905,24 @@ def test_an_edit_saved_while_a_command_writes_is_kept(indexed_example_kb: Knowle
     hook.chmod(0o755)
     done = invoke_cli("--kb", root, *command)
     assert (done.returncode, done.stderr) == (0, (
-        f"warning: {edited} changed while this command wrote it (an editor's save?): your version is kept as "
-        f"{edited}.orig, and the commit holds the command's; compare the two and bring back what you meant.\n"))
+        f"warning: {root / edited} changed while this command wrote it (an editor's save?): your version is kept as "
+        f"{root / edited}.orig, and the commit holds the command's; compare the two and bring back what you meant.\n"))
     assert (root / f"{edited}.orig").read_text().startswith("learning: USER EDIT while the command ran\n")
     # The work tree holds the commit's version (none: the memory forgotten).
     held = None if command == ("forget", "3") else git(root, "show", f"HEAD:{edited}")
     assert ((root / edited).read_text() if (root / edited).exists() else None) == held
     assert git(root, "status", "--porcelain") == f"?? {edited}.orig\n"
+
+
+def test_a_file_touched_while_a_command_writes_it_keeps_no_copy(indexed_example_kb: KnowledgeBase,
+                                                               invoke_cli: CliRunner) -> None:
+    """Touched, its mode changed, or saved unchanged by an editor after the check: it holds what
+    the command checked, so no copy is kept and nothing is said (a .orig and a warning were)."""
+    root = indexed_example_kb.root
+    hook = root / ".git" / "hooks" / "reference-transaction"
+    hook.write_text('#!/bin/sh\n[ "$1" = committed ] || exit 0\ntouch -d 2001-01-01 memories/3.yaml\n'
+                    'chmod g+w memories/3.yaml\n')
+    hook.chmod(0o755)
+    done = invoke_cli("--kb", root, "update", "3", "--description", "Touched meanwhile")
+    assert (done.returncode, done.stderr, git(root, "status", "--porcelain")) == (0, "", "")
+    assert git(root, "show", "HEAD:memories/3.yaml") == (root / "memories" / "3.yaml").read_text()

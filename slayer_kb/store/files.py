@@ -9,7 +9,7 @@ import errno
 import os
 import secrets
 import stat
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
 from ..core.errors import StoreError
@@ -78,18 +78,30 @@ def stat_keys(root: Path, paths: Iterable[str]) -> dict[str, StatKey]:
     return keys
 
 
-def keep_changed(root: Path, seen: Mapping[str, StatKey], paths: Iterable[str]) -> list[tuple[str, str]]:
-    """Copy each of ``paths`` whose file is no longer what ``seen`` saw (an editor saved it while a
-    command ran, after the command checked it) to ``<path>.orig`` (or ``.orig.2``, ...), before the
-    command writes over it or deletes it; (path, copy) for each kept, KB-relative."""
-    kept = []
-    for path in paths:
-        # A file (or link) an editor saved; what else took the file's place fails the write, which says so.
-        if path in seen and is_file_or_link(root / path) and stat_keys(root, [path])[path] != seen[path]:
+def keep_changed(root: Path, seen: Mapping[str, StatKey], paths: Iterable[str],
+                 held: Callable[[list[str]], Mapping[str, bytes | None]]) -> tuple[list[tuple[str, str]], dict[str, OSError]]:
+    """Copy each of ``paths`` whose file no longer holds what the command checked (an editor saved
+    it while the command ran, after its check: ``seen`` says the file was touched, and its bytes
+    differ from ``held``'s, the version the check accepted) to ``<path>.orig`` (or ``.orig.2``, ...),
+    before the command writes over it or deletes it. Returns (path, copy) for each kept, KB-relative,
+    and the paths that could not be read or kept, with why: not to be written over."""
+    touched = [path for path in paths if path in seen and is_file_or_link(root / path)
+               and stat_keys(root, [path])[path] != seen[path]]
+    kept: list[tuple[str, str]] = []
+    failed: dict[str, OSError] = {}
+    accepted = held(touched) if touched else {}
+    for path in touched:
+        try:
+            # A file touched, its mode changed, or saved unchanged holds what was checked: nothing to keep.
+            if not os.path.islink(root / path) and read_regular(root / path) == accepted.get(path):
+                continue
             copy = free_name(root, f"{path}.orig")
             keep_copy(root / path, root / copy)
+        except (OSError, NotRegularFile) as exc:
+            failed[path] = exc if isinstance(exc, OSError) else OSError(errno.EINVAL, str(exc))
+        else:
             kept.append((path, copy))
-    return kept
+    return kept, failed
 
 
 def torn(target: Path, before: bytes, after: bytes) -> bool:

@@ -27,7 +27,7 @@ from typing import Literal
 from ..core import priority
 from ..core.errors import ConflictError, StoreError
 from ..core.fileio import refuses_folders
-from ..core.problems import words
+from ..core.problems import shown, words
 from ..core.results import LogEntry
 from ..core.text import shown_controls
 from . import committree, gitstate, indexlock, journal, reffiles, requests, state, upkeep, worktree
@@ -412,29 +412,38 @@ class GitStore:
         known = (marks or worktree.IndexMarks(frozenset(), {})).with_unmarked(
             path for path in blobs if in_old[self.repo_path(path)] is None)
         try:
-            self._finish(new, {c.path: c.data for c in changes}, blobs, known, seen or {}, tell)
+            self._finish(new, {c.path: c.data for c in changes}, blobs, known, seen or {}, tell,
+                         {path: in_old[self.repo_path(path)] for path in blobs})
         finally:
             upkeep.after_commit(self.state, self.top, self.objects.dir)
         return new
 
     def _finish(self, new: str, contents: Mapping[str, bytes | None], blobs: Mapping[str, str | None],
                 marks: worktree.IndexMarks | None, seen: Mapping[str, StatKey] = {},  # noqa: B006 - never written
-                tell: Callable[[str], None] | None = None) -> None:
+                tell: Callable[[str], None] | None = None, old: Mapping[str, str | None] = {}) -> None:  # noqa: B006
         """Write the published commit ``new``'s files (``contents``) into the work tree, stage
         its ``blobs`` (path -> blob, None: no file) in git's index, and close the journal; a
         WorkTreeError says which files could not be written and how to finish. A file changed
-        since ``seen`` (``commit``) is kept first."""
+        since ``seen`` (``commit``) from its blob in the parent (``old``) is kept first."""
         # One reading of the marks for what is left out and what is staged: a file the caller's
         # marks do not cover is read now, once, for both.
         marks = worktree.marks_of(self, contents, marks)
         outside = worktree.left_out(self, marks, contents)
         # An editor's save landing after the caller's check (a commit's hooks and signing take
         # seconds) would be written over: kept first, the user's bytes never lost.
-        for path, copy in keep_changed(self.root, seen, [p for p in contents if p not in outside]):
+        def accepted(paths: list[str]) -> dict[str, bytes | None]:
+            found = self.objects.read_many("blob", [b for p in paths if (b := old.get(p)) is not None])
+            return {p: found.get(b) if (b := old.get(p)) is not None else None for p in paths}
+
+        kept, unkept = keep_changed(self.root, seen, [p for p in contents if p not in outside], accepted)
+        for path, copy in kept:
             if tell is not None:
-                tell(f"{path} changed while this command wrote it (an editor's save?): your version is kept as "
-                     f"{copy}, and the commit holds the command's; compare the two and bring back what you meant.")
-        failed = worktree.write_files(self, {path: data for path, data in contents.items() if path not in outside})
+                tell(f"{shown(self.root / path)} changed while this command wrote it (an editor's save?): your version "
+                     f"is kept as {shown(self.root / copy)}, and the commit holds the command's; compare the two and "
+                     "bring back what you meant.")
+        failed = worktree.write_files(self, {path: data for path, data in contents.items()
+                                             if path not in outside and path not in unkept})
+        failed.update(unkept)  # not written over: the user's edit is there still
         if not failed:
             try:
                 self.stage(list(blobs), marks)
