@@ -1069,6 +1069,11 @@ def test_completion_in_process() -> None:
     env = {"_SLAYER_KB_COMPLETE": "bash_complete", "COMP_WORDS": "slayer-kb ge", "COMP_CWORD": "1"}
     result = runner.invoke(cli, [], prog_name="slayer-kb", env=env)
     assert result.output.splitlines() == ["plain,get"]
+    # Words typed so far that give an option twice are no error while a word is completed.
+    for words in ("slayer-kb save --id a --id b --sc", "slayer-kb --kb a --kb b sav", "slayer-kb rebase --continue --abort --"):
+        env = {"_SLAYER_KB_COMPLETE": "bash_complete", "COMP_WORDS": words, "COMP_CWORD": str(len(words.split()) - 1)}
+        result = runner.invoke(cli, [], prog_name="slayer-kb", env=env)
+        assert (result.exit_code, result.exception) == (0, None), words
 
 
 def test_completion_subprocess(run_cli: CliRunner) -> None:

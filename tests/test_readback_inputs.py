@@ -41,11 +41,23 @@ def test_an_option_given_two_values_is_a_usage_error(indexed_example_kb: Knowled
     ):
         refused = invoke_cli("--kb", kb.root, *args)
         assert (refused.returncode, refused.stderr.splitlines()[-1]) == (2, f"Error: {message}"), args
-        assert json_of(invoke_cli("--kb", kb.root, "--json", *args)) == {"error": {"type": "usage", "message": message}}
+        assert json_of(invoke_cli("--kb", kb.root, "--json", *args)) == {"error": {
+            "type": "usage", "message": f"{message} Try 'slayer-kb {args[0]} --help' for help."}}
+    # The root's own options too, before the command's name.
+    twice = invoke_cli("--kb", kb.root, "--kb", kb.root.parent, "list")
+    assert (twice.returncode, twice.stderr) == (
+        2, f"Error: Option '--kb' was given 2 values ({str(kb.root)!r}, {str(kb.root.parent)!r}); it takes one: give it once.\n")
+    # The command's usage line, as click gives it for its own errors; help is still shown.
+    assert invoke_cli("--kb", kb.root, "save", "x", "--id", "a", "--id", "b").stderr.startswith(
+        "Usage: slayer-kb save [OPTIONS] [LEARNING]\nTry 'slayer-kb save --help' for help.\n\nError: Option '--id'")
+    assert invoke_cli("save", "--id", "a", "--id", "b", "--help", check=True).stdout.startswith("Usage: slayer-kb save")
     assert git(kb.root, "rev-parse", "HEAD") == head
+    # One value given twice, or spelt two ways its type reads as one, and a value that looks like an option.
     saved = json_of(invoke_cli("--kb", kb.root, "--json", "save", "x y", "-e", "shop", "--id", "k1", "--id", "k1",
                                "--description", "--id", check=True))
     assert (saved["memory_id"], kb.get("k1").description) == ("k1", "--id")
+    listed = invoke_cli("--kb", kb.root, "list", "--scope", "project", "--scope", "PROJECT", "--limit", "5", "--limit", "05")
+    assert (listed.returncode, listed.stderr) == (0, "")
 
 
 def test_a_memorys_id_given_as_an_entity_names_the_link_to_write(example_kb_read_only: KnowledgeBase,

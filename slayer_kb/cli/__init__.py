@@ -82,7 +82,7 @@ class LazyGroup(KBGroup):
             # click suggests close names from the commands it holds, and this group holds none.
             raise click.exceptions.NoSuchCommand(exc.command_name, possibilities=list(COMMANDS), ctx=ctx) from None
         if command is not None:
-            refuse_repeated(command, rest)
+            refuse_repeated(command, rest, ctx)
         return name, command, rest
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:

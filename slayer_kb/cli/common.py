@@ -404,6 +404,10 @@ class KBGroup(click.Group):
                      **extra: Any) -> click.Context:
         asked, given = _asks_json(self, args), tuple(args)  # (click's parser consumes ``args``)
         try:
+            if parent is None and not extra.get("resilient_parsing"):
+                from .repeats import refuse_repeated  # the root's own options: --kb, --author given twice
+
+                refuse_repeated(self, list(args))
             return super().make_context(info_name, args, parent=parent, json_asked=asked, given=given, **extra)
         except click.UsageError as exc:  # among the options before the command name
             error = _with_cut_values(exc, given)

@@ -1,20 +1,28 @@
 """Options given twice: click keeps the last value of an option that takes one, so ``save --id k1
 --id k2`` saved ``k2`` unsaid and ``rebase --continue --abort`` aborted. A command line that gives
-one option two different values, or two flags setting one value, is a usage error naming them."""
+one option two different values, or two flags setting one value two ways, is a usage error naming
+them."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import click
 
 from ..core.text import shown_value
 
 
-def refuse_repeated(command: click.Command, args: list[str]) -> None:
-    """Raise ``click.UsageError`` when ``args`` (the command's own) give an option that takes one
-    value two different values, or two of the flags that set one value. Read by click's own
-    parser, so an option's value that looks like an option, and ``--``, count as click counts them."""
+def refuse_repeated(command: click.Command, args: list[str], parent: click.Context | None = None) -> None:
+    """Raise ``click.UsageError`` when ``args`` give an option of ``command`` that takes one value
+    two different values (as its type reads them: ``--limit 5 --limit 05`` is one), or two of the
+    flags that set one value, two ways (``--continue --abort``; ``-f --force`` is one). Read by
+    click's own parser, so an option's value that looks like an option, and ``--``, count as
+    click counts them; for a group (the root), up to its command's name. Nothing is checked while
+    click completes a word (``resilient_parsing``) or when help is asked for."""
+    if (parent is not None and parent.resilient_parsing) or "--help" in args or "-h" in args:
+        return
     counted: list[click.Parameter] = [click.Argument(["rest"], nargs=-1)]
-    flags: dict[str, list[tuple[str, str]]] = {}  # a value's name: (its flag, the counter's name)
+    spellings: dict[str, list[tuple[str, str, Any]]] = {}  # a value's name: (flag, counter, value it sets)
     for param in command.params:
         if not isinstance(param, click.Option) or param.count:
             continue
@@ -22,20 +30,40 @@ def refuse_repeated(command: click.Command, args: list[str]) -> None:
             for n, flag in enumerate(param.opts + param.secondary_opts):
                 name = f"flag{len(counted)}_{n}"
                 counted.append(click.Option([name, flag], count=True))
-                flags.setdefault(str(param.name), []).append((flag, name))
+                value = param.flag_value if flag in param.opts else not param.flag_value
+                spellings.setdefault(str(param.name), []).append((flag, name, value))
         else:
             counted.append(click.Option([str(param.name), *param.opts, *param.secondary_opts], multiple=True))
-    parsed = click.Command(None, params=counted, add_help_option=False,
-                           context_settings={"ignore_unknown_options": True}).make_context(
-        command.name, list(args), resilient_parsing=True).params
+    reader = click.Command(None, params=counted, add_help_option=False,
+                           context_settings={"ignore_unknown_options": True})
+    reader.allow_interspersed_args = not isinstance(command, click.Group)  # a group's options end at its command
+    parsed = reader.make_context(command.name, list(args), resilient_parsing=True).params
     for param in command.params:
         if isinstance(param, click.Option) and not param.multiple and not param.is_flag and not param.count:
-            values = list(dict.fromkeys(parsed.get(str(param.name)) or ()))
-            if len(values) > 1:
-                shown = ", ".join(shown_value(value) for value in values)
-                raise click.UsageError(f"Option '{' / '.join(param.opts)}' was given {len(values)} values ({shown}); "
-                                       "it takes one: give it once.")
-    for pairs in flags.values():
-        given = list(dict.fromkeys(flag for flag, name in pairs if parsed.get(name)))
-        if len(given) > 1:
-            raise click.UsageError(f"{' and '.join(repr(flag) for flag in given)} cannot be given together: give one.")
+            given = parsed.get(str(param.name)) or ()
+            if len({_read(param, value) for value in given}) > 1:
+                shown = ", ".join(shown_value(value) for value in dict.fromkeys(given))
+                _refuse(command, args, parent, f"Option '{' / '.join(param.opts)}' was given {len(given)} values "
+                                               f"({shown}); it takes one: give it once.")
+    for flags in spellings.values():
+        given = [(flag, value) for flag, name, value in flags if parsed.get(name)]
+        if len({repr(value) for _flag, value in given}) > 1:
+            _refuse(command, args, parent,
+                    f"{' and '.join(repr(flag) for flag, _value in given)} cannot be given together: give one.")
+
+
+def _read(param: click.Option, value: str) -> object:
+    """``value`` as the option's type reads it (a choice in any letter case, a number's digits),
+    or as written where the type refuses it (the command's own parse says why)."""
+    try:
+        return repr(param.type.convert(value, param, None))
+    except click.BadParameter:
+        return value
+
+
+def _refuse(command: click.Command, args: list[str], parent: click.Context | None, message: str) -> None:
+    """The usage error, with the command's usage line as click gives it for its own."""
+    ctx = None
+    if parent is not None and not isinstance(command, click.Group):
+        ctx = command.make_context(command.name, list(args), parent=parent, resilient_parsing=True)
+    raise click.UsageError(message, ctx=ctx)
