@@ -18,9 +18,10 @@ def test_update_refuses_to_replace_an_example_querys_entities(indexed_example_kb
     assert (refused.returncode, refused.stderr) == (1, (
         "Error: Memory 5 is an example query: its entities are its query's (shop.orders, shop.regions.name, "
         "shop.orders.created_at, shop.orders.amount, shop.orders.status, shop.orders.is_test) and change with it, so "
-        f"-e cannot replace them. To change them, save it again with the query changed ('slayer-kb --kb {kb.root} save "
-        "--id 5 --query @query.json' with its learning: a save replaces the memory whole); to link other entities, "
-        "save a note that links them and memory:5.\n"))
+        "-e cannot replace them. To change them, change the query: edit its query: and entities: together ('slayer-kb "
+        f"--kb {kb.root} edit 5'), or save it again with the new query ('slayer-kb --kb {kb.root} save --id 5 --query "
+        "@query.json' with its learning; a save replaces the memory whole, its title and project too); to link other "
+        "entities, save a note that links them and memory:5.\n"))
     assert (git(kb.root, "rev-parse", "HEAD"), (kb.root / "memories" / "5.yaml").read_bytes()) == (head, before)
     # Its other fields still change.
     assert invoke_cli("--kb", kb.root, "update", "5", "--description", "Paid revenue by region", check=True).returncode == 0

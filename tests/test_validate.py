@@ -718,3 +718,11 @@ def test_an_editors_leftovers_are_no_problem_and_a_copy_is_never_renamed_onto_it
     named = invoke_cli("--kb", root, "validate", "memories/3.yaml~", "memories/4.yaml.orig", cwd=root)
     assert named.stdout.splitlines()[:2] == [f"memories/3.yaml~:1: {copy.format(3)}",
                                             f"memories/4.yaml.orig:1: {copy.format(4)}"]
+    # A leftover committed is news (a stale edit in a pull request): the whole KB's check names it.
+    git(root, "add", "-f", "memories/5.yaml.bak")
+    git(root, "commit", "-q", "-m", "a backup committed")
+    assert f"memories/5.yaml.bak:1: {copy.format(5)}" in invoke_cli("--kb", root, "validate", cwd=root).stdout
+    # A copy of a memory file no memory has is to be renamed to it, not to x.yaml.yaml.
+    (memories / "50.yaml.txt").write_text("learning: x\n")
+    assert invoke_cli("--kb", root, "validate", "memories/50.yaml.txt", cwd=root).stdout.splitlines()[0] == (
+        "memories/50.yaml.txt:1: slayer-kb reads only .yaml files in memories/; rename it to 50.yaml")

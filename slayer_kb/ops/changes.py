@@ -132,9 +132,10 @@ def _query_links(memory: Memory, run: str) -> InvalidInputError:
     shell = words(memory.id)
     return InvalidInputError(
         f"Memory {memory.id} is an example query: its entities are its query's ({', '.join(memory.entities) or 'none'}) "
-        f"and change with it, so -e cannot replace them. To change them, save it again with the query changed ('{run} "
-        f"save --id {shell} --query @query.json' with its learning: a save replaces the memory whole); to link other "
-        f"entities, save a note that links them and {memory_link(memory.id)}.")
+        f"and change with it, so -e cannot replace them. To change them, change the query: edit its query: and "
+        f"entities: together ('{run} edit {shell}'), or save it again with the new query ('{run} save --id {shell} "
+        f"--query @query.json' with its learning; a save replaces the memory whole, its title and project too); to "
+        f"link other entities, save a note that links them and {memory_link(memory.id)}.")
 
 
 def _kept_times(kb: Context, memory: Memory) -> None:

@@ -77,6 +77,7 @@ from ..core.session import loads as load_session
 from ..store.config import setting
 from ..store.listing import RACY_SECONDS
 from ..store.repo import STATE_DIR, GitStore
+from ..store.tracked import untracked_leftovers
 from .inherited import inherited_as_warnings
 from .mergelinks import MergeRenames, dangling
 from .plainmerge import plain_merge_conflicts
@@ -149,16 +150,15 @@ def _catalog_root(path: Path) -> Path | None:
 
 
 def _listing(memories: Path) -> list[str]:
-    """Names in ``memories/`` to check (dot-files are not: git's and editors'), folders
-    included: every command skips them, and the files someone put in one are no memories
-    (``misplaced``); none in a folder that is a link out of the KB or no folder
-    (``unusable_folder``, reported by ``validate``)."""
+    """Names in ``memories/`` to check (not dot-files, nor an editor's leftovers git does not track),
+    folders included: every command skips them, and the files in one are no memories (``misplaced``);
+    none in a folder that is a link out of the KB or no folder (``unusable_folder``, reported)."""
     if unusable_folder(memories.parent, memories.name) is not None:
         return []
     try:
         with os.scandir(memories) as entries:
-            # An editor's leftovers come and go with each save (``is_leftover``), as the index ignores them.
-            return sorted(e.name for e in entries if not e.name.startswith(".") and not is_leftover(e.name))
+            names = sorted(e.name for e in entries if not e.name.startswith("."))
+        return sorted(set(names) - untracked_leftovers(memories, names))
     except OSError:
         return []
 
@@ -177,7 +177,7 @@ def misplaced(path: Path) -> str | None:
             of = f" of {original}" if original else ""  # renamed onto its memory: an old version over it
             return (f"is a copy{of} (an editor's backup, or one --force kept), not a memory: slayer-kb reads only "
                     f".yaml files in {folder}/; compare it with {original or 'the memory'}, then delete it")
-        return f"slayer-kb reads only .yaml files in {folder}/; rename it to {path.stem}.yaml"
+        return f"slayer-kb reads only .yaml files in {folder}/; rename it to {original or path.stem + '.yaml'}"
     return None
 
 
