@@ -263,5 +263,8 @@ def test_a_list_or_object_sent_as_json_text_is_taken_as_fastmcp_takes_it(indexed
     # A comma-separated string is still references, and text that reads as neither is refused as before.
     assert call_tool(kb, "save_memory", {"learning": "Two refs", "linked_entities": "orders.amount, shop"}).data[
         "resolved_entities"] == ["shop.orders.amount", "shop"]
+    # Nested past Python's own bound (it raised RecursionError, "Internal error in search"): text, refused as text.
+    deep = call_tool(kb, "search", {"question": "x", "entities": "[" * 3000 + "]" * 3000})
+    assert json.loads(deep.text)["warnings"][0].startswith("entity '[[[[")
     assert_refused(kb, [("search", {"question": "x", "query": "[1, 2]"}, "search: 'query' must be an object, not a list."),
                         ("search", {"question": "x", "query": '"orders"'}, "search: 'query' must be an object, not a string.")])

@@ -153,3 +153,17 @@ def test_a_link_to_a_forgotten_memory_says_what_became_of_it(indexed_example_kb:
     ):
         refused = invoke_cli("--kb", root, "save", "A note", "-e", ref)
         assert (refused.returncode, refused.stderr) == (1, f"Error: {message}\n"), ref
+
+
+def test_dashes_of_general_punctuation_are_refused_and_a_scripts_own_hyphen_kept(
+        indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """A minus sign, a fullwidth or non-breaking hyphen read as '-' (some were taken, and the
+    non-breaking one was told to use itself, U+2010); Hebrew's maqaf is part of its words."""
+    root = indexed_example_kb.root
+    for dash, name in (("\uff0d", "FULLWIDTH HYPHEN-MINUS"), ("\u2011", "NON-BREAKING HYPHEN"), ("\u2212", "MINUS SIGN"),
+                       ("\u02d7", "MODIFIER LETTER MINUS SIGN")):
+        refused = invoke_cli("--kb", root, "save", "A note", "-e", "shop", "--id", f"kb.a{dash}b")
+        assert refused.stderr == (f"Error: Memory id 'kb.a{dash}b' contains U+{ord(dash):04X} {name}, which looks like "
+                                  "'-' but names another file; use 'kb.a-b'.\n")
+    kept = invoke_cli("--kb", root, "save", "A note", "-e", "shop", "--id", "kb.\u05d0\u05be\u05d1", check=True)
+    assert kept.stdout.startswith("Saved memory kb.\u05d0\u05be\u05d1 (created)")

@@ -369,6 +369,12 @@ def check_look_alike(memory_id: str) -> None:
             f"Memory id '{memory_id}' is made of non-ASCII digits that read as the id '{plain}' "
             f"(auto ids are ASCII digits): use '{plain}', or omit the id to get an auto id."
         )
+    dash = next((ch for ch in memory_id if ch in _DASHES), None)
+    if dash is not None:
+        plain = memory_id.translate(_TO_LATIN)
+        fix = f"use '{plain}'" if plain.isascii() and is_valid_id(plain) else "use the ASCII '-'"
+        raise InvalidIdError(f"Memory id '{memory_id}' contains {_named(dash)}, which looks like '-' but names "
+                             f"another file; {fix}.")
     compatible = unicodedata.normalize("NFKC", memory_id)
     if compatible != memory_id:
         odd = next(ch for ch in memory_id if unicodedata.normalize("NFKC", ch) != ch)
@@ -380,12 +386,6 @@ def check_look_alike(memory_id: str) -> None:
             f"Memory id '{memory_id}' contains {_named(odd)}, a compatibility form (fullwidth, "
             f"ligature, superscript...) that reads as '{compatible}'; {fix}."
         )
-    dash = next((ch for ch in memory_id if ch in _DASHES), None)
-    if dash is not None:
-        plain = memory_id.translate(_TO_LATIN)
-        fix = f"use '{plain}'" if plain.isascii() and is_valid_id(plain) else "use the ASCII '-'"
-        raise InvalidIdError(f"Memory id '{memory_id}' contains {_named(dash)}, which looks like '-' but names "
-                             f"another file; {fix}.")
     for word in re.findall(r"[^\W\d_]+", memory_id):
         scripts: dict[str, str] = {}  # script -> its first letter in the word
         for ch in word:
@@ -405,9 +405,12 @@ def check_look_alike(memory_id: str) -> None:
 _LATIN_LOOKS = dict(zip(
     "аеорсухіјѕԁһӏԛԝкАВЕКМНОРСТХІЈЅУοαικνρυΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
     "aeopcyxijsdhlqwkABEKMHOPCTXIJSYoaikvpuABEZHIKMNOPTYX", strict=True))
-# Dashes drawn as the ASCII hyphen-minus (hyphens, dashes, the minus sign): pasted from a
-# document, ``kb.fiscal‐calendar`` names another file than ``kb.fiscal-calendar``.
-_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212"
+# Dashes drawn as the ASCII hyphen-minus (general punctuation's hyphens and dashes, their
+# presentation and fullwidth forms, minus signs): pasted from a document, ``kb.fiscal‐calendar``
+# names another file than ``kb.fiscal-calendar``. A script's own hyphen (Hebrew maqaf, Armenian,
+# CJK wave dashes) is part of its words, and kept.
+_DASHES = ("\u2010\u2011\u2012\u2013\u2014\u2015\u2e17\u2e1a\u2e3a\u2e3b\u2e40\ufe31\ufe32\ufe58\ufe63\uff0d"
+           "\u2212\u02d7\u2043\u2796")
 _TO_LATIN = str.maketrans({**_LATIN_LOOKS, **dict.fromkeys(_DASHES, "-")})
 
 

@@ -170,7 +170,7 @@ def _decoded(value: str, schema: dict[str, Any]) -> Any:
         return value
     try:
         decoded = json.loads(value)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past Python's own bound: text, refused as such below
         return value
     return decoded if isinstance(decoded, (list, dict)) else value
 
