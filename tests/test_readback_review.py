@@ -95,9 +95,9 @@ def test_review_with_head_behind_base_says_the_two_are_swapped(catalog_kb: Knowl
     nothing of its own, and the mistake went unsaid."""
     kb = catalog_kb
     _three(kb)
-    said = ("'HEAD~3' is an ancestor of 'HEAD', so it has no change of its own since it left it: the two are "
-            f"probably swapped (BASE first, then HEAD); run 'slayer-kb --kb {kb.root} review 'HEAD~3' HEAD' for what "
-            "'HEAD' changed since 'HEAD~3'.")
+    said = ("'HEAD~3' is an ancestor of 'HEAD', so it has no change of its own since it left it; if you meant what "
+            "'HEAD' changed since, the two are swapped (BASE first, then HEAD): run "
+            f"'slayer-kb --kb {kb.root} review 'HEAD~3' HEAD'.")
     proc = invoke_cli("--kb", kb.root, "review", "HEAD", "HEAD~3", check=True)
     assert proc.stdout == (
         "## Knowledge base changes (HEAD...HEAD~3)\n\nNo memory changed.\n\n### Warnings\n\n"

@@ -254,8 +254,8 @@ def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
         # HEAD behind BASE changed nothing since it left it: an empty review that hides the mistake.
         result.warnings.append(
             f"{shown_value(head)} is an ancestor of {shown_value(base)}, so it has no change of its own since it left "
-            f"it: the two are probably swapped (BASE first, then HEAD); run '{command(store.root)} review "
-            f"{words(head, base)}' for what {shown_value(base)} changed since {shown_value(head)}.")
+            f"it; if you meant what {shown_value(base)} changed since, the two are swapped (BASE first, then HEAD): run "
+            f"'{command(store.root)} review {words(head, base)}'.")
     paths = [store.repo_path(p) for p in (f"{MEMORIES_DIR}/", f"{SESSIONS_DIR}/", *(f"{d}/" for d in CATALOG_DIRS), PRIORITY_FILE)]
     proc = store.git("diff", "--raw", "-z", "-M", base_sha, head_sha, "--", *paths)
     head_catalog = catalog_at(store, head_sha)
