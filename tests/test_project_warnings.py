@@ -36,9 +36,11 @@ def test_session_prompt_and_capture_warn_of_a_project_like_another(example_kb: K
                  ("mem_capture_passive", {"content": LEARNINGS, "project": "Analytic"})]
         return [await session.call_tool(name, arguments) for name, arguments in calls]
 
-    for result in with_server_in_process(root, script):
-        assert not result.is_error and result.structured_content["warnings"] == [near("analytic")]
-        assert result.content[0].text.endswith(f"\nwarning: {near('analytic')}")
+    # The prompt into the session that took the project says nothing again (the review: every
+    # prompt of an agent's every turn repeated it).
+    for result, warned in zip(with_server_in_process(root, script), (True, False, True), strict=True):
+        assert not result.is_error and result.structured_content.get("warnings") == ([near("analytic")] if warned else None)
+        assert result.content[0].text.endswith(f"\nwarning: {near('analytic')}") == warned
 
     # The CLI, with another spelling: the capture above made 'analytic' a project too.
     cli_near = near("analytcs", "'analytics', 'analytic'")
@@ -47,7 +49,9 @@ def test_session_prompt_and_capture_warn_of_a_project_like_another(example_kb: K
         0, f'Session "s-cli" started for project "analytcs"\nwarning: {cli_near}\n')
     prompt = invoke_cli("--kb", root, "save-prompt", "Why are refunds late?", "--session", "s-cli",
                         "--project", "Analytcs")
-    assert (prompt.returncode, prompt.stdout) == (0, f'Prompt saved: "Why are refunds late?"\nwarning: {cli_near}\n')
+    assert (prompt.returncode, prompt.stdout) == (0, 'Prompt saved: "Why are refunds late?"\n')
+    made = invoke_cli("--kb", root, "save-prompt", "Why?", "--session", "s-new", "--project", "Analytcs")
+    assert (made.returncode, made.stdout) == (0, f'Prompt saved: "Why?"\nwarning: {cli_near}\n')  # it makes the session
     captured = invoke_cli("--kb", root, "--json", "capture-passive", LEARNINGS.replace("asked for", "requested"),
                           "--project", "Analytcs")
     assert json_of(captured)["warnings"] == [cli_near]
@@ -57,6 +61,10 @@ def test_session_prompt_and_capture_warn_of_a_project_like_another(example_kb: K
     kept = json_of(invoke_cli("--kb", root, "--json", "session-start", "s-ok", "--project", "analytix"))
     assert kept["warnings"] == ["session 's-ok' exists with project 'analytics', which it keeps: the project given "
                                 "('analytix') is not used; give another session id for a session of its own"]
+    # A prompt naming a project its session has not says it, as the prompt records that project.
+    other = invoke_cli("--kb", root, "save-prompt", "Why?", "--session", "s-ok", "--project", "Analytix")
+    assert (other.returncode, other.stdout.split(" looks like")[0]) == (
+        0, 'Prompt saved: "Why?"\nwarning: New project \'analytix\'')
 
 
 def test_a_blank_project_starts_no_session(example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:

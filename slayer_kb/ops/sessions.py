@@ -312,9 +312,11 @@ def save_prompt(kb: Context, content: Any, session_id: Any = None, project: Any 
     warnings: list[str] = []
     content = _cut_prompt(engram.redact_private(content), kb.max_content, "content", warnings)
     with kb.transaction(sync=project is not None) as tx:  # as start's
-        warnings += project_warnings(kb, project)
         now = utc_now()
         session, made = ensure(tx, session_id, project, now=now)
+        if project and (made or project != session.project):
+            # Said once: where the session takes the project, or the prompt names another.
+            warnings += project_warnings(kb, project)
         if not made:  # a change ``ensure`` makes is checked there
             tx.require_committed(session.path)
         prompt = Prompt(now, content, project if project and project != session.project else None)
