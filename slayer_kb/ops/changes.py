@@ -145,7 +145,7 @@ def _kept_times(kb: Context, memory: Memory) -> None:
     path, run = memory_path(memory.id), command(kb.root)
     kept_times(kb.root, path, functools.partial(memory_times, data=memory.to_dict()),
                f"Edit {shown(kb.root / path)} (or run '{run} edit {words(memory.id)}', which checks it on close), "
-               "then retry.", f"Edit {path} to fix it, then retry.")
+               "then retry.", f"Edit {shown(kb.root / path)} to fix it, then retry.")
 
 
 def _deleted_already(memory: Memory, run: str) -> NotFoundError:
