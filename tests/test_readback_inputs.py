@@ -80,6 +80,10 @@ def test_a_memorys_id_given_as_an_entity_names_the_link_to_write(example_kb_read
     ):
         refused = invoke_cli("--kb", root, "save", "A note", "-e", ref)
         assert (refused.returncode, refused.stderr) == (1, f"Error: {message}\n"), ref
+    # search is lenient: the reference is dropped, with the same words.
+    found = json_of(invoke_cli("--kb", root, "--json", "search", "-e", "12"))
+    assert found["warnings"][0] == f"entity '12' dropped: '12' {segment} A memory has id '12': to link it, write memory:12."
+
 
 
 def test_an_id_with_a_dash_that_only_looks_like_a_hyphen_is_refused_and_named(

@@ -20,7 +20,7 @@ from ..core.errors import (
     ReferenceFormError,
     ResolutionError,
 )
-from ..core.ids import check_link_id, latin_spelling, looks_latin, no_memory
+from ..core.ids import check_link_id, is_valid_id, latin_spelling, looks_latin, no_memory
 from ..core.locate import linked_id, memory_link
 from ..core.text import kind_of, shown_value
 from . import suggest
@@ -87,11 +87,19 @@ class Resolver:
             try:
                 entity = self.resolve(ref).entity
             except KBError as exc:
-                warnings.append(f"entity {shown_value(ref)} dropped: {exc}")
+                warnings.append(f"entity {shown_value(ref)} dropped: {exc}{self.link_meant(ref)}")
                 continue
             if entity not in kept:
                 kept.append(entity)
         return kept
+
+    def link_meant(self, ref: str) -> str:
+        """For a reference refused that is a memory's id (``12`` for ``memory:12``): the sentence
+        naming the link to write, to follow the refusal; else ``""``."""
+        memory_id = ref.strip() if isinstance(ref, str) else ""
+        if not memory_id or not is_valid_id(memory_id) or not self.memory_exists(memory_id):
+            return ""
+        return f" A memory has id '{memory_id}': to link it, write {memory_link(memory_id)}."
 
     def candidates(self, name: str) -> list[str]:
         """The catalog entities a name written in free text may mean: the one it resolves to, or,

@@ -31,7 +31,7 @@ from ..core.errors import (
 from ..core.fileio import NotRegularFile, TooLarge, read_regular
 from ..core.ids import check_existing_id, check_link_id, is_valid_id, no_memory
 from ..core.inputs import checked_learning
-from ..core.locate import MEMORIES_DIR, MEMORY_LINK, linked_id, memory_path
+from ..core.locate import MEMORIES_DIR, linked_id, memory_path
 from ..core.memory import MAX_FILE_BYTES, Memory, loads, too_large
 from ..core.merging import folded_by
 from ..core.problems import command, shown, words
@@ -87,10 +87,8 @@ class Context(Parts):
                     self.check_gone(linked)  # a link to a memory a commit took away: what became of it, as get says
                 raise
             except ResolutionError as exc:
-                if is_valid_id(ref.strip()) and self.memory_exists(ref.strip()):
-                    # A memory's id given as an entity ('12'): SLayer's refusal, then the link meant.
-                    raise ResolutionError(f"{exc} A memory has id '{ref.strip()}': to link it, write "
-                                          f"{MEMORY_LINK}{ref.strip()}.", exc.suggestions) from None
+                if meant := resolver.link_meant(ref):  # a memory's id given as an entity ('12'): SLayer's refusal first
+                    raise ResolutionError(f"{exc}{meant}", exc.suggestions) from None
                 broken = [problem for problem in self.catalog.problems if problem.skipped]
                 if not broken:
                     raise
