@@ -3,6 +3,8 @@ the fix, and nothing is written (an adversarial read-back pass)."""
 
 from __future__ import annotations
 
+import yaml
+
 from slayer_kb import KnowledgeBase
 from slayer_kb.mcp.tools import call_tool
 from testing import CliRunner, git, json_of
@@ -171,3 +173,21 @@ def test_dashes_of_general_punctuation_are_refused_and_a_scripts_own_hyphen_kept
                                   "'-' but names another file; use 'kb.a-b'.\n")
     kept = invoke_cli("--kb", root, "save", "A note", "-e", "shop", "--id", "kb.\u05d0\u05be\u05d1", check=True)
     assert kept.stdout.startswith("Saved memory kb.\u05d0\u05be\u05d1 (created)")
+
+
+def test_restore_of_a_renamed_id_names_the_id_it_has_now(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """``restore rg --rev REV`` after ``rename rg rg2`` brought the old version back as rg beside
+    rg2: a second copy of one memory, which validate passed (save --id rg is refused)."""
+    root = indexed_example_kb.root
+    invoke_cli("--kb", root, "save", "First text of rg", "--id", "rg", "-e", "shop.orders", check=True)
+    invoke_cli("--kb", root, "update", "rg", "--learning", "Second text of rg", check=True)
+    invoke_cli("--kb", root, "rename", "rg", "rg2", check=True)
+    renamed = git(root, "rev-parse", "--short=12", "HEAD").strip()
+    refused = invoke_cli("--kb", root, "restore", "rg", "--rev", "HEAD~2")
+    assert (refused.returncode, refused.stderr) == (1, (
+        f"Error: Memory id 'rg' was renamed to 'rg2' (commit {renamed}): restored under 'rg', this version would be a "
+        f"second copy of that memory. Restore it under the id it has now: 'slayer-kb --kb {root} restore rg2 --rev "
+        "'HEAD~2'' (its history follows the rename).\n"))
+    assert not (root / "memories" / "rg.yaml").exists()
+    invoke_cli("--kb", root, "restore", "rg2", "--rev", "HEAD~2", check=True)
+    assert yaml.safe_load((root / "memories" / "rg2.yaml").read_text())["learning"] == "First text of rg"

@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from ..catalog.catalog import Catalog
-from ..core.errors import InvalidInputError, MemoryFileError, NotFoundError
+from ..core.errors import InvalidIdError, InvalidInputError, MemoryFileError, NotFoundError
 from ..core.fileio import NotRegularFile, not_a_file, read_regular
 from ..core.ids import check_existing_id, id_sort_key, meant_id, no_memory
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
@@ -192,6 +192,12 @@ def restore_revision(kb: Context, memory_id: str, rev: str) -> RestoreResult:
         if kept != memory.entities:
             text = with_entities(text, memory, kept)
         tx.check_new_id(memory_id)
+        if not kb.memory_exists(memory_id) and (went := kb.renamed_to(memory_id)) is not None:
+            # Under its old id it would be a second copy of the memory the rename moved on.
+            raise InvalidIdError(
+                f"Memory id '{memory_id}' was renamed to '{went[0]}' (commit {went[1][:12]}): restored under "
+                f"'{memory_id}', this version would be a second copy of that memory. Restore it under the id it has "
+                f"now: '{command(kb.root)} restore {words(went[0], '--rev', rev)}' (its history follows the rename).")
         change = memory_change(memory, text)
         assert change.data is not None
         head = tx.head()
