@@ -197,13 +197,31 @@ def test_delete_leaf_cuts_only_the_lines_of_that_item(cascade_kb: KnowledgeBase)
     assert path.read_text() == without_agg.replace("- {name: cost, sql: cost, type: DOUBLE}\n", "")
 
 
-def test_emptying_a_flow_list_rewrites_the_file(cascade_kb: KnowledgeBase) -> None:
-    # priority: [shop] is a one-item flow list: the file is dumped again from its data.
+def test_a_flow_priority_list_loses_only_the_item(cascade_kb: KnowledgeBase) -> None:
+    # A flow list: the item and the comma before it go, the rest of the file as it was.
     root = cascade_kb.root
     (root / "priority.yaml").write_text("priority: [wh, shop]\n")
     commit_all(root, "flow priority")
     cascade.delete_datasource(KnowledgeBase(root), "shop")
     assert (root / "priority.yaml").read_text() == "priority: [wh]\n"
+
+
+def test_a_flow_list_loses_only_the_item_its_comments_and_values_kept(cascade_kb: KnowledgeBase) -> None:
+    """A model whose columns are a flow list: delete-leaf dumped the whole file again from its data,
+    dropping every comment and writing back what the loader read (``{yes: no, on: off, ver: 1.10}``
+    became ``{true: false, ver: 1.1}``: two keys one, a version a number). Only the item goes."""
+    root = cascade_kb.root
+    path = root / "models" / "shop" / "flow.yaml"
+    text = ("# kept by hand\nname: flow\nsql_table: flow  # the table\n"
+            "columns: [{name: id, type: INT}, {name: gone, type: INT},  # inline\n  {name: last, type: TEXT}]\n"
+            "meta: {yes: no, on: off, ver: 1.10}\n")
+    path.write_text(text)
+    commit_all(root, "a flow-style model")
+    cascade.delete_leaf(KnowledgeBase(root), "shop.flow.gone")
+    assert path.read_text() == text.replace("{name: gone, type: INT},  # inline\n  ", "")
+    cascade.delete_leaf(KnowledgeBase(root), "shop.flow.last")
+    assert path.read_text() == text.replace("{name: gone, type: INT},  # inline\n  ", "").replace(
+        ", {name: last, type: TEXT}", "")
 
 
 def test_forget_strips_exactly_memory_x(cascade_kb: KnowledgeBase, invoke_cli) -> None:

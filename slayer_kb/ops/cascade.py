@@ -452,16 +452,46 @@ def _priority_without(path: Path, name: str) -> str | None:
 
 
 def _without_item(text: str, data: Any, keys: tuple[str, ...], index: int) -> str:
-    """``text`` without item ``index`` of the list at ``keys``: only that item's lines go when
-    that gives exactly the expected data, else the whole file is dumped again."""
+    """``text`` without item ``index`` of the list at ``keys``: only that item's text goes (its
+    lines in a block list, its span in a flow list ``[a, b]``) when that gives exactly the expected
+    data, else the whole file is dumped again. The dump is the last resort: it drops the file's
+    comments and layout, and writes back what the loader read (``on: off`` as ``true: false``)."""
     expected = _removed(data, keys, index)
-    candidate = _cut_lines(text, keys, index)
-    if candidate is not None:
-        with contextlib.suppress(yaml.YAMLError):
-            if yamlio.load(candidate) == expected:
-                return candidate
+    for cut in (_cut_lines, _cut_span):
+        candidate = cut(text, keys, index)
+        if candidate is not None:
+            with contextlib.suppress(yaml.YAMLError):
+                if yamlio.load(candidate) == expected:
+                    return candidate
     return yaml.dump(expected, Dumper=_DUMPER, sort_keys=False, allow_unicode=True,
                      default_flow_style=None)
+
+
+def _sequence_at(text: str, keys: tuple[str, ...]) -> tuple[yaml.SequenceNode | None, yaml.Node | None]:
+    """The list node at ``keys`` in ``text`` and its key's node (None, None: not a list)."""
+    node = yamlio.compose(text)
+    key_node = None
+    for key in keys:
+        if not isinstance(node, yaml.MappingNode):
+            return None, None
+        key_node, node = next(((k, v) for k, v in node.value if k.value == key), (None, None))
+    return (node, key_node) if isinstance(node, yaml.SequenceNode) else (None, None)
+
+
+def _cut_span(text: str, keys: tuple[str, ...], index: int) -> str | None:
+    """``text`` without item ``index`` of a flow list (``columns: [{name: a}, {name: b}]``): its
+    characters and the comma that parts it from the next item (the last: from the one before)."""
+    node, _key = _sequence_at(text, keys)
+    if node is None or not node.flow_style:
+        return None
+    items = node.value
+    if index + 1 < len(items):
+        start, end = items[index].start_mark.index, items[index + 1].start_mark.index
+    elif index > 0:
+        start, end = items[index - 1].end_mark.index, items[index].end_mark.index
+    else:
+        start, end = items[index].start_mark.index, items[index].end_mark.index
+    return text[:start] + text[end:]
 
 
 def _removed(data: Any, keys: tuple[str, ...], index: int) -> Any:
@@ -471,13 +501,8 @@ def _removed(data: Any, keys: tuple[str, ...], index: int) -> Any:
 
 
 def _cut_lines(text: str, keys: tuple[str, ...], index: int) -> str | None:
-    node = yamlio.compose(text)
-    key_node = None
-    for key in keys:
-        if not isinstance(node, yaml.MappingNode):
-            return None
-        key_node, node = next(((k, v) for k, v in node.value if k.value == key), (None, None))
-    if not isinstance(node, yaml.SequenceNode) or node.flow_style:
+    node, key_node = _sequence_at(text, keys)
+    if node is None or node.flow_style:
         return None
     item = node.value[index]
     start = item.start_mark.line
