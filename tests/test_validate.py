@@ -722,6 +722,15 @@ def test_an_editors_leftovers_are_no_problem_and_a_copy_is_never_renamed_onto_it
     git(root, "add", "-f", "memories/5.yaml.bak")
     git(root, "commit", "-q", "-m", "a backup committed")
     assert f"memories/5.yaml.bak:1: {copy.format(5)}" in invoke_cli("--kb", root, "validate", cwd=root).stdout
+    # SLayer's files left beside what import-slayer made of them, or not imported (a rename would
+    # put front matter where YAML is read): compare and delete, or import; never rename.
+    (memories / "1.md").write_text("---\nid: '1'\n---\n\nA note\n")
+    (memories / "99.md").write_text("---\nid: '99'\n---\n\nA note\n")
+    assert invoke_cli("--kb", root, "validate", "memories/1.md", "memories/99.md", cwd=root).stdout.splitlines()[:2] == [
+        "memories/1.md:1: is SLayer's file of memory 1, which 1.yaml holds: slayer-kb reads only .yaml files in "
+        "memories/; compare the two, then delete it",
+        "memories/99.md:1: is a SLayer memory file, which slayer-kb does not read (a rename would not convert it): "
+        "bring it in with 'slayer-kb import-slayer FOLDER' (the folder holding memories/), then delete it"]
     # A copy of a memory file no memory has is to be renamed to it, not to x.yaml.yaml.
     (memories / "50.yaml.txt").write_text("learning: x\n")
     assert invoke_cli("--kb", root, "validate", "memories/50.yaml.txt", cwd=root).stdout.splitlines()[0] == (

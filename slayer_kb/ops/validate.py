@@ -54,7 +54,7 @@ from ..core.engram import title_problem
 from ..core.errors import InvalidIdError, KBError, MemoryFileError, ResolutionError
 from ..core.fileio import NotRegularFile, TooLarge, not_a_file, read_regular, unusable_folder
 from ..core.ids import check_id, check_new_id, fold_id, free_variant
-from ..core.locate import is_leftover, linked_id, memory_link
+from ..core.locate import linked_id, memory_link
 from ..core.memory import (
     MAX_FILE_BYTES,
     TIME_KEYS,
@@ -80,6 +80,7 @@ from ..store.repo import STATE_DIR, GitStore
 from ..store.tracked import untracked_leftovers
 from .inherited import inherited_as_warnings
 from .mergelinks import MergeRenames, dangling
+from .misplaced import misplaced
 from .plainmerge import plain_merge_conflicts
 from .queryproblem import QueryProblem, query_problem, reported
 from .schema_words import item_line, memory_problems, read_times, session_problems
@@ -161,24 +162,6 @@ def _listing(memories: Path) -> list[str]:
         return sorted(set(names) - untracked_leftovers(memories, names))
     except OSError:
         return []
-
-
-def misplaced(path: Path) -> str | None:
-    """Why ``path`` in ``memories/`` or ``sessions/`` is no memory or session file by its kind or
-    name alone: a folder (whose files every command skips, silently: a memory moved into
-    ``memories/team/`` vanished from search while validate said nothing), or not ``.yaml``."""
-    folder = path.parent.name
-    if path.is_dir() and not path.is_symlink() and path.suffix != ".yaml":
-        return (f"is a folder; slayer-kb reads only the .yaml files directly in {folder}/, none in a folder: move "
-                f"its files up into {folder}/, or the folder out of {folder}/")
-    if path.suffix != ".yaml":
-        original = path.name.partition(".yaml")[0] + ".yaml" if ".yaml" in path.name else None
-        if is_leftover(path.name) or original is not None and (path.parent / original).exists():
-            of = f" of {original}" if original else ""  # renamed onto its memory: an old version over it
-            return (f"is a copy{of} (an editor's backup, or one --force kept), not a memory: slayer-kb reads only "
-                    f".yaml files in {folder}/; compare it with {original or 'the memory'}, then delete it")
-        return f"slayer-kb reads only .yaml files in {folder}/; rename it to {original or path.stem + '.yaml'}"
-    return None
 
 
 def expand(target: _Target) -> None:
