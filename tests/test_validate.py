@@ -735,3 +735,21 @@ def test_an_editors_leftovers_are_no_problem_and_a_copy_is_never_renamed_onto_it
     (memories / "50.yaml.txt").write_text("learning: x\n")
     assert invoke_cli("--kb", root, "validate", "memories/50.yaml.txt", cwd=root).stdout.splitlines()[0] == (
         "memories/50.yaml.txt:1: slayer-kb reads only .yaml files in memories/; rename it to 50.yaml")
+
+
+def test_fmt_of_a_catalog_file_formats_no_memory(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """``fmt models/shop/orders.yaml`` (pre-commit names a commit's catalog files so) rewrote every
+    memory of the KB not in canonical form, a file the user had not named among them, its comment
+    dropped; validate of it still checks them all (a catalog change can break any memory)."""
+    root = indexed_example_kb.root
+    memory = root / "memories" / "11.yaml"
+    edited = memory.read_text().replace("learning: ", "# a comment of mine\nlearning: ", 1)
+    memory.write_text(edited)
+    commit_all(root, "a comment by hand")
+    formatted = invoke_cli("--kb", root, "fmt", "models/shop/orders.yaml", cwd=root)
+    assert (formatted.returncode, memory.read_text()) == (0, edited), formatted.stdout
+    checked = invoke_cli("--kb", root, "validate", "models/shop/orders.yaml", cwd=root)
+    assert "memories/11.yaml:1: not in canonical form" in checked.stdout
+    # Named with the catalog file, a memory is formatted.
+    invoke_cli("--kb", root, "fmt", "models/shop/orders.yaml", "memories/11.yaml", cwd=root, check=True)
+    assert memory.read_text() != edited

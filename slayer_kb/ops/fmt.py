@@ -27,6 +27,8 @@ def fmt(paths: Sequence[Path], check: bool = False, opened: GitStore | None = No
     """
     report = Report()
     for target in targets(paths, report.problems).values():
+        # A catalog file named (pre-commit's way) asks validate for every memory, fmt for none of them.
+        target.everything = target.everything and (target.folder or not target.hook)
         expand(target)
         crlf = converts_crlf(target.root)
         with _locked(target.root, enabled=not check, opened=opened):

@@ -102,6 +102,7 @@ class _Target:
     files: dict[Path, str] = field(default_factory=dict)  # absolute path -> shown path
     everything: bool = False
     hook: bool = False  # a catalog file named, as pre-commit names a commit's: inherited.py
+    folder: bool = False  # a folder named (not only a catalog file): every file of it was asked for
 
 
 def targets(paths: Sequence[Path], problems: list[Problem]) -> dict[Path, _Target]:
@@ -115,12 +116,12 @@ def targets(paths: Sequence[Path], problems: list[Problem]) -> dict[Path, _Targe
         path = given.absolute()
         if path.is_dir():
             if path.name == MEMORIES:
-                target(path.parent).everything = True
+                target(path.parent).everything = target(path.parent).folder = True
             elif path.name == SESSIONS_DIR:
                 for name in _listing(path):
                     target(path.parent).files[path / name] = str(given / name)
             elif (path / MEMORIES).is_dir() or (path / "datasources").is_dir():
-                target(path).everything = True
+                target(path).everything = target(path).folder = True
             else:
                 problems.append(Problem(str(given), 1, "not a knowledge base or memories folder"))
         elif path.parent.name == MEMORIES:
