@@ -151,6 +151,10 @@ def _slayer_rows(folder: Path, result: ImportResult) -> list[tuple[str, dict[str
     in ``result``, as a memory that cannot be taken is (one such file refused the whole import)."""
     rows: list[tuple[str, dict[str, Any]]] = []
     memories = folder / "memories"
+    if memories.is_dir() and (target := outside(folder, memories)):
+        # Each file's own link is checked below; a linked folder leads its plain files out too.
+        raise _OutsideLink(f"{memories} is a symlink to {target}, outside {folder}: slayer-kb imports only the "
+                           "folder's own files. Replace the link with a copy of the folder, or remove it, then retry.")
     if memories.is_dir():
         for path in sorted(memories.glob("*.md")):
             try:

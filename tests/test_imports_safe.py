@@ -1,0 +1,34 @@
+"""import-slayer and import-engram lose nothing: no file read from outside the folder, no work
+overwritten, no memory a sync moved replaced, no bad row a traceback, no id used twice."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from slayer_kb import KnowledgeBase
+from slayer_kb.core.errors import InvalidInputError
+from slayer_kb.ops.interchange import import_slayer
+from testing import git
+
+
+def slayer_file(memory_id: str, body: str) -> str:
+    return f"---\nid: '{memory_id}'\ncreated_at: '2026-01-01T00:00:00Z'\n---\n\n{body}\n"
+
+
+def test_a_memories_folder_linked_out_of_the_folder_is_refused(catalog_kb: KnowledgeBase, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "sec"
+    elsewhere.mkdir()
+    (elsewhere / "1.md").write_text(slayer_file("1", "PRIVATE KEY"))
+    folder = tmp_path / "s"
+    folder.mkdir()
+    (folder / "memories").symlink_to(elsewhere)
+    before = git(catalog_kb.root, "rev-parse", "HEAD")
+    with pytest.raises(InvalidInputError) as info:
+        import_slayer(catalog_kb, folder)
+    assert str(info.value) == (
+        f"{folder / 'memories'} is a symlink to {elsewhere}, outside {folder}: slayer-kb imports only the folder's "
+        "own files. Replace the link with a copy of the folder, or remove it, then retry.")
+    assert git(catalog_kb.root, "rev-parse", "HEAD") == before
+    assert not catalog_kb.memory_exists("1")
