@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.core.errors import InvalidInputError
+from slayer_kb.core.errors import ConflictError, InvalidInputError
 from slayer_kb.ops.interchange import import_slayer
 from testing import git
 
@@ -32,3 +32,27 @@ def test_a_memories_folder_linked_out_of_the_folder_is_refused(catalog_kb: Knowl
         "own files. Replace the link with a copy of the folder, or remove it, then retry.")
     assert git(catalog_kb.root, "rev-parse", "HEAD") == before
     assert not catalog_kb.memory_exists("1")
+
+
+@pytest.mark.parametrize("staged", [False, True])
+def test_an_edit_not_committed_is_never_overwritten(catalog_kb: KnowledgeBase, tmp_path: Path, staged: bool) -> None:
+    kb = catalog_kb
+    kb.save_memory("The committed text of memory one, long enough to stand alone.", ["orders.amount"], id="1")
+    path = kb.root / "memories" / "1.yaml"
+    edited = path.read_text().replace("The committed text", "My own edit, not committed yet,")
+    path.write_text(edited)
+    if staged:
+        git(kb.root, "add", "memories/1.yaml")
+    folder = tmp_path / "s"
+    (folder / "memories").mkdir(parents=True)
+    (folder / "memories" / "1.md").write_text(slayer_file("1", "The imported text"))
+    (folder / "memories" / "2.md").write_text(slayer_file("2", "Another imported memory"))
+    before = git(kb.root, "rev-parse", "HEAD")
+    with pytest.raises(ConflictError) as info:
+        import_slayer(kb, folder)
+    with pytest.raises(ConflictError) as saved:
+        kb.save_memory("a save to the id", ["orders.amount"], id="1")
+    assert str(info.value) == str(saved.value)
+    assert "memories/1.yaml has changes that are not committed" in str(info.value)
+    assert path.read_text() == edited and not path.with_name("1.yaml.orig").exists()
+    assert git(kb.root, "rev-parse", "HEAD") == before and not kb.memory_exists("2")

@@ -24,7 +24,8 @@ Decisions:
   that too.
 - Ids and ``created_at`` are kept. An id that already exists in the KB is replaced (re-importing a
   folder brings its updates; git keeps the old version for ``restore --rev``); an identical memory
-  is skipped. Entities are resolved against the KB's catalog (and the ids being imported);
+  is skipped; one whose file holds an edit not committed (staged or not) refuses the whole import,
+  nothing written, as a save to it does (``Transaction.require_committed``). Entities are resolved against the KB's catalog (and the ids being imported);
   one that does not resolve is dropped with a warning, as SLayer ignores stale tags at retrieval.
   Unknown front matter keys are dropped with a warning. A title is taken as a save takes it
   (``engram.given_title``: private spans redacted, trimmed; one with nothing visible is none; an
@@ -66,7 +67,7 @@ from ..core.errors import InvalidIdError, InvalidInputError, KBError, StoreError
 from ..core.fileio import outside
 from ..core.ids import case_conflict, check_new_id
 from ..core.inputs import check_folder_named, check_unicode, given_folder, given_text, read_given_file
-from ..core.locate import MEMORIES_DIR
+from ..core.locate import MEMORIES_DIR, memory_path
 from ..core.memory import FIELD_NAMES, KEY_ORDER, MAX_FILE_BYTES, Memory, dumps, loads, utc_now
 from ..core.results import ExportResult, ImportResult
 from ..core.session import SESSIONS_DIR, check_session_id
@@ -286,6 +287,8 @@ def import_slayer(kb: Context, folder: str | Path) -> ImportResult:
                 result.replaced.append(memory.id)
             else:
                 result.imported.append(memory.id)
+            # A hand edit of the file, staged or not, is the person's work: refused as a save's is.
+            tx.require_committed(memory_path(memory.id))
             result.warnings.extend(taken)
             changes.append(memory_change(memory, text))
         if changes:
