@@ -10,7 +10,7 @@ import pytest
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import ConflictError, InvalidInputError
 from slayer_kb.ops.interchange import import_slayer
-from testing import git
+from testing import counted_apart, git
 
 
 def slayer_file(memory_id: str, body: str) -> str:
@@ -56,3 +56,30 @@ def test_an_edit_not_committed_is_never_overwritten(catalog_kb: KnowledgeBase, t
     assert "memories/1.yaml has changes that are not committed" in str(info.value)
     assert path.read_text() == edited and not path.with_name("1.yaml.orig").exists()
     assert git(kb.root, "rev-parse", "HEAD") == before and not kb.memory_exists("2")
+
+
+def test_an_id_a_renumber_moved_is_skipped(catalog_kb: KnowledgeBase, invoke_cli, tmp_path: Path) -> None:
+    """This clone's memory 2 became 4 (renumber onto main, whose 2 is a teammate's): importing a
+    memory 2 replaced the teammate's, as a save to 2 would; it is skipped, naming the fix."""
+    kb = catalog_kb
+    main = git(kb.root, "symbolic-ref", "--short", "HEAD").strip()
+    assert kb.save_memory("Shared base note", ["orders.amount"]).memory_id == "1"
+    git(kb.root, "switch", "-q", "-c", "feature")
+    assert kb.save_memory("Feature: status values", ["orders.status"]).memory_id == "2"
+    other = kb.root.parent / "main-worktree"
+    git(kb.root, "worktree", "add", "-q", str(other), main)
+    counted_apart(other)
+    assert KnowledgeBase(other).save_memory("Main: refunds, a teammate's", ["orders.refunds"]).memory_id == "2"
+    invoke_cli("--kb", kb.root, "renumber", "--onto", main, check=True)
+    git(kb.root, "merge", "-q", "--no-edit", main)
+    with pytest.raises(ConflictError) as refused:
+        kb.get("2")
+    folder = tmp_path / "s"
+    (folder / "memories").mkdir(parents=True)
+    (folder / "memories" / "2.md").write_text(slayer_file("2", "The imported text for two"))
+    (folder / "memories" / "9.md").write_text(slayer_file("9", "Another imported memory"))
+    result = import_slayer(kb, folder)
+    assert result.imported == ["9"] and result.replaced == [] and result.skipped == 1
+    assert result.warnings == [f"{folder / 'memories' / '2.md'}: {str(refused.value).removesuffix('.')}; skipped."]
+    assert "renumber --accept 2' first" in result.warnings[0]
+    assert "learning: 'Main: refunds, a teammate''s'" in (kb.root / "memories" / "2.yaml").read_text()

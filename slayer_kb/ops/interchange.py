@@ -25,7 +25,9 @@ Decisions:
 - Ids and ``created_at`` are kept. An id that already exists in the KB is replaced (re-importing a
   folder brings its updates; git keeps the old version for ``restore --rev``); an identical memory
   is skipped; one whose file holds an edit not committed (staged or not) refuses the whole import,
-  nothing written, as a save to it does (``Transaction.require_committed``). Entities are resolved against the KB's catalog (and the ids being imported);
+  nothing written, as a save to it does (``Transaction.require_committed``). A memory whose id a
+  sync or renumber moved on this clone (``Context.check_not_moved``: the id names a teammate's
+  memory now) is skipped with that refusal's message and fix, the rest imported. Entities are resolved against the KB's catalog (and the ids being imported);
   one that does not resolve is dropped with a warning, as SLayer ignores stale tags at retrieval.
   Unknown front matter keys are dropped with a warning. A title is taken as a save takes it
   (``engram.given_title``: private spans redacted, trimmed; one with nothing visible is none; an
@@ -63,7 +65,7 @@ import yaml
 from ..catalog.resolve import Resolver
 from ..catalog.slayerquery import check_query
 from ..core import engram, nesting, problems, yamlio
-from ..core.errors import InvalidIdError, InvalidInputError, KBError, StoreError, os_fix
+from ..core.errors import ConflictError, InvalidIdError, InvalidInputError, KBError, StoreError, os_fix
 from ..core.fileio import outside
 from ..core.ids import case_conflict, check_new_id
 from ..core.inputs import check_folder_named, check_unicode, given_folder, given_text, read_given_file
@@ -247,21 +249,27 @@ def import_slayer(kb: Context, folder: str | Path) -> ImportResult:
     if not folder.is_dir():
         raise InvalidInputError(f"{folder} is not a folder; give a SLayer storage folder.")
     result = ImportResult(str(folder))
-    parsed: list[tuple[Memory, list[str]]] = []
+    parsed: list[tuple[str, Memory, list[str]]] = []
     for where, row in _slayer_rows(folder, result):
         taken: list[str] = []
         try:
-            parsed.append((_memory_from_row(where, row, taken), taken))
+            parsed.append((where, _memory_from_row(where, row, taken), taken))
         except KBError as exc:
             result.skipped += 1
             result.warnings.append(f"{exc} (skipped)")
-    incoming = {m.id for m, _ in parsed}
+    incoming = {m.id for _, m, _ in parsed}
     with kb.transaction() as tx:
         existing = set(kb.memory_ids())
         resolver = Resolver(kb.catalog, memory_exists=lambda i: i in incoming or kb.memory_exists(i))
         changes: list[Change] = []
         renamed = kb.renamed_ids() if incoming - existing else set()
-        for memory, taken in parsed:
+        for where, memory, taken in parsed:
+            try:  # the id names a teammate's memory here now: replacing it would lose theirs
+                kb.check_not_moved(memory.id)
+            except ConflictError as exc:
+                result.skipped += 1
+                result.warnings.append(f"{where}: {str(exc).removesuffix('.')}; skipped.")
+                continue
             went = kb.renamed_to(memory.id, renamed=renamed) if memory.id not in existing else None
             if went is not None:
                 # Agents told the id, and links to it, mean the renamed memory: not another's.
