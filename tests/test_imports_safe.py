@@ -83,3 +83,26 @@ def test_an_id_a_renumber_moved_is_skipped(catalog_kb: KnowledgeBase, invoke_cli
     assert result.warnings == [f"{folder / 'memories' / '2.md'}: {str(refused.value).removesuffix('.')}; skipped."]
     assert "renumber --accept 2' first" in result.warnings[0]
     assert "learning: 'Main: refunds, a teammate''s'" in (kb.root / "memories" / "2.yaml").read_text()
+
+
+def test_a_row_without_a_text_id_is_skipped_naming_the_fix(catalog_kb: KnowledgeBase, tmp_path: Path) -> None:
+    folder = tmp_path / "old-slayer"
+    (folder / "memories").mkdir(parents=True)
+    (folder / "memories" / "5.md").write_text("---\nid: 0x1F\ncreated_at: '2026-01-01T00:00:00Z'\n---\n\nHex id\n")
+    rows = ["", "id:\n  ", "id: true\n  ", "id: 010\n  ", "id: '010'\n  "]
+    (folder / "memories.yaml").write_text("".join(
+        f"- {row}learning: Row {n}\n  created_at: '2026-01-01T00:00:00Z'\n" for n, row in enumerate(rows)))
+    listing = folder / "memories.yaml"
+    result = import_slayer(catalog_kb, folder)
+    assert result.imported == ["010"] and result.skipped == 5, result
+    quote = "not text: YAML reads an unquoted id by its form (010 as 8, 0x1F as 31, true as a boolean). Quote the " \
+            "id as the file means it (id: '010') to import it. (skipped)"
+    assert result.warnings == [
+        f"{folder / 'memories' / '5.md'}: the id is a number (31), {quote}",
+        f"{listing}[0]: the memory has no id; give it one, quoted (id: '42'), to import it. (skipped)",
+        f"{listing}[1]: the memory has no id; give it one, quoted (id: '42'), to import it. (skipped)",
+        f"{listing}[2]: the id is a boolean (True), {quote}",
+        f"{listing}[3]: the id is a number (8), {quote}",
+    ]
+    assert catalog_kb.get("010").to_dict()["learning"] == "Row 4"
+    assert not any(catalog_kb.memory_exists(i) for i in ("31", "True", "8", "None"))

@@ -36,7 +36,8 @@ Decisions:
   record to take it is said only of a memory it writes, under the id that memory got. A memory whose query is not a SlayerQuery
   that SLayer 1.4.1 would take (``slayerquery.check_query``, as for a save) is skipped with a warning,
   as is a file that cannot be read or parsed (not UTF-8, no front matter, not a regular file) or
-  whose id no file may have, or a new memory's id a ``rename`` moved (``Context.renamed_to``: its
+  whose id is missing or not text (an unquoted ``010`` is YAML's 8: the file is told to quote it) or
+  no file may have, or a new memory's id a ``rename`` moved (``Context.renamed_to``: its
   links and the agents told it mean the renamed memory); a link out of the folder refuses the
   whole import.
 - ``export-slayer`` writes live memories only (SLayer has no soft delete). The folder is outside
@@ -198,8 +199,16 @@ def _memory_from_row(where: str, row: dict[str, Any], notes: list[str]) -> Memor
     """The row as a memory; what it changed of the row to take it goes in ``notes``, which the
     import says only of a memory it writes (one skipped later was not kept on any terms)."""
     row = dict(row)
+    given = row.pop("id", None)
+    if given is None:
+        raise InvalidInputError(f"{where}: the memory has no id; give it one, quoted (id: '42'), to import it.")
+    if not isinstance(given, str):
+        # YAML 1.1 reads an unquoted id by its form, so str() of it is not what the file says.
+        raise InvalidInputError(
+            f"{where}: the id is {kind_of(given)} ({given!r}), not text: YAML reads an unquoted id by its form "
+            "(010 as 8, 0x1F as 31, true as a boolean). Quote the id as the file means it (id: '010') to import it.")
     try:
-        memory_id = check_new_id(str(row.pop("id")))
+        memory_id = check_new_id(given)
     except InvalidIdError as exc:
         raise InvalidIdError(f"{where}: {exc}") from None
     unknown = [k for k in row if k not in FIELD_NAMES]
