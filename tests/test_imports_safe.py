@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
+from slayer_kb.context import DEFAULT_MAX_CONTENT
 from slayer_kb.core.errors import ConflictError, InvalidInputError
 from slayer_kb.ops.interchange import import_slayer
 from testing import counted_apart, git
@@ -106,3 +107,20 @@ def test_a_row_without_a_text_id_is_skipped_naming_the_fix(catalog_kb: Knowledge
     ]
     assert catalog_kb.get("010").to_dict()["learning"] == "Row 4"
     assert not any(catalog_kb.memory_exists(i) for i in ("31", "True", "8", "None"))
+
+
+def test_a_body_over_the_size_limit_is_skipped_as_a_save_refuses_it(catalog_kb: KnowledgeBase, tmp_path: Path) -> None:
+    big = "x" * (DEFAULT_MAX_CONTENT + 1)
+    folder = tmp_path / "s"
+    (folder / "memories").mkdir(parents=True)
+    (folder / "memories" / "1.md").write_text(slayer_file("1", big))
+    (folder / "memories" / "2.md").write_text(slayer_file("2", "A memory of a size a save takes"))
+    result = import_slayer(catalog_kb, folder)
+    assert result.imported == ["2"] and result.skipped == 1
+    assert result.warnings == [
+        f"{folder / 'memories' / '1.md'}: the learning is {DEFAULT_MAX_CONTENT + 1} bytes; the limit is "
+        f"{DEFAULT_MAX_CONTENT} bytes. Split it into several memories or raise the limit with SLAYER_KB_MAX_CONTENT "
+        "(bytes). (skipped)"]
+    with pytest.raises(InvalidInputError, match=f"is {DEFAULT_MAX_CONTENT + 1} bytes; the limit is"):
+        catalog_kb.save_memory(big, ["orders.amount"], id="1")
+    assert not catalog_kb.memory_exists("1")

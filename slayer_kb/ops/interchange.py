@@ -36,6 +36,7 @@ Decisions:
   record to take it is said only of a memory it writes, under the id that memory got. A memory whose query is not a SlayerQuery
   that SLayer 1.4.1 would take (``slayerquery.check_query``, as for a save) is skipped with a warning,
   as is a file that cannot be read or parsed (not UTF-8, no front matter, not a regular file) or
+  whose learning is over the KB's size limit (``Context.check_learning``, as for a save), or
   whose id is missing or not text (an unquoted ``010`` is YAML's 8: the file is told to quote it) or
   no file may have, or a new memory's id a ``rename`` moved (``Context.renamed_to``: its
   links and the agents told it mean the renamed memory); a link out of the folder refuses the
@@ -262,7 +263,9 @@ def import_slayer(kb: Context, folder: str | Path) -> ImportResult:
     for where, row in _slayer_rows(folder, result):
         taken: list[str] = []
         try:
-            parsed.append((where, _memory_from_row(where, row, taken), taken))
+            memory = _memory_from_row(where, row, taken)
+            kb.check_learning(memory.learning, f"{where}: the learning")  # a save's size limit holds here too
+            parsed.append((where, memory, taken))
         except KBError as exc:
             result.skipped += 1
             result.warnings.append(f"{exc} (skipped)")
