@@ -124,3 +124,21 @@ def test_a_body_over_the_size_limit_is_skipped_as_a_save_refuses_it(catalog_kb: 
     with pytest.raises(InvalidInputError, match=f"is {DEFAULT_MAX_CONTENT + 1} bytes; the limit is"):
         catalog_kb.save_memory(big, ["orders.amount"], id="1")
     assert not catalog_kb.memory_exists("1")
+
+
+def test_two_files_of_one_id_import_the_first_and_a_reimport_changes_nothing(catalog_kb: KnowledgeBase,
+                                                                               tmp_path: Path) -> None:
+    folder = tmp_path / "s"
+    (folder / "memories").mkdir(parents=True)
+    (folder / "memories" / "a.md").write_text(slayer_file("dup", "The first file's text"))
+    (folder / "memories" / "b.md").write_text(slayer_file("dup", "The second file's text"))
+    (folder / "memories.yaml").write_text("- id: dup\n  learning: The list's text\n  created_at: '2026-01-01T00:00:00Z'\n")
+    said = [f"{where}: id 'dup' is also {folder / 'memories' / 'a.md'}'s, which is imported; skipped (give it "
+            "another id to import it too)." for where in (folder / "memories" / "b.md", f"{folder / 'memories.yaml'}[0]")]
+    result = import_slayer(catalog_kb, folder)
+    assert result.imported == ["dup"] and result.skipped == 2 and result.warnings == said
+    assert catalog_kb.get("dup").to_dict()["learning"] == "The first file's text"
+    head = git(catalog_kb.root, "rev-parse", "HEAD")
+    again = import_slayer(catalog_kb, folder)
+    assert again.imported == again.replaced == [] and again.unchanged == ["dup"] and again.commit is None
+    assert again.warnings == said and git(catalog_kb.root, "rev-parse", "HEAD") == head

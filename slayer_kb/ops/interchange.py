@@ -24,7 +24,8 @@ Decisions:
   that too.
 - Ids and ``created_at`` are kept. An id that already exists in the KB is replaced (re-importing a
   folder brings its updates; git keeps the old version for ``restore --rev``); an identical memory
-  is skipped; one whose file holds an edit not committed (staged or not) refuses the whole import,
+  is skipped. Of files sharing an id the first is taken (``memories/*.md`` by name, then
+  ``memories.yaml``), each other skipped naming both, so a re-import is stable; one whose file holds an edit not committed (staged or not) refuses the whole import,
   nothing written, as a save to it does (``Transaction.require_committed``). A memory whose id a
   sync or renumber moved on this clone (``Context.check_not_moved``: the id names a teammate's
   memory now) is skipped with that refusal's message and fix, the rest imported. Entities are resolved against the KB's catalog (and the ids being imported);
@@ -259,23 +260,30 @@ def import_slayer(kb: Context, folder: str | Path) -> ImportResult:
     if not folder.is_dir():
         raise InvalidInputError(f"{folder} is not a folder; give a SLayer storage folder.")
     result = ImportResult(str(folder))
-    parsed: list[tuple[str, Memory, list[str]]] = []
+    parsed: dict[str, tuple[str, Memory, list[str]]] = {}  # by id: the first file of each
     for where, row in _slayer_rows(folder, result):
         taken: list[str] = []
         try:
             memory = _memory_from_row(where, row, taken)
             kb.check_learning(memory.learning, f"{where}: the learning")  # a save's size limit holds here too
-            parsed.append((where, memory, taken))
         except KBError as exc:
             result.skipped += 1
             result.warnings.append(f"{exc} (skipped)")
-    incoming = {m.id for _, m, _ in parsed}
+            continue
+        if memory.id in parsed:
+            # One file a memory: taking the later one too lost the first, and which one a re-import kept flipped.
+            result.skipped += 1
+            result.warnings.append(f"{where}: id {memory.id!r} is also {parsed[memory.id][0]}'s, which is imported; "
+                                   "skipped (give it another id to import it too).")
+            continue
+        parsed[memory.id] = (where, memory, taken)
+    incoming = set(parsed)
     with kb.transaction() as tx:
         existing = set(kb.memory_ids())
         resolver = Resolver(kb.catalog, memory_exists=lambda i: i in incoming or kb.memory_exists(i))
         changes: list[Change] = []
         renamed = kb.renamed_ids() if incoming - existing else set()
-        for where, memory, taken in parsed:
+        for where, memory, taken in parsed.values():
             try:  # the id names a teammate's memory here now: replacing it would lose theirs
                 kb.check_not_moved(memory.id)
             except ConflictError as exc:
