@@ -3,6 +3,7 @@ overwritten, no memory a sync moved replaced, no bad row a traceback, no id used
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from slayer_kb import KnowledgeBase
 from slayer_kb.context import DEFAULT_MAX_CONTENT
 from slayer_kb.core.errors import ConflictError, InvalidInputError
+from slayer_kb.ops.engramimport import import_engram
 from slayer_kb.ops.interchange import import_slayer
 from testing import counted_apart, git
 
@@ -142,3 +144,40 @@ def test_two_files_of_one_id_import_the_first_and_a_reimport_changes_nothing(cat
     again = import_slayer(catalog_kb, folder)
     assert again.imported == again.replaced == [] and again.unchanged == ["dup"] and again.commit is None
     assert again.warnings == said and git(catalog_kb.root, "rev-parse", "HEAD") == head
+
+
+def _engram_export(path: Path, *observations: dict[str, object]) -> Path:
+    path.write_text(json.dumps({"observations": list(observations)}))
+    return path
+
+
+def test_import_engram_revises_the_memory_holding_a_topic_key(empty_kb: KnowledgeBase, invoke_cli,
+                                                              tmp_path: Path) -> None:
+    kb = empty_kb
+    cache = {"title": "Cache", "content": "Redis for sessions, first take", "type": "architecture", "project": "api",
+             "topic_key": "architecture/cache", "created_at": "2026-03-01 10:00:00"}
+    assert import_engram(kb, _engram_export(tmp_path / "e.json", cache)).imported == ["1"]
+    revised = {**cache, "content": "Redis for sessions and rate limits, revised", "revision_count": 2,
+               "updated_at": "2026-03-02 10:00:00"}
+    result = import_engram(kb, _engram_export(tmp_path / "e.json", revised))  # Engram exports the row revised
+    assert result.imported == [] and result.replaced == ["1"] and result.skipped == 0, result
+    memory = kb.get("1").to_dict()
+    assert memory["learning"] == "Redis for sessions and rate limits, revised"
+    assert memory["created_at"] == "2026-03-01T10:00:00Z" and memory["updated_at"] == "2026-03-02T10:00:00Z"
+    assert memory["revision_count"] == 2 and not kb.memory_exists("2")
+    # Two observations of one key in one export: the later revises the earlier.
+    first = {**cache, "topic_key": "architecture/queue", "title": "Queue", "content": "SQS for the queue, at first"}
+    later = {**first, "content": "Kafka for the queue, later on"}
+    again = import_engram(kb, _engram_export(tmp_path / "e.json", first, later))
+    [queue] = again.imported
+    assert again.replaced == [] and kb.memory_ids() == ["1", queue]
+    assert kb.get(queue).to_dict()["learning"] == "Kafka for the queue, later on"
+    assert kb.get(queue).to_dict()["revision_count"] == 2
+    proc = invoke_cli("--kb", kb.root, "validate")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # A re-import of the same export changes nothing: the earlier observation is older than the memory.
+    same = import_engram(kb, tmp_path / "e.json")
+    assert same.commit is None and same.skipped == 2
+    assert same.warnings[0] == (
+        f"e.json: observation 1 has topic key 'architecture/queue', which memory {queue} holds in a version of "
+        f"{kb.get(queue).to_dict()['updated_at']}, as new as the observation's 2026-03-01T10:00:00Z or newer; skipped.")

@@ -6,6 +6,12 @@ Engram's SQLite times (``2026-03-01 10:20:30``, UTC) become ``2026-03-01T10:20:3
 sessions and user prompts become session files (``sessions/<id>.yaml``, sessions.py): an
 existing session gains only what it lacks and the prompts it does not have yet. Soft-deleted
 observations are imported soft-deleted. Everything in one commit.
+
+A live observation with a ``topic_key`` revises in place the live memory holding the key in its
+project and scope (kb.py's save: CLI.md's "revised"), one earlier in the export included, so the
+key is never held twice. One older than a memory of the KB holding its key (its ``updated_at``,
+else ``created_at``) is skipped: that is the export imported again, and taking it would undo the
+later observation's revision each time.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ..core import engram, nesting
 from ..core.errors import InvalidInputError
 from ..core.inputs import check_unicode, given_text, read_given_file
+from ..core.locate import memory_path
 from ..core.memory import Memory, utc_now
 from ..core.results import ImportResult
 from ..core.session import check_session_id
@@ -105,7 +112,8 @@ def import_engram(kb: Context, file: str | Path) -> ImportResult:
         # More ids than memories when some are skipped: the unused ones are simply never handed out.
         fresh_ids = iter(tx.next_auto_ids(len(observations)))
         next_id = next(fresh_ids, "")
-        changes: list[Change] = []
+        changes: dict[str, Change] = {}
+        held: dict[tuple[str, str | None, str | None], Memory] = {}  # a topic key's live memory, as revised here
         for n, obs in enumerate(observations):
             where = f"{path.name}: observation {n + 1}"
             if not isinstance(obs, dict):
@@ -123,19 +131,56 @@ def import_engram(kb: Context, file: str | Path) -> ImportResult:
                 result.warnings.append(f"{where} is a duplicate of {seen[key]}: the same content, title, type, "
                                        "project and scope; skipped.")
                 continue
-            seen[key] = f"observation {n + 1} (imported as memory {memory.id})"
+            # Only a live observation upserts, as in Engram: a deleted one with the key is a memory of its own.
+            live_key = memory.topic_key if not memory.is_deleted else None
+            topic = (live_key, memory.project, memory.scope) if live_key else None
+            holder = None if topic is None else held[topic] if topic in held else tx.live_one(
+                topic_key=memory.topic_key, project=memory.project, scope=memory.scope)
+            if holder is not None and topic not in held and _time(memory) <= _time(holder):
+                # An export's older state of the memory (the same export imported again): taking it
+                # would undo the revision a later observation made, on every import.
+                result.skipped += 1
+                result.warnings.append(f"{where} has topic key {memory.topic_key!r}, which memory {holder.id} holds in a "
+                                       f"version of {_time(holder)}, as new as the observation's {_time(memory)} or "
+                                       "newer; skipped.")
+                continue
+            if holder is None:
+                result.imported.append(memory.id)
+                next_id = next(fresh_ids, "")
+            else:  # the upsert a save with the key makes: a second holder is a twin validate refuses
+                taken = []  # said again of the id the observation revises
+                memory = _revised(holder, _observation(kb, obs, holder.id, where, result.warnings, taken) or memory)
+                if holder.id not in result.imported and holder.id not in result.replaced:
+                    tx.require_committed(memory_path(holder.id))
+                    result.replaced.append(holder.id)
+            if topic is not None:
+                held[topic] = memory
+            seen[key] = f"observation {n + 1} ({'revising' if holder else 'imported as'} memory {memory.id})"
             result.warnings.extend(taken)
-            changes.append(memory_change(memory))
-            result.imported.append(memory.id)
-            next_id = next(fresh_ids, "")
+            changes[memory.id] = memory_change(memory)
         # Engram's sessions and user prompts become session files (sessions.py), in the same commit.
         session_changes, result.sessions, result.prompts = sessions.import_engram(
             tx, session_rows, prompt_rows, path.name, result.warnings, engram_time)
         if changes or session_changes:
             extra = f", {result.sessions} new sessions, {result.prompts} prompts" if session_changes else ""
             result.commit = tx.commit(
-                changes + session_changes, engram.import_subject(len(changes), extra, one_line(path.name)))
+                [*changes.values(), *session_changes], engram.import_subject(len(changes), extra, one_line(path.name)))
     return result
+
+
+def _time(memory: Memory) -> str:
+    return memory.updated_at or memory.created_at  # both YYYY-MM-DDTHH:MM:SSZ: ordered as text
+
+
+def _revised(holder: Memory, observation: Memory) -> Memory:
+    """``holder``, the live memory with the observation's topic key, revised in place by it: its
+    id, creation time, links and query kept, one revision more (or Engram's count, if higher)."""
+    return holder.evolve(
+        learning=observation.learning, title=observation.title, type=observation.type,
+        session_id=observation.session_id or holder.session_id,
+        revision_count=max(observation.revision_count or 0, (holder.revision_count or 1) + 1),
+        updated_at=observation.updated_at or utc_now(),
+    )
 
 
 def _observation(kb: Context, obs: dict[str, Any], memory_id: str, where: str, warnings: list[str],
