@@ -181,3 +181,15 @@ def test_import_engram_revises_the_memory_holding_a_topic_key(empty_kb: Knowledg
     assert same.warnings[0] == (
         f"e.json: observation 1 has topic key 'architecture/queue', which memory {queue} holds in a version of "
         f"{kb.get(queue).to_dict()['updated_at']}, as new as the observation's 2026-03-01T10:00:00Z or newer; skipped.")
+
+
+def test_import_engram_draws_ids_only_for_what_it_imports(empty_kb: KnowledgeBase, tmp_path: Path) -> None:
+    kb = empty_kb
+    known = [{"title": "Auth", "content": "JWT over sessions for the public API", "type": "decision"},
+             {"title": "Cache", "content": "Redis caches the catalog lookups", "type": "architecture"}]
+    assert import_engram(kb, _engram_export(tmp_path / "e.json", *known)).imported == ["1", "2"]
+    for n in range(3, 8):  # each drew an id for every observation, and its commit spent the unused ones
+        new = {"title": f"Note {n}", "content": f"The note numbered {n}, new in this export", "type": "discovery"}
+        again = import_engram(kb, _engram_export(tmp_path / "e.json", *known, new))
+        assert again.imported == [str(n)] and again.skipped == 2
+    assert kb.save_observation("Next", "The next memory saved after the imports").memory_id == "8"

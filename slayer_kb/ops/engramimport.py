@@ -1,6 +1,7 @@
 """Engram's JSON export into the KB: ``import-engram FILE``.
 
-``import-engram`` gives every observation the next auto id and skips an observation whose content
+``import-engram`` gives each observation it imports the next auto id (ids are drawn for those only:
+a commit spends every id drawn, a lease's too) and skips an observation whose content
 hash, project, scope, type and title equal a memory already in the KB (or earlier in the file).
 Engram's SQLite times (``2026-03-01 10:20:30``, UTC) become ``2026-03-01T10:20:30Z``. Its
 sessions and user prompts become session files (``sessions/<id>.yaml``, sessions.py): an
@@ -18,6 +19,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
+from collections.abc import Iterator
+from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +39,7 @@ from . import sessions
 
 if TYPE_CHECKING:
     from ..context import Context
+    from ..transaction import Transaction
 
 
 def import_title(title: str, memory_id: str, where: str, notes: list[str]) -> str | None:
@@ -109,55 +113,11 @@ def import_engram(kb: Context, file: str | Path) -> ImportResult:
             _dedup_key(d["learning"], d["project"], d["scope"], d["type"], d["title"]): f"memory {d['id']}"
             for d in (doc["data"] for doc in kb.documents(lookups.memories(), limit=None))
         }
-        # More ids than memories when some are skipped: the unused ones are simply never handed out.
-        fresh_ids = iter(tx.next_auto_ids(len(observations)))
-        next_id = next(fresh_ids, "")
-        changes: dict[str, Change] = {}
-        held: dict[tuple[str, str | None, str | None], Memory] = {}  # a topic key's live memory, as revised here
-        for n, obs in enumerate(observations):
-            where = f"{path.name}: observation {n + 1}"
-            if not isinstance(obs, dict):
-                result.skipped += 1
-                result.warnings.append(f"{where} is not an object; skipped.")
-                continue
-            taken: list[str] = []
-            memory = _observation(kb, obs, next_id, where, result.warnings, taken)
-            if memory is None:
-                result.skipped += 1
-                continue
-            key = _dedup_key(memory.learning, memory.project, memory.scope, memory.type, memory.title)
-            if key in seen:
-                result.skipped += 1
-                result.warnings.append(f"{where} is a duplicate of {seen[key]}: the same content, title, type, "
-                                       "project and scope; skipped.")
-                continue
-            # Only a live observation upserts, as in Engram: a deleted one with the key is a memory of its own.
-            live_key = memory.topic_key if not memory.is_deleted else None
-            topic = (live_key, memory.project, memory.scope) if live_key else None
-            holder = None if topic is None else held[topic] if topic in held else tx.live_one(
-                topic_key=memory.topic_key, project=memory.project, scope=memory.scope)
-            if holder is not None and topic not in held and _time(memory) <= _time(holder):
-                # An export's older state of the memory (the same export imported again): taking it
-                # would undo the revision a later observation made, on every import.
-                result.skipped += 1
-                result.warnings.append(f"{where} has topic key {memory.topic_key!r}, which memory {holder.id} holds in a "
-                                       f"version of {_time(holder)}, as new as the observation's {_time(memory)} or "
-                                       "newer; skipped.")
-                continue
-            if holder is None:
-                result.imported.append(memory.id)
-                next_id = next(fresh_ids, "")
-            else:  # the upsert a save with the key makes: a second holder is a twin validate refuses
-                taken = []  # said again of the id the observation revises
-                memory = _revised(holder, _observation(kb, obs, holder.id, where, result.warnings, taken) or memory)
-                if holder.id not in result.imported and holder.id not in result.replaced:
-                    tx.require_committed(memory_path(holder.id))
-                    result.replaced.append(holder.id)
-            if topic is not None:
-                held[topic] = memory
-            seen[key] = f"observation {n + 1} ({'revising' if holder else 'imported as'} memory {memory.id})"
-            result.warnings.extend(taken)
-            changes[memory.id] = memory_change(memory)
+        # Ids are drawn only for the memories made (each drawn one is spent, a lease's too): a first
+        # pass without ids, into a scratch result, counts them, as a skip or a revision takes none.
+        dry = ImportResult(result.source)
+        _memories(kb, tx, observations, path.name, dict(seen), repeat(""), dry)
+        changes = _memories(kb, tx, observations, path.name, seen, iter(tx.next_auto_ids(len(dry.imported))), result)
         # Engram's sessions and user prompts become session files (sessions.py), in the same commit.
         session_changes, result.sessions, result.prompts = sessions.import_engram(
             tx, session_rows, prompt_rows, path.name, result.warnings, engram_time)
@@ -166,6 +126,61 @@ def import_engram(kb: Context, file: str | Path) -> ImportResult:
             result.commit = tx.commit(
                 [*changes.values(), *session_changes], engram.import_subject(len(changes), extra, one_line(path.name)))
     return result
+
+
+def _memories(kb: Context, tx: Transaction, observations: list[Any], name: str, seen: dict[tuple[str, ...], str],
+              ids: Iterator[str], result: ImportResult) -> dict[str, Change]:
+    """The observations' memory files by id, a new memory given the next of ``ids``; what each
+    observation became (imported, revising a memory, skipped) said in ``result``. ``seen``: the
+    duplicate test's key of each memory, which the duplicate's warning names."""
+    next_id = next(ids, "")
+    changes: dict[str, Change] = {}
+    held: dict[tuple[str, str | None, str | None], Memory] = {}  # a topic key's live memory, as revised here
+    for n, obs in enumerate(observations):
+        where = f"{name}: observation {n + 1}"
+        if not isinstance(obs, dict):
+            result.skipped += 1
+            result.warnings.append(f"{where} is not an object; skipped.")
+            continue
+        taken: list[str] = []
+        memory = _observation(kb, obs, next_id, where, result.warnings, taken)
+        if memory is None:
+            result.skipped += 1
+            continue
+        key = _dedup_key(memory.learning, memory.project, memory.scope, memory.type, memory.title)
+        if key in seen:
+            result.skipped += 1
+            result.warnings.append(f"{where} is a duplicate of {seen[key]}: the same content, title, type, "
+                                   "project and scope; skipped.")
+            continue
+        # Only a live observation upserts, as in Engram: a deleted one with the key is a memory of its own.
+        live_key = memory.topic_key if not memory.is_deleted else None
+        topic = (live_key, memory.project, memory.scope) if live_key else None
+        holder = None if topic is None else held[topic] if topic in held else tx.live_one(
+            topic_key=memory.topic_key, project=memory.project, scope=memory.scope)
+        if holder is not None and topic not in held and _time(memory) <= _time(holder):
+            # An export's older state of the memory (the same export imported again): taking it
+            # would undo the revision a later observation made, on every import.
+            result.skipped += 1
+            result.warnings.append(f"{where} has topic key {memory.topic_key!r}, which memory {holder.id} holds in a "
+                                   f"version of {_time(holder)}, as new as the observation's {_time(memory)} or "
+                                   "newer; skipped.")
+            continue
+        if holder is None:
+            result.imported.append(memory.id)
+            next_id = next(ids, "")
+        else:  # the upsert a save with the key makes: a second holder is a twin validate refuses
+            taken = []  # said again of the id the observation revises
+            memory = _revised(holder, _observation(kb, obs, holder.id, where, result.warnings, taken) or memory)
+            if holder.id not in result.imported and holder.id not in result.replaced:
+                tx.require_committed(memory_path(holder.id))
+                result.replaced.append(holder.id)
+        if topic is not None:
+            held[topic] = memory
+        seen[key] = f"observation {n + 1} ({'revising' if holder else 'imported as'} memory {memory.id})"
+        result.warnings.extend(taken)
+        changes[memory.id] = memory_change(memory)
+    return changes
 
 
 def _time(memory: Memory) -> str:
