@@ -24,24 +24,26 @@ Decisions:
   that too.
 - Ids and ``created_at`` are kept. An id that already exists in the KB is replaced (re-importing a
   folder brings its updates; git keeps the old version for ``restore --rev``); an identical memory
-  is skipped. Of files sharing an id the first is taken (``memories/*.md`` by name, then
-  ``memories.yaml``), each other skipped naming both, so a re-import is stable; one whose file holds an edit not committed (staged or not) refuses the whole import,
-  nothing written, as a save to it does (``Transaction.require_committed``). A memory whose id a
-  sync or renumber moved on this clone (``Context.check_not_moved``: the id names a teammate's
-  memory now) is skipped with that refusal's message and fix, the rest imported. Entities are resolved against the KB's catalog (and the ids being imported);
-  one that does not resolve is dropped with a warning, as SLayer ignores stale tags at retrieval.
-  Unknown front matter keys are dropped with a warning. A title is taken as a save takes it
-  (``engram.given_title``: private spans redacted, trimmed; one with nothing visible is none; an
-  over-long one skips the memory), each line break in it a space, said in a warning: Engram and a
-  hand edit keep a break a save refuses, and the memory is kept. What an import changed of a
-  record to take it is said only of a memory it writes, under the id that memory got. A memory whose query is not a SlayerQuery
-  that SLayer 1.4.1 would take (``slayerquery.check_query``, as for a save) is skipped with a warning,
-  as is a file that cannot be read or parsed (not UTF-8, no front matter, not a regular file) or
-  whose learning is over the KB's size limit (``Context.check_learning``, as for a save), or
-  whose id is missing or not text (an unquoted ``010`` is YAML's 8: the file is told to quote it) or
-  no file may have, or a new memory's id a ``rename`` moved (``Context.renamed_to``: its
-  links and the agents told it mean the renamed memory); a link out of the folder refuses the
-  whole import.
+  is skipped. One whose file holds an edit not committed (staged or not) refuses the whole import,
+  nothing written, as a save to it does (``Transaction.require_committed``). Of files sharing an
+  id the first is taken (``memories/*.md`` by name, then ``memories.yaml``), each other skipped
+  naming both, so a re-import is stable. Entities are resolved against the KB's catalog (and the
+  ids being imported); one that does not resolve is dropped with a warning, as SLayer ignores
+  stale tags at retrieval. Unknown front matter keys are dropped with a warning. A title is taken
+  as a save takes it (``engram.given_title``: private spans redacted, trimmed; one with nothing
+  visible is none; an over-long one skips the memory), each line break in it a space, said in a
+  warning: Engram and a hand edit keep a break a save refuses, and the memory is kept. What an
+  import changed of a record to take it is said only of a memory it writes, under the id that
+  memory got.
+- Skipped with a warning, the rest imported: a memory whose query is not a SlayerQuery that SLayer
+  1.4.1 would take (``slayerquery.check_query``, as for a save); a file that cannot be read or
+  parsed (not UTF-8, no front matter, not a regular file); a learning over the KB's size limit
+  (``Context.check_learning``, as for a save); an id missing or not text (an unquoted ``010`` is
+  YAML 1.1's 8: the warning says to quote it) or one no file may have; an id a sync or renumber
+  moved on this clone (``Context.check_not_moved``: it names a teammate's memory now), with that
+  refusal's message and fix; a new memory's id a ``rename`` moved (``Context.renamed_to``: its
+  links and the agents told it mean the renamed memory). A link out of the folder (a file's, or
+  the ``memories/`` folder's own) refuses the whole import.
 - ``export-slayer`` writes live memories only (SLayer has no soft delete). The folder is outside
   git, so it replaces or removes only files an earlier export wrote, as it wrote them, and removes
   those of memories no longer live (exportrecord.py); another file it would overwrite refuses the
