@@ -193,3 +193,19 @@ def test_import_engram_draws_ids_only_for_what_it_imports(empty_kb: KnowledgeBas
         again = import_engram(kb, _engram_export(tmp_path / "e.json", *known, new))
         assert again.imported == [str(n)] and again.skipped == 2
     assert kb.save_observation("Next", "The next memory saved after the imports").memory_id == "8"
+
+
+def test_import_engram_never_revises_over_an_edit_not_committed(empty_kb: KnowledgeBase, tmp_path: Path) -> None:
+    kb = empty_kb
+    cache = {"title": "Cache", "content": "Redis for sessions, first take", "type": "architecture",
+             "topic_key": "architecture/cache", "created_at": "2026-03-01 10:00:00"}
+    assert import_engram(kb, _engram_export(tmp_path / "e.json", cache)).imported == ["1"]
+    path = kb.root / "memories" / "1.yaml"
+    edited = path.read_text().replace("first take", "my edit, not committed")
+    path.write_text(edited)
+    revised = {**cache, "content": "Redis for sessions and rate limits", "updated_at": "2026-03-02 10:00:00"}
+    before = git(kb.root, "rev-parse", "HEAD")
+    with pytest.raises(ConflictError, match="memories/1.yaml has changes that are not committed"):
+        import_engram(kb, _engram_export(tmp_path / "e.json", revised))
+    assert path.read_text() == edited and git(kb.root, "rev-parse", "HEAD") == before
+    assert kb.memory_ids() == ["1"]
