@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import InvalidInputError
-from slayer_kb.ops.interchange import engram_time, export_slayer, import_engram, import_slayer
+from slayer_kb.ops.engramimport import engram_time, import_engram
+from slayer_kb.ops.interchange import export_slayer, import_slayer
 from testing import git, json_of
 
 SLAYER_FILES = {

@@ -498,7 +498,7 @@ def test_cli_session_commands(tmp_path: Path, invoke_cli: CliRunner) -> None:
 
 
 def test_import_engram_brings_sessions_and_prompts(empty_kb: KnowledgeBase, tmp_path: Path) -> None:
-    from slayer_kb.ops.interchange import import_engram
+    from slayer_kb.ops.engramimport import import_engram
 
     empty_kb.session_start("s1", None)
     export = {
@@ -664,7 +664,7 @@ def test_an_imported_prompt_goes_before_a_later_one_of_the_same_second(empty_kb:
 
 def test_an_imported_session_that_ends_before_it_starts_is_imported_without_its_end(empty_kb: KnowledgeBase,
                                                                                       tmp_path: Path) -> None:
-    from slayer_kb.ops.interchange import import_engram
+    from slayer_kb.ops.engramimport import import_engram
 
     export = {"observations": [{"title": "Auth", "content": "JWT", "session_id": "s1", "project": "api"}],
               "sessions": [{"id": "s1", "project": "api", "started_at": "2026-03-02 10:00:00",

@@ -32,6 +32,6 @@ class Interchange:
 
     def import_engram(self, file: str | Path) -> ImportResult:
         """Engram's JSON export (observations, sessions, prompts), as one commit."""
-        from ..ops import interchange
+        from ..ops import engramimport
 
-        return interchange.import_engram(self._kb, file)
+        return engramimport.import_engram(self._kb, file)

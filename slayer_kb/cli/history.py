@@ -417,6 +417,9 @@ def import_engram(settings: Settings, file: str) -> None:
     is a duplicate (naming the memory it repeats); a prompt over the size limit is cut, and a line
     break in a title made a space, saying so.
 
+    An observation with a topic key revises the live memory holding the key in its project and
+    scope, as mem_save does; one older than that memory is skipped.
+
     \b
     Example:
       engram export > engram.json && slayer-kb import-engram engram.json

@@ -1,4 +1,4 @@
-"""SLayer and Engram interchange: ``import-slayer DIR``, ``export-slayer DIR``, ``import-engram FILE``.
+"""SLayer interchange: ``import-slayer DIR`` and ``export-slayer DIR`` (Engram's: engramimport.py).
 
 A SLayer storage folder holds one ``memories/<id>.md`` per memory: YAML front matter between two
 ``---`` lines, then a blank line, then the learning::
@@ -24,36 +24,37 @@ Decisions:
   that too.
 - Ids and ``created_at`` are kept. An id that already exists in the KB is replaced (re-importing a
   folder brings its updates; git keeps the old version for ``restore --rev``); an identical memory
-  is skipped. Entities are resolved against the KB's catalog (and the ids being imported);
-  one that does not resolve is dropped with a warning, as SLayer ignores stale tags at retrieval.
-  Unknown front matter keys are dropped with a warning. A title is taken as a save takes it
-  (``engram.given_title``: private spans redacted, trimmed; one with nothing visible is none; an
-  over-long one skips the memory), each line break in it a space, said in a warning: Engram and a
-  hand edit keep a break a save refuses, and the memory is kept. What an import changed of a
-  record to take it is said only of a memory it writes, under the id that memory got. A memory whose query is not a SlayerQuery
-  that SLayer 1.4.1 would take (``slayerquery.check_query``, as for a save) is skipped with a warning,
-  as is a file that cannot be read or parsed (not UTF-8, no front matter, not a regular file) or
-  whose id no file may have, or a new memory's id a ``rename`` moved (``Context.renamed_to``: its
-  links and the agents told it mean the renamed memory); a link out of the folder refuses the
-  whole import.
+  is skipped. One whose file holds an edit not committed (staged or not) refuses the whole import,
+  nothing written, as a save to it does (``Transaction.require_committed``). Of files sharing an
+  id the first is taken (``memories/*.md`` by name, then ``memories.yaml``), each other skipped
+  naming both, so a re-import is stable. Entities are resolved against the KB's catalog (and the
+  ids being imported); one that does not resolve is dropped with a warning, as SLayer ignores
+  stale tags at retrieval. Unknown front matter keys are dropped with a warning. A title is taken
+  as a save takes it (``engram.given_title``: private spans redacted, trimmed; one with nothing
+  visible is none; an over-long one skips the memory), each line break in it a space, said in a
+  warning: Engram and a hand edit keep a break a save refuses, and the memory is kept. What an
+  import changed of a record to take it is said only of a memory it writes, under the id that
+  memory got.
+- Skipped with a warning, the rest imported: a memory whose query is not a SlayerQuery that SLayer
+  1.4.1 would take (``slayerquery.check_query``, as for a save); a file that cannot be read or
+  parsed (not UTF-8, no front matter, not a regular file); a learning over the KB's size limit
+  (``Context.check_learning``, as for a save); an id missing or not text (an unquoted ``010`` is
+  YAML 1.1's 8: the warning says to quote it) or one no file may have; an id a sync or renumber
+  moved on this clone (``Context.check_not_moved``: it names a teammate's memory now), with that
+  refusal's message and fix; a new memory's id a ``rename`` moved (``Context.renamed_to``: its
+  links and the agents told it mean the renamed memory). A link out of the folder (a file's, or
+  the ``memories/`` folder's own) refuses the whole import.
 - ``export-slayer`` writes live memories only (SLayer has no soft delete). The folder is outside
   git, so it replaces or removes only files an earlier export wrote, as it wrote them, and removes
   those of memories no longer live (exportrecord.py); another file it would overwrite refuses the
   export, nothing written, unless forced; other files are left alone. The catalog needs no
   export, since a KB's catalog already is in SLayer's layout.
-- ``import-engram`` gives every observation the next auto id and skips an observation whose content
-  hash, project, scope, type and title equal a memory already in the KB (or earlier in the file).
-  Engram's SQLite times (``2026-03-01 10:20:30``, UTC) become ``2026-03-01T10:20:30Z``. Its
-  sessions and user prompts become session files (``sessions/<id>.yaml``, sessions.py): an
-  existing session gains only what it lacks and the prompts it does not have yet. Soft-deleted
-  observations are imported soft-deleted. Everything in one commit.
+- ``import-engram FILE``: engramimport.py.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 import os
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,22 +62,22 @@ import yaml
 
 from ..catalog.resolve import Resolver
 from ..catalog.slayerquery import check_query
-from ..core import engram, nesting, problems, yamlio
-from ..core.errors import InvalidIdError, InvalidInputError, KBError, StoreError, os_fix
+from ..core import engram, problems, yamlio
+from ..core.errors import ConflictError, InvalidIdError, InvalidInputError, KBError, StoreError, os_fix
 from ..core.fileio import outside
 from ..core.ids import case_conflict, check_new_id
-from ..core.inputs import check_folder_named, check_unicode, given_folder, given_text, read_given_file
-from ..core.locate import MEMORIES_DIR
-from ..core.memory import FIELD_NAMES, KEY_ORDER, MAX_FILE_BYTES, Memory, dumps, loads, utc_now
+from ..core.inputs import check_folder_named, given_folder, given_text, read_given_file
+from ..core.locate import MEMORIES_DIR, memory_path
+from ..core.memory import FIELD_NAMES, KEY_ORDER, MAX_FILE_BYTES, Memory, dumps, loads
 from ..core.results import ExportResult, ImportResult
-from ..core.session import SESSIONS_DIR, check_session_id
+from ..core.session import SESSIONS_DIR
 from ..core.text import kind_of, one_line
-from ..search import lookups
 from ..store.place import git_dir_refusal
 from ..store.repo import Change
 from ..store.state import STATE_DIR
 from ..transaction import memory_change
-from . import exportrecord, sessions
+from . import exportrecord
+from .engramimport import import_title
 from .schema_words import memory_times
 
 if TYPE_CHECKING:
@@ -151,6 +152,10 @@ def _slayer_rows(folder: Path, result: ImportResult) -> list[tuple[str, dict[str
     in ``result``, as a memory that cannot be taken is (one such file refused the whole import)."""
     rows: list[tuple[str, dict[str, Any]]] = []
     memories = folder / "memories"
+    if memories.is_dir() and (target := outside(folder, memories)):
+        # Each file's own link is checked below; a linked folder leads its plain files out too.
+        raise _OutsideLink(f"{memories} is a symlink to {target}, outside {folder}: slayer-kb imports only the "
+                           "folder's own files. Replace the link with a copy of the folder, or remove it, then retry.")
     if memories.is_dir():
         for path in sorted(memories.glob("*.md")):
             try:
@@ -191,8 +196,16 @@ def _memory_from_row(where: str, row: dict[str, Any], notes: list[str]) -> Memor
     """The row as a memory; what it changed of the row to take it goes in ``notes``, which the
     import says only of a memory it writes (one skipped later was not kept on any terms)."""
     row = dict(row)
+    given = row.pop("id", None)
+    if given is None:
+        raise InvalidInputError(f"{where}: the memory has no id; give it one, quoted (id: '42'), to import it.")
+    if not isinstance(given, str):
+        # YAML 1.1 reads an unquoted id by its form, so str() of it is not what the file says.
+        raise InvalidInputError(
+            f"{where}: the id is {kind_of(given)} ({given!r}), not text: YAML reads an unquoted id by its form "
+            "(010 as 8, 0x1F as 31, true as a boolean). Quote the id as the file means it (id: '010') to import it.")
     try:
-        memory_id = check_new_id(str(row.pop("id")))
+        memory_id = check_new_id(given)
     except InvalidIdError as exc:
         raise InvalidIdError(f"{where}: {exc}") from None
     unknown = [k for k in row if k not in FIELD_NAMES]
@@ -209,7 +222,7 @@ def _memory_from_row(where: str, row: dict[str, Any], notes: list[str]) -> Memor
         raise InvalidInputError(f"{where}: {exc}") from None
     if isinstance(row.get("title"), str):  # as a save takes it: private spans redacted, trimmed, checked
         try:
-            row["title"] = _title(row["title"], memory_id, where, notes)
+            row["title"] = import_title(row["title"], memory_id, where, notes)
         except InvalidInputError as exc:
             raise InvalidInputError(f"{where}: {exc}") from None
         if row["title"] is None:
@@ -226,37 +239,42 @@ def _memory_from_row(where: str, row: dict[str, Any], notes: list[str]) -> Memor
     return memory
 
 
-def _title(title: str, memory_id: str, where: str, notes: list[str]) -> str | None:
-    """An import's title (``engram.imported_title``): one a save would refuse for a line break is
-    put on one line, said in ``notes``, where skipping it lost the memory."""
-    taken, breaks = engram.imported_title(title)
-    if breaks:
-        notes.append(f"{where}: memory {memory_id}'s title broke a line ({', '.join(dict.fromkeys(breaks))}); "
-                     "it is kept on one line, each break a space.")
-    return taken
-
-
 def import_slayer(kb: Context, folder: str | Path) -> ImportResult:
     """A SLayer storage folder's memories into the KB as one commit (see the module doc)."""
     folder = Path(folder)
     if not folder.is_dir():
         raise InvalidInputError(f"{folder} is not a folder; give a SLayer storage folder.")
     result = ImportResult(str(folder))
-    parsed: list[tuple[Memory, list[str]]] = []
+    parsed: dict[str, tuple[str, Memory, list[str]]] = {}  # by id: the first file of each
     for where, row in _slayer_rows(folder, result):
         taken: list[str] = []
         try:
-            parsed.append((_memory_from_row(where, row, taken), taken))
+            memory = _memory_from_row(where, row, taken)
+            kb.check_learning(memory.learning, f"{where}: the learning")  # a save's size limit holds here too
         except KBError as exc:
             result.skipped += 1
             result.warnings.append(f"{exc} (skipped)")
-    incoming = {m.id for m, _ in parsed}
+            continue
+        if memory.id in parsed:
+            # One file a memory: taking the later one too lost the first, and which one a re-import kept flipped.
+            result.skipped += 1
+            result.warnings.append(f"{where}: id {memory.id!r} is also {parsed[memory.id][0]}'s, which is imported; "
+                                   "skipped (give it another id to import it too).")
+            continue
+        parsed[memory.id] = (where, memory, taken)
+    incoming = set(parsed)
     with kb.transaction() as tx:
         existing = set(kb.memory_ids())
         resolver = Resolver(kb.catalog, memory_exists=lambda i: i in incoming or kb.memory_exists(i))
         changes: list[Change] = []
         renamed = kb.renamed_ids() if incoming - existing else set()
-        for memory, taken in parsed:
+        for where, memory, taken in parsed.values():
+            try:  # the id names a teammate's memory here now: replacing it would lose theirs
+                kb.check_not_moved(memory.id)
+            except ConflictError as exc:
+                result.skipped += 1
+                result.warnings.append(f"{where}: {str(exc).removesuffix('.')}; skipped.")
+                continue
             went = kb.renamed_to(memory.id, renamed=renamed) if memory.id not in existing else None
             if went is not None:
                 # Agents told the id, and links to it, mean the renamed memory: not another's.
@@ -282,6 +300,8 @@ def import_slayer(kb: Context, folder: str | Path) -> ImportResult:
                 result.replaced.append(memory.id)
             else:
                 result.imported.append(memory.id)
+            # A hand edit of the file, staged or not, is the person's work: refused as a save's is.
+            tx.require_committed(memory_path(memory.id))
             result.warnings.extend(taken)
             changes.append(memory_change(memory, text))
         if changes:
@@ -356,158 +376,3 @@ def export_slayer(kb: Context, folder: str | Path, force: bool = False) -> Expor
     result.problems += [f"{target / name} was written by an earlier export and changed since; its memory is no longer "
                         "live, and the file was left: delete it if SLayer should not serve it." for name in done.changed]
     return result
-
-
-# ---------------------------------------------------------------------------------------------
-# Engram
-
-
-_ENGRAM_TIME = re.compile(r"(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(\.\d+)?(Z|[+-]\d{2}:?\d{2})?\Z")
-
-
-def engram_time(value: Any) -> str | None:
-    """Engram's SQLite ``YYYY-MM-DD HH:MM:SS`` (UTC) or an ISO time -> ``YYYY-MM-DDTHH:MM:SSZ``."""
-    if not isinstance(value, str) or not value.strip():
-        return None
-    match = _ENGRAM_TIME.match(value.strip())
-    if not match:
-        return None
-    date, clock, _fraction, zone = match.groups()
-    try:  # the shape of a time, but none the calendar has (2026-02-30, 25:00), or before year 1
-        moment = _dt.datetime.fromisoformat(f"{date}T{clock}")
-        if zone and zone != "Z":
-            sign = 1 if zone[0] == "+" else -1
-            hours, minutes = int(zone[1:3]), int(zone[-2:])
-            moment -= sign * _dt.timedelta(hours=hours, minutes=minutes)
-    except (ValueError, OverflowError):
-        return None
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _dedup_key(
-    content: str, project: str | None, scope: str | None, type_: str | None, title: str | None
-) -> tuple[str, ...]:
-    """Engram's duplicate test: same content hash, project, scope, type and title."""
-    scope = engram.normalize_scope(scope)
-    return (engram.content_hash(content), project or "", scope, type_ or engram.DEFAULT_TYPE, title or "")
-
-
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
-
-
-def import_engram(kb: Context, file: str | Path) -> ImportResult:
-    """Engram's JSON export (``{"observations": [...], "sessions": [...]}`` or a bare list)."""
-    path = Path(file)
-    try:
-        text = given_text(read_given_file(path, "the export"))
-    except ValueError as exc:  # not UTF-8
-        raise InvalidInputError(f"{path} is not valid JSON ({exc}); give Engram's JSON export.") from None
-    data = nesting.loads(text, str(path), "give Engram's JSON export.")
-    if isinstance(data, dict):
-        for name in ("observations", "sessions", "prompts"):
-            if data.get(name) is not None and not isinstance(data[name], list):
-                raise InvalidInputError(f"{path}: '{name}' must be a list, as in Engram's export, not "
-                                        f"{kind_of(data[name])}.")
-        observations, session_rows = data.get("observations") or [], data.get("sessions") or []
-        prompt_rows = data.get("prompts") or []
-    elif isinstance(data, list):
-        observations, session_rows, prompt_rows = data, [], []
-    else:
-        raise InvalidInputError(f"{path}: expected an object with 'observations' or a list of observations.")
-    result = ImportResult(str(path))
-    with kb.transaction() as tx:
-        # Each key and the memory holding it, which a duplicate's warning names.
-        seen = {
-            _dedup_key(d["learning"], d["project"], d["scope"], d["type"], d["title"]): f"memory {d['id']}"
-            for d in (doc["data"] for doc in kb.documents(lookups.memories(), limit=None))
-        }
-        # More ids than memories when some are skipped: the unused ones are simply never handed out.
-        fresh_ids = iter(tx.next_auto_ids(len(observations)))
-        next_id = next(fresh_ids, "")
-        changes: list[Change] = []
-        for n, obs in enumerate(observations):
-            where = f"{path.name}: observation {n + 1}"
-            if not isinstance(obs, dict):
-                result.skipped += 1
-                result.warnings.append(f"{where} is not an object; skipped.")
-                continue
-            taken: list[str] = []
-            memory = _observation(kb, obs, next_id, where, result.warnings, taken)
-            if memory is None:
-                result.skipped += 1
-                continue
-            key = _dedup_key(memory.learning, memory.project, memory.scope, memory.type, memory.title)
-            if key in seen:
-                result.skipped += 1
-                result.warnings.append(f"{where} is a duplicate of {seen[key]}: the same content, title, type, "
-                                       "project and scope; skipped.")
-                continue
-            seen[key] = f"observation {n + 1} (imported as memory {memory.id})"
-            result.warnings.extend(taken)
-            changes.append(memory_change(memory))
-            result.imported.append(memory.id)
-            next_id = next(fresh_ids, "")
-        # Engram's sessions and user prompts become session files (sessions.py), in the same commit.
-        session_changes, result.sessions, result.prompts = sessions.import_engram(
-            tx, session_rows, prompt_rows, path.name, result.warnings, engram_time)
-        if changes or session_changes:
-            extra = f", {result.sessions} new sessions, {result.prompts} prompts" if session_changes else ""
-            result.commit = tx.commit(
-                changes + session_changes, engram.import_subject(len(changes), extra, one_line(path.name)))
-    return result
-
-
-def _observation(kb: Context, obs: dict[str, Any], memory_id: str, where: str, warnings: list[str],
-                 notes: list[str]) -> Memory | None:
-    """One observation as a memory, held to the rules of a save (sizes, printable keys): an export
-    is no way around them. None, said in ``warnings``, when it breaks one. What it changed of the
-    observation to take it goes in ``notes``, said only once the memory is imported: a duplicate
-    is skipped after, and the next observation gets its id."""
-    for key in ("content", "title"):  # str() of a list or object wrote its Python repr as the text
-        if obs.get(key) is not None and not isinstance(obs[key], str):
-            warnings.append(f"{where}: '{key}' must be text, not {kind_of(obs[key])}; skipped.")
-            return None
-    content = engram.redact_private(obs.get("content") or "")
-    if not content:
-        warnings.append(f"{where} has no content; skipped.")
-        return None
-    try:
-        kb.check_learning(content, "content")
-        title = _title(obs.get("title") or "", memory_id, where, notes)
-        check_unicode(obs, "the observation")
-        project = engram.given_project(obs["project"]) if isinstance(obs.get("project"), str) else None
-        topic_key = engram.given_topic_key(obs["topic_key"]) if isinstance(obs.get("topic_key"), str) else None
-        type = engram.given_type(_text(obs, "type"))
-        session_id = _text(obs, "session_id")
-        if session_id is not None:
-            check_session_id(session_id, "session_id")
-    except InvalidInputError as exc:
-        warnings.append(f"{where}: {str(exc).removesuffix('.')}; skipped.")
-        return None
-    scope = obs.get("scope") if isinstance(obs.get("scope"), str) else None
-    notes.extend(f"{where}: {said}" for said in engram.scope_warnings(scope))
-    created = engram_time(obs.get("created_at"))
-    if obs.get("created_at") and created is None:
-        notes.append(f"{where}: created_at {obs.get('created_at')!r} is not a time; using now.")
-    return Memory(
-        id=memory_id,
-        learning=content,
-        created_at=created or utc_now(),
-        title=title,
-        type=type or engram.DEFAULT_TYPE,
-        project=project,
-        scope=engram.normalize_scope(scope),
-        topic_key=topic_key,
-        session_id=session_id,
-        revision_count=_count(obs.get("revision_count")),
-        duplicate_count=_count(obs.get("duplicate_count")),
-        updated_at=engram_time(obs.get("updated_at")),
-        deleted_at=engram_time(obs.get("deleted_at")),
-    )
-
-
-
-def _text(obs: dict[str, Any], key: str) -> str | None:
-    value = obs.get(key)
-    return (value.strip() or None) if isinstance(value, str) else None
