@@ -125,6 +125,7 @@ def test_an_edit_against_a_forget_upstream_names_the_forget(tmp_path: Path, invo
     assert "memories/1.yaml" in git(here, "ls-tree", "--name-only", "origin/main", "memories/")
 
 
+@pytest.mark.slow  # a sibling of its kind runs by default (docs/testing.md, "What is in -m slow")
 def test_a_soft_forget_against_an_edit_says_which_side_forgot_and_the_two_ways_out(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """``forget --soft`` (MCP's mem_delete) keeps the file, so git sees two edits: the message
@@ -297,6 +298,7 @@ def _as_git_has_it(root: Path) -> tuple[str, str, str, str]:
             git(root, "log", "--format=%H %s", "-5"))
 
 
+@pytest.mark.slow  # a sibling of its kind runs by default (docs/testing.md, "What is in -m slow")
 def test_a_merge_or_rebase_whose_fixes_a_mark_refuses_puts_the_branch_back(tmp_path: Path,
                                                                           invoke_cli: CliRunner) -> None:
     """Memory 2 links 1, which main deleted by hand, and git's index hides an edit of 2
@@ -744,6 +746,7 @@ def test_validates_renumber_step_then_sync_keeps_both_memories(tmp_path: Path, i
     assert shown == {"1": "Main's one", "2": "B's one, revised"}
 
 
+@pytest.mark.slow  # a sibling of its kind runs by default (docs/testing.md, "What is in -m slow")
 def test_merging_main_after_a_squash_merge_keeps_mains_edit_and_stops_only_on_two_edits(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     # Branch per agent: main squash-merged the agent's memories 1-4 and edited 1, 2 and 4; the
@@ -865,7 +868,7 @@ def test_two_branches_saving_one_topic_key_end_as_one_memory_after_merging_main(
     assert invoke_cli("--kb", reviewer, "validate").stdout == "Checked 2 files: no problems.\n"
 
 
-@pytest.mark.parametrize("merge_tree", [True, False], ids=["merge-tree", "merge-file"])
+@pytest.mark.parametrize("merge_tree", default_first([pytest.param(True, id="merge-tree"), pytest.param(False, id="merge-file")]))
 def test_validate_against_main_names_the_files_a_plain_merge_of_the_branch_would_stop_on(
         tmp_path: Path, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch, merge_tree: bool) -> None:
     # Branch per agent: both agents make their first save into project api (its default session
@@ -945,6 +948,7 @@ def test_a_sync_keeps_a_local_merge_and_the_merged_branch_stays_merged(tmp_path:
     assert learned == {"1", "2", "101"}
 
 
+@pytest.mark.slow  # a sibling of its kind runs by default (docs/testing.md, "What is in -m slow")
 def test_a_sync_that_merges_stops_on_two_edits_with_steps_that_work(tmp_path: Path, invoke_cli: CliRunner) -> None:
     # A clone that merged a branch of its own keeps that merge: sync merges the upstream in, and
     # two edits of one memory stop it with slayer-kb merge's steps (paths from the KB's folder).
@@ -1166,6 +1170,7 @@ def merged_by_hand_over_a_forget(tmp_path: Path, invoke_cli: CliRunner) -> tuple
     return bare, agent
 
 
+@pytest.mark.slow  # a sibling of its kind runs by default (docs/testing.md, "What is in -m slow")
 def test_a_merge_committed_by_hand_has_its_links_to_forgotten_memories_stripped_by_sync(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """The merge committed by hand kept 101's link to nothing, which the sync pushed (101 was
@@ -1193,6 +1198,7 @@ def test_a_retried_sync_strips_a_link_pushed_before_the_merge_committed_by_hand(
     assert invoke_cli("--kb", agent, "validate", check=True).stdout == "Checked 2 files: no problems.\n"
 
 
+@pytest.mark.slow  # a sibling of its kind runs by default (docs/testing.md, "What is in -m slow")
 def test_a_retried_sync_of_a_local_merge_names_only_the_last_attempts_moves(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """B's unpushed commits include a merge, so each attempt merges the upstream into the branch
@@ -1319,6 +1325,7 @@ def test_steps_typed_elsewhere_name_the_kb(tmp_path: Path, invoke_cli: CliRunner
     assert json_of(invoke_cli("--kb", b, "--json", "get", "1", check=True))["learning"] == "Amounts are in cents (A and B)"
 
 
+@pytest.mark.slow  # a sibling of its kind runs by default (docs/testing.md, "What is in -m slow")
 def test_steps_after_a_cd_name_the_kb_where_slayer_kb_names_another(tmp_path: Path, invoke_cli: CliRunner) -> None:
     """With $SLAYER_KB naming clone a, a conflict of clone b (--kb b) gave 'cd b; ... slayer-kb
     validate; slayer-kb rebase --continue; slayer-kb sync': each ran on clone a. The slayer-kb
@@ -1351,6 +1358,7 @@ def test_steps_after_a_cd_name_the_kb_where_slayer_kb_names_another(tmp_path: Pa
     assert git(a, "status", "--porcelain") == "" and git(a, "rev-parse", "HEAD") == git(a, "rev-parse", "origin/main")
 
 
+@pytest.mark.slow  # a sibling of its kind runs by default (docs/testing.md, "What is in -m slow")
 def test_validate_against_main_flags_a_link_to_an_entity_main_deleted_since(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """An agent's branch links shop.refunds.amount, whose model main deleted since: the file checks
@@ -1464,6 +1472,7 @@ def test_a_change_that_leaves_an_older_invalid_query_alone_still_syncs(
     assert "amount : avg" in refused.stderr and "nothing was pushed" in refused.stderr
 
 
+@pytest.mark.slow  # a sibling of its kind runs by default (docs/testing.md, "What is in -m slow")
 def test_a_merge_or_rebase_names_an_older_invalid_query_it_left_alone_as_sync_does(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """Revalidation let the query through and named it, but merge and rebase dropped the name:
@@ -1515,6 +1524,7 @@ def test_a_model_moved_to_a_file_that_does_not_parse_is_not_taken_for_deleted(
 ODD_FOLDER = '#our "team kb"\t[*?] \\ é!\nnotes'
 
 
+@pytest.mark.slow  # a sibling of its kind runs by default (docs/testing.md, "What is in -m slow")
 def test_one_memory_forgotten_on_both_clones_syncs_in_a_folder_named_with_a_space(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """Sync reads the memories both sides changed from one 'git cat-file --batch', whose answer
@@ -1614,6 +1624,7 @@ def test_a_merge_or_rebase_lets_go_a_memory_one_side_forgot_and_the_other_soft_f
     assert git(c, "ls-tree", "-r", "--name-only", "origin/main", "memories/") == ""
 
 
+@pytest.mark.slow  # a sibling of its kind runs by default (docs/testing.md, "What is in -m slow")
 def test_a_merge_attribute_of_the_repositorys_own_is_named_before_anything_is_merged(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """git ranks a tracked .gitattributes and .git/info/attributes above the attributes file sync
@@ -1663,6 +1674,7 @@ def test_a_merge_attribute_of_the_repositorys_own_is_named_before_anything_is_me
         "Your commits and origin/main both edited memories/1.yaml;")
 
 
+@pytest.mark.slow  # a sibling of its kind runs by default (docs/testing.md, "What is in -m slow")
 def test_a_merge_attribute_on_a_file_neither_side_wrote_stops_no_merge(tmp_path: Path, invoke_cli: CliRunner) -> None:
     """git hands the KB's merge driver only files a commit of either side wrote since they parted:
     merge and rebase asked git's attributes of every memory and session file the upstream holds (a
@@ -1841,6 +1853,7 @@ def test_a_sync_checks_a_memory_whose_deletion_a_mark_hides_as_head_holds_it(tmp
         f"h {path}\n", "", False)
 
 
+@pytest.mark.slow  # a sibling of its kind runs by default (docs/testing.md, "What is in -m slow")
 def test_a_sparse_checkout_of_a_monorepo_syncs_and_rebases(tmp_path: Path, invoke_cli: CliRunner) -> None:
     """A sparse checkout marks every file it leaves out skip-worktree: sync, rebase, merge and
     renumber --rewrite refused ("../README.md is marked skip-worktree ... would rewrite it"), though they
@@ -1866,7 +1879,7 @@ def test_a_sparse_checkout_of_a_monorepo_syncs_and_rebases(tmp_path: Path, invok
     assert git(top, "status", "--porcelain") == "" and not (top / "README.md").exists()
 
 
-@pytest.mark.parametrize("merge_tree", [True, False], ids=["merge-tree", "merge-file"])
+@pytest.mark.parametrize("merge_tree", default_first([pytest.param(True, id="merge-tree"), pytest.param(False, id="merge-file")]))
 def test_a_rename_against_an_edit_is_a_stop_only_where_git_cannot_follow_it(
         tmp_path: Path, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch, merge_tree: bool) -> None:
     """A branch renames memories/1.yaml (git mv) while main edits it: git's merge follows the
@@ -1988,7 +2001,7 @@ def test_ids_two_clones_gave_in_two_letter_cases_are_renamed_by_the_steps_given(
     assert json_of(invoke_cli("--kb", b, "--json", "get", "KB.Case-2", check=True))["learning"] == "Case two"
 
 
-@pytest.mark.parametrize("left_out", ["KB.Case", "kb.case"])
+@pytest.mark.parametrize("left_out", default_first(["KB.Case", "kb.case"]))
 def test_ids_in_two_letter_cases_clash_where_a_sparse_checkout_leaves_one_out(
         tmp_path: Path, invoke_cli: CliRunner, left_out: str) -> None:
     """As above, but b's sparse checkout leaves one of the two files out: the check after the
@@ -2008,7 +2021,7 @@ def test_ids_in_two_letter_cases_clash_where_a_sparse_checkout_leaves_one_out(
     assert git(bare, "ls-tree", "--name-only", "main", "memories/").split() == ["memories/kb.case.yaml"]
 
 
-@pytest.mark.parametrize("ours", ["session", "memory"])
+@pytest.mark.parametrize("ours", default_first(["session", "memory"]))
 def test_a_syncs_check_lists_heads_ids_only_where_a_file_may_be_left_out(
         tmp_path: Path, invoke_cli: CliRunner, ours: str) -> None:
     """The check after sync's rebase listed HEAD's memory ids (one git ls-tree, 0.4 s at 100,000

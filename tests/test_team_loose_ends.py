@@ -34,7 +34,7 @@ def _one_id_on_both(tmp_path: Path, typed: CliRunner) -> tuple[Path, Path]:
     return a, b
 
 
-@pytest.mark.parametrize("command", ["merge", "rebase"])
+@pytest.mark.parametrize("command", default_first(["merge", "rebase"]))
 def test_a_merge_or_rebase_meeting_one_auto_id_saved_on_both_names_renumber(
         tmp_path: Path, typed: CliRunner, command: str) -> None:
     # Before: both stopped on "both created memories/1.yaml" with steps that merge two memories
