@@ -67,7 +67,7 @@ from ..core.errors import ConflictError, InvalidIdError, InvalidInputError, KBEr
 from ..core.fileio import outside
 from ..core.ids import case_conflict, check_new_id
 from ..core.inputs import check_folder_named, given_folder, given_text, read_given_file
-from ..core.locate import MEMORIES_DIR, memory_path
+from ..core.locate import MEMORIES_DIR
 from ..core.memory import FIELD_NAMES, KEY_ORDER, MAX_FILE_BYTES, Memory, dumps, loads
 from ..core.results import ExportResult, ImportResult
 from ..core.session import SESSIONS_DIR
@@ -300,10 +300,14 @@ def import_slayer(kb: Context, folder: str | Path) -> ImportResult:
                 result.replaced.append(memory.id)
             else:
                 result.imported.append(memory.id)
-            # A hand edit of the file, staged or not, is the person's work: refused as a save's is.
-            tx.require_committed(memory_path(memory.id))
             result.warnings.extend(taken)
             changes.append(memory_change(memory, text))
+        # A hand edit of a file it writes, staged or not, is the person's work: refused as a save's
+        # is, all of them in one check of git's status (a check a file took a git process each).
+        try:
+            tx.rewrite(lambda: (changes, None))
+        except ConflictError as exc:
+            raise ConflictError(exc.for_tools()) from None  # its words without --force, which an import has not
         if changes:
             count = len(result.imported) + len(result.replaced)
             result.commit = tx.commit(changes, f"memory: import {count} memories from SLayer storage {one_line(folder.name)}")
