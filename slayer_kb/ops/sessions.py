@@ -432,7 +432,7 @@ def import_engram(tx: Transaction, rows: Any, prompt_rows: Any, where: str, warn
     kb = tx.kb
     now = utc_now()
     touched: dict[str, Session] = {}
-    twins: dict[str, str] = {}  # a session skipped: the one its file would collide with
+    twins: set[str] = set()  # the sessions skipped, their files colliding with another's
     made = added = 0
 
     def current(session_id: str, started_at: str, here: str) -> Session | None:
@@ -446,7 +446,7 @@ def import_engram(tx: Transaction, rows: Any, prompt_rows: Any, where: str, warn
             found = read(kb, session_id)
             if found is None:
                 if (other := _case_twin(kb, session_id, touched)) is not None:
-                    twins[session_id] = other
+                    twins.add(session_id)
                     warnings.append(
                         f"{here}: session id '{session_id}' differs only in letter case from the session '{other}', "
                         "and their files would collide on macOS and Windows checkouts; that session and its prompts "
