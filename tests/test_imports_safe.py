@@ -80,10 +80,16 @@ def test_an_id_a_renumber_moved_is_skipped(catalog_kb: KnowledgeBase, invoke_cli
     folder = tmp_path / "s"
     (folder / "memories").mkdir(parents=True)
     (folder / "memories" / "2.md").write_text(slayer_file("2", "The imported text for two"))
-    (folder / "memories" / "9.md").write_text(slayer_file("9", "Another imported memory"))
+    (folder / "memories" / "9.md").write_text(slayer_file("9", "Another imported memory").replace(
+        "created_at", "entities:\n- memory:2\ncreated_at"))  # its link meant the folder's 2, not the teammate's
     result = import_slayer(kb, folder)
     assert result.imported == ["9"] and result.replaced == [] and result.skipped == 1
-    assert result.warnings == [f"{folder / 'memories' / '2.md'}: {str(refused.value).removesuffix('.')}; skipped."]
+    assert result.warnings == [
+        f"{folder / 'memories' / '2.md'}: {str(refused.value).removesuffix('.')}; skipped.",
+        "memory 9: link 'memory:2' dropped: the folder's memory 2 was skipped (its warning says why), and the link "
+        "would name the knowledge base's own, unrelated memory 2. Import that memory as its warning says, then import "
+        "the folder again to keep the link."]
+    assert kb.get("9").entities == []
     assert "renumber --accept 2' first" in result.warnings[0]
     assert "learning: 'Main: refunds, a teammate''s'" in (kb.root / "memories" / "2.yaml").read_text()
 

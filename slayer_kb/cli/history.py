@@ -368,6 +368,11 @@ def import_slayer(settings: Settings, directory: str) -> None:
     title over 1,000 characters, a time no calendar has such as 2026-02-30) is skipped with a
     warning naming it. Files written with Windows line ends are read with Unix ones.
 
+    Importing a folder again brings back no memory the knowledge base forgot since an earlier
+    import and undoes no change made since: each is skipped with a warning naming the import's
+    commit ('restore ID --rev COMMIT', then import again, takes the folder's version). A link
+    (memory:ID) to a memory the import skipped is dropped with a warning.
+
     \b
     Example:
       slayer-kb import-slayer ~/.slayer
@@ -418,7 +423,9 @@ def import_engram(settings: Settings, file: str) -> None:
     break in a title made a space, saying so.
 
     An observation with a topic key revises the live memory holding the key in its project and
-    scope, as mem_save does; one older than that memory is skipped.
+    scope, as mem_save does; one older than that memory is skipped. A session whose id differs
+    from another's only in letter case (their files would collide on macOS and Windows) is
+    skipped with its prompts, with a warning; an observation deleted in Engram since is said so.
 
     \b
     Example:

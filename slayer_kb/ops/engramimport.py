@@ -5,8 +5,12 @@ a commit spends every id drawn, a lease's too) and skips an observation whose co
 hash, project, scope, type and title equal a memory already in the KB (or earlier in the file).
 Engram's SQLite times (``2026-03-01 10:20:30``, UTC) become ``2026-03-01T10:20:30Z``. Its
 sessions and user prompts become session files (``sessions/<id>.yaml``, sessions.py): an
-existing session gains only what it lacks and the prompts it does not have yet. Soft-deleted
-observations are imported soft-deleted. Everything in one commit.
+existing session gains only what it lacks and the prompts it does not have yet; one whose id
+differs only in letter case from another's (Engram's ids are case-sensitive, macOS's file names
+not) is skipped with its prompts, said, the rest imported. Soft-deleted observations are
+imported soft-deleted; one whose live memory the KB holds (deleted in Engram since its import)
+is skipped, said as deleted there, not as a duplicate: an import forgets nothing. Everything in
+one commit.
 
 A live observation with a ``topic_key`` revises in place the live memory holding the key in its
 project and scope (kb.py's save: CLI.md's "revised"), one earlier in the export included, so the
@@ -29,6 +33,7 @@ from ..core.errors import InvalidInputError
 from ..core.inputs import check_unicode, given_text, read_given_file
 from ..core.locate import memory_path
 from ..core.memory import Memory, utc_now
+from ..core.problems import command
 from ..core.results import ImportResult
 from ..core.session import check_session_id
 from ..core.text import kind_of, one_line
@@ -75,6 +80,10 @@ def engram_time(value: Any) -> str | None:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+# A duplicate test's key's memory: how a warning names it, its id, whether it is live.
+_Held = tuple[str, str, bool]
+
+
 def _dedup_key(
     content: str, project: str | None, scope: str | None, type_: str | None, title: str | None
 ) -> tuple[str, ...]:
@@ -108,9 +117,10 @@ def import_engram(kb: Context, file: str | Path) -> ImportResult:
         raise InvalidInputError(f"{path}: expected an object with 'observations' or a list of observations.")
     result = ImportResult(str(path))
     with kb.transaction() as tx:
-        # Each key and the memory holding it, which a duplicate's warning names.
+        # Each key and the memory holding it (whether live), which a duplicate's warning names.
         seen = {
-            _dedup_key(d["learning"], d["project"], d["scope"], d["type"], d["title"]): f"memory {d['id']}"
+            _dedup_key(d["learning"], d["project"], d["scope"], d["type"], d["title"]):
+                (f"memory {d['id']}", d["id"], d.get("deleted_at") is None)
             for d in (doc["data"] for doc in kb.documents(lookups.memories(), limit=None))
         }
         # Ids are drawn only for the memories made (each drawn one is spent, a lease's too): a first
@@ -128,11 +138,12 @@ def import_engram(kb: Context, file: str | Path) -> ImportResult:
     return result
 
 
-def _memories(kb: Context, tx: Transaction, observations: list[Any], name: str, seen: dict[tuple[str, ...], str],
+def _memories(kb: Context, tx: Transaction, observations: list[Any], name: str, seen: dict[tuple[str, ...], _Held],
               ids: Iterator[str], result: ImportResult) -> dict[str, Change]:
     """The observations' memory files by id, a new memory given the next of ``ids``; what each
     observation became (imported, revising a memory, skipped) said in ``result``. ``seen``: the
     duplicate test's key of each memory, which the duplicate's warning names."""
+    fix = command(kb.root)
     next_id = next(ids, "")
     changes: dict[str, Change] = {}
     held: dict[tuple[str, str | None, str | None], Memory] = {}  # a topic key's live memory, as revised here
@@ -149,9 +160,18 @@ def _memories(kb: Context, tx: Transaction, observations: list[Any], name: str, 
             continue
         key = _dedup_key(memory.learning, memory.project, memory.scope, memory.type, memory.title)
         if key in seen:
+            label, held_id, live = seen[key]
             result.skipped += 1
-            result.warnings.append(f"{where} is a duplicate of {seen[key]}: the same content, title, type, "
-                                   "project and scope; skipped.")
+            if memory.is_deleted and live:
+                # Deleted in Engram since the live one was imported: no duplicate, and an import
+                # forgets nothing the KB holds (a save here may have made it its own since).
+                result.warnings.append(
+                    f"{where} was deleted in Engram (deleted_at {memory.deleted_at}); {label} holds its content, title, "
+                    f"type, project and scope and is live here, and was left as it is; skipped. To forget it here too, "
+                    f"run '{fix} forget {held_id} --soft'.")
+            else:
+                result.warnings.append(f"{where} is a duplicate of {label}: the same content, title, type, "
+                                       "project and scope; skipped.")
             continue
         # Only a live observation upserts, as in Engram: a deleted one with the key is a memory of its own.
         live_key = memory.topic_key if not memory.is_deleted else None
@@ -177,7 +197,8 @@ def _memories(kb: Context, tx: Transaction, observations: list[Any], name: str, 
                 result.replaced.append(holder.id)
         if topic is not None:
             held[topic] = memory
-        seen[key] = f"observation {n + 1} ({'revising' if holder else 'imported as'} memory {memory.id})"
+        seen[key] = (f"observation {n + 1} ({'revising' if holder else 'imported as'} memory {memory.id})", memory.id,
+                     not memory.is_deleted)
         result.warnings.extend(taken)
         changes[memory.id] = memory_change(memory)
     return changes

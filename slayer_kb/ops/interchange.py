@@ -42,8 +42,15 @@ Decisions:
   YAML 1.1's 8: the warning says to quote it) or one no file may have; an id a sync or renumber
   moved on this clone (``Context.check_not_moved``: it names a teammate's memory now), with that
   refusal's message and fix; a new memory's id a ``rename`` moved (``Context.renamed_to``: its
-  links and the agents told it mean the renamed memory). A link out of the folder (a file's, or
-  the ``memories/`` folder's own) refuses the whole import.
+  links and the agents told it mean the renamed memory); a memory an earlier import wrote that
+  the KB forgot or changed since (slayersince.py), or one the KB updated later than the folder's
+  ``updated_at``: the folder imported again must not undo the team's work; the warning names
+  ``restore ID --rev`` of the import's commit, after which an import takes the folder's version.
+  A link out of the folder (a file's, or the ``memories/`` folder's own) refuses the whole import.
+- A link (``memory:ID``) to a memory of the folder the import skipped is dropped with a warning
+  naming both, as an entity that does not resolve is: kept, it named nothing, or the KB's own
+  unrelated memory of that id. Not a link to one skipped because the KB changed it since, whose
+  id still is the folder's memory.
 - ``export-slayer`` writes live memories only (SLayer has no soft delete). The folder is outside
   git, so it replaces or removes only files an earlier export wrote, as it wrote them, and removes
   those of memories no longer live (exportrecord.py); another file it would overwrite refuses the
@@ -67,8 +74,8 @@ from ..core.errors import ConflictError, InvalidIdError, InvalidInputError, KBEr
 from ..core.fileio import outside
 from ..core.ids import case_conflict, check_new_id
 from ..core.inputs import check_folder_named, given_folder, given_text, read_given_file
-from ..core.locate import MEMORIES_DIR
-from ..core.memory import FIELD_NAMES, KEY_ORDER, MAX_FILE_BYTES, Memory, dumps, loads
+from ..core.locate import MEMORIES_DIR, linked_id, memory_link
+from ..core.memory import FIELD_NAMES, KEY_ORDER, MAX_FILE_BYTES, Memory, dumps, loads, time_order
 from ..core.results import ExportResult, ImportResult
 from ..core.session import SESSIONS_DIR
 from ..core.text import kind_of, one_line
@@ -79,6 +86,7 @@ from ..transaction import memory_change
 from . import exportrecord
 from .engramimport import import_title
 from .schema_words import memory_times
+from .slayersince import Since, import_subject, since_imports
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -147,9 +155,10 @@ def _slayer_text(folder: Path, path: Path) -> str:
         raise InvalidInputError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start}).") from None
 
 
-def _slayer_rows(folder: Path, result: ImportResult) -> list[tuple[str, dict[str, Any]]]:
+def _slayer_rows(folder: Path, result: ImportResult, gone: set[str]) -> list[tuple[str, dict[str, Any]]]:
     """The memories of the folder's files; a file that cannot be read or parsed is skipped, said
-    in ``result``, as a memory that cannot be taken is (one such file refused the whole import)."""
+    in ``result`` and its name's id put in ``gone``, as a memory that cannot be taken is (one such
+    file refused the whole import)."""
     rows: list[tuple[str, dict[str, Any]]] = []
     memories = folder / "memories"
     if memories.is_dir() and (target := outside(folder, memories)):
@@ -165,6 +174,7 @@ def _slayer_rows(folder: Path, result: ImportResult) -> list[tuple[str, dict[str
             except InvalidInputError as exc:
                 result.skipped += 1
                 result.warnings.append(f"{exc} (skipped)")
+                gone.add(path.stem)
                 continue
             data.setdefault("id", path.stem)
             rows.append((str(path), data))
@@ -246,7 +256,8 @@ def import_slayer(kb: Context, folder: str | Path) -> ImportResult:
         raise InvalidInputError(f"{folder} is not a folder; give a SLayer storage folder.")
     result = ImportResult(str(folder))
     parsed: dict[str, tuple[str, Memory, list[str]]] = {}  # by id: the first file of each
-    for where, row in _slayer_rows(folder, result):
+    gone: set[str] = set()  # ids of the folder's memories skipped: a link to one must not name the KB's
+    for where, row in _slayer_rows(folder, result, gone):
         taken: list[str] = []
         try:
             memory = _memory_from_row(where, row, taken)
@@ -254,6 +265,7 @@ def import_slayer(kb: Context, folder: str | Path) -> ImportResult:
         except KBError as exc:
             result.skipped += 1
             result.warnings.append(f"{exc} (skipped)")
+            gone.update(_ids_named(where, row))
             continue
         if memory.id in parsed:
             # One file a memory: taking the later one too lost the first, and which one a re-import kept flipped.
@@ -262,40 +274,25 @@ def import_slayer(kb: Context, folder: str | Path) -> ImportResult:
                                    "skipped (give it another id to import it too).")
             continue
         parsed[memory.id] = (where, memory, taken)
-    incoming = set(parsed)
     with kb.transaction() as tx:
-        existing = set(kb.memory_ids())
-        resolver = Resolver(kb.catalog, memory_exists=lambda i: i in incoming or kb.memory_exists(i))
+        kept, since = _kept(kb, parsed, gone, result)
+        gone -= set(kept)
+        resolver = Resolver(kb.catalog, memory_exists=lambda i: i in kept or (i not in gone and kb.memory_exists(i)))
         changes: list[Change] = []
-        renamed = kb.renamed_ids() if incoming - existing else set()
-        for where, memory, taken in parsed.values():
-            try:  # the id names a teammate's memory here now: replacing it would lose theirs
-                kb.check_not_moved(memory.id)
-            except ConflictError as exc:
-                result.skipped += 1
-                result.warnings.append(f"{where}: {str(exc).removesuffix('.')}; skipped.")
-                continue
-            went = kb.renamed_to(memory.id, renamed=renamed) if memory.id not in existing else None
-            if went is not None:
-                # Agents told the id, and links to it, mean the renamed memory: not another's.
-                result.skipped += 1
-                result.warnings.append(
-                    f"memory {memory.id!r} was renamed to {went[0]!r} (commit {went[1][:12]}), which links to it and "
-                    f"agents told it mean; skipped (give it another id in its file to import it).")
-                continue
-            clash = case_conflict(memory.id, existing | (incoming - {memory.id}))
-            if clash is not None:
-                result.skipped += 1
-                result.warnings.append(f"memory {memory.id!r} clashes with {clash!r} (ids differing only in letter case or Unicode normalisation collide on macOS and Windows); skipped.")
-                continue
+        for where, memory, taken in kept.values():
             notes: list[str] = []
-            memory = memory.evolve(entities=resolver.resolve_leniently(memory.entities, notes))
+            entities = _links_kept(kb, memory, gone, notes)
+            memory = memory.evolve(entities=resolver.resolve_leniently(entities, notes))
             result.warnings.extend(f"memory {memory.id}: {note}" for note in notes)
             text = dumps(memory)
             path = kb.memories_dir / f"{memory.id}.yaml"
-            if memory.id in existing:
-                if path.is_file() and path.read_text(encoding="utf-8") == text:
+            if path.is_file():
+                if path.read_text(encoding="utf-8") == text:
                     result.unchanged.append(memory.id)
+                    continue
+                if memory.id in since:  # the folder imported again after the KB changed the memory
+                    result.skipped += 1
+                    result.warnings.append(_since_warning(kb, where, memory.id, since[memory.id]))
                     continue
                 result.replaced.append(memory.id)
             else:
@@ -310,8 +307,96 @@ def import_slayer(kb: Context, folder: str | Path) -> ImportResult:
             raise ConflictError(exc.for_tools()) from None  # its words without --force, which an import has not
         if changes:
             count = len(result.imported) + len(result.replaced)
-            result.commit = tx.commit(changes, f"memory: import {count} memories from SLayer storage {one_line(folder.name)}")
+            result.commit = tx.commit(changes, import_subject(count, one_line(folder.name)))
     return result
+
+
+def _ids_named(where: str, row: dict[str, Any]) -> set[str]:
+    """The ids a link to a memory skipped for its row may name: its id as written, its file's name."""
+    named = {row["id"].strip()} if isinstance(row.get("id"), str) else set()
+    return named | ({Path(where).stem} if where.endswith(".md") else set())
+
+
+def _kept(kb: Context, parsed: dict[str, tuple[str, Memory, list[str]]], gone: set[str], result: ImportResult
+          ) -> tuple[dict[str, tuple[str, Memory, list[str]]], dict[str, Since]]:
+    """The memories to write, by id; each other one skipped, said in ``result``, its id added to
+    ``gone`` when the KB's memory of that id is not the folder's. And what the KB changed since
+    an import wrote it (``since_imports``): such a memory is skipped unless the folder's
+    version, its links resolved, is the KB's (then unchanged)."""
+    existing = set(kb.memory_ids())
+    incoming = set(parsed)
+    renamed = kb.renamed_ids() if incoming - existing else set()
+    since = since_imports(kb.store, incoming)
+    cmd = problems.command(kb.root)
+    kept: dict[str, tuple[str, Memory, list[str]]] = {}
+    for where, memory, taken in parsed.values():
+        skip, named_here = _skip_reason(kb, where, memory, existing, incoming, renamed, since.get(memory.id), cmd)
+        if skip is None:
+            kept[memory.id] = (where, memory, taken)
+            continue
+        result.skipped += 1
+        result.warnings.append(skip)
+        if not named_here:
+            gone.add(memory.id)
+    return kept, since
+
+
+def _skip_reason(kb: Context, where: str, memory: Memory, existing: set[str], incoming: set[str],
+                 renamed: set[str], since: Since | None, cmd: str) -> tuple[str | None, bool]:
+    """Why the import skips ``memory`` (None: it takes it), and whether the KB's memory of its
+    id still is the folder's (edited here since), which a link to it may then name."""
+    try:  # the id names a teammate's memory here now: replacing it would lose theirs
+        kb.check_not_moved(memory.id)
+    except ConflictError as exc:
+        return f"{where}: {str(exc).removesuffix('.')}; skipped.", False
+    went = kb.renamed_to(memory.id, renamed=renamed) if memory.id not in existing else None
+    if went is not None:
+        # Agents told the id, and links to it, mean the renamed memory: not another's.
+        return (f"memory {memory.id!r} was renamed to {went[0]!r} (commit {went[1][:12]}), which links to it and "
+                "agents told it mean; skipped (give it another id in its file to import it)."), False
+    clash = case_conflict(memory.id, existing | (incoming - {memory.id}))
+    if clash is not None:
+        return (f"memory {memory.id!r} clashes with {clash!r} (ids differing only in letter case or Unicode "
+                "normalisation collide on macOS and Windows); skipped."), False
+    if since is not None and since.forgotten:  # imported again, the folder brought back what the KB forgot
+        return _since_warning(kb, where, memory.id, since), False
+    if memory.updated_at and memory.id in existing:
+        try:
+            ours = kb.read(memory.id).updated_at
+        except KBError:  # a file broken here: the import replaces it, as before
+            ours = None
+        if ours and time_order(ours) > time_order(memory.updated_at):
+            return (f"{where}: memory {memory.id} was updated in the knowledge base at {ours}, after the folder's "
+                    f"version ({memory.updated_at}); skipped, so the import does not undo that. To take the "
+                    f"folder's text anyway, put it in with '{cmd} edit {memory.id}'."), True
+    return None, True
+
+
+def _since_warning(kb: Context, where: str, memory_id: str, since: Since) -> str:
+    try:
+        what = "forgotten" if since.forgotten or kb.read(memory_id).is_deleted else "changed"
+    except KBError:  # a file broken since: changed, as said, and validate names it
+        what = "changed"
+    return (f"{where}: memory {memory_id} was imported from SLayer storage by commit {since.commit[:12]} and {what} "
+            "in the knowledge base since; skipped, so the import does not undo that. To take the folder's version "
+            f"anyway, run '{problems.command(kb.root)} restore {memory_id} --rev {since.commit[:12]}' (the version "
+            "that import wrote), then import again.")
+
+
+def _links_kept(kb: Context, memory: Memory, gone: set[str], notes: list[str]) -> list[str]:
+    """``memory``'s entities but its links to a memory of the folder the import skipped: the KB's
+    memory of that id, if any, is another, which the link must not come to name."""
+    kept = []
+    for ref in memory.entities:
+        target = linked_id(ref.strip()) if isinstance(ref, str) else None
+        if target is None or target not in gone:
+            kept.append(ref)
+            continue
+        named = f"the knowledge base's own, unrelated memory {target}" if kb.memory_exists(target) else "no memory"
+        notes.append(f"link {memory_link(target)!r} dropped: the folder's memory {target} was skipped (its warning says why), "
+                     f"and the link would name {named}. Import that memory as its warning says, then import the "
+                     "folder again to keep the link.")
+    return kept
 
 
 

@@ -20,6 +20,7 @@ import os
 import stat
 import time
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -220,17 +221,22 @@ def change(kb: Workspace, session: Session) -> Change:
 
 
 def _check_no_case_twin(kb: Workspace, session_id: str) -> None:
+    other = _case_twin(kb, session_id)
+    if other is not None:
+        raise ConflictError(
+            f"session id '{session_id}' differs only in letter case from the existing session "
+            f"'{other}': their files collide on macOS and Windows checkouts. Use '{other}'."
+        )
+
+
+def _case_twin(kb: Workspace, session_id: str, others: Iterable[str] = ()) -> str | None:
+    """The session, of the KB's files or ``others`` (ids), whose file name differs from
+    ``session_id``'s only in letter case, if any."""
     folder = kb.root / SESSIONS_DIR
-    if not folder.is_dir():
-        return
+    names = [*(os.listdir(folder) if folder.is_dir() else []), *map(file_name, others)]
     wanted = fold_id(file_name(session_id))
-    for name in os.listdir(folder):
-        if name != file_name(session_id) and fold_id(name) == wanted:
-            other = id_of_file(name) or name
-            raise ConflictError(
-                f"session id '{session_id}' differs only in letter case from the existing session "
-                f"'{other}': their files collide on macOS and Windows checkouts. Use '{other}'."
-            )
+    return next((id_of_file(name) or name for name in names
+                 if name != file_name(session_id) and fold_id(name) == wanted), None)
 
 
 def start(kb: Context, session_id: Any, project: Any = None, directory: Any = None) -> SessionResult:
@@ -426,14 +432,27 @@ def import_engram(tx: Transaction, rows: Any, prompt_rows: Any, where: str, warn
     kb = tx.kb
     now = utc_now()
     touched: dict[str, Session] = {}
+    twins: set[str] = set()  # the sessions skipped, their files colliding with another's
     made = added = 0
 
-    def current(session_id: str, started_at: str) -> Session:
+    def current(session_id: str, started_at: str, here: str) -> Session | None:
+        """The session as imported so far; None, said once, for one whose file would collide
+        with another's (Engram's ids are case-sensitive, file names on macOS and Windows not):
+        one such session refused the whole import."""
         nonlocal made
+        if session_id in twins:
+            return None
         if session_id not in touched:
             found = read(kb, session_id)
             if found is None:
-                _check_no_case_twin(kb, session_id)
+                if (other := _case_twin(kb, session_id, touched)) is not None:
+                    twins.add(session_id)
+                    warnings.append(
+                        f"{here}: session id '{session_id}' differs only in letter case from the session '{other}', "
+                        "and their files would collide on macOS and Windows checkouts; that session and its prompts "
+                        f"were skipped. To import them, give the session another id in the export (or '{other}' to "
+                        "add them to that session), in its prompts too, and import again.")
+                    return None
                 found = Session(session_id, started_at)
                 made += 1
             touched[session_id] = found
@@ -451,7 +470,9 @@ def import_engram(tx: Transaction, rows: Any, prompt_rows: Any, where: str, warn
         started = time_of(row.get("started_at"))
         if row.get("started_at") and started is None:
             warnings.append(f"{here}: started_at {row.get('started_at')!r} is not a time; using now.")
-        session = current(session_id, started or now)
+        session = current(session_id, started or now, here)
+        if session is None:
+            continue
         try:
             directory = given_directory(text(row, "directory"))
         except InvalidInputError as exc:
@@ -481,7 +502,9 @@ def import_engram(tx: Transaction, rows: Any, prompt_rows: Any, where: str, warn
             continue
         timed = time_of(row.get("created_at"))
         at = timed or now
-        session = current(session_id, at)
+        session = current(session_id, at, here)
+        if session is None:
+            continue
         cut: list[str] = []  # said only of a prompt added, not of one a re-import finds there
         content = _cut_prompt(content, kb.max_content, f"{here}: content", cut)
         # One with no time of its own is there already when its text is: a re-import adds none.
