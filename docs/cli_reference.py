@@ -35,7 +35,9 @@ while an empty or blank `--author` exits 1 naming it (it was taken for none). A 
 missing folder, a folder that takes none such as `/proc`, a `memories` that is a file, another
 KB's `memories/`, `sessions/` or `.slayer-kb/`, a repository's `.git`) exits 1
 saying which, and suggests `init` only where it can work. With `--json` (before or after the command) stdout is one
-JSON document; an error exits 1 with `Error: ...` on stderr and
+JSON document; a warning about the KB's surroundings rather than the result (a commit on a detached HEAD, the
+index left behind by a failure after a commit), a `warning:` line on stderr without `--json`, is in the
+document's `warnings` when it has that list (and then not on stderr), else on stderr; an error exits 1 with `Error: ...` on stderr and
 `{"error": {"type": ..., "message": ...}}` on stdout (a file or folder the system refuses is
 `Cannot use PATH: CAUSE; FIX.`, type `store`); a usage error (an unknown option, options that cannot go
 together such as `save -e REF --query Q`, an option that takes one value given two (`save --id k1 --id
