@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from ..core.errors import InvalidInputError, MemoryFileError, NotFoundError, StoreError
 from ..core.locate import MEMORY_LINK, id_of_path, memory_path
 from ..core.memory import loads
-from ..core.problems import git_command
+from ..core.problems import command, git_command, words
 from ..core.text import shown_value
 from .gitenv import LITERAL_PATHS
 
@@ -50,6 +50,26 @@ def range_ends(rev: str) -> tuple[str, str] | None:
         return None
     base, _dots, head = rev.partition("..." if "..." in rev else "..")
     return base or "HEAD", head or "HEAD"
+
+
+def two_ends(store: GitStore, rev: str, ends: tuple[str, str]) -> InvalidInputError:
+    """The refusal of a range given ``review`` (``main..agent``), which takes its two ends as two
+    arguments: the command to run with them, or, where an end names no commit (no ``main`` in a
+    repository whose branch is ``trunk``), the branches that exist, never a command that fails."""
+    said = f"{shown_value(rev)} is a range; review takes its two ends as two arguments, BASE then HEAD"
+    unknown = [end for end in dict.fromkeys(ends) if not resolves(store, end)]
+    if not unknown:
+        return InvalidInputError(f"{said}, and compares them as 'git diff {ends[0]}...{ends[1]}' does: run "
+                                 f"'{command(store.root)} review {words(*ends)}'.")
+    named = [line.partition(" ")[2] for line in store.git(
+        "for-each-ref", "--format=%(symref) %(refname:short)", "refs/heads", "refs/remotes").stdout.decode().splitlines()
+        if not line.startswith("refs/")]  # not origin/HEAD, a name for another branch
+    known = (f"one of the branches here ({', '.join(map(shown_value, named[:10]))}{', ...' if len(named) > 10 else ''})"
+             ", a tag or a commit" if named else "a tag or a commit (there is no branch here)")
+    given = words(*("BRANCH" if end in unknown else end for end in ends))
+    return InvalidInputError(f"{said}, and {' and '.join(map(shown_value, unknown))} "
+                             f"name{'s' if len(unknown) == 1 else ''} no commit here: run "
+                             f"'{command(store.root)} review {given}', BRANCH {known}.")
 
 
 def shallow_parting(store: GitStore, rev: str, head: str = "HEAD") -> StoreError | None:
