@@ -203,7 +203,8 @@ def test_a_range_given_for_one_revision_is_told_the_arguments_meant(indexed_exam
 def test_a_range_with_an_end_that_names_nothing_is_told_the_branches_here(indexed_example_kb: KnowledgeBase,
                                                                           invoke_cli: CliRunner) -> None:
     """``review main..HEAD`` in a repository whose branch is trunk advised ``review main HEAD``,
-    which fails in turn. The end that names nothing is said so, with the branches that exist."""
+    which fails in turn. The end that names nothing is said so, with the branches that exist; a
+    command that takes one revision offers the ends that exist, else the branches."""
     root = indexed_example_kb.root
     git(root, "branch", "-m", "trunk")
     git(root, "update-ref", "refs/remotes/origin/trunk", "HEAD")
@@ -216,6 +217,11 @@ def test_a_range_with_an_end_that_names_nothing_is_told_the_branches_here(indexe
             f"no commit here: run 'slayer-kb review {advised}', BRANCH one of the branches here ('trunk', "
             "'origin/trunk'), a tag or a commit.\n")), given
     assert invoke_cli("--kb", root, "review", "origin/trunk", "HEAD", cwd=root).returncode == 0
+    for given, such in (("main..HEAD", "'HEAD'"), ("main..nope", "'trunk' or 'origin/trunk'")):
+        proc = invoke_cli("--kb", root, "validate", "--against", given, cwd=root)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
+            f"Error: '{given}' is a range of commits, where one revision is wanted: give one commit, branch or tag, "
+            f"such as {such}.\n")), given
 
 
 def _apart(tmp_path: Path, invoke_cli: CliRunner, team: Path) -> Path:
