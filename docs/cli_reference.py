@@ -35,7 +35,9 @@ while an empty or blank `--author` exits 1 naming it (it was taken for none). A 
 missing folder, a folder that takes none such as `/proc`, a `memories` that is a file, another
 KB's `memories/`, `sessions/` or `.slayer-kb/`, a repository's `.git`) exits 1
 saying which, and suggests `init` only where it can work. With `--json` (before or after the command) stdout is one
-JSON document; an error exits 1 with `Error: ...` on stderr and
+JSON document; a warning about the KB's surroundings rather than the result (a commit on a detached HEAD, the
+index left behind by a failure after a commit), a `warning:` line on stderr without `--json`, is in the
+document's `warnings` when it has that list (and then not on stderr), else on stderr; an error exits 1 with `Error: ...` on stderr and
 `{"error": {"type": ..., "message": ...}}` on stdout (a file or folder the system refuses is
 `Cannot use PATH: CAUSE; FIX.`, type `store`); a usage error (an unknown option, options that cannot go
 together such as `save -e REF --query Q`, an option that takes one value given two (`save --id k1 --id
@@ -70,7 +72,7 @@ The main `--json` documents (the MCP tools return the same fields as structured 
 | `search` | `memories`, `example_queries`, `entities`, `resolved_input_entities`, `warnings`, `notes` (how the answer was made, nothing to act on) |
 | `list` | `memories` (and `warnings`: files skipped, a filter no memory matches) |
 | `context` | `text` (and `warnings`: the project or scope of an empty digest that no memory has, a misspelt name) |
-| `stats` | `memories`, `sessions`, `prompts`, `projects`, `types`, `search_by_meaning` (and `warnings`: memory, session and catalog files skipped) |
+| `stats` | `memories`, `sessions`, `prompts`, `projects`, `types` (type to count), `untyped` (the memories with no type, counted apart from a type named `none`), `search_by_meaning` (and `warnings`: memory, session and catalog files skipped) |
 | `delete-model`, `delete-datasource`, `delete-leaf`, `prune` | `deleted`, `commit`, `rewritten`; the deletes' `stale_queries` (example-query memories whose stored query names what was deleted: [format.md](format.md#entity-references)), `prune`'s `stripped`, `dry_run`, and `relinked` when it pointed links to a renamed memory at its new id (memory to `{old link: new link}`) |
 | `validate`, `fmt` | `ok`, `checked`, `problems` (each `path`, `line`, `message` and `kind`: `stale_query` for an example query naming what the catalog no longer has, which `sync` pushes, `invalid_query` for one that is not a SlayerQuery, which `sync` pushes only where the branch left it as the upstream has it, else `null`), `reformatted` (`fmt`'s files rewritten, or with `--check` that would be; `[]` from `validate`), `warnings` (`validate`'s, shaped as `problems`: a time more than a day ahead, valid but sorted first until then; `[]` from `fmt`) |
 | `review` | `base`, `head`, `merge_base`, the changes and `problems` ([review.md](review.md#what-the-review-comment-shows)) |

@@ -628,9 +628,9 @@ def test_session_summary(invoke_cli: CliRunner, kb: Path) -> None:
 
 def test_stats(invoke_cli: CliRunner, shared_kb: Path) -> None:
     data = ok(invoke_cli, shared_kb, "stats")
-    assert_keys(data, {"memories", "sessions", "projects", "types"})
+    assert_keys(data, {"memories", "sessions", "projects", "types", "untyped"})
     assert (data["memories"], data["sessions"], data["projects"]) == (EXAMPLE_MEMORIES, EXAMPLE_SESSIONS, ["analytics"])
-    assert sum(data["types"].values()) == EXAMPLE_MEMORIES
+    assert sum(data["types"].values()) + data["untyped"] == EXAMPLE_MEMORIES
     assert data["types"]["decision"] == 1
 
 

@@ -147,7 +147,7 @@ def test_session_summary_stats_and_context(empty_kb: KnowledgeBase) -> None:
     stats = empty_kb.stats()
     assert stats == {
         "memories": 2, "sessions": 1, "prompts": 0, "projects": ["analytics"],
-        "types": {"decision": 1, "session_summary": 1},
+        "types": {"decision": 1, "session_summary": 1}, "untyped": 0,
         "search_by_meaning": "on (wordllama-l2_supercat_256-mean-v2)",
     }
     text = empty_kb.context(project="analytics")

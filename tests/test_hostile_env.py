@@ -226,6 +226,18 @@ def test_a_commit_on_a_detached_head_is_warned_of_once(indexed_example_kb: Knowl
     assert (again.returncode, again.stderr) == (0, "")
 
 
+def test_a_json_run_carries_a_detached_head_in_its_warnings(indexed_example_kb: KnowledgeBase,
+                                                            invoke_cli: CliRunner) -> None:
+    """Under --json the warning went to stderr alone, and an agent that reads the JSON on stdout
+    never saw it: it travels in the JSON's warnings now, where the command has them, and only
+    there; a command whose JSON has none still tells it on stderr (the test above)."""
+    root = indexed_example_kb.root
+    git(root, "checkout", "-q", "--detach")
+    saved = invoke_cli("--kb", root, "--json", "save", "a learning saved while detached, read back as JSON",
+                       "-e", "shop.orders")
+    assert (saved.returncode, json_of(saved)["warnings"], saved.stderr) == (0, [DETACHED], "")
+
+
 def test_an_mcp_client_hears_of_a_detached_head_in_the_tool_s_reply(indexed_example_kb: KnowledgeBase,
                                                                     capsys: pytest.CaptureFixture[str]) -> None:
     """The warning went to the MCP server's stderr, a log no agent reads: it travels in the reply

@@ -200,6 +200,30 @@ def test_a_range_given_for_one_revision_is_told_the_arguments_meant(indexed_exam
     assert invoke_cli("--kb", root, "review", "HEAD^{/1..2}", cwd=root).returncode == 0
 
 
+def test_a_range_with_an_end_that_names_nothing_is_told_the_branches_here(indexed_example_kb: KnowledgeBase,
+                                                                          invoke_cli: CliRunner) -> None:
+    """``review main..HEAD`` in a repository whose branch is trunk advised ``review main HEAD``,
+    which fails in turn. The end that names nothing is said so, with the branches that exist; a
+    command that takes one revision offers the ends that exist, else the branches."""
+    root = indexed_example_kb.root
+    git(root, "branch", "-m", "trunk")
+    git(root, "update-ref", "refs/remotes/origin/trunk", "HEAD")
+    git(root, "symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/trunk")  # no branch of its own
+    for given, advised, unknown in (("main..HEAD", "BRANCH HEAD", "'main' names"),
+                                    ("main...nope", "BRANCH BRANCH", "'main' and 'nope' name")):
+        proc = invoke_cli("--kb", root, "review", given, cwd=root)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
+            f"Error: '{given}' is a range; review takes its two ends as two arguments, BASE then HEAD, and {unknown} "
+            f"no commit here: run 'slayer-kb review {advised}', BRANCH one of the branches here ('trunk', "
+            "'origin/trunk'), a tag or a commit.\n")), given
+    assert invoke_cli("--kb", root, "review", "origin/trunk", "HEAD", cwd=root).returncode == 0
+    for given, such in (("main..HEAD", "'HEAD'"), ("main..nope", "'trunk' or 'origin/trunk'")):
+        proc = invoke_cli("--kb", root, "validate", "--against", given, cwd=root)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
+            f"Error: '{given}' is a range of commits, where one revision is wanted: give one commit, branch or tag, "
+            f"such as {such}.\n")), given
+
+
 def _apart(tmp_path: Path, invoke_cli: CliRunner, team: Path) -> Path:
     """A KB begun by its own init, with one memory, and the team's KB ``team`` as its remote."""
     root = tmp_path / "apart"

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
+from slayer_kb.mcp.tools import call_tool
 from testing import CliRunner, commit_all, git, json_of, make_team
 
 
@@ -304,6 +305,26 @@ def test_a_topic_key_and_project_written_decomposed_are_the_composed_ones(empty_
     text = (root / "memories" / "7.yaml").read_text(encoding="utf-8")
     assert "\nproject: caf\u00e9\n" in text and "\ntopic_key: arch/caf\u00e9\n" in text
     assert sorted(p.name for p in (root / "memories").glob("*.yaml")) == ["7.yaml"]
+
+
+def test_stats_counts_untyped_memories_apart_from_a_type_named_none(indexed_example_kb: KnowledgeBase,
+                                                                     invoke_cli: CliRunner) -> None:
+    """Memories with no type (SLayer's learnings) were counted under the type 'none', with those
+    whose type is the word 'none', and the human output called both '(untyped)'. They are
+    counted apart, in `untyped`; `types` holds only types given."""
+    root = indexed_example_kb.root
+    for kind in ("none", "(untyped)"):
+        saved = invoke_cli("--kb", root, "save", "--type", kind, "--title", f"Typed {kind}",
+                           f"a memory whose type is the word {kind}, not a memory with no type")
+        assert saved.returncode == 0, saved.stderr
+    data = json_of(invoke_cli("--kb", root, "--json", "stats"))
+    assert (data["types"]["none"], data["types"]["(untyped)"], data["untyped"]) == (1, 1, 26)
+    assert sum(data["types"].values()) + data["untyped"] == data["memories"] == 36
+    lines = invoke_cli("--kb", root, "stats").stdout.splitlines()
+    assert lines[3:5] == ["types: (untyped) 1, architecture 1, bugfix 1, config 1, decision 1, discovery 1, "
+                          "learning 1, manual 1, none 1, pattern 1", "untyped: 26"]
+    told = call_tool(indexed_example_kb, "mem_stats", {})
+    assert (told.data or {})["untyped"] == 26 and "pattern 1\n- Untyped: 26" in told.text
 
 
 def test_an_engram_type_written_capitalised_is_the_lower_case_one(empty_kb: KnowledgeBase, invoke_cli: CliRunner,

@@ -129,17 +129,19 @@ def test_a_missing_choice_under_json_is_named_in_one_line(invoke_cli: CliRunner)
 def test_sync_to_a_long_remote_name_it_lacks_quotes_it_cut(example_kb_read_only: KnowledgeBase,
                                                            invoke_cli: CliRunner) -> None:
     """``sync --remote`` with a name no remote has printed the name twice, whole (10,000 characters
-    for a 5,000-character name); it is quoted cut, and the fix names it NAME."""
+    for a 5,000-character name); it is quoted cut, and the fix names it NAME. In a repository
+    with no remote it advised passing --remote, which could name none: it says so."""
     root = example_kb_read_only.root
     proc = invoke_cli("--kb", root, "--json", "sync", "--remote", "r" * 300)
     assert (proc.returncode, proc.stderr) == (1, (
-        f"Error: No git remote named {'r' * 100!r}... (300 characters); add one (git -C {root} remote add NAME "
-        "URL) or pass --remote.\n"))
+        f"Error: No git remote named {'r' * 100!r}... (300 characters), and this repository has no remote: add one "
+        f"(git -C {root} remote add NAME URL), then sync.\n"))
     assert json_of(proc)["error"]["type"] == "invalid_input"
     # A shorter name is given whole, quoted so that the step works when pasted.
     proc = invoke_cli("--kb", root, "sync", "--remote", "o;rm")
     assert (proc.returncode, proc.stderr) == (1, (
-        f"Error: No git remote named 'o;rm'; add one (git -C {root} remote add 'o;rm' URL) or pass --remote.\n"))
+        f"Error: No git remote named 'o;rm', and this repository has no remote: add one (git -C {root} remote add "
+        "'o;rm' URL), then sync.\n"))
 
 
 def test_timeline_of_a_broken_memory_file_says_how_to_fix_it_as_get_does(indexed_example_kb: KnowledgeBase,

@@ -120,6 +120,16 @@ def test_a_relayed_rename_prints_exactly_what_a_process_prints(watcher: Watcher,
     assert [hit["id"] for hit in json.loads(found.stdout)["memories"]] == ["kb.refunds-once", "11"]
 
 
+def test_a_relayed_json_save_carries_a_detached_head_in_its_warnings(watcher: Watcher, blocked_here: Path) -> None:
+    """Run by the server (the client, blocked, cannot): the warning the KB tells travels in the
+    JSON on stdout, as in a process of its own, not on the server's streams."""
+    git(watcher.root, "checkout", "-q", "--detach")
+    saved = cli(watcher.root, "--json", "save", "a learning the server saved while HEAD was detached", "-e", "shop.orders",
+                blocked=blocked_here)
+    assert (saved.returncode, saved.stderr) == (0, "")
+    assert [w.split(" (")[0] for w in json.loads(saved.stdout)["warnings"]] == ["HEAD is detached"]
+
+
 def sqlite_files_open(pid: int) -> list[str]:
     """The SQLite files (the manifest, the vector cache, their WAL) process ``pid`` holds open."""
     found = []

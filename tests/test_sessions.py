@@ -358,7 +358,7 @@ def test_context_shows_sessions_prompts_and_limit(empty_kb: KnowledgeBase) -> No
     )
     assert "ses-2 (billing" in empty_kb.context()
     assert empty_kb.stats() | {"search_by_meaning": None} == {
-        "memories": 3, "sessions": 2, "prompts": 1, "projects": ["analytics"], "types": {"manual": 3},
+        "memories": 3, "sessions": 2, "prompts": 1, "projects": ["analytics"], "types": {"manual": 3}, "untyped": 0,
         "search_by_meaning": None,
     }
 

@@ -515,10 +515,11 @@ def test_sync_uses_the_remote_ids_are_leased_from(tmp_path: Path, invoke_cli) ->
     assert synced.stdout == "Synced main with upstream: pushed, 0 pulled, 1 pushed.\n"
     assert git(bare, "show", "main:memories/1.yaml").startswith("learning: 'U: one'\n")
     assert json_of(invoke_cli("--kb", u, "sync", "--json", check=True))["remote"] == "upstream"
-    # A remote given by name still wins; one that does not exist is named.
+    # A remote given by name still wins; one that does not exist is named, with those that do.
     proc = invoke_cli("--kb", u, "sync", "--remote", "origin")
-    assert (proc.returncode, proc.stderr) == (
-        1, f"Error: No git remote named 'origin'; add one (git -C {u} remote add origin URL) or pass --remote.\n")
+    assert (proc.returncode, proc.stderr) == (1, (
+        f"Error: No git remote named 'origin'; the remotes here: 'upstream'. Sync with one of them (slayer-kb --kb {u} "
+        f"sync --remote upstream), or add 'origin' (git -C {u} remote add origin URL).\n"))
 
 
 def test_a_renumbered_memory_takes_an_id_no_other_clone_holds(tmp_path: Path) -> None:

@@ -79,6 +79,7 @@ class Settings:
         self.preset = preset
         self._kb: KnowledgeBase | None = preset.kb if preset is not None else None
         self._ready = False  # kb() has checked the settings and set the KB up for this command
+        self._told: list[str] | None = None  # under --json: what the KB told, for the JSON's warnings
 
     def width(self) -> int:
         """Columns for human output: the terminal's, 60 to 120."""
@@ -134,15 +135,30 @@ class Settings:
             # A server's warm KB (server.py) takes this command's author and size limit.
             self.preset.kb.author = self.author or os.environ.get("SLAYER_KB_AUTHOR") or None
             self.preset.kb.max_content = max_content()
+        context = click.get_current_context(silent=True)
         if self._kb is None:
             self._kb = KnowledgeBase(self.root(), author=self.author, max_content=max_content())
             # Closed with the command, not left to the process's exit: the CLI also runs inside
             # a longer-lived process (the tests' in-process runner, testing/cli.py).
-            context = click.get_current_context(silent=True)
             if context is not None:
                 context.find_root().call_on_close(self._kb.close)
+        if self.json and self._told is None and context is not None:
+            # Until the command ends (failed too), when those no JSON carried go to stderr.
+            self._told = context.find_root().with_resource(self._kb.collecting_warnings(then_tell=True))
         self._ready = True
         return self._kb
+
+    def with_told(self, data: Any) -> Any:
+        """``data`` with the warnings the KB told meanwhile (``KnowledgeBase.tell``: a commit on a
+        detached HEAD, an index left behind) after its own, when it has a ``warnings`` list of
+        texts (validate's are records): an agent reads ``--json`` from stdout alone. Those carried
+        are not told on stderr again."""
+        own = data.get("warnings") if isinstance(data, dict) else None
+        if not self._told or not isinstance(own, list) or not all(isinstance(w, str) for w in own):
+            return data
+        carried = {**data, "warnings": [*data["warnings"], *self._told]}
+        self._told.clear()
+        return carried
 
 
 def max_content(env: Mapping[str, str] | None = None) -> int:
@@ -452,7 +468,7 @@ def emit(settings: Settings, data: Any, human: Callable[[], str] | str) -> None:
 
 def _emit(settings: Settings, data: Any, human: Callable[[], str] | str) -> None:
     if settings.json:
-        click.echo(json_surrogates_escaped(json.dumps(data, ensure_ascii=False, indent=2)))
+        click.echo(json_surrogates_escaped(json.dumps(settings.with_told(data), ensure_ascii=False, indent=2)))
     else:
         text = human() if callable(human) else human
         if text:

@@ -165,7 +165,7 @@ def list_cmd(
 @json_option
 @pass_settings
 def stats(settings: Settings) -> None:
-    """Counts of memories, sessions, projects and types, and whether search by meaning is on.
+    """Counts of memories, sessions, projects, types and untyped memories, and whether search by meaning is on.
 
     \b
     Example:
@@ -180,7 +180,8 @@ def stats(settings: Settings) -> None:
                 f"memories: {data['memories']}",
                 f"sessions: {data['sessions']}",
                 f"projects: {', '.join(map(one_line_shown, data['projects'])) or '-'}",
-                "types: " + (", ".join(f"{'(untyped)' if k == 'none' else one_line_shown(k)} {v}" for k, v in data["types"].items()) or "-"),
+                "types: " + (", ".join(f"{one_line_shown(k)} {v}" for k, v in data["types"].items()) or "-"),
+                f"untyped: {data['untyped']}",
                 f"search by meaning: {data['search_by_meaning']}",
             ]
         ) + warning_lines(data.get("warnings", [])),

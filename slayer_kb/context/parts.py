@@ -78,27 +78,33 @@ class Parts:
         self.problems: list[MemoryFileError] = []
         # Set by keep_warm(): a long-running process's file monitor.
         self.monitor: ChangeMonitor | None = None
-        # While ``collecting_warnings`` runs: what ``tell`` would print on stderr.
-        self._told: list[str] | None = None
+        # While ``collecting_warnings`` runs, per thread (the warm server runs a read beside a
+        # write on one KB): what ``tell`` would print on stderr.
+        self._told = threading.local()
 
     def tell(self, warning: str) -> None:
         """A warning about the KB's surroundings rather than about a result (a commit on a detached
         HEAD, an index left behind): on stderr, or to ``collecting_warnings``'s caller."""
-        if self._told is not None:
-            self._told.append(warning)
+        told: list[str] | None = getattr(self._told, "warnings", None)
+        if told is not None:
+            told.append(warning)
         else:
             print(f"warning: {warning}", file=sys.stderr)
 
     @contextlib.contextmanager
-    def collecting_warnings(self) -> Iterator[list[str]]:
-        """What ``tell`` says meanwhile, for a reply to carry: an MCP server's stderr is a log
-        that no agent reads. For one call at a time (the MCP server's)."""
+    def collecting_warnings(self, then_tell: bool = False) -> Iterator[list[str]]:
+        """What ``tell`` says meanwhile on this thread, for a reply to carry: an MCP server's
+        stderr is a log that no agent reads, and an agent reads ``--json`` from stdout alone.
+        With ``then_tell``, those still in the list at the end (no reply took them) are told."""
         told: list[str] = []
-        self._told = told
+        outer = getattr(self._told, "warnings", None)
+        self._told.warnings = told
         try:
             yield told
         finally:
-            self._told = None
+            self._told.warnings = outer
+            for warning in told if then_tell else ():
+                self.tell(warning)
 
     def check_folders(self) -> None:
         """Refuse the KB while its memories/ or sessions/ is a link out of it (a clone can carry

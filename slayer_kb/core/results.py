@@ -149,7 +149,8 @@ class _Counts(TypedDict):
     sessions: int
     prompts: int
     projects: list[str]
-    types: dict[str, int]
+    types: dict[str, int]  # the memories of each type
+    untyped: int  # the memories with no type (SLayer's learnings), not among the types
     search_by_meaning: str
 
 

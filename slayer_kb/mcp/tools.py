@@ -308,7 +308,10 @@ def _mem_stats(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
         f"- Observations: {stats['memories']}\n"
         f"- Prompts: {stats['prompts']}\n"
         f"- Projects: {', '.join(map(one_line_shown, stats['projects'])) or 'none yet'}\n"
-        f"- Types: {types}" + warning_lines(stats.get("warnings", [])),
+        f"- Types: {types}"
+        # Apart from the types (one may be named 'none'); Engram's memories always have one.
+        + (f"\n- Untyped: {stats['untyped']}" if stats["untyped"] else "")
+        + warning_lines(stats.get("warnings", [])),
         dict(stats),
     )
 

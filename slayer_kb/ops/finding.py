@@ -385,10 +385,14 @@ def stats(kb: Context) -> Stats:
     kb.ensure_fresh()
     docs = kb.documents(None, channels.restrict(), limit=None)
     types: dict[str, int] = {}
+    untyped = 0  # apart from the types: a memory may have the type 'none'
     projects = set()
     for doc in docs:
         data = doc["data"]
-        types[data["type"] or "none"] = types.get(data["type"] or "none", 0) + 1
+        if data["type"]:
+            types[data["type"]] = types.get(data["type"], 0) + 1
+        else:
+            untyped += 1
         if data["project"]:
             projects.add(data["project"])
     files = sessions.load_all(kb)  # the session files, not the ids memories carry
@@ -399,6 +403,7 @@ def stats(kb: Context) -> Stats:
         "prompts": sum(len(s.prompts) for s in known),
         "projects": sorted(projects),
         "types": dict(sorted(types.items())),
+        "untyped": untyped,
         "search_by_meaning": kb.meaning_status(),
     }
     # The memories counted are those read: the files skipped are named, as list and search do.

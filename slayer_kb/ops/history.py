@@ -53,6 +53,7 @@ from ..core.review import PICKED, SQUASHED, MemoryChange, Review
 from ..core.session import SESSIONS_DIR, Session, id_of_file
 from ..core.session import loads as load_session
 from ..core.text import shown_value
+from ..store import revisions
 from ..store.gitenv import LITERAL_PATHS
 from ..store.renames import last_deletion, renamed_since, renames_between
 from ..store.repo import GitStore
@@ -250,9 +251,7 @@ def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
     ``git diff base...head``), for a pull request."""
     for rev in (base, head):
         if (ends := range_ends(rev)) is not None and not resolves(store, rev):  # main..agent, as git diff takes it
-            raise InvalidInputError(f"{shown_value(rev)} is a range; review takes its two ends as two arguments, "
-                                    f"BASE then HEAD, and compares them as 'git diff {ends[0]}...{ends[1]}' does: run "
-                                    f"'{command(store.root)} review {words(*ends)}'.")
+            raise revisions.two_ends(store, rev, ends)
     base_sha = merge_base_of(store, base, head)
     head_sha, against_sha = resolve_rev(store, head), resolve_rev(store, base)
     result = Review(base, head, base_sha)

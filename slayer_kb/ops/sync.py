@@ -43,10 +43,10 @@ from ..core.errors import ConflictError, IndexLockedError, InvalidInputError, KB
 from ..core.locate import id_of_path
 from ..core.memory import Memory, loads
 from ..core.merging import folded_by, merge_topic_revisions
-from ..core.problems import cd_step, command, command_in, git_command, shell_word, words
+from ..core.problems import cd_step, command, command_in, git_command, words
 from ..core.results import SyncResult
 from ..core.session import SESSIONS_DIR
-from ..core.text import MAX_SHOWN, shown_value
+from ..core.text import shown_value
 from ..store.guesses import rename_detection
 from ..store.moves import MovedIds
 from ..store.pulls import Pull, Pulls
@@ -61,7 +61,7 @@ from .renumber import plan, renumber_commit, require_clean, rewrite_commits
 from .reuses import Retry, reuse_stop
 from .revalidation import Moves, Revalidated, finish, on_top, revalidate
 from .snapshot import blobs_at, merge_bases, session_projects, written_on_both, written_on_either
-from .syncfetch import Fetch
+from .syncfetch import Fetch, no_remote
 from .syncpush import push
 from .turn import Turn
 from .unlinks import strip_gone
@@ -111,11 +111,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
             f"{_NOT_IN_NAMES}); pass --remote with one that 'git remote -v' lists."
         )
     if kb.git_setting(f"remote.{remote}.url") is None:
-        name = shell_word(remote) if len(remote) <= MAX_SHOWN else "NAME"  # the fix is not to carry it whole either
-        raise InvalidInputError(
-            f"No git remote named {shown_value(remote)}; add one ({git_command(store.root, f'remote add {name} URL')}) "
-            "or pass --remote."
-        )
+        raise no_remote(store, remote)
     upstream_branch = _upstream_branch(kb, branch, remote)
     tracking = f"refs/remotes/{remote}/{upstream_branch}"
     turn = Turn(store, remote, upstream_branch)

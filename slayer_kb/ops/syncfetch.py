@@ -10,7 +10,8 @@ import time
 from collections.abc import Callable
 
 from ..core.errors import InvalidInputError, KBError, StoreError
-from ..core.problems import cd_step, command, command_in, git_command, words
+from ..core.problems import cd_step, command, command_in, git_command, shell_word, words
+from ..core.text import MAX_SHOWN, shown_value
 from ..store.bounded import explain
 from ..store.claims import talk
 from ..store.leases import IdLeases
@@ -19,6 +20,21 @@ from .syncpush import unreachable
 from .turn import POLL_SECONDS, QUEUE_SECONDS, Turn
 
 _JITTER = random.Random()  # noqa: S311 (spreads the looks of waiting clones; nothing secret)
+
+
+def no_remote(store: GitStore, remote: str) -> InvalidInputError:
+    """The refusal of a sync with ``remote``, which the repository has no remote named: the
+    remotes it has to sync with instead, and how to add this one (``git remote add``)."""
+    name = shell_word(remote) if len(remote) <= MAX_SHOWN else "NAME"  # the fix is not to carry it whole either
+    add = git_command(store.root, f"remote add {name} URL")
+    names = store.git("remote").stdout.decode().split()
+    if not names:
+        return InvalidInputError(f"No git remote named {shown_value(remote)}, and this repository has no remote: add "
+                                 f"one ({add}), then sync.")
+    known = ", ".join(map(shown_value, names[:10])) + (", ..." if len(names) > 10 else "")
+    return InvalidInputError(f"No git remote named {shown_value(remote)}; the remotes here: {known}. Sync with one "
+                             f"of them ({command(store.root)} sync --remote {words(names[0])}), or add "
+                             f"{shown_value(remote) if name != 'NAME' else 'it'} ({add}).")
 
 
 class Fetch:

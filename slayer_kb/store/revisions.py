@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from ..core.errors import InvalidInputError, MemoryFileError, NotFoundError, StoreError
 from ..core.locate import MEMORY_LINK, id_of_path, memory_path
 from ..core.memory import loads
-from ..core.problems import git_command
+from ..core.problems import command, git_command, words
 from ..core.text import shown_value
 from .gitenv import LITERAL_PATHS
 
@@ -26,8 +26,11 @@ def resolve_rev(store: GitStore, rev: str) -> str:
     sha = proc.stdout.decode().strip()
     # 'HEAD^{/a..b}' holds '..' and is one revision: a range is said only of what names none.
     if (proc.returncode != 0 or not sha) and (ends := range_ends(rev)) is not None:
+        # Its ends that name a commit, else the branches there are: never one that names none.
+        such = [end for end in dict.fromkeys(ends) if resolves(store, end)] or branch_names(store)[:2]
         raise InvalidInputError(f"{shown_value(rev)} is a range of commits, where one revision is wanted: give one "
-                                f"commit, branch or tag, such as {shown_value(ends[0])} or {shown_value(ends[1])}.")
+                                f"commit, branch or tag" + (f", such as {' or '.join(map(shown_value, such))}."
+                                                            if such else f" (see '{git_command(store.root, 'log')}')."))
     if proc.returncode != 0 or not sha:
         raise NotFoundError(f"Unknown revision {shown_value(rev)}: give a commit, branch or tag (see "
                             f"'{git_command(store.root, 'log')}').")
@@ -50,6 +53,31 @@ def range_ends(rev: str) -> tuple[str, str] | None:
         return None
     base, _dots, head = rev.partition("..." if "..." in rev else "..")
     return base or "HEAD", head or "HEAD"
+
+
+def branch_names(store: GitStore) -> list[str]:
+    """The branches of the repository, its own then the remote-tracking ones, by name."""
+    listed = store.git("for-each-ref", "--format=%(symref) %(refname:short)", "refs/heads", "refs/remotes")
+    # Not origin/HEAD: a name for another branch.
+    return [line.partition(" ")[2] for line in listed.stdout.decode().splitlines() if not line.startswith("refs/")]
+
+
+def two_ends(store: GitStore, rev: str, ends: tuple[str, str]) -> InvalidInputError:
+    """The refusal of a range given ``review`` (``main..agent``), which takes its two ends as two
+    arguments: the command to run with them, or, where an end names no commit (no ``main`` in a
+    repository whose branch is ``trunk``), the branches that exist, never a command that fails."""
+    said = f"{shown_value(rev)} is a range; review takes its two ends as two arguments, BASE then HEAD"
+    unknown = [end for end in dict.fromkeys(ends) if not resolves(store, end)]
+    if not unknown:
+        return InvalidInputError(f"{said}, and compares them as 'git diff {ends[0]}...{ends[1]}' does: run "
+                                 f"'{command(store.root)} review {words(*ends)}'.")
+    named = branch_names(store)
+    known = (f"one of the branches here ({', '.join(map(shown_value, named[:10]))}{', ...' if len(named) > 10 else ''})"
+             ", a tag or a commit" if named else "a tag or a commit (there is no branch here)")
+    given = words(*("BRANCH" if end in unknown else end for end in ends))
+    return InvalidInputError(f"{said}, and {' and '.join(map(shown_value, unknown))} "
+                             f"name{'s' if len(unknown) == 1 else ''} no commit here: run "
+                             f"'{command(store.root)} review {given}', BRANCH {known}.")
 
 
 def shallow_parting(store: GitStore, rev: str, head: str = "HEAD") -> StoreError | None:
