@@ -268,3 +268,25 @@ def test_a_list_or_object_sent_as_json_text_is_taken_as_fastmcp_takes_it(indexed
     assert json.loads(deep.text)["warnings"][0].startswith("entity '[[[[")
     assert_refused(kb, [("search", {"question": "x", "query": "[1, 2]"}, "search: 'query' must be an object, not a list."),
                         ("search", {"question": "x", "query": '"orders"'}, "search: 'query' must be an object, not a string.")])
+
+
+def test_a_number_or_flag_sent_as_text_is_taken_as_fastmcp_takes_it(indexed_example_kb: KnowledgeBase) -> None:
+    """SLayer's and Engram's servers (FastMCP, lax models) take max_results="2" as 2 and
+    compact="false" as false; both were refused ("'max_results' must be an integer"). Text stays
+    text where a parameter takes text (save_memory's id), and text that reads as no number or
+    flag is refused by name as before."""
+    kb = indexed_example_kb
+    strict = json.loads(call_tool(kb, "search", {"question": "orders", "max_results": 2, "compact": False}).text)
+    lax = call_tool(kb, "search", {"question": "orders", "max_results": " 2", "compact": "False"})
+    assert (lax.is_error, json.loads(lax.text)) == (False, strict)
+    assert len(strict["memories"]) == 2 and "learning" in strict["memories"][0]
+    one = call_tool(kb, "search", {"question": "orders", "max_results": 1.0, "compact": 1})
+    assert [hit["id"] for hit in json.loads(one.text)["memories"]] == [strict["memories"][0]["id"]]
+    assert_refused(kb, [
+        ("search", {"question": "x", "max_results": "two"}, "search: 'max_results' must be an integer, not a string."),
+        ("search", {"question": "x", "max_results": "2.5"}, "search: 'max_results' must be an integer, not a string."),
+        ("search", {"question": "x", "compact": "maybe"}, "search: 'compact' must be true or false, not a string."),
+        ("search", {"question": "x", "compact": 2}, "search: 'compact' must be true or false, not an integer."),
+        ("save_memory", {"learning": "An id as a number", "linked_entities": ["shop"], "id": 42},
+         "save_memory: 'id' must be a string, not an integer."),
+    ])

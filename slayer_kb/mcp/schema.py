@@ -7,6 +7,7 @@ knowledge base."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -141,12 +142,7 @@ def check_arguments(spec: ToolSpec, arguments: dict[str, Any]) -> dict[str, Any]
     """
     given = {k: v for k, v in arguments.items() if v is not None or k not in spec.properties}
     for name, value in given.items():
-        # JSON has one number type; a client that sends 10.0 for an integer means 10.
-        if (isinstance(value, float) and value.is_integer() and abs(value) <= MAX_INTEGER
-                and "integer" in _types(spec.properties.get(name, {}))):
-            given[name] = int(value)
-        elif isinstance(value, str):
-            given[name] = _decoded(value, spec.properties.get(name, {}))
+        given[name] = _lax(value, spec.properties.get(name, {}))
     order = list(given)
     errors = [e for e in spec.validator.iter_errors(given) if len(e.path) <= 1]
     # A parameter nested too deep is told after its type, value and minimum, in the same order.
@@ -160,6 +156,32 @@ def check_arguments(spec: ToolSpec, arguments: dict[str, Any]) -> dict[str, Any]
             raise too_deep(f"{spec.name}: '{first}'", DEEP_ARGUMENT_FIX)
         raise InvalidInputError(_message(spec, given, first))
     return {**spec.defaults, **given}
+
+
+# The texts FastMCP's models (pydantic, lax) take for a boolean, in any letter case.
+_TRUE = {"1", "on", "t", "true", "y", "yes"}
+_FALSE = {"0", "off", "f", "false", "n", "no"}
+_WHOLE = re.compile(r"[+-]?[0-9]{1,16}")
+
+
+def _lax(value: Any, schema: dict[str, Any]) -> Any:
+    """``value`` as SLayer's and Engram's servers (FastMCP, its models lax) take it for a parameter
+    of ``schema``: 10.0 or "10" for an integer is 10, "true" or 1 for a boolean is True, a list
+    or object sent as JSON text is that list or object; anything else as it came, for the schema
+    to refuse by name."""
+    types = _types(schema)
+    if isinstance(value, float) and value.is_integer() and abs(value) <= MAX_INTEGER and "integer" in types:
+        return int(value)  # JSON has one number type: 10.0 means 10
+    if isinstance(value, int) and not isinstance(value, bool) and value in (0, 1) and types == ["boolean"]:
+        return bool(value)
+    if not isinstance(value, str):
+        return value
+    if "string" not in types:  # where text is a value of its own ("12" an id), it stays text
+        if "integer" in types and _WHOLE.fullmatch(value.strip()):
+            return int(value)
+        if "boolean" in types and value.strip().lower() in _TRUE | _FALSE:
+            return value.strip().lower() in _TRUE
+    return _decoded(value, schema)
 
 
 def _decoded(value: str, schema: dict[str, Any]) -> Any:
