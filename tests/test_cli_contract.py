@@ -248,15 +248,17 @@ def test_save_topic_key_revises_only_its_own_memory(invoke_cli: CliRunner, kb: P
     assert (refused.returncode, refused.stderr) == (1, held.replace("29", "30"))
 
 
-def test_save_title_with_an_id_is_refused_and_a_bad_id_hears_the_id_rules(invoke_cli: CliRunner, kb: Path) -> None:
-    """--id was silently dropped with --title (the memory got the next auto id), ../x too."""
+def test_save_title_with_an_id_or_a_query_saves_them_together(invoke_cli: CliRunner, kb: Path) -> None:
+    """--id was silently dropped with --title (the memory got the next auto id), then refused with
+    it, as --query was: the memory DESIGN.md shows (a title, a type, a query and a topic key) could
+    not be saved in one command. With --id or --query, --title is the note's title, saved SLayer's
+    way; without links it is refused, a bad id hearing the id rules first."""
     before = head(kb)
     proc = invoke_cli("--kb", kb, "save", "JWT", "--title", "Auth", "--id", "auth-model", "--json")
     message = (
-        "--id cannot be combined with --title: an observation's id is chosen for it (the next auto id, "
-        "or the memory its --topic-key revises). Drop --id; or drop --title and link entities with -e "
-        f"to save under 'auth-model'; or give an existing memory a new title with 'slayer-kb --kb {kb} update "
-        "auth-model' and its --title."
+        "--id with --title saves a titled note under 'auth-model' SLayer's way, which links entities: give -e REF "
+        "(e.g. -e orders.amount) or a --query; or drop --id to save an observation, whose id is chosen for it "
+        "(the next auto id, or the memory its --topic-key revises)."
     )
     assert proc.stderr.split("\n\n")[-1] == f"Error: {message}\n"
     assert doc(proc, 2) == {"error": {"type": "usage", "message": f"{message} Try 'slayer-kb save --help' for help."}}
@@ -266,7 +268,23 @@ def test_save_title_with_an_id_is_refused_and_a_bad_id_hears_the_id_rules(invoke
         "Use letters, digits, '.', '_' or '-'.\n",
     )  # fmt: skip
     assert head(kb) == before
-    assert not (kb / "memories" / "27.yaml").exists()
+    titled = ok(invoke_cli, kb, "save", "JWT over sessions", "--title", "Auth", "--id", "auth-model",
+                "-e", "shop.orders")
+    assert (titled["memory_id"], titled["action"]) == ("auth-model", "created")
+    assert (kb / "memories" / "auth-model.yaml").read_text().startswith("title: Auth\nlearning: JWT over sessions\n")
+    query = '{"source_model": "orders", "measures": ["amount:sum"], "filters": ["status = \'paid\'"]}'
+    saved = ok(invoke_cli, kb, "save", "Revenue counts paid orders only.", "--title", "Paid revenue by status",
+               "--type", "decision", "--query", query, "--project", "analytics", "--topic-key", "decision/paid-only")
+    assert (saved["memory_id"], saved["action"], saved["resolved_entities"]) == (
+        "27", "created", ["shop.orders", "shop.orders.amount", "shop.orders.status"])
+    shown = ok(invoke_cli, kb, "get", "27")
+    assert {k: shown[k] for k in ("title", "type", "project", "topic_key")} == {
+        "title": "Paid revenue by status", "type": "decision", "project": "analytics", "topic_key": "decision/paid-only"}
+    assert shown["query"]["source_model"] == "orders"
+    # The same topic key and project again revises that memory, as CLI.md's "revised" says.
+    again = ok(invoke_cli, kb, "save", "Revenue counts paid and shipped orders.", "--title", "Paid revenue",
+               "--query", query, "--project", "analytics", "--topic-key", "decision/paid-only")
+    assert (again["memory_id"], again["action"]) == ("27", "revised")
 
 
 def test_filters_that_match_nothing_return_nothing(invoke_cli: CliRunner, shared_kb: Path) -> None:
@@ -357,7 +375,10 @@ def test_forget_soft_and_restore(invoke_cli: CliRunner, kb: Path) -> None:
     assert absent.stderr == (
         f"Error: Memory 'kb.nope' does not exist at HEAD; see '{run} log kb.nope' for the revisions that have it.\n")
     titled = invoke_cli("--kb", kb, "save", "x", "--title", "T", "--id", "kb.x")
-    assert titled.stderr.endswith(f"or give an existing memory a new title with '{run} update kb.x' and its --title.\n")
+    assert (titled.returncode, titled.stderr.split("\n\n")[-1]) == (2, (
+        "Error: --id with --title saves a titled note under 'kb.x' SLayer's way, which links entities: give -e REF "
+        "(e.g. -e orders.amount) or a --query; or drop --id to save an observation, whose id is chosen for it (the "
+        "next auto id, or the memory its --topic-key revises).\n"))
     assert_memory(restored, "3")
     assert restored["deleted_at"] is None
     # Stamped, so a sync weighs it against a forget on another clone by when it came.

@@ -20,8 +20,6 @@ MISUSES = [
     (("save",), "Give the learning as an argument, with --content, or '-' to read it from stdin."),
     (("save", "a note"), "Nothing to link: give entity references with -e REF (e.g. -e orders.amount) or a "
                          "--query, or save an observation with --title."),
-    (("save", "x", "--query", '{"source_model": "orders"}', "--title", "T"),
-     "--query cannot be combined with --title; save the example query without a title."),
     (("save", "x", "-e", "shop.orders", "--query", '{"source_model": "orders"}'),
      "Give either -e references or --query, not both (the query's entities are linked)."),
     (("timeline",), "timeline takes a memory ID or --session SESSION, one of the two."),

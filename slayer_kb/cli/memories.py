@@ -77,15 +77,16 @@ def init(settings: Settings, directory: str, example: bool) -> None:
 )
 @click.option(
     "--id", "memory_id",
-    help="A stable id (omit for the next auto id; not with --title). An existing id is replaced whole "
-         "(with what it holds already: no commit).",
+    help="A stable id (omit for the next auto id). An existing id is replaced whole (with what it holds "
+         "already: no commit); with --title too, a titled note, SLayer's way (no de-duplication).",
 )
 @click.option("--reuse-id", is_flag=True,
               help="Give --id to a new memory even though a rename moved that id to another memory.")
 @click.option("--description", help="A one-line summary, at most 500 characters.")
 @click.option(
     "--title",
-    help="A short title: makes this an Engram-style observation (de-duplication, a default type and session).",
+    help="A short title: makes this an Engram-style observation (de-duplication, a default type and session); "
+         "with --id or --query, the note's or example query's title.",
 )
 @click.option("--content", help="Same as LEARNING (Engram's name for it); give one of the two.")
 @click.option(
@@ -147,19 +148,8 @@ def save(
     check_entity_options(entities)
     parsed = read_query(query)
     kb = settings.kb()
-    if title is not None:
-        if memory_id is not None:
-            check_id(memory_id)  # a bad id hears the id rules first
-            raise UsageError(
-                f"--id cannot be combined with --title: an observation's id is chosen for it (the "
-                "next auto id, or the memory its --topic-key revises). Drop --id; or drop --title "
-                f"and link entities with -e to save under '{memory_id}'; or give an existing memory a "
-                f"new title with '{command(kb.root)} update {words(memory_id)}' and its --title."
-            )
-        if parsed is not None:
-            raise UsageError(
-                "--query cannot be combined with --title; save the example query without a title."
-            )
+    if title is not None and memory_id is None and parsed is None:
+        # An observation, Engram's way: its id is the next auto id or its topic key's memory.
         result = kb.save_observation(
             title=title,
             content=text,
@@ -172,6 +162,13 @@ def save(
             description=description,
         )
     else:
+        if parsed is None and not entities and title is not None:
+            check_id(str(memory_id))  # a bad id hears the id rules first
+            raise UsageError(
+                f"--id with --title saves a titled note under '{memory_id}' SLayer's way, which links entities: "
+                "give -e REF (e.g. -e orders.amount) or a --query; or drop --id to save an observation, whose id "
+                "is chosen for it (the next auto id, or the memory its --topic-key revises)."
+            )
         if parsed is None and not entities:
             raise UsageError(
                 "Nothing to link: give entity references with -e REF (e.g. -e orders.amount) or a "
@@ -182,12 +179,14 @@ def save(
             raise UsageError(
                 "Give either -e references or --query, not both (the query's entities are linked)."
             )
+        # A note or an example query, SLayer's way (an --id replaced whole), with Engram's fields.
         extra = {
             "type": type_,
             "project": project,
             "scope": scope,
             "topic_key": topic_key,
             "session_id": session_id,
+            **({"title": title} if title is not None else {}),
         }
         result = kb.save_memory(text, linked, id=memory_id, description=description, reuse_id=reuse_id, **extra)
     emit(settings, result.to_json(), lambda: save_text(result))
