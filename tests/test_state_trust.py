@@ -94,6 +94,28 @@ def test_a_symlinked_state_folder_is_not_followed(tmp_path: Path, invoke_cli) ->
     assert (clone / ".slayer-kb").is_dir() and not (clone / ".slayer-kb").is_symlink()
 
 
+def test_a_folder_set_aside_is_kept_out_of_git_add(tmp_path: Path, invoke_cli) -> None:  # noqa: ANN001
+    """A state folder replaced by a link out of the KB (not tracked) was set aside as an untracked
+    ``.slayer-kb.untrusted-...`` that ``git add -A`` committed: a link out of the KB, pushed. Git's
+    ``info/exclude`` of the clone (never committed) now ignores every folder set aside, once."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    kb = make_empty_kb(tmp_path / "kb")
+    shutil.rmtree(kb / ".slayer-kb")
+    os.symlink(outside, kb / ".slayer-kb")
+    for again in (True, False):
+        proc = invoke_cli("--kb", kb, "list")
+        assert proc.returncode == 0 and "was set aside as .slayer-kb.untrusted-" in proc.stderr, proc.stderr
+        if again:
+            shutil.rmtree(kb / ".slayer-kb")
+            os.symlink(outside, kb / ".slayer-kb")
+    assert len(set_aside(kb)) == 2
+    exclude = (kb / ".git" / "info" / "exclude").read_text()
+    assert exclude.endswith("\n.slayer-kb.untrusted-*\n") and exclude.count(".slayer-kb.untrusted-*") == 1
+    git(kb, "add", "-A")
+    assert git(kb, "status", "--porcelain", "--ignored=no") == ""
+
+
 def test_our_own_folder_is_trusted_and_ignores_itself(tmp_path: Path) -> None:
     kb = KnowledgeBase.init(tmp_path / "kb")
     kb.save_observation(title="One", content="one")

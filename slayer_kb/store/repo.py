@@ -127,7 +127,8 @@ class GitStore:
         folder = self.repo_path(STATE_DIR)
         return state.check(self.state, self.head, lambda: state.index_state(self._index_file),
                            lambda: state.tracked(self.git, folder, self.index_file), shown=folder,
-                           checked_out=lambda oid, path: state.checked_out_bytes(self.git, folder, oid, path))
+                           checked_out=lambda oid, path: state.checked_out_bytes(self.git, folder, oid, path),
+                           exclude=lambda: self.git_dirs()[1] / "info" / "exclude")
 
     def recheck_state(self) -> str | None:
         """For a process that keeps the KB open (the warm server and its write process, the MCP

@@ -26,7 +26,7 @@ when slayer-kb opens it. So before anything in it is read:
   file``, ``git archive``) is the user's own copy, as any file put there by hand: not caught.
 
 A folder that fails is moved aside (``.slayer-kb.untrusted-<time>``, renaming the link itself,
-never following it) with a warning, and a new one is made. Nothing in it is read or deleted.
+never following it; git's ``info/exclude`` then ignores it) with a warning, and a new one is made. Nothing in it is read or deleted.
 A repository that tracks files under the folder (force-added, or the folder committed as a
 symbolic link) is told once how to stop (``git rm -r --cached .slayer-kb``); meanwhile the folder
 slayer-kb made stays in use, since git's paths in it are missing or not git's bytes, and the index
@@ -190,10 +190,18 @@ def _stamped(key: bytes, folder: Path, st: os.stat_result) -> bool:
     return True
 
 
-def _set_aside(folder: Path, seen: os.stat_result, reason: str, warn: Callable[[str], None], advice: str = "") -> None:
+# What a folder set aside is called (its time and a random tail follow), and the pattern that keeps
+# every such folder out of ``git add -A``: a link set aside points out of the KB.
+ASIDE = f"{STATE_DIR}.untrusted-"
+ASIDE_PATTERN = f"{ASIDE}*"
+
+
+def _set_aside(folder: Path, seen: os.stat_result, reason: str, warn: Callable[[str], None], advice: str = "",
+               exclude: Callable[[], Path] | None = None) -> None:
     """Move ``folder`` (as ``seen`` by the check) aside, unless another process opening the KB at
-    the same time already did, or already made a new one in its place."""
-    aside = folder.with_name(f"{STATE_DIR}.untrusted-{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}")
+    the same time already did, or already made a new one in its place; ``exclude()`` (git's
+    ``info/exclude``) then ignores it."""
+    aside = folder.with_name(f"{ASIDE}{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}")
     try:
         now = os.lstat(folder)
         if (now.st_dev, now.st_ino) != (seen.st_dev, seen.st_ino):
@@ -205,10 +213,24 @@ def _set_aside(folder: Path, seen: os.stat_result, reason: str, warn: Callable[[
         raise StoreError(
             f"Cannot set {folder} aside ({reason}): {exc.strerror}. Move or delete it yourself (nothing in it is "
             f"needed), or make {folder.parent} writable by this user, then retry.") from None
+    if exclude is not None:
+        _exclude(exclude)
     warn(
         f"{folder} was set aside as {aside.name} and will be rebuilt: {reason}. Nothing in it was "
         f"read; delete it once you have looked.{advice}"
     )
+
+
+def _exclude(where: Callable[[], Path]) -> None:
+    """Folders set aside ignored by git in this clone (``info/exclude``, never committed): untracked,
+    a ``git add -A`` would commit one, a link out of the KB among them. Best effort."""
+    with contextlib.suppress(OSError, StoreError):
+        path = where()
+        held = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+        if ASIDE_PATTERN not in held.splitlines():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a", encoding="utf-8") as out:
+                out.write(("" if not held or held.endswith("\n") else "\n") + ASIDE_PATTERN + "\n")
 
 
 def _stderr(message: str) -> None:
@@ -256,13 +278,15 @@ def check(
     warn: Callable[[str], None] = _stderr,
     shown: str = STATE_DIR,
     checked_out: Callable[[str, str], bytes | None] = lambda _oid, _path: None,
+    exclude: Callable[[], Path] | None = None,
 ) -> bool:
     """Set the folder aside unless it is trusted (see the module's docstring), and say whether it
     was not (True: set aside, or another process did it first). ``head()`` is the
     commit HEAD names; ``index()`` the state of git's index (``index_state``); ``tracked()`` what
     git tracks under the folder, named ``shown`` (its path in the repository) in the advice to
     stop tracking it; ``checked_out(oid, path)`` the bytes git's checkout writes of a blob at a
-    path inside the folder (its attributes' conversions applied: ``checked_out_bytes``)."""
+    path inside the folder (its attributes' conversions applied: ``checked_out_bytes``); ``exclude()``
+    git's ``info/exclude``, where a folder set aside is ignored."""
     key = _key()
     try:
         seen = os.lstat(folder)
@@ -291,7 +315,7 @@ def check(
         if entries is None:
             entries = list(tracked() or ())
         advice = f" git tracks {_what(entries, shown)}: {_advice(shown)}" if entries else ""
-        _set_aside(folder, seen, reason, warn, advice)
+        _set_aside(folder, seen, reason, warn, advice, exclude)
     return reason is not None
 
 
