@@ -36,6 +36,10 @@ def test_private_text_is_redacted_before_anything_else(empty_kb: KnowledgeBase) 
     data = empty_kb.get(result.memory_id).to_dict()
     assert (data["title"], data["learning"]) == ("Key [REDACTED]", "use [REDACTED] here")
     assert "hunter2" not in git(empty_kb.root, "log", "-p")
+    # The key the reply suggests, made from the redacted title, is the one mem_suggest_topic_key
+    # gives for the title as written (it was topic/key-redacted against topic/key).
+    assert result.message.splitlines()[1] == "Suggested topic_key: topic/key"
+    assert empty_kb.suggest_topic_key(None, "Key <private>sk-123</private>", None) == "topic/key"
 
 
 def test_topic_key_upsert_revises_in_place(empty_kb: KnowledgeBase) -> None:

@@ -283,8 +283,9 @@ def _slug(text: str, limit: int | None = None) -> str:
 
 def _strip_private(text: str) -> str:
     # Private text must not leak into a key that is stored and shown in the clear; dropping the
-    # span (rather than writing [REDACTED]) keeps "redacted" out of the segment.
-    return _PRIVATE_RE.sub(" ", text)
+    # span, and the [REDACTED] a save already wrote for one, keeps "redacted" out of the segment,
+    # so mem_save's suggestion (made from its redacted title) is mem_suggest_topic_key's.
+    return _PRIVATE_RE.sub(" ", text).replace(REDACTED, " ")
 
 
 def _topic_family(type_: str, text: str) -> str:
