@@ -34,22 +34,19 @@ def test_commands_printed_for_an_id_run_that_id_when_pasted(catalog_kb: Knowledg
         invoke_cli("--kb", root, "show", "1[0-9]", "--rev", "HEAD~2"),
         # No such memory to edit: how to make it.
         invoke_cli("--kb", root, "edit", "x;z"),
-        # An observation cannot take an id: how to change the memory instead.
-        invoke_cli("--kb", root, "save", "Text", "--title", "T", "--id", "x;y"),
         # An empty entity would unlink them all: how to do that on purpose.
         invoke_cli("--kb", root, "update", "x;y", "-e", " "),
     ]
     (root / "memories" / "1[0-9].yaml").write_text("learning: [broken\n")
     # A file broken by hand: how to repair it, read and forgotten softly.
     said += [invoke_cli("--kb", root, "get", "1[0-9]"), invoke_cli("--kb", root, "forget", "--soft", "1[0-9]")]
-    assert [proc.returncode for proc in said] == [1, 1, 1, 2, 1, 1, 1]  # --title with --id: a usage error
+    assert [proc.returncode for proc in said] == [1, 1, 1, 1, 1, 1]
     # The error's own advice (a usage error's usage text, with its '--help', comes before it).
     commands = [command for proc in said for command in printed_commands(proc.stderr.split("\n\n")[-1])]
     assert as_pasted(commands, root) == [[["slayer-kb", *words]] for words in (
         ["restore", "x;y"],
         ["log", "1[0-9]"],
         ["save", "...", "--id", "x;z"],
-        ["update", "x;y"],
         ["edit", "x;y"],
         ["validate"], ["edit", "1[0-9]"],
         ["edit", "1[0-9]"], ["restore", "1[0-9]", "--rev", "REV"], ["log", "1[0-9]"], ["forget", "1[0-9]"],
