@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import itertools
 import json
 import os
 import random
@@ -254,6 +255,15 @@ class IdLeases:
                     ids.append(n)
             self._save(held)
         return [str(i) for i in ids]
+
+    def unleased(self, count: int, floor: int, taken: Callable[[int], bool]) -> list[str]:
+        """For a clone that counts on its own: ``count`` ids above ``floor`` and in no block
+        leased or claimed on the shared remote (one ``ls-remote``), as a lease would skip them:
+        another clone hands those out. Unreachable, simply the next ones ``taken`` leaves."""
+        there = self._remote_blocks(Remote(self.remote_name(), ""))
+        blocked = set() if there is None else set(there.leased) | there.claimed
+        free = (n for n in itertools.count(floor + 1) if block_of(n) not in blocked and not taken(n))
+        return [str(n) for n in itertools.islice(free, count)]
 
     def may_give(self, memory_id: int) -> bool | None:
         """Whether a new memory may be given the number ``memory_id`` (``save --id 102``): False
