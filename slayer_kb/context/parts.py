@@ -250,6 +250,11 @@ class Parts:
         used (``IdLeases.take``); None when this KB does not lease ids."""
         return self.leases.take(count, floor, taken)
 
+    def unleased_ids(self, count: int, floor: int, taken: Callable[[int], bool]) -> list[str]:
+        """For a clone that counts on its own: ``count`` ids above ``floor`` in no block leased
+        on the remote, skipping those ``taken`` says are used (``IdLeases.unleased``)."""
+        return self.leases.unleased(count, floor, taken)
+
     def shared_remote(self) -> str:
         """The remote this clone leases ids from and syncs with (``IdLeases.remote_name``)."""
         return self.leases.remote_name()

@@ -87,7 +87,7 @@ def plan(kb: Context, onto: str, parted: str | None = None, *,
     if fresh is None:
         # Counting on its own (``slayer-kb.ids sequential``), still never in another clone's
         # leased block: that clone's next save would take the id, and its sync renumber it.
-        fresh = kb.leases.unleased(len(colliding), top, taken)
+        fresh = kb.unleased_ids(len(colliding), top, taken)
     return base, {**moved, **dict(zip(colliding, fresh, strict=True))}
 
 
