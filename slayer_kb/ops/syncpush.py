@@ -38,8 +38,8 @@ def push(store: GitStore, remote: str, upstream_branch: str, tracking: str, upst
     # (counted before the push, which makes the branch's tracking ref; rare, so not in the race).
     first = None if upstream else pushed_counts(store, head, f"--remotes={remote}")
     try:
-        proc = talk(store, remote, "push", "-q", "--porcelain", *options, remote,
-                    f"{head}:refs/heads/{upstream_branch}", *refspecs)
+        pushed = ["-q", "--porcelain", *options, remote, f"{head}:refs/heads/{upstream_branch}", *refspecs]
+        proc = talk(store, remote, "push", *pushed)
     except StoreError:  # stopped past the bound: a slow post-receive hook may have kept it after the push
         if not _landed(store, remote, upstream_branch, head):
             raise
@@ -60,7 +60,7 @@ def push(store: GitStore, remote: str, upstream_branch: str, tracking: str, upst
                 "Nothing was sent and this clone is as it was: its saves stay here. Do what the hook's message "
                 f"asks (or ask whoever runs {url}), then run {command(store.root)} sync again."
             )
-        hook = pre_push_hook(store, proc)
+        hook = pre_push_hook(store, proc, pushed)
         if hook is not None:
             # git passes on the hook's stdout and stderr as its own.
             said = [line for line in (proc.stdout + proc.stderr).decode("utf-8", "replace").splitlines()

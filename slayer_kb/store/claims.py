@@ -124,12 +124,16 @@ def talk(store: GitStore, remote: str, command: str, *args: str,
         ) from None
 
 
-def pre_push_hook(store: GitStore, proc: subprocess.CompletedProcess[bytes]) -> str | None:
-    """This clone's pre-push hook, when it is what failed the push: it can run (git runs no other),
-    and git stopped before any ref's outcome (the porcelain's ``To URL`` and its lines, printed once
-    the remote answered), exiting 1 as after a hook's no (128 for a remote it could not reach)."""
+def pre_push_hook(store: GitStore, proc: subprocess.CompletedProcess[bytes], args: list[str]) -> str | None:
+    """This clone's pre-push hook, when it is what failed ``git push ARGS``: git stopped before any
+    ref's outcome (the porcelain's ``To URL`` and its lines), exiting 1 (128 for a remote it could
+    not reach), the hook can run, and the same push run dry without it (``--no-verify``) goes
+    through: nothing else in the way."""
     if proc.returncode != 1 or any(line.startswith(b"To ") for line in proc.stdout.splitlines()):
         return None
     path = store.git("rev-parse", "--path-format=absolute", "--git-path", "hooks/pre-push",
                      check=False).stdout.decode("utf-8", "surrogateescape").strip()
-    return path if path and os.path.isfile(path) and os.access(path, os.X_OK) else None
+    if not (path and os.path.isfile(path) and os.access(path, os.X_OK)):
+        return None
+    dry = network(store, "push", "--dry-run", "--no-verify", *args)
+    return path if dry is not None and dry.returncode == 0 else None
