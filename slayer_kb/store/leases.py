@@ -215,7 +215,8 @@ class IdLeases:
         """For a clone that counts on its own: ``count`` ids above ``floor`` and in no block
         leased or claimed on the shared remote (one ``ls-remote``), as a lease would skip them:
         another clone hands those out. Unreachable, simply the next ones ``taken`` leaves."""
-        there = self._remote_blocks(Remote(self.remote_name(), ""))
+        remotes = any(key.startswith("remote.") for key in self.settings())  # none: no ls-remote to fail
+        there = self._remote_blocks(Remote(self.remote_name(), "")) if remotes else None
         blocked = set() if there is None else set(there.leased) | there.claimed
         free = (n for n in itertools.count(floor + 1) if block_of(n) not in blocked and not taken(n))
         return [str(n) for n in itertools.islice(free, count)]
