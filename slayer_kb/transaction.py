@@ -90,6 +90,8 @@ class Workspace(Protocol):
 
     def tell(self, warning: str) -> None: ...
 
+    def tell_leases(self) -> None: ...
+
     def read_with_text(self, memory_id: str, indexed: tuple[str | None, dict[str, Any]] | None = None
                        ) -> tuple[Memory, str]: ...
 
@@ -295,6 +297,7 @@ class Transaction:
             return str(n) in staged[0]
 
         ids = self.leases.take(count, top, taken)
+        kb.tell_leases()
         if ids is None:  # no remote to lease from: counted for every worktree of the repository
             drawn = counted.take(self.store.git_dirs()[1], count, top, taken)
             self._counted += drawn

@@ -161,3 +161,38 @@ def test_a_pair_pushed_before_does_not_stop_a_sync_of_an_edit(tmp_path: Path, in
     assert invoke_cli("--kb", b, "sync", check=True).stdout == "Synced main with origin: pushed, 0 pulled, 1 pushed.\n"
     assert git(bare, "rev-parse", "main") == git(b, "rev-parse", "HEAD")
     assert invoke_cli("--kb", b, "validate").stdout.splitlines()[-1] == "2 problems in 2 files (4 files checked)"
+
+
+def _forget_one(b: Path, invoke_cli: CliRunner) -> None:
+    invoke_cli("--kb", b, "forget", "1", check=True)
+
+
+def _priority_touched(b: Path, invoke_cli: CliRunner) -> None:
+    with (b / "priority.yaml").open("a") as priority:
+        priority.write("# the shop first\n")
+    git(b, "commit", "-qam", "priority: a comment")
+
+
+# Once the branch forgot a memory or touched priority.yaml, validate --against checked every file
+# and left the key out ("Checked 3 files: no problems.", exit 0), while review still named it.
+@pytest.mark.parametrize("then", [None, _forget_one, _priority_touched], ids=["plain", "forget", "priority"])
+def test_validate_against_names_a_key_main_saved_whatever_else_the_branch_did(
+        tmp_path: Path, invoke_cli: CliRunner, then: object) -> None:
+    _bare, (a, b) = make_team(tmp_path)
+    invoke_cli("--kb", a, "save", FIRST, "--title", "Time zones", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(b, "pull", "-q", "origin", "main")
+    git(b, "switch", "-q", "-c", "feat-y")
+    invoke_cli("--kb", a, "save", RETRY, "--title", "Retry budget", "--type", "decision", *KEY, check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    mine = "Retry budget on the branch: two attempts with a fixed pause of one second, then give up quietly."
+    saved = invoke_cli("--kb", b, "save", mine, "--title", "Retry budget", "--type", "decision", *KEY, check=True)
+    assert saved.stdout.endswith("(memory 101)\n")
+    if callable(then):
+        then(b, invoke_cli)
+    git(b, "fetch", "-q", "origin")
+    checked = invoke_cli("--kb", b, "validate", "--against", "origin/main")
+    assert (checked.returncode, checked.stdout.splitlines()[0]) == (1, (
+        "memories/101.yaml:1: topic_key 'decision/retry' in project 'api' is also held by memory 2 that origin/main "
+        "added since this branch parted from it; merged, the key would be held twice. Run 'git fetch origin && "
+        "slayer-kb merge origin/main': it folds this memory into 2 (one memory, both sides' revisions)"))

@@ -244,11 +244,25 @@ class Parts:
     def top_up_leases(self) -> None:
         """Lease more auto ids from the remote when this clone runs low (``IdLeases.top_up``)."""
         self.leases.top_up(self.highest_auto_id())
+        self.tell_leases()
+
+    def tell_leases(self) -> None:
+        """Tell why a lease just fell back to offline ids, once (``IdLeases.note``): the save or
+        sync that met the refusal says so, not each save drawing from the block after it."""
+        if (note := self.leases.note()) is not None:
+            self.tell(note)
 
     def leased_ids(self, count: int, floor: int, taken: Callable[[int], bool]) -> list[str] | None:
         """``count`` fresh ids from this clone's leased blocks, skipping those ``taken`` says are
         used (``IdLeases.take``); None when this KB does not lease ids."""
-        return self.leases.take(count, floor, taken)
+        ids = self.leases.take(count, floor, taken)
+        self.tell_leases()
+        return ids
+
+    def unleased_ids(self, count: int, floor: int, taken: Callable[[int], bool]) -> list[str]:
+        """For a clone that counts on its own: ``count`` ids above ``floor`` in no block leased
+        on the remote, skipping those ``taken`` says are used (``IdLeases.unleased``)."""
+        return self.leases.unleased(count, floor, taken)
 
     def shared_remote(self) -> str:
         """The remote this clone leases ids from and syncs with (``IdLeases.remote_name``)."""

@@ -10,7 +10,7 @@ from one commit is one memory, whatever merge base git picks after criss-cross m
 so is a save whose commit one side rewrote (amended, force-pushed) since this clone last fetched
 the upstream holding it (``revisions.rewritten_alike``): its versions merge as edits. Each
 colliding memory gets a fresh id (with leases, from this clone's blocks; else above every auto id
-REF or this branch has ever used), and every
+REF or this branch has ever used, in no block leased or claimed on the remote), and every
 ``memory:<old>`` reference in the branch's memories is rewritten to it. Only the entity lists
 change; a ``memory:42`` written in the prose of a learning is left alone (it may mean anything).
 
@@ -80,10 +80,14 @@ def plan(kb: Context, onto: str, parted: str | None = None, *,
     # With leases, from this clone's blocks: one above every id in sight may be in another
     # clone's block, whose next save would then be renumbered in turn. An id either side ever
     # used (a clone counting on its own may have) is skipped.
-    fresh = kb.leased_ids(len(colliding), top,
-                          lambda n: str(n) in used or os.path.lexists(kb.memories_dir / f"{n}.yaml"))
+    def taken(n: int) -> bool:
+        return str(n) in used or os.path.lexists(kb.memories_dir / f"{n}.yaml")
+
+    fresh = kb.leased_ids(len(colliding), top, taken)
     if fresh is None:
-        fresh = [str(top + n) for n in range(1, len(colliding) + 1)]
+        # Counting on its own (``slayer-kb.ids sequential``), still never in another clone's
+        # leased block: that clone's next save would take the id, and its sync renumber it.
+        fresh = kb.unleased_ids(len(colliding), top, taken)
     return base, {**moved, **dict(zip(colliding, fresh, strict=True))}
 
 

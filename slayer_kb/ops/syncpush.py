@@ -1,13 +1,13 @@
 """``sync``'s push: HEAD onto the fetched upstream, the turn given back in the same push, and
-what a push that failed for another reason than a lost race says (a hook's refusal, a remote that
-cannot be reached)."""
+what a push that failed for another reason than a lost race says (a remote hook's refusal, this
+clone's own pre-push hook, a remote that cannot be reached)."""
 
 from __future__ import annotations
 
 from ..core.errors import StoreError
 from ..core.problems import command, git_command
 from ..core.results import SyncResult
-from ..store.claims import network, remote_url, talk
+from ..store.claims import network, pre_push_hook, remote_url, talk
 from ..store.repo import GitStore
 from .turn import Turn
 
@@ -38,8 +38,8 @@ def push(store: GitStore, remote: str, upstream_branch: str, tracking: str, upst
     # (counted before the push, which makes the branch's tracking ref; rare, so not in the race).
     first = None if upstream else pushed_counts(store, head, f"--remotes={remote}")
     try:
-        proc = talk(store, remote, "push", "-q", "--porcelain", *options, remote,
-                    f"{head}:refs/heads/{upstream_branch}", *refspecs)
+        pushed = ["-q", "--porcelain", *options, remote, f"{head}:refs/heads/{upstream_branch}", *refspecs]
+        proc = talk(store, remote, "push", *pushed)
     except StoreError:  # stopped past the bound: a slow post-receive hook may have kept it after the push
         if not _landed(store, remote, upstream_branch, head):
             raise
@@ -59,6 +59,19 @@ def push(store: GitStore, remote: str, upstream_branch: str, tracking: str, upst
                 + "This is the remote's rule, not a race with other clones, so sync stopped without retrying. "
                 "Nothing was sent and this clone is as it was: its saves stay here. Do what the hook's message "
                 f"asks (or ask whoever runs {url}), then run {command(store.root)} sync again."
+            )
+        hook = pre_push_hook(store, proc, pushed)
+        if hook is not None:
+            # git passes on the hook's stdout and stderr as its own.
+            said = [line for line in (proc.stdout + proc.stderr).decode("utf-8", "replace").splitlines()
+                    if line.strip() and not line.startswith("error: failed to push some refs")] or ["(it gave no message)"]
+            raise StoreError(
+                f"This clone's pre-push hook {hook} refused the push of {upstream_branch} to {remote}, saying:\n"
+                + "".join(f"  {line}\n" for line in said)
+                + "It is a hook of this clone (core.hooksPath, else .git/hooks), not the remote or the network: nothing "
+                "was sent and this clone is as it was, its saves stay here. Do what the hook asks, or let it pass "
+                f"this push (it reads 'local_ref local_sha remote_ref remote_sha' lines on stdin; sync pushes "
+                f"refs/heads/{upstream_branch}), then run {command(store.root)} sync again."
             )
         if not _landed(store, remote, upstream_branch, head):
             raise unreachable(store, remote, "push to", proc.stdout + proc.stderr, "Nothing was sent")

@@ -153,19 +153,23 @@ def id_collisions(compared: Branch, files: dict[Path, str]) -> list[Problem]:
 class BranchFiles:
     """What ``validate --against`` checks (path -> shown name): ``own``, the files the branch
     changed, and ``reached``, the other memories a changed datasource or model file can reach
-    (``catalog_reach``), whose references alone can have changed."""
+    (``catalog_reach``), whose references alone can have changed; ``whole`` when every file needs
+    its checks all the same (``own`` still says which are the branch's, for the checks that
+    compare them with the revision)."""
 
     own: dict[Path, str]
     reached: dict[Path, str]
+    whole: bool = False
 
 
 def branch_files(compared: Branch) -> BranchFiles | None:
     """The memory and session files of the KB that differ from where HEAD parted from the
     revision it is compared with, committed or not: the only files whose own checks can have
-    changed, and the memories a changed datasource or model file can reach. None when every file
-    must be checked: ``priority.yaml`` changed (any unqualified reference may resolve elsewhere
-    now), a memory file was removed (others may point at it), or there is no merge base
-    (``id_collisions`` then says so)."""
+    changed, and the memories a changed datasource or model file can reach. ``whole`` when every
+    file must be checked: ``priority.yaml`` changed (any unqualified reference may resolve
+    elsewhere now), a memory file was removed (others may point at it), or the grep for what a
+    catalog change reaches failed. None when there is no merge base (``id_collisions`` then says
+    so)."""
     root, store = compared.root, compared.store
     if compared.base is None:
         return None
@@ -178,23 +182,24 @@ def branch_files(compared: Branch) -> BranchFiles | None:
     changed += [("A", p) for p in untracked.decode("utf-8", "surrogateescape").split("\0") if p]
     files: dict[Path, str] = {}
     catalog: list[str] = []  # the datasource and model files changed, KB-relative
+    whole = False
     for status, path in changed:
         folder, _, name = path[len(store.prefix):].partition("/")
         if folder not in (MEMORIES, SESSIONS_DIR) or "/" in name:
             if path.endswith(".yaml"):
                 if _catalog_names(path[len(store.prefix):]) is None:
-                    return None  # priority.yaml (or a YAML file validate would reject anyway)
-                catalog.append(path[len(store.prefix):])
+                    whole = True  # priority.yaml (or a YAML file validate would reject anyway)
+                else:
+                    catalog.append(path[len(store.prefix):])
             continue
         if status == "D":
-            if folder == MEMORIES:
-                return None
+            whole = whole or folder == MEMORIES
             continue
         files[root / folder / name] = shown(root / folder / name)
-    reached = catalog_reach(compared, catalog) if catalog else {}
+    reached = catalog_reach(compared, catalog) if catalog and not whole else {}
     if reached is None:
-        return None
-    return BranchFiles(files, {path: name for path, name in reached.items() if path not in files})
+        return BranchFiles(files, {}, whole=True)
+    return BranchFiles(files, {path: name for path, name in reached.items() if path not in files}, whole)
 
 
 def catalog_reach(compared: Branch, changed: list[str]) -> dict[Path, str] | None:

@@ -28,7 +28,8 @@ merge REF`` strips them), and a topic key held twice once merged: a memory the b
 gave the key to beside one REF added or changed since (topickeys.py). Validating the whole KB then
 checks only the files the branch changed since it parted from REF and the memories a changed datasource or
 model file can reach (``teamchecks.catalog_reach``), unless ``priority.yaml`` changed or a
-memory was removed (and looks for a key's other holders only when those files hold one: a key
+memory was removed (then every file, the checks against REF still of the branch's files; and
+looks for a key's other holders only when the branch's files hold one: a key
 held twice among files the branch left alone was checked where they came from). A query problem
 the branch inherits is a warning (inherited.py). Every problem of every file is reported in one run.
 """
@@ -236,11 +237,14 @@ def validate(paths: Sequence[Path], against: str | None = None, opened: GitStore
         compared = branch(target.root, against, opened) if against is not None else None
         changed = branch_files(compared) if compared is not None and target.everything else None
         reached: dict[Path, str] = {}
-        if changed is not None:
+        if changed is not None and not changed.whole:
             # Only the branch's own files, and the references of those its catalog changes can
             # reach: the rest was checked where they came from.
             target.files, target.everything, reached = changed.own, False, changed.reached
         expand(target)
+        # The files compared with the revision: the branch's own, or those named to check (none
+        # for a whole KB without a merge base: there is no "since" to compare).
+        own = changed.own if changed is not None else {} if target.everything else target.files
         report.problems.extend(Problem(f"{folder}/", 1, why) for folder in (MEMORIES, SESSIONS_DIR)
                                if (why := unusable_folder(target.root, folder)) is not None)
         context = KBContext.of(target.root)
@@ -258,9 +262,9 @@ def validate(paths: Sequence[Path], against: str | None = None, opened: GitStore
                                                      context.ids, context.queries))
         # A key held twice needs every holder, not just the branch's files.
         holders = target.files
-        if changed is not None and compared is not None and holds_a_topic_key(changed.own):
+        if compared is not None and holds_a_topic_key(own):
             holders = {**topic_key_holders(target.root, compared.store), **target.files}
-            report.problems.extend(topic_keys_taken(compared, keyed(changed.own), context.command))
+            report.problems.extend(topic_keys_taken(compared, keyed(own), context.command))
         report.problems.extend(topic_key_twins(holders, context.command))
         if compared is not None:
             report.problems.extend(id_collisions(compared, target.files))

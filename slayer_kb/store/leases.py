@@ -34,7 +34,9 @@ offline clones pick the same block with odds of 1 in ``OFFLINE_BLOCKS``; should 
 A remote that answers but refuses the refs (a read-only clone, a hook, a protected namespace)
 cannot lease either: this clone draws offline blocks as above, without asking the remote again
 on each save, and every ``sync`` asks it again (to register them, and to lease). Counting 1, 2, 3
-as a KB without a remote does would hand out the ids of other clones' leased blocks.
+as a KB without a remote does would hand out the ids of other clones' leased blocks. The save or
+sync that falls back says so once, with the reason (``note``). The pushes skip the clone's own
+pre-push hook (claims.py): they are slayer-kb's bookkeeping, not a person's work.
 
 ``git config slayer-kb.ids sequential`` turns leases off (every clone counts on its own, and
 ``sync`` renumbers collisions); ``slayer-kb.remote`` names the remote to lease from (default:
@@ -45,24 +47,26 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import itertools
 import json
 import os
 import random
 import secrets
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import StoreError
 from ..core.ids import is_auto_id
 from ..core.locate import MEMORIES_DIR, id_of_path
+from ..core.problems import command
 from . import claims
 from .identity import Sources, sources
+from .leaseheld import BLOCK, Leases, block_of, first_of, history_of
 from .listing import file_names
 from .repo import GitStore
 
-BLOCK = 100
 NAMESPACE = "refs/slayer-kb/ids/"
 CLAIMS = "refs/slayer-kb/claims/"
 # Offline blocks: k in [OFFLINE_FIRST, OFFLINE_FIRST + OFFLINE_BLOCKS), ids 1,000,000,001 and up.
@@ -78,51 +82,6 @@ SEEN = "refs/slayer-kb/seen-ids/"
 SEEN_CLAIMS = "refs/slayer-kb/seen-claims/"
 STATE_FILE = "slayer-kb-ids.json"
 LOCK_FILE = "slayer-kb-ids.lock"
-
-
-def block_of(memory_id: int) -> int:
-    return (memory_id - 1) // BLOCK
-
-
-def first_of(block: int) -> int:
-    return block * BLOCK + 1
-
-
-@dataclass
-class Leases:
-    """What a clone holds: the remote's URL, its blocks with the next id of each (in the order
-    they are used), the offline blocks whose refs the remote does not have yet, and the highest
-    block it ever leased online (the next lease goes above it)."""
-
-    # The git folder that holds the blocks, as (device, inode): see ``IdLeases._home``.
-    home: list[int]
-    remote_url: str = ""
-    blocks: list[list[int]] = field(default_factory=list)
-    unregistered: list[int] = field(default_factory=list)
-    highest: int = -1
-    # The remote answers but will not take our refs (a read-only clone, a hook, a protected
-    # namespace): blocks are drawn as offline, without asking it, until a ``sync`` tries again.
-    refused: bool = False
-    # The commit each block's ref points at on the remote (block -> commit, of every block this
-    # clone leased, used-up ones too: a number given with --id in one is this clone's to give): a
-    # remote whose url changed (the repository moved) that holds the same refs is the same one.
-    holders: dict[str, str] = field(default_factory=dict)
-    # The highest auto id in each block (offline ones left out) of every memory the history of a
-    # commit ever added, and that commit: ``IdLeases._floor`` reads only the commits since.
-    history: tuple[str, dict[int, int]] | None = None
-    # The blocks this clone claimed for numbers given with --id, with the commit of each claim's
-    # ref (block -> commit): a sync makes a claim deleted on the remote again (``IdLeases._keep``).
-    claims: dict[str, str] = field(default_factory=dict)
-
-    def left(self) -> int:
-        """Ids still in hand (some may turn out to be taken by files and be skipped)."""
-        return sum(first_of(k) + BLOCK - n for k, n in self.blocks)
-
-    def to_json(self) -> dict[str, object]:
-        return {"home": self.home, "remote": self.remote_url, "blocks": self.blocks,
-                "unregistered": self.unregistered, "highest": self.highest, "refused": self.refused,
-                "holders": self.holders, "claims": self.claims,
-                **({"history": [self.history[0], sorted(self.history[1].items())]} if self.history else {})}
 
 
 @dataclass(frozen=True)
@@ -153,17 +112,6 @@ def _add_tops(tops: dict[int, int], names: list[str]) -> None:
             tops[block_of(n)] = max(tops.get(block_of(n), 0), n)
 
 
-def _history(value: object) -> tuple[str, dict[int, int]] | None:
-    """``Leases.history`` as its state file holds it (``[COMMIT, [[BLOCK, ID], ...]]``); None for
-    anything else, read again from git."""
-    if not (isinstance(value, list) and len(value) == 2 and isinstance(value[0], str) and value[0].isalnum()):
-        return None
-    try:
-        return value[0], {int(block): int(top) for block, top in value[1]}
-    except (TypeError, ValueError):
-        return None
-
-
 def _span(block: int) -> str:
     return f"{first_of(block)}-{first_of(block) + BLOCK - 1}"
 
@@ -175,6 +123,8 @@ class IdLeases:
         self.store = store
         self._config_seen: Sources | None = None
         self._config: dict[str, str] = {}
+        self._fallback: str | None = None  # why ids were drawn offline, until ``note`` tells it
+        self._said = ""  # what git said of the last refused push of our refs
 
     # -- settings ------------------------------------------------------------------------------
 
@@ -232,6 +182,12 @@ class IdLeases:
             return None
         return head[len("ref: refs/heads/"):] if head.startswith("ref: refs/heads/") else None
 
+    def note(self) -> str | None:
+        """Why the last lease fell back to an offline block (unreachable, refused and what the
+        remote said, beaten to every block), once: for the save or sync to tell."""
+        told, self._fallback = self._fallback, None
+        return told
+
     # -- taking ids ----------------------------------------------------------------------------
 
     def take(self, count: int, floor: int, taken: Callable[[int], bool]) -> list[str] | None:
@@ -254,6 +210,16 @@ class IdLeases:
                     ids.append(n)
             self._save(held)
         return [str(i) for i in ids]
+
+    def unleased(self, count: int, floor: int, taken: Callable[[int], bool]) -> list[str]:
+        """For a clone that counts on its own: ``count`` ids above ``floor`` and in no block
+        leased or claimed on the shared remote (one ``ls-remote``), as a lease would skip them:
+        another clone hands those out. Unreachable, simply the next ones ``taken`` leaves."""
+        remotes = any(key.startswith("remote.") for key in self.settings())  # none: no ls-remote to fail
+        there = self._remote_blocks(Remote(self.remote_name(), "")) if remotes else None
+        blocked = set() if there is None else set(there.leased) | there.claimed
+        free = (n for n in itertools.count(floor + 1) if block_of(n) not in blocked and not taken(n))
+        return [str(n) for n in itertools.islice(free, count)]
 
     def may_give(self, memory_id: int) -> bool | None:
         """Whether a new memory may be given the number ``memory_id`` (``save --id 102``): False
@@ -330,6 +296,7 @@ class IdLeases:
             if held.unregistered:
                 created, status = self._create(remote, held, held.unregistered)
                 held.refused = status == "refused"  # then no lease either: kept for the next sync
+                self._fell_back(remote, status)
                 if status == "answered":
                     # A refused offline block (another clone chose it too): its ids stay with the
                     # memories that have them, and sync renumbers any that collide; no new ids from it.
@@ -364,7 +331,7 @@ class IdLeases:
             spans = ", ".join(_span(int(ref.rsplit("/", 1)[1])) for ref, c in lost.items() if c in gone)
             fresh = self._holder(f"hold ids {spans} again")
             lost = {ref: fresh if c in gone else c for ref, c in lost.items()}
-        outcome = claims.claim_each(self.store, remote.name, {ref: (c, "") for ref, c in lost.items()}) or {}
+        outcome = claims.claim_each(self.store, remote.name, {ref: (c, "") for ref, c in lost.items()}) or claims.Outcome()
         given_up = []
         for ref, commit in lost.items():
             said, k = outcome.get(ref), ref.rsplit("/", 1)[1]
@@ -402,11 +369,13 @@ class IdLeases:
         allocated before leases; those in claimed blocks and offline ones aside: ``_floor``),
         never in the offline range; offline, blocks chosen at random (see the module doc), as
         when the remote refuses our refs (asked again only by ``top_up``)."""
+        status = ""  # refused at an earlier save: said then
         for attempt in range(0 if held.refused else ATTEMPTS):
             if attempt:  # beaten to it: clones that raced spread out before they try again
                 time.sleep(random.uniform(0, min(1.0, 0.05 * 2 ** attempt)))  # noqa: S311
             there = self._remote_blocks(remote)
             if there is None:
+                status = "unreachable"
                 break
             floor = self._floor(held, floor, there.claimed)
             start = [block_of(floor + 1), held.highest + 1, *(k + 1 for k in there.leased)]
@@ -428,12 +397,24 @@ class IdLeases:
                 return
         # Not reached, refused, or beaten to every block tried: ids from an offline block serve
         # meanwhile; they can never be in a block another clone leased.
+        self._fell_back(remote, status)
         if not offline_ok:
             raise StoreError(f"The remote {remote.name} cannot be reached to lease ids, or refuses {NAMESPACE}*.")
         for _ in range(blocks):
             k = OFFLINE_FIRST + secrets.randbelow(OFFLINE_BLOCKS)
             held.blocks.append([k, first_of(k)])
             held.unregistered.append(k)
+
+    def _fell_back(self, remote: Remote, status: str) -> None:
+        why = {"unreachable": f"the remote {remote.name} cannot be reached",
+               "refused": f"the remote {remote.name} refused {NAMESPACE}* ({self._said or 'it gave no reason'})",
+               "answered": f"other clones leased every block tried on the remote {remote.name} first"}.get(status)
+        if why is not None:
+            self._fallback = (f"no block of ids could be leased: {why}. Saves take ten-digit ids from an offline "
+                              "block meanwhile, and a sync registers it"
+                              + (": let slayer-kb's refs through the remote's hook or rule (or ask whoever runs "
+                                 f"it), then run {command(self.store.root)} sync" if status == "refused" else "")
+                              + " (docs/teams.md, \"Ids that never change under an agent\").")
 
     def _floor(self, held: Leases, floor: int, claimed: set[int]) -> int:
         """``floor`` without the ids that say nothing about where auto ids are: numbers given with
@@ -516,6 +497,7 @@ class IdLeases:
         outcome = claims.claim_each(self.store, remote.name, wanted)
         if outcome is None:
             return {}, "unreachable"
+        self._said = outcome.said
         created = {ref[len(namespace):]: wanted[ref][0] for ref, said in outcome.items() if said == claims.CREATED}
         # Every ref refused: the caller has just read the remote's refs, so the remote answered no.
         return created, "refused" if set(outcome.values()) == {claims.REFUSED} else "answered"
@@ -557,7 +539,7 @@ class IdLeases:
             held = Leases([int(n) for n in data.get("home", home)], str(data["remote"]),
                           [[int(k), int(n)] for k, n in data["blocks"]], [int(k) for k in data["unregistered"]],
                           int(data["highest"]), bool(data["refused"]),
-                          {str(k): str(c) for k, c in data.get("holders", {}).items()}, _history(data.get("history")),
+                          {str(k): str(c) for k, c in data.get("holders", {}).items()}, history_of(data.get("history")),
                           {str(k): str(c) for k, c in data.get("claims", {}).items()})
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return Leases(home, remote.url)
