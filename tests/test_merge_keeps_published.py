@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, git, in_process_runner, in_the_kb, json_of, make_team, unlike
+from testing import CliRunner, git, in_process_runner, in_the_kb, json_of, make_catalog_kb, make_team, unlike
 
 TOPIC = ("--title", "Retry budget", "--type", "decision", "--project", "api", "--topic-key", "decision/retry-budget")
 
@@ -64,6 +64,23 @@ def test_merge_of_an_agent_branch_on_main_keeps_mains_memory_and_the_links_to_it
         f"memory:{kept}", "shop.orders.amount"]
     invoke_cli("--kb", a, "sync", check=True)
     assert json_of(invoke_cli("--kb", a, "--json", "get", kept, check=True))["revision_count"] == 2
+
+
+def test_either_way_round_merge_keeps_the_memory_on_the_default_branch_though_saved_later(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # The agent saved and pushed first; main's save came later (or in the same second): main's
+    # is the one the team holds, kept whichever branch the merge runs on.
+    _bare, (agent, a, reviewer) = make_team(tmp_path, clones=3)
+    folded = _agent_saves(invoke_cli, agent, "Retries: 5", *TOPIC)
+    kept = _saved(invoke_cli, a, "Retries: 3", *TOPIC)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(reviewer, "pull", "-q")
+    git(agent, "fetch", "-q")
+    for root, ref in ((reviewer, "origin/agent-y"), (agent, "origin/main")):
+        merged = invoke_cli("--kb", root, "merge", ref, check=True)
+        assert merged.stdout == (f"Merged {ref}; run slayer-kb sync to push.\n"
+                                 f"  merged (same topic key): {folded} into {kept}\n")
+        assert git(root, "ls-files", f"memories/{folded}.yaml", f"memories/{kept}.yaml") == f"memories/{kept}.yaml\n"
 
 
 def test_merge_of_an_agent_branch_on_main_keeps_mains_save_made_alike(tmp_path: Path, invoke_cli: CliRunner) -> None:
@@ -122,3 +139,32 @@ def test_a_link_made_elsewhere_to_a_folded_memory_follows_the_fold(tmp_path: Pat
     assert json_of(invoke_cli("--kb", other, "--json", "get", linking, check=True))["entities"] == [
         f"memory:{kept}", "shop.orders.amount"]
     assert invoke_cli("--kb", other, "validate").returncode == 0
+
+
+def test_validate_and_prune_point_a_link_to_a_folded_memory_a_plain_merge_brought(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # No remote, no sync: branch 'other' linked main's memory, which 'slayer-kb merge topic' then
+    # folded into topic's (saved first); 'git merge other' brings the link.
+    root = make_catalog_kb(tmp_path / "kb")
+    here = git(root, "branch", "--show-current").strip()
+    git(root, "switch", "-q", "-c", "topic")
+    kept = _saved(invoke_cli, root, "Retries: 3", *TOPIC)
+    git(root, "switch", "-q", here)
+    folded = _saved(invoke_cli, root, "Retries: 5", *TOPIC)
+    git(root, "switch", "-q", "-c", "other")
+    linking = _saved(invoke_cli, root, unlike("linking"), "-e", f"memory:{folded}", "-e", "shop.orders.amount")
+    git(root, "switch", "-q", here)
+    merged = invoke_cli("--kb", root, "merge", "topic", check=True)
+    assert merged.stdout.endswith(f"  merged (same topic key): {folded} into {kept}\n")
+    fold = git(root, "rev-parse", "HEAD").strip()
+    git(root, "merge", "-q", "--no-edit", "other")
+    checked = invoke_cli("--kb", root, "validate")
+    assert checked.stdout.split("\n")[0] == (
+        f"memories/{linking}.yaml:3: 'memory:{folded}' refers to {folded}, which commit {fold[:12]} merged into {kept}: "
+        f"run 'slayer-kb prune' to point it at {kept}")
+    invoke_cli("--kb", root, "prune", check=True)
+    assert git(root, "log", "-1", "--format=%B").endswith(f"\n\nPointed memory:{folded} at memory:{kept} (merged) in "
+                                                          f"{linking}\n")
+    assert json_of(invoke_cli("--kb", root, "--json", "get", linking, check=True))["entities"] == [
+        f"memory:{kept}", "shop.orders.amount"]
+    assert invoke_cli("--kb", root, "validate").returncode == 0

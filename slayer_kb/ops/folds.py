@@ -19,6 +19,7 @@ it, as ``slayer-kb merge origin/main`` on ``agent-y`` does."""
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -43,9 +44,15 @@ class Standing:
 
     def __init__(self, store: GitStore, remote: str) -> None:
         self.store = store
-        refs = store.git("for-each-ref", "--format=%(objectname)", "refs/remotes/").stdout.decode().split()
-        self.default = store.tip(f"refs/remotes/{remote}/HEAD") if remote else ""
-        self.pushed = list(dict.fromkeys(refs))
+        self.remote = remote
+
+    @functools.cached_property
+    def _tips(self) -> tuple[str, list[str]]:
+        """The default branch's commit ('' when none) and every remote-tracking branch's, read
+        once a fold asks (most merges fold nothing: no git process)."""
+        refs = self.store.git("for-each-ref", "--format=%(objectname)", "refs/remotes/").stdout.decode().split()
+        default = self.store.tip(f"refs/remotes/{self.remote}/HEAD") if self.remote else ""
+        return default, [default, *dict.fromkeys(r for r in refs if r != default)] if default else list(dict.fromkeys(refs))
 
     def keeps_mine(self, mine: Memory, theirs: Memory) -> bool:
         """Whether ``mine`` (this branch's) is kept and ``theirs`` (the branch merged's) folded into it."""
@@ -57,11 +64,11 @@ class Standing:
     def _rank(self, memory: Memory) -> int:
         """2 on the remote's default branch, 1 on another of its branches, 0 on none: the memory
         itself (its id with its ``created_at``), not another given its id."""
-        tips = [self.default, *(tip for tip in self.pushed if tip != self.default)] if self.default else self.pushed
+        default, tips = self._tips
         for tip, text in zip(tips, blobs_at(self.store, [(tip, memory_path(memory.id)) for tip in tips]), strict=True):
             with contextlib.suppress(KBError, UnicodeDecodeError):
                 if text is not None and loads(text.decode("utf-8"), memory.id).created_at == memory.created_at:
-                    return 2 if tip == self.default else 1
+                    return 2 if tip == default else 1
         return 0
 
 
