@@ -56,7 +56,7 @@ def test_merge_of_an_agent_branch_on_main_keeps_mains_memory_and_the_links_to_it
     # The agent's id, which this clone never gave: the fold's commit says where it went.
     gone = invoke_cli("--kb", reviewer, "get", folded)
     assert gone.stderr == (f"Error: No memory with id '{folded}'. It was merged into '{kept}' in commit "
-                           f"{fold[:12]}, saved there first under the same topic key; use that id.\n")
+                           f"{fold[:12]}, the memory kept under the same topic key; use that id.\n")
     invoke_cli("--kb", reviewer, "sync", check=True)
     synced = invoke_cli("--kb", d, "sync", check=True)
     assert synced.stdout == "Synced main with origin: rebased, 3 pulled, 1 pushed.\n"
@@ -81,6 +81,11 @@ def test_either_way_round_merge_keeps_the_memory_on_the_default_branch_though_sa
         assert merged.stdout == (f"Merged {ref}; run slayer-kb sync to push.\n"
                                  f"  merged (same topic key): {folded} into {kept}\n")
         assert git(root, "ls-files", f"memories/{folded}.yaml", f"memories/{kept}.yaml") == f"memories/{kept}.yaml\n"
+    # The agent's clone gave the id: the move is recorded there, and only there.
+    assert invoke_cli("--kb", agent, "get", folded).stderr.startswith(
+        f"Error: Memory id '{folded}' moved: 'slayer-kb merge' merged this clone's memory {folded} into {kept}, which "
+        "the branch it merged holds under the same topic key; ")
+    assert invoke_cli("--kb", reviewer, "get", folded).stderr.startswith(f"Error: No memory with id '{folded}'. It was merged")
 
 
 def test_merge_of_an_agent_branch_on_main_keeps_mains_save_made_alike(tmp_path: Path, invoke_cli: CliRunner) -> None:
