@@ -84,7 +84,7 @@ def test_a_memory_another_clones_sync_folded_names_the_memory_it_went_into(tmp_p
     assert fold
     ours = json_of(saved[0])["memory_id"]
     assert invoke_cli("--kb", a, "get", theirs).stderr == (
-        f"Error: No memory with id '{theirs}'. It was merged into '{ours}' in commit {fold}, saved there first under "
+        f"Error: No memory with id '{theirs}'. It was merged into '{ours}' in commit {fold}, the memory kept under "
         "the same topic key; use that id.\n")
 
 

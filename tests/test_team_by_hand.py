@@ -857,7 +857,7 @@ def test_two_branches_saving_one_topic_key_end_as_one_memory_after_merging_main(
                              "  merged (same topic key): 101 into 1\n")
     moved = invoke_cli("--kb", b, "get", "101")
     assert moved.stderr.startswith("Error: Memory id '101' moved: 'slayer-kb merge' merged this clone's memory 101 into "
-                                   "1, which the branch it merged had saved first under the same topic key; ")
+                                   "1, which the branch it merged holds under the same topic key; ")
     assert invoke_cli("--kb", b, "validate", "--against", "origin/main").returncode == 0
     invoke_cli("--kb", b, "sync", check=True)
     git(reviewer, "fetch", "-q", "origin")

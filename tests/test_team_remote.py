@@ -502,7 +502,7 @@ def test_the_rerun_of_a_killed_sync_claims_no_other_clones_fold(tmp_path: Path, 
     # What the history says (C's fold), never that B's sync folded a memory of B's.
     fold = git(b, "log", "-1", "--format=%h", "--abbrev=12", f"--grep=merge {theirs} into 1").strip()
     assert invoke_cli("--kb", b, "get", theirs).stderr == (
-        f"Error: No memory with id '{theirs}'. It was merged into '1' in commit {fold}, saved there first under the "
+        f"Error: No memory with id '{theirs}'. It was merged into '1' in commit {fold}, the memory kept under the "
         "same topic key; use that id.\n")
 
 

@@ -97,8 +97,8 @@ def prune(settings: Settings, dry_run: bool, force: bool) -> None:
 
     Use it after the catalog changed outside slayer-kb: a model file deleted by hand, SLayer
     rewriting its models, a merge. Until then search simply ignores the dangling references.
-    A link to a memory a commit renamed, still there under its new id, is pointed at that id,
-    not stripped. While a catalog file does not parse, prune refuses: what it defines would
+    A link to a memory a commit renamed, or a fold merged into another ('memory: merge 201 into
+    27'), still there under its new id, is pointed at that id, not stripped. While a catalog file does not parse, prune refuses: what it defines would
     look gone.
 
     \b

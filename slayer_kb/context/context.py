@@ -232,10 +232,11 @@ class Context(Parts):
         deleting = last_two[0]
         message = self.store.objects.commit(deleting).partition(b"\n\n")[2].decode("utf-8", "replace")
         if (fold := folded_by(message.partition("\n")[0])) is not None and memory_id in fold[0]:
-            # Another side had saved it first (a topic key, or the same save): the memory goes on there.
+            # One memory kept of two (a topic key, or the same save): it goes on there. Not "saved
+            # first": a merge keeps the one the team holds, which may be the later (folds.Standing).
             alike = "as the same save" if fold[1] else "under the same topic key"
             return NotFoundError(f"No memory with id '{memory_id}'. It was merged into '{fold[0][memory_id]}' in commit "
-                                 f"{deleting[:12]}, saved there first {alike}; use that id.")
+                                 f"{deleting[:12]}, the memory kept {alike}; use that id.")
         if (moved := self.moved_away(memory_id, deleting)) is not None:  # 'restore --rev' would copy it
             return NotFoundError(moved)
         # Headed with SLayer's whole answer (to a forget of a forgotten memory: "No memory with id '3'.").

@@ -53,6 +53,7 @@ from ..store.guesses import moved_to
 from ..store.renames import link_target
 from ..store.repo import Change
 from ..transaction import Transaction, memory_change
+from .mergelinks import fold_target
 
 if TYPE_CHECKING:
     from ..catalog.resolve import Resolver
@@ -318,6 +319,7 @@ def prune(kb: Context, dry_run: bool = False, *, force: bool = False) -> Cascade
     HEAD (``Transaction.rewrite``)."""
 
     pointed: dict[str, dict[str, str]] = {}
+    merged: set[str] = set()  # the links of ``pointed`` to an id a fold merged away, not renamed
 
     def plan(at_head: frozenset[str] = frozenset()) -> tuple[list[Change], tuple[dict[str, Memory], dict[str, list[str]]]]:
         # A dry run reads HEAD's versions of the files its run sets aside (and then indexes):
@@ -331,8 +333,8 @@ def prune(kb: Context, dry_run: bool = False, *, force: bool = False) -> Cascade
         if dangling:
             gone = set(dangling)
             matches = lookups.tagged(dangling)
-            stripped = _strip(tx, matches, gone.__contains__, changes, memories, at_head, _renamed_links(kb, dangling),
-                              pointed)
+            stripped = _strip(tx, matches, gone.__contains__, changes, memories, at_head,
+                              _renamed_links(kb, dangling, merged), pointed)
         return changes, (memories, stripped)
 
     with kb.transaction() as tx:
@@ -345,8 +347,8 @@ def prune(kb: Context, dry_run: bool = False, *, force: bool = False) -> Cascade
             moves = sorted({pair for links in pointed.values() for pair in links.items()})
             said = [f"Stripped {_some(removed)} from {len(stripped)} {_memories(len(stripped))}: {_some(list(stripped))}"
                     ] if removed else []
-            said += [f"Pointed {old} at {new} (renamed) in {', '.join(m for m, links in pointed.items() if old in links)}"
-                     for old, new in moves]
+            said += [f"Pointed {old} at {new} ({'merged' if old in merged else 'renamed'}) in "
+                     f"{', '.join(m for m, links in pointed.items() if old in links)}" for old, new in moves]
             commit = tx.commit(changes, f"{prune_subject(len(removed), len(moves))}\n\n" + "\n".join(said), memories)
         return CascadeResult(None, commit, rewritten, stripped, dry_run, kept, relinked=dict(pointed))
 
@@ -365,16 +367,25 @@ def prune_subject(stripped: int, pointed: int) -> str:
 PRUNE_SUBJECT = re.compile(r"catalog: prune \d+ dangling references?(?:: .+)?")
 
 
-def _renamed_links(kb: Context, dangling: list[str]) -> dict[str, str]:
-    """Of ``dangling``, each link to a memory a commit renamed or moved by hand, still there under
-    its new id (``renames.link_target``, ``guesses.moved_to``, as validate names it), and the link
-    to that id: a memory that lives
-    on is no link to strip (a merge committed by hand in a KB with no remote, whose links no
-    ``sync`` points at it)."""
+def _renamed_links(kb: Context, dangling: list[str], merged: set[str]) -> dict[str, str]:
+    """Of ``dangling``, each link to a memory a commit renamed, merged into another (a fold's
+    commit, added to ``merged``) or moved by hand, still there under its new id
+    (``renames.link_target``, ``mergelinks.fold_target``, ``guesses.moved_to``, as validate names
+    it), and the link to that id: a memory that lives on is no link to strip (a merge committed
+    by hand in a KB with no remote, or made with plain git, whose links no ``sync`` points at it)."""
     olds = {entity: old for entity in dangling if (old := linked_id(entity)) is not None}
     renamed = kb.renamed_ids() if olds else set()
-    return {entity: memory_link(to[0]) for entity, old in olds.items()
-            if (to := link_target(kb.store, old) if old in renamed else moved_to(kb.store, old)) is not None}
+    found = {}
+    for entity, old in olds.items():
+        if old in renamed:
+            to = link_target(kb.store, old)
+        elif (to := fold_target(kb.store, old)) is not None:
+            merged.add(entity)
+        else:
+            to = moved_to(kb.store, old)
+        if to is not None:
+            found[entity] = memory_link(to[0])
+    return found
 
 
 def _refuse_a_skipped_catalog_file(kb: Context) -> None:

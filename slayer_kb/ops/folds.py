@@ -5,11 +5,21 @@ revision counts summed, this branch's version kept in git's history, and ``memor
 to it rewritten. Engram's de-duplication the same way: a save both sides made alike is one
 memory (``memory: merge 103 into 29 (same save)``), the duplicate counts summed; one record of an
 Engram export imported on both sides is folded with its counts as they are (one import, not two
-saves). The caller records the moves (``store/moves.py``)."""
+saves). The caller records the moves (``store/moves.py``).
+
+Which of the two memories keeps its id: in ``sync`` and ``slayer-kb rebase``, the other side's
+(the upstream's, on the remote already; the branch's commits on top of it are not). In
+``slayer-kb merge``, whichever way round it is run, the one the team holds (``Standing``): a memory
+on the remote's default branch (``origin/HEAD``, which ``git clone`` sets: ``main``) is kept
+before one that is not, then one pushed to any branch of the remote before one that is not, then
+the one saved first (``created_at``); the branch merged wins a tie, as before. So a reviewer's
+``slayer-kb merge origin/agent-y`` on ``main`` keeps ``main``'s memory and folds the agent's into
+it, as ``slayer-kb merge origin/main`` on ``agent-y`` does."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -18,22 +28,58 @@ from ..core.errors import KBError
 from ..core.locate import memory_link, memory_path
 from ..core.memory import Memory, loads, parse_time, time_order
 from ..core.merging import fold_subject, merge_topic_revisions
-from ..store.repo import Change
+from ..store.repo import Change, GitStore
 from ..store.revisions import added_version
 from ..transaction import Transaction, memory_change
 from .renumber import renumbered_text
+from .snapshot import blobs_at
 
 if TYPE_CHECKING:
     from ..context import Context
 
 
+class Standing:
+    """Which of two memories a fold in ``slayer-kb merge`` keeps (see the module doc), read of the
+    remote-tracking branches of ``store`` as they are now, ``remote``'s default branch first."""
+
+    def __init__(self, store: GitStore, remote: str) -> None:
+        self.store = store
+        self.remote = remote
+
+    @functools.cached_property
+    def _tips(self) -> tuple[str, list[str]]:
+        """The default branch's commit ('' when none) and every remote-tracking branch's, read
+        once a fold asks (most merges fold nothing: no git process)."""
+        refs = self.store.git("for-each-ref", "--format=%(objectname)", "refs/remotes/").stdout.decode().split()
+        default = self.store.tip(f"refs/remotes/{self.remote}/HEAD") if self.remote else ""
+        return default, [default, *dict.fromkeys(r for r in refs if r != default)] if default else list(dict.fromkeys(refs))
+
+    def keeps_mine(self, mine: Memory, theirs: Memory) -> bool:
+        """Whether ``mine`` (this branch's) is kept and ``theirs`` (the branch merged's) folded into it."""
+        ranks = [self._rank(m) for m in (mine, theirs)]
+        if ranks[0] != ranks[1]:
+            return ranks[0] > ranks[1]
+        return time_order(mine.created_at) < time_order(theirs.created_at)
+
+    def _rank(self, memory: Memory) -> int:
+        """2 on the remote's default branch, 1 on another of its branches, 0 on none: the memory
+        itself (its id with its ``created_at``), not another given its id."""
+        default, tips = self._tips
+        for tip, text in zip(tips, blobs_at(self.store, [(tip, memory_path(memory.id)) for tip in tips]), strict=True):
+            with contextlib.suppress(KBError, UnicodeDecodeError):
+                if text is not None and loads(text.decode("utf-8"), memory.id).created_at == memory.created_at:
+                    return 2 if tip == default else 1
+        return 0
+
+
 
 def fold_topic_keys(kb: Context, tx: Transaction, ours: list[str], merged: dict[str, str],
-                    catch_up: Callable[[], None]) -> bool:
+                    catch_up: Callable[[], None], standing: Standing | None = None) -> bool:
     """Fold each of ``ours`` (the memories this branch adds) whose topic key another memory
-    holds into the oldest such memory; True when it made the commit, the moves added to
-    ``merged``. ``catch_up`` brings the index, which finds a key's holders, up to date: called only
-    for a memory that has a key."""
+    holds into the oldest such memory, or that memory into it where ``standing`` keeps this
+    branch's (None: never); True when it made the commit, the moves added to ``merged``.
+    ``catch_up`` brings the index, which finds a key's holders, up to date: called only for a
+    memory that has a key."""
     folds: dict[str, Memory] = {}
     changes: list[Change] = []
     for memory_id in ours:
@@ -50,8 +96,11 @@ def fold_topic_keys(kb: Context, tx: Transaction, ours: list[str], merged: dict[
             # One record of an export imported on both clones: revised since from that record (its
             # counts once), not two saves (None: the counts of both summed).
             folded = merge_topic_revisions(_imported_record(kb, mine, keeper), keeper, mine)
-            folds[memory_id] = folded
-            changes += [memory_change(folded), Change(memory_path(memory_id), None)]
+            # Kept the other way round, the same memory (content, counts) under this branch's id.
+            gone, folded = ((keeper.id, folded.evolve(id=memory_id)) if standing is not None
+                            and standing.keeps_mine(mine, keeper) else (memory_id, folded))
+            folds[gone] = folded
+            changes += [memory_change(folded), Change(memory_path(gone), None)]
     if not folds:
         return False
     keys = ", ".join(sorted({m.topic_key or "" for m in folds.values()}))
@@ -60,16 +109,17 @@ def fold_topic_keys(kb: Context, tx: Transaction, ours: list[str], merged: dict[
 
 
 def fold_duplicates(kb: Context, tx: Transaction, ours: list[str], theirs: Callable[[], list[str]],
-                    deduplicated: dict[str, str]) -> bool:
+                    deduplicated: dict[str, str], standing: Standing | None = None) -> bool:
     """Fold each of ``ours`` that repeats a memory the other side added since the sides parted
     (``theirs``, asked only for a memory that may repeat one: a save the other side held before
     would have been counted as a duplicate here) into the oldest such memory, as one clone's save
     would have counted a duplicate there: no topic key, the same title, type, text, project,
     scope, session, links and description, saved within the de-duplication window of it and not edited
-    since (a fold keeps only the other side's memory). True when it made the commit, the moves
-    added to ``deduplicated``."""
+    since (a fold keeps only one of the two), or that memory into it where ``standing``
+    keeps this branch's (None: never). True when it made the commit, the moves added to
+    ``deduplicated``."""
     folds: dict[str, Memory] = {}
-    kept: dict[str, Memory] = {}  # the other side's memories as folded so far, by id
+    kept: dict[str, Memory] = {}  # the memories kept so far, as folded, by id
     changes: list[Change] = []
     added: list[Memory] | None = None
     for memory_id in ours:
@@ -83,9 +133,8 @@ def fold_duplicates(kb: Context, tx: Transaction, ours: list[str], theirs: Calla
                 # One record of an export imported on both clones (its updated_at the export's) and
                 # left as it was: its count once, as the import on one clone would skip it the
                 # second time (a duplicate counted since and not committed goes with it).
-                keeper = kept.get((oldest := min(imported, key=lambda m: time_order(m.created_at))).id, oldest)
-                kept[keeper.id] = folds[memory_id] = keeper
-                changes.append(Change(memory_path(memory_id), None))
+                oldest = min(imported, key=lambda m: time_order(m.created_at))
+                _fold(mine, oldest, lambda keeper, _folded: keeper, kept, folds, changes, standing)
                 continue
             if not mine.title or mine.updated_at:
                 # A key is folded by key; a memory with no title is SLayer's, never de-duplicated;
@@ -96,15 +145,36 @@ def fold_duplicates(kb: Context, tx: Transaction, ours: list[str], theirs: Calla
                      and abs(parse_time(m.created_at) - made) <= kb.dedup_window]
             if not twins:
                 continue
-            keeper = kept.get((oldest := min(twins, key=lambda m: time_order(m.created_at))).id, oldest)
-            kept[keeper.id] = folds[memory_id] = keeper.evolve(
-                duplicate_count=(keeper.duplicate_count or 1) + (mine.duplicate_count or 1))
-            changes.append(Change(memory_path(memory_id), None))
+            oldest = min(twins, key=lambda m: time_order(m.created_at))
+            _fold(mine, oldest, _counted, kept, folds, changes, standing)
     if not folds:
         return False
     changes += [memory_change(m) for m in kept.values()]
     _commit(tx, {old: kept[m.id] for old, m in folds.items()}, changes, "same save", deduplicated)
     return True
+
+
+def _fold(mine: Memory, oldest: Memory, joined: Callable[[Memory, Memory], Memory], kept: dict[str, Memory],
+          folds: dict[str, Memory], changes: list[Change], standing: Standing | None) -> None:
+    """Fold ``mine`` into ``oldest`` (the other side's), or ``oldest`` into ``mine`` where
+    ``standing`` keeps this branch's: ``joined`` makes the kept memory of the one kept and the
+    one folded (the counts). One of the other side's memories ``kept`` already (another of this
+    branch's folded into it) stays kept; one folded away already takes in no more."""
+    if oldest.id in folds:
+        return
+    keeper = kept.get(oldest.id)
+    if keeper is None and standing is not None and standing.keeps_mine(mine, oldest):
+        kept[mine.id] = folds[oldest.id] = joined(mine, oldest)
+        changes.append(Change(memory_path(oldest.id), None))
+        return
+    keeper = keeper or oldest
+    kept[keeper.id] = folds[mine.id] = joined(keeper, mine)
+    changes.append(Change(memory_path(mine.id), None))
+
+
+def _counted(keeper: Memory, folded: Memory) -> Memory:
+    """``keeper`` counting ``folded``'s saves as duplicates of its own."""
+    return keeper.evolve(duplicate_count=(keeper.duplicate_count or 1) + (folded.duplicate_count or 1))
 
 
 def _imported_record(kb: Context, mine: Memory, theirs: Memory) -> Memory | None:

@@ -15,7 +15,8 @@ other renamed or edited the memory it named (``renames.Crossing``) is held too, 
 the id kept there: git would merge the two as one. What still conflicts (two edits of one memory,
 a forget against an edit) stops the merge, names the files and gives the steps. After the merge, what sync
 does once the upstream is in (``revalidation.py``): a topic key the branch saved first while REF
-saved it too is folded into REF's memory, links to what REF forgot or deleted are stripped, and
+saved it too is one memory, REF's or the branch's, whichever the team holds (``folds.Standing``:
+on the remote's default branch, pushed, saved first), links to what REF forgot or deleted are stripped, and
 what the branch adds or changes on top of REF is validated, the problems a sync would refuse to
 push named in the reply.
 """
@@ -43,6 +44,7 @@ from ..store.renames import (
 from ..store.revisions import added_alike, resolve_rev, shallow_parting
 from ..store.worktree import require_shown
 from .conflictsteps import crossed_words, opening, reuse_steps
+from .folds import Standing
 from .rebase import conflict_steps, held_stages, merge_from, push_step, settle, swap_sides, unmerged
 from .renumber import refuse_clashes, require_clean
 from .reuses import Retry, refuse_reuse
@@ -85,14 +87,23 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
             # Before the fixes' commits, HEAD holds the merged sessions.
             result.session_projects = session_projects(store, (sha, before), both)
             # What sync does once the upstream is in: the same fixes, and its revalidation named.
-            checked = finish_or_put_back(kb, store, tx, sha, parted, Moves(result.folded, result.unlinked, result.cascaded,
-                                                                           result.deduplicated, result.relinked), before, head)
+            moves = Moves(result.folded, result.unlinked, result.cascaded, result.deduplicated, result.relinked)
+            checked = finish_or_put_back(kb, store, tx, sha, parted, moves, before, head,
+                                         standing=Standing(store, kb.shared_remote()))
             result.problems, result.stale_queries = checked.problems, checked.stale_queries
             result.untouched_queries = checked.untouched_queries
-            kb.record_moves(result.folded, "merge")
-            kb.record_moves(result.deduplicated, "merge", duplicate=True)
+            kb.record_moves(_own(store, sha, result.folded), "merge")
+            kb.record_moves(_own(store, sha, result.deduplicated), "merge", duplicate=True)
             result.head = store.head() or head
         return result
+
+
+def _own(store: GitStore, sha: str, moves: dict[str, str]) -> dict[str, str]:
+    """Of ``moves`` (a fold's), those of this branch's memories: one of REF's (at ``sha``) folded
+    into this branch's moved no id this clone gave (``get`` of it names the fold's commit)."""
+    paths = {old: store.repo_path(memory_path(old)) for old in moves}
+    held = store.objects.blobs_at(store.objects.tree_of(sha), paths.values()) if moves else {}
+    return {old: new for old, new in moves.items() if held[paths[old]] is None}
 
 
 def unrelated(store: GitStore, ref: str, sha: str) -> StoreError:

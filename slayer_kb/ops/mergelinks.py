@@ -5,7 +5,8 @@ either side since they parted moved to a live id is no link to a forgotten memor
 it at the new id (``renames.renamed_since``, as ``sync``'s ``strip_gone`` after a merge committed
 by hand does). In a KB with no remote there is no sync: ``prune`` points it there, as it does a link
 to any id a commit renamed to a live one (``cascade.prune``), which this module names too once no
-merge is pending.
+merge is pending, and a link to an id a fold merged into another memory (``fold_target``): a
+merge of the branches by hand, with plain git, leaves it for no sync to point.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.locate import memory_path
+from ..core.merging import folded_by
 from ..core.problems import git_command
 from ..store.gitstate import rebase_tips
 from ..store.guesses import moved_to
-from ..store.renames import ever_renamed, link_target, renamed_since
+from ..store.renames import deletions, ever_renamed, link_target, renamed_since
 from ..store.repo import GitStore, find_toplevel
 
 
@@ -32,6 +34,7 @@ class _Side:
     by: str
     fix: str
     also: str = ""  # the branch as it was before the rebase in progress replayed it (``renamed_since``)
+    to: str = "to"  # the word before the new id: "renamed to", "merged into"
 
 
 class MergeRenames:
@@ -112,8 +115,31 @@ def _renamed(store: GitStore, memory_id: str, until: str) -> tuple[str, _Side] |
     if ever_renamed(store, memory_id):  # link_target knows a rename's chain, and the forget before one
         to = link_target(store, memory_id)
         return None if to is None else (to[0], _Side("", "HEAD", f"commit {to[1][:12]} renamed", until + fix))
+    if (to := fold_target(store, memory_id)) is not None:  # the memory lives on in the one kept
+        return to[0], _Side("", "HEAD", f"commit {to[1][:12]} merged", until + fix, to="into")
     if (to := moved_to(store, memory_id)) is not None:  # git mv, committed: the memory lives on
         return to[0], _Side("", "HEAD", f"commit {to[1][:12]} moved by hand", until + fix)
+    return None
+
+
+def fold_target(store: GitStore, memory_id: str) -> tuple[str, str] | None:
+    """Where a link to ``memory_id`` goes when the commit that last deleted its file is a fold's
+    (``memory: merge 201 into 27 (...)``, ``folds.py``): the id that holds the memory at HEAD (a
+    fold of the kept one followed on) and that commit; None for any other deletion, or when the
+    memory is gone at HEAD (forgotten since)."""
+    head, seen, found = store.head(), {memory_id}, None
+    at = memory_id
+    while head is not None and (last := deletions(store, at, 1)):
+        message = store.objects.commit(last[0]).partition(b"\n\n")[2].decode("utf-8", "replace")
+        fold = folded_by(message.partition("\n")[0])
+        if fold is None or at not in fold[0] or fold[0][at] in seen:
+            return None
+        at = fold[0][at]
+        seen.add(at)
+        found = found or last[0]
+        path = store.repo_path(memory_path(at))
+        if store.objects.blobs_at(store.objects.tree_of(head), [path])[path] is not None:
+            return at, found
     return None
 
 
@@ -134,4 +160,5 @@ def dangling(entity: str, target: str, command: str, renames: MergeRenames | Non
         until = renames.until.format(command=command) if renames is not None else ""
         return f"'{entity}' refers to a memory that does not exist ({until}run '{command} prune' to strip it)"
     new, side = moved
-    return f"'{entity}' refers to {target}, which {side.by} to {new}: {side.fix.format(command=command, new=new)}"
+    return (f"'{entity}' refers to {target}, which {side.by} {side.to} {new}: "
+            f"{side.fix.format(command=command, new=new)}")

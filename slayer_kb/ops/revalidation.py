@@ -31,7 +31,7 @@ from ..core.problems import INVALID_QUERY, STALE_QUERY, Problem, command, git_co
 from ..store.repo import GitStore
 from ..store.worktree import reset_keep
 from ..transaction import Transaction
-from .folds import fold_duplicates, fold_topic_keys
+from .folds import Standing, fold_duplicates, fold_topic_keys
 from .queryproblem import query_of
 from .renumber import added_since
 from .snapshot import absent_at_head, blobs_at, memory_ids_at
@@ -65,20 +65,22 @@ class Moves:
 
 
 def finish(kb: Context, store: GitStore, tx: Transaction, other: str, parted: str, moves: Moves,
-           catch_up: Callable[[], None], before: str = "", ours: str = "") -> Revalidated:
+           catch_up: Callable[[], None], before: str = "", ours: str = "", standing: Standing | None = None
+           ) -> Revalidated:
     """Fix and check the branch at HEAD, the other side's commit ``other`` in (see the module doc);
     ``parted``: where the sides parted ("" for no common ancestor: nothing to strip). ``catch_up``
     brings the index, which finds a topic key's holders, to HEAD; ``before``: the branch before
     git merged or rebased it (``slayer-kb merge`` or ``rebase``: ``other`` may hold a squash of
     memories this branch forgot since, and links to them go too; ``strip_gone``); ``ours``: the
-    branch before a sync's rebase or merge (``before`` when not given)."""
+    branch before a sync's rebase or merge (``before`` when not given); ``standing``: which
+    memory a fold keeps (``slayer-kb merge``'s; None: the other side's, as sync keeps the upstream's)."""
     top = on_top(store, other)
     added = [i for i, status in top.items() if status == "A"]
-    folded = fold_topic_keys(kb, tx, added, moves.folded, catch_up)
+    folded = fold_topic_keys(kb, tx, added, moves.folded, catch_up, standing)
     def theirs() -> list[str]:  # the memories ``other`` added since ``parted`` (none without one)
         return sorted(added_since(store, parted, other), key=id_sort_key) if parted else []
 
-    folded = fold_duplicates(kb, tx, added, theirs, moves.deduplicated) or folded
+    folded = fold_duplicates(kb, tx, added, theirs, moves.deduplicated, standing) or folded
     tips = (other, ours or before or "HEAD")
     if (parted and strip_gone(kb, store, tx, parted, tips, moves.unlinked, moves.cascaded, moves.relinked, before,
                               other if before else "")) or folded:
@@ -87,17 +89,18 @@ def finish(kb: Context, store: GitStore, tx: Transaction, other: str, parted: st
 
 
 def finish_or_put_back(kb: Context, store: GitStore, tx: Transaction, other: str, parted: str, moves: Moves,
-                       before: str, made: str, undone: str = "") -> Revalidated:
+                       before: str, made: str, undone: str = "", standing: Standing | None = None) -> Revalidated:
     """``finish`` for ``slayer-kb merge`` and ``rebase``, once git's merge or rebase is made (HEAD
     at ``made``): a fix it refuses (any ``KBError``: a file git's index marks, which the fix would
     rewrite; one git's attributes would convert) puts the branch back at ``before``, where it was
     before git merged, keeping the work tree and its marks (``git reset --keep``), so that the
     refusal's "nothing was done" holds; ``undone`` is said after it. A commit made on ``made``
     before this transaction (rebase's git runs under a lock of its own) is not dropped: the branch
-    stays, and the refusal says so. The refusal is raised as it was, what followed added."""
+    stays, and the refusal says so. The refusal is raised as it was, what followed added.
+    ``standing``: as ``finish``'s."""
     moved = store.head() != made
     try:
-        return finish(kb, store, tx, other, parted, moves, lambda: None, before)
+        return finish(kb, store, tx, other, parted, moves, lambda: None, before, standing=standing)
     except KBError as exc:
         if moved:
             exc.args = (f"{exc} The branch was not put back where it was before the merge or rebase: a commit was "

@@ -10,7 +10,9 @@ from 6``), as the delete would have stripped them had the memory been there; the
 A link to a memory a side renamed (``rename`` records the move, renames.py; or moved by hand in
 one commit, the same bytes: guesses.moved_by_hand) is not stripped but pointed at the new id, in
 a commit of its own (``memory: rewrite links to renamed 1 as kb.revenue in 6``), as the rename
-would have rewritten it.
+would have rewritten it. So is a link to a memory a side folded into another (``memory: merge 27
+into 201 (...)``, folds.py): pointed at the memory kept (``memory: rewrite links to merged 27 as
+201 in 6``), as the fold rewrote the links it found.
 
 Every memory at HEAD is looked at, not only those changed since the sides parted: a memory
 pushed before a merge committed by hand, or on a sync's retry, links across commits that the
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING
 from ..core.errors import KBError
 from ..core.locate import MEMORIES_DIR, MEMORY_LINK, id_of_path, linked_id, memory_link, memory_path
 from ..core.memory import Memory, loads, with_entities
+from ..core.merging import folded_by
 from ..store.guesses import moved_by_hand
 from ..store.renames import Renamed, crossings, renamed_since, renames_between
 from ..store.repo import Change, GitStore
@@ -79,15 +82,18 @@ def strip_gone(kb: Context, store: GitStore, tx: Transaction, parted: str, tips:
     renamed = renamed_since(store, parted, "HEAD", olds, before) if olds else Renamed({}, {})
     moved = {old: new for old, new in renamed.live.items() if old not in changed}
     reused = {old: new for old, new in renamed.live.items() if old in changed}
-    # Moved by hand in one commit (no rename's trailer, the same bytes): a move, not a forget. An id
-    # a rename's chain accounts for, one that ended in a forget too, goes where that chain says.
+    # Folded into another memory (a fold's commit), or moved by hand in one commit (no rename's
+    # trailer, the same bytes): a move, not a forget. An id a rename's chain accounts for, one that
+    # ended in a forget too, goes where that chain says.
+    merged = _folded_since(store, parted, forgotten - set(moved) - set(renamed.gone))
+    moved.update(merged)
     if by_hand := forgotten - set(moved) - set(renamed.gone):
         moved.update(moved_by_hand(store, parted, "HEAD", by_hand))
     follow = _unaware_links(store, parted, tips, reused) if reused else {}
     if moved or follow:
         # One pass, the composed mapping: a link is rewritten once (kb.other -> kb.r, never on to
         # where the earlier kb.r went).
-        found_moved = _relink(kb, store, tx, moved, follow)
+        found_moved = _relink(kb, store, tx, moved, follow, set(merged))
         for memory_id, follow_up in found_moved.items():
             relinked.setdefault(memory_id, {}).update(follow_up)
         made = bool(found_moved)
@@ -151,10 +157,35 @@ def _links(text: bytes | None, memory_id: str) -> set[str]:
     return set()
 
 
+def _folded_since(store: GitStore, parted: str, ids: set[str]) -> dict[str, str]:
+    """Of ``ids``, those a fold's commit since ``parted`` (``core.merging.folded_by``) moved, each to
+    the id that holds its memory at HEAD (a fold of the memory kept followed on); one whose
+    memory is gone at HEAD is left out (a forget after the fold: stripped)."""
+    if not ids:
+        return {}
+    subjects = store.git("log", "--format=%s", "--grep=^memory: merge ", "HEAD", "--not", parted).stdout.decode(
+        "utf-8", "replace").splitlines()
+    folds: dict[str, str] = {}
+    for subject in reversed(subjects):  # oldest first: a later fold of the id wins
+        if (fold := folded_by(subject)) is not None:
+            folds.update(fold[0])
+    found = {}
+    for old in ids & folds.keys():
+        new, seen = folds[old], {old}
+        while new in folds and new not in seen:
+            seen.add(new)
+            new = folds[new]
+        found[old] = new
+    paths = {new: store.repo_path(memory_path(new)) for new in found.values()}
+    held = store.objects.blobs_at(store.objects.tree_of(store.head() or ""), paths.values()) if found else {}
+    return {old: new for old, new in found.items() if held[paths[new]] is not None}
+
+
 def _relink(kb: Context, store: GitStore, tx: Transaction, moved: dict[str, str],
-            follow: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+            follow: dict[str, dict[str, str]], merged: set[str]) -> dict[str, dict[str, str]]:
     """One commit pointing every ``memory:<old>`` at HEAD at ``moved``'s new id, and each
-    memory's links ``follow`` names at theirs; each rewritten memory's {old: new}."""
+    memory's links ``follow`` names at theirs; each rewritten memory's {old: new}. ``merged``:
+    the ids of ``moved`` a fold moved, said so in the commit's subject."""
 
     def fix(memory_id: str, entity: str) -> str:
         old = linked_id(entity)
@@ -164,7 +195,10 @@ def _relink(kb: Context, store: GitStore, tx: Transaction, moved: dict[str, str]
     def subject(changed: set[str]) -> str:
         pairs = sorted({(old, moved.get(old) or next(f[old] for f in follow.values() if old in f))
                         for old in (e.removeprefix(MEMORY_LINK) for e in changed)}, key=lambda pair: _order(pair[0]))
-        return f"memory: rewrite links to renamed {', '.join(f'{old} as {new}' for old, new in pairs)} in"
+        said = [f"{why} {', '.join(f'{old} as {new}' for old, new in chosen)}" for why, chosen in (
+            ("renamed", [p for p in pairs if p[0] not in merged]), ("merged", [p for p in pairs if p[0] in merged]))
+            if chosen]
+        return f"memory: rewrite links to {' and '.join(said)} in"
 
     olds = {*moved, *(old for mapping in follow.values() for old in mapping)}
     found = _rewrite(kb, store, tx, sorted(memory_link(old) for old in olds), fix, subject)

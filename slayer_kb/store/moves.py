@@ -150,8 +150,8 @@ def _account(move: Move, now: Memory | None, run: str, gone: bool) -> str:
     if move.why == "merged":
         how = f"sync merged this clone's memory {old} into {move.new}, which the upstream had saved first {alike}"
     elif move.why == "merge":
-        how = (f"'slayer-kb merge' merged this clone's memory {old} into {move.new}, which the branch it "
-               f"merged had saved first {alike}")
+        # Kept as the one the team holds (ops/folds.Standing), which may have been saved later.
+        how = f"'slayer-kb merge' merged this clone's memory {old} into {move.new}, which the branch it merged holds {alike}"
     elif move.why == "rebase":
         how = (f"'slayer-kb rebase' merged this clone's memory {old} into {move.new}, which the branch it "
                f"was rebased onto had saved first {alike}")

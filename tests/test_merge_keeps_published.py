@@ -1,0 +1,175 @@
+"""Which memory a fold keeps when ``slayer-kb merge`` finds one topic key (or one save made alike)
+on both sides, and what becomes of the links to the one folded away (folds.py, unlinks.py).
+
+A reviewer's ``slayer-kb merge origin/agent-y`` on ``main`` once folded ``main``'s memory, which
+the team held and linked, into the agent's, and the next sync of a clone that linked it stripped
+the link as if the memory were forgotten. The memory on the remote's default branch is kept,
+whichever way round the merge is run, and a link to a folded id follows the fold as a link to a
+renamed id follows the rename. Each test is one team of real clones (``make_team``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from testing import CliRunner, git, in_process_runner, in_the_kb, json_of, make_catalog_kb, make_team, unlike
+
+TOPIC = ("--title", "Retry budget", "--type", "decision", "--project", "api", "--topic-key", "decision/retry-budget")
+
+
+@pytest.fixture
+def invoke_cli() -> CliRunner:
+    """Every command typed in the clone's folder, as a user would."""
+    return in_the_kb(in_process_runner())
+
+
+def _saved(invoke_cli: CliRunner, root: Path, *args: str) -> str:
+    """The id of the memory a save made in ``root``."""
+    return str(json_of(invoke_cli("--kb", root, "--json", "save", *args, check=True))["memory_id"])
+
+
+def _agent_saves(invoke_cli: CliRunner, agent: Path, *args: str) -> str:
+    """The agent's branch agent-y, a save on it, pushed: the saved id."""
+    git(agent, "switch", "-q", "-c", "agent-y")
+    saved = _saved(invoke_cli, agent, *args)
+    git(agent, "push", "-q", "-u", "origin", "agent-y")
+    return saved
+
+
+def test_merge_of_an_agent_branch_on_main_keeps_mains_memory_and_the_links_to_it(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    _bare, (a, agent, reviewer, d) = make_team(tmp_path, clones=4)
+    kept = _saved(invoke_cli, a, "Retries: 3", *TOPIC)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", d, "sync", check=True)
+    linking = _saved(invoke_cli, d, unlike("linking"), "-e", f"memory:{kept}", "-e", "shop.orders.amount")
+    folded = _agent_saves(invoke_cli, agent, "Retries: 5", *TOPIC)
+    git(reviewer, "pull", "-q")
+    merged = invoke_cli("--kb", reviewer, "merge", "origin/agent-y", check=True)
+    assert merged.stdout == ("Merged origin/agent-y; run slayer-kb sync to push.\n"
+                             f"  merged (same topic key): {folded} into {kept}\n")
+    fold = git(reviewer, "log", "-1", "--format=%H %s")
+    assert fold.split(" ", 1)[1] == f"memory: merge {folded} into {kept} (topic decision/retry-budget)\n"
+    # Both saves count (the newer one's text: within one second, either's).
+    assert json_of(invoke_cli("--kb", reviewer, "--json", "get", kept, check=True))["revision_count"] == 2
+    # The agent's id, which this clone never gave: the fold's commit says where it went.
+    gone = invoke_cli("--kb", reviewer, "get", folded)
+    assert gone.stderr == (f"Error: No memory with id '{folded}'. It was merged into '{kept}' in commit "
+                           f"{fold[:12]}, the memory kept under the same topic key; use that id.\n")
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    synced = invoke_cli("--kb", d, "sync", check=True)
+    assert synced.stdout == "Synced main with origin: rebased, 3 pulled, 1 pushed.\n"
+    assert json_of(invoke_cli("--kb", d, "--json", "get", linking, check=True))["entities"] == [
+        f"memory:{kept}", "shop.orders.amount"]
+    invoke_cli("--kb", a, "sync", check=True)
+    assert json_of(invoke_cli("--kb", a, "--json", "get", kept, check=True))["revision_count"] == 2
+
+
+def test_either_way_round_merge_keeps_the_memory_on_the_default_branch_though_saved_later(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # The agent saved and pushed first; main's save came later (or in the same second): main's
+    # is the one the team holds, kept whichever branch the merge runs on.
+    _bare, (agent, a, reviewer) = make_team(tmp_path, clones=3)
+    folded = _agent_saves(invoke_cli, agent, "Retries: 5", *TOPIC)
+    kept = _saved(invoke_cli, a, "Retries: 3", *TOPIC)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(reviewer, "pull", "-q")
+    git(agent, "fetch", "-q")
+    for root, ref in ((reviewer, "origin/agent-y"), (agent, "origin/main")):
+        merged = invoke_cli("--kb", root, "merge", ref, check=True)
+        assert merged.stdout == (f"Merged {ref}; run slayer-kb sync to push.\n"
+                                 f"  merged (same topic key): {folded} into {kept}\n")
+        assert git(root, "ls-files", f"memories/{folded}.yaml", f"memories/{kept}.yaml") == f"memories/{kept}.yaml\n"
+    # The agent's clone gave the id: the move is recorded there, and only there.
+    assert invoke_cli("--kb", agent, "get", folded).stderr.startswith(
+        f"Error: Memory id '{folded}' moved: 'slayer-kb merge' merged this clone's memory {folded} into {kept}, which "
+        "the branch it merged holds under the same topic key; ")
+    assert invoke_cli("--kb", reviewer, "get", folded).stderr.startswith(f"Error: No memory with id '{folded}'. It was merged")
+
+
+def test_merge_of_an_agent_branch_on_main_keeps_mains_save_made_alike(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    _bare, (a, agent, reviewer) = make_team(tmp_path, clones=3)
+    same = (unlike("same"), "--title", "Same obs")
+    kept = _saved(invoke_cli, a, *same)
+    invoke_cli("--kb", a, "sync", check=True)
+    folded = _agent_saves(invoke_cli, agent, *same)
+    git(reviewer, "pull", "-q")
+    merged = invoke_cli("--kb", reviewer, "merge", "origin/agent-y", check=True)
+    assert merged.stdout == ("Merged origin/agent-y; run slayer-kb sync to push.\n"
+                             f"  merged (same save): {folded} into {kept}\n")
+    assert json_of(invoke_cli("--kb", reviewer, "--json", "get", kept, check=True))["duplicate_count"] == 2
+    assert git(reviewer, "log", "-1", "--format=%s") == f"memory: merge {folded} into {kept} (same save)\n"
+
+
+def test_merge_of_a_local_branch_keeps_the_memory_main_holds_though_saved_later(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # docs/teams.md's 'slayer-kb merge topic' on main: topic's save came first, but only main's
+    # is on the remote, where the team may hold its id.
+    _bare, (a, b) = make_team(tmp_path)
+    git(a, "switch", "-q", "-c", "topic")
+    folded = _saved(invoke_cli, a, "Retries: 3", *TOPIC)
+    git(a, "switch", "-q", "main")
+    kept = _saved(invoke_cli, b, "Retries: 5", *TOPIC)
+    invoke_cli("--kb", b, "sync", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    merged = invoke_cli("--kb", a, "merge", "topic", check=True)
+    assert merged.stdout == ("Merged topic; run slayer-kb sync to push.\n"
+                             f"  merged (same topic key): {folded} into {kept}\n")
+    shown = json_of(invoke_cli("--kb", a, "--json", "get", kept, check=True))
+    # Dated from the first save.
+    assert shown["revision_count"] == 2
+    assert shown["created_at"] == json_of(invoke_cli("--kb", a, "--json", "show", f"{folded}", "--rev", "topic",
+                                                     check=True))["created_at"]
+
+
+def test_a_link_made_elsewhere_to_a_folded_memory_follows_the_fold(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # The agent merges main in, its memory folded into main's; another clone of agent-y had
+    # linked the agent's memory meanwhile: its sync points the link at main's, never strips it.
+    _bare, (a, agent, other) = make_team(tmp_path, clones=3)
+    kept = _saved(invoke_cli, a, "Retries: 3", *TOPIC)
+    invoke_cli("--kb", a, "sync", check=True)
+    folded = _agent_saves(invoke_cli, agent, "Retries: 5", *TOPIC)
+    git(other, "fetch", "-q")
+    git(other, "switch", "-q", "agent-y")
+    linking = _saved(invoke_cli, other, unlike("linking"), "-e", f"memory:{folded}", "-e", "shop.orders.amount")
+    git(agent, "fetch", "-q")
+    merged = invoke_cli("--kb", agent, "merge", "origin/main", check=True)
+    assert merged.stdout.endswith(f"  merged (same topic key): {folded} into {kept}\n")
+    invoke_cli("--kb", agent, "sync", check=True)
+    synced = invoke_cli("--kb", other, "sync", check=True)
+    assert synced.stdout == ("Synced agent-y with origin: rebased, 3 pulled, 2 pushed.\n"
+                             f"  rewrote links to renamed memories: memory:{folded} -> memory:{kept} in {linking}\n")
+    assert git(other, "log", "-1", "--format=%s") == f"memory: rewrite links to merged {folded} as {kept} in {linking}\n"
+    assert json_of(invoke_cli("--kb", other, "--json", "get", linking, check=True))["entities"] == [
+        f"memory:{kept}", "shop.orders.amount"]
+    assert invoke_cli("--kb", other, "validate").returncode == 0
+
+
+def test_validate_and_prune_point_a_link_to_a_folded_memory_a_plain_merge_brought(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # No remote, no sync: branch 'other' linked main's memory, which 'slayer-kb merge topic' then
+    # folded into topic's (saved first); 'git merge other' brings the link.
+    root = make_catalog_kb(tmp_path / "kb")
+    here = git(root, "branch", "--show-current").strip()
+    git(root, "switch", "-q", "-c", "topic")
+    kept = _saved(invoke_cli, root, "Retries: 3", *TOPIC)
+    git(root, "switch", "-q", here)
+    folded = _saved(invoke_cli, root, "Retries: 5", *TOPIC)
+    git(root, "switch", "-q", "-c", "other")
+    linking = _saved(invoke_cli, root, unlike("linking"), "-e", f"memory:{folded}", "-e", "shop.orders.amount")
+    git(root, "switch", "-q", here)
+    merged = invoke_cli("--kb", root, "merge", "topic", check=True)
+    assert merged.stdout.endswith(f"  merged (same topic key): {folded} into {kept}\n")
+    fold = git(root, "rev-parse", "HEAD").strip()
+    git(root, "merge", "-q", "--no-edit", "other")
+    checked = invoke_cli("--kb", root, "validate")
+    assert checked.stdout.split("\n")[0] == (
+        f"memories/{linking}.yaml:3: 'memory:{folded}' refers to {folded}, which commit {fold[:12]} merged into {kept}: "
+        f"run 'slayer-kb prune' to point it at {kept}")
+    invoke_cli("--kb", root, "prune", check=True)
+    assert git(root, "log", "-1", "--format=%B").endswith(f"\n\nPointed memory:{folded} at memory:{kept} (merged) in "
+                                                          f"{linking}\n")
+    assert json_of(invoke_cli("--kb", root, "--json", "get", linking, check=True))["entities"] == [
+        f"memory:{kept}", "shop.orders.amount"]
+    assert invoke_cli("--kb", root, "validate").returncode == 0
