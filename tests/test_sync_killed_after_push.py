@@ -25,7 +25,7 @@ from testing import Watcher, eventually, git, make_team
 # The remote's post-receive hook: the branch has moved when it runs, and the push waits for it.
 SLOW_POST_RECEIVE = "#!/bin/sh\nsleep 60\n"
 # One that holds the push a while only: a write process killed then leaves its git push to finish.
-SLOWISH_POST_RECEIVE = "#!/bin/sh\nsleep 3\n"
+SLOWISH_POST_RECEIVE = "#!/bin/sh\nsleep 5\n"
 # A reference-transaction hook that kills the sync (git's parent) once it moved its copy of
 # origin/main to its own HEAD: the last step of its push, which the fetch before never makes.
 KILL_AT_THE_COPY = """#!/bin/sh
