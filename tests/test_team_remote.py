@@ -227,9 +227,10 @@ def test_a_sync_killed_in_its_push_still_says_where_a_folded_memory_went(team, r
     moved = (f"Error: Memory id '{BLOCK + 1}' moved: sync merged this clone's memory {BLOCK + 1} into 1, which the "
              f"upstream had saved first under the same topic key; no memory has id '{BLOCK + 1}' now.")
     assert invoke_cli("--kb", b, "get", str(BLOCK + 1)).stderr.startswith(moved)
-    # The killed sync said nothing: the one that pushes the fold says it.
+    # The killed sync said nothing: the one that pushes the fold says it, and the session file it merged.
     assert invoke_cli("--kb", b, "sync", check=True).stdout == (
-        f"Synced main with origin: pushed, 0 pulled, 2 pushed.\n  merged (same topic key): {BLOCK + 1} into 1\n")
+        "Synced main with origin: pushed, 0 pulled, 2 pushed.\n  merged both sides of: sessions/manual-save-api.yaml\n"
+        f"  merged (same topic key): {BLOCK + 1} into 1\n")
     assert invoke_cli("--kb", b, "get", str(BLOCK + 1)).stderr.startswith(moved)
 
 
@@ -572,7 +573,7 @@ def test_a_client_whose_servers_sync_moved_the_branch_says_so_and_finishes_it(te
     assert settle((str(b), request), ["--kb", str(b), "sync"]) is None  # run in the client
     assert capfd.readouterr().err == (
         "slayer-kb: the server stopped while running this command, after it had moved the branch to take in "
-        "origin/main, before it finished; running it in this process, which finishes it.\n")
+        "origin/main, before it pushed; running it in this process, which finishes it.\n")
     assert invoke_cli("--kb", b, "sync", check=True).stdout == (
         "Synced main with origin: pushed, 0 pulled, 2 pushed.\n"
         f"  merged (same topic key): {BLOCK + 1} into 1\n")

@@ -7,7 +7,10 @@ names is in HEAD's history. Then:
 
 - nothing landed: the command runs in this process, as if the server had never had it; so does a
   sync that moved the branch to take in the upstream and did not finish (its commits landed or not): run
-  again, it makes what the one stopped left, and the client says the branch moved;
+  again, it makes what the one stopped left and says what that one did, and the client says how far
+  it got: the branch moved, its push not begun, landed (its copy of the upstream moved), or begun
+  (landed or not: only the remote knows). A sync that left no record of a pull had not moved the
+  branch, or had pushed and was done (which of the two cannot be told: no message claims either);
 - its one commit landed: what the command prints is printed (the output the server recorded when
   the command had returned, else the result read back from the commit, ``cli/landed.py``), and
   the exit code is the command's; it is not run again;
@@ -21,7 +24,7 @@ import sys
 from ..core.errors import KBError
 from ..kb import KnowledgeBase
 from ..store import requests
-from ..store.pulls import moved_by
+from ..store.pulls import Pull, moved_by
 from ..store.repo import GitStore
 from . import relay
 
@@ -48,14 +51,18 @@ def settle(where: tuple[str, str], argv: list[str], stopped: str = relay.SERVER)
             # A sync that moved the branch to take in the upstream (its commits landed or not) and did not
             # finish: run again, it makes what this one left (store/pulls.py).
             requests.drop(kb.state, request)
-            print(f"slayer-kb: {stopped} stopped while running this command, after it had moved the branch to "
-                  f"take in {pull.name}, before it finished; running it in this process, which finishes it.",
+            print(f"slayer-kb: {stopped} stopped while running this command, {_how_far(kb.store, pull)}.",
                   file=sys.stderr, flush=True)
             return None
         if not landed:
             requests.drop(kb.state, request)
-            print(f"slayer-kb: {stopped} stopped while running this command, before it committed "
-                  "anything; running it in this process.", file=sys.stderr, flush=True)
+            found = relay.parse(argv)
+            # A sync's rebase and push are no commit of the record's: done, it left no pull record either.
+            how_far = ("before it moved the branch or once it had pushed (which of the two cannot be told here); "
+                       "running it in this process, which makes nothing twice" if found and found[1] == "sync"
+                       else "before it committed anything; running it in this process")
+            print(f"slayer-kb: {stopped} stopped while running this command, {how_far}.", file=sys.stderr,
+                  flush=True)
             return None
         assert record is not None
         code = _printed(kb, record, landed, argv, stopped)
@@ -63,6 +70,20 @@ def settle(where: tuple[str, str], argv: list[str], stopped: str = relay.SERVER)
         return code
     finally:
         kb.close()
+
+
+def _how_far(store: GitStore, pull: Pull) -> str:
+    """How far the sync that recorded ``pull`` got, from its record (``pushing``: its push was
+    about to begin) and this clone's copy of the upstream (holding ``pushing`` once the push
+    landed: git push, or the sync after it, moves it); and what running it again here does."""
+    moved = f"after it had moved the branch to take in {pull.name}"
+    if not pull.pushing:
+        return f"{moved}, before it pushed; running it in this process, which finishes it"
+    if store.is_ancestor(pull.pushing, f"refs/remotes/{pull.name}"):  # moved only once the push landed
+        return (f"after it had taken in {pull.name} and pushed, before it said what it did; running it in this "
+                "process, which says it")
+    return (f"{moved} and begun its push, which may have landed (only the remote can tell); running it in this "
+            "process, which finishes it and says what it did")
 
 
 def _landed(store: GitStore, request: str) -> tuple[requests.Record | None, list[requests.Landing]]:

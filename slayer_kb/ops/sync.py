@@ -28,7 +28,8 @@ fetch to the push, holds only what must be in it: the lock and the check of the 
 before the fetch, and the re-index of the pulled memories (unless a topic key to fold needs it)
 and the counting after the push. Each attempt's phases are timed (``SyncResult.timings``).
 Whenever sync cannot finish it puts the branch, index and work tree back exactly where they
-were and says how to go on.
+were and says how to go on. What it did is kept in its pull record (``store/pulls.py``,
+``syncreport.py``) until it is done: the next sync says what one killed after its push did not.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ import contextlib
 import random
 import time
 from collections import Counter
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from ..core.errors import ConflictError, IndexLockedError, InvalidInputError, KBError, StoreError
 from ..core.locate import id_of_path
@@ -63,13 +64,13 @@ from .revalidation import Moves, Revalidated, finish, on_top, revalidate
 from .snapshot import blobs_at, merge_bases, session_projects, written_on_both, written_on_either
 from .syncfetch import Fetch, no_remote
 from .syncpush import push
+from .syncreport import DONE, compose, rename, reported
 from .turn import Turn
 from .unlinks import strip_gone
 
 if TYPE_CHECKING:
     from ..context import Context
 
-T = TypeVar("T")
 PUSH_ATTEMPTS = 30
 # The wait after the n-th refused push (n from 1): uniform in [0, W / n], W the time the refused
 # attempt took (at most BACKOFF_WINDOW). Random, so clones that collided spread out instead of
@@ -126,7 +127,8 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
         laps.lap("lock")
         upstream, holder = fetch()
         laps.lap("fetch")
-        if head == upstream:
+        # A record of a pull left (a sync killed after its push) holds what that sync did not report yet.
+        if head == upstream and Pulls(store, branch).found is None:
             result.head = head
             _top_up(kb, fetch, result)
             return result
@@ -151,6 +153,9 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
                     upstream = fetch.in_turn(laps.lap)
                 _pull(kb, tx.store, tx, remote, upstream_branch, (upstream, known), result, index, start, noted, pulls)
                 noted.note(result)
+                # Killed from here on (its push may land), the sync leaves what it did for the next to say.
+                tip = store.head() or ""
+                pulls.say(reported(pulls.earlier, result), tip if tip != upstream else "")
                 laps.lap("pull")
                 pushed = push(store, remote, upstream_branch, tracking, upstream, result, turn)
                 laps.lap("push")
@@ -168,7 +173,6 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
                     f"the repository is back as it was. Run '{command(store.root)} sync' again."
                 )
             turn.give_back()
-            pulls.done()
             index.catch_up()
             if upstream:
                 result.pulled = _count(store, upstream, start)
@@ -185,10 +189,14 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
                 raise IndexLockedError(f"{exc}; nothing was pushed, and the repository is back as it was.") from None
             raise
         result.head = store.head()
+        # What a sync left owed did and never reported (killed after its push, or before), said now.
+        for name, said in reported(pulls.earlier, result).items():
+            setattr(result, name, said)
         # The moves are recorded as the last attempt made them (``noted``); the duplicate counts
         # not yet committed go with them now.
         for moves in (result.renumbered, result.merged, result.deduplicated):
             kb.carry_pending(moves)
+        pulls.done()  # last: a sync killed before this says on its next run what it did
     _top_up(kb, fetch, result)
     laps.lap("finish")
     return result
@@ -311,7 +319,8 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     name = f"{remote}/{upstream_branch}"
 
     def moving(ours: str, parted: str) -> None:  # before each move: killed after it, the next sync finishes
-        pulls.write(Pull(result.branch, start, parted, upstream, ours, name, store.request or ""))
+        pulls.write(Pull(result.branch, start, parted, upstream, ours, name, store.request or "",
+                         reported(pulls.earlier, result)))
 
     # One merge-base tells all three cases: up to date, fast-forward, diverged (and from where).
     parted = store.git("merge-base", upstream, head, check=False).stdout.decode().strip()
@@ -336,9 +345,8 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
         reset_keep(store, start)
         # The last attempt's commits are undone with it, so is what they said they did: its
         # renumbering, folds, strips and merged files are made again, or not, against this upstream.
-        for done in (result.renumbered, result.merged, result.deduplicated, result.unlinked, result.cascaded,
-                     result.relinked, result.resolved, result.unforgotten, result.dropped, result.session_projects):
-            done.clear()
+        for done in DONE:
+            getattr(result, done).clear()
         index.back_to(head, start)
         parted = store.git("merge-base", upstream, start, check=False).stdout.decode().strip()
     _finish_owed(kb, store, tx, pulls, result, index)  # against the upstream the killed sync pulled
@@ -479,21 +487,6 @@ def _reindex(kb: Context, store: GitStore, before: str) -> None:
     changed = [p.decode("utf-8", "surrogateescape")[len(store.prefix):] for p in out.split(b"\0") if p]
     ids = [id_of_path(path) for path in changed if not path.startswith(f"{SESSIONS_DIR}/")]
     kb.reread(None if None in ids else [i for i in ids if i is not None])
-
-
-def compose(known: dict[str, str], mapping: dict[str, str]) -> None:
-    """Add ``mapping`` to ``known`` as a map from each original id to its final id: a memory
-    renumbered twice (27 -> 28 on one attempt, 28 -> 29 on the next) is 27 -> 29."""
-    chained = {new: old for old, new in known.items()}
-    for old, new in mapping.items():
-        known[chained.get(old, old)] = new
-
-
-def rename(moves: dict[str, T], mapping: dict[str, str]) -> None:
-    """Key ``moves`` (by memory id) by each id's new one in ``mapping`` (old id -> new id)."""
-    renamed = {mapping.get(memory_id, memory_id): value for memory_id, value in moves.items()}
-    moves.clear()
-    moves.update(renamed)
 
 
 def _rebase(store: GitStore, remote: str, upstream_branch: str, tips: tuple[str, str], renumbered: bool,

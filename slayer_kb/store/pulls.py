@@ -9,6 +9,11 @@ branch before it moved, which the moved branch no longer tells: once it sits on 
 the next sync finds nothing to pull. This record keeps them until the sync that wrote it is done
 (pushed, or put back where it was), so that the next sync makes the steps the killed one did not
 (each makes nothing a second time) and a client whose server died says that the branch moved.
+
+It also keeps what the sync did (``said``: its folds, renumberings, strips...), written again
+just before its push with the commit it pushes (``pushing``): a sync killed after its push landed
+and before it answered leaves them for the next sync to report (the record is removed only once
+the sync is done), and a client whose server died can tell whether the push had begun.
 """
 
 from __future__ import annotations
@@ -17,8 +22,8 @@ import contextlib
 import hashlib
 import json
 import os
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 from ..core.errors import StoreError
 
@@ -26,6 +31,7 @@ if TYPE_CHECKING:
     from .repo import GitStore
 
 PULL_FILES = "slayer-kb-pull-*.json"
+_NAMED = ("branch", "start", "parted", "upstream", "ours", "name", "request")  # Pull's fields every record has
 
 
 @dataclass(frozen=True)
@@ -39,6 +45,9 @@ class Pull:
     ours: str  # the branch as it was just before it moved onto ``upstream``
     name: str
     request: str  # the relayed request that ran the sync ("" when run in its own process)
+    # What the sync did so far, as its result's ``to_json`` says it (renumbered, merged...), not yet reported.
+    said: dict[str, Any] = field(default_factory=dict)
+    pushing: str = ""  # the commit its push sends, once the push is about to begin
 
 
 class Pulls:
@@ -46,8 +55,10 @@ class Pulls:
 
     def __init__(self, store: GitStore, branch: str) -> None:
         self.store = store
+        self.written: Pull | None = None  # the record this sync wrote last
         self.path = store.git_dirs()[0] / PULL_FILES.replace("*", hashlib.sha256(branch.encode()).hexdigest()[:16])
         self.found = self._text()  # put back by ``undo``
+        self._owed_at_start = self.owed(branch)
 
     def _text(self) -> str | None:
         try:
@@ -68,6 +79,20 @@ class Pulls:
             return None
         return pull if self.store.is_ancestor(pull.upstream, "HEAD") else None
 
+    @property
+    def earlier(self) -> dict[str, Any]:
+        """What the sync that left the record did and did not report (killed once its branch had
+        moved, or after its push), as it was when this sync began."""
+        pull = self._owed_at_start
+        return pull.said if pull is not None else {}
+
+    def say(self, said: dict[str, Any], pushing: str) -> None:
+        """Just before the push of ``pushing``: put what the sync did in its record (the one it
+        wrote, else the one left owed, which it finishes). No record: nothing moved, nothing kept."""
+        pull = self.written or self._owed_at_start
+        if pull is not None and (pull.said, pull.pushing) != (said, pushing):
+            self.write(replace(pull, said=said, pushing=pushing))
+
     def write(self, pull: Pull) -> None:
         """Record ``pull`` before the branch moves: a sync killed after the move must find it. A
         record that cannot be written fails the sync (put back where it was). Written whole (a
@@ -77,6 +102,7 @@ class Pulls:
         try:
             tmp.write_text(json.dumps(asdict(pull)), encoding="utf-8")
             os.replace(tmp, self.path)
+            self.written = pull
         except OSError as exc:
             raise StoreError(f"Cannot write {self.path}: {exc.strerror}; sync records its pull there before "
                              "the branch moves. Make the git folder writable and run sync again.") from None
@@ -108,6 +134,10 @@ def moved_by(store: GitStore, request: str) -> Pull | None:
 def _parsed(text: str | None) -> Pull | None:
     try:
         data = json.loads(text) if text is not None else None
-        return Pull(**{key: str(data[key]) for key in Pull.__dataclass_fields__}) if isinstance(data, dict) else None
+        if not isinstance(data, dict):
+            return None
+        said = data.get("said", {})  # a record an older build wrote has neither: none said, no push begun
+        return Pull(**{key: str(data[key]) for key in _NAMED}, said=said if isinstance(said, dict) else {},
+                    pushing=str(data.get("pushing", "")))
     except (ValueError, KeyError, TypeError):
         return None

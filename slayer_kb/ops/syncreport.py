@@ -1,0 +1,62 @@
+"""What a sync did, as its result says it (``SyncResult``): its renumberings, folds, strips and
+the files it merged. Kept in the sync's pull record (``store/pulls.py``) until the sync has said
+it, so that the next sync says what one killed after its push (or before it) did not."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, TypeVar
+
+from ..core.results import SyncResult
+
+T = TypeVar("T")
+# What a sync did, as its result says it: kept in its pull record (``store/pulls.py``) until it is said.
+DONE = ("renumbered", "merged", "deduplicated", "unlinked", "cascaded", "relinked", "resolved", "unforgotten", "dropped",
+        "session_projects")
+# Of those, the ones keyed by a memory of this branch (a later renumbering moves them).
+_KEPT_MEMORIES = ("unlinked", "cascaded", "relinked")
+
+
+def reported(earlier: dict[str, Any], result: SyncResult) -> dict[str, Any]:
+    """What ``result`` says the sync did, after what ``earlier`` (a sync left owed) did and did not
+    report: the earlier renumberings composed with these, its strips under the ids these gave the
+    memories, the rest joined."""
+    said: dict[str, Any] = {}
+    for name in DONE:
+        now, before = getattr(result, name), earlier.get(name)
+        if not isinstance(before, type(now)):  # none, or a record not of this build
+            before = type(now)()
+        if name == "renumbered":
+            said[name] = dict(before)
+            compose(said[name], now)
+            continue
+        if name in _KEPT_MEMORIES:
+            before = dict(before)
+            rename(before, result.renumbered)
+        said[name] = _joined(before, now)
+    return copy.deepcopy(said)  # the record keeps it as it is now, not as the result changes later
+
+
+def _joined(old: Any, new: Any) -> Any:
+    """``new`` with what ``old`` holds that it does not: lists in order, dicts key by key."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        return {key: _joined(old[key], new[key]) if key in old and key in new else new.get(key, old.get(key))
+                for key in {**old, **new}}
+    if isinstance(old, list) and isinstance(new, list):
+        return old + [item for item in new if item not in old]
+    return new
+
+
+def compose(known: dict[str, str], mapping: dict[str, str]) -> None:
+    """Add ``mapping`` to ``known`` as a map from each original id to its final id: a memory
+    renumbered twice (27 -> 28 on one attempt, 28 -> 29 on the next) is 27 -> 29."""
+    chained = {new: old for old, new in known.items()}
+    for old, new in mapping.items():
+        known[chained.get(old, old)] = new
+
+
+def rename(moves: dict[str, T], mapping: dict[str, str]) -> None:
+    """Key ``moves`` (by memory id) by each id's new one in ``mapping`` (old id -> new id)."""
+    renamed = {mapping.get(memory_id, memory_id): value for memory_id, value in moves.items()}
+    moves.clear()
+    moves.update(renamed)
