@@ -82,6 +82,18 @@ def _killed_once_its_push_landed(bare: Path, argv: list[str], env: dict[str, str
 
 
 @pytest.mark.slow  # fault injection (slow suite, .ci/run)
+def _settled_as_relayed(b: Path, capfd: pytest.CaptureFixture[str]) -> str:
+    """What a client says of a sync its server's write process ran and was killed in, here: the
+    state such a sync leaves (its pull record naming its request), settled in the client."""
+    request = "d" * 32
+    pulls = Pulls(KnowledgeBase(b).store, "main")
+    pull = pulls.read()
+    assert pull is not None
+    pulls.write(dataclasses.replace(pull, request=request))
+    assert settle((str(b), request), ["--kb", str(b), "sync"], relay.WRITE_PROCESS) is None  # run in the client
+    return capfd.readouterr().err
+
+
 @pytest.mark.parametrize("moved", ["fold", "renumbering"])
 def test_a_sync_killed_once_its_push_landed_is_said_by_the_next_run(team, invoke_cli, capfd, moved: str) -> None:
     """B's sync folded B's memory into A's (one topic key), or renumbered B's 1 that A had used,
@@ -92,13 +104,7 @@ def test_a_sync_killed_once_its_push_landed_is_said_by_the_next_run(team, invoke
     bare, (a, b) = team
     (_both_save_one_topic_key if moved == "fold" else _both_save_memory_1)(a, b)
     _killed_once_its_push_landed(bare, ["--kb", str(b), "sync"], {"SLAYER_KB_SERVER": "off"})
-    request = "d" * 32  # the state a relayed sync leaves, killed there: its pull record names its request
-    pulls = Pulls(KnowledgeBase(b).store, "main")
-    pull = pulls.read()
-    assert pull is not None
-    pulls.write(dataclasses.replace(pull, request=request))
-    assert settle((str(b), request), ["--kb", str(b), "sync"], relay.WRITE_PROCESS) is None  # run in the client
-    assert capfd.readouterr().err == (
+    assert _settled_as_relayed(b, capfd) == (
         "slayer-kb: the server's write process stopped while running this command, after it had moved the branch "
         "to take in origin/main and begun its push, which may have landed (only the remote can tell); running it "
         "in this process, which finishes it and says what it did.\n")
@@ -123,14 +129,7 @@ def test_a_sync_killed_once_its_copy_of_the_upstream_moved_is_said_by_the_next_r
     assert run_cli("--kb", b, "sync").returncode == -9
     assert not (b / ".git" / "hooks" / "reference-transaction").exists()
     assert git(b, "rev-parse", "origin/main") == git(b, "rev-parse", "HEAD")
-    # The state a relayed sync leaves, killed there: its pull record names its request.
-    request = "e" * 32
-    pulls = Pulls(KnowledgeBase(b).store, "main")
-    pull = pulls.read()
-    assert pull is not None
-    pulls.write(dataclasses.replace(pull, request=request))
-    assert settle((str(b), request), ["--kb", str(b), "sync"], relay.WRITE_PROCESS) is None  # run in the client
-    assert capfd.readouterr().err == (
+    assert _settled_as_relayed(b, capfd) == (
         "slayer-kb: the server's write process stopped while running this command, after it had taken in "
         "origin/main and pushed, before it said what it did; running it in this process, which says it.\n")
     assert invoke_cli("--kb", b, "sync", check=True).stdout == (
