@@ -81,7 +81,6 @@ def _killed_once_its_push_landed(bare: Path, argv: list[str], env: dict[str, str
     (bare / "hooks" / "post-receive").unlink()
 
 
-@pytest.mark.slow  # fault injection (slow suite, .ci/run)
 def _settled_as_relayed(b: Path, capfd: pytest.CaptureFixture[str]) -> str:
     """What a client says of a sync its server's write process ran and was killed in, here: the
     state such a sync leaves (its pull record naming its request), settled in the client."""
@@ -94,6 +93,7 @@ def _settled_as_relayed(b: Path, capfd: pytest.CaptureFixture[str]) -> str:
     return capfd.readouterr().err
 
 
+@pytest.mark.slow  # fault injection (slow suite, .ci/run)
 @pytest.mark.parametrize("moved", ["fold", "renumbering"])
 def test_a_sync_killed_once_its_push_landed_is_said_by_the_next_run(team, invoke_cli, capfd, moved: str) -> None:
     """B's sync folded B's memory into A's (one topic key), or renumbered B's 1 that A had used,

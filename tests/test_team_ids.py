@@ -18,7 +18,8 @@ from slayer_kb.core.errors import ConflictError
 from slayer_kb.core.memory import utc_now
 from slayer_kb.core.session import loads as load_session
 from slayer_kb.ops.renumber import plan
-from slayer_kb.ops.sync import compose, sync
+from slayer_kb.ops.sync import sync
+from slayer_kb.ops.syncreport import compose
 from slayer_kb.store.leases import BLOCK, CLAIMS, NAMESPACE, OFFLINE_FIRST, IdLeases
 from slayer_kb.store.moves import MovedIds
 from slayer_kb.store.repo import GitStore
