@@ -367,6 +367,11 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         for name, value in (("learning", learning), ("linked_entities", linked_entities),
                             ("description", description), *engram_fields.items()):
             check_unicode(value, name)
+        if isinstance(engram_fields.get("title"), str):
+            # A titled memory is an observation's kind (save --title with --id or --query): its
+            # private spans redacted and its type Engram's default, as mem_save's would be.
+            learning = engram.redact_private(learning) if isinstance(learning, str) else learning
+            engram_fields["type"] = engram_fields.get("type") or engram.DEFAULT_TYPE
         self.check_learning(learning)
         description = check_description(description)
         # The same project and topic key whichever adapter saved them ("My-API " is "my-api").

@@ -268,10 +268,16 @@ def test_save_title_with_an_id_or_a_query_saves_them_together(invoke_cli: CliRun
         "Use letters, digits, '.', '_' or '-'.\n",
     )  # fmt: skip
     assert head(kb) == before
-    titled = ok(invoke_cli, kb, "save", "JWT over sessions", "--title", "Auth", "--id", "auth-model",
-                "-e", "shop.orders")
+    # A titled memory is an observation's kind: private spans redacted, the type manual unless given.
+    saving = ("save", "JWT over sessions <private>sk-1</private>", "--title", "Auth <private>x</private>",
+              "--id", "auth-model", "-e", "shop.orders")
+    titled = ok(invoke_cli, kb, *saving)
     assert (titled["memory_id"], titled["action"]) == ("auth-model", "created")
-    assert (kb / "memories" / "auth-model.yaml").read_text().startswith("title: Auth\nlearning: JWT over sessions\n")
+    assert (kb / "memories" / "auth-model.yaml").read_text().startswith(
+        "title: Auth [REDACTED]\ntype: manual\nlearning: JWT over sessions [REDACTED]\n")
+    assert "sk-1" not in git(kb, "log", "-p")
+    assert invoke_cli("--kb", kb, *saving, check=True).stdout == (
+        'Memory saved: "Auth [REDACTED]" (manual)\n(replaced: memory auth-model; it already held this, nothing to commit)\n')
     query = '{"source_model": "orders", "measures": ["amount:sum"], "filters": ["status = \'paid\'"]}'
     saved = ok(invoke_cli, kb, "save", "Revenue counts paid orders only.", "--title", "Paid revenue by status",
                "--type", "decision", "--query", query, "--project", "analytics", "--topic-key", "decision/paid-only")

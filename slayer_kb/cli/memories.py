@@ -195,7 +195,9 @@ def save(
 def save_text(result: Any) -> str:
     if result.title is not None:
         head = result.message
-        if result.action != "created":
+        if result.action == "replaced" and result.commit is None:  # a titled note saved again by --id
+            head += f"\n(replaced: memory {result.memory_id}; it already held this, nothing to commit)"
+        elif result.action != "created":
             head += f"\n({result.action}: memory {result.memory_id})"
         else:
             head += f"\n(memory {result.memory_id})"
