@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+import slayer_kb.kb as kb_module
+from slayer_kb.core.memory import utc_time
+from slayer_kb.ops import observations
 from testing import CliRunner, git, in_process_runner, in_the_kb, json_of, make_catalog_kb, make_team, unlike
 
 TOPIC = ("--title", "Retry budget", "--type", "decision", "--project", "api", "--topic-key", "decision/retry-budget")
@@ -121,6 +124,61 @@ def test_merge_of_a_local_branch_keeps_the_memory_main_holds_though_saved_later(
     assert shown["revision_count"] == 2
     assert shown["created_at"] == json_of(invoke_cli("--kb", a, "--json", "show", f"{folded}", "--rev", "topic",
                                                      check=True))["created_at"]
+
+
+def test_two_agent_branches_merged_in_turn_keep_mains_memory(tmp_path: Path, invoke_cli: CliRunner,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    # The first merge gave main's memory the agent's earlier created_at, which then read as
+    # another memory than the remote's: the second merge folded main's id away.
+    clock = [utc_time(1_780_000_000)]  # the agents save a minute before main
+    for module in (kb_module, observations):
+        monkeypatch.setattr(module, "utc_now", lambda: clock[0])
+    _bare, (y, z, a, reviewer) = make_team(tmp_path, clones=4)
+    first = _agent_saves(invoke_cli, y, "Retries: 5", *TOPIC)
+    git(z, "switch", "-q", "-c", "agent-z")
+    second = _saved(invoke_cli, z, "Retries: 7", *TOPIC)
+    git(z, "push", "-q", "-u", "origin", "agent-z")
+    clock[0] = utc_time(1_780_000_060)
+    kept = _saved(invoke_cli, a, "Retries: 3", *TOPIC)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(reviewer, "pull", "-q")
+    said = [invoke_cli("--kb", reviewer, "merge", ref, check=True).stdout.splitlines()[1]
+            for ref in ("origin/agent-y", "origin/agent-z")]
+    assert said == [f"  merged (same topic key): {first} into {kept}", f"  merged (same topic key): {second} into {kept}"]
+    assert json_of(invoke_cli("--kb", reviewer, "--json", "get", kept, check=True))["revision_count"] == 3
+
+
+def test_the_clone_that_made_the_team_keeps_mains_memory_without_origin_head(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # The first clone (git remote add, a push) has no origin/HEAD: main's memory ranked as any
+    # pushed branch's, and the agent's, saved first, was kept.
+    _bare, (agent, a, reviewer) = make_team(tmp_path, clones=3)
+    folded = _agent_saves(invoke_cli, agent, "Retries: 5", *TOPIC)
+    kept = _saved(invoke_cli, a, "Retries: 3", *TOPIC)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(reviewer, "pull", "-q")
+    git(reviewer, "remote", "set-head", "origin", "-d")
+    merged = invoke_cli("--kb", reviewer, "merge", "origin/agent-y", check=True)
+    assert merged.stdout.splitlines()[1] == f"  merged (same topic key): {folded} into {kept}"
+
+
+def test_a_branch_that_took_in_main_keeps_mains_memory_through_its_sync(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # b took main's memory into agent-y (slayer-kb merge origin/main) while c saved the key on
+    # agent-y and synced: b's sync folded main's published id into c's, and the branch merged
+    # back took it from main.
+    _bare, (a, b, c) = make_team(tmp_path, clones=3)
+    kept = _saved(invoke_cli, a, "Retries: 3", *TOPIC)
+    invoke_cli("--kb", a, "sync", check=True)
+    _agent_saves(invoke_cli, b, unlike("agent"), "-e", "shop.orders.amount")
+    git(c, "fetch", "-q")
+    git(c, "switch", "-q", "agent-y")
+    git(b, "fetch", "-q")
+    invoke_cli("--kb", b, "merge", "origin/main", check=True)
+    folded = _saved(invoke_cli, c, "Retries: 5", *TOPIC)
+    invoke_cli("--kb", c, "sync", check=True)
+    synced = invoke_cli("--kb", b, "sync", check=True)
+    assert f"  merged (same topic key): {folded} into {kept}\n" in synced.stdout
+    assert (b / "memories" / f"{kept}.yaml").is_file() and not (b / "memories" / f"{folded}.yaml").exists()
 
 
 def test_a_link_made_elsewhere_to_a_folded_memory_follows_the_fold(tmp_path: Path, invoke_cli: CliRunner) -> None:

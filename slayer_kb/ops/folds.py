@@ -7,12 +7,14 @@ memory (``memory: merge 103 into 29 (same save)``), the duplicate counts summed;
 Engram export imported on both sides is folded with its counts as they are (one import, not two
 saves). The caller records the moves (``store/moves.py``).
 
-Which of the two memories keeps its id: in ``sync`` and ``slayer-kb rebase``, the other side's
-(the upstream's, on the remote already; the branch's commits on top of it are not). In
-``slayer-kb merge``, whichever way round it is run, the one the team holds (``Standing``): a memory
-on the remote's default branch (``origin/HEAD``, which ``git clone`` sets: ``main``) is kept
-before one that is not, then one pushed to any branch of the remote before one that is not, then
-the one saved first (``created_at``); the branch merged wins a tie, as before. So a reviewer's
+Which of the two memories keeps its id, in ``sync``, ``slayer-kb rebase`` and ``slayer-kb merge``
+alike, whichever way round it is run: the one the team holds (``Standing``). A memory on the
+remote's default branch (``origin/HEAD``, which ``git clone`` sets, else ``origin/main`` or
+``origin/master``: the clone that made the team has no ``origin/HEAD``) is kept before one that is
+not, then one pushed to any branch of the remote before one that is not, then the one saved first
+(``created_at``); the other side (the upstream, the branch merged) wins a tie. A sync's own
+memories are on no branch of the remote yet, so it keeps the upstream's, as before; a memory
+another branch took in from ``main`` keeps its id through that branch's sync. So a reviewer's
 ``slayer-kb merge origin/agent-y`` on ``main`` keeps ``main``'s memory and folds the agent's into
 it, as ``slayer-kb merge origin/main`` on ``agent-y`` does."""
 
@@ -51,7 +53,9 @@ class Standing:
         """The default branch's commit ('' when none) and every remote-tracking branch's, read
         once a fold asks (most merges fold nothing: no git process)."""
         refs = self.store.git("for-each-ref", "--format=%(objectname)", "refs/remotes/").stdout.decode().split()
-        default = self.store.tip(f"refs/remotes/{self.remote}/HEAD") if self.remote else ""
+        # The clone that made the team (``git remote add``, a push) has no origin/HEAD.
+        default = next((tip for name in ("HEAD", "main", "master")
+                        if self.remote and (tip := self.store.tip(f"refs/remotes/{self.remote}/{name}"))), "")
         return default, [default, *dict.fromkeys(r for r in refs if r != default)] if default else list(dict.fromkeys(refs))
 
     def keeps_mine(self, mine: Memory, theirs: Memory) -> bool:
@@ -62,14 +66,12 @@ class Standing:
         return time_order(mine.created_at) < time_order(theirs.created_at)
 
     def _rank(self, memory: Memory) -> int:
-        """2 on the remote's default branch, 1 on another of its branches, 0 on none: the memory
-        itself (its id with its ``created_at``), not another given its id."""
+        """2 on the remote's default branch, 1 on another of its branches, 0 on none: its id
+        there, whatever its text now (an earlier fold gave it the earlier ``created_at``, an
+        update changed its text; ids never collide on one remote: leases, the checks of named ids)."""
         default, tips = self._tips
-        for tip, text in zip(tips, blobs_at(self.store, [(tip, memory_path(memory.id)) for tip in tips]), strict=True):
-            with contextlib.suppress(KBError, UnicodeDecodeError):
-                if text is not None and loads(text.decode("utf-8"), memory.id).created_at == memory.created_at:
-                    return 2 if tip == default else 1
-        return 0
+        held = blobs_at(self.store, [(tip, memory_path(memory.id)) for tip in tips])
+        return next((2 if tip == default else 1 for tip, text in zip(tips, held, strict=True) if text is not None), 0)
 
 
 

@@ -73,7 +73,7 @@ def finish(kb: Context, store: GitStore, tx: Transaction, other: str, parted: st
     git merged or rebased it (``slayer-kb merge`` or ``rebase``: ``other`` may hold a squash of
     memories this branch forgot since, and links to them go too; ``strip_gone``); ``ours``: the
     branch before a sync's rebase or merge (``before`` when not given); ``standing``: which
-    memory a fold keeps (``slayer-kb merge``'s; None: the other side's, as sync keeps the upstream's)."""
+    memory a fold keeps (None: always the other side's)."""
     top = on_top(store, other)
     added = [i for i, status in top.items() if status == "A"]
     folded = fold_topic_keys(kb, tx, added, moves.folded, catch_up, standing)

@@ -56,6 +56,7 @@ from ..store.replay import forgets, replay
 from ..store.repo import Change, GitStore
 from ..store.worktree import reset_keep
 from ..transaction import Transaction, memory_change
+from .folds import Standing
 from .merge import merge_conflict_message, merge_in, merging
 from .rebase import conflict_message, in_progress, run
 from .renumber import plan, renumber_commit, require_clean, rewrite_commits
@@ -419,7 +420,8 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     if parted:
         _recount(kb, store, tx, (parted, upstream, ours), both)
     moves = Moves(result.merged, result.unlinked, result.cascaded, result.deduplicated, result.relinked)
-    _refuse(kb, finish(kb, store, tx, upstream, parted, moves, index.catch_up, ours=ours), result)
+    _refuse(kb, finish(kb, store, tx, upstream, parted, moves, index.catch_up, ours=ours, standing=Standing(store, remote)),
+            result)
 
 
 def _finish_owed(kb: Context, store: GitStore, tx: Transaction, pulls: Pulls, result: SyncResult, index: _Index) -> None:
@@ -438,7 +440,8 @@ def _finish_owed(kb: Context, store: GitStore, tx: Transaction, pulls: Pulls, re
         _recount(kb, store, tx, (pull.parted, pull.upstream, pull.ours),
                  written_on_both(store, pull.parted, (pull.upstream, pull.ours)))
     moves = Moves(result.merged, result.unlinked, result.cascaded, result.deduplicated, result.relinked)
-    finish(kb, store, tx, pull.upstream, pull.parted, moves, index.catch_up, ours=pull.ours)
+    finish(kb, store, tx, pull.upstream, pull.parted, moves, index.catch_up, ours=pull.ours,
+           standing=Standing(store, kb.shared_remote()))
 
 
 def _finish_merge_by_hand(kb: Context, store: GitStore, tx: Transaction, upstream: str, result: SyncResult) -> None:
