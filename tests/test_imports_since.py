@@ -88,7 +88,9 @@ def test_importing_an_older_folder_again_undoes_no_forget_and_no_edit(catalog_kb
     kb = catalog_kb
     folder = tmp_path / "s"
     _slayer(folder, "101", "Memory one hundred and one: revenue counts paid orders only, net of fees.")
-    _slayer(folder, "102", "Memory one hundred and two: the warehouse refreshes every night at two.", ("orders.amount",))
+    # Dated as SLayer's files are: the KB's later edit of it is still "changed since that import".
+    _slayer(folder, "102", "Memory one hundred and two: the warehouse refreshes every night at two.", ("orders.amount",),
+            "updated_at: '2026-01-02T00:00:00Z'\n")
     _slayer(folder, "103", "Memory one hundred and three: a refund is booked on the day the money goes back.")
     first = json.loads(invoke_cli("--kb", kb.root, "import-slayer", folder, "--json", check=True).stdout)
     assert first["imported"] == ["101", "102", "103"]
@@ -152,12 +154,17 @@ def test_a_folder_s_memory_older_than_the_kb_s_update_of_its_id_is_skipped(catal
     invoke_cli("--kb", kb.root, "update", "7", "--learning", edit, check=True)
     ours = kb.get("7").updated_at
     folder = tmp_path / "s"
-    _slayer(folder, "7", "The folder's memory seven, as SLayer had it before the update.")
-    text = (folder / "memories" / "7.md").read_text()
-    (folder / "memories" / "7.md").write_text(text.replace("---\n\n", "updated_at: '2026-01-02T00:00:00Z'\n---\n\n"))
+    _slayer(folder, "7", "The folder's memory seven, as SLayer had it before the update.",
+            more="updated_at: '2026-01-02T00:00:00Z'\n")
+    # The folder's link to its 7 would name the KB's own 7, which no import wrote: dropped.
+    _slayer(folder, "100", "The folder's memory one hundred, about its memory seven.", ("memory:7",))
     reply = json.loads(invoke_cli("--kb", kb.root, "import-slayer", folder, "--json", check=True).stdout)
     assert reply["warnings"] == [
         f"{folder / 'memories' / '7.md'}: memory 7 was updated in the knowledge base at {ours}, after the folder's "
         f"version (2026-01-02T00:00:00Z); skipped, so the import does not undo that. To take the folder's text anyway, "
-        f"put it in with 'slayer-kb --kb {kb.root} edit 7'."]
+        f"put it in with 'slayer-kb --kb {kb.root} edit 7'.",
+        "memory 100: link 'memory:7' dropped: the folder's memory 7 was skipped (its warning says why), and the link "
+        "would name the knowledge base's own, unrelated memory 7. Import that memory as its warning says, then import "
+        "the folder again to keep the link."]
     assert reply["skipped"] == 1 and kb.get("7").learning == edit
+    assert reply["imported"] == ["100"] and kb.get("100").entities == []

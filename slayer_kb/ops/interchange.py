@@ -360,7 +360,7 @@ def _skip_reason(kb: Context, where: str, memory: Memory, existing: set[str], in
                 "normalisation collide on macOS and Windows); skipped."), False
     if since is not None and since.forgotten:  # imported again, the folder brought back what the KB forgot
         return _since_warning(kb, where, memory.id, since), False
-    if memory.updated_at and memory.id in existing:
+    if memory.updated_at and memory.id in existing and since is None:  # one an import wrote: changed since, below
         try:
             ours = kb.read(memory.id).updated_at
         except KBError:  # a file broken here: the import replaces it, as before
@@ -368,7 +368,7 @@ def _skip_reason(kb: Context, where: str, memory: Memory, existing: set[str], in
         if ours and time_order(ours) > time_order(memory.updated_at):
             return (f"{where}: memory {memory.id} was updated in the knowledge base at {ours}, after the folder's "
                     f"version ({memory.updated_at}); skipped, so the import does not undo that. To take the "
-                    f"folder's text anyway, put it in with '{cmd} edit {memory.id}'."), True
+                    f"folder's text anyway, put it in with '{cmd} edit {memory.id}'."), False  # the KB's own, not the folder's
     return None, True
 
 

@@ -20,7 +20,6 @@ import os
 import stat
 import time
 import unicodedata
-from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -221,7 +220,7 @@ def change(kb: Workspace, session: Session) -> Change:
 
 
 def _check_no_case_twin(kb: Workspace, session_id: str) -> None:
-    other = _case_twin(kb, session_id)
+    other = _Folded(kb).twin(session_id)
     if other is not None:
         raise ConflictError(
             f"session id '{session_id}' differs only in letter case from the existing session "
@@ -229,14 +228,26 @@ def _check_no_case_twin(kb: Workspace, session_id: str) -> None:
         )
 
 
-def _case_twin(kb: Workspace, session_id: str, others: Iterable[str] = ()) -> str | None:
-    """The session, of the KB's files or ``others`` (ids), whose file name differs from
-    ``session_id``'s only in letter case, if any."""
-    folder = kb.root / SESSIONS_DIR
-    names = [*(os.listdir(folder) if folder.is_dir() else []), *map(file_name, others)]
-    wanted = fold_id(file_name(session_id))
-    return next((id_of_file(name) or name for name in names
-                 if name != file_name(session_id) and fold_id(name) == wanted), None)
+class _Folded:
+    """The KB's session file names (listed once) and those added since, by their folded form:
+    a session's case twin found in one look-up (an import of thousands of sessions asks it of
+    each)."""
+
+    def __init__(self, kb: Workspace) -> None:
+        folder = kb.root / SESSIONS_DIR
+        self._names: dict[str, set[str]] = {}
+        for name in os.listdir(folder) if folder.is_dir() else ():
+            self._names.setdefault(fold_id(name), set()).add(name)
+
+    def add(self, session_id: str) -> None:
+        name = file_name(session_id)
+        self._names.setdefault(fold_id(name), set()).add(name)
+
+    def twin(self, session_id: str) -> str | None:
+        """The session whose file name differs from ``session_id``'s only in letter case, if any."""
+        name = file_name(session_id)
+        other = min((n for n in self._names.get(fold_id(name), ()) if n != name), default=None)
+        return None if other is None else id_of_file(other) or other
 
 
 def start(kb: Context, session_id: Any, project: Any = None, directory: Any = None) -> SessionResult:
@@ -432,6 +443,7 @@ def import_engram(tx: Transaction, rows: Any, prompt_rows: Any, where: str, warn
     kb = tx.kb
     now = utc_now()
     touched: dict[str, Session] = {}
+    folded = _Folded(kb)
     twins: set[str] = set()  # the sessions skipped, their files colliding with another's
     made = added = 0
 
@@ -445,7 +457,7 @@ def import_engram(tx: Transaction, rows: Any, prompt_rows: Any, where: str, warn
         if session_id not in touched:
             found = read(kb, session_id)
             if found is None:
-                if (other := _case_twin(kb, session_id, touched)) is not None:
+                if (other := folded.twin(session_id)) is not None:
                     twins.add(session_id)
                     warnings.append(
                         f"{here}: session id '{session_id}' differs only in letter case from the session '{other}', "
@@ -454,6 +466,7 @@ def import_engram(tx: Transaction, rows: Any, prompt_rows: Any, where: str, warn
                         "add them to that session), in its prompts too, and import again.")
                     return None
                 found = Session(session_id, started_at)
+                folded.add(session_id)
                 made += 1
             touched[session_id] = found
         return touched[session_id]
