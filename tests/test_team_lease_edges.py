@@ -85,8 +85,9 @@ def test_a_branch_push_the_pre_push_hook_refuses_names_the_hook(tmp_path: Path, 
         "  hook says no: run the tests first\n"
         "It is a hook of this clone (core.hooksPath, else .git/hooks), not the remote or the network: nothing was "
         "sent and this clone is as it was, its saves stay here. Do what the hook asks, or let it pass this push (it "
-        "reads 'local_ref local_sha remote_ref remote_sha' lines on stdin; sync pushes refs/heads/main), then run "
-        "slayer-kb sync again.\n"))
+        "reads 'local_ref local_sha remote_ref remote_sha' lines on stdin; sync pushes refs/heads/main, and deletes "
+        "refs/slayer-kb/turn/main in the same push when other clones wait their turn), then run slayer-kb sync "
+        "again.\n"))
     assert git(bare, "rev-parse", "main") == remote
 
 

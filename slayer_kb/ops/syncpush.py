@@ -71,7 +71,8 @@ def push(store: GitStore, remote: str, upstream_branch: str, tracking: str, upst
                 + "It is a hook of this clone (core.hooksPath, else .git/hooks), not the remote or the network: nothing "
                 "was sent and this clone is as it was, its saves stay here. Do what the hook asks, or let it pass "
                 f"this push (it reads 'local_ref local_sha remote_ref remote_sha' lines on stdin; sync pushes "
-                f"refs/heads/{upstream_branch}), then run {command(store.root)} sync again."
+                f"refs/heads/{upstream_branch}, and deletes refs/slayer-kb/turn/{upstream_branch} in the same push when "
+                f"other clones wait their turn), then run {command(store.root)} sync again."
             )
         if not _landed(store, remote, upstream_branch, head):
             raise unreachable(store, remote, "push to", proc.stdout + proc.stderr, "Nothing was sent")
