@@ -162,6 +162,30 @@ def test_the_clone_that_made_the_team_keeps_mains_memory_without_origin_head(
     assert merged.stdout.splitlines()[1] == f"  merged (same topic key): {folded} into {kept}"
 
 
+def test_a_team_whose_default_branch_is_trunk_keeps_trunks_memory(tmp_path: Path, invoke_cli: CliRunner,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # The remote's default is trunk (main moved there and deleted); the reviewer's clone has no
+    # origin/HEAD: every pushed memory ranked alike, and the agent's, saved first, was kept.
+    clock = [utc_time(1_780_000_000)]
+    for module in (kb_module, observations):
+        monkeypatch.setattr(module, "utc_now", lambda: clock[0])
+    bare, (agent, a, reviewer) = make_team(tmp_path, clones=3)
+    git(a, "push", "-q", "origin", "main:trunk")
+    git(bare, "symbolic-ref", "HEAD", "refs/heads/trunk")
+    git(a, "push", "-q", "origin", ":main")
+    for clone in (a, reviewer):
+        git(clone, "fetch", "-q", "--prune")
+        git(clone, "switch", "-q", "-c", "trunk", "--track", "origin/trunk")
+        git(clone, "remote", "set-head", "origin", "-d")
+    folded = _agent_saves(invoke_cli, agent, "Retries: 5", *TOPIC)
+    clock[0] = utc_time(1_780_000_060)
+    kept = _saved(invoke_cli, a, "Retries: 3", *TOPIC)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(reviewer, "pull", "-q")
+    merged = invoke_cli("--kb", reviewer, "merge", "origin/agent-y", check=True)
+    assert merged.stdout.splitlines()[1] == f"  merged (same topic key): {folded} into {kept}"
+
+
 def test_a_branch_that_took_in_main_keeps_mains_memory_through_its_sync(tmp_path: Path, invoke_cli: CliRunner) -> None:
     # b took main's memory into agent-y (slayer-kb merge origin/main) while c saved the key on
     # agent-y and synced: b's sync folded main's published id into c's, and the branch merged

@@ -9,7 +9,7 @@ saves). The caller records the moves (``store/moves.py``).
 
 Which of the two memories keeps its id, in ``sync``, ``slayer-kb rebase`` and ``slayer-kb merge``
 alike, whichever way round it is run: the one the team holds (``Standing``). A memory on the
-remote's default branch (``origin/HEAD``, which ``git clone`` sets, else ``origin/main`` or
+remote's default branch (as the remote names it, else ``origin/HEAD``, else ``origin/main`` or
 ``origin/master``: the clone that made the team has no ``origin/HEAD``) is kept before one that is
 not, then one pushed to any branch of the remote before one that is not, then the one saved first
 (``created_at``); the other side (the upstream, the branch merged) wins a tie. A sync's own
@@ -30,6 +30,7 @@ from ..core.errors import KBError
 from ..core.locate import memory_link, memory_path
 from ..core.memory import Memory, loads, parse_time, time_order
 from ..core.merging import fold_subject, merge_topic_revisions
+from ..store import claims
 from ..store.repo import Change, GitStore
 from ..store.revisions import added_version
 from ..transaction import Transaction, memory_change
@@ -53,10 +54,19 @@ class Standing:
         """The default branch's commit ('' when none) and every remote-tracking branch's, read
         once a fold asks (most merges fold nothing: no git process)."""
         refs = self.store.git("for-each-ref", "--format=%(objectname)", "refs/remotes/").stdout.decode().split()
-        # The clone that made the team (``git remote add``, a push) has no origin/HEAD.
-        default = next((tip for name in ("HEAD", "main", "master")
-                        if self.remote and (tip := self.store.tip(f"refs/remotes/{self.remote}/{name}"))), "")
+        default = next((tip for name in self._default_names()
+                        if (tip := self.store.tip(f"refs/remotes/{self.remote}/{name}"))), "") if self.remote else ""
         return default, [default, *dict.fromkeys(r for r in refs if r != default)] if default else list(dict.fromkeys(refs))
+
+    def _default_names(self) -> list[str]:
+        """The remote's default branch as the remote names it now (asked once, bounded: a fold is
+        rare), else as this clone knows it: ``origin/HEAD`` is stale once the remote's default
+        changed, and the clone that made the team (``git remote add``, a push) has none."""
+        said = claims.network(self.store, "ls-remote", "--symref", self.remote, "HEAD")
+        told = [line.split()[1].removeprefix("refs/heads/") for line in
+                (said.stdout.decode("utf-8", "replace").splitlines() if said is not None and said.returncode == 0 else [])
+                if line.startswith("ref: refs/heads/") and len(line.split()) >= 2]
+        return [*told, "HEAD", "main", "master"]
 
     def keeps_mine(self, mine: Memory, theirs: Memory) -> bool:
         """Whether ``mine`` (this branch's) is kept and ``theirs`` (the branch merged's) folded into it."""
