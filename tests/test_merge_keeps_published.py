@@ -205,6 +205,22 @@ def test_a_branch_that_took_in_main_keeps_mains_memory_through_its_sync(tmp_path
     assert (b / "memories" / f"{kept}.yaml").is_file() and not (b / "memories" / f"{folded}.yaml").exists()
 
 
+def test_one_fold_made_on_two_clones_counts_its_revisions_once(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # Two reviewers each merged the agent's branch, folding 201 into 27 alike; the second's sync
+    # summed both sides' revisions of 27 as if each had folded another memory into it: 3.
+    _bare, (agent, a, d, b) = make_team(tmp_path, clones=4)
+    folded = _agent_saves(invoke_cli, agent, "Retries: 5", *TOPIC)
+    kept = _saved(invoke_cli, a, "Retries: 3", *TOPIC)
+    invoke_cli("--kb", a, "sync", check=True)
+    for reviewer in (d, b):
+        git(reviewer, "pull", "-q")
+        said = invoke_cli("--kb", reviewer, "merge", "origin/agent-y", check=True).stdout
+        assert said.splitlines()[1] == f"  merged (same topic key): {folded} into {kept}"
+    invoke_cli("--kb", d, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    assert json_of(invoke_cli("--kb", b, "--json", "get", kept, check=True))["revision_count"] == 2
+
+
 def test_a_link_made_elsewhere_to_a_folded_memory_follows_the_fold(tmp_path: Path, invoke_cli: CliRunner) -> None:
     # The agent merges main in, its memory folded into main's; another clone of agent-y had
     # linked the agent's memory meanwhile: its sync points the link at main's, never strips it.

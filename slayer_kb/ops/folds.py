@@ -29,7 +29,7 @@ from ..core.engram import content_hash, is_import
 from ..core.errors import KBError
 from ..core.locate import memory_link, memory_path
 from ..core.memory import Memory, loads, parse_time, time_order
-from ..core.merging import fold_subject, merge_topic_revisions
+from ..core.merging import fold_subject, folded_by, merge_topic_revisions
 from ..store import claims
 from ..store.repo import Change, GitStore
 from ..store.revisions import added_version
@@ -233,3 +233,12 @@ def _commit(tx: Transaction, folds: dict[str, Memory], changes: list[Change], wh
                 changes.append(Change(memory_path(other_id), new_text.encode("utf-8")))
     tx.commit(changes, fold_subject(mapping, why), {m.id: m for m in folds.values()})
     moved.update(mapping)
+
+
+def folds_into(store: GitStore, parted: str, side: str) -> dict[str, set[str]]:
+    """The ids each memory took in by a fold's commit between ``parted`` and ``side``."""
+    into: dict[str, set[str]] = {}
+    for subject in store.git("log", "--format=%s", f"{parted}..{side}").stdout.decode("utf-8", "replace").splitlines():
+        for gone, kept in (fold[0] if (fold := folded_by(subject)) is not None else {}).items():
+            into.setdefault(kept, set()).add(gone)
+    return into

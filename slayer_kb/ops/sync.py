@@ -56,7 +56,7 @@ from ..store.replay import forgets, replay
 from ..store.repo import Change, GitStore
 from ..store.worktree import reset_keep
 from ..transaction import Transaction, memory_change
-from .folds import Standing
+from .folds import Standing, folds_into
 from .merge import merge_conflict_message, merge_in, merging
 from .rebase import conflict_message, in_progress, run
 from .renumber import plan, renumber_commit, require_clean, rewrite_commits
@@ -544,10 +544,17 @@ def _recount(kb: Context, store: GitStore, tx: Transaction, sides: tuple[str, st
     fixed: dict[str, Memory] = {}
     memories = [(path, memory_id) for path in paths if (memory_id := id_of_path(path)) is not None]
     found = iter(blobs_at(store, [(rev, path) for path, _ in memories for rev in sides]) if memories else [])
+    folds: list[dict[str, set[str]]] | None = None
     for _path, memory_id in memories:
         texts = [next(found) for _ in sides]
         if any(text is None for text in texts):
             continue
+        if texts[1] == texts[2]:
+            # The same file on both sides may be one fold made on both (two clones' `slayer-kb
+            # merge` of one branch): its revisions counted once, not twice.
+            folds = folds if folds is not None else [folds_into(store, sides[0], side) for side in sides[1:]]
+            if folds[0].get(memory_id) and folds[0].get(memory_id) == folds[1].get(memory_id):
+                continue
         with contextlib.suppress(KBError):
             parted, upstream, ours = (loads(text.decode("utf-8"), memory_id) for text in texts if text is not None)
             now = kb.read(memory_id)
