@@ -40,6 +40,16 @@ def _agent_saves(invoke_cli: CliRunner, agent: Path, *args: str) -> str:
     return saved
 
 
+def _agent_then_main(invoke_cli: CliRunner, agent: Path, a: Path, reviewer: Path) -> tuple[str, str]:
+    """The agent saves the key on agent-y and pushes it, then ``a`` saves it on main and syncs, and
+    the reviewer's main pulls: (the agent's id, main's)."""
+    folded = _agent_saves(invoke_cli, agent, "Retries: 5", *TOPIC)
+    kept = _saved(invoke_cli, a, "Retries: 3", *TOPIC)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(reviewer, "pull", "-q")
+    return folded, kept
+
+
 def test_merge_of_an_agent_branch_on_main_keeps_mains_memory_and_the_links_to_it(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     _bare, (a, agent, reviewer, d) = make_team(tmp_path, clones=4)
@@ -74,10 +84,7 @@ def test_either_way_round_merge_keeps_the_memory_on_the_default_branch_though_sa
     # The agent saved and pushed first; main's save came later (or in the same second): main's
     # is the one the team holds, kept whichever branch the merge runs on.
     _bare, (agent, a, reviewer) = make_team(tmp_path, clones=3)
-    folded = _agent_saves(invoke_cli, agent, "Retries: 5", *TOPIC)
-    kept = _saved(invoke_cli, a, "Retries: 3", *TOPIC)
-    invoke_cli("--kb", a, "sync", check=True)
-    git(reviewer, "pull", "-q")
+    folded, kept = _agent_then_main(invoke_cli, agent, a, reviewer)
     git(agent, "fetch", "-q")
     for root, ref in ((reviewer, "origin/agent-y"), (agent, "origin/main")):
         merged = invoke_cli("--kb", root, "merge", ref, check=True)
@@ -153,10 +160,7 @@ def test_the_clone_that_made_the_team_keeps_mains_memory_without_origin_head(
     # The first clone (git remote add, a push) has no origin/HEAD: main's memory ranked as any
     # pushed branch's, and the agent's, saved first, was kept.
     _bare, (agent, a, reviewer) = make_team(tmp_path, clones=3)
-    folded = _agent_saves(invoke_cli, agent, "Retries: 5", *TOPIC)
-    kept = _saved(invoke_cli, a, "Retries: 3", *TOPIC)
-    invoke_cli("--kb", a, "sync", check=True)
-    git(reviewer, "pull", "-q")
+    folded, kept = _agent_then_main(invoke_cli, agent, a, reviewer)
     git(reviewer, "remote", "set-head", "origin", "-d")
     merged = invoke_cli("--kb", reviewer, "merge", "origin/agent-y", check=True)
     assert merged.stdout.splitlines()[1] == f"  merged (same topic key): {folded} into {kept}"
