@@ -140,7 +140,7 @@ def test_a_memory_folded_here_into_one_forgotten_since_says_so(tmp_path: Path, i
     proc = invoke_cli("get", saved[1], cwd=b)
     assert (proc.returncode, proc.stderr) == (1, (
         f"Error: Memory id '{saved[1]}' moved: sync merged this clone's memory {saved[1]} into {saved[0]}, which the "
-        f"upstream had saved first under the same topic key; no memory has id '{saved[1]}' now. Use {saved[0]} for "
+        f"upstream holds under the same topic key; no memory has id '{saved[1]}' now. Use {saved[0]} for "
         f"the memory saved here (no memory has id '{saved[0]}' now either: 'slayer-kb get {saved[0]}' says what "
         f"became of it); to mean what '{saved[1]}' names now, run 'slayer-kb renumber --accept {saved[1]}' first.\n"))
 

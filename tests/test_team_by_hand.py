@@ -1588,7 +1588,7 @@ def test_a_rebase_folds_a_topic_key_both_clones_saved_as_sync_does(tmp_path: Pat
     # The id is refused, naming both memories, as after a sync's fold.
     assert invoke_cli("--kb", b, "get", "101").stderr.startswith(
         "Error: Memory id '101' moved: 'slayer-kb rebase' merged this clone's memory 101 into 1, which the branch it "
-        "was rebased onto had saved first under the same topic key; no memory has id '101' now.")
+        "was rebased onto holds under the same topic key; no memory has id '101' now.")
     invoke_cli("--kb", b, "sync", check=True)
     assert git(b, "ls-tree", "--name-only", "origin/main", "memories/") == "memories/1.yaml\n"
 

@@ -235,7 +235,7 @@ def test_one_topic_key_saved_on_two_clones_ends_as_one_memory(team, invoke_cli) 
         KnowledgeBase(b).update(str(BLOCK + 1), learning="x")
     assert str(exc.value).startswith(
         f"Memory id '{BLOCK + 1}' moved: sync merged this clone's memory {BLOCK + 1} into 1, which the "
-        f"upstream had saved first under the same topic key; no memory has id '{BLOCK + 1}' now. Use 1"
+        f"upstream holds under the same topic key; no memory has id '{BLOCK + 1}' now. Use 1"
     )
     # show reads history: the version saved here, before the fold, with the move named.
     shown = KnowledgeBase(b).history.show(str(BLOCK + 1))
@@ -292,8 +292,8 @@ def test_one_save_made_on_two_clones_ends_as_one_memory(team, invoke_cli) -> Non
     with pytest.raises(ConflictError) as exc:
         KnowledgeBase(b).get(mine)
     assert str(exc.value).startswith(
-        f"Memory id '{mine}' moved: sync merged this clone's memory {mine} into 1, which the upstream had saved "
-        f"first as the same save (its title, text, links, project and scope); no memory has id '{mine}' now. Use 1")
+        f"Memory id '{mine}' moved: sync merged this clone's memory {mine} into 1, which the upstream holds "
+        f"as the same save (its title, text, links, project and scope); no memory has id '{mine}' now. Use 1")
     # The next such save, on either clone, counts on the one memory.
     again = KnowledgeBase(b).save_observation("Flaky test", "test_login is flaky under load.", project="api")
     assert (again.memory_id, again.action) == ("1", "duplicate")

@@ -225,7 +225,7 @@ def test_a_sync_killed_in_its_push_still_says_where_a_folded_memory_went(team, r
     assert killed.returncode == -9
     hook.unlink()
     moved = (f"Error: Memory id '{BLOCK + 1}' moved: sync merged this clone's memory {BLOCK + 1} into 1, which the "
-             f"upstream had saved first under the same topic key; no memory has id '{BLOCK + 1}' now.")
+             f"upstream holds under the same topic key; no memory has id '{BLOCK + 1}' now.")
     assert invoke_cli("--kb", b, "get", str(BLOCK + 1)).stderr.startswith(moved)
     # The killed sync said nothing: the one that pushes the fold says it, and the session file it merged.
     assert invoke_cli("--kb", b, "sync", check=True).stdout == (

@@ -148,13 +148,13 @@ def _account(move: Move, now: Memory | None, run: str, gone: bool) -> str:
     old = move.old
     alike = "as the same save (its title, text, links, project and scope)" if move.duplicate else "under the same topic key"
     if move.why == "merged":
-        how = f"sync merged this clone's memory {old} into {move.new}, which the upstream had saved first {alike}"
+        how = f"sync merged this clone's memory {old} into {move.new}, which the upstream holds {alike}"
     elif move.why == "merge":
         # Kept as the one the team holds (ops/folds.Standing), which may have been saved later.
         how = f"'slayer-kb merge' merged this clone's memory {old} into {move.new}, which the branch it merged holds {alike}"
     elif move.why == "rebase":
         how = (f"'slayer-kb rebase' merged this clone's memory {old} into {move.new}, which the branch it "
-               f"was rebased onto had saved first {alike}")
+               f"was rebased onto holds {alike}")
     elif move.why == "renumber":
         how = (f"'slayer-kb renumber' gave this clone's memory {old} the id {move.new}, because the branch "
                f"it was renumbered onto had already used {old} for another memory")
