@@ -271,8 +271,11 @@ class Transaction:
 
     def next_auto_ids(self, count: int) -> list[str]:
         """``count`` fresh auto ids, ascending. With a remote, from the blocks this clone leased
-        there (``store/leases.py``: no other clone is ever handed them); without one, one above
-        every auto id this branch's history and work tree have ever held, consecutive."""
+        there (``store/leases.py``: no other clone is ever handed them); without one (or under
+        ``slayer-kb.ids sequential``), above every auto id this branch's history and work tree
+        have ever held and every id another worktree of the repository counted out
+        (``store/counted.py``), skipping a name a file or git's index holds; one a refused save
+        drew is handed out again."""
         if count == 0:
             return []
         top = self._highest_auto_id(count)
@@ -298,7 +301,7 @@ class Transaction:
 
         ids = self.leases.take(count, top, taken)
         kb.tell_leases()
-        if ids is None:  # no remote to lease from: counted for every worktree of the repository
+        if ids is None:  # no remote to lease from, or sequential ids: counted for every worktree
             drawn = counted.take(self.store.git_dirs()[1], count, top, taken)
             self._counted += drawn
             ids = [str(n) for n in drawn]

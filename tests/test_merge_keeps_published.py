@@ -158,10 +158,12 @@ def test_two_agent_branches_merged_in_turn_keep_mains_memory(tmp_path: Path, inv
 def test_the_clone_that_made_the_team_keeps_mains_memory_without_origin_head(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     # The first clone (git remote add, a push) has no origin/HEAD: main's memory ranked as any
-    # pushed branch's, and the agent's, saved first, was kept.
+    # pushed branch's, and the agent's, saved first, was kept. Asked nothing of the remote then.
     _bare, (agent, a, reviewer) = make_team(tmp_path, clones=3)
     folded, kept = _agent_then_main(invoke_cli, agent, a, reviewer)
     git(reviewer, "remote", "set-head", "origin", "-d")
+    # Nor can the remote be asked (offline): origin/main stands for its default.
+    git(reviewer, "remote", "set-url", "origin", str(tmp_path / "unreachable.git"))
     merged = invoke_cli("--kb", reviewer, "merge", "origin/agent-y", check=True)
     assert merged.stdout.splitlines()[1] == f"  merged (same topic key): {folded} into {kept}"
 

@@ -1,6 +1,6 @@
 """One memory per topic key: a key this branch saved first while the other side (``sync``'s
-upstream, the branch ``merge`` takes in) saved it too is folded into the other side's memory, in
-one commit (``memory: merge 102 into 28 (topic decision/retry-budget)``): the newest content, the
+upstream, the branch ``merge`` takes in) saved it too is folded into one of the two (which one:
+below), in one commit (``memory: merge 102 into 28 (topic decision/retry-budget)``): the newest content, the
 revision counts summed, this branch's version kept in git's history, and ``memory:`` references
 to it rewritten. Engram's de-duplication the same way: a save both sides made alike is one
 memory (``memory: merge 103 into 29 (same save)``), the duplicate counts summed; one record of an
@@ -42,47 +42,50 @@ if TYPE_CHECKING:
 
 
 class Standing:
-    """Which of two memories a fold in ``slayer-kb merge`` keeps (see the module doc), read of the
-    remote-tracking branches of ``store`` as they are now, ``remote``'s default branch first."""
+    """Which of two memories a fold keeps in sync, ``slayer-kb rebase`` and ``slayer-kb merge``
+    (see the module doc), read of the remote-tracking branches of ``store`` as they are now."""
 
     def __init__(self, store: GitStore, remote: str) -> None:
         self.store = store
         self.remote = remote
 
     @functools.cached_property
-    def _tips(self) -> tuple[str, list[str]]:
-        """The default branch's commit ('' when none) and every remote-tracking branch's, read
-        once a fold asks (most merges fold nothing: no git process)."""
+    def _tips(self) -> list[str]:
+        """Every remote-tracking branch's commit, read once a fold asks (most syncs and merges
+        fold nothing: no git process)."""
         refs = self.store.git("for-each-ref", "--format=%(objectname)", "refs/remotes/").stdout.decode().split()
-        default = next((tip for name in self._default_names()
-                        if (tip := self.store.tip(f"refs/remotes/{self.remote}/{name}"))), "") if self.remote else ""
-        return default, [default, *dict.fromkeys(r for r in refs if r != default)] if default else list(dict.fromkeys(refs))
+        return list(dict.fromkeys(refs))
 
-    def _default_names(self) -> list[str]:
-        """The remote's default branch as the remote names it now (asked once, bounded: a fold is
-        rare), else as this clone knows it: ``origin/HEAD`` is stale once the remote's default
-        changed, and the clone that made the team (``git remote add``, a push) has none."""
-        said = claims.network(self.store, "ls-remote", "--symref", self.remote, "HEAD")
+    @functools.cached_property
+    def _default(self) -> str:
+        """The commit of the remote's default branch ('' when none): as the remote names it now
+        (asked once, bounded), else as this clone knows it (``origin/HEAD`` is stale once the
+        remote's default changed, and the clone that made the team, ``git remote add`` and a push,
+        has none). Asked only when both memories are on the remote: a sync's own saves are not."""
+        said = claims.network(self.store, "ls-remote", "--symref", self.remote, "HEAD") if self.remote else None
         told = [line.split()[1].removeprefix("refs/heads/") for line in
                 (said.stdout.decode("utf-8", "replace").splitlines() if said is not None and said.returncode == 0 else [])
                 if line.startswith("ref: refs/heads/") and len(line.split()) >= 2]
-        return [*told, "HEAD", "main", "master"]
+        return next((tip for name in [*told, "HEAD", "main", "master"]
+                     if (tip := self.store.tip(f"refs/remotes/{self.remote}/{name}"))), "") if self.remote else ""
 
     def keeps_mine(self, mine: Memory, theirs: Memory) -> bool:
         """Whether ``mine`` (this branch's) is kept and ``theirs`` (the branch merged's) folded into it."""
-        ranks = [self._rank(m) for m in (mine, theirs)]
+        held = [self._held(m) for m in (mine, theirs)]
+        if bool(held[0]) != bool(held[1]):  # one is on the remote, the other on no branch of it
+            return bool(held[0])
+        ranks = [self._default in tips for tips in held] if held[0] else [False, False]
         if ranks[0] != ranks[1]:
-            return ranks[0] > ranks[1]
+            return ranks[0]
         return time_order(mine.created_at) < time_order(theirs.created_at)
 
-    def _rank(self, memory: Memory) -> int:
-        """2 on the remote's default branch, 1 on another of its branches, 0 on none: its id
-        there, whatever its text now (an earlier fold gave it the earlier ``created_at``, an
-        update changed its text; ids never collide on one remote: leases, the checks of named ids)."""
-        default, tips = self._tips
+    def _held(self, memory: Memory) -> set[str]:
+        """The remote-tracking branches' commits holding the memory's id, whatever its text now (an
+        earlier fold gave it the earlier ``created_at``, an update changed its text; ids never
+        collide on one remote: leases, the checks of named ids)."""
+        tips = self._tips
         held = blobs_at(self.store, [(tip, memory_path(memory.id)) for tip in tips])
-        return next((2 if tip == default else 1 for tip, text in zip(tips, held, strict=True) if text is not None), 0)
-
+        return {tip for tip, text in zip(tips, held, strict=True) if text is not None}
 
 
 def fold_topic_keys(kb: Context, tx: Transaction, ours: list[str], merged: dict[str, str],

@@ -2,7 +2,7 @@
 ``slayer-kb merge`` and ``slayer-kb rebase`` do the same when they finish:
 
 - fix what sync fixes: a topic key this branch saved first while the other side saved it too is
-  folded into the other side's memory, and so is a save both sides made alike (``folds.py``), and links to memories the other side forgot
+  folded into the memory the team holds (``folds.Standing``), and so is a save both sides made alike, and links to memories the other side forgot
   or to entities it deleted from the catalog are stripped (``unlinks.py``), a commit each;
 - check what the branch adds or changes on top of the other side: it must pass ``validate``, and
   a topic key it gave a memory must be that memory's alone with the other side in (validate sees

@@ -16,8 +16,9 @@ git would no longer count the merged branch as merged): the upstream is merged i
 ``slayer-kb merge`` merges it (``merge.py``: the same driver).
 
 After the rebase, a topic key this branch saved first while the upstream saved it too is folded
-into the upstream's memory (one memory per key, the revisions summed, the other kept in git's
-history). Ids allocated before leases (or with ``slayer-kb.ids sequential``) that the upstream
+into the memory the team holds (``folds.Standing``: the upstream's, unless this branch's came from
+the remote's default branch), one memory per key, the revisions summed, the other kept in git's
+history. Ids allocated before leases (or with ``slayer-kb.ids sequential``) that the upstream
 used for other memories are renumbered first (``renumber.py``). Both kinds of move are recorded
 (``store/moves.py``): a command on a moved id refuses and names both memories.
 

@@ -2,7 +2,7 @@
 hash>.json`` in the git folder, one a branch: a sync of another branch leaves it be): what the next sync needs to finish it when this one is killed (``kill -9``, a
 server's write process stopped) before it is done.
 
-The steps after the pull (a topic key both sides saved folded into the upstream's memory, a save
+The steps after the pull (a topic key both sides saved folded into one memory, a save
 made alike on both folded, links to what the upstream forgot stripped or pointed at a memory it
 renamed, both sides' revisions counted) are decided from where the sides parted and from the
 branch before it moved, which the moved branch no longer tells: once it sits on the upstream,
