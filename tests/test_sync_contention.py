@@ -99,6 +99,22 @@ def test_a_sync_refused_every_time_leaves_the_repository_as_it_was(diverged, mon
     assert (sync(KnowledgeBase(b)).action, git(bare, "rev-parse", "main")) == ("rebased", git(b, "rev-parse", "HEAD"))
 
 
+def test_a_turn_given_back_skips_the_clones_pre_push_hook(diverged, monkeypatch) -> None:
+    bare, _a, b, _a_id, _b_id = diverged
+    monkeypatch.setattr(syncing, "PUSH_ATTEMPTS", 2)
+    lose_races(bare, 2)
+    # The clone's own hook guards what a person pushes: here, a push of no branch is turned away.
+    hook = b / ".git" / "hooks" / "pre-push"
+    hook.write_text(f"#!/bin/sh\ninput=$(cat)\nprintf '%s\\n--\\n' \"$input\" >> {b.parent / 'pre-pushes'}\n"
+                    "echo \"$input\" | grep -q ' refs/heads/' || exit 1\n")
+    hook.chmod(0o755)
+    with pytest.raises(ConflictError):
+        sync(KnowledgeBase(b))
+    assert turns(bare) == ""  # the turn it took is given back all the same
+    seen = [push for push in (b.parent / "pre-pushes").read_text().split("--\n") if push.strip()]
+    assert len(seen) == 2 and all(" refs/heads/main " in push for push in seen)  # its two branch pushes only
+
+
 def test_a_push_a_remote_hook_declines_stops_at_once_with_its_message(diverged) -> None:
     bare, _a, b, a_id, b_id = diverged
     hook = bare / "hooks" / "pre-receive"
