@@ -189,11 +189,12 @@ def question_names(kb: Context, question: str, resolver: Resolver | None = None,
     that means nothing is searched as typed and by its words. ``read``: the memory links the
     search's entities named, each mapped to whether its memory is live: read once already (and a
     deleted one told), not again. Public for the benchmark, which builds its requests as ``search`` does."""
-    from ..search.analysis import symbols  # Whoosh's analysis: a command that only reads files never loads it
+    from ..search.analysis import fold, symbols  # Whoosh's analysis: a command that only reads files never loads it
 
     dotted = [name for name in symbols(question, as_typed=True) if _DOTTED.fullmatch(name)]
-    alone = _ALONE.fullmatch(question)
-    bare = list(dict.fromkeys(([alone.group(1)] if alone else []) + _QUOTED.findall(question) + _SNAKE.findall(question)))
+    plain = fold(question)  # a name typed in fullwidth letters is the name (the words are matched so)
+    alone = _ALONE.fullmatch(plain)
+    bare = list(dict.fromkeys(([alone.group(1)] if alone else []) + _QUOTED.findall(plain) + _SNAKE.findall(plain)))
     links = list(dict.fromkeys(_link_named(kb, link) for link in _MEMORY_LINK.findall(question)))
     read = read or {}
     warnings = _deleted_by_id(kb, question.strip(), read)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import whoosh_start  # noqa: F401  # isort: skip  (first: see its doc)
@@ -34,7 +34,7 @@ from . import embedding, encoder
 from . import entities as E
 from . import fusion as F
 from . import words as W
-from .analysis import symbols
+from .analysis import fold, symbols
 from .filters import Restriction, restrict
 from .fusion import ALL, ALL_FIRST, FUSED
 from .helper import helper
@@ -110,6 +110,9 @@ def _run(index: Index, request: Request) -> Found:
     topic = E.exact_query(question) if question else None
     if topic is not None and not words and not index.scores(topic, _restriction(request, None), limit=1):
         topic = None  # '!!!' is id-shaped, but names no memory: a question of no searchable words
+    # Meaning reads the question as the words do (NFKC): its models know no fullwidth letter. The
+    # id or topic key above is matched as typed.
+    request = replace(request, question=fold(question))
     if question and not words and topic is None:
         found.warnings.append(f"The question {question!r} has no searchable words (punctuation and words as common as "
                               "'the' are not searched): ask with the words that matter, such as a column, a metric or "
@@ -135,7 +138,7 @@ def _run(index: Index, request: Request) -> Found:
                                if embedder is not None else (None, False, None))
     # The static vector when first needed: a candidate without a sentence vector, or a KB
     # some of whose memories lack one (where every memory has one, no search needs it).
-    vector = functools.cache(lambda: embedder.embed([question])[0]) if embedder is not None else None
+    vector = functools.cache(lambda: embedder.embed([request.question])[0]) if embedder is not None else None
     catalog_warnings: list[str] = []
 
     def catalog() -> None:
@@ -231,7 +234,7 @@ def _sentence_vector(
         warnings.append(str(model))  # a damaged or changed install: the user can mend it
         return None, False, None
     scan = index.sentence_scan(_restriction(request, None).values, closest) if closest is not None else None
-    return model.encode_later(request.question.strip(), scan.begin if scan is not None else None), covered == total, scan
+    return model.encode_later(request.question, scan.begin if scan is not None else None), covered == total, scan
 
 
 def _ranked(
