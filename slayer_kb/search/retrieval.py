@@ -63,6 +63,11 @@ MIN_DEPTH = 60
 # The token-level match re-ranks this many of the best candidates (at least 3 per result asked).
 TOKEN_POOL = 30
 CHANNELS = frozenset({"words", "meaning", "entities"})
+# The longest question the sentence model reads (word pieces: 8 passages, about 4 KB of prose and
+# 0.2 s of a core). A longer one is read by meaning through the static vectors, every word of it:
+# its model runs held the warm server, and every command queued behind it, for seconds (a 16 KB
+# question 1-2 s, 256 KB 14-30 s), a question against a memory being mostly a sentence or two.
+QUESTION_PIECES = 1024
 BUCKETS = ((False, "memory", "memories"), (True, "example query", "example queries"))
 
 
@@ -232,6 +237,11 @@ def _sentence_vector(
     model = model or encoder.load()
     if not isinstance(model, encoder.Encoder):
         warnings.append(str(model))  # a damaged or changed install: the user can mend it
+        return None, False, None
+    if model.longer_than(request.question, QUESTION_PIECES):
+        notes.append(f"The question is longer than the sentence model reads for a question ({QUESTION_PIECES} word "
+                     "pieces, about 4 KB of text): it is matched by meaning through the static vectors, every word of "
+                     "it, and by its words. Ask with the words that matter for a sharper answer.")
         return None, False, None
     scan = index.sentence_scan(_restriction(request, None).values, closest) if closest is not None else None
     return model.encode_later(request.question, scan.begin if scan is not None else None), covered == total, scan
