@@ -188,7 +188,7 @@ def test_reviews_fmt_fix_names_the_file_from_where_it_ran(catalog_kb: KnowledgeB
     path.write_text("# by hand\n" + path.read_text())
     commit_all(kb.root, "hand edit")
     problems = json_of(invoke_cli("--kb", "kb", "--json", "review", base, check=True, cwd=tmp_path))["problems"]
-    fix = f"slayer-kb fmt kb/memories/{mid}.yaml"
+    fix = f"slayer-kb --kb kb fmt kb/memories/{mid}.yaml"  # as every fix names the KB
     assert problems == [f"memories/{mid}.yaml:1: not in canonical form; run '{fix}'"]
     invoke_cli(*fix.split()[1:], check=True, cwd=tmp_path)
     assert invoke_cli("--kb", kb.root, "validate", check=True).stdout == "Checked 1 file: no problems.\n"

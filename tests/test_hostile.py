@@ -276,7 +276,7 @@ def test_a_question_over_the_limit_is_refused_whole_and_one_under_it_answered(
         catalog_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     saved = catalog_kb.save_memory("Refunds are booked as negative amounts", ["orders.amount"])
     # Just under the limit: answered, and a word in its middle still finds the memory.
-    filler = "lorem ipsum " * 5_000
+    filler = "lorem ipsum " * 2_500
     long_question = filler + "negative" + " " + filler
     assert len(long_question.encode()) < MAX_QUESTION
     assert [h["id"] for h in catalog_kb.search(long_question).memories][:1] == [saved.memory_id]

@@ -13,7 +13,7 @@ from slayer_kb.context import DEFAULT_MAX_CONTENT
 from slayer_kb.core.errors import ConflictError, InvalidInputError
 from slayer_kb.ops.engramimport import import_engram
 from slayer_kb.ops.interchange import import_slayer
-from testing import counted_apart, git
+from testing import counted_apart, git, traced_git
 
 
 def slayer_file(memory_id: str, body: str) -> str:
@@ -215,3 +215,28 @@ def test_import_engram_never_revises_over_an_edit_not_committed(empty_kb: Knowle
         import_engram(kb, _engram_export(tmp_path / "e.json", revised))
     assert path.read_text() == edited and git(kb.root, "rev-parse", "HEAD") == before
     assert kb.memory_ids() == ["1"]
+
+
+def test_import_engram_checks_the_memories_it_revises_at_once(empty_kb: KnowledgeBase, tmp_path: Path) -> None:
+    """Each memory an export revised was checked for edits not committed with a git status of its
+    own, in both passes (12 for 6 revisions): one check for the whole import, as import-slayer's."""
+    kb = empty_kb
+    notes = [{"title": f"Topic {n}", "content": f"The {n}th topic's first take, written apart from the others",
+              "type": "architecture", "topic_key": f"architecture/topic-{n}", "created_at": "2026-03-01 10:00:00"}
+             for n in range(1, 7)]
+    assert import_engram(kb, _engram_export(tmp_path / "e.json", *notes)).imported == ["1", "2", "3", "4", "5", "6"]
+    revised = [{**note, "content": f"{note['content']}, then revised", "updated_at": "2026-03-02 10:00:00"}
+               for note in notes]
+    new = {"title": "New", "content": "A new memory beside the revisions", "type": "discovery"}
+    with traced_git(tmp_path) as runs:
+        result = import_engram(kb, _engram_export(tmp_path / "e.json", *revised, new))
+    assert (result.replaced, result.imported) == (["1", "2", "3", "4", "5", "6"], ["7"])
+    assert len(runs("status")) == 1
+    # A hand edit of the last one still refuses the whole import, nothing written.
+    path = kb.root / "memories" / "6.yaml"
+    path.write_text(path.read_text().replace("then revised", "my edit, not committed"))
+    before = git(kb.root, "rev-parse", "HEAD")
+    again = [{**note, "updated_at": "2026-03-03 10:00:00"} for note in revised]
+    with pytest.raises(ConflictError, match="memories/6.yaml has changes that are not committed"):
+        import_engram(kb, _engram_export(tmp_path / "e.json", *again))
+    assert git(kb.root, "rev-parse", "HEAD") == before and kb.memory_ids() == [str(n) for n in range(1, 8)]

@@ -42,7 +42,9 @@ def expect_failure(proc: subprocess.CompletedProcess[str], prefix: str) -> None:
     assert f"{prefix}memories/broken.yaml:2: invalid YAML: did not find expected ',' or ']'" in out
     assert (f"{prefix}memories/dangling.yaml:3: entity 'shop.no_such_model' does not resolve: "
             "No model 'no_such_model' in datasource 'shop'.") in out
-    assert f"{prefix}memories/messy.yaml:1: not in canonical form; run 'slayer-kb fmt" in out
+    # The fix names the KB when the hook runs outside it, as every fix does.
+    command = f"slayer-kb --kb {prefix.rstrip('/')}" if prefix else "slayer-kb"
+    assert f"{prefix}memories/messy.yaml:1: not in canonical form; run '{command} fmt {prefix}memories/messy.yaml'" in out
     assert f"reformatted {prefix}memories/messy.yaml" in out
     assert "files were modified by this hook" in out
 

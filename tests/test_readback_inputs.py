@@ -46,10 +46,16 @@ def test_an_option_given_two_values_is_a_usage_error(indexed_example_kb: Knowled
         assert (refused.returncode, refused.stderr.splitlines()[-1]) == (2, f"Error: {message}"), args
         assert json_of(invoke_cli("--kb", kb.root, "--json", *args)) == {"error": {
             "type": "usage", "message": f"{message} Try 'slayer-kb {args[0]} --help' for help."}}
-    # The root's own options too, before the command's name.
-    twice = invoke_cli("--kb", kb.root, "--kb", kb.root.parent, "list")
+    # The root's own options too, before the command's name, with the root's usage line as click
+    # gives it for the root's other usage errors (it had none).
+    twice = invoke_cli("--kb", kb.root, "--kb", kb.root.parent, "search", "x")
+    kb_twice = f"Option '--kb' was given 2 values ({str(kb.root)!r}, {str(kb.root.parent)!r}); it takes one: give it once."
     assert (twice.returncode, twice.stderr) == (
-        2, f"Error: Option '--kb' was given 2 values ({str(kb.root)!r}, {str(kb.root.parent)!r}); it takes one: give it once.\n")
+        2, f"Usage: slayer-kb [OPTIONS] COMMAND [ARGS]...\nTry 'slayer-kb --help' for help.\n\nError: {kb_twice}\n")
+    assert invoke_cli("--kb", kb.root, "--bogus", "list").stderr.startswith(
+        "Usage: slayer-kb [OPTIONS] COMMAND [ARGS]...\nTry 'slayer-kb --help' for help.\n\nError: No such option")
+    assert json_of(invoke_cli("--json", "--kb", kb.root, "--kb", kb.root.parent, "list")) == {"error": {
+        "type": "usage", "message": f"{kb_twice} Try 'slayer-kb --help' for help."}}
     # The command's usage line, as click gives it for its own errors; help is still shown.
     assert invoke_cli("--kb", kb.root, "save", "x", "--id", "a", "--id", "b").stderr.startswith(
         "Usage: slayer-kb save [OPTIONS] [LEARNING]\nTry 'slayer-kb save --help' for help.\n\nError: Option '--id'")

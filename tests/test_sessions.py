@@ -396,7 +396,7 @@ def test_validate_and_fmt_session_files(empty_kb: KnowledgeBase) -> None:
         "sessions/bad.yaml:4: 'prompts[0].created_at' must be a UTC time, quoted: '2026-11-29T20:42:40Z'",
         "sessions/bad.yaml:7: 'prompts[1]' must be a mapping with created_at and content",
         "sessions/bad.yaml:8: unknown key 'id' (the file name is the id; remove the id key)",
-        "sessions/flow.yaml:2: not in canonical form; run 'slayer-kb fmt sessions/flow.yaml'",
+        f"sessions/flow.yaml:2: not in canonical form; run 'slayer-kb --kb {empty_kb.root} fmt sessions/flow.yaml'",
         "sessions/has space.yaml:1: the file name is the session's id, with %XX for each byte of a character a "
         "portable file name cannot hold; for the id 'has space' rename it to has%20space.yaml",
     ]

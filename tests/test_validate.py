@@ -737,6 +737,27 @@ def test_an_editors_leftovers_are_no_problem_and_a_copy_is_never_renamed_onto_it
         "memories/50.yaml.txt:1: slayer-kb reads only .yaml files in memories/; rename it to 50.yaml")
 
 
+def test_a_fix_runs_slayer_kb_as_the_user_does(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """From outside the KB, a fix's slayer-kb names the KB as every other fix does: ``fmt`` and
+    ``import-slayer`` said a bare 'slayer-kb', which from there opens another KB or none."""
+    root = indexed_example_kb.root
+    (root / "memories" / "99.md").write_text("---\nid: '99'\n---\n\nA note\n")
+    messy = root / "memories" / "1.yaml"
+    messy.write_text("\n" + messy.read_text(encoding="utf-8"), encoding="utf-8")
+    session = next((root / "sessions").glob("*.yaml"))
+    session.write_text("\n" + session.read_text(encoding="utf-8"), encoding="utf-8")
+    here, kb = root.parent, root.name
+    checked = invoke_cli("--kb", kb, "validate", f"{kb}/memories/99.md", f"{kb}/memories/1.yaml",
+                         f"{kb}/sessions/{session.name}", cwd=here)
+    assert checked.stdout.splitlines()[:3] == [
+        f"{kb}/memories/1.yaml:1: not in canonical form; run 'slayer-kb --kb {kb} fmt {kb}/memories/1.yaml'",
+        f"{kb}/memories/99.md:1: is a SLayer memory file, which slayer-kb does not read (a rename would not convert "
+        f"it): bring it in with 'slayer-kb --kb {kb} import-slayer FOLDER' (the folder holding memories/), then "
+        "delete it",
+        f"{kb}/sessions/{session.name}:1: not in canonical form; run 'slayer-kb --kb {kb} fmt "
+        f"{kb}/sessions/{session.name}'"]
+
+
 def test_fmt_of_a_catalog_file_formats_no_memory(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     """``fmt models/shop/orders.yaml`` (pre-commit names a commit's catalog files so) rewrote every
     memory of the KB not in canonical form, a file the user had not named among them, its comment

@@ -423,7 +423,7 @@ class KBGroup(click.Group):
             if parent is None and not extra.get("resilient_parsing"):
                 from .repeats import refuse_repeated  # the root's own options: --kb, --author given twice
 
-                refuse_repeated(self, list(args))
+                refuse_repeated(self, list(args), info_name=info_name)
             return super().make_context(info_name, args, parent=parent, json_asked=asked, given=given, **extra)
         except click.UsageError as exc:  # among the options before the command name
             error = _with_cut_values(exc, given)

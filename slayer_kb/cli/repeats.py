@@ -12,13 +12,15 @@ import click
 from ..core.text import shown_value
 
 
-def refuse_repeated(command: click.Command, args: list[str], parent: click.Context | None = None) -> None:
+def refuse_repeated(command: click.Command, args: list[str], parent: click.Context | None = None,
+                    info_name: str | None = None) -> None:
     """Raise ``click.UsageError`` when ``args`` give an option of ``command`` that takes one value
     two different values (as its type reads them: ``--limit 5 --limit 05`` is one), or two of the
     flags that set one value, two ways (``--continue --abort``; ``-f --force`` is one). Read by
     click's own parser, so an option's value that looks like an option, and ``--``, count as
     click counts them; for a group (the root), up to its command's name. Nothing is checked while
-    click completes a word (``resilient_parsing``) or when help is asked for."""
+    click completes a word (``resilient_parsing``) or when help is asked for. ``info_name``: what
+    the command was called by, for the usage line of the root (a group with no ``parent``)."""
     if (parent is not None and parent.resilient_parsing) or "--help" in args or "-h" in args:
         return
     counted: list[click.Parameter] = [click.Argument(["rest"], nargs=-1)]
@@ -43,12 +45,13 @@ def refuse_repeated(command: click.Command, args: list[str], parent: click.Conte
             given = parsed.get(str(param.name)) or ()
             if len({_read(param, value) for value in given}) > 1:
                 shown = ", ".join(shown_value(value) for value in dict.fromkeys(given))
-                _refuse(command, args, parent, f"Option '{' / '.join(param.opts)}' was given {len(given)} values "
-                                               f"({shown}); it takes one: give it once.")
+                _refuse(command, args, parent, info_name,
+                        f"Option '{' / '.join(param.opts)}' was given {len(given)} values ({shown}); it takes one: "
+                        "give it once.")
     for flags in spellings.values():
         given = [(flag, value) for flag, name, value in flags if parsed.get(name)]
         if len({repr(value) for _flag, value in given}) > 1:
-            _refuse(command, args, parent,
+            _refuse(command, args, parent, info_name,
                     f"{' and '.join(repr(flag) for flag, _value in given)} cannot be given together: give one.")
 
 
@@ -61,9 +64,13 @@ def _read(param: click.Option, value: str) -> object:
         return value
 
 
-def _refuse(command: click.Command, args: list[str], parent: click.Context | None, message: str) -> None:
+def _refuse(command: click.Command, args: list[str], parent: click.Context | None, info_name: str | None,
+            message: str) -> None:
     """The usage error, with the command's usage line as click gives it for its own."""
-    ctx = None
-    if parent is not None and not isinstance(command, click.Group):
+    if isinstance(command, click.Group):
+        # Not parsed: its args run on into its command's. The root's line is the one click gives
+        # for its other usage errors (``slayer-kb --bogus``).
+        ctx = click.Context(command, parent=parent, info_name=info_name or command.name, **command.context_settings)
+    else:
         ctx = command.make_context(command.name, list(args), parent=parent, resilient_parsing=True)
     raise click.UsageError(message, ctx=ctx)

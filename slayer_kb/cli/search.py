@@ -91,7 +91,10 @@ def search_cmd(
     Memories saved with a query come back under example queries, the others under memories;
     catalog entities that match come back too. With no question, entity or query (filters
     aside) it lists the newest memories, unranked (score 0), with a warning saying so, as
-    SLayer's search does; 'slayer-kb list' lists without the warning.
+    SLayer's search does; 'slayer-kb list' lists without the warning. A question is at most
+    64 KB (65,536 bytes; a longer one is refused, never cut: ask with the words that matter);
+    one over about 4 KB (1,024 word pieces) is matched by meaning through the static vectors,
+    every word of it, not the sentence model, and a note says so.
 
     \b
     Examples:

@@ -48,15 +48,21 @@ _NON_ALNUM_RE = re.compile(r"[\W_]+")
 _LINE_BREAK_RE = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
-def import_subject(count: int, extra: str, source: str) -> str:
-    """The subject of an ``import-engram`` commit (``is_import`` tells it)."""
-    return f"memory: import {count} observations{extra} from Engram ({source})"
+# How an import's commit subject starts (``import_subject``).
+IMPORT_PREFIX = "memory: import "
+
+
+def import_subject(count: int, what: str) -> str:
+    """The subject of an import's commit, ``memory: import COUNT WHAT``: import-engram's (WHAT
+    ``observations from Engram (FILE)``, which ``is_import`` tells) and import-slayer's (WHAT
+    ``memories from SLayer storage FOLDER``, which ``slayersince`` tells)."""
+    return f"{IMPORT_PREFIX}{count} {what}"
 
 
 def is_import(subject: str) -> bool:
     """Whether a commit's subject is an ``import-engram``'s: sync's folds tell an imported record
     (which two clones importing one export both hold) from a save made on each clone."""
-    return subject.startswith("memory: import ") and " from Engram (" in subject
+    return subject.startswith(IMPORT_PREFIX) and " from Engram (" in subject
 
 
 def redact_private(text: str) -> str:
@@ -241,12 +247,15 @@ def given_title(title: str) -> str | None:
     return None if blank(title) else title
 
 
-def imported_title(title: str) -> tuple[str | None, list[str]]:
-    """An import's title (``given_title``), on one line: Engram and a hand edit keep a line break
-    a save refuses, and an import that skipped the memory for it lost it. The breaks it held
-    (``title_breaks``) are returned, for the import to say what it did."""
+def import_title(title: str, memory_id: str, where: str, notes: list[str]) -> str | None:
+    """An import's title (``given_title``; import-engram's and import-slayer's), on one line:
+    Engram and a hand edit keep a line break a save refuses, and an import that skipped the
+    memory for it lost it. The breaks it held (``title_breaks``) are said in ``notes``."""
     redacted = redact_private(title)
-    return given_title(one_line_title(redacted)), title_breaks(redacted)
+    if breaks := title_breaks(redacted):
+        notes.append(f"{where}: memory {memory_id}'s title broke a line ({', '.join(dict.fromkeys(breaks))}); "
+                     "it is kept on one line, each break a space.")
+    return given_title(one_line_title(redacted))
 
 
 # A type names its family outright; no type appears twice, so lookup order is irrelevant.

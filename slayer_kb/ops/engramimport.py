@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any
 from ..core import engram, nesting
 from ..core.errors import InvalidInputError
 from ..core.inputs import check_unicode, given_text, read_given_file
-from ..core.locate import memory_path
 from ..core.memory import Memory, utc_now
 from ..core.problems import command
 from ..core.results import ImportResult
@@ -41,21 +40,11 @@ from ..search import lookups
 from ..store.repo import Change
 from ..transaction import memory_change
 from . import sessions
+from .interchange import require_committed
 
 if TYPE_CHECKING:
     from ..context import Context
     from ..transaction import Transaction
-
-
-def import_title(title: str, memory_id: str, where: str, notes: list[str]) -> str | None:
-    """An import's title (``engram.imported_title``): one a save would refuse for a line break is
-    put on one line, said in ``notes``, where skipping it lost the memory."""
-    taken, breaks = engram.imported_title(title)
-    if breaks:
-        notes.append(f"{where}: memory {memory_id}'s title broke a line ({', '.join(dict.fromkeys(breaks))}); "
-                     "it is kept on one line, each break a space.")
-    return taken
-
 
 
 _ENGRAM_TIME = re.compile(r"(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(\.\d+)?(Z|[+-]\d{2}:?\d{2})?\Z")
@@ -126,7 +115,9 @@ def import_engram(kb: Context, file: str | Path) -> ImportResult:
         # Ids are drawn only for the memories made (each drawn one is spent, a lease's too): a first
         # pass without ids, into a scratch result, counts them, as a skip or a revision takes none.
         dry = ImportResult(result.source)
-        _memories(kb, tx, observations, path.name, dict(seen), repeat(""), dry)
+        planned = _memories(kb, tx, observations, path.name, dict(seen), repeat(""), dry)
+        # The memories it revises, before an id is drawn: in one check, as import-slayer's.
+        require_committed(tx, [planned[memory_id] for memory_id in dry.replaced])
         changes = _memories(kb, tx, observations, path.name, seen, iter(tx.next_auto_ids(len(dry.imported))), result)
         # Engram's sessions and user prompts become session files (sessions.py), in the same commit.
         session_changes, result.sessions, result.prompts = sessions.import_engram(
@@ -134,7 +125,7 @@ def import_engram(kb: Context, file: str | Path) -> ImportResult:
         if changes or session_changes:
             extra = f", {result.sessions} new sessions, {result.prompts} prompts" if session_changes else ""
             result.commit = tx.commit(
-                [*changes.values(), *session_changes], engram.import_subject(len(changes), extra, one_line(path.name)))
+                [*changes.values(), *session_changes], engram.import_subject(len(changes), f"observations{extra} from Engram ({one_line(path.name)})"))
     return result
 
 
@@ -193,7 +184,6 @@ def _memories(kb: Context, tx: Transaction, observations: list[Any], name: str, 
             taken = []  # said again of the id the observation revises
             memory = _revised(holder, _observation(kb, obs, holder.id, where, result.warnings, taken) or memory)
             if holder.id not in result.imported and holder.id not in result.replaced:
-                tx.require_committed(memory_path(holder.id))
                 result.replaced.append(holder.id)
         if topic is not None:
             held[topic] = memory
@@ -235,7 +225,7 @@ def _observation(kb: Context, obs: dict[str, Any], memory_id: str, where: str, w
         return None
     try:
         kb.check_learning(content, "content")
-        title = import_title(obs.get("title") or "", memory_id, where, notes)
+        title = engram.import_title(obs.get("title") or "", memory_id, where, notes)
         check_unicode(obs, "the observation")
         project = engram.given_project(obs["project"]) if isinstance(obs.get("project"), str) else None
         topic_key = engram.given_topic_key(obs["topic_key"]) if isinstance(obs.get("topic_key"), str) else None

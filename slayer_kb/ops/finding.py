@@ -32,10 +32,12 @@ if TYPE_CHECKING:
 
 # Hits a search returns in each bucket unless asked for another number.
 DEFAULT_LIMIT = 10
-# A question's size limit in bytes (four memories at the default content limit): every word is
-# looked up in every field, so a megabyte of question held a search, and the searches queued
-# behind it in the warm server, for minutes. Refused rather than cut: no part is dropped unsaid.
-MAX_QUESTION = 262_144
+# A question's size limit in bytes (a memory at the default content limit): every word is looked
+# up in every field, and the warm server runs one command at a time, so a long question holds
+# every command queued behind it. A search costs about 5 ms of CPU a KB of question (0.3-0.5 s at
+# this limit, 1-1.4 s at the 256 KB allowed before; docs/search.md). Refused rather than cut: no
+# part is dropped unsaid.
+MAX_QUESTION = 65_536
 # A name such as orders.amount or shop.orders.amount: identifiers joined by dots.
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
 # A bare name as agents write one: snake_case (is_returned, gross_revenue_eur), not inside a
@@ -189,11 +191,12 @@ def question_names(kb: Context, question: str, resolver: Resolver | None = None,
     that means nothing is searched as typed and by its words. ``read``: the memory links the
     search's entities named, each mapped to whether its memory is live: read once already (and a
     deleted one told), not again. Public for the benchmark, which builds its requests as ``search`` does."""
-    from ..search.analysis import symbols  # Whoosh's analysis: a command that only reads files never loads it
+    from ..search.analysis import fold, symbols  # Whoosh's analysis: a command that only reads files never loads it
 
     dotted = [name for name in symbols(question, as_typed=True) if _DOTTED.fullmatch(name)]
-    alone = _ALONE.fullmatch(question)
-    bare = list(dict.fromkeys(([alone.group(1)] if alone else []) + _QUOTED.findall(question) + _SNAKE.findall(question)))
+    plain = fold(question)  # a name typed in fullwidth letters is the name (the words are matched so)
+    alone = _ALONE.fullmatch(plain)
+    bare = list(dict.fromkeys(([alone.group(1)] if alone else []) + _QUOTED.findall(plain) + _SNAKE.findall(plain)))
     links = list(dict.fromkeys(_link_named(kb, link) for link in _MEMORY_LINK.findall(question)))
     read = read or {}
     warnings = _deleted_by_id(kb, question.strip(), read)

@@ -84,12 +84,12 @@ from ..store.repo import Change
 from ..store.state import STATE_DIR
 from ..transaction import memory_change
 from . import exportrecord
-from .engramimport import import_title
 from .schema_words import memory_times
-from .slayersince import Since, import_subject, since_imports
+from .slayersince import IMPORTED, Since, since_imports
 
 if TYPE_CHECKING:
     from ..context import Context
+    from ..transaction import Transaction
 
 FRONT = "---\n"
 SLAYER_KEYS = ("id", "description", "entities", "query", "created_at")
@@ -232,7 +232,7 @@ def _memory_from_row(where: str, row: dict[str, Any], notes: list[str]) -> Memor
         raise InvalidInputError(f"{where}: {exc}") from None
     if isinstance(row.get("title"), str):  # as a save takes it: private spans redacted, trimmed, checked
         try:
-            row["title"] = import_title(row["title"], memory_id, where, notes)
+            row["title"] = engram.import_title(row["title"], memory_id, where, notes)
         except InvalidInputError as exc:
             raise InvalidInputError(f"{where}: {exc}") from None
         if row["title"] is None:
@@ -299,16 +299,22 @@ def import_slayer(kb: Context, folder: str | Path) -> ImportResult:
                 result.imported.append(memory.id)
             result.warnings.extend(taken)
             changes.append(memory_change(memory, text))
-        # A hand edit of a file it writes, staged or not, is the person's work: refused as a save's
-        # is, all of them in one check of git's status (a check a file took a git process each).
-        try:
-            tx.rewrite(lambda: (changes, None))
-        except ConflictError as exc:
-            raise ConflictError(exc.for_tools()) from None  # its words without --force, which an import has not
+        require_committed(tx, changes)
         if changes:
             count = len(result.imported) + len(result.replaced)
-            result.commit = tx.commit(changes, import_subject(count, one_line(folder.name)))
+            result.commit = tx.commit(changes, engram.import_subject(count, f"{IMPORTED} {one_line(folder.name)}"))
     return result
+
+
+def require_committed(tx: Transaction, changes: list[Change]) -> None:
+    """Refuse (``ConflictError``) an import (import-slayer's, import-engram's) that would write a
+    file holding a hand edit, staged or not: the person's work, refused as a save's is, in the
+    words without ``--force``, which an import has not. All of them in one check of git's status
+    (a check a file took a git process each)."""
+    try:
+        tx.rewrite(lambda: (changes, None))
+    except ConflictError as exc:
+        raise ConflictError(exc.for_tools()) from None
 
 
 def _ids_named(where: str, row: dict[str, Any]) -> set[str]:

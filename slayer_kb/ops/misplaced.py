@@ -11,11 +11,12 @@ from ..core.locate import MEMORIES_DIR, is_leftover
 from ..core.memory import MAX_FILE_BYTES
 
 
-def misplaced(path: Path) -> str | None:
+def misplaced(path: Path, command: str) -> str | None:
     """Why ``path`` is no memory or session file: a folder (whose files every command skips,
     silently: a memory moved into ``memories/team/`` vanished from search while validate said
     nothing), a SLayer memory file (``1.md``: import-slayer reads it, a rename would not convert
-    it), an editor's leftover or a copy beside its memory, or another name not ``.yaml``."""
+    it), an editor's leftover or a copy beside its memory, or another name not ``.yaml``.
+    ``command``: slayer-kb as a fix runs it (``problems.command``)."""
     folder = path.parent.name
     if path.is_dir() and not path.is_symlink() and path.suffix != ".yaml":
         return (f"is a folder; slayer-kb reads only the .yaml files directly in {folder}/, none in a folder: move "
@@ -29,7 +30,7 @@ def misplaced(path: Path) -> str | None:
             return (f"is SLayer's file of memory {path.stem}, which {imported} holds: slayer-kb reads only .yaml files "
                     f"in {folder}/; compare the two, then delete it")
         return (f"is a SLayer memory file, which slayer-kb does not read (a rename would not convert it): bring it in "
-                f"with 'slayer-kb import-slayer FOLDER' (the folder holding {folder}/), then delete it")
+                f"with '{command} import-slayer FOLDER' (the folder holding {folder}/), then delete it")
     if is_leftover(path.name) or original is not None and (path.parent / original).exists():
         of = f" of {original}" if original else ""
         return (f"is a copy{of} (an editor's backup, or one --force kept), not a memory: slayer-kb reads only "

@@ -127,18 +127,18 @@ def _given_onto_one(store: GitStore, root: Path, parted: str, tips: tuple[str, s
     held = [objects.blobs_at(objects.tree_of(commit), paths.values()) for commit in (parted, *tips)]
     given = {i: (held[1][path], held[2][path]) for i, path in paths.items() if held[1][path] and held[2][path]}
     # Read only what may clash: a named id new on both sides (one the merge base held was edited, not given).
-    saved = [pair for i, pair in given.items() if held[0][paths[i]] is None and not is_auto_id(i)
-             and not (i in ends[0] and i in ends[1])]
-    texts = objects.read_many("blob", {blob for pair in saved for blob in pair if blob})
+    saved = {i: pair for i, pair in given.items() if held[0][paths[i]] is None and not is_auto_id(i)
+             and not (i in ends[0] and i in ends[1])}
+    texts = objects.read_many("blob", {blob for pair in saved.values() for blob in pair if blob})
     clash: list[tuple[str, list[str]]] = []
-    for i, pair in given.items():
+    for i in given:  # in id order: the first clash is the one the steps name
         if i in ends[0] and i in ends[1]:
             if ends[0][i] != ends[1][i]:
                 clash.append((i, [f"renamed {ends[0][i]} to {i}", f"renamed {ends[1][i]} to {i}"]))
             continue
-        if held[0][paths[i]] is not None or is_auto_id(i):
+        if i not in saved:
             continue
-        made = _made(i, [texts[blob] for blob in pair if blob])
+        made = _made(i, [texts[blob] for blob in saved[i] if blob])
         if made and made[0] != made[1]:
             clash.append((i, [f"renamed {ends[s][i]} to {i}" if i in ends[s] else
                               f"saved a new memory as {i} (created {made[s]})" for s in (0, 1)]))

@@ -12,22 +12,20 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..core.engram import IMPORT_PREFIX
 from ..core.locate import MEMORIES_DIR, memory_path
 from ..store.gitenv import LITERAL_PATHS
 
 if TYPE_CHECKING:
     from ..store.repo import GitStore
 
-_MARK = " memories from SLayer storage "
-
-
-def import_subject(count: int, source: str) -> str:
-    """The subject of an ``import-slayer`` commit (``since_imports`` tells it)."""
-    return f"memory: import {count}{_MARK}{source}"
+# What an import-slayer commit's subject says it imported (``engram.import_subject``), before the
+# folder's name: ``since_imports`` tells its commits by it.
+IMPORTED = "memories from SLayer storage"
 
 
 def _is_import(subject: str) -> bool:
-    return subject.startswith("memory: import ") and _MARK in subject
+    return subject.startswith(IMPORT_PREFIX) and f" {IMPORTED} " in subject
 
 
 @dataclass(frozen=True)

@@ -315,7 +315,7 @@ def check_file(path: Path, name: str, context: KBContext, warnings: list[Problem
     def add(line: int | None, message: str) -> None:
         problems.append(Problem(name, line or 1, message))
 
-    if (why := misplaced(path)) is not None:
+    if (why := misplaced(path, context.command)) is not None:
         add(1, why)
         return problems
     problems.extend(id_problems(path.stem, name, context))
@@ -445,7 +445,7 @@ def _text_problems(text: str, memory_id: str, name: str, context: KBContext, typ
         differs = text.splitlines()[line - 1:line]
         # A key read in NFC (memory.COMPOSED_KEYS) looks the same decomposed: say why it differs.
         why = "" if unicodedata.is_normalized("NFC", "".join(differs)) else " (decomposed Unicode, as macOS writes it)"
-        add(line, f"not in canonical form{why}; run 'slayer-kb fmt {shell_word(typed)}'")
+        add(line, f"not in canonical form{why}; run '{context.command} fmt {shell_word(typed)}'")
     return problems
 
 
@@ -456,7 +456,7 @@ def check_session_file(path: Path, name: str, context: KBContext) -> list[Proble
     def add(line: int | None, message: str) -> None:
         problems.append(Problem(name, line or 1, message))
 
-    if (why := misplaced(path)) is not None:
+    if (why := misplaced(path, context.command)) is not None:
         add(1, why)
         return problems
     session_id = id_of_file(path.name)
@@ -492,7 +492,7 @@ def check_session_file(path: Path, name: str, context: KBContext) -> list[Proble
         return problems
     canonical = dump_session(session)
     if canonical != as_committed(text, context.crlf):
-        add(first_difference(text, canonical), f"not in canonical form; run 'slayer-kb fmt {shell_word(name)}'")
+        add(first_difference(text, canonical), f"not in canonical form; run '{context.command} fmt {shell_word(name)}'")
     return problems
 
 

@@ -9,6 +9,7 @@ bench corpus's texts. A property test holds it to Whoosh's analyzer, token for t
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
@@ -31,8 +32,16 @@ def _stem(word: str) -> str:
     return stem(word)
 
 
+def fold(text: str) -> str:
+    """``text`` in NFKC: a fullwidth ``ｒｅｆｕｎｄｓ``, a ligature ``ﬁ``, a superscript or fullwidth
+    digit are the plain letters and digits they stand for. Every reading of a text the words
+    channel matches (its words, its symbols, a question's names) folds first, at index and at
+    query time alike, so that either spelling finds the other. ASCII costs one check."""
+    return text if text.isascii() else unicodedata.normalize("NFKC", text)
+
+
 class WordAnalyzer(Analyzer):
-    """Words, lower-cased, without stop words and one-letter words, stemmed.
+    """Words, NFKC-folded and case-folded, without stop words and one-letter words, stemmed.
 
     Like Whoosh's tokenizers it yields one Token, changed in place. What only Whoosh's query
     parser and highlighter ask for (positions, character offsets, original text, stop words
@@ -62,10 +71,11 @@ class WordAnalyzer(Analyzer):
 
     @staticmethod
     def words(value: str) -> list[str]:
-        """The terms of ``value``, in order, as the analyzer yields them."""
+        """The terms of ``value``, in order, as the analyzer yields them: Whoosh's, of ``fold(value)``,
+        each word case-folded (``straße`` is ``strasse``) where Whoosh lowers it."""
         out = []
-        for word in _WORDS.findall(value):
-            word = word.lower()
+        for word in _WORDS.findall(fold(value)):
+            word = word.casefold()
             if len(word) >= _MIN_SIZE and word not in _STOP_WORDS:
                 out.append(_stem(word))
         return out
@@ -89,16 +99,16 @@ MAX_SYMBOL = 64
 
 
 def symbols(text: str, as_typed: bool = False) -> list[str]:
-    """The distinct symbol tokens of ``text``, in order of first appearance: lower-cased, as
+    """The distinct symbol tokens of ``fold(text)``, in order of first appearance: case-folded, as
     indexed, or ``as_typed`` (a name to look up in a catalog whose names have capitals)."""
     out: dict[str, None] = {}
-    for raw in text.split():
+    for raw in fold(text).split():
         if len(raw) > 1 and raw.isalnum():
             continue  # an ordinary word: the word analysis has it
         typed = raw.lstrip(_OPENING).rstrip(_CLOSING)
         if not _ALNUM.search(typed):
             continue  # punctuation alone (an arrow, a dash) names nothing
-        token = typed.lower()
+        token = typed.casefold()
         if token in _SYMBOL_STOPS or len(token) > MAX_SYMBOL:
             continue
         plain = all(c.isalnum() or c == "_" for c in token.replace("'", ""))

@@ -137,6 +137,16 @@ class Encoder:
         encoded = self._tokenizer.encode_batch([t[:MAX_CHARS] for t in texts])
         return [_fits(t, e) for t, e in zip(texts, encoded, strict=True)]
 
+    def longer_than(self, text: str, pieces: int) -> bool:
+        """Whether ``text`` is more than this many word pieces (what its runs of the model cost).
+        A word is one piece or more, so a text of more words is, untokenized; else word by word
+        (the tokenizer cuts one text at ``MAX_TOKENS``, and splits at blanks anyway)."""
+        if len(text) <= pieces:
+            return False  # a piece is a character or more
+        words = text.split()
+        return len(words) > pieces or sum(len(e.ids) for e in self._tokenizer.encode_batch(
+            words, add_special_tokens=False)) > pieces
+
     def passages(self, text: str) -> list[str]:
         """The inputs a text is embedded as: itself when it ``fits``, else its sentences in
         order, grouped into passages of at most ``PASSAGE_TOKENS`` word pieces under its first

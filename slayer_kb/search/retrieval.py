@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import whoosh_start  # noqa: F401  # isort: skip  (first: see its doc)
@@ -34,7 +34,7 @@ from . import embedding, encoder
 from . import entities as E
 from . import fusion as F
 from . import words as W
-from .analysis import symbols
+from .analysis import fold, symbols
 from .filters import Restriction, restrict
 from .fusion import ALL, ALL_FIRST, FUSED
 from .helper import helper
@@ -63,6 +63,11 @@ MIN_DEPTH = 60
 # The token-level match re-ranks this many of the best candidates (at least 3 per result asked).
 TOKEN_POOL = 30
 CHANNELS = frozenset({"words", "meaning", "entities"})
+# The longest question the sentence model reads (word pieces: 8 passages, about 4 KB of prose and
+# 0.2 s of a core). A longer one is read by meaning through the static vectors, every word of it:
+# its model runs held the warm server, and every command queued behind it, for seconds (a 16 KB
+# question 1-2 s, 256 KB 14-30 s), a question against a memory being mostly a sentence or two.
+QUESTION_PIECES = 1024
 BUCKETS = ((False, "memory", "memories"), (True, "example query", "example queries"))
 
 
@@ -110,6 +115,9 @@ def _run(index: Index, request: Request) -> Found:
     topic = E.exact_query(question) if question else None
     if topic is not None and not words and not index.scores(topic, _restriction(request, None), limit=1):
         topic = None  # '!!!' is id-shaped, but names no memory: a question of no searchable words
+    # Meaning reads the question as the words do (NFKC): its models know no fullwidth letter. The
+    # id or topic key above is matched as typed.
+    request = replace(request, question=fold(question))
     if question and not words and topic is None:
         found.warnings.append(f"The question {question!r} has no searchable words (punctuation and words as common as "
                               "'the' are not searched): ask with the words that matter, such as a column, a metric or "
@@ -135,7 +143,7 @@ def _run(index: Index, request: Request) -> Found:
                                if embedder is not None else (None, False, None))
     # The static vector when first needed: a candidate without a sentence vector, or a KB
     # some of whose memories lack one (where every memory has one, no search needs it).
-    vector = functools.cache(lambda: embedder.embed([question])[0]) if embedder is not None else None
+    vector = functools.cache(lambda: embedder.embed([request.question])[0]) if embedder is not None else None
     catalog_warnings: list[str] = []
 
     def catalog() -> None:
@@ -230,8 +238,13 @@ def _sentence_vector(
     if not isinstance(model, encoder.Encoder):
         warnings.append(str(model))  # a damaged or changed install: the user can mend it
         return None, False, None
+    if model.longer_than(request.question, QUESTION_PIECES):
+        notes.append(f"The question is longer than the sentence model reads for a question ({QUESTION_PIECES} word "
+                     "pieces, about 4 KB of text): it is matched by meaning through the static vectors, every word of "
+                     "it, and by its words. Ask with the words that matter for a sharper answer.")
+        return None, False, None
     scan = index.sentence_scan(_restriction(request, None).values, closest) if closest is not None else None
-    return model.encode_later(request.question.strip(), scan.begin if scan is not None else None), covered == total, scan
+    return model.encode_later(request.question, scan.begin if scan is not None else None), covered == total, scan
 
 
 def _ranked(

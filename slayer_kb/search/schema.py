@@ -15,11 +15,11 @@ from whoosh.fields import ID, KEYWORD, STORED, TEXT, Schema
 from ..catalog.catalog import Catalog
 from ..core.locate import linked_id
 from ..core.memory import Memory
-from .analysis import WordAnalyzer, symbols
+from .analysis import WordAnalyzer, fold, symbols
 from .codec import Codec
 
 # Bump when the schema or what is indexed changes: an index of another format is rebuilt.
-FORMAT = 12
+FORMAT = 13  # 13: words and symbols NFKC- and case-folded (analysis.fold)
 NONE = "\u2205"  # stands for "no value" in ID fields (an empty string indexes no term)
 _analyzer = WordAnalyzer()
 CODEC = Codec()
@@ -86,7 +86,7 @@ SCHEMA = Schema(
 def text_terms(text: str) -> list[list[str]]:
     """The words of ``text`` as analysed tokens; a word the analyser splits yields several."""
     out = []
-    for word in _WORD.findall(text):
+    for word in _WORD.findall(fold(text)):  # split as the analyser would read it (a fullwidth dot is a dot)
         tokens = [t.text for t in _analyzer(word)]
         if tokens:
             out.append(tokens)
