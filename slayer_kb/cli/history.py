@@ -282,7 +282,7 @@ def merge_cmd(settings: Settings, ref: str) -> None:
         if result.action == "up to date":
             return f"Already up to date with {ref}."
         text = f"{'Merged' if result.action == 'merged' else 'Fast-forwarded to'} {ref}; run {result.push} to push."
-        return (text + _folded(result.folded, result.deduplicated) + _unlinked(result.unlinked, result.cascaded, result.relinked)
+        return (text + _followed(result.followed, ref, command(settings.kb().root)) + _folded(result.folded, result.deduplicated) + _unlinked(result.unlinked, result.cascaded, result.relinked)
                 + _sessions(result.session_projects, ref) + _checked(result, ref, command(settings.kb().root)))
 
     emit(settings, result.to_json(), human)
@@ -292,6 +292,16 @@ def _folded(merged: dict[str, str], deduplicated: dict[str, str]) -> str:
     """The lines saying which memories were folded into the other side's (one topic key, one save)."""
     return "".join(f"\n  merged ({why}): " + ", ".join(f"{o} into {n}" for o, n in moved.items())
                    for why, moved in (("same topic key", merged), ("same save", deduplicated)) if moved)
+
+
+def _followed(followed: dict[str, dict[str, str]], ref: str, run: str) -> str:
+    """The line of each memory this branch had folded into another that ``ref`` forgot or edited
+    since (merge._follow_folds): where its change went, and a forget's one command."""
+    return "".join(
+        f"\n  kept {f['kept']}: {ref} forgot {old}, which this branch had merged into {f['kept']}; to forget "
+        f"{f['kept']} too: {run} forget {f['kept']}" if f["change"] == "forgot" else
+        f"\n  {ref}'s edit of {old} went to {f['kept']}, which this branch had merged {old} into"
+        for old, f in followed.items())
 
 
 def _sessions(apart: dict[str, dict[str, str]], upstream: str) -> str:

@@ -414,6 +414,8 @@ class MergeResult:
     unlinked: dict[str, list[str]] = field(default_factory=dict)  # memory -> forgotten ids stripped (unlinks.py)
     cascaded: dict[str, list[str]] = field(default_factory=dict)  # memory -> deleted entities stripped (unlinks.py)
     relinked: dict[str, dict[str, str]] = field(default_factory=dict)  # memory -> {renamed id: new id} (unlinks.py)
+    # A memory this branch folded away that REF forgot or edited since: {its id: {kept, change}} (merge._follow_folds).
+    followed: dict[str, dict[str, str]] = field(default_factory=dict)
     # What sync's revalidation would say of the branch's memories on top of REF (revalidation.py):
     # the problems it refuses to push, and the stale and untouched invalid example queries it lets through.
     problems: list[str] = field(default_factory=list)
@@ -427,7 +429,7 @@ class MergeResult:
                 "deduplicated": self.deduplicated,
                 "unlinked": self.unlinked, "cascaded": self.cascaded, "relinked": self.relinked, "problems": self.problems,
                 "stale_queries": self.stale_queries, "untouched_queries": self.untouched_queries,
-                "session_projects": self.session_projects}
+                "session_projects": self.session_projects, "followed": self.followed}
 
 
 @dataclass

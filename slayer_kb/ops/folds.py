@@ -36,6 +36,7 @@ from ..store.revisions import added_version
 from ..transaction import Transaction, memory_change
 from .renumber import renumbered_text
 from .snapshot import blobs_at
+from .syncfetch import default_branch
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -63,10 +64,8 @@ class Standing:
         remote's default changed, and the clone that made the team, ``git remote add`` and a push,
         has none). Asked only when both memories are on the remote: a sync's own saves are not."""
         said = claims.network(self.store, "ls-remote", "--symref", self.remote, "HEAD") if self.remote else None
-        told = [line.split()[1].removeprefix("refs/heads/") for line in
-                (said.stdout.decode("utf-8", "replace").splitlines() if said is not None and said.returncode == 0 else [])
-                if line.startswith("ref: refs/heads/") and len(line.split()) >= 2]
-        return next((tip for name in [*told, "HEAD", "main", "master"]
+        told = default_branch(said.stdout.decode("utf-8", "replace")) if said is not None and said.returncode == 0 else ""
+        return next((tip for name in [told, "HEAD", "main", "master"] if name
                      if (tip := self.store.tip(f"refs/remotes/{self.remote}/{name}"))), "") if self.remote else ""
 
     def keeps_mine(self, mine: Memory, theirs: Memory) -> bool:
@@ -238,10 +237,34 @@ def _commit(tx: Transaction, folds: dict[str, Memory], changes: list[Change], wh
     moved.update(mapping)
 
 
+def fold_moves(store: GitStore, parted: str, side: str) -> list[dict[str, str]]:
+    """The moves (folded id -> the id kept) of each fold's commit between ``parted`` and ``side``,
+    oldest first (``core.merging.folded_by``): the one reading of folds a branch made."""
+    subjects = store.git("log", "--format=%s", "--grep=^memory: merge ", side, "--not", parted).stdout.decode(
+        "utf-8", "replace").splitlines()
+    return [fold[0] for subject in reversed(subjects) if (fold := folded_by(subject)) is not None]
+
+
 def folds_into(store: GitStore, parted: str, side: str) -> dict[str, set[str]]:
     """The ids each memory took in by a fold's commit between ``parted`` and ``side``."""
     into: dict[str, set[str]] = {}
-    for subject in store.git("log", "--format=%s", f"{parted}..{side}").stdout.decode("utf-8", "replace").splitlines():
-        for gone, kept in (fold[0] if (fold := folded_by(subject)) is not None else {}).items():
+    for moves in fold_moves(store, parted, side):
+        for gone, kept in moves.items():
             into.setdefault(kept, set()).add(gone)
     return into
+
+
+def folded_to(store: GitStore, parted: str, side: str) -> dict[str, str]:
+    """Each id a fold's commit between ``parted`` and ``side`` moved -> the id its memory ended at
+    (a later fold of the memory kept followed on; a later fold of the id wins)."""
+    folds: dict[str, str] = {}
+    for moves in fold_moves(store, parted, side):
+        folds.update(moves)
+    found = {}
+    for old, new in folds.items():
+        seen = {old}
+        while new in folds and new not in seen:
+            seen.add(new)
+            new = folds[new]
+        found[old] = new
+    return found

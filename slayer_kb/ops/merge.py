@@ -44,7 +44,7 @@ from ..store.renames import (
 from ..store.revisions import added_alike, resolve_rev, shallow_parting
 from ..store.worktree import require_shown
 from .conflictsteps import crossed_words, opening, reuse_steps
-from .folds import Standing
+from .folds import Standing, folded_to
 from .rebase import conflict_steps, held_stages, merge_from, push_step, settle, swap_sides, unmerged
 from .renumber import refuse_clashes, require_clean
 from .reuses import Retry, refuse_reuse
@@ -74,7 +74,8 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
         refuse_reuse(store, kb.root, parted, (sha, before), ref, Retry.merge(ref), both)
         if parted:
             refuse_clashes(store, sha, parted, ref, f"merge {words(ref)}")
-        stopped = merge_in(store, ref, sha, written_on_either(store, (sha, before), bases), bases)
+        followed: dict[str, tuple[str, str]] = {}
+        stopped = merge_in(store, ref, sha, written_on_either(store, (sha, before), bases), bases, followed=followed)
         if stopped is not None:
             raise ConflictError(merge_conflict_message(store, ref, *stopped, tips=("HEAD", sha)))
         kb.reread()
@@ -83,6 +84,7 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
         branch = store.branch()
         result = MergeResult(ref, "up to date" if head == before else "fast-forward" if head == sha else "merged", head,
                              push_step(kb.shared_remote(), branch, 0, store.root))
+        result.followed = {old: {"kept": new, "change": how} for old, (new, how) in followed.items()}
         if result.action == "merged":
             # Before the fixes' commits, HEAD holds the merged sessions.
             result.session_projects = session_projects(store, (sha, before), both)
@@ -128,7 +130,8 @@ def unrelated(store: GitStore, ref: str, sha: str) -> StoreError:
 
 
 def merge_in(store: GitStore, ref: str, sha: str, written: list[str] | None,
-             bases: list[str], seen: str = "") -> tuple[list[str], dict[str, set[int]]] | None:
+             bases: list[str], seen: str = "", followed: dict[str, tuple[str, str]] | None = None
+             ) -> tuple[list[str], dict[str, set[int]]] | None:
     """``git merge REF`` (``sha``, its commit) with the KB's merge driver, committed (see the
     module doc); None when it finished, else the unmerged paths and their stages as
     ``conflict_steps`` reads them, the merge stopped on them (``sync`` aborts it). ``written``: the
@@ -136,7 +139,9 @@ def merge_in(store: GitStore, ref: str, sha: str, written: list[str] | None,
     ones git can hand the driver (``mergedriver.require_driver``); ``bases``: where HEAD and
     ``sha`` parted (``snapshot.merge_bases``; the first, of several, as rough as another for the
     checks after git's merge: git merges from all of them), none with no common ancestor;
-    ``seen``: sync's upstream as this clone last fetched it (``rebase.first_version``)."""
+    ``seen``: sync's upstream as this clone last fetched it (``rebase.first_version``);
+    ``followed``: given each memory REF forgot or edited that this branch had folded into another
+    (``_follow_folds``)."""
     before = store.head()
     assert before is not None
     if not bases:  # git refuses the merge and says only that, not what to do
@@ -163,6 +168,8 @@ def merge_in(store: GitStore, ref: str, sha: str, written: list[str] | None,
     # The memory files each side added since they parted (KB-relative), read once for the checks below.
     added = tuple(set(store.added_paths(parted, tip, f"{MEMORIES_DIR}/")) for tip in (before, sha))
     _merge_added_alike(store, before, sha, added, stopped)
+    if followed is not None and _follow_folds(store, parted, (before, sha), followed):
+        stopped = unmerged(store)
     forget, edited = _forgotten_here(store, parted, before, sha, added[0])
     if forget:
         store.git_writing_index("rm", "-q", "-f", "--", *forget, env=LITERAL_PATHS)
@@ -234,6 +241,54 @@ def _forgotten_here(store: GitStore, parted: str, ours: str, theirs: str,
             else:
                 edited[path] = blob
     return forget, edited
+
+
+def _follow_folds(store: GitStore, parted: str, tips: tuple[str, str], followed: dict[str, tuple[str, str]]) -> bool:
+    """Carry through this branch's folds since ``parted`` (``folds.folded_to``) what REF (``tips``:
+    this branch, REF) did since to a memory this branch folded away: git knows no fold, and pairs
+    the folded file with the kept one only where their texts are alike (a rename), else sees a
+    forget here. An edit there lands on the memory kept, merged from the folded one's version at
+    ``parted`` (held as two edits of it where both changed one line); a forget there leaves the
+    memory kept as this branch holds it, the memory the team holds with this branch's own
+    revisions (forgetting it too is the person's choice, which the reply names). A memory REF
+    renamed is left to git. Whether any was found, ``followed`` given {folded id: (kept id,
+    'forgot' or 'edited')}."""
+    moved = folded_to(store, parted, tips[0])
+    if not moved:
+        return False
+    objects = store.objects
+    paths = {i: store.repo_path(memory_path(i)) for i in {*moved, *moved.values()}}
+    was, ours, theirs = (objects.blobs_at(objects.tree_of(c), paths.values()) for c in (parted, *tips))
+    changed = {old: new for old, new in moved.items() if was[paths[old]] is not None
+               and ours[paths[new]] is not None and theirs[paths[old]] != was[paths[old]]}
+    renamed = renames_between(store, parted, tips[1]) if changed else {}
+    lines: list[str] = []
+    held: list[str] = []
+    for old, new in changed.items():
+        if old in renamed:
+            continue
+        base, kept, edit = was[paths[old]], ours[paths[new]], theirs[paths[old]]
+        assert base is not None and kept is not None
+        lines.append(f"0 {'0' * 40}\t{paths[old]}\n")
+        if edit is None:
+            lines += [f"0 {'0' * 40}\t{paths[new]}\n", f"100644 {kept} 0\t{paths[new]}\n"]
+        elif (merged := mergedriver.merged_blob(store, paths[new], (base, kept, edit))) is not None:
+            lines += [f"0 {'0' * 40}\t{paths[new]}\n", f"100644 {merged} 0\t{paths[new]}\n"]
+        else:
+            lines += [f"0 {'0' * 40}\t{paths[new]}\n",
+                      *(f"100644 {blob} {n}\t{paths[new]}\n" for n, blob in enumerate((base, kept, edit), 1))]
+            held.append(paths[new])
+        followed[old] = (new, "forgot" if edit is None else "edited")
+    if not lines:
+        return False
+    store.git_writing_index("update-index", "--index-info", input="".join(lines).encode())
+    for old, (new, _how) in followed.items():
+        (store.top / paths[old]).unlink(missing_ok=True)  # git's conflict left REF's edit there
+        if paths[new] not in held:
+            store.git_writing_index("checkout", "--", paths[new], env=LITERAL_PATHS)
+    for path in held:  # both edits, in git's markers
+        store.git_writing_index("checkout", "-m", "--", path, env=LITERAL_PATHS)
+    return True
 
 
 def _hold_unseen_renames(store: GitStore, parted: str, tips: tuple[str, str], added: tuple[set[str], ...]) -> bool:

@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING
 from ..core.errors import KBError
 from ..core.locate import MEMORIES_DIR, MEMORY_LINK, id_of_path, linked_id, memory_link, memory_path
 from ..core.memory import Memory, loads, with_entities
-from ..core.merging import folded_by
 from ..store.guesses import moved_by_hand
 from ..store.renames import Renamed, crossings, renamed_since, renames_between
 from ..store.repo import Change, GitStore
 from ..transaction import Transaction, memory_change
+from .folds import folded_to
 from .snapshot import CATALOG_DIRS, absent_at_head, blobs_at, deleted_entities, under
 
 if TYPE_CHECKING:
@@ -163,19 +163,7 @@ def _folded_since(store: GitStore, parted: str, ids: set[str]) -> dict[str, str]
     memory is gone at HEAD is left out (a forget after the fold: stripped)."""
     if not ids:
         return {}
-    subjects = store.git("log", "--format=%s", "--grep=^memory: merge ", "HEAD", "--not", parted).stdout.decode(
-        "utf-8", "replace").splitlines()
-    folds: dict[str, str] = {}
-    for subject in reversed(subjects):  # oldest first: a later fold of the id wins
-        if (fold := folded_by(subject)) is not None:
-            folds.update(fold[0])
-    found = {}
-    for old in ids & folds.keys():
-        new, seen = folds[old], {old}
-        while new in folds and new not in seen:
-            seen.add(new)
-            new = folds[new]
-        found[old] = new
+    found = {old: new for old, new in folded_to(store, parted, "HEAD").items() if old in ids}
     paths = {new: store.repo_path(memory_path(new)) for new in found.values()}
     held = store.objects.blobs_at(store.objects.tree_of(store.head() or ""), paths.values()) if found else {}
     return {old: new for old, new in found.items() if held[paths[new]] is not None}
