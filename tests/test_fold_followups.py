@@ -78,9 +78,38 @@ def test_an_edit_of_a_folded_memory_on_the_agents_branch_lands_on_mains_memory(
     git(reviewer, "fetch", "-q")
     merged = invoke_cli("--kb", reviewer, "merge", "origin/agent-y", check=True)
     assert merged.stdout == ("Merged origin/agent-y; run slayer-kb sync to push.\n"
-                             f"  origin/agent-y's edit of {folded} went to {kept}, which this branch had merged "
-                             f"{folded} into\n")
+                             f"  kept {kept}: origin/agent-y edited {folded}, which this branch had merged into {kept}: "
+                             f"the edit went to {kept}\n")
     shown = json_of(invoke_cli("--kb", reviewer, "--json", "get", kept, check=True))
     assert (shown["learning"], shown["revision_count"]) == (unlike("outage"), revisions + 1)
     assert not (reviewer / "memories" / f"{folded}.yaml").exists()
+    invoke_cli("--kb", reviewer, "sync", check=True)
+
+
+def test_a_folded_memory_the_agent_renamed_later_is_folded_under_its_new_id_too(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # The merge stopped on three conflicts whose steps kept the key twice or stripped the links.
+    _bare, (agent, a, reviewer) = make_team(tmp_path, clones=3)
+    folded, kept = _reviewer_folded(invoke_cli, agent, a, reviewer, APART)
+    revisions = json_of(invoke_cli("--kb", reviewer, "--json", "get", kept, check=True))["revision_count"]
+    linking = _saved(invoke_cli, agent, unlike("linking"), "-e", f"memory:{folded}", "-e", "shop.orders.amount")
+    invoke_cli("--kb", agent, "rename", folded, "kb.retry", check=True)
+    invoke_cli("--kb", agent, "update", "kb.retry", "--learning", unlike("outage"), check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(reviewer, "fetch", "-q")
+    merged = invoke_cli("--kb", reviewer, "merge", "origin/agent-y", check=True)
+    assert merged.stdout == (
+        "Merged origin/agent-y; run slayer-kb sync to push.\n"
+        f"  kept {kept}: origin/agent-y renamed {folded} to kb.retry, which this branch had merged into {kept}: its "
+        f"edits went to {kept}, and links to kb.retry point at it\n")
+    assert git(reviewer, "log", "-1", "--format=%s") == (
+        f"memory: merge kb.retry into {kept} (topic decision/retry-budget)\n")
+    shown = json_of(invoke_cli("--kb", reviewer, "--json", "get", kept, check=True))
+    # The agent's save counted once (the fold made it one of 101's), its update once.
+    assert (shown["learning"], shown["revision_count"]) == (unlike("outage"), revisions + 1)
+    assert json_of(invoke_cli("--kb", reviewer, "--json", "get", linking, check=True))["entities"] == [
+        f"memory:{kept}", "shop.orders.amount"]
+    assert invoke_cli("--kb", reviewer, "get", "kb.retry").stderr.startswith(
+        f"Error: No memory with id 'kb.retry'. It was merged into '{kept}' in commit ")
+    assert invoke_cli("--kb", reviewer, "validate").returncode == 0
     invoke_cli("--kb", reviewer, "sync", check=True)

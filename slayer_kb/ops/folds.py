@@ -223,6 +223,20 @@ def _live(kb: Context, ids: list[str]) -> list[Memory]:
     return out
 
 
+def fold_renamed(kb: Context, tx: Transaction, moved: dict[str, str]) -> None:
+    """One fold's commit of each id of ``moved`` into the memory it maps to, which holds its
+    content already: the other side's new id of a memory this branch had folded away, renamed
+    there since (``merge._follow_folds``). A fold, not a forget: links to it follow
+    (``unlinks.py``), and ``get`` of it says where it went."""
+    if not moved:
+        return
+    kb.reread()
+    folds = {old: kb.read(new) for old, new in moved.items()}
+    keys = sorted({m.topic_key for m in folds.values() if m.topic_key})
+    _commit(tx, folds, [Change(memory_path(old), None) for old in moved], f"topic {', '.join(keys)}" if keys
+            else "same save", {})
+
+
 def _commit(tx: Transaction, folds: dict[str, Memory], changes: list[Change], why: str,
             moved: dict[str, str]) -> None:
     """One commit of ``folds`` (this branch's id -> the memory it is folded into) and ``changes``,

@@ -44,7 +44,7 @@ from ..store.renames import (
 from ..store.revisions import added_alike, resolve_rev, shallow_parting
 from ..store.worktree import require_shown
 from .conflictsteps import crossed_words, opening, reuse_steps
-from .folds import Standing, folded_to
+from .folds import Standing, fold_renamed, folded_to
 from .rebase import conflict_steps, held_stages, merge_from, push_step, settle, swap_sides, unmerged
 from .renumber import refuse_clashes, require_clean
 from .reuses import Retry, refuse_reuse
@@ -74,7 +74,7 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
         refuse_reuse(store, kb.root, parted, (sha, before), ref, Retry.merge(ref), both)
         if parted:
             refuse_clashes(store, sha, parted, ref, f"merge {words(ref)}")
-        followed: dict[str, tuple[str, str]] = {}
+        followed: dict[str, dict[str, str]] = {}
         stopped = merge_in(store, ref, sha, written_on_either(store, (sha, before), bases), bases, followed=followed)
         if stopped is not None:
             raise ConflictError(merge_conflict_message(store, ref, *stopped, tips=("HEAD", sha)))
@@ -84,8 +84,10 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
         branch = store.branch()
         result = MergeResult(ref, "up to date" if head == before else "fast-forward" if head == sha else "merged", head,
                              push_step(kb.shared_remote(), branch, 0, store.root))
-        result.followed = {old: {"kept": new, "change": how} for old, (new, how) in followed.items()}
+        result.followed = followed
         if result.action == "merged":
+            # A memory REF renamed that this branch had folded away, its edits in the memory kept.
+            fold_renamed(kb, tx, {f["renamed"]: f["kept"] for f in followed.values() if "renamed" in f})
             # Before the fixes' commits, HEAD holds the merged sessions.
             result.session_projects = session_projects(store, (sha, before), both)
             # What sync does once the upstream is in: the same fixes, and its revalidation named.
@@ -130,7 +132,7 @@ def unrelated(store: GitStore, ref: str, sha: str) -> StoreError:
 
 
 def merge_in(store: GitStore, ref: str, sha: str, written: list[str] | None,
-             bases: list[str], seen: str = "", followed: dict[str, tuple[str, str]] | None = None
+             bases: list[str], seen: str = "", followed: dict[str, dict[str, str]] | None = None
              ) -> tuple[list[str], dict[str, set[int]]] | None:
     """``git merge REF`` (``sha``, its commit) with the KB's merge driver, committed (see the
     module doc); None when it finished, else the unmerged paths and their stages as
@@ -243,49 +245,51 @@ def _forgotten_here(store: GitStore, parted: str, ours: str, theirs: str,
     return forget, edited
 
 
-def _follow_folds(store: GitStore, parted: str, tips: tuple[str, str], followed: dict[str, tuple[str, str]]) -> bool:
+def _follow_folds(store: GitStore, parted: str, tips: tuple[str, str], followed: dict[str, dict[str, str]]) -> bool:
     """Carry through this branch's folds since ``parted`` (``folds.folded_to``) what REF (``tips``:
     this branch, REF) did since to a memory this branch folded away: git knows no fold, and pairs
     the folded file with the kept one only where their texts are alike (a rename), else sees a
     forget here. An edit there lands on the memory kept, merged from the folded one's version at
-    ``parted`` (held as two edits of it where both changed one line); a forget there leaves the
-    memory kept as this branch holds it, the memory the team holds with this branch's own
-    revisions (forgetting it too is the person's choice, which the reply names). A memory REF
-    renamed is left to git. Whether any was found, ``followed`` given {folded id: (kept id,
-    'forgot' or 'edited')}."""
+    ``parted`` (held as two edits of it where both changed one line), and so does a rename's (its
+    new file stays, for ``folds.fold_renamed`` to fold after the merge's commit); a forget there
+    leaves the memory kept as this branch holds it, the memory the team holds with this branch's
+    own revisions (forgetting it too is the person's choice, which the reply names). Whether any
+    was found, ``followed`` given {folded id: {kept, change (forgot, edited, renamed), renamed
+    (the id REF gave it)}}."""
     moved = folded_to(store, parted, tips[0])
     if not moved:
         return False
+    renamed = renames_between(store, parted, tips[1])
     objects = store.objects
-    paths = {i: store.repo_path(memory_path(i)) for i in {*moved, *moved.values()}}
+    paths = {i: store.repo_path(memory_path(i)) for i in {*moved, *moved.values(), *renamed.values()}}
     was, ours, theirs = (objects.blobs_at(objects.tree_of(c), paths.values()) for c in (parted, *tips))
-    changed = {old: new for old, new in moved.items() if was[paths[old]] is not None
-               and ours[paths[new]] is not None and theirs[paths[old]] != was[paths[old]]}
-    renamed = renames_between(store, parted, tips[1]) if changed else {}
     lines: list[str] = []
     held: list[str] = []
-    for old, new in changed.items():
-        if old in renamed:
-            continue
-        base, kept, edit = was[paths[old]], ours[paths[new]], theirs[paths[old]]
-        assert base is not None and kept is not None
+    for old, new in moved.items():
+        base, kept, edit = was[paths[old]], ours[paths[new]], theirs[paths[renamed.get(old, old)]]
+        if base is None or kept is None or edit == base:
+            continue  # not REF's (added here since), the memory kept gone here, or left as it was there
         lines.append(f"0 {'0' * 40}\t{paths[old]}\n")
+        if old in renamed and edit is not None:
+            lines.append(f"0 {'0' * 40}\t{paths[renamed[old]]}\n100644 {edit} 0\t{paths[renamed[old]]}\n")
+        lines.append(f"0 {'0' * 40}\t{paths[new]}\n")
         if edit is None:
-            lines += [f"0 {'0' * 40}\t{paths[new]}\n", f"100644 {kept} 0\t{paths[new]}\n"]
+            lines.append(f"100644 {kept} 0\t{paths[new]}\n")
         elif (merged := mergedriver.merged_blob(store, paths[new], (base, kept, edit))) is not None:
-            lines += [f"0 {'0' * 40}\t{paths[new]}\n", f"100644 {merged} 0\t{paths[new]}\n"]
+            lines.append(f"100644 {merged} 0\t{paths[new]}\n")
         else:
-            lines += [f"0 {'0' * 40}\t{paths[new]}\n",
-                      *(f"100644 {blob} {n}\t{paths[new]}\n" for n, blob in enumerate((base, kept, edit), 1))]
+            lines += [f"100644 {blob} {n}\t{paths[new]}\n" for n, blob in enumerate((base, kept, edit), 1)]
             held.append(paths[new])
-        followed[old] = (new, "forgot" if edit is None else "edited")
+        change = "forgot" if edit is None else "renamed" if old in renamed else "edited"
+        followed[old] = {"kept": new, "change": change, **({"renamed": renamed[old]} if change == "renamed" else {})}
     if not lines:
         return False
     store.git_writing_index("update-index", "--index-info", input="".join(lines).encode())
-    for old, (new, _how) in followed.items():
+    for old, f in followed.items():
         (store.top / paths[old]).unlink(missing_ok=True)  # git's conflict left REF's edit there
-        if paths[new] not in held:
-            store.git_writing_index("checkout", "--", paths[new], env=LITERAL_PATHS)
+        for path in (paths[f["kept"]], *([paths[f["renamed"]]] if "renamed" in f else [])):
+            if path not in held:
+                store.git_writing_index("checkout", "--", path, env=LITERAL_PATHS)
     for path in held:  # both edits, in git's markers
         store.git_writing_index("checkout", "-m", "--", path, env=LITERAL_PATHS)
     return True
