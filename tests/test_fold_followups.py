@@ -113,3 +113,31 @@ def test_a_folded_memory_the_agent_renamed_later_is_folded_under_its_new_id_too(
         f"Error: No memory with id 'kb.retry'. It was merged into '{kept}' in commit ")
     assert invoke_cli("--kb", reviewer, "validate").returncode == 0
     invoke_cli("--kb", reviewer, "sync", check=True)
+
+
+@pytest.mark.parametrize("how", ["sync", "rebase"])
+def test_a_sync_keeping_mains_memory_records_no_move_of_the_upstreams_id(
+        tmp_path: Path, invoke_cli: CliRunner, how: str) -> None:
+    # b took main's memory into agent-y, c saved the key there and synced: b's sync (or rebase)
+    # folds c's id into main's, a move b never made, once recorded as b's ('sync merged this
+    # clone's memory 1').
+    _bare, (a, b, c) = make_team(tmp_path, clones=3)
+    kept = _saved(invoke_cli, a, "Retries: 3", *TOPIC)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(b, "switch", "-q", "-c", "agent-y")
+    _saved(invoke_cli, b, unlike("agent"), "-e", "shop.orders.amount")
+    git(b, "push", "-q", "-u", "origin", "agent-y")
+    git(c, "fetch", "-q")
+    git(c, "switch", "-q", "agent-y")
+    git(b, "fetch", "-q")
+    invoke_cli("--kb", b, "merge", "origin/main", check=True)
+    folded = _saved(invoke_cli, c, "Retries: 5", *TOPIC)
+    invoke_cli("--kb", c, "sync", check=True)
+    if how == "rebase":
+        git(b, "fetch", "-q")
+        said = invoke_cli("--kb", b, "rebase", "origin/agent-y", check=True).stdout
+    else:
+        said = invoke_cli("--kb", b, "sync", check=True).stdout
+    assert f"  merged (same topic key): {folded} into {kept}\n" in said
+    gone = invoke_cli("--kb", b, "get", folded)
+    assert gone.stderr.startswith(f"Error: No memory with id '{folded}'. It was merged into '{kept}' in commit "), gone.stderr

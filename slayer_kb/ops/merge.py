@@ -44,7 +44,7 @@ from ..store.renames import (
 from ..store.revisions import added_alike, resolve_rev, shallow_parting
 from ..store.worktree import require_shown
 from .conflictsteps import crossed_words, opening, reuse_steps
-from .folds import Standing, fold_renamed, folded_to
+from .folds import Standing, fold_renamed, folded_to, own_moves
 from .rebase import conflict_steps, held_stages, merge_from, push_step, settle, swap_sides, unmerged
 from .renumber import refuse_clashes, require_clean
 from .reuses import Retry, refuse_reuse
@@ -96,18 +96,10 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
                                          standing=Standing(store, kb.shared_remote()))
             result.problems, result.stale_queries = checked.problems, checked.stale_queries
             result.untouched_queries = checked.untouched_queries
-            kb.record_moves(_own(store, sha, result.folded), "merge")
-            kb.record_moves(_own(store, sha, result.deduplicated), "merge", duplicate=True)
+            kb.record_moves(own_moves(store, sha, result.folded), "merge")
+            kb.record_moves(own_moves(store, sha, result.deduplicated), "merge", duplicate=True)
             result.head = store.head() or head
         return result
-
-
-def _own(store: GitStore, sha: str, moves: dict[str, str]) -> dict[str, str]:
-    """Of ``moves`` (a fold's), those of this branch's memories: one of REF's (at ``sha``) folded
-    into this branch's moved no id this clone gave (``get`` of it names the fold's commit)."""
-    paths = {old: store.repo_path(memory_path(old)) for old in moves}
-    held = store.objects.blobs_at(store.objects.tree_of(sha), paths.values()) if moves else {}
-    return {old: new for old, new in moves.items() if held[paths[old]] is None}
 
 
 def unrelated(store: GitStore, ref: str, sha: str) -> StoreError:

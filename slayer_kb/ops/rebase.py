@@ -33,7 +33,7 @@ from ..store.repo import GitStore
 from ..store.revisions import added_alike, forgot_at, resolve_rev, rewritten_alike
 from ..store.worktree import require_shown
 from .conflictsteps import conflict_steps, crossed_words, merge_settles, opening, unmerged_stages
-from .folds import Standing
+from .folds import Standing, own_moves
 from .renumber import refuse_clashes, require_clean
 from .reuses import Retry, refuse_reuse
 from .revalidation import Moves, finish_or_put_back
@@ -140,8 +140,8 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
                 standing=Standing(store, kb.shared_remote()))
         result.problems, result.stale_queries = checked.problems, checked.stale_queries
         result.untouched_queries = checked.untouched_queries
-        kb.record_moves(result.merged, "rebase")
-        kb.record_moves(result.deduplicated, "rebase", duplicate=True)
+        kb.record_moves(own_moves(store, onto_commit, result.merged), "rebase")
+        kb.record_moves(own_moves(store, onto_commit, result.deduplicated), "rebase", duplicate=True)
         result.head = store.head() or head
     return result
 

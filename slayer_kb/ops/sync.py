@@ -57,7 +57,7 @@ from ..store.replay import forgets, replay
 from ..store.repo import Change, GitStore
 from ..store.worktree import reset_keep
 from ..transaction import Transaction, memory_change
-from .folds import Standing, folds_into
+from .folds import Standing, folds_into, own_moves
 from .merge import merge_conflict_message, merge_in, merging
 from .rebase import conflict_message, in_progress, run
 from .renumber import plan, renumber_commit, require_clean, rewrite_commits
@@ -143,7 +143,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
         if start is None:
             raise InvalidInputError("The repository has no commit yet; save a memory first.")
         index = _Index(kb, store, start)
-        noted = _Noted(kb.moves)
+        noted = _Noted(kb.moves, store)
         pulls = Pulls(store, result.branch)
         laps.lap("lock")
         try:
@@ -154,7 +154,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
                 if attempt or not fetched:
                     upstream = fetch.in_turn(laps.lap)
                 _pull(kb, tx.store, tx, remote, upstream_branch, (upstream, known), result, index, start, noted, pulls)
-                noted.note(result)
+                noted.note(result, upstream)
                 # Killed from here on (its push may land), the sync leaves what it did for the next to say.
                 tip = store.head() or ""
                 pulls.say(reported(pulls.earlier, result), tip if tip != upstream else "")
@@ -234,18 +234,19 @@ class _Noted:
     and a command on a moved id must refuse then as after. A sync that fails puts the record back
     as it found it."""
 
-    def __init__(self, moves: MovedIds) -> None:
-        self.moves = moves
+    def __init__(self, moves: MovedIds, store: GitStore) -> None:
+        self.moves, self.store = moves, store
         self.found: str | None = None  # the record as the sync found it, once ``noted``
         self.noted = False
         self._recorded: list[dict[str, str]] = [{}, {}, {}]  # what the record holds on top of ``found``
 
-    def note(self, result: SyncResult) -> None:
-        """Record what the attempt that just pulled moved (a retry's moves replace the last's):
-        one write, and none when that is what the record holds already (the common case: nothing
-        moved, no file read)."""
-        groups = [(result.renumbered, "renumbered", False), (result.merged, "merged", False),
-                  (result.deduplicated, "merged", True)]
+    def note(self, result: SyncResult, upstream: str) -> None:
+        """Record what the attempt that just pulled ``upstream`` moved (a retry's moves replace the
+        last's): one write, and none when that is what the record holds already (the common case:
+        nothing moved, no file read). A fold of the upstream's memory into this branch's moved no
+        id this clone gave (``folds.own_moves``)."""
+        groups = [(result.renumbered, "renumbered", False), (own_moves(self.store, upstream, result.merged), "merged", False),
+                  (own_moves(self.store, upstream, result.deduplicated), "merged", True)]
         if [moves for moves, _why, _duplicate in groups] == self._recorded:
             return
         if not self.noted:
@@ -365,7 +366,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     rename(result.relinked, mapping)
     # Recorded before the branch moves: killed in between, a command on the old id refuses (until
     # the next sync renumbers again) rather than answer with the upstream's memory.
-    noted.note(result)
+    noted.note(result, upstream)
     if mapping:
         moving(store.head() or "", parted)
     if mapping and merges:
