@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, git, in_process_runner, in_the_kb, json_of, make_team, unlike
+import slayer_kb.kb as kb_module
+from slayer_kb.core.memory import utc_time
+from slayer_kb.ops import observations
+from testing import CliRunner, git, in_process_runner, in_the_kb, json_of, make_catalog_kb, make_team, unlike
 
 TOPIC = ("--title", "Retry budget", "--type", "decision", "--project", "api", "--topic-key", "decision/retry-budget")
 
@@ -141,3 +144,58 @@ def test_a_sync_keeping_mains_memory_records_no_move_of_the_upstreams_id(
     assert f"  merged (same topic key): {folded} into {kept}\n" in said
     gone = invoke_cli("--kb", b, "get", folded)
     assert gone.stderr.startswith(f"Error: No memory with id '{folded}'. It was merged into '{kept}' in commit "), gone.stderr
+
+
+def test_get_of_a_folded_memory_follows_a_rename_of_the_memory_kept(tmp_path: Path, invoke_cli: CliRunner,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # 'get' named the fold's target, which no memory holds since its rename.
+    clock = [utc_time(1_780_000_000)]
+    for module in (kb_module, observations):
+        monkeypatch.setattr(module, "utc_now", lambda: clock[0])
+    root = make_catalog_kb(tmp_path / "kb")
+    here = git(root, "branch", "--show-current").strip()
+    kept = _saved(invoke_cli, root, unlike("here"), *TOPIC)
+    git(root, "switch", "-q", "-c", "topic", "HEAD~1")
+    clock[0] = utc_time(1_780_000_060)
+    theirs = _saved(invoke_cli, root, unlike("topic"), *TOPIC)
+    mine = _saved(invoke_cli, root, unlike("mine"), "--title", "Later", "--type", "decision", "--project", "api",
+                  "--topic-key", "decision/later")
+    git(root, "switch", "-q", here)
+    clock[0] = utc_time(1_780_000_120)
+    later = _saved(invoke_cli, root, unlike("later"), "--title", "Later", "--type", "decision", "--project", "api",
+                   "--topic-key", "decision/later")
+    # Saved first here, the key's memory here is kept and topic's folded in (no move of this
+    # clone's: the commit says it); saved later here, the other key's memory here is folded into
+    # topic's (this clone's move, recorded).
+    said = invoke_cli("--kb", root, "merge", "topic", check=True).stdout
+    assert said.endswith(f"  merged (same topic key): {theirs} into {kept}, {later} into {mine}\n")
+    fold = git(root, "log", "-1", "--format=%H", "--grep=^memory: merge ").strip()
+    invoke_cli("--kb", root, "rename", kept, "kb.retry", check=True)
+    invoke_cli("--kb", root, "rename", mine, "kb.later", check=True)
+    renamed = git(root, "log", "-2", "--format=%H").split()
+    gone = invoke_cli("--kb", root, "get", theirs)
+    assert gone.stderr == (f"Error: No memory with id '{theirs}'. It was merged into '{kept}' in commit {fold[:12]}, the "
+                           f"memory kept under the same topic key, which was renamed to 'kb.retry' in commit "
+                           f"{renamed[1][:12]}: use that id.\n")
+    recorded = invoke_cli("--kb", root, "get", later)
+    assert recorded.stderr.startswith(f"Error: Memory id '{later}' moved: 'slayer-kb merge' merged this clone's memory "
+                                      f"{later} into {mine}, ")
+    assert (f"Use {mine} for the memory saved here (no memory has id '{mine}' now either: it was renamed to 'kb.later' "
+            f"in commit {renamed[0][:12]}: use that id); ") in recorded.stderr
+
+
+def test_get_of_a_renamed_memory_follows_a_fold_of_its_new_id(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    root = make_catalog_kb(tmp_path / "kb")
+    here = git(root, "branch", "--show-current").strip()
+    git(root, "switch", "-q", "-c", "topic")
+    kept = _saved(invoke_cli, root, unlike("topic"), *TOPIC)
+    git(root, "switch", "-q", here)
+    first = _saved(invoke_cli, root, unlike("here"), *TOPIC)
+    invoke_cli("--kb", root, "rename", first, "kb.retry", check=True)
+    renamed = git(root, "rev-parse", "HEAD").strip()
+    said = invoke_cli("--kb", root, "merge", "topic", check=True).stdout
+    assert said.endswith(f"  merged (same topic key): kb.retry into {kept}\n")
+    fold = git(root, "rev-parse", "HEAD").strip()
+    gone = invoke_cli("--kb", root, "get", first)
+    assert gone.stderr == (f"Error: Memory '{first}' was renamed to 'kb.retry' in commit {renamed[:12]}, which was merged "
+                           f"into '{kept}' in commit {fold[:12]}, the memory kept under the same topic key: use that id.\n")
