@@ -199,3 +199,27 @@ def test_get_of_a_renamed_memory_follows_a_fold_of_its_new_id(tmp_path: Path, in
     gone = invoke_cli("--kb", root, "get", first)
     assert gone.stderr == (f"Error: Memory '{first}' was renamed to 'kb.retry' in commit {renamed[:12]}, which was merged "
                            f"into '{kept}' in commit {fold[:12]}, the memory kept under the same topic key: use that id.\n")
+
+
+@pytest.mark.parametrize("on", ["main", "agent-y"])
+def test_a_plain_git_merge_of_one_topic_key_is_folded_by_the_sync_that_pushes_it(
+        tmp_path: Path, invoke_cli: CliRunner, on: str) -> None:
+    # Nothing folded after 'git merge': sync refused, saying 'this branch gave it to memory 101'
+    # of main's memory on agent-y, and advised re-keying or forgetting it.
+    _bare, (agent, a, reviewer) = make_team(tmp_path, clones=3)
+    git(agent, "switch", "-q", "-c", "agent-y")
+    folded = _saved(invoke_cli, agent, unlike("agent"), *TOPIC)
+    git(agent, "push", "-q", "-u", "origin", "agent-y")
+    kept = _saved(invoke_cli, a, unlike("main"), *TOPIC)
+    invoke_cli("--kb", a, "sync", check=True)
+    root, ref = (reviewer, "origin/agent-y") if on == "main" else (agent, "origin/main")
+    git(root, "pull", "-q") if on == "main" else git(root, "fetch", "-q")
+    git(root, "merge", "-q", "--no-edit", "-X", "ours", ref)  # the session file both sides started: this side's
+    synced = invoke_cli("--kb", root, "sync", check=True)
+    assert synced.stdout.endswith(f"\n  merged (same topic key): {folded} into {kept}\n")
+    assert git(root, "log", "-1", "--format=%s") == f"memory: merge {folded} into {kept} (topic decision/retry-budget)\n"
+    assert not (root / "memories" / f"{folded}.yaml").exists()
+    assert json_of(invoke_cli("--kb", root, "--json", "get", kept, check=True))["learning"] in (unlike("main"), unlike("agent"))
+    # Held on the remote (agent-y) before the fold: no move of this clone's, the commit says it.
+    assert invoke_cli("--kb", root, "get", folded).stderr.startswith(
+        f"Error: No memory with id '{folded}'. It was merged into '{kept}' in commit ")

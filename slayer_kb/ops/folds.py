@@ -251,14 +251,15 @@ def _commit(tx: Transaction, folds: dict[str, Memory], changes: list[Change], wh
     moved.update(mapping)
 
 
-def own_moves(store: GitStore, other: str, moves: dict[str, str]) -> dict[str, str]:
-    """Of ``moves`` (a fold's, made against the other side's commit ``other``), those of this
-    branch's memories, which the caller records as this clone's moves: one of the other side's
-    folded into this branch's (``Standing`` kept it) moved no id this clone gave, and ``get`` of
-    it names the fold's commit. In ``slayer-kb merge``, ``rebase`` and sync alike."""
+def own_moves(store: GitStore, others: str | list[str], moves: dict[str, str]) -> dict[str, str]:
+    """Of ``moves`` (a fold's, made against the other side's commit ``others``, or several), those
+    of this branch's memories, which the caller records as this clone's moves: one of the other
+    side's folded into this branch's (``Standing`` kept it) moved no id this clone gave, and
+    ``get`` of it names the fold's commit. In ``slayer-kb merge``, ``rebase`` and sync alike."""
     paths = {old: store.repo_path(memory_path(old)) for old in moves}
-    held = store.objects.blobs_at(store.objects.tree_of(other), paths.values()) if moves else {}
-    return {old: new for old, new in moves.items() if held[paths[old]] is None}
+    held = [store.objects.blobs_at(store.objects.tree_of(other), paths.values())
+            for other in ([others] if isinstance(others, str) else others)] if moves else []
+    return {old: new for old, new in moves.items() if all(there[paths[old]] is None for there in held)}
 
 
 def fold_moves(store: GitStore, parted: str, side: str) -> list[dict[str, str]]:

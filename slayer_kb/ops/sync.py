@@ -57,6 +57,7 @@ from ..store.replay import forgets, replay
 from ..store.repo import Change, GitStore
 from ..store.worktree import reset_keep
 from ..transaction import Transaction, memory_change
+from .byhand import finish_merge_by_hand
 from .folds import Standing, folds_into, own_moves
 from .merge import merge_conflict_message, merge_in, merging
 from .rebase import conflict_message, in_progress, run
@@ -68,7 +69,6 @@ from .syncfetch import Fetch, no_remote
 from .syncpush import push
 from .syncreport import DONE, compose, rename, reported
 from .turn import Turn
-from .unlinks import strip_gone
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -236,6 +236,7 @@ class _Noted:
 
     def __init__(self, moves: MovedIds, store: GitStore) -> None:
         self.moves, self.store = moves, store
+        self.merged_in = ""  # the branch a merge committed by hand took in, whose memories are not this clone's
         self.found: str | None = None  # the record as the sync found it, once ``noted``
         self.noted = False
         self._recorded: list[dict[str, str]] = [{}, {}, {}]  # what the record holds on top of ``found``
@@ -245,8 +246,9 @@ class _Noted:
         last's): one write, and none when that is what the record holds already (the common case:
         nothing moved, no file read). A fold of the upstream's memory into this branch's moved no
         id this clone gave (``folds.own_moves``)."""
-        groups = [(result.renumbered, "renumbered", False), (own_moves(self.store, upstream, result.merged), "merged", False),
-                  (own_moves(self.store, upstream, result.deduplicated), "merged", True)]
+        others = [upstream, *filter(None, [self.merged_in])]
+        groups = [(result.renumbered, "renumbered", False), (own_moves(self.store, others, result.merged), "merged", False),
+                  (own_moves(self.store, others, result.deduplicated), "merged", True)]
         if [moves for moves, _why, _duplicate in groups] == self._recorded:
             return
         if not self.noted:
@@ -331,7 +333,8 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
         # Nothing to pull, but commits made by hand (a conflict resolved) may be pushed: check them;
         # and a sync killed once it had pulled left its steps after the pull to make.
         if head != upstream:
-            _finish_merge_by_hand(kb, store, tx, upstream, result)
+            noted.merged_in = finish_merge_by_hand(kb, store, tx, upstream, result, index.catch_up,
+                                                   Standing(store, remote))
             _finish_owed(kb, store, tx, pulls, result, index)
             _refuse(kb, revalidate(kb, store, upstream, on_top(store, upstream)), result, merged=False)
         return
@@ -444,19 +447,6 @@ def _finish_owed(kb: Context, store: GitStore, tx: Transaction, pulls: Pulls, re
     moves = Moves(result.merged, result.unlinked, result.cascaded, result.deduplicated, result.relinked)
     finish(kb, store, tx, pull.upstream, pull.parted, moves, index.catch_up, ours=pull.ours,
            standing=Standing(store, kb.shared_remote()))
-
-
-def _finish_merge_by_hand(kb: Context, store: GitStore, tx: Transaction, upstream: str, result: SyncResult) -> None:
-    """A merge among the commits to push, committed by hand (``git commit`` after a stopped
-    ``slayer-kb merge``), left the links to memories the other side forgot that the merge, had it
-    finished, would have stripped: strip them now, as it would have (none left after one that did)."""
-    merge = store.git("rev-list", "-1", "--min-parents=2", "HEAD", f"^{upstream}").stdout.decode().strip()
-    if not merge:
-        return
-    parted = store.git("merge-base", f"{merge}^1", f"{merge}^2", check=False).stdout.decode().strip()
-    if parted:
-        strip_gone(kb, store, tx, parted, (f"{merge}^2", f"{merge}^1"), result.unlinked, result.cascaded,
-                   result.relinked)
 
 
 def _count(store: GitStore, tip: str, exclude: str) -> int:
