@@ -215,7 +215,7 @@ def sync_cmd(settings: Settings, remote: str | None) -> None:
         if result.renumbered:
             text += "\n  renumbered: " + ", ".join(f"{o} -> {n}" for o, n in result.renumbered.items())
         text += _sessions(result.session_projects, f"{result.remote}/{result.branch}")
-        return (text + _stale(result.stale_queries, command(settings.kb().root)) + _unlinked(result.unlinked, result.cascaded, result.relinked)
+        return (text + _stale(result.stale_queries, command(settings.kb().root)) + _unlinked(result.unlinked, result.cascaded, result.relinked, result.relinked_merged)
                 + _untouched("pushed an example query the upstream already had", result.untouched_queries))
 
     emit(settings, result.to_json(), human)
@@ -253,7 +253,7 @@ def rebase_cmd(settings: Settings, upstream: str | None, action: str | None, rew
     run = command(settings.kb().root)
     emit(settings, result.to_json(), lambda: (
         f"Rebased onto {result.onto}; run {result.push} to push." + _folded(result.merged, result.deduplicated)
-        + _unlinked(result.unlinked, result.cascaded, result.relinked) + _sessions(result.session_projects, result.onto)
+        + _unlinked(result.unlinked, result.cascaded, result.relinked, result.relinked_merged) + _sessions(result.session_projects, result.onto)
         + _checked(result, result.onto, run)
         if result.action == "rebased" else "Rebase aborted; the branch is back as it was."))
 
@@ -282,7 +282,7 @@ def merge_cmd(settings: Settings, ref: str) -> None:
         if result.action == "up to date":
             return f"Already up to date with {ref}."
         text = f"{'Merged' if result.action == 'merged' else 'Fast-forwarded to'} {ref}; run {result.push} to push."
-        return (text + _followed(result.followed, ref, command(settings.kb().root)) + _folded(result.folded, result.deduplicated) + _unlinked(result.unlinked, result.cascaded, result.relinked)
+        return (text + _followed(result.followed, ref, command(settings.kb().root)) + _folded(result.folded, result.deduplicated) + _unlinked(result.unlinked, result.cascaded, result.relinked, result.relinked_merged)
                 + _sessions(result.session_projects, ref) + _checked(result, ref, command(settings.kb().root)))
 
     emit(settings, result.to_json(), human)
@@ -344,15 +344,14 @@ def _checked(result: MergeResult | RebaseResult, other: str, run: str) -> str:
 
 
 def _unlinked(stripped: dict[str, list[str]], cascaded: dict[str, list[str]],
-              relinked: dict[str, dict[str, str]]) -> str:
-    """The lines saying which links to memories a side renamed were rewritten, and which to
-    memories the other side forgot, and to entities it deleted from the catalog, were stripped
-    (unlinks.py)."""
-    text = ""
-    if relinked:
-        text += "\n  rewrote links to renamed memories: " + ", ".join(
-            f"{', '.join(f'{memory_link(old)} -> {memory_link(new)}' for old, new in moves.items())} in {memory_id}"
-            for memory_id, moves in relinked.items())
+              relinked: dict[str, dict[str, str]], relinked_merged: dict[str, dict[str, str]]) -> str:
+    """The lines saying which links to memories a side renamed, or folded into another, were
+    rewritten, and which to memories the other side forgot, and to entities it deleted from the
+    catalog, were stripped (unlinks.py)."""
+    text = "".join(f"\n  rewrote links to {what} memories: " + ", ".join(
+        f"{', '.join(f'{memory_link(old)} -> {memory_link(new)}' for old, new in moves.items())} in {memory_id}"
+        for memory_id, moves in rewritten.items()) for what, rewritten in (("renamed", relinked), ("merged", relinked_merged))
+        if rewritten)
     if stripped:
         text += "\n  stripped links to forgotten memories: " + ", ".join(
             f"{', '.join(memory_link(i) for i in ids)} from {memory_id}" for memory_id, ids in stripped.items())

@@ -31,7 +31,7 @@ def finish_merge_by_hand(kb: Context, store: GitStore, tx: Transaction, upstream
     parted = store.git("merge-base", f"{merge}^1", f"{merge}^2", check=False).stdout.decode().strip()
     if parted:
         strip_gone(kb, store, tx, parted, (f"{merge}^2", f"{merge}^1"), result.unlinked, result.cascaded,
-                   result.relinked)
+                   result.relinked, result.relinked_merged)
     added = [memory_id for memory_id, status in on_top(store, upstream).items() if status == "A"]
     fold_topic_keys(kb, tx, added, result.merged, catch_up, standing)
     return store.git("rev-parse", f"{merge}^2").stdout.decode().strip()

@@ -136,7 +136,8 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
                   f"({git_command(store.root, f'reset --keep {head}')} takes them back).") if action == CONTINUE else ""
         with kb.transaction() as tx:
             checked = finish_or_put_back(kb, store, tx, onto_commit, parted, Moves(
-                result.merged, result.unlinked, result.cascaded, result.deduplicated, result.relinked), ours, head, undone,
+                result.merged, result.unlinked, result.cascaded, result.deduplicated, result.relinked,
+                result.relinked_merged), ours, head, undone,
                 standing=Standing(store, kb.shared_remote()))
         result.problems, result.stale_queries = checked.problems, checked.stale_queries
         result.untouched_queries = checked.untouched_queries

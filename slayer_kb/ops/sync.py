@@ -367,6 +367,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     for stripped in (result.unlinked, result.cascaded):
         rename(stripped, mapping)
     rename(result.relinked, mapping)
+    rename(result.relinked_merged, mapping)
     # Recorded before the branch moves: killed in between, a command on the old id refuses (until
     # the next sync renumbers again) rather than answer with the upstream's memory.
     noted.note(result, upstream)
@@ -424,7 +425,8 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     result.action = "merged" if merging else "rebased"
     if parted:
         _recount(kb, store, tx, (parted, upstream, ours), both)
-    moves = Moves(result.merged, result.unlinked, result.cascaded, result.deduplicated, result.relinked)
+    moves = Moves(result.merged, result.unlinked, result.cascaded, result.deduplicated, result.relinked,
+                  result.relinked_merged)
     _refuse(kb, finish(kb, store, tx, upstream, parted, moves, index.catch_up, ours=ours, standing=Standing(store, remote)),
             result)
 
@@ -444,7 +446,8 @@ def _finish_owed(kb: Context, store: GitStore, tx: Transaction, pulls: Pulls, re
     if pull.parted:
         _recount(kb, store, tx, (pull.parted, pull.upstream, pull.ours),
                  written_on_both(store, pull.parted, (pull.upstream, pull.ours)))
-    moves = Moves(result.merged, result.unlinked, result.cascaded, result.deduplicated, result.relinked)
+    moves = Moves(result.merged, result.unlinked, result.cascaded, result.deduplicated, result.relinked,
+                  result.relinked_merged)
     finish(kb, store, tx, pull.upstream, pull.parted, moves, index.catch_up, ours=pull.ours,
            standing=Standing(store, kb.shared_remote()))
 

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 def strip_gone(kb: Context, store: GitStore, tx: Transaction, parted: str, tips: tuple[str, str],
                unlinked: dict[str, list[str]], cascaded: dict[str, list[str]], relinked: dict[str, dict[str, str]],
-               before: str = "", other: str = "") -> bool:
+               relinked_merged: dict[str, dict[str, str]], before: str = "", other: str = "") -> bool:
     """Strip from the memories at HEAD their links to memories that were there at ``parted``
     (where the sides parted) and are gone at HEAD (a side forgot them), and the catalog entities
     that were there and are gone (a side deleted them); point those to a memory a side renamed at
@@ -53,7 +53,8 @@ def strip_gone(kb: Context, store: GitStore, tx: Transaction, parted: str, tips:
     may have undone. ``other``: the commit merged in, whose memories HEAD lacks this side forgot
     too, younger than ``parted`` as they may be (taken in by a squash merge, then forgotten here).
     True when it made a commit, ``unlinked`` given each memory's forgotten ids, ``cascaded`` its
-    deleted entities and ``relinked`` its renamed ids ({old: new})."""
+    deleted entities, ``relinked`` its renamed ids ({old: new}) and ``relinked_merged`` its ids a
+    fold merged into another memory ({folded: kept})."""
     folders = [store.repo_path(f"{MEMORIES_DIR}/"), *(store.repo_path(f"{d}/") for d in CATALOG_DIRS)]
     out = store.git("diff", "--name-status", "-z", "--no-renames", "--diff-filter=ADM", parted, "HEAD", "--",
                     *folders).stdout.decode("utf-8", "surrogateescape").split("\0")
@@ -95,7 +96,8 @@ def strip_gone(kb: Context, store: GitStore, tx: Transaction, parted: str, tips:
         # where the earlier kb.r went).
         found_moved = _relink(kb, store, tx, moved, follow, set(merged))
         for memory_id, follow_up in found_moved.items():
-            relinked.setdefault(memory_id, {}).update(follow_up)
+            for old, new in follow_up.items():
+                (relinked_merged if old in merged else relinked).setdefault(memory_id, {})[old] = new
         made = bool(found_moved)
         forgotten -= set(moved)
     forgotten |= set(renamed.gone.values())
