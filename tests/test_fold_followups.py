@@ -223,3 +223,27 @@ def test_a_plain_git_merge_of_one_topic_key_is_folded_by_the_sync_that_pushes_it
     # Held on the remote (agent-y) before the fold: no move of this clone's, the commit says it.
     assert invoke_cli("--kb", root, "get", folded).stderr.startswith(
         f"Error: No memory with id '{folded}'. It was merged into '{kept}' in commit ")
+
+
+def test_a_sync_merging_its_upstream_reads_an_edit_through_its_own_fold(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # b folded agent-y's 1 into main's 101 by 'slayer-kb merge origin/main' on agent-y; c edited
+    # 1 on agent-y meanwhile and synced. b's sync merges (its branch holds a merge): it stopped
+    # on c's edit against b's forget, the steps keeping the key twice.
+    _bare, (a, b, c) = make_team(tmp_path, clones=3)
+    kept = _saved(invoke_cli, a, unlike("main"), *TOPIC)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(b, "switch", "-q", "-c", "agent-y")
+    folded = _saved(invoke_cli, b, unlike("agent"), *TOPIC)
+    git(b, "push", "-q", "-u", "origin", "agent-y")
+    git(c, "fetch", "-q")
+    git(c, "switch", "-q", "agent-y")
+    git(b, "fetch", "-q")
+    merged = invoke_cli("--kb", b, "merge", "origin/main", check=True)
+    assert merged.stdout.endswith(f"  merged (same topic key): {folded} into {kept}\n")
+    invoke_cli("--kb", c, "update", folded, "--learning", unlike("outage"), check=True)
+    invoke_cli("--kb", c, "sync", check=True)
+    synced = invoke_cli("--kb", b, "sync", check=True)
+    assert synced.stdout.endswith(f"\n  kept {kept}: origin/agent-y edited {folded}, which this branch had merged into "
+                                  f"{kept}: the edit went to {kept}\n"), synced.stdout
+    assert json_of(invoke_cli("--kb", b, "--json", "get", kept, check=True))["learning"] == unlike("outage")
+    assert not (b / "memories" / f"{folded}.yaml").exists()

@@ -198,6 +198,7 @@ def sync_cmd(settings: Settings, remote: str | None) -> None:
         text += "."
         if result.resolved:
             text += "\n  merged both sides of: " + ", ".join(result.resolved)
+        text += _followed(result.followed, f"{result.remote}/{result.branch}", command(settings.kb().root))
         text += _folded(result.merged, result.deduplicated)
         if result.unforgotten:
             text += ("\n  kept, its forget undone by a later upsert of its topic key or edit: "

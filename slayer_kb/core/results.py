@@ -482,6 +482,8 @@ class SyncResult:
     cascaded: dict[str, list[str]] = field(default_factory=dict)  # memory -> deleted entities stripped (unlinks.py)
     relinked: dict[str, dict[str, str]] = field(default_factory=dict)  # memory -> {renamed id: new id} (unlinks.py)
     relinked_merged: dict[str, dict[str, str]] = field(default_factory=dict)  # memory -> {folded id: id kept} (unlinks.py)
+    # A memory this branch folded away that the upstream forgot, edited or renamed since (merge._follow_folds).
+    followed: dict[str, dict[str, str]] = field(default_factory=dict)
     # Memories pushed whose example query names what the catalog no longer has (sync's revalidation).
     stale_queries: list[str] = field(default_factory=list)
     # Problems (path:line: message) of invalid example queries pushed as the upstream had them:
@@ -504,7 +506,8 @@ class SyncResult:
                 "deduplicated": self.deduplicated,
                 "resolved": self.resolved, "unforgotten": self.unforgotten, "dropped": self.dropped, "unlinked": self.unlinked,
                 "cascaded": self.cascaded, "relinked": self.relinked, "relinked_merged": self.relinked_merged, "stale_queries": self.stale_queries,
-                "untouched_queries": self.untouched_queries, "session_projects": self.session_projects, "attempts": self.attempts,
+                "untouched_queries": self.untouched_queries, "session_projects": self.session_projects, "followed": self.followed,
+                "attempts": self.attempts,
                 "head": self.head,
                 "timings": self.timings}
 

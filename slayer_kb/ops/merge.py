@@ -260,8 +260,10 @@ def _follow_folds(store: GitStore, parted: str, tips: tuple[str, str], followed:
     held: list[str] = []
     for old, new in moved.items():
         base, kept, edit = was[paths[old]], ours[paths[new]], theirs[paths[renamed.get(old, old)]]
-        if base is None or kept is None or edit == base:
-            continue  # not REF's (added here since), the memory kept gone here, or left as it was there
+        if base is None or kept is None or edit == base or theirs[paths[new]] not in (None, kept):
+            # Not REF's (added here since), the memory kept gone here, left as it was there, or
+            # changed there too (REF holds the memory kept: git merges it, as any other)
+            continue
         lines.append(f"0 {'0' * 40}\t{paths[old]}\n")
         if old in renamed and edit is not None:
             lines.append(f"0 {'0' * 40}\t{paths[renamed[old]]}\n100644 {edit} 0\t{paths[renamed[old]]}\n")

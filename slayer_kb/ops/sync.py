@@ -58,7 +58,7 @@ from ..store.repo import Change, GitStore
 from ..store.worktree import reset_keep
 from ..transaction import Transaction, memory_change
 from .byhand import finish_merge_by_hand
-from .folds import Standing, folds_into, own_moves
+from .folds import Standing, fold_renamed, folds_into, own_moves
 from .merge import merge_conflict_message, merge_in, merging
 from .rebase import conflict_message, in_progress, run
 from .renumber import plan, renumber_commit, require_clean, rewrite_commits
@@ -409,7 +409,8 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     moving(ours, parted)
     if merging:
         _merge(store, remote, name, (upstream, known), bool(mapping), written_on_either(store, (upstream, ours), bases),
-               bases)
+               bases, result.followed)
+        fold_renamed(kb, tx, {f["renamed"]: f["kept"] for f in result.followed.values() if "renamed" in f})
     elif replayed is None or replayed.tip is None:
         _rebase(store, remote, upstream_branch, (upstream, known), bool(mapping),
                 written_on_either(store, (upstream, ours), bases), bases)
@@ -512,14 +513,14 @@ def _rebase(store: GitStore, remote: str, upstream_branch: str, tips: tuple[str,
 
 
 def _merge(store: GitStore, remote: str, name: str, tips: tuple[str, str], renumbered: bool,
-           written: list[str] | None, bases: list[str]) -> None:
+           written: list[str] | None, bases: list[str], followed: dict[str, dict[str, str]]) -> None:
     """Merge the upstream (``name``, its tracking ref; ``tips``: it, and it as this clone last
     fetched it) with the KB's merge driver (``merge.merge_in``,
     as ``slayer-kb merge``; ``written``: the files either side's commits wrote; ``bases``: where
-    they parted); a conflict it
+    they parted; ``followed``: as ``merge_in``'s); a conflict it
     leaves aborts the merge and raises, with the steps to merge by hand through ``slayer-kb merge``."""
     upstream, known = tips
-    stopped = merge_in(store, name, upstream, written, bases, known)
+    stopped = merge_in(store, name, upstream, written, bases, known, followed)
     if stopped is not None:
         store.git_writing_index("merge", "--abort", check=False)
         first = [f"git fetch {remote}"]
