@@ -247,3 +247,27 @@ def test_a_sync_merging_its_upstream_reads_an_edit_through_its_own_fold(tmp_path
                                   f"{kept}: the edit went to {kept}\n"), synced.stdout
     assert json_of(invoke_cli("--kb", b, "--json", "get", kept, check=True))["learning"] == unlike("outage")
     assert not (b / "memories" / f"{folded}.yaml").exists()
+
+
+def test_two_edits_of_one_line_through_a_fold_stop_naming_the_fold(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # One save made alike on both sides, folded on main; both edit its text since. The stop said
+    # only of the kept memory that agent-y 'edited' it, which agent-y never held.
+    _bare, (a, agent, reviewer) = make_team(tmp_path, clones=3)
+    same = (unlike("same"), "--title", "Same obs")
+    kept = _saved(invoke_cli, a, *same)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(agent, "switch", "-q", "-c", "agent-y")
+    folded = _saved(invoke_cli, agent, *same)
+    git(agent, "push", "-q", "-u", "origin", "agent-y")
+    git(reviewer, "pull", "-q")
+    merged = invoke_cli("--kb", reviewer, "merge", "origin/agent-y", check=True)
+    assert merged.stdout.endswith(f"  merged (same save): {folded} into {kept}\n")
+    invoke_cli("--kb", reviewer, "update", kept, "--learning", unlike("main"), check=True)
+    invoke_cli("--kb", agent, "update", folded, "--learning", unlike("agent"), check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(reviewer, "fetch", "-q")
+    stopped = invoke_cli("--kb", reviewer, "merge", "origin/agent-y")
+    assert stopped.stderr.endswith(
+        f"; slayer-kb validate; git commit --no-edit; slayer-kb sync. origin/agent-y edited {folded}, which this branch "
+        f"had merged into {kept}: its edit is held at memories/{kept}.yaml as an edit of {kept}.\n")
+    assert git(reviewer, "status", "--short") == f"UU memories/{kept}.yaml\n"

@@ -77,7 +77,10 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
         followed: dict[str, dict[str, str]] = {}
         stopped = merge_in(store, ref, sha, written_on_either(store, (sha, before), bases), bases, followed=followed)
         if stopped is not None:
-            raise ConflictError(merge_conflict_message(store, ref, *stopped, tips=("HEAD", sha)))
+            raise ConflictError(merge_conflict_message(store, ref, *stopped, tips=("HEAD", sha)) + "".join(
+                f" {ref} edited {old}, which this branch had merged into {f['kept']}: its edit is held at "
+                f"{memory_path(f['kept'])} as an edit of {f['kept']}." for old, f in followed.items()
+                if store.repo_path(memory_path(f["kept"])) in stopped[0]))
         kb.reread()
         head = store.head()
         assert head is not None
