@@ -1,6 +1,7 @@
 """What comes after a fold (folds.py) on a team: a forget, an edit or a rename of the folded
 memory on the other side, a plain ``git merge``, and what ``get`` and sync say of it. Each test is
-one team of real clones (``make_team``)."""
+one team of real clones (``make_team``), or one clone
+with branches (``make_catalog_kb``)."""
 
 from __future__ import annotations
 
@@ -271,3 +272,25 @@ def test_two_edits_of_one_line_through_a_fold_stop_naming_the_fold(tmp_path: Pat
         f"; slayer-kb validate; git commit --no-edit; slayer-kb sync. origin/agent-y edited {folded}, which this branch "
         f"had merged into {kept}: its edit is held at memories/{kept}.yaml as an edit of {kept}.\n")
     assert git(reviewer, "status", "--short") == f"UU memories/{kept}.yaml\n"
+
+
+@pytest.mark.parametrize("texts", [ALIKE, APART], ids=["paired", "apart"])
+def test_the_agent_taking_main_in_after_forgetting_its_folded_copy_keeps_mains_memory(
+        tmp_path: Path, invoke_cli: CliRunner, texts: tuple[str, str]) -> None:
+    # The other way round: agent-y forgot 1, which main had merged into 101, then took main in.
+    # The merge stopped on 'This branch forgot memories/101.yaml', a file agent-y never held,
+    # and its first step, 'git rm', dropped main's memory on agent-y, and then on main.
+    _bare, (agent, a, reviewer) = make_team(tmp_path, clones=3)
+    folded, kept = _reviewer_folded(invoke_cli, agent, a, reviewer, texts)
+    invoke_cli("--kb", agent, "forget", folded, check=True)
+    git(agent, "fetch", "-q")
+    merged = invoke_cli("--kb", agent, "merge", "origin/main", check=True)
+    assert merged.stdout == (
+        "Merged origin/main; run slayer-kb sync to push.\n"
+        f"  kept {kept}: this branch forgot {folded}, which origin/main had merged into {kept}; to forget {kept} "
+        f"too: slayer-kb forget {kept}\n")
+    assert sorted(p.name for p in (agent / "memories").iterdir()) == [f"{kept}.yaml"]
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(reviewer, "fetch", "-q")
+    invoke_cli("--kb", reviewer, "merge", "origin/agent-y", check=True)
+    assert (reviewer / "memories" / f"{kept}.yaml").is_file()

@@ -78,8 +78,9 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
         stopped = merge_in(store, ref, sha, written_on_either(store, (sha, before), bases), bases, followed=followed)
         if stopped is not None:
             raise ConflictError(merge_conflict_message(store, ref, *stopped, tips=("HEAD", sha)) + "".join(
-                f" {ref} edited {old}, which this branch had merged into {f['kept']}: its edit is held at "
-                f"{memory_path(f['kept'])} as an edit of {f['kept']}." for old, f in followed.items()
+                f" {ref if f['folded_on'] == 'this branch' else 'This branch'} {f['change']} {old}, which "
+                f"{f['folded_on']} had merged into {f['kept']}: its edit is held at {memory_path(f['kept'])} as an "
+                f"edit of {f['kept']}." for old, f in followed.items()
                 if store.repo_path(memory_path(f["kept"])) in stopped[0]))
         kb.reread()
         head = store.head()
@@ -166,7 +167,7 @@ def merge_in(store: GitStore, ref: str, sha: str, written: list[str] | None,
     # The memory files each side added since they parted (KB-relative), read once for the checks below.
     added = tuple(set(store.added_paths(parted, tip, f"{MEMORIES_DIR}/")) for tip in (before, sha))
     _merge_added_alike(store, before, sha, added, stopped)
-    if followed is not None and _follow_folds(store, parted, (before, sha), followed):
+    if followed is not None and _follow_folds(store, parted, (before, sha), ref, followed):
         stopped = unmerged(store)
     forget, edited = _forgotten_here(store, parted, before, sha, added[0])
     if forget:
@@ -241,50 +242,56 @@ def _forgotten_here(store: GitStore, parted: str, ours: str, theirs: str,
     return forget, edited
 
 
-def _follow_folds(store: GitStore, parted: str, tips: tuple[str, str], followed: dict[str, dict[str, str]]) -> bool:
-    """Carry through this branch's folds since ``parted`` (``folds.folded_to``) what REF (``tips``:
-    this branch, REF) did since to a memory this branch folded away: git knows no fold, and pairs
-    the folded file with the kept one only where their texts are alike (a rename), else sees a
-    forget here. An edit there lands on the memory kept, merged from the folded one's version at
+def _follow_folds(store: GitStore, parted: str, tips: tuple[str, str], ref: str,
+                  followed: dict[str, dict[str, str]]) -> bool:
+    """Carry through each side's folds since ``parted`` (``folds.folded_to``; ``tips``: this
+    branch, REF) what the other side did since to a memory the fold took away: git knows no fold,
+    and pairs the folded file with the kept one only where their texts are alike (a rename), else
+    sees a forget. An edit lands on the memory kept, merged from the folded one's version at
     ``parted`` (held as two edits of it where both changed one line), and so does a rename's (its
-    new file stays, for ``folds.fold_renamed`` to fold after the merge's commit); a forget there
-    leaves the memory kept as this branch holds it, the memory the team holds with this branch's
-    own revisions (forgetting it too is the person's choice, which the reply names). Whether any
-    was found, ``followed`` given {folded id: {kept, change (forgot, edited, renamed), renamed
-    (the id REF gave it)}}."""
-    moved = folded_to(store, parted, tips[0])
-    if not moved:
-        return False
-    renamed = renames_between(store, parted, tips[1])
-    objects = store.objects
-    paths = {i: store.repo_path(memory_path(i)) for i in {*moved, *moved.values(), *renamed.values()}}
-    was, ours, theirs = (objects.blobs_at(objects.tree_of(c), paths.values()) for c in (parted, *tips))
+    new file stays, for ``folds.fold_renamed`` to fold after the merge's commit); a forget leaves
+    the memory kept as the folding side holds it, the memory the team holds with that side's own
+    revisions (forgetting it too is the person's choice, which the reply names). Whether any was
+    found, ``followed`` given {folded id: {kept, change (forgot, edited, renamed), renamed (the
+    id the other side gave it), folded_on ('this branch' or ``ref``)}}."""
     lines: list[str] = []
     held: list[str] = []
-    for old, new in moved.items():
-        base, kept, edit = was[paths[old]], ours[paths[new]], theirs[paths[renamed.get(old, old)]]
-        if base is None or kept is None or edit == base or theirs[paths[new]] not in (None, kept):
-            # Not REF's (added here since), the memory kept gone here, left as it was there, or
-            # changed there too (REF holds the memory kept: git merges it, as any other)
-            continue
-        lines.append(f"0 {'0' * 40}\t{paths[old]}\n")
-        if old in renamed and edit is not None:
-            lines.append(f"0 {'0' * 40}\t{paths[renamed[old]]}\n100644 {edit} 0\t{paths[renamed[old]]}\n")
-        lines.append(f"0 {'0' * 40}\t{paths[new]}\n")
-        if edit is None:
-            lines.append(f"100644 {kept} 0\t{paths[new]}\n")
-        elif (merged := mergedriver.merged_blob(store, paths[new], (base, kept, edit))) is not None:
-            lines.append(f"100644 {merged} 0\t{paths[new]}\n")
-        else:
-            lines += [f"100644 {blob} {n}\t{paths[new]}\n" for n, blob in enumerate((base, kept, edit), 1)]
-            held.append(paths[new])
-        change = "forgot" if edit is None else "renamed" if old in renamed else "edited"
-        followed[old] = {"kept": new, "change": change, **({"renamed": renamed[old]} if change == "renamed" else {})}
+    paths: dict[str, str] = {}
+    objects = store.objects
+    folds = [folded_to(store, parted, tip) for tip in tips]
+    for folding in (0, 1):
+        # A fold both sides made (two reviewers' merges of one branch) is no change to carry.
+        moved = {old: new for old, new in folds[folding].items() if old not in folds[1 - folding]}
+        renamed = renames_between(store, parted, tips[1 - folding]) if moved else {}
+        paths.update({i: store.repo_path(memory_path(i)) for i in {*moved, *moved.values(), *renamed.values()}})
+        was, here, there = (objects.blobs_at(objects.tree_of(c), paths.values())
+                            for c in (parted, tips[folding], tips[1 - folding]))
+        for old, new in moved.items():
+            base, kept, edit = was[paths[old]], here[paths[new]], there[paths[renamed.get(old, old)]]
+            if base is None or kept is None or edit == base or there[paths[new]] not in (None, kept):
+                # Not the other side's (added since), the memory kept gone, left as it was there,
+                # or changed there too (the other side holds the memory kept: git merges it)
+                continue
+            lines.append(f"0 {'0' * 40}\t{paths[old]}\n")
+            if old in renamed and edit is not None:
+                lines.append(f"0 {'0' * 40}\t{paths[renamed[old]]}\n100644 {edit} 0\t{paths[renamed[old]]}\n")
+            lines.append(f"0 {'0' * 40}\t{paths[new]}\n")
+            sides = (kept, edit) if folding == 0 else (edit, kept)  # git's stages 2 and 3: this branch's, REF's
+            if edit is None:
+                lines.append(f"100644 {kept} 0\t{paths[new]}\n")
+            elif (merged := mergedriver.merged_blob(store, paths[new], (base, *sides))) is not None:
+                lines.append(f"100644 {merged} 0\t{paths[new]}\n")
+            else:
+                lines += [f"100644 {blob} {n}\t{paths[new]}\n" for n, blob in enumerate((base, *sides), 1)]
+                held.append(paths[new])
+            change = "forgot" if edit is None else "renamed" if old in renamed else "edited"
+            followed[old] = {"kept": new, "change": change, "folded_on": ref if folding else "this branch",
+                             **({"renamed": renamed[old]} if change == "renamed" else {})}
     if not lines:
         return False
     store.git_writing_index("update-index", "--index-info", input="".join(lines).encode())
     for old, f in followed.items():
-        (store.top / paths[old]).unlink(missing_ok=True)  # git's conflict left REF's edit there
+        (store.top / paths[old]).unlink(missing_ok=True)  # git's conflict left the edit there
         for path in (paths[f["kept"]], *([paths[f["renamed"]]] if "renamed" in f else [])):
             if path not in held:
                 store.git_writing_index("checkout", "--", path, env=LITERAL_PATHS)
