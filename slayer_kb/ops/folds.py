@@ -30,7 +30,7 @@ from ..core.errors import KBError
 from ..core.locate import memory_link, memory_path
 from ..core.memory import Memory, loads, parse_time, time_order
 from ..core.merging import fold_subject, folded_by, merge_topic_revisions
-from ..store import claims
+from ..store import claims, mergedriver
 from ..store.repo import Change, GitStore
 from ..store.revisions import added_version
 from ..transaction import Transaction, memory_change
@@ -221,6 +221,38 @@ def _live(kb: Context, ids: list[str]) -> list[Memory]:
             if not (memory := kb.read(memory_id)).is_deleted:
                 out.append(memory)
     return out
+
+
+def carry_dropped(kb: Context, tx: Transaction, parted: str, upstream: tuple[str, str], ours: str,
+                  dropped: list[str], followed: dict[str, dict[str, str]]) -> list[str]:
+    """Of ``dropped`` (memories this branch, at ``ours``, edited since ``parted`` that a sync's
+    replay onto the upstream, ``upstream``: its commit and name, dropped as gone there), those
+    the upstream folded into another memory (``folded_to``): no forget, so the edit is carried
+    onto the memory kept, merged from the folded one's version at ``parted``, in one commit,
+    ``followed`` given each as ``merge._follow_folds`` gives it. The others (and an edit of a line
+    the memory kept changed too), still dropped, are returned."""
+    store = kb.store
+    moved = {old: new for old, new in folded_to(store, parted, upstream[0]).items() if old in dropped} if dropped else {}
+    changes: list[Change] = []
+    kept: dict[str, Memory] = {}
+    objects = store.objects
+    for old, new in moved.items():
+        path, folded = store.repo_path(memory_path(new)), store.repo_path(memory_path(old))
+        base, now, edit = (objects.blobs_at(objects.tree_of(rev), [at])[at]
+                           for rev, at in ((parted, folded), ("HEAD", path), (ours, folded)))
+        if base is None or now is None or edit is None or (
+                merged := mergedriver.merged_blob(store, path, (base, now, edit))) is None:
+            continue
+        data = store.objects.read_many("blob", [merged])[merged]
+        with contextlib.suppress(KBError, UnicodeDecodeError):
+            kept[new] = loads(data.decode("utf-8"), new)
+            changes.append(Change(memory_path(new), data))
+            followed[old] = {"kept": new, "change": "edited", "folded_on": upstream[1]}
+    if changes:
+        carried = [old for old in moved if old in followed]
+        tx.commit(changes, f"memory: carry the edit of {', '.join(carried)} to {', '.join(kept)}, which {upstream[1]} "
+                  "merged it into", kept)
+    return [memory_id for memory_id in dropped if memory_id not in followed]
 
 
 def fold_renamed(kb: Context, tx: Transaction, moved: dict[str, str]) -> None:

@@ -58,7 +58,7 @@ from ..store.repo import Change, GitStore
 from ..store.worktree import reset_keep
 from ..transaction import Transaction, memory_change
 from .byhand import finish_merge_by_hand
-from .folds import Standing, fold_renamed, folds_into, own_moves
+from .folds import Standing, carry_dropped, fold_renamed, folds_into, own_moves
 from .merge import merge_conflict_message, merge_in, merging
 from .rebase import conflict_message, in_progress, run
 from .renumber import plan, renumber_commit, require_clean, rewrite_commits
@@ -420,8 +420,10 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
         if both:
             weighed = forgets(store, [store.repo_path(path) for path in both], (parted, upstream, ours, tip))
             result.unforgotten += [memory_id for memory_id in weighed.unforgotten if memory_id not in result.unforgotten]
-            result.dropped += [memory_id for memory_id in weighed.dropped if memory_id not in result.dropped]
-    result.resolved += [path for path in merged_where(store, parted, (upstream, ours), both, renames) if path not in result.resolved]
+            dropped = carry_dropped(kb, tx, parted, (upstream, name), ours, weighed.dropped, result.followed)
+            result.dropped += [memory_id for memory_id in dropped if memory_id not in result.dropped]
+    result.resolved += [path for path in merged_where(store, parted, (upstream, ours), both, renames)
+                        if path not in result.resolved and id_of_path(path) not in result.followed]  # said as followed
     result.session_projects.update(session_projects(store, (upstream, ours), both))
     result.action = "merged" if merging else "rebased"
     if parted:
