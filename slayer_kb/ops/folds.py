@@ -223,7 +223,7 @@ def _live(kb: Context, ids: list[str]) -> list[Memory]:
     return out
 
 
-def carry_dropped(kb: Context, tx: Transaction, parted: str, upstream: tuple[str, str], ours: str,
+def carry_dropped(store: GitStore, tx: Transaction, parted: str, upstream: tuple[str, str], ours: str,
                   dropped: list[str], followed: dict[str, dict[str, str]]) -> list[str]:
     """Of ``dropped`` (memories this branch, at ``ours``, edited since ``parted`` that a sync's
     replay onto the upstream, ``upstream``: its commit and name, dropped as gone there), those
@@ -231,7 +231,6 @@ def carry_dropped(kb: Context, tx: Transaction, parted: str, upstream: tuple[str
     onto the memory kept, merged from the folded one's version at ``parted``, in one commit,
     ``followed`` given each as ``merge._follow_folds`` gives it. The others (and an edit of a line
     the memory kept changed too), still dropped, are returned."""
-    store = kb.store
     moved = {old: new for old, new in folded_to(store, parted, upstream[0]).items() if old in dropped} if dropped else {}
     changes: list[Change] = []
     kept: dict[str, Memory] = {}

@@ -420,7 +420,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
         if both:
             weighed = forgets(store, [store.repo_path(path) for path in both], (parted, upstream, ours, tip))
             result.unforgotten += [memory_id for memory_id in weighed.unforgotten if memory_id not in result.unforgotten]
-            dropped = carry_dropped(kb, tx, parted, (upstream, name), ours, weighed.dropped, result.followed)
+            dropped = carry_dropped(store, tx, parted, (upstream, name), ours, weighed.dropped, result.followed)
             result.dropped += [memory_id for memory_id in dropped if memory_id not in result.dropped]
     result.resolved += [path for path in merged_where(store, parted, (upstream, ours), both, renames)
                         if path not in result.resolved and id_of_path(path) not in result.followed]  # said as followed
