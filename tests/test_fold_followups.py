@@ -296,10 +296,12 @@ def test_the_agent_taking_main_in_after_forgetting_its_folded_copy_keeps_mains_m
     assert (reviewer / "memories" / f"{kept}.yaml").is_file()
 
 
-def test_a_sync_rebasing_an_edit_onto_a_fold_of_the_memory_carries_it_to_the_memory_kept(
-        tmp_path: Path, invoke_cli: CliRunner) -> None:
-    # c edited agent-y's memory, which b then folded into main's by 'slayer-kb merge origin/main'
-    # and synced: c's sync dropped the edit, saying the memory was 'forgotten on origin'.
+@pytest.mark.parametrize("change", ["update", "forget"])
+def test_a_sync_rebasing_a_change_onto_a_fold_of_the_memory_reads_it_through_the_fold(
+        tmp_path: Path, invoke_cli: CliRunner, change: str) -> None:
+    # c edited (or forgot) agent-y's memory, which b then folded into main's by 'slayer-kb merge
+    # origin/main' and synced: c's sync dropped the edit, saying the memory was 'forgotten on
+    # origin', and said nothing of the forget, which left main's memory in place.
     _bare, (a, b, c) = make_team(tmp_path, clones=3)
     kept = _saved(invoke_cli, a, unlike("main"), *TOPIC)
     invoke_cli("--kb", a, "sync", check=True)
@@ -308,16 +310,19 @@ def test_a_sync_rebasing_an_edit_onto_a_fold_of_the_memory_carries_it_to_the_mem
     git(b, "push", "-q", "-u", "origin", "agent-y")
     git(c, "fetch", "-q")
     git(c, "switch", "-q", "agent-y")
-    invoke_cli("--kb", c, "update", folded, "--learning", unlike("outage"), check=True)
+    invoke_cli("--kb", c, change, folded, *(["--learning", unlike("outage")] if change == "update" else []), check=True)
     git(b, "fetch", "-q")
     invoke_cli("--kb", b, "merge", "origin/main", check=True)
     invoke_cli("--kb", b, "sync", check=True)
     synced = invoke_cli("--kb", c, "sync", check=True)
-    assert synced.stdout == (
-        "Synced agent-y with origin: rebased, 3 pulled, 1 pushed.\n"
-        f"  kept {kept}: this branch edited {folded}, which origin/agent-y had merged into {kept}: the edit went to "
-        f"{kept}\n")
-    assert git(c, "log", "-1", "--format=%s") == (
-        f"memory: carry the edit of {folded} to {kept}, which origin/agent-y merged it into\n")
-    assert json_of(invoke_cli("--kb", c, "--json", "get", kept, check=True))["learning"] == unlike("outage")
+    said = ("edited {0}, which origin/agent-y had merged into {1}: the edit went to {1}" if change == "update" else
+            "forgot {0}, which origin/agent-y had merged into {1}; to forget {1} too: slayer-kb forget {1}")
+    assert synced.stdout == (f"Synced agent-y with origin: rebased, 3 pulled, {1 if change == 'update' else 0} pushed.\n"
+                             f"  kept {kept}: this branch {said.format(folded, kept)}\n")
+    if change == "update":
+        assert git(c, "log", "-1", "--format=%s") == (
+            f"memory: carry the edit of {folded} to {kept}, which origin/agent-y merged it into\n")
+    learning = unlike("outage") if change == "update" else json_of(
+        invoke_cli("--kb", b, "--json", "get", kept, check=True))["learning"]
+    assert json_of(invoke_cli("--kb", c, "--json", "get", kept, check=True))["learning"] == learning
     assert sorted(p.name for p in (c / "memories").iterdir()) == [f"{kept}.yaml"]

@@ -58,7 +58,7 @@ from ..store.repo import Change, GitStore
 from ..store.worktree import reset_keep
 from ..transaction import Transaction, memory_change
 from .byhand import finish_merge_by_hand
-from .folds import Standing, carry_dropped, fold_renamed, folds_into, own_moves
+from .folds import Standing, carry_dropped, fold_renamed, folds_into, forgotten_folded, own_moves
 from .merge import merge_conflict_message, merge_in, merging
 from .rebase import conflict_message, in_progress, run
 from .renumber import plan, renumber_commit, require_clean, rewrite_commits
@@ -427,6 +427,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     result.session_projects.update(session_projects(store, (upstream, ours), both))
     result.action = "merged" if merging else "rebased"
     if parted:
+        forgotten_folded(store, parted, (upstream, name), ours, result.followed)
         _recount(kb, store, tx, (parted, upstream, ours), both)
     moves = Moves(result.merged, result.unlinked, result.cascaded, result.deduplicated, result.relinked,
                   result.relinked_merged)
