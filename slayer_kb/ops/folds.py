@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from ..core.engram import content_hash, is_import
 from ..core.errors import KBError
-from ..core.locate import MEMORIES_DIR, id_of_path, memory_link, memory_path
+from ..core.locate import id_of_path, memory_link, memory_path
 from ..core.memory import Memory, loads, parse_time, time_order
 from ..core.merging import fold_subject, folded_by, merge_topic_revisions
 from ..store import claims, mergedriver
@@ -254,17 +254,20 @@ def carry_dropped(store: GitStore, tx: Transaction, parted: str, upstream: tuple
     return [memory_id for memory_id in dropped if memory_id not in followed]
 
 
-def forgotten_folded(store: GitStore, parted: str, upstream: tuple[str, str], ours: str,
+def forgotten_folded(store: GitStore, parted: str, upstream: tuple[str, str], ours: str, both: list[str],
                      followed: dict[str, dict[str, str]]) -> None:
     """Give ``followed`` each memory this branch (at ``ours``) forgot since ``parted`` that the
     upstream (``upstream``: its commit and name) had folded into another memory, which HEAD still
     holds: the forget took the memory kept away no more than ``slayer-kb merge`` lets it
-    (``merge._follow_folds``), and is said as that merge says it. No git process where the
-    branch forgot no memory file."""
-    objects, folder = store.objects, store.repo_path(MEMORIES_DIR)
-    parted_names, our_names = (set(objects.names_in(objects.tree_of(c), folder)) for c in (parted, ours))
-    forgot = {i for name in parted_names - our_names if (i := id_of_path(f"{MEMORIES_DIR}/{name.decode('utf-8', 'replace')}"))}
-    moved = {old: new for old, new in folded_to(store, parted, upstream[0]).items() if old in forgot} if forgot else {}
+    (``merge._follow_folds``), and is said as that merge says it. Looked for among ``both``, the
+    files both sides changed (a fold deletes the file too): no git process where none is a memory's."""
+    objects = store.objects
+    ids = {i for path in both if (i := id_of_path(path)) is not None}
+    moved = {old: new for old, new in folded_to(store, parted, upstream[0]).items() if old in ids} if ids else {}
+    if not moved:
+        return
+    ours_held = objects.blobs_at(objects.tree_of(ours), [store.repo_path(memory_path(old)) for old in moved])
+    moved = {old: new for old, new in moved.items() if ours_held[store.repo_path(memory_path(old))] is None}
     held = objects.blobs_at(objects.tree_of("HEAD"), [store.repo_path(memory_path(new)) for new in moved.values()])
     for old, new in moved.items():
         if held[store.repo_path(memory_path(new))] is not None and old not in followed:

@@ -427,7 +427,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     result.session_projects.update(session_projects(store, (upstream, ours), both))
     result.action = "merged" if merging else "rebased"
     if parted:
-        forgotten_folded(store, parted, (upstream, name), ours, result.followed)
+        forgotten_folded(store, parted, (upstream, name), ours, both, result.followed)
         _recount(kb, store, tx, (parted, upstream, ours), both)
     moves = Moves(result.merged, result.unlinked, result.cascaded, result.deduplicated, result.relinked,
                   result.relinked_merged)
