@@ -243,7 +243,7 @@ def test_a_link_made_elsewhere_to_a_folded_memory_follows_the_fold(tmp_path: Pat
     invoke_cli("--kb", agent, "sync", check=True)
     synced = invoke_cli("--kb", other, "sync", check=True)
     assert synced.stdout == ("Synced agent-y with origin: rebased, 3 pulled, 2 pushed.\n"
-                             f"  rewrote links to renamed memories: memory:{folded} -> memory:{kept} in {linking}\n")
+                             f"  rewrote links to merged memories: memory:{folded} -> memory:{kept} in {linking}\n")
     assert git(other, "log", "-1", "--format=%s") == f"memory: rewrite links to merged {folded} as {kept} in {linking}\n"
     assert json_of(invoke_cli("--kb", other, "--json", "get", linking, check=True))["entities"] == [
         f"memory:{kept}", "shop.orders.amount"]

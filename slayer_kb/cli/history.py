@@ -198,6 +198,7 @@ def sync_cmd(settings: Settings, remote: str | None) -> None:
         text += "."
         if result.resolved:
             text += "\n  merged both sides of: " + ", ".join(result.resolved)
+        text += _followed(result.followed, f"{result.remote}/{result.branch}", command(settings.kb().root))
         text += _folded(result.merged, result.deduplicated)
         if result.unforgotten:
             text += ("\n  kept, its forget undone by a later upsert of its topic key or edit: "
@@ -215,7 +216,7 @@ def sync_cmd(settings: Settings, remote: str | None) -> None:
         if result.renumbered:
             text += "\n  renumbered: " + ", ".join(f"{o} -> {n}" for o, n in result.renumbered.items())
         text += _sessions(result.session_projects, f"{result.remote}/{result.branch}")
-        return (text + _stale(result.stale_queries, command(settings.kb().root)) + _unlinked(result.unlinked, result.cascaded, result.relinked)
+        return (text + _stale(result.stale_queries, command(settings.kb().root)) + _unlinked(result.unlinked, result.cascaded, result.relinked, result.relinked_merged)
                 + _untouched("pushed an example query the upstream already had", result.untouched_queries))
 
     emit(settings, result.to_json(), human)
@@ -253,7 +254,7 @@ def rebase_cmd(settings: Settings, upstream: str | None, action: str | None, rew
     run = command(settings.kb().root)
     emit(settings, result.to_json(), lambda: (
         f"Rebased onto {result.onto}; run {result.push} to push." + _folded(result.merged, result.deduplicated)
-        + _unlinked(result.unlinked, result.cascaded, result.relinked) + _sessions(result.session_projects, result.onto)
+        + _unlinked(result.unlinked, result.cascaded, result.relinked, result.relinked_merged) + _sessions(result.session_projects, result.onto)
         + _checked(result, result.onto, run)
         if result.action == "rebased" else "Rebase aborted; the branch is back as it was."))
 
@@ -282,7 +283,7 @@ def merge_cmd(settings: Settings, ref: str) -> None:
         if result.action == "up to date":
             return f"Already up to date with {ref}."
         text = f"{'Merged' if result.action == 'merged' else 'Fast-forwarded to'} {ref}; run {result.push} to push."
-        return (text + _folded(result.folded, result.deduplicated) + _unlinked(result.unlinked, result.cascaded, result.relinked)
+        return (text + _followed(result.followed, ref, command(settings.kb().root)) + _folded(result.folded, result.deduplicated) + _unlinked(result.unlinked, result.cascaded, result.relinked, result.relinked_merged)
                 + _sessions(result.session_projects, ref) + _checked(result, ref, command(settings.kb().root)))
 
     emit(settings, result.to_json(), human)
@@ -292,6 +293,18 @@ def _folded(merged: dict[str, str], deduplicated: dict[str, str]) -> str:
     """The lines saying which memories were folded into the other side's (one topic key, one save)."""
     return "".join(f"\n  merged ({why}): " + ", ".join(f"{o} into {n}" for o, n in moved.items())
                    for why, moved in (("same topic key", merged), ("same save", deduplicated)) if moved)
+
+
+def _followed(followed: dict[str, dict[str, str]], ref: str, run: str) -> str:
+    """The line of each memory one side had folded into another that the other side (``ref``, or
+    this branch) forgot, edited or renamed since (merge._follow_folds): where its change went, and
+    a forget's one command."""
+    said = {"forgot": "forgot {old}, which {folded_on} had merged into {kept}; to forget {kept} too: {run} forget {kept}",
+            "edited": "edited {old}, which {folded_on} had merged into {kept}: the edit went to {kept}",
+            "renamed": "renamed {old} to {renamed}, which {folded_on} had merged into {kept}: its edits went to "
+                       "{kept}, and links to {renamed} point at it"}
+    return "".join(f"\n  kept {f['kept']}: {ref if f['folded_on'] == 'this branch' else 'this branch'} "
+                   + said[f["change"]].format(old=old, run=run, **f) for old, f in followed.items())
 
 
 def _sessions(apart: dict[str, dict[str, str]], upstream: str) -> str:
@@ -333,15 +346,14 @@ def _checked(result: MergeResult | RebaseResult, other: str, run: str) -> str:
 
 
 def _unlinked(stripped: dict[str, list[str]], cascaded: dict[str, list[str]],
-              relinked: dict[str, dict[str, str]]) -> str:
-    """The lines saying which links to memories a side renamed were rewritten, and which to
-    memories the other side forgot, and to entities it deleted from the catalog, were stripped
-    (unlinks.py)."""
-    text = ""
-    if relinked:
-        text += "\n  rewrote links to renamed memories: " + ", ".join(
-            f"{', '.join(f'{memory_link(old)} -> {memory_link(new)}' for old, new in moves.items())} in {memory_id}"
-            for memory_id, moves in relinked.items())
+              relinked: dict[str, dict[str, str]], relinked_merged: dict[str, dict[str, str]]) -> str:
+    """The lines saying which links to memories a side renamed, or folded into another, were
+    rewritten, and which to memories the other side forgot, and to entities it deleted from the
+    catalog, were stripped (unlinks.py)."""
+    text = "".join(f"\n  rewrote links to {what} memories: " + ", ".join(
+        f"{', '.join(f'{memory_link(old)} -> {memory_link(new)}' for old, new in moves.items())} in {memory_id}"
+        for memory_id, moves in rewritten.items()) for what, rewritten in (("renamed", relinked), ("merged", relinked_merged))
+        if rewritten)
     if stripped:
         text += "\n  stripped links to forgotten memories: " + ", ".join(
             f"{', '.join(memory_link(i) for i in ids)} from {memory_id}" for memory_id, ids in stripped.items())

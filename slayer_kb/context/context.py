@@ -230,13 +230,16 @@ class Context(Parts):
         if (renamed := self.renamed_away(memory_id, last_two=last_two)) is not None:
             return NotFoundError(renamed)
         deleting = last_two[0]
-        message = self.store.objects.commit(deleting).partition(b"\n\n")[2].decode("utf-8", "replace")
-        if (fold := folded_by(message.partition("\n")[0])) is not None and memory_id in fold[0]:
+        if (fold := self._folded_in(memory_id, deleting)) is not None:
             # One memory kept of two (a topic key, or the same save): it goes on there. Not "saved
             # first": a merge keeps the one the team holds, which may be the later (folds.Standing).
-            alike = "as the same save" if fold[1] else "under the same topic key"
-            return NotFoundError(f"No memory with id '{memory_id}'. It was merged into '{fold[0][memory_id]}' in commit "
-                                 f"{deleting[:12]}, the memory kept {alike}; use that id.")
+            kept, said = fold
+            if self.memory_exists(kept):
+                return NotFoundError(f"No memory with id '{memory_id}'. It {said}; use that id.")
+            # Renamed since: the id it has now, not the one the fold gave it.
+            went = self.went_on(kept) or (f"no memory holds now: '{command(self.root)} get {words(kept)}' says what "
+                                          "became of it")
+            return NotFoundError(f"No memory with id '{memory_id}'. It {said}, which {went}.")
         if (moved := self.moved_away(memory_id, deleting)) is not None:  # 'restore --rev' would copy it
             return NotFoundError(moved)
         # Headed with SLayer's whole answer (to a forget of a forgotten memory: "No memory with id '3'.").
@@ -244,6 +247,26 @@ class Context(Parts):
         fix = f"'{command(self.root)} restore {words(memory_id)} --rev {deleting[:12]}~1'"
         return NotFoundError(f"{said}; bring back its last version with {fix}.",
                              tool_message=f"{said}; the tools cannot bring it back, a person can: {fix}.")
+
+    def went_on(self, memory_id: str) -> str:
+        """Where the memory of ``memory_id``, an id no memory holds now, went (a fold's target
+        renamed since): "was renamed to 'kb.b' in commit ...: use that id"; "" when not renamed to
+        an id a memory holds."""
+        away = renamed_away(self.store, memory_id)
+        if away is None or away.before is not None or away.forgotten is not None:
+            return ""
+        return "was renamed " + ", then ".join(f"to '{new}' in commit {commit[:12]}" for new, commit in away.moves) + (
+            ": use that id")
+
+    def _folded_in(self, memory_id: str, commit: str) -> tuple[str, str] | None:
+        """The id ``commit`` folded ``memory_id`` into (``core.merging.folded_by``) and the words
+        that say so, or None when it is no fold of it."""
+        message = self.store.objects.commit(commit).partition(b"\n\n")[2].decode("utf-8", "replace")
+        if (fold := folded_by(message.partition("\n")[0])) is None or memory_id not in fold[0]:
+            return None
+        kept = fold[0][memory_id]
+        alike = "as the same save" if fold[1] else "under the same topic key"
+        return kept, f"was merged into '{kept}' in commit {commit[:12]}, the memory kept {alike}"
 
     def moved_away(self, memory_id: str, deleting: str) -> str | None:
         """What any command given ``memory_id`` says when ``deleting``, the commit that last
@@ -283,6 +306,10 @@ class Context(Parts):
                     f"another memory, which {moves}: bring the forgotten one's last version back with "
                     f"'{command(self.root)} restore {words(memory_id)} --rev {forgot[:12]}~1'.")
         said, final = f"Memory '{memory_id}' {moves}", away.moves[-1][0]
+        if away.forgotten and (fold := self._folded_in(final, away.forgotten)) is not None:
+            # Not forgotten: folded into another memory, which goes on.
+            return f"{said}, which {fold[1]}" + (": use that id." if self.memory_exists(fold[0]) else
+                                                 f"; '{command(self.root)} get {words(fold[0])}' says what became of it.")
         if away.forgotten:
             return (f"{said}, and then forgotten for good in commit {away.forgotten[:12]}: bring its last version "
                     f"back with '{command(self.root)} restore {words(final)} --rev {away.forgotten[:12]}~1'.")
@@ -424,16 +451,18 @@ class Context(Parts):
         memories, until the user accepts the move (``moves.accept``)."""
         move = self.moves.get(memory_id)
         if move is not None:
-            raise ConflictError(refusal(move, self._named_now(memory_id), command(self.root),
-                                        not self.memory_exists(move.new)))
+            raise ConflictError(refusal(move, self._named_now(memory_id), command(self.root), self._went(move.new)))
 
     def moved_notes(self, memory_id: str) -> list[str]:
         """For a command that reads an id's history (``show``, ``log``, ``timeline``) and so
         answers about what the id names here: the move ``check_not_moved`` would refuse, said
         as a note (``store/moves.py``); none when the id never moved on this clone."""
         move = self.moves.get(memory_id)
-        return [] if move is None else [note(move, self._named_now(memory_id), command(self.root),
-                                              not self.memory_exists(move.new))]
+        return [] if move is None else [note(move, self._named_now(memory_id), command(self.root), self._went(move.new))]
+
+    def _went(self, memory_id: str) -> str | None:
+        """None for an id a memory holds, else where its memory went (``went_on``)."""
+        return None if self.memory_exists(memory_id) else self.went_on(memory_id)
 
     def _named_now(self, memory_id: str) -> Memory | None:
         try:

@@ -414,6 +414,9 @@ class MergeResult:
     unlinked: dict[str, list[str]] = field(default_factory=dict)  # memory -> forgotten ids stripped (unlinks.py)
     cascaded: dict[str, list[str]] = field(default_factory=dict)  # memory -> deleted entities stripped (unlinks.py)
     relinked: dict[str, dict[str, str]] = field(default_factory=dict)  # memory -> {renamed id: new id} (unlinks.py)
+    relinked_merged: dict[str, dict[str, str]] = field(default_factory=dict)  # memory -> {folded id: id kept} (unlinks.py)
+    # A memory this branch folded away that REF forgot or edited since: {its id: {kept, change}} (merge._follow_folds).
+    followed: dict[str, dict[str, str]] = field(default_factory=dict)
     # What sync's revalidation would say of the branch's memories on top of REF (revalidation.py):
     # the problems it refuses to push, and the stale and untouched invalid example queries it lets through.
     problems: list[str] = field(default_factory=list)
@@ -425,9 +428,9 @@ class MergeResult:
     def to_json(self) -> dict[str, Any]:
         return {"ref": self.ref, "action": self.action, "head": self.head, "push": self.push, "merged": self.folded,
                 "deduplicated": self.deduplicated,
-                "unlinked": self.unlinked, "cascaded": self.cascaded, "relinked": self.relinked, "problems": self.problems,
+                "unlinked": self.unlinked, "cascaded": self.cascaded, "relinked": self.relinked, "relinked_merged": self.relinked_merged, "problems": self.problems,
                 "stale_queries": self.stale_queries, "untouched_queries": self.untouched_queries,
-                "session_projects": self.session_projects}
+                "session_projects": self.session_projects, "followed": self.followed}
 
 
 @dataclass
@@ -443,6 +446,7 @@ class RebaseResult:
     unlinked: dict[str, list[str]] = field(default_factory=dict)  # memory -> forgotten ids stripped (unlinks.py)
     cascaded: dict[str, list[str]] = field(default_factory=dict)  # memory -> deleted entities stripped (unlinks.py)
     relinked: dict[str, dict[str, str]] = field(default_factory=dict)  # memory -> {renamed id: new id} (unlinks.py)
+    relinked_merged: dict[str, dict[str, str]] = field(default_factory=dict)  # memory -> {folded id: id kept} (unlinks.py)
     problems: list[str] = field(default_factory=list)  # as MergeResult's
     stale_queries: list[str] = field(default_factory=list)
     untouched_queries: list[str] = field(default_factory=list)
@@ -451,7 +455,7 @@ class RebaseResult:
     def to_json(self) -> dict[str, Any]:
         return {"onto": self.onto, "action": self.action, "head": self.head, "push": self.push, "merged": self.merged,
                 "deduplicated": self.deduplicated,
-                "unlinked": self.unlinked, "cascaded": self.cascaded, "relinked": self.relinked, "problems": self.problems,
+                "unlinked": self.unlinked, "cascaded": self.cascaded, "relinked": self.relinked, "relinked_merged": self.relinked_merged, "problems": self.problems,
                 "stale_queries": self.stale_queries, "untouched_queries": self.untouched_queries,
                 "session_projects": self.session_projects}
 
@@ -477,6 +481,9 @@ class SyncResult:
     unlinked: dict[str, list[str]] = field(default_factory=dict)  # memory -> forgotten ids stripped (unlinks.py)
     cascaded: dict[str, list[str]] = field(default_factory=dict)  # memory -> deleted entities stripped (unlinks.py)
     relinked: dict[str, dict[str, str]] = field(default_factory=dict)  # memory -> {renamed id: new id} (unlinks.py)
+    relinked_merged: dict[str, dict[str, str]] = field(default_factory=dict)  # memory -> {folded id: id kept} (unlinks.py)
+    # A memory this branch folded away that the upstream forgot, edited or renamed since (merge._follow_folds).
+    followed: dict[str, dict[str, str]] = field(default_factory=dict)
     # Memories pushed whose example query names what the catalog no longer has (sync's revalidation).
     stale_queries: list[str] = field(default_factory=list)
     # Problems (path:line: message) of invalid example queries pushed as the upstream had them:
@@ -498,8 +505,9 @@ class SyncResult:
                 "given_up": self.given_up, "renumbered": self.renumbered, "merged": self.merged,
                 "deduplicated": self.deduplicated,
                 "resolved": self.resolved, "unforgotten": self.unforgotten, "dropped": self.dropped, "unlinked": self.unlinked,
-                "cascaded": self.cascaded, "relinked": self.relinked, "stale_queries": self.stale_queries,
-                "untouched_queries": self.untouched_queries, "session_projects": self.session_projects, "attempts": self.attempts,
+                "cascaded": self.cascaded, "relinked": self.relinked, "relinked_merged": self.relinked_merged, "stale_queries": self.stale_queries,
+                "untouched_queries": self.untouched_queries, "session_projects": self.session_projects, "followed": self.followed,
+                "attempts": self.attempts,
                 "head": self.head,
                 "timings": self.timings}
 

@@ -27,15 +27,16 @@ from typing import TYPE_CHECKING
 
 from ..core.engram import content_hash, is_import
 from ..core.errors import KBError
-from ..core.locate import memory_link, memory_path
+from ..core.locate import id_of_path, memory_link, memory_path
 from ..core.memory import Memory, loads, parse_time, time_order
 from ..core.merging import fold_subject, folded_by, merge_topic_revisions
-from ..store import claims
+from ..store import claims, mergedriver
 from ..store.repo import Change, GitStore
 from ..store.revisions import added_version
 from ..transaction import Transaction, memory_change
 from .renumber import renumbered_text
 from .snapshot import blobs_at
+from .syncfetch import default_branch
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -63,10 +64,8 @@ class Standing:
         remote's default changed, and the clone that made the team, ``git remote add`` and a push,
         has none). Asked only when both memories are on the remote: a sync's own saves are not."""
         said = claims.network(self.store, "ls-remote", "--symref", self.remote, "HEAD") if self.remote else None
-        told = [line.split()[1].removeprefix("refs/heads/") for line in
-                (said.stdout.decode("utf-8", "replace").splitlines() if said is not None and said.returncode == 0 else [])
-                if line.startswith("ref: refs/heads/") and len(line.split()) >= 2]
-        return next((tip for name in [*told, "HEAD", "main", "master"]
+        told = default_branch(said.stdout.decode("utf-8", "replace")) if said is not None and said.returncode == 0 else ""
+        return next((tip for name in [told, "HEAD", "main", "master"] if name
                      if (tip := self.store.tip(f"refs/remotes/{self.remote}/{name}"))), "") if self.remote else ""
 
     def keeps_mine(self, mine: Memory, theirs: Memory) -> bool:
@@ -224,6 +223,71 @@ def _live(kb: Context, ids: list[str]) -> list[Memory]:
     return out
 
 
+def carry_dropped(store: GitStore, tx: Transaction, parted: str, upstream: tuple[str, str], ours: str,
+                  dropped: list[str], followed: dict[str, dict[str, str]]) -> list[str]:
+    """Of ``dropped`` (memories this branch, at ``ours``, edited since ``parted`` that a sync's
+    replay onto the upstream, ``upstream``: its commit and name, dropped as gone there), those
+    the upstream folded into another memory (``folded_to``): no forget, so the edit is carried
+    onto the memory kept, merged from the folded one's version at ``parted``, in one commit,
+    ``followed`` given each as ``merge._follow_folds`` gives it. The others (and an edit of a line
+    the memory kept changed too), still dropped, are returned."""
+    moved = {old: new for old, new in folded_to(store, parted, upstream[0]).items() if old in dropped} if dropped else {}
+    changes: list[Change] = []
+    kept: dict[str, Memory] = {}
+    objects = store.objects
+    for old, new in moved.items():
+        path, folded = store.repo_path(memory_path(new)), store.repo_path(memory_path(old))
+        base, now, edit = (objects.blobs_at(objects.tree_of(rev), [at])[at]
+                           for rev, at in ((parted, folded), ("HEAD", path), (ours, folded)))
+        if base is None or now is None or edit is None or (
+                merged := mergedriver.merged_blob(store, path, (base, now, edit))) is None:
+            continue
+        data = store.objects.read_many("blob", [merged])[merged]
+        with contextlib.suppress(KBError, UnicodeDecodeError):
+            kept[new] = loads(data.decode("utf-8"), new)
+            changes.append(Change(memory_path(new), data))
+            followed[old] = {"kept": new, "change": "edited", "folded_on": upstream[1]}
+    if changes:
+        carried = [old for old in moved if old in followed]
+        tx.commit(changes, f"memory: carry the edit of {', '.join(carried)} to {', '.join(kept)}, which {upstream[1]} "
+                  "merged it into", kept)
+    return [memory_id for memory_id in dropped if memory_id not in followed]
+
+
+def forgotten_folded(store: GitStore, parted: str, upstream: tuple[str, str], ours: str, both: list[str],
+                     followed: dict[str, dict[str, str]]) -> None:
+    """Give ``followed`` each memory this branch (at ``ours``) forgot since ``parted`` that the
+    upstream (``upstream``: its commit and name) had folded into another memory, which HEAD still
+    holds: the forget took the memory kept away no more than ``slayer-kb merge`` lets it
+    (``merge._follow_folds``), and is said as that merge says it. Looked for among ``both``, the
+    files both sides changed (a fold deletes the file too): no git process where none is a memory's."""
+    objects = store.objects
+    ids = {i for path in both if (i := id_of_path(path)) is not None}
+    moved = {old: new for old, new in folded_to(store, parted, upstream[0]).items() if old in ids} if ids else {}
+    if not moved:
+        return
+    ours_held = objects.blobs_at(objects.tree_of(ours), [store.repo_path(memory_path(old)) for old in moved])
+    moved = {old: new for old, new in moved.items() if ours_held[store.repo_path(memory_path(old))] is None}
+    held = objects.blobs_at(objects.tree_of("HEAD"), [store.repo_path(memory_path(new)) for new in moved.values()])
+    for old, new in moved.items():
+        if held[store.repo_path(memory_path(new))] is not None and old not in followed:
+            followed[old] = {"kept": new, "change": "forgot", "folded_on": upstream[1]}
+
+
+def fold_renamed(kb: Context, tx: Transaction, moved: dict[str, str]) -> None:
+    """One fold's commit of each id of ``moved`` into the memory it maps to, which holds its
+    content already: the other side's new id of a memory this branch had folded away, renamed
+    there since (``merge._follow_folds``). A fold, not a forget: links to it follow
+    (``unlinks.py``), and ``get`` of it says where it went."""
+    if not moved:
+        return
+    kb.reread()
+    folds = {old: kb.read(new) for old, new in moved.items()}
+    keys = sorted({m.topic_key for m in folds.values() if m.topic_key})
+    _commit(tx, folds, [Change(memory_path(old), None) for old in moved], f"topic {', '.join(keys)}" if keys
+            else "same save", {})
+
+
 def _commit(tx: Transaction, folds: dict[str, Memory], changes: list[Change], why: str,
             moved: dict[str, str]) -> None:
     """One commit of ``folds`` (this branch's id -> the memory it is folded into) and ``changes``,
@@ -238,10 +302,45 @@ def _commit(tx: Transaction, folds: dict[str, Memory], changes: list[Change], wh
     moved.update(mapping)
 
 
+def own_moves(store: GitStore, others: str | list[str], moves: dict[str, str]) -> dict[str, str]:
+    """Of ``moves`` (a fold's, made against the other side's commit ``others``, or several), those
+    of this branch's memories, which the caller records as this clone's moves: one of the other
+    side's folded into this branch's (``Standing`` kept it) moved no id this clone gave, and
+    ``get`` of it names the fold's commit. In ``slayer-kb merge``, ``rebase`` and sync alike."""
+    paths = {old: store.repo_path(memory_path(old)) for old in moves}
+    held = [store.objects.blobs_at(store.objects.tree_of(other), paths.values())
+            for other in ([others] if isinstance(others, str) else others)] if moves else []
+    return {old: new for old, new in moves.items() if all(there[paths[old]] is None for there in held)}
+
+
+def fold_moves(store: GitStore, parted: str, side: str) -> list[dict[str, str]]:
+    """The moves (folded id -> the id kept) of each fold's commit between ``parted`` and ``side``,
+    oldest first (``core.merging.folded_by``): the one reading of folds a branch made."""
+    subjects = store.git("log", "--format=%s", "--grep=^memory: merge ", side, "--not", parted).stdout.decode(
+        "utf-8", "replace").splitlines()
+    return [fold[0] for subject in reversed(subjects) if (fold := folded_by(subject)) is not None]
+
+
 def folds_into(store: GitStore, parted: str, side: str) -> dict[str, set[str]]:
     """The ids each memory took in by a fold's commit between ``parted`` and ``side``."""
     into: dict[str, set[str]] = {}
-    for subject in store.git("log", "--format=%s", f"{parted}..{side}").stdout.decode("utf-8", "replace").splitlines():
-        for gone, kept in (fold[0] if (fold := folded_by(subject)) is not None else {}).items():
+    for moves in fold_moves(store, parted, side):
+        for gone, kept in moves.items():
             into.setdefault(kept, set()).add(gone)
     return into
+
+
+def folded_to(store: GitStore, parted: str, side: str) -> dict[str, str]:
+    """Each id a fold's commit between ``parted`` and ``side`` moved -> the id its memory ended at
+    (a later fold of the memory kept followed on; a later fold of the id wins)."""
+    folds: dict[str, str] = {}
+    for moves in fold_moves(store, parted, side):
+        folds.update(moves)
+    found = {}
+    for old, new in folds.items():
+        seen = {old}
+        while new in folds and new not in seen:
+            seen.add(new)
+            new = folds[new]
+        found[old] = new
+    return found

@@ -44,7 +44,7 @@ from ..store.renames import (
 from ..store.revisions import added_alike, resolve_rev, shallow_parting
 from ..store.worktree import require_shown
 from .conflictsteps import crossed_words, opening, reuse_steps
-from .folds import Standing
+from .folds import Standing, fold_renamed, folded_to, own_moves
 from .rebase import conflict_steps, held_stages, merge_from, push_step, settle, swap_sides, unmerged
 from .renumber import refuse_clashes, require_clean
 from .reuses import Retry, refuse_reuse
@@ -74,36 +74,37 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
         refuse_reuse(store, kb.root, parted, (sha, before), ref, Retry.merge(ref), both)
         if parted:
             refuse_clashes(store, sha, parted, ref, f"merge {words(ref)}")
-        stopped = merge_in(store, ref, sha, written_on_either(store, (sha, before), bases), bases)
+        followed: dict[str, dict[str, str]] = {}
+        stopped = merge_in(store, ref, sha, written_on_either(store, (sha, before), bases), bases, followed=followed)
         if stopped is not None:
-            raise ConflictError(merge_conflict_message(store, ref, *stopped, tips=("HEAD", sha)))
+            raise ConflictError(merge_conflict_message(store, ref, *stopped, tips=("HEAD", sha)) + "".join(
+                f" {ref if f['folded_on'] == 'this branch' else 'This branch'} {f['change']} {old}, which "
+                f"{f['folded_on']} had merged into {f['kept']}: its edit is held at {memory_path(f['kept'])} as an "
+                f"edit of {f['kept']}." for old, f in followed.items()
+                if store.repo_path(memory_path(f["kept"])) in stopped[0]))
         kb.reread()
         head = store.head()
         assert head is not None
         branch = store.branch()
         result = MergeResult(ref, "up to date" if head == before else "fast-forward" if head == sha else "merged", head,
                              push_step(kb.shared_remote(), branch, 0, store.root))
+        result.followed = followed
         if result.action == "merged":
+            # A memory REF renamed that this branch had folded away, its edits in the memory kept.
+            fold_renamed(kb, tx, {f["renamed"]: f["kept"] for f in followed.values() if "renamed" in f})
             # Before the fixes' commits, HEAD holds the merged sessions.
             result.session_projects = session_projects(store, (sha, before), both)
             # What sync does once the upstream is in: the same fixes, and its revalidation named.
-            moves = Moves(result.folded, result.unlinked, result.cascaded, result.deduplicated, result.relinked)
+            moves = Moves(result.folded, result.unlinked, result.cascaded, result.deduplicated, result.relinked,
+                          result.relinked_merged)
             checked = finish_or_put_back(kb, store, tx, sha, parted, moves, before, head,
                                          standing=Standing(store, kb.shared_remote()))
             result.problems, result.stale_queries = checked.problems, checked.stale_queries
             result.untouched_queries = checked.untouched_queries
-            kb.record_moves(_own(store, sha, result.folded), "merge")
-            kb.record_moves(_own(store, sha, result.deduplicated), "merge", duplicate=True)
+            kb.record_moves(own_moves(store, sha, result.folded), "merge")
+            kb.record_moves(own_moves(store, sha, result.deduplicated), "merge", duplicate=True)
             result.head = store.head() or head
         return result
-
-
-def _own(store: GitStore, sha: str, moves: dict[str, str]) -> dict[str, str]:
-    """Of ``moves`` (a fold's), those of this branch's memories: one of REF's (at ``sha``) folded
-    into this branch's moved no id this clone gave (``get`` of it names the fold's commit)."""
-    paths = {old: store.repo_path(memory_path(old)) for old in moves}
-    held = store.objects.blobs_at(store.objects.tree_of(sha), paths.values()) if moves else {}
-    return {old: new for old, new in moves.items() if held[paths[old]] is None}
 
 
 def unrelated(store: GitStore, ref: str, sha: str) -> StoreError:
@@ -128,7 +129,8 @@ def unrelated(store: GitStore, ref: str, sha: str) -> StoreError:
 
 
 def merge_in(store: GitStore, ref: str, sha: str, written: list[str] | None,
-             bases: list[str], seen: str = "") -> tuple[list[str], dict[str, set[int]]] | None:
+             bases: list[str], seen: str = "", followed: dict[str, dict[str, str]] | None = None
+             ) -> tuple[list[str], dict[str, set[int]]] | None:
     """``git merge REF`` (``sha``, its commit) with the KB's merge driver, committed (see the
     module doc); None when it finished, else the unmerged paths and their stages as
     ``conflict_steps`` reads them, the merge stopped on them (``sync`` aborts it). ``written``: the
@@ -136,7 +138,9 @@ def merge_in(store: GitStore, ref: str, sha: str, written: list[str] | None,
     ones git can hand the driver (``mergedriver.require_driver``); ``bases``: where HEAD and
     ``sha`` parted (``snapshot.merge_bases``; the first, of several, as rough as another for the
     checks after git's merge: git merges from all of them), none with no common ancestor;
-    ``seen``: sync's upstream as this clone last fetched it (``rebase.first_version``)."""
+    ``seen``: sync's upstream as this clone last fetched it (``rebase.first_version``);
+    ``followed``: given each memory REF forgot or edited that this branch had folded into another
+    (``_follow_folds``)."""
     before = store.head()
     assert before is not None
     if not bases:  # git refuses the merge and says only that, not what to do
@@ -163,6 +167,8 @@ def merge_in(store: GitStore, ref: str, sha: str, written: list[str] | None,
     # The memory files each side added since they parted (KB-relative), read once for the checks below.
     added = tuple(set(store.added_paths(parted, tip, f"{MEMORIES_DIR}/")) for tip in (before, sha))
     _merge_added_alike(store, before, sha, added, stopped)
+    if followed is not None and _follow_folds(store, parted, (before, sha), ref, followed):
+        stopped = unmerged(store)
     forget, edited = _forgotten_here(store, parted, before, sha, added[0])
     if forget:
         store.git_writing_index("rm", "-q", "-f", "--", *forget, env=LITERAL_PATHS)
@@ -234,6 +240,64 @@ def _forgotten_here(store: GitStore, parted: str, ours: str, theirs: str,
             else:
                 edited[path] = blob
     return forget, edited
+
+
+def _follow_folds(store: GitStore, parted: str, tips: tuple[str, str], ref: str,
+                  followed: dict[str, dict[str, str]]) -> bool:
+    """Carry through each side's folds since ``parted`` (``folds.folded_to``; ``tips``: this
+    branch, REF) what the other side did since to a memory the fold took away: git knows no fold,
+    and pairs the folded file with the kept one only where their texts are alike (a rename), else
+    sees a forget. An edit lands on the memory kept, merged from the folded one's version at
+    ``parted`` (held as two edits of it where both changed one line), and so does a rename's (its
+    new file stays, for ``folds.fold_renamed`` to fold after the merge's commit); a forget leaves
+    the memory kept as the folding side holds it, the memory the team holds with that side's own
+    revisions (forgetting it too is the person's choice, which the reply names). Whether any was
+    found, ``followed`` given {folded id: {kept, change (forgot, edited, renamed), renamed (the
+    id the other side gave it), folded_on ('this branch' or ``ref``)}}."""
+    lines: list[str] = []
+    held: list[str] = []
+    paths: dict[str, str] = {}
+    objects = store.objects
+    folds = [folded_to(store, parted, tip) for tip in tips]
+    for folding in (0, 1):
+        # A fold both sides made (two reviewers' merges of one branch) is no change to carry.
+        moved = {old: new for old, new in folds[folding].items() if old not in folds[1 - folding]}
+        renamed = renames_between(store, parted, tips[1 - folding]) if moved else {}
+        paths.update({i: store.repo_path(memory_path(i)) for i in {*moved, *moved.values(), *renamed.values()}})
+        was, here, there = (objects.blobs_at(objects.tree_of(c), paths.values())
+                            for c in (parted, tips[folding], tips[1 - folding]))
+        for old, new in moved.items():
+            base, kept, edit = was[paths[old]], here[paths[new]], there[paths[renamed.get(old, old)]]
+            if base is None or kept is None or edit == base or there[paths[new]] not in (None, kept):
+                # Not the other side's (added since), the memory kept gone, left as it was there,
+                # or changed there too (the other side holds the memory kept: git merges it)
+                continue
+            lines.append(f"0 {'0' * 40}\t{paths[old]}\n")
+            if old in renamed and edit is not None:
+                lines.append(f"0 {'0' * 40}\t{paths[renamed[old]]}\n100644 {edit} 0\t{paths[renamed[old]]}\n")
+            lines.append(f"0 {'0' * 40}\t{paths[new]}\n")
+            sides = (kept, edit) if folding == 0 else (edit, kept)  # git's stages 2 and 3: this branch's, REF's
+            if edit is None:
+                lines.append(f"100644 {kept} 0\t{paths[new]}\n")
+            elif (merged := mergedriver.merged_blob(store, paths[new], (base, *sides))) is not None:
+                lines.append(f"100644 {merged} 0\t{paths[new]}\n")
+            else:
+                lines += [f"100644 {blob} {n}\t{paths[new]}\n" for n, blob in enumerate((base, *sides), 1)]
+                held.append(paths[new])
+            change = "forgot" if edit is None else "renamed" if old in renamed else "edited"
+            followed[old] = {"kept": new, "change": change, "folded_on": ref if folding else "this branch",
+                             **({"renamed": renamed[old]} if change == "renamed" else {})}
+    if not lines:
+        return False
+    store.git_writing_index("update-index", "--index-info", input="".join(lines).encode())
+    for old, f in followed.items():
+        (store.top / paths[old]).unlink(missing_ok=True)  # git's conflict left the edit there
+        for path in (paths[f["kept"]], *([paths[f["renamed"]]] if "renamed" in f else [])):
+            if path not in held:
+                store.git_writing_index("checkout", "--", path, env=LITERAL_PATHS)
+    for path in held:  # both edits, in git's markers
+        store.git_writing_index("checkout", "-m", "--", path, env=LITERAL_PATHS)
+    return True
 
 
 def _hold_unseen_renames(store: GitStore, parted: str, tips: tuple[str, str], added: tuple[set[str], ...]) -> bool:

@@ -33,7 +33,7 @@ from ..store.repo import GitStore
 from ..store.revisions import added_alike, forgot_at, resolve_rev, rewritten_alike
 from ..store.worktree import require_shown
 from .conflictsteps import conflict_steps, crossed_words, merge_settles, opening, unmerged_stages
-from .folds import Standing
+from .folds import Standing, own_moves
 from .renumber import refuse_clashes, require_clean
 from .reuses import Retry, refuse_reuse
 from .revalidation import Moves, finish_or_put_back
@@ -136,12 +136,13 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
                   f"({git_command(store.root, f'reset --keep {head}')} takes them back).") if action == CONTINUE else ""
         with kb.transaction() as tx:
             checked = finish_or_put_back(kb, store, tx, onto_commit, parted, Moves(
-                result.merged, result.unlinked, result.cascaded, result.deduplicated, result.relinked), ours, head, undone,
+                result.merged, result.unlinked, result.cascaded, result.deduplicated, result.relinked,
+                result.relinked_merged), ours, head, undone,
                 standing=Standing(store, kb.shared_remote()))
         result.problems, result.stale_queries = checked.problems, checked.stale_queries
         result.untouched_queries = checked.untouched_queries
-        kb.record_moves(result.merged, "rebase")
-        kb.record_moves(result.deduplicated, "rebase", duplicate=True)
+        kb.record_moves(own_moves(store, onto_commit, result.merged), "rebase")
+        kb.record_moves(own_moves(store, onto_commit, result.deduplicated), "rebase", duplicate=True)
         result.head = store.head() or head
     return result
 

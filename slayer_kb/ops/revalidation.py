@@ -62,6 +62,7 @@ class Moves:
     cascaded: dict[str, list[str]]  # memory -> deleted entities stripped
     deduplicated: dict[str, str]  # this branch's memory -> the other side's, one save made on both
     relinked: dict[str, dict[str, str]]  # memory -> {renamed id: its new id} of the links rewritten
+    relinked_merged: dict[str, dict[str, str]]  # memory -> {folded id: the id kept} of the links rewritten
 
 
 def finish(kb: Context, store: GitStore, tx: Transaction, other: str, parted: str, moves: Moves,
@@ -82,7 +83,8 @@ def finish(kb: Context, store: GitStore, tx: Transaction, other: str, parted: st
 
     folded = fold_duplicates(kb, tx, added, theirs, moves.deduplicated, standing) or folded
     tips = (other, ours or before or "HEAD")
-    if (parted and strip_gone(kb, store, tx, parted, tips, moves.unlinked, moves.cascaded, moves.relinked, before,
+    if (parted and strip_gone(kb, store, tx, parted, tips, moves.unlinked, moves.cascaded, moves.relinked,
+                              moves.relinked_merged, before,
                               other if before else "")) or folded:
         top = on_top(store, other)
     return revalidate(kb, store, other, top)

@@ -57,7 +57,8 @@ from ..store.replay import forgets, replay
 from ..store.repo import Change, GitStore
 from ..store.worktree import reset_keep
 from ..transaction import Transaction, memory_change
-from .folds import Standing, folds_into
+from .byhand import finish_merge_by_hand
+from .folds import Standing, carry_dropped, fold_renamed, folds_into, forgotten_folded, own_moves
 from .merge import merge_conflict_message, merge_in, merging
 from .rebase import conflict_message, in_progress, run
 from .renumber import plan, renumber_commit, require_clean, rewrite_commits
@@ -68,7 +69,6 @@ from .syncfetch import Fetch, no_remote
 from .syncpush import push
 from .syncreport import DONE, compose, rename, reported
 from .turn import Turn
-from .unlinks import strip_gone
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -143,7 +143,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
         if start is None:
             raise InvalidInputError("The repository has no commit yet; save a memory first.")
         index = _Index(kb, store, start)
-        noted = _Noted(kb.moves)
+        noted = _Noted(kb.moves, store)
         pulls = Pulls(store, result.branch)
         laps.lap("lock")
         try:
@@ -154,7 +154,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
                 if attempt or not fetched:
                     upstream = fetch.in_turn(laps.lap)
                 _pull(kb, tx.store, tx, remote, upstream_branch, (upstream, known), result, index, start, noted, pulls)
-                noted.note(result)
+                noted.note(result, upstream)
                 # Killed from here on (its push may land), the sync leaves what it did for the next to say.
                 tip = store.head() or ""
                 pulls.say(reported(pulls.earlier, result), tip if tip != upstream else "")
@@ -234,18 +234,21 @@ class _Noted:
     and a command on a moved id must refuse then as after. A sync that fails puts the record back
     as it found it."""
 
-    def __init__(self, moves: MovedIds) -> None:
-        self.moves = moves
+    def __init__(self, moves: MovedIds, store: GitStore) -> None:
+        self.moves, self.store = moves, store
+        self.merged_in = ""  # the branch a merge committed by hand took in, whose memories are not this clone's
         self.found: str | None = None  # the record as the sync found it, once ``noted``
         self.noted = False
         self._recorded: list[dict[str, str]] = [{}, {}, {}]  # what the record holds on top of ``found``
 
-    def note(self, result: SyncResult) -> None:
-        """Record what the attempt that just pulled moved (a retry's moves replace the last's):
-        one write, and none when that is what the record holds already (the common case: nothing
-        moved, no file read)."""
-        groups = [(result.renumbered, "renumbered", False), (result.merged, "merged", False),
-                  (result.deduplicated, "merged", True)]
+    def note(self, result: SyncResult, upstream: str) -> None:
+        """Record what the attempt that just pulled ``upstream`` moved (a retry's moves replace the
+        last's): one write, and none when that is what the record holds already (the common case:
+        nothing moved, no file read). A fold of the upstream's memory into this branch's moved no
+        id this clone gave (``folds.own_moves``)."""
+        others = [upstream, *filter(None, [self.merged_in])]
+        groups = [(result.renumbered, "renumbered", False), (own_moves(self.store, others, result.merged), "merged", False),
+                  (own_moves(self.store, others, result.deduplicated), "merged", True)]
         if [moves for moves, _why, _duplicate in groups] == self._recorded:
             return
         if not self.noted:
@@ -330,7 +333,8 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
         # Nothing to pull, but commits made by hand (a conflict resolved) may be pushed: check them;
         # and a sync killed once it had pulled left its steps after the pull to make.
         if head != upstream:
-            _finish_merge_by_hand(kb, store, tx, upstream, result)
+            noted.merged_in = finish_merge_by_hand(kb, store, tx, upstream, result, index.catch_up,
+                                                   Standing(store, remote))
             _finish_owed(kb, store, tx, pulls, result, index)
             _refuse(kb, revalidate(kb, store, upstream, on_top(store, upstream)), result, merged=False)
         return
@@ -363,9 +367,10 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     for stripped in (result.unlinked, result.cascaded):
         rename(stripped, mapping)
     rename(result.relinked, mapping)
+    rename(result.relinked_merged, mapping)
     # Recorded before the branch moves: killed in between, a command on the old id refuses (until
     # the next sync renumbers again) rather than answer with the upstream's memory.
-    noted.note(result)
+    noted.note(result, upstream)
     if mapping:
         moving(store.head() or "", parted)
     if mapping and merges:
@@ -404,7 +409,8 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     moving(ours, parted)
     if merging:
         _merge(store, remote, name, (upstream, known), bool(mapping), written_on_either(store, (upstream, ours), bases),
-               bases)
+               bases, result.followed)
+        fold_renamed(kb, tx, {f["renamed"]: f["kept"] for f in result.followed.values() if "renamed" in f})
     elif replayed is None or replayed.tip is None:
         _rebase(store, remote, upstream_branch, (upstream, known), bool(mapping),
                 written_on_either(store, (upstream, ours), bases), bases)
@@ -414,13 +420,17 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
         if both:
             weighed = forgets(store, [store.repo_path(path) for path in both], (parted, upstream, ours, tip))
             result.unforgotten += [memory_id for memory_id in weighed.unforgotten if memory_id not in result.unforgotten]
-            result.dropped += [memory_id for memory_id in weighed.dropped if memory_id not in result.dropped]
-    result.resolved += [path for path in merged_where(store, parted, (upstream, ours), both, renames) if path not in result.resolved]
+            dropped = carry_dropped(store, tx, parted, (upstream, name), ours, weighed.dropped, result.followed)
+            result.dropped += [memory_id for memory_id in dropped if memory_id not in result.dropped]
+    result.resolved += [path for path in merged_where(store, parted, (upstream, ours), both, renames)
+                        if path not in result.resolved and id_of_path(path) not in result.followed]  # said as followed
     result.session_projects.update(session_projects(store, (upstream, ours), both))
     result.action = "merged" if merging else "rebased"
     if parted:
+        forgotten_folded(store, parted, (upstream, name), ours, both, result.followed)
         _recount(kb, store, tx, (parted, upstream, ours), both)
-    moves = Moves(result.merged, result.unlinked, result.cascaded, result.deduplicated, result.relinked)
+    moves = Moves(result.merged, result.unlinked, result.cascaded, result.deduplicated, result.relinked,
+                  result.relinked_merged)
     _refuse(kb, finish(kb, store, tx, upstream, parted, moves, index.catch_up, ours=ours, standing=Standing(store, remote)),
             result)
 
@@ -440,22 +450,10 @@ def _finish_owed(kb: Context, store: GitStore, tx: Transaction, pulls: Pulls, re
     if pull.parted:
         _recount(kb, store, tx, (pull.parted, pull.upstream, pull.ours),
                  written_on_both(store, pull.parted, (pull.upstream, pull.ours)))
-    moves = Moves(result.merged, result.unlinked, result.cascaded, result.deduplicated, result.relinked)
+    moves = Moves(result.merged, result.unlinked, result.cascaded, result.deduplicated, result.relinked,
+                  result.relinked_merged)
     finish(kb, store, tx, pull.upstream, pull.parted, moves, index.catch_up, ours=pull.ours,
            standing=Standing(store, kb.shared_remote()))
-
-
-def _finish_merge_by_hand(kb: Context, store: GitStore, tx: Transaction, upstream: str, result: SyncResult) -> None:
-    """A merge among the commits to push, committed by hand (``git commit`` after a stopped
-    ``slayer-kb merge``), left the links to memories the other side forgot that the merge, had it
-    finished, would have stripped: strip them now, as it would have (none left after one that did)."""
-    merge = store.git("rev-list", "-1", "--min-parents=2", "HEAD", f"^{upstream}").stdout.decode().strip()
-    if not merge:
-        return
-    parted = store.git("merge-base", f"{merge}^1", f"{merge}^2", check=False).stdout.decode().strip()
-    if parted:
-        strip_gone(kb, store, tx, parted, (f"{merge}^2", f"{merge}^1"), result.unlinked, result.cascaded,
-                   result.relinked)
 
 
 def _count(store: GitStore, tip: str, exclude: str) -> int:
@@ -518,14 +516,14 @@ def _rebase(store: GitStore, remote: str, upstream_branch: str, tips: tuple[str,
 
 
 def _merge(store: GitStore, remote: str, name: str, tips: tuple[str, str], renumbered: bool,
-           written: list[str] | None, bases: list[str]) -> None:
+           written: list[str] | None, bases: list[str], followed: dict[str, dict[str, str]]) -> None:
     """Merge the upstream (``name``, its tracking ref; ``tips``: it, and it as this clone last
     fetched it) with the KB's merge driver (``merge.merge_in``,
     as ``slayer-kb merge``; ``written``: the files either side's commits wrote; ``bases``: where
-    they parted); a conflict it
+    they parted; ``followed``: as ``merge_in``'s); a conflict it
     leaves aborts the merge and raises, with the steps to merge by hand through ``slayer-kb merge``."""
     upstream, known = tips
-    stopped = merge_in(store, name, upstream, written, bases, known)
+    stopped = merge_in(store, name, upstream, written, bases, known, followed)
     if stopped is not None:
         store.git_writing_index("merge", "--abort", check=False)
         first = [f"git fetch {remote}"]

@@ -101,9 +101,8 @@ class Fetch:
         renamed (or the default changed): a push would make it again beside the new one, and the
         team's memories would part silently. Any other branch (an agent's, deleted once merged)
         is made again, as a first push makes it."""
-        lines = said.splitlines()
-        default = lines[0].removeprefix("ref: refs/heads/").partition("\t")[0] if lines else ""
-        if len(lines) < 2 or not lines[0].startswith("ref: refs/heads/") or default == self.branch:
+        default = default_branch(said)
+        if len(said.splitlines()) < 2 or not default or default == self.branch:
             return  # no default, or one that does not exist (a bare repository's HEAD to a deleted branch)
         knew = self.store.git("symbolic-ref", "-q", f"refs/remotes/{self.remote}/HEAD", check=False).stdout.decode()
         if knew.strip() != self.tracking:
@@ -135,3 +134,10 @@ class Fetch:
                 return upstream
             time.sleep(_JITTER.uniform(0.5, 1.5) * POLL_SECONDS)
             lap("queue")
+
+
+def default_branch(said: str) -> str:
+    """The branch a remote's HEAD names in ``said``, the output of ``git ls-remote --symref REMOTE
+    HEAD`` ('' when it names none)."""
+    return next((line.removeprefix("ref: refs/heads/").partition("\t")[0] for line in said.splitlines()
+                 if line.startswith("ref: refs/heads/") and line.endswith("\tHEAD")), "")

@@ -11,10 +11,10 @@ from ..core.results import SyncResult
 
 T = TypeVar("T")
 # What a sync did, as its result says it: kept in its pull record (``store/pulls.py``) until it is said.
-DONE = ("renumbered", "merged", "deduplicated", "unlinked", "cascaded", "relinked", "resolved", "unforgotten", "dropped",
-        "session_projects")
+DONE = ("renumbered", "merged", "deduplicated", "unlinked", "cascaded", "relinked", "relinked_merged", "resolved",
+        "unforgotten", "dropped", "session_projects", "followed")
 # Of those, the ones keyed by a memory of this branch (a later renumbering moves them).
-_KEPT_MEMORIES = ("unlinked", "cascaded", "relinked")
+_KEPT_MEMORIES = ("unlinked", "cascaded", "relinked", "relinked_merged")
 
 
 def reported(earlier: dict[str, Any], result: SyncResult) -> dict[str, Any]:

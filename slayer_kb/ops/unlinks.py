@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING
 from ..core.errors import KBError
 from ..core.locate import MEMORIES_DIR, MEMORY_LINK, id_of_path, linked_id, memory_link, memory_path
 from ..core.memory import Memory, loads, with_entities
-from ..core.merging import folded_by
 from ..store.guesses import moved_by_hand
 from ..store.renames import Renamed, crossings, renamed_since, renames_between
 from ..store.repo import Change, GitStore
 from ..transaction import Transaction, memory_change
+from .folds import folded_to
 from .snapshot import CATALOG_DIRS, absent_at_head, blobs_at, deleted_entities, under
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 def strip_gone(kb: Context, store: GitStore, tx: Transaction, parted: str, tips: tuple[str, str],
                unlinked: dict[str, list[str]], cascaded: dict[str, list[str]], relinked: dict[str, dict[str, str]],
-               before: str = "", other: str = "") -> bool:
+               relinked_merged: dict[str, dict[str, str]], before: str = "", other: str = "") -> bool:
     """Strip from the memories at HEAD their links to memories that were there at ``parted``
     (where the sides parted) and are gone at HEAD (a side forgot them), and the catalog entities
     that were there and are gone (a side deleted them); point those to a memory a side renamed at
@@ -53,7 +53,8 @@ def strip_gone(kb: Context, store: GitStore, tx: Transaction, parted: str, tips:
     may have undone. ``other``: the commit merged in, whose memories HEAD lacks this side forgot
     too, younger than ``parted`` as they may be (taken in by a squash merge, then forgotten here).
     True when it made a commit, ``unlinked`` given each memory's forgotten ids, ``cascaded`` its
-    deleted entities and ``relinked`` its renamed ids ({old: new})."""
+    deleted entities, ``relinked`` its renamed ids ({old: new}) and ``relinked_merged`` its ids a
+    fold merged into another memory ({folded: kept})."""
     folders = [store.repo_path(f"{MEMORIES_DIR}/"), *(store.repo_path(f"{d}/") for d in CATALOG_DIRS)]
     out = store.git("diff", "--name-status", "-z", "--no-renames", "--diff-filter=ADM", parted, "HEAD", "--",
                     *folders).stdout.decode("utf-8", "surrogateescape").split("\0")
@@ -95,7 +96,8 @@ def strip_gone(kb: Context, store: GitStore, tx: Transaction, parted: str, tips:
         # where the earlier kb.r went).
         found_moved = _relink(kb, store, tx, moved, follow, set(merged))
         for memory_id, follow_up in found_moved.items():
-            relinked.setdefault(memory_id, {}).update(follow_up)
+            for old, new in follow_up.items():
+                (relinked_merged if old in merged else relinked).setdefault(memory_id, {})[old] = new
         made = bool(found_moved)
         forgotten -= set(moved)
     forgotten |= set(renamed.gone.values())
@@ -163,19 +165,7 @@ def _folded_since(store: GitStore, parted: str, ids: set[str]) -> dict[str, str]
     memory is gone at HEAD is left out (a forget after the fold: stripped)."""
     if not ids:
         return {}
-    subjects = store.git("log", "--format=%s", "--grep=^memory: merge ", "HEAD", "--not", parted).stdout.decode(
-        "utf-8", "replace").splitlines()
-    folds: dict[str, str] = {}
-    for subject in reversed(subjects):  # oldest first: a later fold of the id wins
-        if (fold := folded_by(subject)) is not None:
-            folds.update(fold[0])
-    found = {}
-    for old in ids & folds.keys():
-        new, seen = folds[old], {old}
-        while new in folds and new not in seen:
-            seen.add(new)
-            new = folds[new]
-        found[old] = new
+    found = {old: new for old, new in folded_to(store, parted, "HEAD").items() if old in ids}
     paths = {new: store.repo_path(memory_path(new)) for new in found.values()}
     held = store.objects.blobs_at(store.objects.tree_of(store.head() or ""), paths.values()) if found else {}
     return {old: new for old, new in found.items() if held[paths[new]] is not None}

@@ -126,24 +126,25 @@ class MovedIds:
             os.replace(tmp, self.path)
 
 
-def refusal(move: Move, now: Memory | None, run: str, gone: bool = False) -> str:
+def refusal(move: Move, now: Memory | None, run: str, went: str | None = None) -> str:
     """What a command on a moved id says as it refuses: where the memory saved here went, what
-    the id names ``now``, and how to go on (``run``: ``slayer-kb`` as the user runs it; ``gone``:
-    no memory holds the id it went to now)."""
+    the id names ``now``, and how to go on (``run``: ``slayer-kb`` as the user runs it; ``went``:
+    where the memory went on from the id it went to, which no memory holds now, "" when not known,
+    None when a memory holds that id)."""
     old = move.old
-    return (f"{_account(move, now, run, gone)}; to mean what '{old}' names now, run '{run} renumber --accept "
+    return (f"{_account(move, now, run, went)}; to mean what '{old}' names now, run '{run} renumber --accept "
             f"{words(old)}' first.")
 
 
-def note(move: Move, now: Memory | None, run: str, gone: bool = False) -> str:
+def note(move: Move, now: Memory | None, run: str, went: str | None = None) -> str:
     """What a command that reads a moved id's history (``show``, ``log``, ``timeline``) says
     beside its answer, which is about what the id names here: the refusal's account of both
     memories."""
     old = move.old
-    return f"{_account(move, now, run, gone)}; '{run} renumber --accept {words(old)}' ends this note."
+    return f"{_account(move, now, run, went)}; '{run} renumber --accept {words(old)}' ends this note."
 
 
-def _account(move: Move, now: Memory | None, run: str, gone: bool) -> str:
+def _account(move: Move, now: Memory | None, run: str, went: str | None) -> str:
     """Where the memory saved here as ``move.old`` went, and what that id names ``now``."""
     old = move.old
     alike = "as the same save (its title, text, links, project and scope)" if move.duplicate else "under the same topic key"
@@ -166,6 +167,7 @@ def _account(move: Move, now: Memory | None, run: str, gone: bool) -> str:
     else:
         text = now.title or " ".join(now.learning.split())
         named = f"'{old}' now names another memory: \"{text[:60]}{'...' if len(text) > 60 else ''}\""
-    went = (f" (no memory has id '{move.new}' now either: '{run} get {words(move.new)}' says what became of it)"
-            if gone else "")
-    return f"Memory id '{old}' moved: {how}; {named}. Use {move.new} for the memory saved here{went}"
+    gone = (f" (no memory has id '{move.new}' now either: it {went})" if went else
+            f" (no memory has id '{move.new}' now either: '{run} get {words(move.new)}' says what became of it)"
+            if went is not None else "")
+    return f"Memory id '{old}' moved: {how}; {named}. Use {move.new} for the memory saved here{gone}"

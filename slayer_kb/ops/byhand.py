@@ -1,0 +1,37 @@
+"""A merge among the commits a sync pushes that no ``slayer-kb merge`` finished: committed by hand
+(``git commit`` after a stopped ``slayer-kb merge``), a plain ``git merge``, or a ``slayer-kb
+merge`` killed between its merge's commit and its fixes. Sync makes now what that merge would
+have made: the links to memories the other side forgot stripped (and to those it renamed or
+folded pointed on), and a topic key the two sides each saved folded into one memory, the one the
+team holds (``folds.Standing``), as ``slayer-kb merge`` folds it (none left after one that did)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ..core.results import SyncResult
+from ..store.repo import GitStore
+from ..transaction import Transaction
+from .folds import Standing, fold_topic_keys
+from .revalidation import on_top
+from .unlinks import strip_gone
+
+if TYPE_CHECKING:
+    from ..context import Context
+
+
+def finish_merge_by_hand(kb: Context, store: GitStore, tx: Transaction, upstream: str, result: SyncResult,
+                         catch_up: Callable[[], None], standing: Standing) -> str:
+    """Strip and fold after the last merge among the commits ``upstream`` lacks (see the module
+    doc), said in ``result``; the commit that merge took in ("" when there is none)."""
+    merge = store.git("rev-list", "-1", "--min-parents=2", "HEAD", f"^{upstream}").stdout.decode().strip()
+    if not merge:
+        return ""
+    parted = store.git("merge-base", f"{merge}^1", f"{merge}^2", check=False).stdout.decode().strip()
+    if parted:
+        strip_gone(kb, store, tx, parted, (f"{merge}^2", f"{merge}^1"), result.unlinked, result.cascaded,
+                   result.relinked, result.relinked_merged)
+    added = [memory_id for memory_id, status in on_top(store, upstream).items() if status == "A"]
+    fold_topic_keys(kb, tx, added, result.merged, catch_up, standing)
+    return store.git("rev-parse", f"{merge}^2").stdout.decode().strip()
