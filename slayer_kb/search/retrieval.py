@@ -263,9 +263,12 @@ def _ranked(
     docs: dict[str, dict[str, Any]] = {}
 
     pinned: list[str] = []
+    topical = False
     for exact in (E.id_query(E.named_ids(_tags(request))), topic):
         if exact is not None:
-            pinned += [m for m in index.scores(exact, restriction, limit=2 * request.limit) if m not in pinned]
+            looked_up = [m for m in index.scores(exact, restriction, limit=2 * request.limit) if m not in pinned]
+            pinned += looked_up
+            topical = bool(looked_up) and exact is topic
 
     every: dict[str, float] = {}
     some: dict[str, float] = {}
@@ -287,7 +290,10 @@ def _ranked(
     sentence = pending.result() if pending is not None else None  # made while the words were scored
     weights = F.weights_for(len(words.words) + len(words.symbols), sentence=sentence is not None, held=words_held)
     if request.match == ALL:
-        candidates = list(every) + [m for m in tagged if m not in every]
+        # Only memories holding every word, as --all promises: a tag ranks them, it admits none
+        # that lack a word. With no word to hold (entities alone), the tagged ones.
+        worded = everything is not None and "words" in request.channels
+        candidates = list(every) if worded else list(tagged)
         scores = F.blend(candidates, every, {}, {}, tagged)
     else:
         candidates = list(dict.fromkeys([*every, *some, *tagged]))
@@ -377,7 +383,9 @@ def _ranked(
     for memory_id, score, has_query in chosen:
         if memory_id in docs:
             buckets[has_query].append(dict(docs[memory_id], score=round(score, 4)))
-    if everything is not None and "words" in request.channels:
+    # No fell-back note where none fell back: --all shows only memories holding every word (and
+    # those named by id), and a topic key matched is the answer the question looked up.
+    if everything is not None and "words" in request.channels and request.match != ALL and not topical:
         for has_query, one, many in BUCKETS:
             if not buckets[has_query] or (every and index.scores(everything, _restriction(request, has_query), limit=1)):
                 continue
