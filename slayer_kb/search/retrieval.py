@@ -119,7 +119,7 @@ def _run(index: Index, request: Request) -> Found:
     # id or topic key above is matched as typed.
     request = replace(request, question=fold(question))
     if question and not words and topic is None:
-        found.warnings.append(f"The question {question!r} has no searchable words (punctuation and words as common as "
+        found.warnings.append(f"The question {shown_value(question)} has no searchable words (punctuation and words as common as "
                               "'the' are not searched): ask with the words that matter, such as a column, a metric or "
                               "what it is about.")
     searched = bool(words) or topic is not None or bool(request.entities) or bool(request.named)
