@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.mcp.tools import call_tool
+from slayer_kb.mcp.tools import call_tool, tool
+from slayer_kb.ops.finding import MAX_QUESTION
 from testing import CliRunner, json_of
 
 QUESTION = "?" * 60_000
@@ -38,3 +39,13 @@ def test_a_long_filter_is_quoted_cut(example_kb_read_only: KnowledgeBase, invoke
     found = json_of(invoke_cli("--kb", root, "--json", "search", "--query", f"@{query}", check=True))
     assert found["warnings"] == [f"query dropped: {FILTER_REFUSED}",
                                  "Every input entity was dropped: nothing left to search for."]
+
+
+def test_the_question_limit_is_told_as_the_code_has_it() -> None:
+    """docs/search.md said 262,144 bytes where the code refuses over 65,536, and the MCP tools'
+    descriptions did not say there is a limit."""
+    shown = f"{MAX_QUESTION:,} bytes"
+    assert shown in tool("mem_search").properties["query"]["description"]  # type: ignore[union-attr]
+    assert shown in tool("search").properties["question"]["description"]  # type: ignore[union-attr]
+    doc = (Path(__file__).parents[1] / "docs" / "search.md").read_text(encoding="utf-8")
+    assert f"- A question is at most {shown}" in doc and "262,144" not in doc

@@ -34,9 +34,9 @@ if TYPE_CHECKING:
 DEFAULT_LIMIT = 10
 # A question's size limit in bytes (a memory at the default content limit): every word is looked
 # up in every field, and the warm server runs one command at a time, so a long question holds
-# every command queued behind it. A search costs about 5 ms of CPU a KB of question (0.3-0.5 s at
-# this limit, 1-1.4 s at the 256 KB allowed before; docs/search.md). Refused rather than cut: no
-# part is dropped unsaid.
+# every command queued behind it. A search costs about 5 ms of CPU a KB of prose (0.3-0.5 s at
+# this limit), up to three times that for symbol-like tokens (64 KB of `abc+ ...`: 1.47 s; docs/
+# search.md). Refused rather than cut: no part is dropped unsaid.
 MAX_QUESTION = 65_536
 # A name such as orders.amount or shop.orders.amount: identifiers joined by dots.
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
