@@ -52,3 +52,17 @@ def test_no_fell_back_note_when_the_topic_key_matched(example_kb_read_only: Know
         assert reply.text.startswith("Found "), mode
         assert reply.data["results"][0]["id"] == "kb.paid-revenue", mode
         assert reply.data["notes"] == [], mode
+
+
+def test_a_known_type_only_soft_deleted_memories_have_is_no_misspelt_name(indexed_example_kb: KnowledgeBase,
+                                                                           invoke_cli: CliRunner) -> None:
+    """After the only decision was soft-deleted, ``search --type decision`` said "No memory has
+    type 'decision'; check the name": the name is right, no live memory has it."""
+    root = indexed_example_kb.root
+    invoke_cli("--kb", root, "forget", "kb.paid-revenue", "--soft", check=True)
+    for args, then, action in ((["search"], "", "search"), (["list"], "", "list"),
+                               (["search", "revenue"], ", so the filter removed every memory the question finds", "search")):
+        got = invoke_cli("--kb", root, *args, "--type", "decision", check=True)
+        assert got.stdout.endswith(f"\nwarning: No live memory has type 'decision'{then}; {action} without it.\n"), args
+    bogus = invoke_cli("--kb", root, "search", "--type", "bogus", check=True)
+    assert bogus.stdout == "No matches.\nwarning: No memory has type 'bogus'; check the name, or search without it.\n"

@@ -141,9 +141,9 @@ def unmatched(kb: Context, *, type: str | None = None, project: str | None = Non
     """A warning when a filter of ``newest`` (or of the digest ``action`` asks for: "run context",
     "call mem_context") matches no memory at all (a misspelt type, say), as ``search`` gives: an
     answer that is empty for it is a mistake the agent can fix."""
-    unknown = channels.unmatched_filters(
-        kb.index, engram.normalize_type(type), engram.normalize_project(project), scope)
-    return [f"No memory has {' or '.join(unknown)}; check the name, or {action} without it."] if unknown else []
+    type = engram.normalize_type(type)
+    unknown = channels.unmatched_filters(kb.index, type, engram.normalize_project(project), scope)
+    return [channels.unmatched_warning(unknown, type, "", action)] if unknown else []
 
 
 # At most this many skipped files are named one by one: a KB with thousands of broken files

@@ -27,7 +27,7 @@ from . import whoosh_start  # noqa: F401  # isort: skip  (first: see its doc)
 from whoosh import query as Q
 
 from ..core.locate import linked_id, memory_link
-from ..core.memory import Memory
+from ..core.memory import RECOGNISED_TYPES, Memory
 from ..core.results import fell_back_note
 from ..core.text import shown_value
 from . import embedding, encoder
@@ -131,9 +131,8 @@ def _run(index: Index, request: Request) -> Found:
             # A listing that a misspelt filter emptied says so, not "showing the newest".
             unknown = [] if found.memories or found.example_queries else unmatched_filters(
                 index, request.type, request.project, request.scope)
-            found.warnings.append(
-                f"No memory has {' or '.join(unknown)}; check the name, or search without it."
-                if unknown else "No entities, query or question given: showing the newest memories.")
+            found.warnings.append(unmatched_warning(unknown, request.type, "", "search")
+                                  if unknown else "No entities, query or question given: showing the newest memories.")
         elif request.inputs_given and not question:
             found.warnings.append("Every input entity was dropped: nothing left to search for.")
         return found
@@ -444,16 +443,23 @@ def unmatched_filters(index: Index, type: str | None, project: str | None, scope
     return [f"{name} {shown_value(value)}" for name, value, alone in given if value and not index.documents(None, alone, limit=1)]
 
 
+def unmatched_warning(unknown: list[str], type: str | None, then: str, action: str) -> str:
+    """The warning for the filters ``unmatched_filters`` found (``then``: what it did, after a
+    comma; ``action``: the command to give again without them). A known type that only
+    soft-deleted memories have is no misspelt name: the warning says no live memory has it."""
+    if type in RECOGNISED_TYPES and unknown == [f"type {shown_value(type)}"]:
+        return f"No live memory has type {type!r}{then}; {action} without it."
+    return f"No memory has {' or '.join(unknown)}{then}; check the name, or {action} without it."
+
+
 def _warn_filtered_out(index: Index, request: Request, words: W.Words, warnings: list[str]) -> None:
     """Say so when a filter that no memory matches at all (a misspelt project, say) removed every
     memory the question finds: the agent can fix it. A filter that some memories match but none
     about the question is an answer, not a mistake."""
     unknown = unmatched_filters(index, request.type, request.project, request.scope)
     if unknown and index.scores(W.any_query(words), restrict(), limit=1):
-        warnings.append(
-            f"No memory has {' or '.join(unknown)}, so the filter removed every memory the question finds; "
-            "check the name, or search without it."
-        )
+        warnings.append(unmatched_warning(unknown, request.type, ", so the filter removed every memory the question finds",
+                                          "search"))
 
 
 def _warn_off_datasource(index: Index, request: Request, warnings: list[str]) -> None:
