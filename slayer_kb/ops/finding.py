@@ -49,8 +49,8 @@ _ALONE = re.compile(r"\s*[`'\"]?([A-Za-z_][A-Za-z0-9_]*)[`'\"]?\s*\??\s*")
 # A memory named in the question as a link names it (memory:12, memory:kb.paid-revenue), also
 # in brackets or quotes; the punctuation after it (memory:12.) is the sentence's, not the id's,
 # unless a memory's id has it (``_link_named``).
-_MEMORY_LINK = re.compile(rf"(?<![^\s(\[\"'`]){MEMORY_LINK}[^\s:]+")
-_AFTER_LINK = ".,;:!?)]'\"`"
+_MEMORY_LINK = re.compile(rf"(?<![^\s(\[\"'`（「『【]){MEMORY_LINK}[^\s:]+")
+_AFTER_LINK = ".,;:!?)]'\"`。，、！？；：）」』】"
 # A bare name with more readings than this (created_at, status: a column of most models) says
 # too little to search by its links; a note asks for the model.
 MAX_READINGS = 3
@@ -242,10 +242,10 @@ def _deleted_by_id(kb: Context, question: str, read: Mapping[str, bool]) -> list
 
 
 def _link_named(kb: Context, link: str) -> str:
-    """``memory:<id>`` as the question means it: without the punctuation after it, unless a
-    memory's id ends so."""
+    """``memory:<id>`` as the question means it: without the punctuation after it (and a markdown
+    link's target, ``[memory:3](url)``), unless a memory's id ends so."""
     memory_id = link.removeprefix(MEMORY_LINK)
-    bare = memory_id.rstrip(_AFTER_LINK)
+    bare = memory_id.split("](", 1)[0].rstrip(_AFTER_LINK)
     if not bare or bare == memory_id:
         return link
     with contextlib.suppress(KBError):
@@ -261,6 +261,11 @@ def _lenient_entities(kb: Context, resolver: Resolver, entities: Any, query: Any
     refs: list[str] = []
     if entities:
         refs = split_references(entities) if isinstance(entities, str) else flatten_refs(entities)
+        # A blank reference (``-e ''``) names nothing: told, as a reference that resolves to nothing is.
+        blank = [entities] if isinstance(entities, str) else list(entities)
+        if any(isinstance(ref, str) and not split_references(ref) for ref in blank):
+            warnings.append("entity '' dropped: an entity reference is blank; give one such as orders.amount, "
+                            "or leave it out.")
     out = resolver.resolve_leniently(refs, warnings)
     live, deleted = kb.memory_links(out)
     warnings += deleted
