@@ -8,7 +8,7 @@ from slayer_kb import KnowledgeBase
 from slayer_kb.mcp.tools import call_tool
 from testing import CliRunner, json_of
 
-LINKED = "'is_returned' names shop.orders.is_returned; memories linked to it are found too."
+LINKED = "'is_returned' names shop.orders.is_returned; memories linked to it that hold every word rank higher."
 FELL_BACK = "No memory has all the words of the question; showing memories with some of them or close in meaning."
 
 
@@ -35,7 +35,8 @@ def test_all_shows_only_memories_holding_every_word(example_kb_read_only: Knowle
     # A memory named by id is a look-up, not a word: it comes first, as the note says.
     named = search("memory:3 zzzqqq", "--all")
     assert (found(named), named["notes"]) == (
-        ["3"], ["'memory:3' names memory 3: it comes first, and memories linked to it are found too."])
+        ["3"], ["'memory:3' names memory 3: it comes first, and memories linked to it that hold every word rank "
+                "higher."])
 
 
 def test_strict_mem_search_shows_only_memories_holding_every_word(example_kb_read_only: KnowledgeBase) -> None:

@@ -95,7 +95,7 @@ def search(
         raise NotFoundError(f"Unknown datasource {shown_value(datasource)}. Known datasources: {known}.")
     resolver = kb.resolver(given=True)
     inputs, links = _lenient_entities(kb, resolver, entities, query, warnings)
-    named = question_names(kb, question or "", resolver, links)
+    named = question_names(kb, question or "", resolver, links, every_word=match == channels.ALL)
     warnings += [w for w in named.warnings if w not in warnings]  # a link named by -e as well: told once
     found = channels.run(kb.index, channels.Request(
         question=question or "",
@@ -182,7 +182,7 @@ class QuestionNames:
 
 
 def question_names(kb: Context, question: str, resolver: Resolver | None = None,
-                   read: Mapping[str, bool] | None = None) -> QuestionNames:
+                   read: Mapping[str, bool] | None = None, every_word: bool = False) -> QuestionNames:
     """The catalog entities the question's names mean, as a search reads them: a dotted name
     (a full name, a shorter one the catalog completes, ``customers.email`` ->
     ``shop.customers.email``, a walk of joins) or a bare one (``is_returned``; an ordinary word
@@ -190,7 +190,9 @@ def question_names(kb: Context, question: str, resolver: Resolver | None = None,
     bare name with more than ``MAX_READINGS`` is left to the words, with a note). A dotted name
     that means nothing is searched as typed and by its words. ``read``: the memory links the
     search's entities named, each mapped to whether its memory is live: read once already (and a
-    deleted one told), not again. Public for the benchmark, which builds its requests as ``search`` does."""
+    deleted one told), not again. ``every_word``: the search shows only memories holding every
+    word (``--all``), so a name's links rank those, they admit none. Public for the benchmark,
+    which builds its requests as ``search`` does."""
     from ..search.analysis import fold, symbols  # Whoosh's analysis: a command that only reads files never loads it
 
     dotted = [name for name in symbols(question, as_typed=True) if _DOTTED.fullmatch(name)]
@@ -210,8 +212,8 @@ def question_names(kb: Context, question: str, resolver: Resolver | None = None,
     live, deleted = kb.memory_links([link for link in linked if link not in read])
     entities = [link for link in linked if read.get(link, link in live)]
     warnings += deleted
-    notes: list[str] = [f"{link!r} names memory {link.removeprefix(MEMORY_LINK)}: it comes first, and memories "
-                        "linked to it are found too." for link in entities]
+    notes: list[str] = [f"{link!r} names memory {link.removeprefix(MEMORY_LINK)}: it comes first, and "
+                        f"{_linked('it', every_word)}." for link in entities]
     unknown: list[str] = []
     for name in dotted + bare:
         found = resolver.candidates(name) or (resolver.candidates(name.lower()) if name != name.lower() else [])
@@ -227,9 +229,13 @@ def question_names(kb: Context, question: str, resolver: Resolver | None = None,
         if len(found) == 1 and found[0].lower().endswith("." + name.lower()):
             full_names[name.lower()] = found[0].lower()  # as the index holds words and symbols
         entities.extend(e for e in found if e not in entities)
-        notes.append(f"{name!r} names {' or '.join(found)}; memories linked to "
-                     f"{'it' if len(found) == 1 else 'them'} are found too.")
+        notes.append(f"{name!r} names {' or '.join(found)}; {_linked('it' if len(found) == 1 else 'them', every_word)}.")
     return QuestionNames(full_names, entities, notes, tuple(unknown), warnings)
+
+
+def _linked(it: str, every_word: bool) -> str:
+    """What a name's links do to the answer: found too, or (``--all``) ranked, never admitted."""
+    return f"memories linked to {it} {'that hold every word rank higher' if every_word else 'are found too'}"
 
 
 def _deleted_by_id(kb: Context, question: str, read: Mapping[str, bool]) -> list[str]:
