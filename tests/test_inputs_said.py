@@ -1,5 +1,6 @@
 """Small refusals that said the wrong thing: MCP ``limit="1.5"`` was "not a string" though ``"1"``
-is taken; ``save - --title -`` stored the title "-" where ``-`` reads standard input elsewhere."""
+is taken; ``save - --title -`` stored the title "-" where ``-`` reads standard input elsewhere;
+``capture-passive ''`` ended without its full stop."""
 
 from __future__ import annotations
 
@@ -27,3 +28,12 @@ def test_a_title_of_a_dash_is_refused(indexed_example_kb: KnowledgeBase, invoke_
     updated = invoke_cli("--kb", root, "update", "3", "--title", "-")
     assert (updated.returncode, updated.stderr.splitlines()[-1] + "\n") == (2, TITLE)
     assert git(root, "rev-parse", "HEAD") == head
+
+
+def test_capture_passive_of_nothing_ends_as_a_sentence(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """The command's message ends with its full stop; the tool keeps Engram's words as they are."""
+    got = invoke_cli("--kb", indexed_example_kb.root, "capture-passive", "")
+    assert (got.returncode, got.stderr.splitlines()[-1]) == (
+        1, "Error: content is required — include text with a '## Key Learnings:' section.")
+    reply = call_tool(indexed_example_kb, "mem_capture_passive", {"content": ""})
+    assert (reply.is_error, reply.text) == (True, "content is required — include text with a '## Key Learnings:' section")
