@@ -50,13 +50,15 @@ command's last argument are quoted back at most 100 characters long, and a quest
 or content typed unquoted is told to be quoted (`slayer-kb search "how are refunds counted"`), and `--kb`,
 `--author` or `--version` typed after the command is told to go before it. A command an error or a
 reply advises (`slayer-kb restore 12`) is written to run where it was typed: with `--kb DIR` when the
-KB is not the working folder. A path that is not UTF-8 is printed with its other bytes as `\\xff`,
+KB is not the working folder. An id typed with a byte that is not UTF-8 is told so, the byte shown
+as `\\xff`; one typed with decomposed accents (`cafe` and U+0301) is shown escaped, `'cafe\\u0301'`,
+and told the NFC form a saved id has (`café`). A path that is not UTF-8 is printed with its other bytes as `\\xff`,
 as a name really holding a backslash would read (in `--json`, as the escape `\\udcff`, which a JSON
 reader reads back as the path, and tells the two apart); a command advised quotes such a word, or one
 holding a control character, as the output of POSIX `printf`, `"$(printf 'k\\377b')"`, which pastes as the
 name in sh, bash and zsh (a name ending in a line break, which that form would drop, is written as bash's
 `$'k\\x0a'`, which sh does not read: run such advice in bash or zsh). `-` reads a text
-argument from stdin (at most 16 MiB characters; more is refused unread; a leading byte-order mark is dropped, as from a file given: `--query @FILE`, an export to import, which may also be UTF-16 with its mark, as Windows PowerShell's `>` writes). Shell completion: `eval "$(slayer-kb completion bash)"` (or `zsh`, `fish`).
+argument from stdin (at most 16 MiB characters; more is refused unread; so is text holding a NUL byte, as UTF-16 does, with the fix; a leading byte-order mark is dropped, as from a file given: `--query @FILE`, an export to import, which may also be UTF-16 with its mark, as Windows PowerShell's `>` writes). Shell completion: `eval "$(slayer-kb completion bash)"` (or `zsh`, `fish`).
 Every command's `--help` prints what this page says about it.
 
 The main `--json` documents (the MCP tools return the same fields as structured content,

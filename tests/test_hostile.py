@@ -163,7 +163,7 @@ def test_hostile_ids_are_refused_by_the_cli(catalog_kb: KnowledgeBase, invoke_cl
         assert_clear_cli_error(proc, "Error: Memory id '--help' is not a valid id (it starts with '-')")
     # Invalid UTF-8 in argv arrives as a lone surrogate: a clear error too.
     proc = run_raw(root, "save", "hostile", "-e", "orders.amount", b"--id=a\xffb")
-    assert_clear_cli_error(proc, "Error: Memory id 'a\\udcffb' contains whitespace or an invisible")
+    assert_clear_cli_error(proc, "Error: Memory id 'a\\xffb' holds the byte \\xff, which is not UTF-8")
     assert tree_snapshot(tmp_path, skip=root) == before_outside
     assert head(root) == old
     assert sorted(p.name for p in (root / "memories").iterdir()) == ["keep.yaml"]

@@ -162,7 +162,7 @@ def test_slayer_tools_round_trip_and_errors(indexed_example_kb: KnowledgeBase, i
             "learning is empty: write what was learned (it is required and must not be blank)."
         )
         assert await error(session, "search", question="x", max_results="ten") == (
-            "search: 'max_results' must be an integer, not a string."
+            "search: 'max_results' must be a whole number from 1 to 9007199254740991, not 'ten'."
         )
         assert await error(session, "save_memory", learning="x", linked_entities=[], colour="red") == (
             "save_memory has no parameter 'colour'; its parameters are: learning, linked_entities, id, description."

@@ -80,6 +80,10 @@ def test_a_key_no_schema_has_is_found() -> None:
 # Each error case a tool's description (None) or a parameter's names, in its words, and what the
 # tool answers to it: (tool, where, phrase, arguments, the reply's first line, whether an error).
 SAID = [
+    ("mem_search", "query", "At most 64 KB (65,536 bytes); a longer one is refused.", {"query": "x " * 32_769},
+     "The question is 65538 bytes; the limit is 65536 bytes.", True),
+    ("search", "question", "At most 64 KB (65,536 bytes); a longer one is refused.", {"question": "x " * 32_769},
+     "The question is 65538 bytes; the limit is 65536 bytes.", True),
     ("save_memory", None, "an ambiguous bare column (such as 'id', present on several models) is rejected",
      {"learning": "x", "linked_entities": ["id"]}, "Ambiguous bare name 'id' matches columns", True),
     ("save_memory", None, "'memory:<id>' links another memory, which must exist",

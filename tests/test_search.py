@@ -351,7 +351,8 @@ def test_a_bare_name_also_finds_a_memory_that_writes_its_full_name(example_kb: K
     saved = example_kb.save_memory("Erased accounts: filter on shop.customers.is_deleted before counting.", ["shop.regions"])
     found = example_kb.search("is_deleted", match="all")
     assert saved.memory_id in [m["id"] for m in found.memories]
-    assert found.notes[0] == "'is_deleted' names shop.customers.is_deleted; memories linked to it are found too."
+    assert found.notes[0] == ("'is_deleted' names shop.customers.is_deleted; memories linked to it that hold every "
+                              "word rank higher.")
 
 
 def test_a_method_call_names_the_entity_it_aggregates(example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner) -> None:

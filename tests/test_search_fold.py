@@ -29,7 +29,7 @@ def test_a_fullwidth_question_finds_what_its_plain_spelling_finds(example_kb_rea
     memories; a fullwidth dotted or bare name is the name, read by the catalog."""
     root = example_kb_read_only.root
     for plain, wide in (("refunds", "ｒｅｆｕｎｄｓ"), ("REFUNDS", "ＲＥＦＵＮＤＳ"),
-                        ("orders.amount float", "ｏｒｄｅｒｓ．ａｍｏｕｎｔ ｆｌｏａｔ")):
+                        ("orders.amount vat", "ｏｒｄｅｒｓ．ａｍｏｕｎｔ ｖａｔ")):
         for match in (["--all"], []):  # the words alone, and every channel
             asked = json_of(invoke_cli("--kb", root, "--json", "search", plain, *match, check=True))
             typed = json_of(invoke_cli("--kb", root, "--json", "search", wide, *match, check=True))

@@ -109,7 +109,7 @@ def test_file_names_spell_every_id_portably(empty_kb: KnowledgeBase) -> None:
      "session_id contains U+000A, a control or invisible character; a session id is printable text such as "
      "'ses-2026-11-29-auth'."),
     (lambda kb: kb.save_prompt("   "), "content is required and must not be blank."),
-    (lambda kb: kb.capture_passive(""), "content is required — include text with a '## Key Learnings:' section"),
+    (lambda kb: kb.capture_passive(""), "content is required — include text with a '## Key Learnings:' section."),
     (lambda kb: kb.save_observation(title="t", content="c", session_id="x" * 201),
      "session_id is 201 characters long; the limit is 200. Use a shorter session id."),
     # 200 characters, but 1,205 bytes as a file name: it said "sessions/%C3%A9...yaml: cannot be

@@ -311,7 +311,8 @@ def _word_slip(exc: KBError, ref: str, item: Item) -> KBError:
 
 
 def _in_context(exc: KBError, item: Item, refs: list[str]) -> KBError:
-    where = item.where if refs == [item.text] else f"{item.where} {item.text!r}"
+    # The text cut as every message quotes a value: a 60 KB filter was repeated whole.
+    where = item.where if refs == [item.text] else f"{item.where} {shown_value(item.text)}"
     try:
         return type(exc)(f"{where}: {exc}")
     except TypeError:  # an error class with its own constructor: keep it as it is

@@ -506,6 +506,11 @@ def read_stdin() -> str:
             f"give a smaller text (a learning is at most {MAX_CONTENT_CEILING} bytes, a query file "
             f"{MAX_FILE_BYTES} bytes)."
         )
+    # UTF-16 (PowerShell's pipe) has a NUL after each ASCII letter: read as UTF-8, one symbol that found nothing.
+    if "\0" in text:
+        raise InvalidInputError(f"Standard input holds a NUL byte (character {text.index(chr(0)) + 1}), which no UTF-8 "
+                                "text holds: is it UTF-16? Give it as UTF-8 (iconv -f UTF-16 -t UTF-8, or PowerShell's "
+                                "$OutputEncoding = [Text.UTF8Encoding]::new()).")
     return text
 
 

@@ -134,6 +134,7 @@ def save(
         )
     name, given = ("LEARNING", learning) if learning is not None else ("--content", content)
     stdin_once(name, given, query)
+    _title_not_stdin(title)
     text = read_text_arg(given)
     if text is None:
         raise UsageError(
@@ -260,6 +261,7 @@ def update(
     """
     check_entity_options(entities, f"; to unlink every entity, delete them with '{command(settings.opened())} edit "
                                    f"{words(memory_id)}'")
+    _title_not_stdin(title)
     result = settings.kb().update(
         memory_id,
         title=title,
@@ -478,3 +480,10 @@ def session_summary(settings: Settings, content: str, project: str | None, sessi
     """
     result = settings.kb().session_summary(read_text_arg(content) or "", project, session_id)
     emit(settings, result.to_json(), lambda: save_text(result))
+
+
+def _title_not_stdin(title: str | None) -> None:
+    """Refuses the title ``-``, which the text and --query read as standard input: stored as "-"."""
+    if title == "-":
+        raise UsageError("--title is '-', which reads standard input for the text and --query but not for a "
+                         "title: give the title itself (--title \"Auth decision\").")

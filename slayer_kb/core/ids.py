@@ -42,6 +42,8 @@ WINDOWS_RESERVED = frozenset(
     + [f"{port}{n}" for port in ("com", "lpt") for n in "123456789\u00b9\u00b2\u00b3"]
 )
 _AUTO_ID = re.compile(r"(?:0|[1-9][0-9]*)\Z")
+# A lone surrogate as ascii() writes it, standing for a byte that is not UTF-8 (surrogateescape).
+_SURROGATE_BYTE = re.compile(r"\\udc([89a-f][0-9a-f])")
 # What to do about an empty id where a new memory takes it (a save, an import).
 NEW_ID_FIX = "omit the id to get an auto id"
 
@@ -105,7 +107,7 @@ def _refuse_a_name_of_an_id(given: str, link: bool = False) -> None:
 def _typed(text: str) -> str:
     """``text`` as it is typed, what cannot be seen in it escaped (a newline, a zero-width space):
     an id to give back is shown as the user gives it, not ASCII-escaped."""
-    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+    return "".join(ch if ch.isprintable() else escaped_id(ch) for ch in text)
 
 
 def is_valid_id(text: str) -> bool:
@@ -153,8 +155,13 @@ def _id_problem(memory_id: str) -> _IdProblem | None:
     if size > MAX_ID_BYTES:
         return _IdProblem(f"Memory id is {size} bytes long; the limit is {MAX_ID_BYTES} bytes (UTF-8). Choose a "
                           f"shorter id.", f"it is {size} bytes long; an id is at most {MAX_ID_BYTES} bytes", too_long=True)
-    shown = ascii(memory_id)[1:-1]
+    shown = escaped_id(memory_id)
     for ch in memory_id:
+        if 0xDC80 <= ord(ch) <= 0xDCFF:  # a byte of a command line that is not UTF-8 (surrogateescape)
+            byte = f"\\x{ord(ch) - 0xDC00:02x}"
+            return _IdProblem(
+                f"Memory id '{shown}' holds the byte {byte}, which is not UTF-8; type the id as UTF-8 text "
+                "(letters, digits, '.', '_' or '-').", f"it holds the byte {byte}, which is not UTF-8")
         if ch in FORBIDDEN_CHARS:
             return _IdProblem(
                 f"Memory id '{shown}' contains {ch!r}; ids may not contain "
@@ -214,10 +221,15 @@ def meant_id(memory_id: str, exists: Callable[[str], bool], listed: Callable[[],
     if plain is not None and plain != memory_id and exists(plain):
         return (f"; did you mean '{plain}'? An auto id is written in plain ASCII digits, without a sign, "
                 "leading zeros or decimals")
+    composed = unicodedata.normalize("NFC", memory_id)
+    # An accent typed decomposed (macOS's file names, some keyboards): the same-looking id in NFC.
+    if composed != memory_id and is_valid_id(composed) and exists(composed):
+        return (f"; did you mean '{composed}'? The id typed has decomposed accents (a letter and a combining "
+                "mark); ids are in Unicode NFC, with composed ones: type it so, or paste it from search or list")
     latin = latin_spelling(memory_id)
     # Only an id (fullwidth '．．／' reads as '../': never a path to look at).
     if latin != memory_id and is_valid_id(latin) and exists(latin):
-        return f"; did you mean '{latin}'? {looks_latin(memory_id)}"
+        return f"; did you mean '{latin}'? {looks_latin(memory_id) or 'It is that id in other Unicode characters'}"
     if listed is not None:
         folded = fold_id(latin)
         ids = list(listed())
@@ -244,7 +256,7 @@ def no_memory(memory_id: str, exists: Callable[[str], bool], what: str = "No mem
               listed: Callable[[], Iterable[str]] | None = None) -> NotFoundError:
     """The error for an id no memory has (``what`` with the id), naming the id it probably
     meant (``meant_id``)."""
-    return NotFoundError(what.format(memory_id) + meant_id(memory_id, exists, listed) + ".")
+    return NotFoundError(what.format(_shown_id(memory_id)) + meant_id(memory_id, exists, listed) + ".")
 
 
 def highest_auto_id(ids: Iterable[str]) -> int:
@@ -338,7 +350,13 @@ def _shown_id(memory_id: str) -> str:
     """An existing id as a message shows it: one that passed no check (decomposed, invisible
     characters) with escapes."""
     plain = memory_id.isprintable() and unicodedata.is_normalized("NFC", memory_id)
-    return memory_id if plain else ascii(memory_id)[1:-1]
+    return memory_id if plain else escaped_id(memory_id)
+
+
+def escaped_id(memory_id: str) -> str:
+    """``memory_id`` in ASCII (``save --id`` shows ``cafe\\u0301`` so), a byte of a command line
+    that is not UTF-8 as ``\\xff`` as it was typed, not the surrogate Python holds it as."""
+    return _SURROGATE_BYTE.sub(r"\\x\1", ascii(memory_id)[1:-1])
 
 
 def _folded_difference(memory_id: str, other: str) -> str:

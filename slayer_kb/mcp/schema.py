@@ -219,12 +219,13 @@ def _message(spec: ToolSpec, given: dict[str, Any], error: ValidationError) -> s
         return f"{spec.name} needs the parameter '{missing}'."
     name = str(error.path[0])
     value, schema = given[name], spec.properties[name]
-    if "integer" in _types(schema) and isinstance(value, (int, float)) and not isinstance(value, bool):
-        # 0, 1.5 and 1e308 alike: the one message says which numbers are taken.
+    if "integer" in _types(schema) and isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        # 0, 1.5 and 1e308 alike: the one message says which numbers are taken. Text too: "1" is
+        # taken, so "1.5" is refused for not being a whole number, not for being text.
         most = schema.get("maximum", MAX_INTEGER)
         numbers = f"from {schema['minimum']} to {most}" if "minimum" in schema else f"up to {most}"
         kinds = [_ARTICLE[t] for t in _types(schema) if t != "integer"] + [f"a whole number {numbers}"]
-        return f"{spec.name}: '{name}' must be {' or '.join(kinds)}, not {value}."
+        return f"{spec.name}: '{name}' must be {' or '.join(kinds)}, not {shown_value(value) if isinstance(value, str) else value}."
     if error.validator == "type":
         wanted = " or ".join(_ARTICLE[t] for t in _types(schema))
         return f"{spec.name}: '{name}' must be {wanted}, not {_json_type_name(value)}."

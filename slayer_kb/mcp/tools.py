@@ -24,7 +24,7 @@ from ..core.errors import InvalidInputError, KBError, StoreError
 from ..core.locate import memory_link
 from ..core.problems import paths_absolute
 from ..core.results import ChangeResult, Hit, Stats, Timeline
-from ..core.text import clip, one_line_shown, quoted, warning_lines
+from ..core.text import MAX_SHOWN, clip, one_line_shown, quoted, warning_lines
 from ..kb import DEFAULT_LIMIT, EMPTY_CONTEXT, MAX_ENGRAM_LIMIT, KnowledgeBase
 from .schema import Handler, Reply, ToolSpec, check_arguments, with_result
 
@@ -171,7 +171,10 @@ def _mem_search(kb: KnowledgeBase, a: dict[str, Any]) -> Reply:
     hits, notes = result.merged(limit)
     data = {"results": hits, "warnings": result.warnings, "notes": notes}
     if not hits:
-        text = f"No memories found for: {quoted(a['query'])}"
+        query = a["query"]
+        # Quoted as Engram does, cut as every message quotes a value (a 64 KB question came back whole).
+        cut = f"... ({len(query)} characters)" if len(query) > MAX_SHOWN else ""
+        text = f"No memories found for: {quoted(query[:MAX_SHOWN])}{cut}"
         return Reply(_with_warnings(text, result.warnings), data)
     lines = [f"Found {len(hits)} memories:", ""]
     truncated = False

@@ -112,7 +112,9 @@ def capture_passive(kb: Context, content: Any, session_id: Any = None, project: 
     last warning says what became of the others). All of them and the session, when it is new,
     in one commit."""
     if not isinstance(content, str) or not content.strip():
-        raise InvalidInputError("content is required — include text with a '## Key Learnings:' section")
+        # Engram's words to a tool, verbatim (no full stop); the command's end as a sentence does.
+        raise InvalidInputError("content is required — include text with a '## Key Learnings:' section.",
+                                tool_message="content is required — include text with a '## Key Learnings:' section")
     check_unicode(content, "content")
     project = engram.given_project(sessions.optional_text(project, "project"))
     session_id = sessions.session_or_default(session_id, project)

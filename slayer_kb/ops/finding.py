@@ -34,9 +34,9 @@ if TYPE_CHECKING:
 DEFAULT_LIMIT = 10
 # A question's size limit in bytes (a memory at the default content limit): every word is looked
 # up in every field, and the warm server runs one command at a time, so a long question holds
-# every command queued behind it. A search costs about 5 ms of CPU a KB of question (0.3-0.5 s at
-# this limit, 1-1.4 s at the 256 KB allowed before; docs/search.md). Refused rather than cut: no
-# part is dropped unsaid.
+# every command queued behind it. A search costs about 5 ms of CPU a KB of prose (0.3-0.5 s at
+# this limit), up to three times that for symbol-like tokens (64 KB of `abc+ ...`: 1.47 s; docs/
+# search.md). Refused rather than cut: no part is dropped unsaid.
 MAX_QUESTION = 65_536
 # A name such as orders.amount or shop.orders.amount: identifiers joined by dots.
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
@@ -49,8 +49,8 @@ _ALONE = re.compile(r"\s*[`'\"]?([A-Za-z_][A-Za-z0-9_]*)[`'\"]?\s*\??\s*")
 # A memory named in the question as a link names it (memory:12, memory:kb.paid-revenue), also
 # in brackets or quotes; the punctuation after it (memory:12.) is the sentence's, not the id's,
 # unless a memory's id has it (``_link_named``).
-_MEMORY_LINK = re.compile(rf"(?<![^\s(\[\"'`]){MEMORY_LINK}[^\s:]+")
-_AFTER_LINK = ".,;:!?)]'\"`"
+_MEMORY_LINK = re.compile(rf"(?<![^\s(\[\"'`（「『【]){MEMORY_LINK}[^\s:]+")
+_AFTER_LINK = ".,;:!?)]'\"`。，、！？；：）」』】"
 # A bare name with more readings than this (created_at, status: a column of most models) says
 # too little to search by its links; a note asks for the model.
 MAX_READINGS = 3
@@ -95,7 +95,7 @@ def search(
         raise NotFoundError(f"Unknown datasource {shown_value(datasource)}. Known datasources: {known}.")
     resolver = kb.resolver(given=True)
     inputs, links = _lenient_entities(kb, resolver, entities, query, warnings)
-    named = question_names(kb, question or "", resolver, links)
+    named = question_names(kb, question or "", resolver, links, every_word=match == channels.ALL)
     warnings += [w for w in named.warnings if w not in warnings]  # a link named by -e as well: told once
     found = channels.run(kb.index, channels.Request(
         question=question or "",
@@ -141,9 +141,9 @@ def unmatched(kb: Context, *, type: str | None = None, project: str | None = Non
     """A warning when a filter of ``newest`` (or of the digest ``action`` asks for: "run context",
     "call mem_context") matches no memory at all (a misspelt type, say), as ``search`` gives: an
     answer that is empty for it is a mistake the agent can fix."""
-    unknown = channels.unmatched_filters(
-        kb.index, engram.normalize_type(type), engram.normalize_project(project), scope)
-    return [f"No memory has {' or '.join(unknown)}; check the name, or {action} without it."] if unknown else []
+    type = engram.normalize_type(type)
+    unknown = channels.unmatched_filters(kb.index, type, engram.normalize_project(project), scope)
+    return [channels.unmatched_warning(unknown, type, "", action)] if unknown else []
 
 
 # At most this many skipped files are named one by one: a KB with thousands of broken files
@@ -182,7 +182,7 @@ class QuestionNames:
 
 
 def question_names(kb: Context, question: str, resolver: Resolver | None = None,
-                   read: Mapping[str, bool] | None = None) -> QuestionNames:
+                   read: Mapping[str, bool] | None = None, every_word: bool = False) -> QuestionNames:
     """The catalog entities the question's names mean, as a search reads them: a dotted name
     (a full name, a shorter one the catalog completes, ``customers.email`` ->
     ``shop.customers.email``, a walk of joins) or a bare one (``is_returned``; an ordinary word
@@ -190,7 +190,9 @@ def question_names(kb: Context, question: str, resolver: Resolver | None = None,
     bare name with more than ``MAX_READINGS`` is left to the words, with a note). A dotted name
     that means nothing is searched as typed and by its words. ``read``: the memory links the
     search's entities named, each mapped to whether its memory is live: read once already (and a
-    deleted one told), not again. Public for the benchmark, which builds its requests as ``search`` does."""
+    deleted one told), not again. ``every_word``: the search shows only memories holding every
+    word (``--all``), so a name's links rank those, they admit none. Public for the benchmark,
+    which builds its requests as ``search`` does."""
     from ..search.analysis import fold, symbols  # Whoosh's analysis: a command that only reads files never loads it
 
     dotted = [name for name in symbols(question, as_typed=True) if _DOTTED.fullmatch(name)]
@@ -210,8 +212,8 @@ def question_names(kb: Context, question: str, resolver: Resolver | None = None,
     live, deleted = kb.memory_links([link for link in linked if link not in read])
     entities = [link for link in linked if read.get(link, link in live)]
     warnings += deleted
-    notes: list[str] = [f"{link!r} names memory {link.removeprefix(MEMORY_LINK)}: it comes first, and memories "
-                        "linked to it are found too." for link in entities]
+    notes: list[str] = [f"{link!r} names memory {link.removeprefix(MEMORY_LINK)}: it comes first, and "
+                        f"{_linked('it', every_word)}." for link in entities]
     unknown: list[str] = []
     for name in dotted + bare:
         found = resolver.candidates(name) or (resolver.candidates(name.lower()) if name != name.lower() else [])
@@ -227,9 +229,13 @@ def question_names(kb: Context, question: str, resolver: Resolver | None = None,
         if len(found) == 1 and found[0].lower().endswith("." + name.lower()):
             full_names[name.lower()] = found[0].lower()  # as the index holds words and symbols
         entities.extend(e for e in found if e not in entities)
-        notes.append(f"{name!r} names {' or '.join(found)}; memories linked to "
-                     f"{'it' if len(found) == 1 else 'them'} are found too.")
+        notes.append(f"{name!r} names {' or '.join(found)}; {_linked('it' if len(found) == 1 else 'them', every_word)}.")
     return QuestionNames(full_names, entities, notes, tuple(unknown), warnings)
+
+
+def _linked(it: str, every_word: bool) -> str:
+    """What a name's links do to the answer: found too, or (``--all``) ranked, never admitted."""
+    return f"memories linked to {it} {'that hold every word rank higher' if every_word else 'are found too'}"
 
 
 def _deleted_by_id(kb: Context, question: str, read: Mapping[str, bool]) -> list[str]:
@@ -242,10 +248,10 @@ def _deleted_by_id(kb: Context, question: str, read: Mapping[str, bool]) -> list
 
 
 def _link_named(kb: Context, link: str) -> str:
-    """``memory:<id>`` as the question means it: without the punctuation after it, unless a
-    memory's id ends so."""
+    """``memory:<id>`` as the question means it: without the punctuation after it (and a markdown
+    link's target, ``[memory:3](url)``), unless a memory's id ends so."""
     memory_id = link.removeprefix(MEMORY_LINK)
-    bare = memory_id.rstrip(_AFTER_LINK)
+    bare = memory_id.split("](", 1)[0].rstrip(_AFTER_LINK)
     if not bare or bare == memory_id:
         return link
     with contextlib.suppress(KBError):
@@ -261,6 +267,11 @@ def _lenient_entities(kb: Context, resolver: Resolver, entities: Any, query: Any
     refs: list[str] = []
     if entities:
         refs = split_references(entities) if isinstance(entities, str) else flatten_refs(entities)
+        # A blank reference (``-e ''``) names nothing: told, as a reference that resolves to nothing is.
+        blank = [entities] if isinstance(entities, str) else list(entities)
+        if any(isinstance(ref, str) and not split_references(ref) for ref in blank):
+            warnings.append("entity '' dropped: an entity reference is blank; give one such as orders.amount, "
+                            "or leave it out.")
     out = resolver.resolve_leniently(refs, warnings)
     live, deleted = kb.memory_links(out)
     warnings += deleted

@@ -15,14 +15,14 @@ from .fusion import ALL, ALL_FIRST, FUSED, MATCHES
 
 if TYPE_CHECKING:
     from .filters import Restriction, restrict
-    from .retrieval import Found, Request, run, unmatched_filters
+    from .retrieval import Found, Request, run, unmatched_filters, unmatched_warning
 
 __all__ = ["ALL", "ALL_FIRST", "FUSED", "MATCHES", "Found", "Request", "Restriction", "restrict", "run",
-           "unmatched_filters"]
+           "unmatched_filters", "unmatched_warning"]
 
 # name -> the module of this package that defines it
 _WHERE = {"Restriction": "filters", "restrict": "filters"} | {
-    name: "retrieval" for name in ("Found", "Request", "run", "unmatched_filters")
+    name: "retrieval" for name in ("Found", "Request", "run", "unmatched_filters", "unmatched_warning")
 }
 
 

@@ -71,8 +71,9 @@ PASSAGE_TOKENS = 128
 # A text of more characters is never one run (256 word pieces rarely take more), and no more
 # than this is handed to the tokenizer for one run.
 MAX_CHARS = 8 * MAX_TOKENS
-# Where a passage may end: after a sentence, or at a line break.
-_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|\n+")
+# Where a passage may end: after a sentence, or at a line break. Chinese and Japanese put no
+# blank after a sentence's end: a 20 KB text of them was one "sentence", one "word".
+_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|(?<=[。！？；])\s*|\n+")
 _WORD = re.compile(r"\S+")
 # Texts per run of the model, and tokens (texts x the longest's length): see ``_run``. Runs of
 # 384 tokens cost 5% less CPU than runs of 1,024 (a run's working set stays in the core's cache)
@@ -140,11 +141,11 @@ class Encoder:
     def longer_than(self, text: str, pieces: int) -> bool:
         """Whether ``text`` is more than this many word pieces (what its runs of the model cost).
         A word is one piece or more, so a text of more words is, untokenized; else word by word
-        (the tokenizer cuts one text at ``MAX_TOKENS``, and splits at blanks anyway)."""
+        (the tokenizer splits at blanks anyway; the pieces it cuts off a long word are counted)."""
         if len(text) <= pieces:
             return False  # a piece is a character or more
         words = text.split()
-        return len(words) > pieces or sum(len(e.ids) for e in self._tokenizer.encode_batch(
+        return len(words) > pieces or sum(_size(e) for e in self._tokenizer.encode_batch(
             words, add_special_tokens=False)) > pieces
 
     def passages(self, text: str) -> list[str]:
@@ -187,18 +188,31 @@ class Encoder:
 
     def _pieces(self, body: str, budget: int) -> list[tuple[str, int, int]]:
         """(piece, word pieces, offset in ``body``) in order: the sentences of ``body``, and the
-        words of one longer than ``budget``, so that a passage never ends inside a word."""
+        words of one longer than ``budget``, so that a passage never ends inside a word; a word
+        longer than that is cut between its word pieces (a run of CJK or of symbols with no
+        blank: kept whole, the tokenizer read its first ``MAX_TOKENS`` pieces and no more)."""
         sentences = [(body[a:b], a) for a, b in spans.split(_SENTENCE_END, body, 0, len(body)) if body[a:b].strip()]
         out: list[tuple[str, int, int]] = []
         encoded = self._tokenizer.encode_batch([s for s, _a in sentences], add_special_tokens=False)
         for (sentence, at), encoding in zip(sentences, encoded, strict=True):
-            if len(encoding.ids) <= budget:
+            if _size(encoding) <= budget:
                 out.append((sentence, len(encoding.ids), at))
                 continue
             words = [(w.group(), at + w.start()) for w in _WORD.finditer(sentence)]
             sizes = self._tokenizer.encode_batch([w for w, _a in words], add_special_tokens=False)
-            out += [(w, len(e.ids), a) for (w, a), e in zip(words, sizes, strict=True)]
+            for (word, where), size in zip(words, sizes, strict=True):
+                out += [(word, len(size.ids), where)] if _size(size) <= budget else self._cut(word, size, budget, where)
         return out
+
+    def _cut(self, word: str, encoding: Encoding, budget: int, at: int) -> list[tuple[str, int, int]]:
+        """``word`` (at ``at``) in parts of ``budget`` word pieces, cut where a piece begins, as
+        ``_pieces`` gives them. A part read alone may take a piece or two more than the word's
+        (its first piece no longer continues one): still well under ``MAX_TOKENS``."""
+        starts = [begin for part in (encoding, *encoding.overflowing) for begin, _end in part.offsets][::budget]
+        bounds = [*starts[1:], len(word)]
+        parts = [(word[a:b], at + a) for a, b in zip([0, *bounds[:-1]], bounds, strict=True) if word[a:b]]
+        sizes = self._tokenizer.encode_batch([p for p, _a in parts], add_special_tokens=False)
+        return [(part, _size(size), where) for (part, where), size in zip(parts, sizes, strict=True)]
 
     def encode_later(self, text: str, then: Callable[[np.ndarray], object] | None = None) -> Future[np.ndarray]:
         """``text``'s vector, made in the search helper thread: a search scores the words
@@ -367,6 +381,11 @@ class Encoder:
         sizes = np.asarray([len(found) for found in encoded], dtype=np.float32)[:, None]
         pooled = np.stack([hidden[n, : len(found)].sum(axis=0) for n, found in enumerate(encoded)]) / sizes
         return hidden, pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+
+
+def _size(encoding: Encoding) -> int:
+    """How many word pieces ``encoding``'s text is, the ones the tokenizer cut off included."""
+    return len(encoding.ids) + sum(len(part.ids) for part in encoding.overflowing)
 
 
 def _fits(text: str, encoding: Encoding) -> bool:

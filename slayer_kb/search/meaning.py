@@ -121,7 +121,9 @@ class Meaning:
         manifest's sentence vectors made another way are made again); None when meaning search
         is off."""
         key = embedding.key()
-        return f"{key} + {encoder.MODEL_KEY}" if key else None
+        # The layout's mark: a table whose rows hashed relaid texts as any other is made again
+        # once (its static vectors; the sentence ones from the cache but the relaid texts').
+        return f"{key} + {encoder.MODEL_KEY} + {sentences.RELAID}" if key else None
 
     def defers_static(self) -> bool:
         """Whether a bulk write here leaves the static vectors to the filler that makes the

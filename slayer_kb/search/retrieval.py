@@ -27,7 +27,7 @@ from . import whoosh_start  # noqa: F401  # isort: skip  (first: see its doc)
 from whoosh import query as Q
 
 from ..core.locate import linked_id, memory_link
-from ..core.memory import Memory
+from ..core.memory import RECOGNISED_TYPES, Memory
 from ..core.results import fell_back_note
 from ..core.text import shown_value
 from . import embedding, encoder
@@ -119,7 +119,7 @@ def _run(index: Index, request: Request) -> Found:
     # id or topic key above is matched as typed.
     request = replace(request, question=fold(question))
     if question and not words and topic is None:
-        found.warnings.append(f"The question {question!r} has no searchable words (punctuation and words as common as "
+        found.warnings.append(f"The question {shown_value(question)} has no searchable words (punctuation and words as common as "
                               "'the' are not searched): ask with the words that matter, such as a column, a metric or "
                               "what it is about.")
     searched = bool(words) or topic is not None or bool(request.entities) or bool(request.named)
@@ -131,9 +131,8 @@ def _run(index: Index, request: Request) -> Found:
             # A listing that a misspelt filter emptied says so, not "showing the newest".
             unknown = [] if found.memories or found.example_queries else unmatched_filters(
                 index, request.type, request.project, request.scope)
-            found.warnings.append(
-                f"No memory has {' or '.join(unknown)}; check the name, or search without it."
-                if unknown else "No entities, query or question given: showing the newest memories.")
+            found.warnings.append(unmatched_warning(unknown, request.type, "", "search")
+                                  if unknown else "No entities, query or question given: showing the newest memories.")
         elif request.inputs_given and not question:
             found.warnings.append("Every input entity was dropped: nothing left to search for.")
         return found
@@ -263,9 +262,12 @@ def _ranked(
     docs: dict[str, dict[str, Any]] = {}
 
     pinned: list[str] = []
+    topical = False
     for exact in (E.id_query(E.named_ids(_tags(request))), topic):
         if exact is not None:
-            pinned += [m for m in index.scores(exact, restriction, limit=2 * request.limit) if m not in pinned]
+            looked_up = [m for m in index.scores(exact, restriction, limit=2 * request.limit) if m not in pinned]
+            pinned += looked_up
+            topical = bool(looked_up) and exact is topic
 
     every: dict[str, float] = {}
     some: dict[str, float] = {}
@@ -287,7 +289,10 @@ def _ranked(
     sentence = pending.result() if pending is not None else None  # made while the words were scored
     weights = F.weights_for(len(words.words) + len(words.symbols), sentence=sentence is not None, held=words_held)
     if request.match == ALL:
-        candidates = list(every) + [m for m in tagged if m not in every]
+        # Only memories holding every word, as --all promises: a tag ranks them, it admits none
+        # that lack a word. With no word to hold (entities alone), the tagged ones.
+        worded = everything is not None and "words" in request.channels
+        candidates = list(every) if worded else list(tagged)
         scores = F.blend(candidates, every, {}, {}, tagged)
     else:
         candidates = list(dict.fromkeys([*every, *some, *tagged]))
@@ -377,7 +382,9 @@ def _ranked(
     for memory_id, score, has_query in chosen:
         if memory_id in docs:
             buckets[has_query].append(dict(docs[memory_id], score=round(score, 4)))
-    if everything is not None and "words" in request.channels:
+    # No fell-back note where none fell back: --all shows only memories holding every word (and
+    # those named by id), and a topic key matched is the answer the question looked up.
+    if everything is not None and "words" in request.channels and request.match != ALL and not topical:
         for has_query, one, many in BUCKETS:
             if not buckets[has_query] or (every and index.scores(everything, _restriction(request, has_query), limit=1)):
                 continue
@@ -436,16 +443,23 @@ def unmatched_filters(index: Index, type: str | None, project: str | None, scope
     return [f"{name} {shown_value(value)}" for name, value, alone in given if value and not index.documents(None, alone, limit=1)]
 
 
+def unmatched_warning(unknown: list[str], type: str | None, then: str, action: str) -> str:
+    """The warning for the filters ``unmatched_filters`` found (``then``: what it did, after a
+    comma; ``action``: the command to give again without them). A known type that only
+    soft-deleted memories have is no misspelt name: the warning says no live memory has it."""
+    if type in RECOGNISED_TYPES and unknown == [f"type {shown_value(type)}"]:
+        return f"No live memory has type {type!r}{then}; {action} without it."
+    return f"No memory has {' or '.join(unknown)}{then}; check the name, or {action} without it."
+
+
 def _warn_filtered_out(index: Index, request: Request, words: W.Words, warnings: list[str]) -> None:
     """Say so when a filter that no memory matches at all (a misspelt project, say) removed every
     memory the question finds: the agent can fix it. A filter that some memories match but none
     about the question is an answer, not a mistake."""
     unknown = unmatched_filters(index, request.type, request.project, request.scope)
     if unknown and index.scores(W.any_query(words), restrict(), limit=1):
-        warnings.append(
-            f"No memory has {' or '.join(unknown)}, so the filter removed every memory the question finds; "
-            "check the name, or search without it."
-        )
+        warnings.append(unmatched_warning(unknown, request.type, ", so the filter removed every memory the question finds",
+                                          "search"))
 
 
 def _warn_off_datasource(index: Index, request: Request, warnings: list[str]) -> None:

@@ -17,6 +17,7 @@ import functools
 import hashlib
 import itertools
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -44,11 +45,28 @@ _readers = threading.local()
 _opened = itertools.count()
 
 
+# A text the encoder lays out in other passages since CJK sentence ends and the cut of a word
+# longer than a passage (encoder._pieces): one too long for a run (more than 254 characters: a
+# word piece is one or more) holding such an end or a run of more than 64 characters with no
+# blank (a passage's budget is 64 word pieces at least). Its vectors cached before were read
+# from its first 256 word pieces only; hashed apart, they are made again, and no other text's.
+_RELAYABLE = re.compile(r"[。！？；]|\S{65}")
+_RELAID_MIN_CHARS = 255
+# The layout's name, hashed after such a text behind a byte 0xff, which no UTF-8 text holds: no
+# text hashes as another does relaid.
+RELAID = "pieces-cut-v1"
+_RELAID_TAG = b"\xff" + RELAID.encode("ascii")
+
+
 @functools.lru_cache(maxsize=1024)
 def text_hash(text: str) -> str:
-    """The sha256 of ``text``, the key of its vectors. Kept for the last texts hashed: a search
-    hashes each of its head's 30 texts twice (their sentences' look-up, their token ids')."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    """The sha256 of ``text``, the key of its vectors (a text ``_RELAYABLE`` finds: of it and
+    ``_RELAID_TAG``). Kept for the last texts hashed: a search hashes each of its head's 30
+    texts twice (their sentences' look-up, their token ids')."""
+    data = text.encode("utf-8")
+    if len(text) >= _RELAID_MIN_CHARS and _RELAYABLE.search(text):
+        data += _RELAID_TAG
+    return hashlib.sha256(data).hexdigest()
 
 
 def connect() -> sqlite3.Connection | None:
