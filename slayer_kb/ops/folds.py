@@ -228,9 +228,10 @@ def carry_dropped(store: GitStore, tx: Transaction, parted: str, upstream: tuple
     """Of ``dropped`` (memories this branch, at ``ours``, edited since ``parted`` that a sync's
     replay onto the upstream, ``upstream``: its commit and name, dropped as gone there), those
     the upstream folded into another memory (``folded_to``): no forget, so the edit is carried
-    onto the memory kept, merged from the folded one's version at ``parted``, in one commit,
-    ``followed`` given each as ``merge._follow_folds`` gives it. The others (and an edit of a line
-    the memory kept changed too), still dropped, are returned."""
+    onto the memory kept, field by field from the folded one's version at ``parted``
+    (``mergedriver.carried``), in one commit, ``followed`` given each as ``merge._follow_folds``
+    gives it (a soft forget as a forget: the memory kept stays). The others (and an edit of a
+    field the memory kept holds another way), still dropped and said so, are returned."""
     moved = {old: new for old, new in folded_to(store, parted, upstream[0]).items() if old in dropped} if dropped else {}
     changes: list[Change] = []
     kept: dict[str, Memory] = {}
@@ -240,10 +241,16 @@ def carry_dropped(store: GitStore, tx: Transaction, parted: str, upstream: tuple
         base, now, edit = (objects.blobs_at(objects.tree_of(rev), [at])[at]
                            for rev, at in ((parted, folded), ("HEAD", path), (ours, folded)))
         if base is None or now is None or edit is None or (
-                merged := mergedriver.merged_blob(store, path, (base, now, edit))) is None:
+                carry := mergedriver.carried(store, path, (base, now, edit))) is None or carry.kept != carry.edited:
+            continue  # a field both changed: the edit dropped, and said so
+        if carry.forgot:  # a soft forget: the memory kept stays as the upstream holds it
+            followed[old] = {"kept": new, "change": "forgot", "folded_on": upstream[1]}
             continue
-        data = store.objects.read_many("blob", [merged])[merged]
+        data = store.objects.read_many("blob", [carry.kept])[carry.kept]
         with contextlib.suppress(KBError, UnicodeDecodeError):
+            if carry.kept == now:  # the memory kept holds the edit already
+                followed[old] = {"kept": new, "change": "edited", "folded_on": upstream[1]}
+                continue
             kept[new] = loads(data.decode("utf-8"), new)
             changes.append(Change(memory_path(new), data))
             followed[old] = {"kept": new, "change": "edited", "folded_on": upstream[1]}
@@ -256,7 +263,7 @@ def carry_dropped(store: GitStore, tx: Transaction, parted: str, upstream: tuple
 
 def forgotten_folded(store: GitStore, parted: str, upstream: tuple[str, str], ours: str, both: list[str],
                      followed: dict[str, dict[str, str]]) -> None:
-    """Give ``followed`` each memory this branch (at ``ours``) forgot since ``parted`` that the
+    """Give ``followed`` each memory this branch (at ``ours``) forgot (or soft-forgot) since ``parted`` that the
     upstream (``upstream``: its commit and name) had folded into another memory, which HEAD still
     holds: the forget took the memory kept away no more than ``slayer-kb merge`` lets it
     (``merge._follow_folds``), and is said as that merge says it. Looked for among ``both``, the
@@ -266,12 +273,23 @@ def forgotten_folded(store: GitStore, parted: str, upstream: tuple[str, str], ou
     moved = {old: new for old, new in folded_to(store, parted, upstream[0]).items() if old in ids} if ids else {}
     if not moved:
         return
-    ours_held = objects.blobs_at(objects.tree_of(ours), [store.repo_path(memory_path(old)) for old in moved])
-    moved = {old: new for old, new in moved.items() if ours_held[store.repo_path(memory_path(old))] is None}
+    paths = [store.repo_path(memory_path(old)) for old in moved]
+    ours_held, was = (objects.blobs_at(objects.tree_of(rev), paths) for rev in (ours, parted))
+    # Its file deleted, or the memory soft-forgotten (``forget --soft``, MCP's ``mem_delete``).
+    moved = {old: new for old, new in moved.items() if _forgot(store, store.repo_path(memory_path(old)), was, ours_held)}
     held = objects.blobs_at(objects.tree_of("HEAD"), [store.repo_path(memory_path(new)) for new in moved.values()])
     for old, new in moved.items():
         if held[store.repo_path(memory_path(new))] is not None and old not in followed:
             followed[old] = {"kept": new, "change": "forgot", "folded_on": upstream[1]}
+
+
+def _forgot(store: GitStore, path: str, was: dict[str, str | None], now: dict[str, str | None]) -> bool:
+    """Whether the memory file ``path`` is gone in ``now`` (blobs by path) or soft-forgotten since ``was``."""
+    before, after = was[path], now[path]
+    if after is None or before is None or before == after:
+        return after is None
+    got = store.objects.read_many("blob", {before, after})
+    return mergedriver.soft_forgotten(path, got[before].decode("utf-8", "replace"), got[after].decode("utf-8", "replace"))
 
 
 def fold_renamed(kb: Context, tx: Transaction, moved: dict[str, str]) -> None:

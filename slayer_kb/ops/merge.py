@@ -255,7 +255,7 @@ def _follow_folds(store: GitStore, parted: str, tips: tuple[str, str], ref: str,
     found, ``followed`` given {folded id: {kept, change (forgot, edited, renamed), renamed (the
     id the other side gave it), folded_on ('this branch' or ``ref``)}}."""
     lines: list[str] = []
-    held: list[str] = []
+    held: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {}  # each path held: its stages 2 and 3, their labels
     paths: dict[str, str] = {}
     objects = store.objects
     folds = [folded_to(store, parted, tip) for tip in tips]
@@ -263,29 +263,40 @@ def _follow_folds(store: GitStore, parted: str, tips: tuple[str, str], ref: str,
         # A fold both sides made (two reviewers' merges of one branch) is no change to carry.
         moved = {old: new for old, new in folds[folding].items() if old not in folds[1 - folding]}
         renamed = renames_between(store, parted, tips[1 - folding]) if moved else {}
+        # The memory kept, renamed since on the folding side: the change follows it there.
+        ends = renames_between(store, parted, tips[folding]) if moved else {}
+        moved = {old: ends.get(new, new) for old, new in moved.items()}
         paths.update({i: store.repo_path(memory_path(i)) for i in {*moved, *moved.values(), *renamed.values()}})
         was, here, there = (objects.blobs_at(objects.tree_of(c), paths.values())
                             for c in (parted, tips[folding], tips[1 - folding]))
         for old, new in moved.items():
             base, kept, edit = was[paths[old]], here[paths[new]], there[paths[renamed.get(old, old)]]
-            if base is None or kept is None or edit == base or there[paths[new]] not in (None, kept):
-                # Not the other side's (added since), the memory kept gone, left as it was there,
-                # or changed there too (the other side holds the memory kept: git merges it)
+            if (base is None or kept is None or here[paths[old]] is not None or (edit == base and old not in renamed)
+                    or there[paths[new]] not in (None, kept)):
+                # Not the other side's (added since), the memory kept gone, the folded one on the folding
+                # side again (brought back: git merges it), left as it was there, or the memory kept
+                # changed there too (the other side holds it: git merges it)
                 continue
+            carry = mergedriver.carried(store, paths[new], (base, kept, edit)) if edit is not None else None
+            forgot = edit is None or (carry is not None and carry.forgot)
             lines.append(f"0 {'0' * 40}\t{paths[old]}\n")
-            if old in renamed and edit is not None:
+            if old in renamed and not forgot:
                 lines.append(f"0 {'0' * 40}\t{paths[renamed[old]]}\n100644 {edit} 0\t{paths[renamed[old]]}\n")
             lines.append(f"0 {'0' * 40}\t{paths[new]}\n")
-            sides = (kept, edit) if folding == 0 else (edit, kept)  # git's stages 2 and 3: this branch's, REF's
-            if edit is None:
-                lines.append(f"100644 {kept} 0\t{paths[new]}\n")
-            elif (merged := mergedriver.merged_blob(store, paths[new], (base, *sides))) is not None:
-                lines.append(f"100644 {merged} 0\t{paths[new]}\n")
+            named = ref if folding else "this branch"
+            if forgot or (carry is not None and carry.kept == carry.edited):
+                lines.append(f"100644 {kept if forgot or carry is None else carry.kept} 0\t{paths[new]}\n")
             else:
+                # git's stages 2 and 3: this branch's, REF's; each a whole memory, so that either step keeps one
+                assert edit is not None  # not forgot
+                kept_side, edit_side = (kept, edit) if carry is None else (carry.kept, carry.edited)
+                sides = (kept_side, edit_side) if folding == 0 else (edit_side, kept_side)
                 lines += [f"100644 {blob} {n}\t{paths[new]}\n" for n, blob in enumerate((base, *sides), 1)]
-                held.append(paths[new])
-            change = "forgot" if edit is None else "renamed" if old in renamed else "edited"
-            followed[old] = {"kept": new, "change": change, "folded_on": ref if folding else "this branch",
+                labels = (f"this branch: {new}", f"{ref}: {old}, which {named} merged into {new}")
+                held[paths[new]] = (sides, labels if folding == 0 else (
+                    f"this branch: {old}, which {named} merged into {new}", f"{ref}: {new}"))
+            change = "forgot" if forgot else "renamed" if old in renamed else "edited"
+            followed[old] = {"kept": new, "change": change, "folded_on": named,
                              **({"renamed": renamed[old]} if change == "renamed" else {})}
     if not lines:
         return False
@@ -295,8 +306,8 @@ def _follow_folds(store: GitStore, parted: str, tips: tuple[str, str], ref: str,
         for path in (paths[f["kept"]], *([paths[f["renamed"]]] if "renamed" in f else [])):
             if path not in held:
                 store.git_writing_index("checkout", "--", path, env=LITERAL_PATHS)
-    for path in held:  # both edits, in git's markers
-        store.git_writing_index("checkout", "-m", "--", path, env=LITERAL_PATHS)
+    for path, (sides, labels) in held.items():  # both versions, in git's markers naming the fold
+        (store.top / path).write_bytes(mergedriver.both_sides(store, sides, labels))
     return True
 
 
