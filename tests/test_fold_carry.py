@@ -209,3 +209,26 @@ def test_a_sync_rebasing_an_edit_of_a_field_the_memory_kept_changed_drops_it_and
     synced = invoke_cli("--kb", c, "sync", check=True)
     assert synced.stdout.endswith(f"the change dropped (git reflog holds it): {folded}\n"), synced.stdout
     assert _shown(invoke_cli, c, kept)["learning"] == unlike("reviewed")
+
+
+def test_an_offline_reviewer_on_a_trunk_team_keeps_the_default_branchs_memory(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # The default branch is 'trunk', the reviewer's clone has no origin/HEAD (it made the team)
+    # and cannot reach the remote: trunk's memory was folded into the agent's, saved first.
+    bare, (agent, a) = make_team(tmp_path, clones=2)
+    git(bare, "branch", "-m", "main", "trunk")
+    git(bare, "symbolic-ref", "HEAD", "refs/heads/trunk")
+    for root in (agent, a):
+        git(root, "fetch", "-q", "-p")
+        git(root, "remote", "set-head", "origin", "-d")
+    git(a, "branch", "-q", "-m", "main", "trunk")
+    git(a, "branch", "-q", "-u", "origin/trunk")
+    git(agent, "switch", "-q", "-c", "agent-y", "origin/trunk")
+    folded = _saved(invoke_cli, agent, unlike("agent"), *TOPIC)
+    git(agent, "push", "-q", "-u", "origin", "agent-y")
+    kept = _saved(invoke_cli, a, unlike("main"), *TOPIC)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(a, "fetch", "-q")
+    git(a, "remote", "set-url", "origin", str(tmp_path / "unreachable.git"))
+    merged = invoke_cli("--kb", a, "merge", "origin/agent-y", check=True)
+    assert merged.stdout.endswith(f"  merged (same topic key): {folded} into {kept}\n")

@@ -62,11 +62,18 @@ class Standing:
         """The commit of the remote's default branch ('' when none): as the remote names it now
         (asked once, bounded), else as this clone knows it (``origin/HEAD`` is stale once the
         remote's default changed, and the clone that made the team, ``git remote add`` and a push,
-        has none). Asked only when both memories are on the remote: a sync's own saves are not."""
-        said = claims.network(self.store, "ls-remote", "--symref", self.remote, "HEAD") if self.remote else None
+        has none), else the branch's upstream, else ``main`` or ``master``. Asked only when both
+        memories are on the remote: a sync's own saves are not."""
+        if not self.remote:
+            return ""
+        said = claims.network(self.store, "ls-remote", "--symref", self.remote, "HEAD")
         told = default_branch(said.stdout.decode("utf-8", "replace")) if said is not None and said.returncode == 0 else ""
-        return next((tip for name in [told, "HEAD", "main", "master"] if name
-                     if (tip := self.store.tip(f"refs/remotes/{self.remote}/{name}"))), "") if self.remote else ""
+        # Offline, with no origin/HEAD: the branch's upstream (a team's ``trunk``) before the usual names.
+        upstream = self.store.git("rev-parse", "-q", "--symbolic-full-name", "@{upstream}", check=False).stdout.decode().strip()
+        refs = [f"refs/remotes/{self.remote}/{name}" for name in (told, "HEAD") if name]
+        refs += [upstream] if upstream.startswith(f"refs/remotes/{self.remote}/") else []
+        return next((tip for ref in [*refs, *(f"refs/remotes/{self.remote}/{name}" for name in ("main", "master"))]
+                     if (tip := self.store.tip(ref))), "")
 
     def keeps_mine(self, mine: Memory, theirs: Memory) -> bool:
         """Whether ``mine`` (this branch's) is kept and ``theirs`` (the branch merged's) folded into it."""
