@@ -232,3 +232,22 @@ def test_an_offline_reviewer_on_a_trunk_team_keeps_the_default_branchs_memory(
     git(a, "remote", "set-url", "origin", str(tmp_path / "unreachable.git"))
     merged = invoke_cli("--kb", a, "merge", "origin/agent-y", check=True)
     assert merged.stdout.endswith(f"  merged (same topic key): {folded} into {kept}\n")
+
+
+def test_a_merge_folding_a_memory_another_branch_brought_records_no_move_of_this_clones(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # agent-y took agent-x's memory in, then main's: the fold of agent-x's id into main's was
+    # recorded as this clone's ('merged this clone's memory 1 ... renumber --accept').
+    _bare, (a, b, x) = make_team(tmp_path, clones=3)
+    git(x, "switch", "-q", "-c", "agent-x")
+    folded = _saved(invoke_cli, x, unlike("agent"), *TOPIC)
+    git(x, "push", "-q", "-u", "origin", "agent-x")
+    kept = _saved(invoke_cli, a, unlike("main"), *TOPIC)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(b, "switch", "-q", "-c", "agent-y")
+    git(b, "fetch", "-q")
+    invoke_cli("--kb", b, "merge", "origin/agent-x", check=True)
+    merged = invoke_cli("--kb", b, "merge", "origin/main", check=True)
+    assert merged.stdout.endswith(f"  merged (same topic key): {folded} into {kept}\n")
+    gone = invoke_cli("--kb", b, "get", folded)
+    assert gone.stderr.startswith(f"Error: No memory with id '{folded}'. It was merged into '{kept}' in commit "), gone.stderr

@@ -31,6 +31,7 @@ from ..core.locate import id_of_path, memory_link, memory_path
 from ..core.memory import Memory, loads, parse_time, time_order
 from ..core.merging import fold_subject, folded_by, merge_topic_revisions
 from ..store import claims, mergedriver
+from ..store.gitenv import LITERAL_PATHS
 from ..store.repo import Change, GitStore
 from ..store.revisions import added_version
 from ..transaction import Transaction, memory_change
@@ -331,11 +332,34 @@ def own_moves(store: GitStore, others: str | list[str], moves: dict[str, str]) -
     """Of ``moves`` (a fold's, made against the other side's commit ``others``, or several), those
     of this branch's memories, which the caller records as this clone's moves: one of the other
     side's folded into this branch's (``Standing`` kept it) moved no id this clone gave, and
-    ``get`` of it names the fold's commit. In ``slayer-kb merge``, ``rebase`` and sync alike."""
+    ``get`` of it names the fold's commit; nor one no commit of this branch's own line added. In
+    ``slayer-kb merge``, ``rebase`` and sync alike."""
     paths = {old: store.repo_path(memory_path(old)) for old in moves}
     held = [store.objects.blobs_at(store.objects.tree_of(other), paths.values())
             for other in ([others] if isinstance(others, str) else others)] if moves else []
-    return {old: new for old, new in moves.items() if all(there[paths[old]] is None for there in held)}
+    moves = {old: new for old, new in moves.items() if all(there[paths[old]] is None for there in held)}
+    if not moves:
+        return moves
+    # Nor one another branch gave: added by a merge (its other parent brought it) or by a commit
+    # another remote branch than this branch's upstream holds (a fast-forward brought it, as an
+    # agent's 'merge origin/agent-x' brings that agent's memory).
+    out = store.git("log", "--first-parent", "--diff-filter=A", "--name-only", "--format=%x00%H %P", "HEAD", "--",
+                    *(paths[old] for old in moves), env=LITERAL_PATHS).stdout.decode("utf-8", "surrogateescape")
+    adds: dict[str, list[str]] = {}
+    for entry in out.split("\0")[1:]:
+        head, *names = entry.strip("\n").split("\n")
+        for name in names:
+            adds.setdefault(name, head.split())
+    upstream = store.git("rev-parse", "-q", "--symbolic-full-name", "@{upstream}", check=False).stdout.decode().strip()
+    return {old: new for old, new in moves.items() if (add := adds.get(paths[old])) is not None and len(add) == 2
+            and not (set(store.git("for-each-ref", "--contains", add[0], "--format=%(refname)",
+                                   "refs/remotes/").stdout.decode().split()) - {upstream} - _symbolic(store))}
+
+
+def _symbolic(store: GitStore) -> set[str]:
+    """The remote-tracking refs that only name another (``origin/HEAD``)."""
+    out = store.git("for-each-ref", "--format=%(refname) %(symref)", "refs/remotes/").stdout.decode().splitlines()
+    return {line.split()[0] for line in out if len(line.split()) == 2}
 
 
 def fold_moves(store: GitStore, parted: str, side: str) -> list[dict[str, str]]:
