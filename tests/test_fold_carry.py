@@ -5,6 +5,7 @@ one team of real clones (``make_team``): agent-y's save folded into main's by th
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -251,3 +252,26 @@ def test_a_merge_folding_a_memory_another_branch_brought_records_no_move_of_this
     assert merged.stdout.endswith(f"  merged (same topic key): {folded} into {kept}\n")
     gone = invoke_cli("--kb", b, "get", folded)
     assert gone.stderr.startswith(f"Error: No memory with id '{folded}'. It was merged into '{kept}' in commit "), gone.stderr
+
+
+def test_a_folded_memory_brought_back_by_hand_and_folded_again_counts_its_revisions_once(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # A plain 'git merge' of the agent's edit of its folded memory, kept with '--theirs', then
+    # sync: the fold again added the agent's save's revision, which main's memory held already,
+    # and main's title went back to the agent's.
+    _bare, (agent, a) = make_team(tmp_path, clones=2)
+    folded, kept = _folded(invoke_cli, agent, a)
+    invoke_cli("--kb", a, "update", kept, "--title", "Retry budget, reviewed", check=True)
+    before = _shown(invoke_cli, a, kept)
+    invoke_cli("--kb", agent, "update", folded, "--learning", unlike("outage"), check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(a, "fetch", "-q")
+    subprocess.run(["git", "merge", "-q", "--no-edit", "origin/agent-y"], cwd=a, capture_output=True, check=False)
+    git(a, "checkout", "--theirs", f"memories/{folded}.yaml")
+    git(a, "add", f"memories/{folded}.yaml")
+    git(a, "commit", "-q", "--no-edit")
+    synced = invoke_cli("--kb", a, "sync", check=True)
+    assert synced.stdout.endswith(f"  merged (same topic key): {folded} into {kept}\n")
+    shown = _shown(invoke_cli, a, kept)
+    assert (shown["title"], shown["learning"], shown["revision_count"]) == (
+        "Retry budget, reviewed", unlike("outage"), int(str(before["revision_count"])) + 1)

@@ -29,7 +29,7 @@ from ..core.engram import content_hash, is_import
 from ..core.errors import KBError
 from ..core.locate import id_of_path, memory_link, memory_path
 from ..core.memory import Memory, loads, parse_time, time_order
-from ..core.merging import fold_subject, folded_by, merge_topic_revisions
+from ..core.merging import carry_through_fold, fold_subject, folded_by, merge_topic_revisions
 from ..store import claims, mergedriver
 from ..store.gitenv import LITERAL_PATHS
 from ..store.repo import Change, GitStore
@@ -117,7 +117,8 @@ def fold_topic_keys(kb: Context, tx: Transaction, ours: list[str], merged: dict[
             keeper = min(theirs, key=lambda m: time_order(m.created_at))
             # One record of an export imported on both clones: revised since from that record (its
             # counts once), not two saves (None: the counts of both summed).
-            folded = merge_topic_revisions(_imported_record(kb, mine, keeper), keeper, mine)
+            folded = _fold_again(kb.store, mine, keeper) or merge_topic_revisions(
+                _imported_record(kb, mine, keeper), keeper, mine)
             # Kept the other way round, the same memory (content, counts) under this branch's id.
             gone, folded = ((keeper.id, folded.evolve(id=memory_id)) if standing is not None
                             and standing.keeps_mine(mine, keeper) else (memory_id, folded))
@@ -128,6 +129,29 @@ def fold_topic_keys(kb: Context, tx: Transaction, ours: list[str], merged: dict[
     keys = ", ".join(sorted({m.topic_key or "" for m in folds.values()}))
     _commit(tx, folds, changes, f"topic {keys}", merged)
     return True
+
+
+def _fold_again(store: GitStore, mine: Memory, keeper: Memory) -> Memory | None:
+    """Under ``keeper``'s id, the memory ``mine`` and ``keeper`` make where an earlier fold took one
+    into the other and it came back since (a plain ``git merge`` of an edit of it, kept by hand):
+    each field it changed since the version that fold took in carried (``merging.carry_through_fold``;
+    a field both hold two ways the returning one's, as a later save under the key), the others
+    the memory kept's, and only the revisions the memory kept does not hold already counted.
+    None when no fold took one into the other."""
+    subjects = store.git("log", "--format=%H %s", "--grep=^memory: merge ", "HEAD").stdout.decode("utf-8", "replace")
+    for line in subjects.splitlines():
+        commit, _, subject = line.partition(" ")
+        moves = (folded_by(subject) or ({}, False))[0]
+        for back, holder in ((mine, keeper), (keeper, mine)):
+            if moves.get(back.id) != holder.id:
+                continue
+            path = store.repo_path(memory_path(back.id))
+            blob = store.objects.blobs_at(store.objects.tree_of(f"{commit}^1"), [path])[path]
+            if blob is None:
+                return None
+            base = loads(store.objects.read_many("blob", [blob])[blob].decode("utf-8", "replace"), back.id)
+            return carry_through_fold(base, holder, back)[1].evolve(id=keeper.id)
+    return None
 
 
 def fold_duplicates(kb: Context, tx: Transaction, ours: list[str], theirs: Callable[[], list[str]],
