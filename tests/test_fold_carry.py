@@ -275,3 +275,22 @@ def test_a_folded_memory_brought_back_by_hand_and_folded_again_counts_its_revisi
     shown = _shown(invoke_cli, a, kept)
     assert (shown["title"], shown["learning"], shown["revision_count"]) == (
         "Retry budget, reviewed", unlike("outage"), int(str(before["revision_count"])) + 1)
+
+
+def test_validate_against_main_reads_an_edit_of_a_folded_memory_through_the_fold(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # It said 'origin/main forgot this memory ... Run slayer-kb merge origin/main: it stops
+    # there', though that merge carries the edit to main's memory.
+    _bare, (agent, a) = make_team(tmp_path, clones=2)
+    folded, kept = _folded(invoke_cli, agent, a)
+    invoke_cli("--kb", agent, "update", folded, "--description", "Why five", check=True)
+    git(agent, "fetch", "-q")
+    checked = invoke_cli("--kb", agent, "validate", "--against", "origin/main")
+    assert (f"memories/{folded}.yaml:1: origin/main merged this memory into {kept} (one topic key or save on both "
+            "sides) since this branch parted from it, and this branch edited it: a plain git merge of this branch "
+            "stops on the fold's delete against the edit. Run 'git fetch origin && slayer-kb merge origin/main': it carries the edit to "
+            f"{kept} field by field, or stops with the steps where {kept} holds a field the edit changed another way"
+            ) in checked.stdout + checked.stderr, checked.stdout + checked.stderr
+    merged = invoke_cli("--kb", agent, "merge", "origin/main", check=True)
+    assert merged.stdout.endswith(f"  kept {kept}: this branch edited {folded}, which origin/main had merged into "
+                                  f"{kept}: the edit went to {kept}\n")
