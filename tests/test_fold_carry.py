@@ -6,6 +6,7 @@ one team of real clones (``make_team``): agent-y's save folded into main's by th
 from __future__ import annotations
 
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -198,18 +199,22 @@ def test_a_sync_rebasing_a_soft_forget_onto_a_fold_says_it_left_the_memory_kept(
     assert sorted(p.name for p in (c / "memories").iterdir()) == [f"{kept}.yaml"]
 
 
+@pytest.mark.parametrize("when", ["at once", "later"])
 def test_a_sync_rebasing_an_edit_of_a_field_the_memory_kept_changed_drops_it_and_says_so(
-        tmp_path: Path, invoke_cli: CliRunner) -> None:
+        tmp_path: Path, invoke_cli: CliRunner, when: str) -> None:
     # The newer side's whole memory won: b's later text went back to c's, the commit said
-    # 'carry the edit'.
+    # 'carry the edit'; an edit a second after the fold brought 101 back and folded it again.
     _bare, (a, b, c) = make_team(tmp_path, clones=3)
     folded, kept = _folded_on_agent_y(invoke_cli, a, b, c)
     invoke_cli("--kb", b, "update", kept, "--learning", unlike("reviewed"), check=True)
     invoke_cli("--kb", b, "sync", check=True)
+    if when == "later":  # later than the fold's commit, as a forget and an edit are weighed
+        time.sleep(1.1)
     invoke_cli("--kb", c, "update", folded, "--learning", unlike("outage"), check=True)
     synced = invoke_cli("--kb", c, "sync", check=True)
     assert synced.stdout.endswith(f"the change dropped (git reflog holds it): {folded}\n"), synced.stdout
     assert _shown(invoke_cli, c, kept)["learning"] == unlike("reviewed")
+    assert sorted(p.name for p in (c / "memories").iterdir()) == [f"{kept}.yaml"]
 
 
 def test_an_offline_reviewer_on_a_trunk_team_keeps_the_default_branchs_memory(
@@ -294,3 +299,21 @@ def test_validate_against_main_reads_an_edit_of_a_folded_memory_through_the_fold
     merged = invoke_cli("--kb", agent, "merge", "origin/main", check=True)
     assert merged.stdout.endswith(f"  kept {kept}: this branch edited {folded}, which origin/main had merged into "
                                   f"{kept}: the edit went to {kept}\n")
+
+
+def test_a_sync_rebasing_an_edit_made_after_the_fold_carries_it_once(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # An edit a second after the fold's commit was kept as a forget undone: 101 came back and was
+    # folded again, the agent's save counted twice and the reply naming 101 as kept.
+    _bare, (a, b, c) = make_team(tmp_path, clones=3)
+    folded, kept = _folded_on_agent_y(invoke_cli, a, b, c)
+    invoke_cli("--kb", b, "sync", check=True)
+    before = _shown(invoke_cli, b, kept)
+    time.sleep(1.1)
+    invoke_cli("--kb", c, "update", folded, "--description", "Why five", check=True)
+    synced = invoke_cli("--kb", c, "sync", check=True)
+    assert synced.stdout.endswith(f"\n  kept {kept}: this branch edited {folded}, which origin/agent-y had merged into "
+                                  f"{kept}: the edit went to {kept}\n"), synced.stdout
+    shown = _shown(invoke_cli, c, kept)
+    assert (shown["description"], shown["learning"], shown["revision_count"]) == (
+        "Why five", before["learning"], int(str(before["revision_count"])) + 1)
+    assert sorted(p.name for p in (c / "memories").iterdir()) == [f"{kept}.yaml"]

@@ -256,41 +256,46 @@ def _live(kb: Context, ids: list[str]) -> list[Memory]:
 
 
 def carry_dropped(store: GitStore, tx: Transaction, parted: str, upstream: tuple[str, str], ours: str,
-                  dropped: list[str], followed: dict[str, dict[str, str]]) -> list[str]:
+                  dropped: list[str], followed: dict[str, dict[str, str]], held: list[str]) -> list[str]:
     """Of ``dropped`` (memories this branch, at ``ours``, edited since ``parted`` that a sync's
-    replay onto the upstream, ``upstream``: its commit and name, dropped as gone there), those
-    the upstream folded into another memory (``folded_to``): no forget, so the edit is carried
+    replay onto the upstream, ``upstream``: its commit and name, dropped as gone there) and of
+    ``held`` (those the replay kept, an edit later than the upstream's delete), those the
+    upstream folded into another memory (``folded_to``): no forget, so the edit is carried
     onto the memory kept, field by field from the folded one's version at ``parted``
-    (``mergedriver.carried``), in one commit, ``followed`` given each as ``merge._follow_folds``
-    gives it (a soft forget as a forget: the memory kept stays). The others (and an edit of a
-    field the memory kept holds another way), still dropped and said so, are returned."""
-    moved = {old: new for old, new in folded_to(store, parted, upstream[0]).items() if old in dropped} if dropped else {}
+    (``mergedriver.carried``), and a held one's file goes, in one commit, ``followed`` given each
+    as ``merge._follow_folds`` gives it (a soft forget as a forget: the memory kept stays). The
+    rest of ``dropped``, and those folded whose edit changed a field the memory kept holds another
+    way (a held one's file gone too: the fold stands), are returned, for sync to say dropped."""
+    moved = {old: new for old, new in folded_to(store, parted, upstream[0]).items()
+             if old in dropped or old in held} if dropped or held else {}
     changes: list[Change] = []
     kept: dict[str, Memory] = {}
     objects = store.objects
+    lost: list[str] = []
     for old, new in moved.items():
         path, folded = store.repo_path(memory_path(new)), store.repo_path(memory_path(old))
         base, now, edit = (objects.blobs_at(objects.tree_of(rev), [at])[at]
                            for rev, at in ((parted, folded), ("HEAD", path), (ours, folded)))
-        if base is None or now is None or edit is None or (
-                carry := mergedriver.carried(store, path, (base, now, edit))) is None or carry.kept != carry.edited:
-            continue  # a field both changed: the edit dropped, and said so
-        if carry.forgot:  # a soft forget: the memory kept stays as the upstream holds it
-            followed[old] = {"kept": new, "change": "forgot", "folded_on": upstream[1]}
+        if base is None or now is None or edit is None:
+            continue
+        carry = mergedriver.carried(store, path, (base, now, edit))
+        changes += [Change(memory_path(old), None)] if old in held else []
+        if carry is None or carry.kept != carry.edited:
+            lost.append(old)  # a field both changed: the edit dropped, and said so
+            continue
+        followed[old] = {"kept": new, "change": "forgot" if carry.forgot else "edited", "folded_on": upstream[1]}
+        if carry.forgot or carry.kept == now:  # the memory kept stays as it is, or holds the edit already
             continue
         data = store.objects.read_many("blob", [carry.kept])[carry.kept]
         with contextlib.suppress(KBError, UnicodeDecodeError):
-            if carry.kept == now:  # the memory kept holds the edit already
-                followed[old] = {"kept": new, "change": "edited", "folded_on": upstream[1]}
-                continue
             kept[new] = loads(data.decode("utf-8"), new)
             changes.append(Change(memory_path(new), data))
-            followed[old] = {"kept": new, "change": "edited", "folded_on": upstream[1]}
     if changes:
         carried = [old for old in moved if old in followed]
-        tx.commit(changes, f"memory: carry the edit of {', '.join(carried)} to {', '.join(kept)}, which {upstream[1]} "
-                  "merged it into", kept)
-    return [memory_id for memory_id in dropped if memory_id not in followed]
+        tx.commit(changes, f"memory: {'carry' if carried else 'drop'} the edit of {', '.join(carried or lost)} to "
+                  f"{', '.join(sorted({moved[old] for old in carried or lost}))}, which {upstream[1]} merged it into",
+                  kept)
+    return [memory_id for memory_id in dropped if memory_id not in followed] + [m for m in lost if m not in dropped]
 
 
 def forgotten_folded(store: GitStore, parted: str, upstream: tuple[str, str], ours: str, both: list[str],
