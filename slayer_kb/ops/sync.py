@@ -427,7 +427,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     if parted:
         forgotten_folded(store, parted, (upstream, name), ours, both, result.followed)
     result.resolved += [path for path in merged_where(store, parted, (upstream, ours), both, renames)
-                        if path not in result.resolved and id_of_path(path) not in [*result.followed, *result.dropped]]
+                        if path not in result.resolved and id_of_path(path) not in result.followed]  # said as followed
     result.session_projects.update(session_projects(store, (upstream, ours), both))
     result.action = "merged" if merging else "rebased"
     if parted:
