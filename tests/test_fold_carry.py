@@ -317,3 +317,27 @@ def test_a_sync_rebasing_an_edit_made_after_the_fold_carries_it_once(tmp_path: P
     assert (shown["description"], shown["learning"], shown["revision_count"]) == (
         "Why five", before["learning"], int(str(before["revision_count"])) + 1)
     assert sorted(p.name for p in (c / "memories").iterdir()) == [f"{kept}.yaml"]
+
+
+def test_a_renamed_folded_memory_whose_edit_stops_leaves_no_second_copy(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # The stop held 101 and committed kb.retry beside it: the sync after the steps folded kb.retry
+    # into 101 again, its whole text over the person's choice, its revisions counted twice.
+    _bare, (agent, a) = make_team(tmp_path, clones=2)
+    folded, kept = _folded(invoke_cli, agent, a)
+    before = _shown(invoke_cli, a, kept)
+    invoke_cli("--kb", agent, "rename", folded, "kb.retry", check=True)
+    invoke_cli("--kb", agent, "update", "kb.retry", "--learning", unlike("outage"), check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(a, "fetch", "-q")
+    stopped = invoke_cli("--kb", a, "merge", "origin/agent-y")
+    assert stopped.returncode == 1
+    assert stopped.stderr.endswith(f"origin/agent-y renamed {folded}, which this branch had merged into {kept}: its edit "
+                                   f"is held at memories/{kept}.yaml as an edit of {kept}.\n"), stopped.stderr
+    assert git(a, "status", "--short") == f"UU memories/{kept}.yaml\n"
+    git(a, "checkout", "--ours", f"memories/{kept}.yaml")
+    git(a, "add", f"memories/{kept}.yaml")
+    invoke_cli("--kb", a, "validate", check=True)
+    git(a, "commit", "-q", "--no-edit")
+    invoke_cli("--kb", a, "sync", check=True)
+    assert _shown(invoke_cli, a, kept) == before
+    assert sorted(p.name for p in (a / "memories").iterdir()) == [f"{kept}.yaml"]

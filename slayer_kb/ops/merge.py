@@ -279,12 +279,16 @@ def _follow_folds(store: GitStore, parted: str, tips: tuple[str, str], ref: str,
                 continue
             carry = mergedriver.carried(store, paths[new], (base, kept, edit)) if edit is not None else None
             forgot = edit is None or (carry is not None and carry.forgot)
+            clean = forgot or (carry is not None and carry.kept == carry.edited)
             lines.append(f"0 {'0' * 40}\t{paths[old]}\n")
             if old in renamed and not forgot:
-                lines.append(f"0 {'0' * 40}\t{paths[renamed[old]]}\n100644 {edit} 0\t{paths[renamed[old]]}\n")
+                # Held, the rename's file goes: its edit is in the memory kept's stop, and the file
+                # committed beside it would be folded again from nothing over the person's choice.
+                lines.append(f"0 {'0' * 40}\t{paths[renamed[old]]}\n" + (
+                    f"100644 {edit} 0\t{paths[renamed[old]]}\n" if clean else ""))
             lines.append(f"0 {'0' * 40}\t{paths[new]}\n")
             named = ref if folding else "this branch"
-            if forgot or (carry is not None and carry.kept == carry.edited):
+            if clean:
                 lines.append(f"100644 {kept if forgot or carry is None else carry.kept} 0\t{paths[new]}\n")
             else:
                 # git's stages 2 and 3: this branch's, REF's; each a whole memory, so that either step keeps one
@@ -303,9 +307,13 @@ def _follow_folds(store: GitStore, parted: str, tips: tuple[str, str], ref: str,
     store.git_writing_index("update-index", "--index-info", input="".join(lines).encode())
     for old, f in followed.items():
         (store.top / paths[old]).unlink(missing_ok=True)  # git's conflict left the edit there
-        for path in (paths[f["kept"]], *([paths[f["renamed"]]] if "renamed" in f else [])):
-            if path not in held:
-                store.git_writing_index("checkout", "--", path, env=LITERAL_PATHS)
+        renamed_path = [paths[f["renamed"]]] if "renamed" in f else []
+        if paths[f["kept"]] in held:
+            for path in renamed_path:
+                (store.top / path).unlink(missing_ok=True)
+            continue
+        for path in (paths[f["kept"]], *renamed_path):
+            store.git_writing_index("checkout", "--", path, env=LITERAL_PATHS)
     for path, (sides, labels) in held.items():  # both versions, in git's markers naming the fold
         (store.top / path).write_bytes(mergedriver.both_sides(store, sides, labels))
     return True
