@@ -247,11 +247,14 @@ def _follow_folds(store: GitStore, parted: str, tips: tuple[str, str], ref: str,
     """Carry through each side's folds since ``parted`` (``folds.folded_to``; ``tips``: this
     branch, REF) what the other side did since to a memory the fold took away: git knows no fold,
     and pairs the folded file with the kept one only where their texts are alike (a rename), else
-    sees a forget. An edit lands on the memory kept, merged from the folded one's version at
-    ``parted`` (held as two edits of it where both changed one line), and so does a rename's (its
-    new file stays, for ``folds.fold_renamed`` to fold after the merge's commit); a forget leaves
-    the memory kept as the folding side holds it, the memory the team holds with that side's own
-    revisions (forgetting it too is the person's choice, which the reply names). Whether any was
+    sees a forget. An edit lands on the memory kept (followed to where the folding side renamed
+    it) field by field from the folded one's version at ``parted`` (``mergedriver.carried``;
+    held as two whole memories, in markers naming the fold, where the memory kept holds a field
+    the edit changed another way), and so does a rename's, with or without an edit (its new file
+    stays, for ``folds.fold_renamed`` to fold after the merge's commit; held, it goes); a forget,
+    hard or soft, leaves the memory kept as the folding side holds it, the memory the team holds
+    with that side's own revisions (forgetting it too is the person's choice, which the reply
+    names). A folded memory the folding side holds again (brought back) is git's to merge. Whether any was
     found, ``followed`` given {folded id: {kept, change (forgot, edited, renamed), renamed (the
     id the other side gave it), folded_on ('this branch' or ``ref``)}}."""
     lines: list[str] = []
