@@ -76,8 +76,8 @@ def test_an_edit_of_a_folded_memory_on_the_agents_branch_lands_on_mains_memory(
     # branch's forget, and keeping both held the key twice.
     _bare, (agent, a, reviewer) = make_team(tmp_path, clones=3)
     folded, kept = _reviewer_folded(invoke_cli, agent, a, reviewer, APART)
-    revisions = json_of(invoke_cli("--kb", reviewer, "--json", "get", kept, check=True))["revision_count"]
-    invoke_cli("--kb", agent, "update", folded, "--learning", unlike("outage"), check=True)
+    before = json_of(invoke_cli("--kb", reviewer, "--json", "get", kept, check=True))
+    invoke_cli("--kb", agent, "update", folded, "--description", "Why five", check=True)
     invoke_cli("--kb", agent, "sync", check=True)
     git(reviewer, "fetch", "-q")
     merged = invoke_cli("--kb", reviewer, "merge", "origin/agent-y", check=True)
@@ -85,7 +85,9 @@ def test_an_edit_of_a_folded_memory_on_the_agents_branch_lands_on_mains_memory(
                              f"  kept {kept}: origin/agent-y edited {folded}, which this branch had merged into {kept}: "
                              f"the edit went to {kept}\n")
     shown = json_of(invoke_cli("--kb", reviewer, "--json", "get", kept, check=True))
-    assert (shown["learning"], shown["revision_count"]) == (unlike("outage"), revisions + 1)
+    # The field the agent changed, main's text kept (the fold took main's, the newer).
+    assert (shown["learning"], shown["description"], shown["revision_count"]) == (
+        before["learning"], "Why five", before["revision_count"] + 1)
     assert not (reviewer / "memories" / f"{folded}.yaml").exists()
     invoke_cli("--kb", reviewer, "sync", check=True)
 
@@ -98,7 +100,7 @@ def test_a_folded_memory_the_agent_renamed_later_is_folded_under_its_new_id_too(
     revisions = json_of(invoke_cli("--kb", reviewer, "--json", "get", kept, check=True))["revision_count"]
     linking = _saved(invoke_cli, agent, unlike("linking"), "-e", f"memory:{folded}", "-e", "shop.orders.amount")
     invoke_cli("--kb", agent, "rename", folded, "kb.retry", check=True)
-    invoke_cli("--kb", agent, "update", "kb.retry", "--learning", unlike("outage"), check=True)
+    invoke_cli("--kb", agent, "update", "kb.retry", "--description", "Why five", check=True)
     invoke_cli("--kb", agent, "sync", check=True)
     git(reviewer, "fetch", "-q")
     merged = invoke_cli("--kb", reviewer, "merge", "origin/agent-y", check=True)
@@ -110,7 +112,7 @@ def test_a_folded_memory_the_agent_renamed_later_is_folded_under_its_new_id_too(
         f"memory: merge kb.retry into {kept} (topic decision/retry-budget)\n")
     shown = json_of(invoke_cli("--kb", reviewer, "--json", "get", kept, check=True))
     # The agent's save counted once (the fold made it one of 101's), its update once.
-    assert (shown["learning"], shown["revision_count"]) == (unlike("outage"), revisions + 1)
+    assert (shown["learning"], shown["description"], shown["revision_count"]) == (unlike("main"), "Why five", revisions + 1)
     assert json_of(invoke_cli("--kb", reviewer, "--json", "get", linking, check=True))["entities"] == [
         f"memory:{kept}", "shop.orders.amount"]
     assert invoke_cli("--kb", reviewer, "get", "kb.retry").stderr.startswith(

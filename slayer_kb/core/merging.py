@@ -230,6 +230,42 @@ def merge_edits(base: Memory, ours: Memory, theirs: Memory) -> Memory | None:
     return ours.evolve(**changed)
 
 
+def carry_through_fold(base: Memory, kept: Memory, edit: Memory) -> tuple[Memory, Memory]:
+    """What the other side's edit of a folded memory makes of the memory kept: ``base`` is the
+    folded one where the sides parted, ``edit`` it there now, ``kept`` the memory it was folded
+    into, field by field (not the newer side's whole memory: ``base`` is not ``kept``'s past). A
+    field the edit left as it was stays ``kept``'s, one only the edit changed (``kept`` holds
+    ``base``'s) is the edit's, the links the edit removed are gone and those it added there.
+    Returns (``kept`` with those, ``kept`` with every field the edit changed): the same unless
+    both hold a field two ways, which a person weighs. A version that carries a field counts the
+    edit's revisions on top of ``kept``'s (none for a field left out) and its later ``updated_at``."""
+    safe: dict[str, object] = {}
+    every: dict[str, object] = {}
+    for name in FIELD_NAMES - _BOOKKEEPING:
+        was, mine, other = getattr(base, name), getattr(kept, name), getattr(edit, name)
+        if other in (was, mine):
+            continue
+        if name == "entities":
+            removed = set(was) - set(other)
+            safe[name] = every[name] = [e for e in mine if e not in removed] + [
+                e for e in other if e not in was and e not in mine]
+            continue
+        every[name] = other
+        if mine == was:
+            safe[name] = other
+    return _with_edit(kept, base, edit, safe), _with_edit(kept, base, edit, every)
+
+
+def _with_edit(kept: Memory, base: Memory, edit: Memory, changed: dict[str, object]) -> Memory:
+    if not changed:
+        return kept
+    revisions = max((edit.revision_count or 1) - (base.revision_count or 1), 0)
+    count = kept.revision_count if kept.revision_count is None and not revisions else (
+        (kept.revision_count or 1) + revisions)
+    updated = max(kept.updated_at or "", edit.updated_at or "", key=time_order) or None
+    return kept.evolve(**changed, revision_count=count, updated_at=updated)
+
+
 def forgot_against_edit(base: Memory, ours: Memory, theirs: Memory) -> bool:
     """Whether one side soft-deleted the memory while the other changed more than its links:
     two intents a person weighs, wherever in the file the two changes lie."""
@@ -255,6 +291,7 @@ def soft_forget_met(taken: Memory, mine: Memory, theirs: Memory) -> Literal["kep
     return "edited" if stops else "kept"
 
 
+_BOOKKEEPING = frozenset({"created_at", "updated_at", "revision_count", "duplicate_count", "deleted_at"})
 _LINKS = frozenset({"entities", "updated_at"})  # what a forget's cascade changes in the memories linking it
 # What a memory says, as against its bookkeeping (counts, times) and its links.
 _CONTENT = FIELD_NAMES - _LINKS - {"created_at", "deleted_at", "revision_count", "duplicate_count"}

@@ -29,8 +29,9 @@ from ..core.engram import content_hash, is_import
 from ..core.errors import KBError
 from ..core.locate import id_of_path, memory_link, memory_path
 from ..core.memory import Memory, loads, parse_time, time_order
-from ..core.merging import fold_subject, folded_by, merge_topic_revisions
+from ..core.merging import carry_through_fold, fold_subject, folded_by, merge_topic_revisions
 from ..store import claims, mergedriver
+from ..store.gitenv import LITERAL_PATHS
 from ..store.repo import Change, GitStore
 from ..store.revisions import added_version
 from ..transaction import Transaction, memory_change
@@ -62,11 +63,18 @@ class Standing:
         """The commit of the remote's default branch ('' when none): as the remote names it now
         (asked once, bounded), else as this clone knows it (``origin/HEAD`` is stale once the
         remote's default changed, and the clone that made the team, ``git remote add`` and a push,
-        has none). Asked only when both memories are on the remote: a sync's own saves are not."""
-        said = claims.network(self.store, "ls-remote", "--symref", self.remote, "HEAD") if self.remote else None
+        has none), else the branch's upstream, else ``main`` or ``master``. Asked only when both
+        memories are on the remote: a sync's own saves are not."""
+        if not self.remote:
+            return ""
+        said = claims.network(self.store, "ls-remote", "--symref", self.remote, "HEAD")
         told = default_branch(said.stdout.decode("utf-8", "replace")) if said is not None and said.returncode == 0 else ""
-        return next((tip for name in [told, "HEAD", "main", "master"] if name
-                     if (tip := self.store.tip(f"refs/remotes/{self.remote}/{name}"))), "") if self.remote else ""
+        # Offline, with no origin/HEAD: the branch's upstream (a team's ``trunk``) before the usual names.
+        upstream = self.store.git("rev-parse", "-q", "--symbolic-full-name", "@{upstream}", check=False).stdout.decode().strip()
+        refs = [f"refs/remotes/{self.remote}/{name}" for name in (told, "HEAD") if name]
+        refs += [upstream] if upstream.startswith(f"refs/remotes/{self.remote}/") else []
+        return next((tip for ref in [*refs, *(f"refs/remotes/{self.remote}/{name}" for name in ("main", "master"))]
+                     if (tip := self.store.tip(ref))), "")
 
     def keeps_mine(self, mine: Memory, theirs: Memory) -> bool:
         """Whether ``mine`` (this branch's) is kept and ``theirs`` (the branch merged's) folded into it."""
@@ -109,7 +117,8 @@ def fold_topic_keys(kb: Context, tx: Transaction, ours: list[str], merged: dict[
             keeper = min(theirs, key=lambda m: time_order(m.created_at))
             # One record of an export imported on both clones: revised since from that record (its
             # counts once), not two saves (None: the counts of both summed).
-            folded = merge_topic_revisions(_imported_record(kb, mine, keeper), keeper, mine)
+            folded = _fold_again(kb.store, mine, keeper) or merge_topic_revisions(
+                _imported_record(kb, mine, keeper), keeper, mine)
             # Kept the other way round, the same memory (content, counts) under this branch's id.
             gone, folded = ((keeper.id, folded.evolve(id=memory_id)) if standing is not None
                             and standing.keeps_mine(mine, keeper) else (memory_id, folded))
@@ -120,6 +129,29 @@ def fold_topic_keys(kb: Context, tx: Transaction, ours: list[str], merged: dict[
     keys = ", ".join(sorted({m.topic_key or "" for m in folds.values()}))
     _commit(tx, folds, changes, f"topic {keys}", merged)
     return True
+
+
+def _fold_again(store: GitStore, mine: Memory, keeper: Memory) -> Memory | None:
+    """Under ``keeper``'s id, the memory ``mine`` and ``keeper`` make where an earlier fold took one
+    into the other and it came back since (a plain ``git merge`` of an edit of it, kept by hand):
+    each field it changed since the version that fold took in carried (``merging.carry_through_fold``;
+    a field both hold two ways the returning one's, as a later save under the key), the others
+    the memory kept's, and only the revisions the memory kept does not hold already counted.
+    None when no fold took one into the other."""
+    subjects = store.git("log", "--format=%H %s", "--grep=^memory: merge ", "HEAD").stdout.decode("utf-8", "replace")
+    for line in subjects.splitlines():
+        commit, _, subject = line.partition(" ")
+        moves = (folded_by(subject) or ({}, False))[0]
+        for back, holder in ((mine, keeper), (keeper, mine)):
+            if moves.get(back.id) != holder.id:
+                continue
+            path = store.repo_path(memory_path(back.id))
+            blob = store.objects.blobs_at(store.objects.tree_of(f"{commit}^1"), [path])[path]
+            if blob is None:
+                return None
+            base = loads(store.objects.read_many("blob", [blob])[blob].decode("utf-8", "replace"), back.id)
+            return carry_through_fold(base, holder, back)[1].evolve(id=keeper.id)
+    return None
 
 
 def fold_duplicates(kb: Context, tx: Transaction, ours: list[str], theirs: Callable[[], list[str]],
@@ -224,39 +256,51 @@ def _live(kb: Context, ids: list[str]) -> list[Memory]:
 
 
 def carry_dropped(store: GitStore, tx: Transaction, parted: str, upstream: tuple[str, str], ours: str,
-                  dropped: list[str], followed: dict[str, dict[str, str]]) -> list[str]:
+                  dropped: list[str], followed: dict[str, dict[str, str]], held: list[str]) -> list[str]:
     """Of ``dropped`` (memories this branch, at ``ours``, edited since ``parted`` that a sync's
-    replay onto the upstream, ``upstream``: its commit and name, dropped as gone there), those
-    the upstream folded into another memory (``folded_to``): no forget, so the edit is carried
-    onto the memory kept, merged from the folded one's version at ``parted``, in one commit,
-    ``followed`` given each as ``merge._follow_folds`` gives it. The others (and an edit of a line
-    the memory kept changed too), still dropped, are returned."""
-    moved = {old: new for old, new in folded_to(store, parted, upstream[0]).items() if old in dropped} if dropped else {}
+    replay onto the upstream, ``upstream``: its commit and name, dropped as gone there) and of
+    ``held`` (those the replay kept, an edit later than the upstream's delete), those the
+    upstream folded into another memory (``folded_to``): no forget, so the edit is carried
+    onto the memory kept, field by field from the folded one's version at ``parted``
+    (``mergedriver.carried``), and a held one's file goes, in one commit, ``followed`` given each
+    as ``merge._follow_folds`` gives it (a soft forget as a forget: the memory kept stays). The
+    rest of ``dropped``, and those folded whose edit changed a field the memory kept holds another
+    way (a held one's file gone too: the fold stands), are returned, for sync to say dropped."""
+    moved = {old: new for old, new in folded_to(store, parted, upstream[0]).items()
+             if old in dropped or old in held} if dropped or held else {}
     changes: list[Change] = []
     kept: dict[str, Memory] = {}
     objects = store.objects
+    lost: list[str] = []
     for old, new in moved.items():
         path, folded = store.repo_path(memory_path(new)), store.repo_path(memory_path(old))
         base, now, edit = (objects.blobs_at(objects.tree_of(rev), [at])[at]
                            for rev, at in ((parted, folded), ("HEAD", path), (ours, folded)))
-        if base is None or now is None or edit is None or (
-                merged := mergedriver.merged_blob(store, path, (base, now, edit))) is None:
+        if base is None or now is None or edit is None:
             continue
-        data = store.objects.read_many("blob", [merged])[merged]
+        carry = mergedriver.carried(store, path, (base, now, edit))
+        changes += [Change(memory_path(old), None)] if old in held else []
+        if carry is None or carry.kept != carry.edited:
+            lost.append(old)  # a field both changed: the edit dropped, and said so
+            continue
+        followed[old] = {"kept": new, "change": "forgot" if carry.forgot else "edited", "folded_on": upstream[1]}
+        if carry.forgot or carry.kept == now:  # the memory kept stays as it is, or holds the edit already
+            continue
+        data = store.objects.read_many("blob", [carry.kept])[carry.kept]
         with contextlib.suppress(KBError, UnicodeDecodeError):
             kept[new] = loads(data.decode("utf-8"), new)
             changes.append(Change(memory_path(new), data))
-            followed[old] = {"kept": new, "change": "edited", "folded_on": upstream[1]}
     if changes:
         carried = [old for old in moved if old in followed]
-        tx.commit(changes, f"memory: carry the edit of {', '.join(carried)} to {', '.join(kept)}, which {upstream[1]} "
-                  "merged it into", kept)
-    return [memory_id for memory_id in dropped if memory_id not in followed]
+        tx.commit(changes, f"memory: {'carry' if carried else 'drop'} the edit of {', '.join(carried or lost)} to "
+                  f"{', '.join(sorted({moved[old] for old in carried or lost}))}, which {upstream[1]} merged it into",
+                  kept)
+    return [memory_id for memory_id in dropped if memory_id not in followed] + [m for m in lost if m not in dropped]
 
 
 def forgotten_folded(store: GitStore, parted: str, upstream: tuple[str, str], ours: str, both: list[str],
                      followed: dict[str, dict[str, str]]) -> None:
-    """Give ``followed`` each memory this branch (at ``ours``) forgot since ``parted`` that the
+    """Give ``followed`` each memory this branch (at ``ours``) forgot (or soft-forgot) since ``parted`` that the
     upstream (``upstream``: its commit and name) had folded into another memory, which HEAD still
     holds: the forget took the memory kept away no more than ``slayer-kb merge`` lets it
     (``merge._follow_folds``), and is said as that merge says it. Looked for among ``both``, the
@@ -266,12 +310,23 @@ def forgotten_folded(store: GitStore, parted: str, upstream: tuple[str, str], ou
     moved = {old: new for old, new in folded_to(store, parted, upstream[0]).items() if old in ids} if ids else {}
     if not moved:
         return
-    ours_held = objects.blobs_at(objects.tree_of(ours), [store.repo_path(memory_path(old)) for old in moved])
-    moved = {old: new for old, new in moved.items() if ours_held[store.repo_path(memory_path(old))] is None}
+    paths = [store.repo_path(memory_path(old)) for old in moved]
+    ours_held, was = (objects.blobs_at(objects.tree_of(rev), paths) for rev in (ours, parted))
+    # Its file deleted, or the memory soft-forgotten (``forget --soft``, MCP's ``mem_delete``).
+    moved = {old: new for old, new in moved.items() if _forgot(store, store.repo_path(memory_path(old)), was, ours_held)}
     held = objects.blobs_at(objects.tree_of("HEAD"), [store.repo_path(memory_path(new)) for new in moved.values()])
     for old, new in moved.items():
         if held[store.repo_path(memory_path(new))] is not None and old not in followed:
             followed[old] = {"kept": new, "change": "forgot", "folded_on": upstream[1]}
+
+
+def _forgot(store: GitStore, path: str, was: dict[str, str | None], now: dict[str, str | None]) -> bool:
+    """Whether the memory file ``path`` is gone in ``now`` (blobs by path) or soft-forgotten since ``was``."""
+    before, after = was[path], now[path]
+    if after is None or before is None or before == after:
+        return after is None
+    got = store.objects.read_many("blob", {before, after})
+    return mergedriver.soft_forgotten(path, got[before].decode("utf-8", "replace"), got[after].decode("utf-8", "replace"))
 
 
 def fold_renamed(kb: Context, tx: Transaction, moved: dict[str, str]) -> None:
@@ -306,11 +361,34 @@ def own_moves(store: GitStore, others: str | list[str], moves: dict[str, str]) -
     """Of ``moves`` (a fold's, made against the other side's commit ``others``, or several), those
     of this branch's memories, which the caller records as this clone's moves: one of the other
     side's folded into this branch's (``Standing`` kept it) moved no id this clone gave, and
-    ``get`` of it names the fold's commit. In ``slayer-kb merge``, ``rebase`` and sync alike."""
+    ``get`` of it names the fold's commit; nor one no commit of this branch's own line added. In
+    ``slayer-kb merge``, ``rebase`` and sync alike."""
     paths = {old: store.repo_path(memory_path(old)) for old in moves}
     held = [store.objects.blobs_at(store.objects.tree_of(other), paths.values())
             for other in ([others] if isinstance(others, str) else others)] if moves else []
-    return {old: new for old, new in moves.items() if all(there[paths[old]] is None for there in held)}
+    moves = {old: new for old, new in moves.items() if all(there[paths[old]] is None for there in held)}
+    if not moves:
+        return moves
+    # Nor one another branch gave: added by a merge (its other parent brought it) or by a commit
+    # another remote branch than this branch's upstream holds (a fast-forward brought it, as an
+    # agent's 'merge origin/agent-x' brings that agent's memory).
+    out = store.git("log", "--first-parent", "--diff-filter=A", "--name-only", "--format=%x00%H %P", "HEAD", "--",
+                    *(paths[old] for old in moves), env=LITERAL_PATHS).stdout.decode("utf-8", "surrogateescape")
+    adds: dict[str, list[str]] = {}
+    for entry in out.split("\0")[1:]:
+        head, *names = entry.strip("\n").split("\n")
+        for name in names:
+            adds.setdefault(name, head.split())
+    upstream = store.git("rev-parse", "-q", "--symbolic-full-name", "@{upstream}", check=False).stdout.decode().strip()
+    return {old: new for old, new in moves.items() if (add := adds.get(paths[old])) is not None and len(add) == 2
+            and not (set(store.git("for-each-ref", "--contains", add[0], "--format=%(refname)",
+                                   "refs/remotes/").stdout.decode().split()) - {upstream} - _symbolic(store))}
+
+
+def _symbolic(store: GitStore) -> set[str]:
+    """The remote-tracking refs that only name another (``origin/HEAD``)."""
+    out = store.git("for-each-ref", "--format=%(refname) %(symref)", "refs/remotes/").stdout.decode().splitlines()
+    return {line.split()[0] for line in out if len(line.split()) == 2}
 
 
 def fold_moves(store: GitStore, parted: str, side: str) -> list[dict[str, str]]:

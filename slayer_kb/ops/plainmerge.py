@@ -89,6 +89,8 @@ def plain_merge_conflicts(compared: Branch, warnings: list[Problem]) -> list[Pro
     added = [path for path in stopped if is_auto_id(id_of_path(path) or "") and ours.get(path, ("",))[0] == NO_BLOB]
     alike = compared.same_memories(added)
     given = _moved_since_taken_in(compared, ours, theirs, stopped)
+    # The memories the revision folded into another since they parted: no forget (``folds.py``).
+    folded = functools.cache(lambda: _folded_to(store, base, against_sha))
     for kb_path in sorted(stopped):
         folder = kb_path.partition("/")[0]
         if not _merged(kb_path) or (kb_path in added and kb_path not in alike):
@@ -98,7 +100,17 @@ def plain_merge_conflicts(compared: Branch, warnings: list[Problem]) -> list[Pro
             continue
         kind, merges = _MERGES[folder]
         fix = fix or compared.fix(f"merge {shell_word(compared.against)}")
-        if (forgot := _forgotten_there(compared.store, kb_path, ours, theirs)) is not None:
+        if (forgot := _forgotten_there(compared.store, kb_path, ours, theirs)) == "" and (
+                kept := folded().get(id_of_path(kb_path) or "")) is not None:
+            problems.append(Problem(
+                shown(compared.root / kb_path), 1,
+                f"{compared.against} merged this memory into {kept} (one topic key or save on both sides) since this "
+                f"branch parted from it, and this branch edited it: a plain git merge of this branch stops on the "
+                f"fold's delete against the edit. Run '{fix}': it carries the edit to {kept} field by field, or "
+                f"stops with the steps where {kept} holds a field the edit changed another way",
+            ))
+            continue
+        if forgot is not None:
             problems.append(Problem(
                 shown(compared.root / kb_path), 1,
                 f"{compared.against} forgot this memory{forgot} since this branch parted from it, and this branch "
@@ -136,6 +148,14 @@ def forgotten_renames(compared: Branch, ours: dict[str, tuple[str, str]], theirs
         f"{id_of_path(path)}: a plain git merge of this branch stops on the forget against the rename. Run '{fix}': it "
         f"stops there with the steps for either way out, keeping the memory renamed or letting it go as {against} did",
     ) for old, path in sorted(held.items()) if old not in moved}
+
+
+def _folded_to(store: GitStore, base: str, against_sha: str) -> dict[str, str]:
+    # Imported here: folds.py brings the network's modules, which commands that only read files
+    # (``get``) never import.
+    from .folds import folded_to
+
+    return folded_to(store, base, against_sha)
 
 
 def _forgotten_there(store: GitStore, kb_path: str, ours: dict[str, tuple[str, str]],

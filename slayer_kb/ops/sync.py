@@ -419,15 +419,18 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
         reset_keep(store, tip)
         if both:
             weighed = forgets(store, [store.repo_path(path) for path in both], (parted, upstream, ours, tip))
-            result.unforgotten += [memory_id for memory_id in weighed.unforgotten if memory_id not in result.unforgotten]
-            dropped = carry_dropped(store, tx, parted, (upstream, name), ours, weighed.dropped, result.followed)
+            dropped = carry_dropped(store, tx, parted, (upstream, name), ours, weighed.dropped, result.followed,
+                                    weighed.unforgotten)
+            result.unforgotten += [memory_id for memory_id in weighed.unforgotten if memory_id not in result.unforgotten
+                                   and memory_id not in result.followed and memory_id not in dropped]
             result.dropped += [memory_id for memory_id in dropped if memory_id not in result.dropped]
+    if parted:
+        forgotten_folded(store, parted, (upstream, name), ours, both, result.followed)
     result.resolved += [path for path in merged_where(store, parted, (upstream, ours), both, renames)
                         if path not in result.resolved and id_of_path(path) not in result.followed]  # said as followed
     result.session_projects.update(session_projects(store, (upstream, ours), both))
     result.action = "merged" if merging else "rebased"
     if parted:
-        forgotten_folded(store, parted, (upstream, name), ours, both, result.followed)
         _recount(kb, store, tx, (parted, upstream, ours), both)
     moves = Moves(result.merged, result.unlinked, result.cascaded, result.deduplicated, result.relinked,
                   result.relinked_merged)

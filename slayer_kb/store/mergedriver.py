@@ -34,7 +34,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..core import merging
 from ..core.children import python_child
@@ -158,6 +158,39 @@ def merged_blob(store: GitStore, path: str, blobs: tuple[str, str, str]) -> str 
     was, mine, other = (got[oid].decode("utf-8", "replace") for oid in (base, ours, theirs))
     result = merged(path, was, mine, other) or edits_merged(path, was, mine, other)
     return None if result is None else store.objects.write("blob", result.encode("utf-8"))
+
+
+class Carried(NamedTuple):
+    """What the other side's change of a folded memory makes of the memory kept (``carried``): its
+    blob with the fields only that change made, and with every field it made (``kept`` and
+    ``edited`` differ where both sides hold one field two ways); ``forgot`` where it soft-forgot
+    the folded memory (the memory kept stays as it is, as after a forget of the file)."""
+    kept: str
+    edited: str
+    forgot: bool
+
+
+def carried(store: GitStore, path: str, blobs: tuple[str, str, str]) -> Carried | None:
+    """``merging.carry_through_fold`` of the (base, kept, edit) ``blobs``: the folded memory's
+    where the sides parted, the memory kept at ``path`` now, the folded memory on the other side
+    now. None where a version does not parse (git's stages, for a person)."""
+    got = store.objects.read_many("blob", set(blobs))
+    versions = _memories(path, *(got[oid].decode("utf-8", "replace") for oid in blobs))
+    if versions is None:
+        return None
+    was, now, then = versions
+    if was.deleted_at is None and then.deleted_at is not None:  # ``forget --soft``, MCP's ``mem_delete``
+        return Carried(blobs[1], blobs[1], True)
+    kept, edited = (blobs[1] if memory == now else store.objects.write("blob", dumps(memory).encode("utf-8"))
+                    for memory in merging.carry_through_fold(was, now, then))
+    return Carried(kept, edited, False)
+
+
+def both_sides(store: GitStore, blobs: tuple[str, str], labels: tuple[str, str]) -> bytes:
+    """Two blobs of one file as a conflict in git's markers, ``labels`` naming the sides."""
+    got = store.objects.read_many("blob", set(blobs))
+    ours, theirs = (got[oid].decode("utf-8", "replace") for oid in blobs)
+    return _both_sides(ours, theirs, labels).encode("utf-8")
 
 
 def changed_at(git: Callable[[list[str]], bytes], rev: str, path: str) -> str | None:

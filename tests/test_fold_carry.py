@@ -1,0 +1,343 @@
+"""What a change of a folded memory on the other side makes of the memory kept (folds.py,
+``merge._follow_folds``, ``folds.carry_dropped``): a soft forget, an edit read field by field from
+the folded memory's version where the sides parted, a rename, a memory brought back. Each test is
+one team of real clones (``make_team``): agent-y's save folded into main's by the reviewer's merge."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from testing import CliRunner, git, in_process_runner, in_the_kb, json_of, make_team, unlike
+
+TOPIC = ("--title", "Retry budget", "--type", "decision", "--project", "api", "--topic-key", "decision/retry-budget")
+
+
+@pytest.fixture
+def invoke_cli() -> CliRunner:
+    """Every command typed in the clone's folder, as a user would."""
+    return in_the_kb(in_process_runner())
+
+
+def _saved(invoke_cli: CliRunner, root: Path, *args: str) -> str:
+    return str(json_of(invoke_cli("--kb", root, "--json", "save", *args, check=True))["memory_id"])
+
+
+def _folded(invoke_cli: CliRunner, agent: Path, a: Path) -> tuple[str, str]:
+    """agent-y's save of the key pushed, main's saved later (the fold keeps main's text), then
+    a's merge of agent-y folds the agent's into main's, synced: (the agent's id, main's)."""
+    git(agent, "switch", "-q", "-c", "agent-y")
+    folded = _saved(invoke_cli, agent, unlike("agent"), *TOPIC)
+    git(agent, "push", "-q", "-u", "origin", "agent-y")
+    kept = _saved(invoke_cli, a, unlike("main"), *TOPIC)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(a, "fetch", "-q")
+    merged = invoke_cli("--kb", a, "merge", "origin/agent-y", check=True)
+    assert merged.stdout.endswith(f"  merged (same topic key): {folded} into {kept}\n")
+    invoke_cli("--kb", a, "sync", check=True)
+    return folded, kept
+
+
+def _shown(invoke_cli: CliRunner, root: Path, memory_id: str) -> dict[str, object]:
+    return dict(json_of(invoke_cli("--kb", root, "--json", "get", memory_id, check=True)))
+
+
+@pytest.mark.parametrize("who", ["reviewer", "agent"])
+def test_a_soft_forget_of_the_folded_memory_leaves_mains_memory(tmp_path: Path, invoke_cli: CliRunner, who: str) -> None:
+    # MCP's mem_delete is soft: the merge said 'the edit went to 101' and soft-deleted main's
+    # memory on every clone (the forget's deleted_at merged onto it).
+    _bare, (agent, a) = make_team(tmp_path, clones=2)
+    folded, kept = _folded(invoke_cli, agent, a)
+    on_main = (a / "memories" / f"{kept}.yaml").read_text()
+    invoke_cli("--kb", agent, "forget", "--soft", folded, check=True)
+    if who == "reviewer":
+        invoke_cli("--kb", agent, "sync", check=True)
+        git(a, "fetch", "-q")
+        root, said = a, f"origin/agent-y forgot {folded}, which this branch had merged into {kept}"
+        merged = invoke_cli("--kb", a, "merge", "origin/agent-y", check=True)
+    else:
+        git(agent, "fetch", "-q")
+        root, said = agent, f"this branch forgot {folded}, which origin/main had merged into {kept}"
+        merged = invoke_cli("--kb", agent, "merge", "origin/main", check=True)
+    assert merged.stdout.endswith(f"  kept {kept}: {said}; to forget {kept} too: slayer-kb forget {kept}\n")
+    assert (root / "memories" / f"{kept}.yaml").read_text() == on_main
+    assert not (root / "memories" / f"{folded}.yaml").exists()
+    assert git(root, "status", "--short") == ""
+
+
+def test_a_folded_memory_brought_back_on_main_takes_the_agents_edit(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # The merge carried the agent's edit of 1 onto 101 and deleted the 1 main had restored.
+    _bare, (agent, a) = make_team(tmp_path, clones=2)
+    folded, kept = _folded(invoke_cli, agent, a)
+    invoke_cli("--kb", a, "restore", folded, "--rev", "origin/agent-y", check=True)
+    on_main = (a / "memories" / f"{kept}.yaml").read_text()
+    invoke_cli("--kb", agent, "update", folded, "--description", "Why five", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(a, "fetch", "-q")
+    merged = invoke_cli("--kb", a, "merge", "origin/agent-y", check=True)
+    assert "kept" not in merged.stdout
+    assert _shown(invoke_cli, a, folded)["description"] == "Why five"
+    assert (a / "memories" / f"{kept}.yaml").read_text() == on_main
+
+
+def test_an_edit_of_a_field_main_holds_another_way_stops_naming_the_fold(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # The carry took the newer side's whole memory: main's title went back to the agent's, or
+    # the agent's edit was dropped though the reply said it landed; two texts never stopped.
+    _bare, (agent, a) = make_team(tmp_path, clones=2)
+    folded, kept = _folded(invoke_cli, agent, a)
+    before = _shown(invoke_cli, a, kept)
+    invoke_cli("--kb", a, "update", kept, "--title", "Retry budget, reviewed", check=True)
+    invoke_cli("--kb", agent, "update", folded, "--learning", unlike("outage"), "--description", "Why five", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(a, "fetch", "-q")
+    stopped = invoke_cli("--kb", a, "merge", "origin/agent-y")
+    assert stopped.stderr.endswith(
+        f"; slayer-kb validate; git commit --no-edit; slayer-kb sync. origin/agent-y edited {folded}, which this branch "
+        f"had merged into {kept}: its edit is held at memories/{kept}.yaml as an edit of {kept}.\n")
+    assert git(a, "status", "--short") == f"UU memories/{kept}.yaml\n"
+    text = (a / "memories" / f"{kept}.yaml").read_text()
+    # Only the field both hold two ways is in the markers, which name the fold; the title is
+    # main's, the description the agent's, either way.
+    assert f"<<<<<<< this branch: {kept}\n" in text
+    assert f">>>>>>> origin/agent-y: {folded}, which this branch merged into {kept}\n" in text
+    assert text.count("=======\n") == 1
+    assert "title: Retry budget, reviewed\n" in text and "description: Why five\n" in text
+    assert unlike("main") in text and unlike("outage") in text
+    # The steps, keeping the agent's text.
+    git(a, "checkout", "--theirs", f"memories/{kept}.yaml")
+    git(a, "add", f"memories/{kept}.yaml")
+    invoke_cli("--kb", a, "validate", check=True)
+    git(a, "commit", "-q", "--no-edit")
+    shown = _shown(invoke_cli, a, kept)
+    assert (shown["title"], shown["description"], shown["learning"], shown["revision_count"]) == (
+        "Retry budget, reviewed", "Why five", unlike("outage"), int(str(before["revision_count"])) + 2)
+
+
+def test_an_edit_carried_through_a_fold_keeps_the_fields_main_changed(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # main's reviewed title went back to the agent's, the agent's description went nowhere.
+    _bare, (agent, a) = make_team(tmp_path, clones=2)
+    folded, kept = _folded(invoke_cli, agent, a)
+    before = _shown(invoke_cli, a, kept)
+    invoke_cli("--kb", a, "update", kept, "--title", "Retry budget, reviewed", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", agent, "update", folded, "--description", "Why five", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(a, "fetch", "-q")
+    merged = invoke_cli("--kb", a, "merge", "origin/agent-y", check=True)
+    assert merged.stdout.endswith(f"  kept {kept}: origin/agent-y edited {folded}, which this branch had merged into "
+                                  f"{kept}: the edit went to {kept}\n")
+    shown = _shown(invoke_cli, a, kept)
+    assert (shown["title"], shown["description"], shown["learning"], shown["revision_count"]) == (
+        "Retry budget, reviewed", "Why five", unlike("main"), int(str(before["revision_count"])) + 2)
+
+
+def test_a_rename_alone_of_the_folded_memory_is_folded_under_its_new_id(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # The merge stopped on 'This branch forgot memories/1.yaml, which origin/agent-y renamed',
+    # whose 'git rm' step stripped the links to kb.retry as forgotten.
+    _bare, (agent, a) = make_team(tmp_path, clones=2)
+    folded, kept = _folded(invoke_cli, agent, a)
+    on_main = _shown(invoke_cli, a, kept)
+    linking = _saved(invoke_cli, agent, unlike("linking"), "-e", f"memory:{folded}")
+    invoke_cli("--kb", agent, "rename", folded, "kb.retry", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(a, "fetch", "-q")
+    merged = invoke_cli("--kb", a, "merge", "origin/agent-y", check=True)
+    assert merged.stdout.endswith(
+        f"  kept {kept}: origin/agent-y renamed {folded} to kb.retry, which this branch had merged into {kept}: its "
+        f"edits went to {kept}, and links to kb.retry point at it\n")
+    assert _shown(invoke_cli, a, kept) == on_main
+    assert _shown(invoke_cli, a, linking)["entities"] == [f"memory:{kept}"]
+    assert sorted(p.name for p in (a / "memories").iterdir()) == sorted([f"{kept}.yaml", f"{linking}.yaml"])
+
+
+def test_an_edit_of_the_folded_memory_follows_main_renaming_the_memory_kept(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # main renamed 101 to kb.retry: the merge stopped on 'this branch forgot' the agent's 1.
+    _bare, (agent, a) = make_team(tmp_path, clones=2)
+    folded, kept = _folded(invoke_cli, agent, a)
+    invoke_cli("--kb", a, "rename", kept, "kb.retry", check=True)
+    invoke_cli("--kb", agent, "update", folded, "--description", "Why five", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(a, "fetch", "-q")
+    merged = invoke_cli("--kb", a, "merge", "origin/agent-y", check=True)
+    assert merged.stdout.endswith(f"  kept kb.retry: origin/agent-y edited {folded}, which this branch had merged into "
+                                  "kb.retry: the edit went to kb.retry\n")
+    shown = _shown(invoke_cli, a, "kb.retry")
+    assert (shown["description"], shown["learning"]) == ("Why five", unlike("main"))
+    assert not (a / "memories" / f"{folded}.yaml").exists()
+
+
+def _folded_on_agent_y(invoke_cli: CliRunner, a: Path, b: Path, c: Path) -> tuple[str, str]:
+    """main's save of the key synced, agent-y's (b's) saved later, c on agent-y too; b's merge of
+    origin/main folds agent-y's into main's, not yet pushed: (agent-y's id, main's)."""
+    kept = _saved(invoke_cli, a, unlike("main"), *TOPIC)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(b, "switch", "-q", "-c", "agent-y")
+    folded = _saved(invoke_cli, b, unlike("agent"), *TOPIC)
+    git(b, "push", "-q", "-u", "origin", "agent-y")
+    git(c, "fetch", "-q")
+    git(c, "switch", "-q", "agent-y")
+    git(b, "fetch", "-q")
+    invoke_cli("--kb", b, "merge", "origin/main", check=True)
+    return folded, kept
+
+
+def test_a_sync_rebasing_a_soft_forget_onto_a_fold_says_it_left_the_memory_kept(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # The soft forget was carried as an edit: main's memory soft-deleted.
+    _bare, (a, b, c) = make_team(tmp_path, clones=3)
+    folded, kept = _folded_on_agent_y(invoke_cli, a, b, c)
+    invoke_cli("--kb", c, "forget", "--soft", folded, check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    synced = invoke_cli("--kb", c, "sync", check=True)
+    assert synced.stdout.endswith(f"  kept {kept}: this branch forgot {folded}, which origin/agent-y had merged into "
+                                  f"{kept}; to forget {kept} too: slayer-kb forget {kept}\n"), synced.stdout
+    assert _shown(invoke_cli, c, kept)["learning"] == unlike("agent")
+    assert sorted(p.name for p in (c / "memories").iterdir()) == [f"{kept}.yaml"]
+
+
+@pytest.mark.parametrize("when", ["at once", "later"])
+def test_a_sync_rebasing_an_edit_of_a_field_the_memory_kept_changed_drops_it_and_says_so(
+        tmp_path: Path, invoke_cli: CliRunner, when: str) -> None:
+    # The newer side's whole memory won: b's later text went back to c's, the commit said
+    # 'carry the edit'; an edit a second after the fold brought 101 back and folded it again.
+    _bare, (a, b, c) = make_team(tmp_path, clones=3)
+    folded, kept = _folded_on_agent_y(invoke_cli, a, b, c)
+    invoke_cli("--kb", b, "update", kept, "--learning", unlike("reviewed"), check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    if when == "later":  # later than the fold's commit, as a forget and an edit are weighed
+        time.sleep(1.1)
+    invoke_cli("--kb", c, "update", folded, "--learning", unlike("outage"), check=True)
+    synced = invoke_cli("--kb", c, "sync", check=True)
+    assert synced.stdout.endswith(f"the change dropped (git reflog holds it): {folded}\n"), synced.stdout
+    assert _shown(invoke_cli, c, kept)["learning"] == unlike("reviewed")
+    assert sorted(p.name for p in (c / "memories").iterdir()) == [f"{kept}.yaml"]
+
+
+def test_an_offline_reviewer_on_a_trunk_team_keeps_the_default_branchs_memory(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # The default branch is 'trunk', the reviewer's clone has no origin/HEAD (it made the team)
+    # and cannot reach the remote: trunk's memory was folded into the agent's, saved first.
+    bare, (agent, a) = make_team(tmp_path, clones=2)
+    git(bare, "branch", "-m", "main", "trunk")
+    git(bare, "symbolic-ref", "HEAD", "refs/heads/trunk")
+    for root in (agent, a):
+        git(root, "fetch", "-q", "-p")
+        git(root, "remote", "set-head", "origin", "-d")
+    git(a, "branch", "-q", "-m", "main", "trunk")
+    git(a, "branch", "-q", "-u", "origin/trunk")
+    git(agent, "switch", "-q", "-c", "agent-y", "origin/trunk")
+    folded = _saved(invoke_cli, agent, unlike("agent"), *TOPIC)
+    git(agent, "push", "-q", "-u", "origin", "agent-y")
+    kept = _saved(invoke_cli, a, unlike("main"), *TOPIC)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(a, "fetch", "-q")
+    git(a, "remote", "set-url", "origin", str(tmp_path / "unreachable.git"))
+    merged = invoke_cli("--kb", a, "merge", "origin/agent-y", check=True)
+    assert merged.stdout.endswith(f"  merged (same topic key): {folded} into {kept}\n")
+
+
+def test_a_merge_folding_a_memory_another_branch_brought_records_no_move_of_this_clones(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # agent-y took agent-x's memory in, then main's: the fold of agent-x's id into main's was
+    # recorded as this clone's ('merged this clone's memory 1 ... renumber --accept').
+    _bare, (a, b, x) = make_team(tmp_path, clones=3)
+    git(x, "switch", "-q", "-c", "agent-x")
+    folded = _saved(invoke_cli, x, unlike("agent"), *TOPIC)
+    git(x, "push", "-q", "-u", "origin", "agent-x")
+    kept = _saved(invoke_cli, a, unlike("main"), *TOPIC)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(b, "switch", "-q", "-c", "agent-y")
+    git(b, "fetch", "-q")
+    invoke_cli("--kb", b, "merge", "origin/agent-x", check=True)
+    merged = invoke_cli("--kb", b, "merge", "origin/main", check=True)
+    assert merged.stdout.endswith(f"  merged (same topic key): {folded} into {kept}\n")
+    gone = invoke_cli("--kb", b, "get", folded)
+    assert gone.stderr.startswith(f"Error: No memory with id '{folded}'. It was merged into '{kept}' in commit "), gone.stderr
+
+
+def test_a_folded_memory_brought_back_by_hand_and_folded_again_counts_its_revisions_once(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # A plain 'git merge' of the agent's edit of its folded memory, kept with '--theirs', then
+    # sync: the fold again added the agent's save's revision, which main's memory held already,
+    # and main's title went back to the agent's.
+    _bare, (agent, a) = make_team(tmp_path, clones=2)
+    folded, kept = _folded(invoke_cli, agent, a)
+    invoke_cli("--kb", a, "update", kept, "--title", "Retry budget, reviewed", check=True)
+    before = _shown(invoke_cli, a, kept)
+    invoke_cli("--kb", agent, "update", folded, "--learning", unlike("outage"), check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(a, "fetch", "-q")
+    subprocess.run(["git", "merge", "-q", "--no-edit", "origin/agent-y"], cwd=a, capture_output=True, check=False)
+    git(a, "checkout", "--theirs", f"memories/{folded}.yaml")
+    git(a, "add", f"memories/{folded}.yaml")
+    git(a, "commit", "-q", "--no-edit")
+    synced = invoke_cli("--kb", a, "sync", check=True)
+    assert synced.stdout.endswith(f"  merged (same topic key): {folded} into {kept}\n")
+    shown = _shown(invoke_cli, a, kept)
+    assert (shown["title"], shown["learning"], shown["revision_count"]) == (
+        "Retry budget, reviewed", unlike("outage"), int(str(before["revision_count"])) + 1)
+
+
+def test_validate_against_main_reads_an_edit_of_a_folded_memory_through_the_fold(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # It said 'origin/main forgot this memory ... Run slayer-kb merge origin/main: it stops
+    # there', though that merge carries the edit to main's memory.
+    _bare, (agent, a) = make_team(tmp_path, clones=2)
+    folded, kept = _folded(invoke_cli, agent, a)
+    invoke_cli("--kb", agent, "update", folded, "--description", "Why five", check=True)
+    git(agent, "fetch", "-q")
+    checked = invoke_cli("--kb", agent, "validate", "--against", "origin/main")
+    assert (f"memories/{folded}.yaml:1: origin/main merged this memory into {kept} (one topic key or save on both "
+            "sides) since this branch parted from it, and this branch edited it: a plain git merge of this branch "
+            "stops on the fold's delete against the edit. Run 'git fetch origin && slayer-kb merge origin/main': it carries the edit to "
+            f"{kept} field by field, or stops with the steps where {kept} holds a field the edit changed another way"
+            ) in checked.stdout + checked.stderr, checked.stdout + checked.stderr
+    merged = invoke_cli("--kb", agent, "merge", "origin/main", check=True)
+    assert merged.stdout.endswith(f"  kept {kept}: this branch edited {folded}, which origin/main had merged into "
+                                  f"{kept}: the edit went to {kept}\n")
+
+
+def test_a_sync_rebasing_an_edit_made_after_the_fold_carries_it_once(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # An edit a second after the fold's commit was kept as a forget undone: 101 came back and was
+    # folded again, the agent's save counted twice and the reply naming 101 as kept.
+    _bare, (a, b, c) = make_team(tmp_path, clones=3)
+    folded, kept = _folded_on_agent_y(invoke_cli, a, b, c)
+    invoke_cli("--kb", b, "sync", check=True)
+    before = _shown(invoke_cli, b, kept)
+    time.sleep(1.1)
+    invoke_cli("--kb", c, "update", folded, "--description", "Why five", check=True)
+    synced = invoke_cli("--kb", c, "sync", check=True)
+    assert synced.stdout.endswith(f"\n  kept {kept}: this branch edited {folded}, which origin/agent-y had merged into "
+                                  f"{kept}: the edit went to {kept}\n"), synced.stdout
+    shown = _shown(invoke_cli, c, kept)
+    assert (shown["description"], shown["learning"], shown["revision_count"]) == (
+        "Why five", before["learning"], int(str(before["revision_count"])) + 1)
+    assert sorted(p.name for p in (c / "memories").iterdir()) == [f"{kept}.yaml"]
+
+
+def test_a_renamed_folded_memory_whose_edit_stops_leaves_no_second_copy(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # The stop held 101 and committed kb.retry beside it: the sync after the steps folded kb.retry
+    # into 101 again, its whole text over the person's choice, its revisions counted twice.
+    _bare, (agent, a) = make_team(tmp_path, clones=2)
+    folded, kept = _folded(invoke_cli, agent, a)
+    before = _shown(invoke_cli, a, kept)
+    invoke_cli("--kb", agent, "rename", folded, "kb.retry", check=True)
+    invoke_cli("--kb", agent, "update", "kb.retry", "--learning", unlike("outage"), check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(a, "fetch", "-q")
+    stopped = invoke_cli("--kb", a, "merge", "origin/agent-y")
+    assert stopped.returncode == 1
+    assert stopped.stderr.endswith(f"origin/agent-y renamed {folded}, which this branch had merged into {kept}: its edit "
+                                   f"is held at memories/{kept}.yaml as an edit of {kept}.\n"), stopped.stderr
+    assert git(a, "status", "--short") == f"UU memories/{kept}.yaml\n"
+    git(a, "checkout", "--ours", f"memories/{kept}.yaml")
+    git(a, "add", f"memories/{kept}.yaml")
+    invoke_cli("--kb", a, "validate", check=True)
+    git(a, "commit", "-q", "--no-edit")
+    invoke_cli("--kb", a, "sync", check=True)
+    assert _shown(invoke_cli, a, kept) == before
+    assert sorted(p.name for p in (a / "memories").iterdir()) == [f"{kept}.yaml"]
