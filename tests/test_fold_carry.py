@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from testing import CliRunner, git, in_process_runner, in_the_kb, json_of, make_team, unlike
-
-TOPIC = ("--title", "Retry budget", "--type", "decision", "--project", "api", "--topic-key", "decision/retry-budget")
+from testing.folds import TOPIC, reviewer_folded, saved_id
 
 
 @pytest.fixture
@@ -22,23 +21,10 @@ def invoke_cli() -> CliRunner:
     return in_the_kb(in_process_runner())
 
 
-def _saved(invoke_cli: CliRunner, root: Path, *args: str) -> str:
-    return str(json_of(invoke_cli("--kb", root, "--json", "save", *args, check=True))["memory_id"])
-
-
 def _folded(invoke_cli: CliRunner, agent: Path, a: Path) -> tuple[str, str]:
     """agent-y's save of the key pushed, main's saved later (the fold keeps main's text), then
     a's merge of agent-y folds the agent's into main's, synced: (the agent's id, main's)."""
-    git(agent, "switch", "-q", "-c", "agent-y")
-    folded = _saved(invoke_cli, agent, unlike("agent"), *TOPIC)
-    git(agent, "push", "-q", "-u", "origin", "agent-y")
-    kept = _saved(invoke_cli, a, unlike("main"), *TOPIC)
-    invoke_cli("--kb", a, "sync", check=True)
-    git(a, "fetch", "-q")
-    merged = invoke_cli("--kb", a, "merge", "origin/agent-y", check=True)
-    assert merged.stdout.endswith(f"  merged (same topic key): {folded} into {kept}\n")
-    invoke_cli("--kb", a, "sync", check=True)
-    return folded, kept
+    return reviewer_folded(invoke_cli, agent, a, a, (unlike("agent"), unlike("main")))
 
 
 def _shown(invoke_cli: CliRunner, root: Path, memory_id: str) -> dict[str, object]:
@@ -140,7 +126,7 @@ def test_a_rename_alone_of_the_folded_memory_is_folded_under_its_new_id(tmp_path
     _bare, (agent, a) = make_team(tmp_path, clones=2)
     folded, kept = _folded(invoke_cli, agent, a)
     on_main = _shown(invoke_cli, a, kept)
-    linking = _saved(invoke_cli, agent, unlike("linking"), "-e", f"memory:{folded}")
+    linking = saved_id(invoke_cli, agent, unlike("linking"), "-e", f"memory:{folded}")
     invoke_cli("--kb", agent, "rename", folded, "kb.retry", check=True)
     invoke_cli("--kb", agent, "sync", check=True)
     git(a, "fetch", "-q")
@@ -173,10 +159,10 @@ def test_an_edit_of_the_folded_memory_follows_main_renaming_the_memory_kept(
 def _folded_on_agent_y(invoke_cli: CliRunner, a: Path, b: Path, c: Path) -> tuple[str, str]:
     """main's save of the key synced, agent-y's (b's) saved later, c on agent-y too; b's merge of
     origin/main folds agent-y's into main's, not yet pushed: (agent-y's id, main's)."""
-    kept = _saved(invoke_cli, a, unlike("main"), *TOPIC)
+    kept = saved_id(invoke_cli, a, unlike("main"), *TOPIC)
     invoke_cli("--kb", a, "sync", check=True)
     git(b, "switch", "-q", "-c", "agent-y")
-    folded = _saved(invoke_cli, b, unlike("agent"), *TOPIC)
+    folded = saved_id(invoke_cli, b, unlike("agent"), *TOPIC)
     git(b, "push", "-q", "-u", "origin", "agent-y")
     git(c, "fetch", "-q")
     git(c, "switch", "-q", "agent-y")
@@ -230,9 +216,9 @@ def test_an_offline_reviewer_on_a_trunk_team_keeps_the_default_branchs_memory(
     git(a, "branch", "-q", "-m", "main", "trunk")
     git(a, "branch", "-q", "-u", "origin/trunk")
     git(agent, "switch", "-q", "-c", "agent-y", "origin/trunk")
-    folded = _saved(invoke_cli, agent, unlike("agent"), *TOPIC)
+    folded = saved_id(invoke_cli, agent, unlike("agent"), *TOPIC)
     git(agent, "push", "-q", "-u", "origin", "agent-y")
-    kept = _saved(invoke_cli, a, unlike("main"), *TOPIC)
+    kept = saved_id(invoke_cli, a, unlike("main"), *TOPIC)
     invoke_cli("--kb", a, "sync", check=True)
     git(a, "fetch", "-q")
     git(a, "remote", "set-url", "origin", str(tmp_path / "unreachable.git"))
@@ -246,9 +232,9 @@ def test_a_merge_folding_a_memory_another_branch_brought_records_no_move_of_this
     # recorded as this clone's ('merged this clone's memory 1 ... renumber --accept').
     _bare, (a, b, x) = make_team(tmp_path, clones=3)
     git(x, "switch", "-q", "-c", "agent-x")
-    folded = _saved(invoke_cli, x, unlike("agent"), *TOPIC)
+    folded = saved_id(invoke_cli, x, unlike("agent"), *TOPIC)
     git(x, "push", "-q", "-u", "origin", "agent-x")
-    kept = _saved(invoke_cli, a, unlike("main"), *TOPIC)
+    kept = saved_id(invoke_cli, a, unlike("main"), *TOPIC)
     invoke_cli("--kb", a, "sync", check=True)
     git(b, "switch", "-q", "-c", "agent-y")
     git(b, "fetch", "-q")

@@ -13,34 +13,13 @@ import slayer_kb.kb as kb_module
 from slayer_kb.core.memory import utc_time
 from slayer_kb.ops import observations
 from testing import CliRunner, git, in_process_runner, in_the_kb, json_of, make_catalog_kb, make_team, unlike
-
-TOPIC = ("--title", "Retry budget", "--type", "decision", "--project", "api", "--topic-key", "decision/retry-budget")
+from testing.folds import TOPIC, reviewer_folded, saved_id
 
 
 @pytest.fixture
 def invoke_cli() -> CliRunner:
     """Every command typed in the clone's folder, as a user would."""
     return in_the_kb(in_process_runner())
-
-
-def _saved(invoke_cli: CliRunner, root: Path, *args: str) -> str:
-    return str(json_of(invoke_cli("--kb", root, "--json", "save", *args, check=True))["memory_id"])
-
-
-def _reviewer_folded(invoke_cli: CliRunner, agent: Path, a: Path, reviewer: Path,
-                     texts: tuple[str, str] = ("Retries: 5", "Retries: 3")) -> tuple[str, str]:
-    """agent-y's save of the key pushed, main's saved and synced, then the reviewer's merge of
-    agent-y on main folds the agent's into main's, synced: (the agent's id, main's)."""
-    git(agent, "switch", "-q", "-c", "agent-y")
-    folded = _saved(invoke_cli, agent, texts[0], *TOPIC)
-    git(agent, "push", "-q", "-u", "origin", "agent-y")
-    kept = _saved(invoke_cli, a, texts[1], *TOPIC)
-    invoke_cli("--kb", a, "sync", check=True)
-    git(reviewer, "pull", "-q")
-    merged = invoke_cli("--kb", reviewer, "merge", "origin/agent-y", check=True)
-    assert merged.stdout.endswith(f"  merged (same topic key): {folded} into {kept}\n")
-    invoke_cli("--kb", reviewer, "sync", check=True)
-    return folded, kept
 
 
 # Short alike texts, which git pairs as a rename of the folded file to the kept one, and texts
@@ -54,7 +33,7 @@ def test_a_folded_memory_the_agent_forgot_later_leaves_mains_memory_and_says_so(
     # The reviewer's merge folded agent-y's 1 into main's 101; agent-y then forgot its 1. The next
     # merge stopped on a forget of 101 'which this branch edited', whose 'git rm' dropped main's memory.
     _bare, (agent, a, reviewer) = make_team(tmp_path, clones=3)
-    folded, kept = _reviewer_folded(invoke_cli, agent, a, reviewer, texts)
+    folded, kept = reviewer_folded(invoke_cli, agent, a, reviewer, texts)
     on_main = (reviewer / "memories" / f"{kept}.yaml").read_text()
     invoke_cli("--kb", agent, "forget", folded, check=True)
     invoke_cli("--kb", agent, "sync", check=True)
@@ -75,7 +54,7 @@ def test_an_edit_of_a_folded_memory_on_the_agents_branch_lands_on_mains_memory(
     # Texts git pairs with nothing: the merge stopped on agent-y's edit of 1 against this
     # branch's forget, and keeping both held the key twice.
     _bare, (agent, a, reviewer) = make_team(tmp_path, clones=3)
-    folded, kept = _reviewer_folded(invoke_cli, agent, a, reviewer, APART)
+    folded, kept = reviewer_folded(invoke_cli, agent, a, reviewer, APART)
     before = json_of(invoke_cli("--kb", reviewer, "--json", "get", kept, check=True))
     invoke_cli("--kb", agent, "update", folded, "--description", "Why five", check=True)
     invoke_cli("--kb", agent, "sync", check=True)
@@ -96,9 +75,9 @@ def test_a_folded_memory_the_agent_renamed_later_is_folded_under_its_new_id_too(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     # The merge stopped on three conflicts whose steps kept the key twice or stripped the links.
     _bare, (agent, a, reviewer) = make_team(tmp_path, clones=3)
-    folded, kept = _reviewer_folded(invoke_cli, agent, a, reviewer, APART)
+    folded, kept = reviewer_folded(invoke_cli, agent, a, reviewer, APART)
     revisions = json_of(invoke_cli("--kb", reviewer, "--json", "get", kept, check=True))["revision_count"]
-    linking = _saved(invoke_cli, agent, unlike("linking"), "-e", f"memory:{folded}", "-e", "shop.orders.amount")
+    linking = saved_id(invoke_cli, agent, unlike("linking"), "-e", f"memory:{folded}", "-e", "shop.orders.amount")
     invoke_cli("--kb", agent, "rename", folded, "kb.retry", check=True)
     invoke_cli("--kb", agent, "update", "kb.retry", "--description", "Why five", check=True)
     invoke_cli("--kb", agent, "sync", check=True)
@@ -128,16 +107,16 @@ def test_a_sync_keeping_mains_memory_records_no_move_of_the_upstreams_id(
     # folds c's id into main's, a move b never made, once recorded as b's ('sync merged this
     # clone's memory 1').
     _bare, (a, b, c) = make_team(tmp_path, clones=3)
-    kept = _saved(invoke_cli, a, "Retries: 3", *TOPIC)
+    kept = saved_id(invoke_cli, a, "Retries: 3", *TOPIC)
     invoke_cli("--kb", a, "sync", check=True)
     git(b, "switch", "-q", "-c", "agent-y")
-    _saved(invoke_cli, b, unlike("agent"), "-e", "shop.orders.amount")
+    saved_id(invoke_cli, b, unlike("agent"), "-e", "shop.orders.amount")
     git(b, "push", "-q", "-u", "origin", "agent-y")
     git(c, "fetch", "-q")
     git(c, "switch", "-q", "agent-y")
     git(b, "fetch", "-q")
     invoke_cli("--kb", b, "merge", "origin/main", check=True)
-    folded = _saved(invoke_cli, c, "Retries: 5", *TOPIC)
+    folded = saved_id(invoke_cli, c, "Retries: 5", *TOPIC)
     invoke_cli("--kb", c, "sync", check=True)
     if how == "rebase":
         git(b, "fetch", "-q")
@@ -157,15 +136,15 @@ def test_get_of_a_folded_memory_follows_a_rename_of_the_memory_kept(tmp_path: Pa
         monkeypatch.setattr(module, "utc_now", lambda: clock[0])
     root = make_catalog_kb(tmp_path / "kb")
     here = git(root, "branch", "--show-current").strip()
-    kept = _saved(invoke_cli, root, unlike("here"), *TOPIC)
+    kept = saved_id(invoke_cli, root, unlike("here"), *TOPIC)
     git(root, "switch", "-q", "-c", "topic", "HEAD~1")
     clock[0] = utc_time(1_780_000_060)
-    theirs = _saved(invoke_cli, root, unlike("topic"), *TOPIC)
-    mine = _saved(invoke_cli, root, unlike("mine"), "--title", "Later", "--type", "decision", "--project", "api",
+    theirs = saved_id(invoke_cli, root, unlike("topic"), *TOPIC)
+    mine = saved_id(invoke_cli, root, unlike("mine"), "--title", "Later", "--type", "decision", "--project", "api",
                   "--topic-key", "decision/later")
     git(root, "switch", "-q", here)
     clock[0] = utc_time(1_780_000_120)
-    later = _saved(invoke_cli, root, unlike("later"), "--title", "Later", "--type", "decision", "--project", "api",
+    later = saved_id(invoke_cli, root, unlike("later"), "--title", "Later", "--type", "decision", "--project", "api",
                    "--topic-key", "decision/later")
     # Saved first here, the key's memory here is kept and topic's folded in (no move of this
     # clone's: the commit says it); saved later here, the other key's memory here is folded into
@@ -191,9 +170,9 @@ def test_get_of_a_renamed_memory_follows_a_fold_of_its_new_id(tmp_path: Path, in
     root = make_catalog_kb(tmp_path / "kb")
     here = git(root, "branch", "--show-current").strip()
     git(root, "switch", "-q", "-c", "topic")
-    kept = _saved(invoke_cli, root, unlike("topic"), *TOPIC)
+    kept = saved_id(invoke_cli, root, unlike("topic"), *TOPIC)
     git(root, "switch", "-q", here)
-    first = _saved(invoke_cli, root, unlike("here"), *TOPIC)
+    first = saved_id(invoke_cli, root, unlike("here"), *TOPIC)
     invoke_cli("--kb", root, "rename", first, "kb.retry", check=True)
     renamed = git(root, "rev-parse", "HEAD").strip()
     said = invoke_cli("--kb", root, "merge", "topic", check=True).stdout
@@ -211,9 +190,9 @@ def test_a_plain_git_merge_of_one_topic_key_is_folded_by_the_sync_that_pushes_it
     # of main's memory on agent-y, and advised re-keying or forgetting it.
     _bare, (agent, a, reviewer) = make_team(tmp_path, clones=3)
     git(agent, "switch", "-q", "-c", "agent-y")
-    folded = _saved(invoke_cli, agent, unlike("agent"), *TOPIC)
+    folded = saved_id(invoke_cli, agent, unlike("agent"), *TOPIC)
     git(agent, "push", "-q", "-u", "origin", "agent-y")
-    kept = _saved(invoke_cli, a, unlike("main"), *TOPIC)
+    kept = saved_id(invoke_cli, a, unlike("main"), *TOPIC)
     invoke_cli("--kb", a, "sync", check=True)
     root, ref = (reviewer, "origin/agent-y") if on == "main" else (agent, "origin/main")
     git(root, "pull", "-q") if on == "main" else git(root, "fetch", "-q")
@@ -233,10 +212,10 @@ def test_a_sync_merging_its_upstream_reads_an_edit_through_its_own_fold(tmp_path
     # 1 on agent-y meanwhile and synced. b's sync merges (its branch holds a merge): it stopped
     # on c's edit against b's forget, the steps keeping the key twice.
     _bare, (a, b, c) = make_team(tmp_path, clones=3)
-    kept = _saved(invoke_cli, a, unlike("main"), *TOPIC)
+    kept = saved_id(invoke_cli, a, unlike("main"), *TOPIC)
     invoke_cli("--kb", a, "sync", check=True)
     git(b, "switch", "-q", "-c", "agent-y")
-    folded = _saved(invoke_cli, b, unlike("agent"), *TOPIC)
+    folded = saved_id(invoke_cli, b, unlike("agent"), *TOPIC)
     git(b, "push", "-q", "-u", "origin", "agent-y")
     git(c, "fetch", "-q")
     git(c, "switch", "-q", "agent-y")
@@ -257,10 +236,10 @@ def test_two_edits_of_one_line_through_a_fold_stop_naming_the_fold(tmp_path: Pat
     # only of the kept memory that agent-y 'edited' it, which agent-y never held.
     _bare, (a, agent, reviewer) = make_team(tmp_path, clones=3)
     same = (unlike("same"), "--title", "Same obs")
-    kept = _saved(invoke_cli, a, *same)
+    kept = saved_id(invoke_cli, a, *same)
     invoke_cli("--kb", a, "sync", check=True)
     git(agent, "switch", "-q", "-c", "agent-y")
-    folded = _saved(invoke_cli, agent, *same)
+    folded = saved_id(invoke_cli, agent, *same)
     git(agent, "push", "-q", "-u", "origin", "agent-y")
     git(reviewer, "pull", "-q")
     merged = invoke_cli("--kb", reviewer, "merge", "origin/agent-y", check=True)
@@ -283,7 +262,7 @@ def test_the_agent_taking_main_in_after_forgetting_its_folded_copy_keeps_mains_m
     # The merge stopped on 'This branch forgot memories/101.yaml', a file agent-y never held,
     # and its first step, 'git rm', dropped main's memory on agent-y, and then on main.
     _bare, (agent, a, reviewer) = make_team(tmp_path, clones=3)
-    folded, kept = _reviewer_folded(invoke_cli, agent, a, reviewer, texts)
+    folded, kept = reviewer_folded(invoke_cli, agent, a, reviewer, texts)
     invoke_cli("--kb", agent, "forget", folded, check=True)
     git(agent, "fetch", "-q")
     merged = invoke_cli("--kb", agent, "merge", "origin/main", check=True)
@@ -305,10 +284,10 @@ def test_a_sync_rebasing_a_change_onto_a_fold_of_the_memory_reads_it_through_the
     # origin/main' and synced: c's sync dropped the edit, saying the memory was 'forgotten on
     # origin', and said nothing of the forget, which left main's memory in place.
     _bare, (a, b, c) = make_team(tmp_path, clones=3)
-    kept = _saved(invoke_cli, a, unlike("main"), *TOPIC)
+    kept = saved_id(invoke_cli, a, unlike("main"), *TOPIC)
     invoke_cli("--kb", a, "sync", check=True)
     git(b, "switch", "-q", "-c", "agent-y")
-    folded = _saved(invoke_cli, b, unlike("agent"), *TOPIC)
+    folded = saved_id(invoke_cli, b, unlike("agent"), *TOPIC)
     git(b, "push", "-q", "-u", "origin", "agent-y")
     git(c, "fetch", "-q")
     git(c, "switch", "-q", "agent-y")

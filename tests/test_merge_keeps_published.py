@@ -17,8 +17,7 @@ import slayer_kb.kb as kb_module
 from slayer_kb.core.memory import utc_time
 from slayer_kb.ops import observations
 from testing import CliRunner, git, in_process_runner, in_the_kb, json_of, make_catalog_kb, make_team, unlike
-
-TOPIC = ("--title", "Retry budget", "--type", "decision", "--project", "api", "--topic-key", "decision/retry-budget")
+from testing.folds import TOPIC, agent_saves, agent_then_main, saved_id
 
 
 @pytest.fixture
@@ -27,37 +26,14 @@ def invoke_cli() -> CliRunner:
     return in_the_kb(in_process_runner())
 
 
-def _saved(invoke_cli: CliRunner, root: Path, *args: str) -> str:
-    """The id of the memory a save made in ``root``."""
-    return str(json_of(invoke_cli("--kb", root, "--json", "save", *args, check=True))["memory_id"])
-
-
-def _agent_saves(invoke_cli: CliRunner, agent: Path, *args: str) -> str:
-    """The agent's branch agent-y, a save on it, pushed: the saved id."""
-    git(agent, "switch", "-q", "-c", "agent-y")
-    saved = _saved(invoke_cli, agent, *args)
-    git(agent, "push", "-q", "-u", "origin", "agent-y")
-    return saved
-
-
-def _agent_then_main(invoke_cli: CliRunner, agent: Path, a: Path, reviewer: Path) -> tuple[str, str]:
-    """The agent saves the key on agent-y and pushes it, then ``a`` saves it on main and syncs, and
-    the reviewer's main pulls: (the agent's id, main's)."""
-    folded = _agent_saves(invoke_cli, agent, "Retries: 5", *TOPIC)
-    kept = _saved(invoke_cli, a, "Retries: 3", *TOPIC)
-    invoke_cli("--kb", a, "sync", check=True)
-    git(reviewer, "pull", "-q")
-    return folded, kept
-
-
 def test_merge_of_an_agent_branch_on_main_keeps_mains_memory_and_the_links_to_it(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     _bare, (a, agent, reviewer, d) = make_team(tmp_path, clones=4)
-    kept = _saved(invoke_cli, a, "Retries: 3", *TOPIC)
+    kept = saved_id(invoke_cli, a, "Retries: 3", *TOPIC)
     invoke_cli("--kb", a, "sync", check=True)
     invoke_cli("--kb", d, "sync", check=True)
-    linking = _saved(invoke_cli, d, unlike("linking"), "-e", f"memory:{kept}", "-e", "shop.orders.amount")
-    folded = _agent_saves(invoke_cli, agent, "Retries: 5", *TOPIC)
+    linking = saved_id(invoke_cli, d, unlike("linking"), "-e", f"memory:{kept}", "-e", "shop.orders.amount")
+    folded = agent_saves(invoke_cli, agent, "Retries: 5", *TOPIC)
     git(reviewer, "pull", "-q")
     merged = invoke_cli("--kb", reviewer, "merge", "origin/agent-y", check=True)
     assert merged.stdout == ("Merged origin/agent-y; run slayer-kb sync to push.\n"
@@ -84,7 +60,7 @@ def test_either_way_round_merge_keeps_the_memory_on_the_default_branch_though_sa
     # The agent saved and pushed first; main's save came later (or in the same second): main's
     # is the one the team holds, kept whichever branch the merge runs on.
     _bare, (agent, a, reviewer) = make_team(tmp_path, clones=3)
-    folded, kept = _agent_then_main(invoke_cli, agent, a, reviewer)
+    folded, kept = agent_then_main(invoke_cli, agent, a, reviewer)
     git(agent, "fetch", "-q")
     for root, ref in ((reviewer, "origin/agent-y"), (agent, "origin/main")):
         merged = invoke_cli("--kb", root, "merge", ref, check=True)
@@ -101,9 +77,9 @@ def test_either_way_round_merge_keeps_the_memory_on_the_default_branch_though_sa
 def test_merge_of_an_agent_branch_on_main_keeps_mains_save_made_alike(tmp_path: Path, invoke_cli: CliRunner) -> None:
     _bare, (a, agent, reviewer) = make_team(tmp_path, clones=3)
     same = (unlike("same"), "--title", "Same obs")
-    kept = _saved(invoke_cli, a, *same)
+    kept = saved_id(invoke_cli, a, *same)
     invoke_cli("--kb", a, "sync", check=True)
-    folded = _agent_saves(invoke_cli, agent, *same)
+    folded = agent_saves(invoke_cli, agent, *same)
     git(reviewer, "pull", "-q")
     merged = invoke_cli("--kb", reviewer, "merge", "origin/agent-y", check=True)
     assert merged.stdout == ("Merged origin/agent-y; run slayer-kb sync to push.\n"
@@ -118,9 +94,9 @@ def test_merge_of_a_local_branch_keeps_the_memory_main_holds_though_saved_later(
     # is on the remote, where the team may hold its id.
     _bare, (a, b) = make_team(tmp_path)
     git(a, "switch", "-q", "-c", "topic")
-    folded = _saved(invoke_cli, a, "Retries: 3", *TOPIC)
+    folded = saved_id(invoke_cli, a, "Retries: 3", *TOPIC)
     git(a, "switch", "-q", "main")
-    kept = _saved(invoke_cli, b, "Retries: 5", *TOPIC)
+    kept = saved_id(invoke_cli, b, "Retries: 5", *TOPIC)
     invoke_cli("--kb", b, "sync", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     merged = invoke_cli("--kb", a, "merge", "topic", check=True)
@@ -141,12 +117,12 @@ def test_two_agent_branches_merged_in_turn_keep_mains_memory(tmp_path: Path, inv
     for module in (kb_module, observations):
         monkeypatch.setattr(module, "utc_now", lambda: clock[0])
     _bare, (y, z, a, reviewer) = make_team(tmp_path, clones=4)
-    first = _agent_saves(invoke_cli, y, "Retries: 5", *TOPIC)
+    first = agent_saves(invoke_cli, y, "Retries: 5", *TOPIC)
     git(z, "switch", "-q", "-c", "agent-z")
-    second = _saved(invoke_cli, z, "Retries: 7", *TOPIC)
+    second = saved_id(invoke_cli, z, "Retries: 7", *TOPIC)
     git(z, "push", "-q", "-u", "origin", "agent-z")
     clock[0] = utc_time(1_780_000_060)
-    kept = _saved(invoke_cli, a, "Retries: 3", *TOPIC)
+    kept = saved_id(invoke_cli, a, "Retries: 3", *TOPIC)
     invoke_cli("--kb", a, "sync", check=True)
     git(reviewer, "pull", "-q")
     said = [invoke_cli("--kb", reviewer, "merge", ref, check=True).stdout.splitlines()[1]
@@ -160,7 +136,7 @@ def test_the_clone_that_made_the_team_keeps_mains_memory_without_origin_head(
     # The first clone (git remote add, a push) has no origin/HEAD: main's memory ranked as any
     # pushed branch's, and the agent's, saved first, was kept. Asked nothing of the remote then.
     _bare, (agent, a, reviewer) = make_team(tmp_path, clones=3)
-    folded, kept = _agent_then_main(invoke_cli, agent, a, reviewer)
+    folded, kept = agent_then_main(invoke_cli, agent, a, reviewer)
     git(reviewer, "remote", "set-head", "origin", "-d")
     # Nor can the remote be asked (offline): origin/main stands for its default.
     git(reviewer, "remote", "set-url", "origin", str(tmp_path / "unreachable.git"))
@@ -183,9 +159,9 @@ def test_a_team_whose_default_branch_is_trunk_keeps_trunks_memory(tmp_path: Path
         git(clone, "fetch", "-q", "--prune")
         git(clone, "switch", "-q", "-c", "trunk", "--track", "origin/trunk")
         git(clone, "remote", "set-head", "origin", "-d")
-    folded = _agent_saves(invoke_cli, agent, "Retries: 5", *TOPIC)
+    folded = agent_saves(invoke_cli, agent, "Retries: 5", *TOPIC)
     clock[0] = utc_time(1_780_000_060)
-    kept = _saved(invoke_cli, a, "Retries: 3", *TOPIC)
+    kept = saved_id(invoke_cli, a, "Retries: 3", *TOPIC)
     invoke_cli("--kb", a, "sync", check=True)
     git(reviewer, "pull", "-q")
     merged = invoke_cli("--kb", reviewer, "merge", "origin/agent-y", check=True)
@@ -197,14 +173,14 @@ def test_a_branch_that_took_in_main_keeps_mains_memory_through_its_sync(tmp_path
     # agent-y and synced: b's sync folded main's published id into c's, and the branch merged
     # back took it from main.
     _bare, (a, b, c) = make_team(tmp_path, clones=3)
-    kept = _saved(invoke_cli, a, "Retries: 3", *TOPIC)
+    kept = saved_id(invoke_cli, a, "Retries: 3", *TOPIC)
     invoke_cli("--kb", a, "sync", check=True)
-    _agent_saves(invoke_cli, b, unlike("agent"), "-e", "shop.orders.amount")
+    agent_saves(invoke_cli, b, unlike("agent"), "-e", "shop.orders.amount")
     git(c, "fetch", "-q")
     git(c, "switch", "-q", "agent-y")
     git(b, "fetch", "-q")
     invoke_cli("--kb", b, "merge", "origin/main", check=True)
-    folded = _saved(invoke_cli, c, "Retries: 5", *TOPIC)
+    folded = saved_id(invoke_cli, c, "Retries: 5", *TOPIC)
     invoke_cli("--kb", c, "sync", check=True)
     synced = invoke_cli("--kb", b, "sync", check=True)
     assert f"  merged (same topic key): {folded} into {kept}\n" in synced.stdout
@@ -215,8 +191,8 @@ def test_one_fold_made_on_two_clones_counts_its_revisions_once(tmp_path: Path, i
     # Two reviewers each merged the agent's branch, folding 201 into 27 alike; the second's sync
     # summed both sides' revisions of 27 as if each had folded another memory into it: 3.
     _bare, (agent, a, d, b) = make_team(tmp_path, clones=4)
-    folded = _agent_saves(invoke_cli, agent, "Retries: 5", *TOPIC)
-    kept = _saved(invoke_cli, a, "Retries: 3", *TOPIC)
+    folded = agent_saves(invoke_cli, agent, "Retries: 5", *TOPIC)
+    kept = saved_id(invoke_cli, a, "Retries: 3", *TOPIC)
     invoke_cli("--kb", a, "sync", check=True)
     for reviewer in (d, b):
         git(reviewer, "pull", "-q")
@@ -231,12 +207,12 @@ def test_a_link_made_elsewhere_to_a_folded_memory_follows_the_fold(tmp_path: Pat
     # The agent merges main in, its memory folded into main's; another clone of agent-y had
     # linked the agent's memory meanwhile: its sync points the link at main's, never strips it.
     _bare, (a, agent, other) = make_team(tmp_path, clones=3)
-    kept = _saved(invoke_cli, a, "Retries: 3", *TOPIC)
+    kept = saved_id(invoke_cli, a, "Retries: 3", *TOPIC)
     invoke_cli("--kb", a, "sync", check=True)
-    folded = _agent_saves(invoke_cli, agent, "Retries: 5", *TOPIC)
+    folded = agent_saves(invoke_cli, agent, "Retries: 5", *TOPIC)
     git(other, "fetch", "-q")
     git(other, "switch", "-q", "agent-y")
-    linking = _saved(invoke_cli, other, unlike("linking"), "-e", f"memory:{folded}", "-e", "shop.orders.amount")
+    linking = saved_id(invoke_cli, other, unlike("linking"), "-e", f"memory:{folded}", "-e", "shop.orders.amount")
     git(agent, "fetch", "-q")
     merged = invoke_cli("--kb", agent, "merge", "origin/main", check=True)
     assert merged.stdout.endswith(f"  merged (same topic key): {folded} into {kept}\n")
@@ -257,11 +233,11 @@ def test_validate_and_prune_point_a_link_to_a_folded_memory_a_plain_merge_brough
     root = make_catalog_kb(tmp_path / "kb")
     here = git(root, "branch", "--show-current").strip()
     git(root, "switch", "-q", "-c", "topic")
-    kept = _saved(invoke_cli, root, "Retries: 3", *TOPIC)
+    kept = saved_id(invoke_cli, root, "Retries: 3", *TOPIC)
     git(root, "switch", "-q", here)
-    folded = _saved(invoke_cli, root, "Retries: 5", *TOPIC)
+    folded = saved_id(invoke_cli, root, "Retries: 5", *TOPIC)
     git(root, "switch", "-q", "-c", "other")
-    linking = _saved(invoke_cli, root, unlike("linking"), "-e", f"memory:{folded}", "-e", "shop.orders.amount")
+    linking = saved_id(invoke_cli, root, unlike("linking"), "-e", f"memory:{folded}", "-e", "shop.orders.amount")
     git(root, "switch", "-q", here)
     merged = invoke_cli("--kb", root, "merge", "topic", check=True)
     assert merged.stdout.endswith(f"  merged (same topic key): {folded} into {kept}\n")

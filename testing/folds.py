@@ -1,0 +1,47 @@
+"""One topic key saved on an agent's branch and on main, and the reviewer's merge that folds the
+agent's memory into main's: the team flows of tests/test_fold_*.py and
+tests/test_merge_keeps_published.py (``make_team``'s clones, typed through ``invoke_cli``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .cli import CliRunner, json_of
+from .repos import git
+
+TOPIC = ("--title", "Retry budget", "--type", "decision", "--project", "api", "--topic-key", "decision/retry-budget")
+
+
+def saved_id(invoke_cli: CliRunner, root: Path, *args: str) -> str:
+    """The id of the memory a save made in ``root``."""
+    return str(json_of(invoke_cli("--kb", root, "--json", "save", *args, check=True))["memory_id"])
+
+
+def agent_saves(invoke_cli: CliRunner, agent: Path, *args: str) -> str:
+    """The agent's branch agent-y, a save on it, pushed: the saved id."""
+    git(agent, "switch", "-q", "-c", "agent-y")
+    saved = saved_id(invoke_cli, agent, *args)
+    git(agent, "push", "-q", "-u", "origin", "agent-y")
+    return saved
+
+
+def agent_then_main(invoke_cli: CliRunner, agent: Path, a: Path, reviewer: Path,
+                    texts: tuple[str, str] = ("Retries: 5", "Retries: 3")) -> tuple[str, str]:
+    """The agent saves ``TOPIC`` on agent-y (``texts[0]``) and pushes it, then ``a`` saves it on
+    main (``texts[1]``) and syncs, and the reviewer's main pulls: (the agent's id, main's)."""
+    folded = agent_saves(invoke_cli, agent, texts[0], *TOPIC)
+    kept = saved_id(invoke_cli, a, texts[1], *TOPIC)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(reviewer, "pull", "-q")
+    return folded, kept
+
+
+def reviewer_folded(invoke_cli: CliRunner, agent: Path, a: Path, reviewer: Path,
+                    texts: tuple[str, str] = ("Retries: 5", "Retries: 3")) -> tuple[str, str]:
+    """``agent_then_main``, then the reviewer's merge of agent-y on main folds the agent's memory
+    into main's, synced: (the agent's id, main's)."""
+    folded, kept = agent_then_main(invoke_cli, agent, a, reviewer, texts)
+    merged = invoke_cli("--kb", reviewer, "merge", "origin/agent-y", check=True)
+    assert merged.stdout.endswith(f"  merged (same topic key): {folded} into {kept}\n")
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    return folded, kept
