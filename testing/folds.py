@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .cli import CliRunner, json_of
-from .repos import git
+from .repos import git, unlike
 
 TOPIC = ("--title", "Retry budget", "--type", "decision", "--project", "api", "--topic-key", "decision/retry-budget")
 
@@ -44,4 +44,15 @@ def reviewer_folded(invoke_cli: CliRunner, agent: Path, a: Path, reviewer: Path,
     merged = invoke_cli("--kb", reviewer, "merge", "origin/agent-y", check=True)
     assert merged.stdout.endswith(f"  merged (same topic key): {folded} into {kept}\n")
     invoke_cli("--kb", reviewer, "sync", check=True)
+    return folded, kept
+
+
+def main_then_agent(invoke_cli: CliRunner, a: Path, b: Path, c: Path) -> tuple[str, str]:
+    """``a`` saves ``TOPIC`` on main and syncs, then ``b`` saves it on agent-y and pushes that, and
+    ``c`` switches to agent-y too; nothing is folded yet: (agent-y's id, main's)."""
+    kept = saved_id(invoke_cli, a, unlike("main"), *TOPIC)
+    invoke_cli("--kb", a, "sync", check=True)
+    folded = agent_saves(invoke_cli, b, unlike("agent"), *TOPIC)
+    git(c, "fetch", "-q")
+    git(c, "switch", "-q", "agent-y")
     return folded, kept

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from testing import CliRunner, git, in_process_runner, in_the_kb, json_of, make_team, unlike
-from testing.folds import TOPIC, reviewer_folded, saved_id
+from testing.folds import TOPIC, main_then_agent, reviewer_folded, saved_id
 
 
 @pytest.fixture
@@ -159,13 +159,7 @@ def test_an_edit_of_the_folded_memory_follows_main_renaming_the_memory_kept(
 def _folded_on_agent_y(invoke_cli: CliRunner, a: Path, b: Path, c: Path) -> tuple[str, str]:
     """main's save of the key synced, agent-y's (b's) saved later, c on agent-y too; b's merge of
     origin/main folds agent-y's into main's, not yet pushed: (agent-y's id, main's)."""
-    kept = saved_id(invoke_cli, a, unlike("main"), *TOPIC)
-    invoke_cli("--kb", a, "sync", check=True)
-    git(b, "switch", "-q", "-c", "agent-y")
-    folded = saved_id(invoke_cli, b, unlike("agent"), *TOPIC)
-    git(b, "push", "-q", "-u", "origin", "agent-y")
-    git(c, "fetch", "-q")
-    git(c, "switch", "-q", "agent-y")
+    folded, kept = main_then_agent(invoke_cli, a, b, c)
     git(b, "fetch", "-q")
     invoke_cli("--kb", b, "merge", "origin/main", check=True)
     return folded, kept

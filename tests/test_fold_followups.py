@@ -13,7 +13,7 @@ import slayer_kb.kb as kb_module
 from slayer_kb.core.memory import utc_time
 from slayer_kb.ops import observations
 from testing import CliRunner, git, in_process_runner, in_the_kb, json_of, make_catalog_kb, make_team, unlike
-from testing.folds import TOPIC, reviewer_folded, saved_id
+from testing.folds import TOPIC, main_then_agent, reviewer_folded, saved_id
 
 
 @pytest.fixture
@@ -212,13 +212,7 @@ def test_a_sync_merging_its_upstream_reads_an_edit_through_its_own_fold(tmp_path
     # 1 on agent-y meanwhile and synced. b's sync merges (its branch holds a merge): it stopped
     # on c's edit against b's forget, the steps keeping the key twice.
     _bare, (a, b, c) = make_team(tmp_path, clones=3)
-    kept = saved_id(invoke_cli, a, unlike("main"), *TOPIC)
-    invoke_cli("--kb", a, "sync", check=True)
-    git(b, "switch", "-q", "-c", "agent-y")
-    folded = saved_id(invoke_cli, b, unlike("agent"), *TOPIC)
-    git(b, "push", "-q", "-u", "origin", "agent-y")
-    git(c, "fetch", "-q")
-    git(c, "switch", "-q", "agent-y")
+    folded, kept = main_then_agent(invoke_cli, a, b, c)
     git(b, "fetch", "-q")
     merged = invoke_cli("--kb", b, "merge", "origin/main", check=True)
     assert merged.stdout.endswith(f"  merged (same topic key): {folded} into {kept}\n")
@@ -284,13 +278,7 @@ def test_a_sync_rebasing_a_change_onto_a_fold_of_the_memory_reads_it_through_the
     # origin/main' and synced: c's sync dropped the edit, saying the memory was 'forgotten on
     # origin', and said nothing of the forget, which left main's memory in place.
     _bare, (a, b, c) = make_team(tmp_path, clones=3)
-    kept = saved_id(invoke_cli, a, unlike("main"), *TOPIC)
-    invoke_cli("--kb", a, "sync", check=True)
-    git(b, "switch", "-q", "-c", "agent-y")
-    folded = saved_id(invoke_cli, b, unlike("agent"), *TOPIC)
-    git(b, "push", "-q", "-u", "origin", "agent-y")
-    git(c, "fetch", "-q")
-    git(c, "switch", "-q", "agent-y")
+    folded, kept = main_then_agent(invoke_cli, a, b, c)
     invoke_cli("--kb", c, change, folded, *(["--learning", unlike("outage")] if change == "update" else []), check=True)
     git(b, "fetch", "-q")
     invoke_cli("--kb", b, "merge", "origin/main", check=True)
