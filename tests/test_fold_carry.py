@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from testing import CliRunner, git, in_process_runner, in_the_kb, json_of, make_team, unlike
-from testing.folds import TOPIC, main_then_agent, reviewer_folded, saved_id
+from testing.folds import TOPIC, agent_saves, main_then_agent, reviewer_folded, saved_id
 
 
 @pytest.fixture
@@ -217,6 +217,20 @@ def test_an_offline_reviewer_on_a_trunk_team_keeps_the_default_branchs_memory(
     git(a, "fetch", "-q")
     git(a, "remote", "set-url", "origin", str(tmp_path / "unreachable.git"))
     merged = invoke_cli("--kb", a, "merge", "origin/agent-y", check=True)
+    assert merged.stdout.endswith(f"  merged (same topic key): {folded} into {kept}\n")
+
+
+def test_an_offline_agent_taking_main_in_keeps_mains_memory(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # With no origin/HEAD and the remote out of reach, the agent's upstream (origin/agent-y) was
+    # read as the default branch before origin/main: main's 101 was folded into the agent's 1.
+    _bare, (agent, a) = make_team(tmp_path, clones=2)
+    git(agent, "remote", "set-head", "origin", "-d")
+    folded = agent_saves(invoke_cli, agent, unlike("agent"), *TOPIC)
+    kept = saved_id(invoke_cli, a, unlike("main"), *TOPIC)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(agent, "fetch", "-q")
+    git(agent, "remote", "set-url", "origin", str(tmp_path / "unreachable.git"))
+    merged = invoke_cli("--kb", agent, "merge", "origin/main", check=True)
     assert merged.stdout.endswith(f"  merged (same topic key): {folded} into {kept}\n")
 
 

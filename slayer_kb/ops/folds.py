@@ -10,7 +10,8 @@ saves). The caller records the moves (``store/moves.py``).
 Which of the two memories keeps its id, in ``sync``, ``slayer-kb rebase`` and ``slayer-kb merge``
 alike, whichever way round it is run: the one the team holds (``Standing``). A memory on the
 remote's default branch (as the remote names it, else ``origin/HEAD``, else ``origin/main`` or
-``origin/master``: the clone that made the team has no ``origin/HEAD``) is kept before one that is
+``origin/master``: the clone that made the team has no ``origin/HEAD``; offline with none of
+those, the branch's upstream, a team's ``trunk``) is kept before one that is
 not, then one pushed to any branch of the remote before one that is not, then the one saved first
 (``created_at``); the other side (the upstream, the branch merged) wins a tie. A sync's own
 memories are on no branch of the remote yet, so it keeps the upstream's, as before; a memory
@@ -63,18 +64,19 @@ class Standing:
         """The commit of the remote's default branch ('' when none): as the remote names it now
         (asked once, bounded), else as this clone knows it (``origin/HEAD`` is stale once the
         remote's default changed, and the clone that made the team, ``git remote add`` and a push,
-        has none), else the branch's upstream, else ``main`` or ``master``. Asked only when both
+        has none), else ``main`` or ``master``, else the branch's upstream. Asked only when both
         memories are on the remote: a sync's own saves are not."""
         if not self.remote:
             return ""
         said = claims.network(self.store, "ls-remote", "--symref", self.remote, "HEAD")
         told = default_branch(said.stdout.decode("utf-8", "replace")) if said is not None and said.returncode == 0 else ""
-        # Offline, with no origin/HEAD: the branch's upstream (a team's ``trunk``) before the usual names.
-        upstream = self.store.git("rev-parse", "-q", "--symbolic-full-name", "@{upstream}", check=False).stdout.decode().strip()
-        refs = [f"refs/remotes/{self.remote}/{name}" for name in (told, "HEAD") if name]
-        refs += [upstream] if upstream.startswith(f"refs/remotes/{self.remote}/") else []
-        return next((tip for ref in [*refs, *(f"refs/remotes/{self.remote}/{name}" for name in ("main", "master"))]
-                     if (tip := self.store.tip(ref))), "")
+        named = (f"refs/remotes/{self.remote}/{name}" for name in (told, "HEAD", "main", "master") if name)
+        if tip := next((tip for ref in named if (tip := self.store.tip(ref))), ""):
+            return tip
+        # Offline, with no origin/HEAD, main or master: the branch's upstream (a team's ``trunk``),
+        # last: on an agent's branch it is the agent's own, which must not outrank main.
+        upstream = _upstream_ref(self.store)
+        return self.store.tip(upstream) or "" if upstream.startswith(f"refs/remotes/{self.remote}/") else ""
 
     def keeps_mine(self, mine: Memory, theirs: Memory) -> bool:
         """Whether ``mine`` (this branch's) is kept and ``theirs`` (the branch merged's) folded into it."""
@@ -379,10 +381,15 @@ def own_moves(store: GitStore, others: str | list[str], moves: dict[str, str]) -
         head, *names = entry.strip("\n").split("\n")
         for name in names:
             adds.setdefault(name, head.split())
-    upstream = store.git("rev-parse", "-q", "--symbolic-full-name", "@{upstream}", check=False).stdout.decode().strip()
+    mine = {_upstream_ref(store)} | _symbolic(store)
     return {old: new for old, new in moves.items() if (add := adds.get(paths[old])) is not None and len(add) == 2
             and not (set(store.git("for-each-ref", "--contains", add[0], "--format=%(refname)",
-                                   "refs/remotes/").stdout.decode().split()) - {upstream} - _symbolic(store))}
+                                   "refs/remotes/").stdout.decode().split()) - mine)}
+
+
+def _upstream_ref(store: GitStore) -> str:
+    """The full name of the branch's upstream (``refs/remotes/origin/agent-y``), '' for none."""
+    return store.git("rev-parse", "-q", "--symbolic-full-name", "@{upstream}", check=False).stdout.decode().strip()
 
 
 def _symbolic(store: GitStore) -> set[str]:
