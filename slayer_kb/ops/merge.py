@@ -260,6 +260,7 @@ def _follow_folds(store: GitStore, parted: str, tips: tuple[str, str], ref: str,
     lines: list[str] = []
     held: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {}  # each path held: its stages 2 and 3, their labels
     paths: dict[str, str] = {}
+    found: dict[str, dict[str, str]] = {}
     objects = store.objects
     folds = [folded_to(store, parted, tip) for tip in tips]
     for folding in (0, 1):
@@ -303,12 +304,14 @@ def _follow_folds(store: GitStore, parted: str, tips: tuple[str, str], ref: str,
                 held[paths[new]] = (sides, labels if folding == 0 else (
                     f"this branch: {old}, which {named} merged into {new}", f"{ref}: {new}"))
             change = "forgot" if forgot else "renamed" if old in renamed else "edited"
-            followed[old] = {"kept": new, "change": change, "folded_on": named,
-                             **({"renamed": renamed[old]} if change == "renamed" else {})}
+            found[old] = {"kept": new, "change": change, "folded_on": named,
+                          **({"renamed": renamed[old]} if change == "renamed" else {})}
     if not lines:
         return False
+    # ``followed`` may hold an earlier attempt's (a sync's retry): only this call's files are touched.
+    followed.update(found)
     store.git_writing_index("update-index", "--index-info", input="".join(lines).encode())
-    for old, f in followed.items():
+    for old, f in found.items():
         (store.top / paths[old]).unlink(missing_ok=True)  # git's conflict left the edit there
         renamed_path = [paths[f["renamed"]]] if "renamed" in f else []
         if paths[f["kept"]] in held:
