@@ -1,6 +1,7 @@
 """Inputs a search dropped or misread unsaid: a blank ``-e ''`` was not named, UTF-16 on standard
 input (a NUL after each letter) made one symbol that found nothing, with no warning, and a link
-``memory:3`` in a markdown link or before a Chinese full stop was taken with what follows it."""
+``memory:3`` in a markdown link or before Chinese punctuation was taken with what follows it (up to
+the next blank, which Chinese text does not have), and one after a Chinese word was not read."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ def test_utf16_on_standard_input_is_refused(example_kb_read_only: KnowledgeBase,
 
 def test_a_link_is_read_without_what_follows_it(example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner) -> None:
     root = example_kb_read_only.root
-    for question in ("[memory:3](x)", "see [memory:3](https://kb/3) first", "memory:3。", "（memory:3）"):
+    for question in ("[memory:3](x)", "see [memory:3](https://kb/3) first", "memory:3。", "（memory:3）",
+                     "memory:3。然后呢", "请看memory:3。", "memory:3：退货", "memory:3、memory:3"):
         data = json_of(invoke_cli("--kb", root, "--json", "search", question, check=True))
         assert (data["memories"][0]["id"], data["warnings"]) == ("3", []), question
         assert NAMED in data["notes"], question

@@ -64,7 +64,7 @@ def _hits_text(title: str, hits: list[Hit], width: int) -> list[str]:
     "--limit", "--max-results", "limit", type=click.IntRange(min=1), default=10, show_default=True,
     help="At most this many memories, and as many example queries and catalog entities.",
 )
-@click.option("--all", "all_words", is_flag=True, help="Only memories holding every word of QUESTION, ranked by words alone.")
+@click.option("--all", "all_words", is_flag=True, help="Only memories holding every word of QUESTION, ranked by their words and entity tags.")
 @click.option("--any", "any_word", is_flag=True,
               help="Memories holding any word of QUESTION, fused with meaning and entities (the default).")
 @click.option("--full", is_flag=True, help="Include each memory's whole learning.")
@@ -94,7 +94,7 @@ def search_cmd(
     SLayer's search does; 'slayer-kb list' lists without the warning. A question is at most
     64 KB (65,536 bytes; a longer one is refused, never cut: ask with the words that matter);
     one over about 4 KB (1,024 word pieces) is matched by meaning through the static vectors,
-    every word of it, not the sentence model, and a note says so.
+    every word of it, not the sentence model, and a note in --json says so.
 
     \b
     Examples:

@@ -49,8 +49,13 @@ _ALONE = re.compile(r"\s*[`'\"]?([A-Za-z_][A-Za-z0-9_]*)[`'\"]?\s*\??\s*")
 # A memory named in the question as a link names it (memory:12, memory:kb.paid-revenue), also
 # in brackets or quotes; the punctuation after it (memory:12.) is the sentence's, not the id's,
 # unless a memory's id has it (``_link_named``).
-_MEMORY_LINK = re.compile(rf"(?<![^\s(\[\"'`（「『【]){MEMORY_LINK}[^\s:]+")
+# Chinese and Japanese put no blank around a link (请看memory:1。然后): only a letter, digit or
+# a name's punctuation before it makes it part of another word.
+_MEMORY_LINK = re.compile(rf"(?<![A-Za-z0-9_.\-/:]){MEMORY_LINK}[^\s:]+")
 _AFTER_LINK = ".,;:!?)]'\"`。，、！？；：）」』】"
+# Where a link's id ends inside what follows it: a markdown link's target, or a CJK punctuation
+# mark (no id holds one, unless a memory's does: ``_link_named``).
+_LINK_END = re.compile(r"\]\(|[。，、！？；：）」』】]")
 # A bare name with more readings than this (created_at, status: a column of most models) says
 # too little to search by its links; a note asks for the model.
 MAX_READINGS = 3
@@ -73,7 +78,7 @@ def search(
     """Memories, example queries and catalog entities for a question, entities and/or a query,
     ranked by words, meaning and entities fused (search/); ``KnowledgeBase.search``. ``limit``
     caps each bucket. ``match``: "fused" (default); "all-first", memories holding every word of
-    the question first; "all", only those, ranked by words alone."""
+    the question first; "all", only those, ranked by their words and entity tags."""
     if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
         raise InvalidInputError("max_results / --limit must be a whole number of at least 1.")
     if match not in channels.MATCHES:
@@ -251,7 +256,7 @@ def _link_named(kb: Context, link: str) -> str:
     """``memory:<id>`` as the question means it: without the punctuation after it (and a markdown
     link's target, ``[memory:3](url)``), unless a memory's id ends so."""
     memory_id = link.removeprefix(MEMORY_LINK)
-    bare = memory_id.split("](", 1)[0].rstrip(_AFTER_LINK)
+    bare = _LINK_END.split(memory_id, maxsplit=1)[0].rstrip(_AFTER_LINK)
     if not bare or bare == memory_id:
         return link
     with contextlib.suppress(KBError):
