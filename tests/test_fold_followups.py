@@ -207,6 +207,25 @@ def test_a_plain_git_merge_of_one_topic_key_is_folded_by_the_sync_that_pushes_it
         f"Error: No memory with id '{folded}'. It was merged into '{kept}' in commit ")
 
 
+def test_a_plain_git_merge_of_main_over_an_unpushed_save_of_the_key_is_folded_by_sync(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # Both saves were on top of origin/agent-y, each skipped as the other's holder: sync refused,
+    # "topic_key 'decision/retry-budget' in project 'api' is held by 2 memories (1, 101)".
+    _bare, (agent, a) = make_team(tmp_path, clones=2)
+    git(agent, "switch", "-q", "-c", "agent-y")
+    git(agent, "push", "-q", "-u", "origin", "agent-y")
+    folded = saved_id(invoke_cli, agent, unlike("agent"), *TOPIC)
+    kept = saved_id(invoke_cli, a, unlike("main"), *TOPIC)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(agent, "fetch", "-q")
+    git(agent, "merge", "-q", "--no-edit", "-X", "ours", "origin/main")
+    synced = invoke_cli("--kb", agent, "sync", check=True)
+    assert synced.stdout.endswith(f"\n  merged (same topic key): {folded} into {kept}\n"), synced.stdout
+    assert git(agent, "log", "-1", "--format=%s", "origin/agent-y") == (
+        f"memory: merge {folded} into {kept} (topic decision/retry-budget)\n")
+    assert sorted(p.name for p in (agent / "memories").iterdir()) == [f"{kept}.yaml"]
+
+
 def test_a_sync_merging_its_upstream_reads_an_edit_through_its_own_fold(tmp_path: Path, invoke_cli: CliRunner) -> None:
     # b folded agent-y's 1 into main's 101 by 'slayer-kb merge origin/main' on agent-y; c edited
     # 1 on agent-y meanwhile and synced. b's sync merges (its branch holds a merge): it stopped

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ..core.locate import memory_path
 from ..core.results import SyncResult
 from ..store.repo import GitStore
 from ..transaction import Transaction
@@ -33,5 +34,15 @@ def finish_merge_by_hand(kb: Context, store: GitStore, tx: Transaction, upstream
         strip_gone(kb, store, tx, parted, (f"{merge}^2", f"{merge}^1"), result.unlinked, result.cascaded,
                    result.relinked, result.relinked_merged)
     added = [memory_id for memory_id, status in on_top(store, upstream).items() if status == "A"]
-    fold_topic_keys(kb, tx, added, result.merged, catch_up, standing)
+    # Both sides' new memories are on top of the upstream where this side's are not pushed yet:
+    # one side's folded only with the other's (or with one the upstream holds).
+    brought = _added(store, parted, f"{merge}^2", added) if parted else set()
+    fold_topic_keys(kb, tx, added, result.merged, catch_up, standing, brought)
     return store.git("rev-parse", f"{merge}^2").stdout.decode().strip()
+
+
+def _added(store: GitStore, parted: str, side: str, ids: list[str]) -> set[str]:
+    """Those of ``ids`` that ``side`` added since ``parted`` (no memory read)."""
+    paths = {memory_id: store.repo_path(memory_path(memory_id)) for memory_id in ids}
+    was, now = (store.objects.blobs_at(store.objects.tree_of(rev), paths.values()) for rev in (parted, side))
+    return {memory_id for memory_id, path in paths.items() if was[path] is None and now[path] is not None}

@@ -98,22 +98,26 @@ class Standing:
 
 
 def fold_topic_keys(kb: Context, tx: Transaction, ours: list[str], merged: dict[str, str],
-                    catch_up: Callable[[], None], standing: Standing | None = None) -> bool:
+                    catch_up: Callable[[], None], standing: Standing | None = None, brought: set[str] | None = None) -> bool:
     """Fold each of ``ours`` (the memories this branch adds) whose topic key another memory
     holds into the oldest such memory, or that memory into it where ``standing`` keeps this
     branch's (None: never); True when it made the commit, the moves added to ``merged``.
+    ``brought``: those of ``ours`` a merge's other side brought (a sync after a plain ``git
+    merge``), each folded with one not among them, the rest with one not among the rest.
     ``catch_up`` brings the index, which finds a key's holders, up to date: called only for a
     memory that has a key."""
+    brought = brought or set()
     folds: dict[str, Memory] = {}
     changes: list[Change] = []
     for memory_id in ours:
         with contextlib.suppress(KBError):
             mine = kb.read(memory_id)
-            if not mine.topic_key or mine.is_deleted:
-                continue
+            if not mine.topic_key or mine.is_deleted or memory_id in folds or any(m.id == memory_id for m in folds.values()):
+                continue  # folded already, with one of the other side's
             catch_up()
+            side = brought if memory_id in brought else set(ours) - brought
             theirs = [m for m in tx.live(topic_key=mine.topic_key, project=mine.project, scope=mine.scope)
-                      if m.id != memory_id and m.id not in ours]
+                      if m.id != memory_id and m.id not in side]
             if not theirs:
                 continue
             keeper = min(theirs, key=lambda m: time_order(m.created_at))
