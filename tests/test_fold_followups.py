@@ -244,6 +244,25 @@ def test_a_sync_merging_its_upstream_reads_an_edit_through_its_own_fold(tmp_path
     assert not (b / "memories" / f"{folded}.yaml").exists()
 
 
+def test_a_sync_merging_its_upstream_stops_on_two_edits_through_its_fold_naming_the_fold(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # b folded agent-y's 1 into main's 101 and edited 101; c edited 1 on agent-y. b's sync (a
+    # merge) stopped saying only "both edited memories/101.yaml", a file agent-y never held.
+    _bare, (a, b, c) = make_team(tmp_path, clones=3)
+    folded, kept = main_then_agent(invoke_cli, a, b, c)
+    git(b, "fetch", "-q")
+    invoke_cli("--kb", b, "merge", "origin/main", check=True)
+    invoke_cli("--kb", b, "update", kept, "--learning", unlike("reviewed"), check=True)
+    invoke_cli("--kb", c, "update", folded, "--learning", unlike("outage"), check=True)
+    invoke_cli("--kb", c, "sync", check=True)
+    head = git(b, "rev-parse", "HEAD")
+    stopped = invoke_cli("--kb", b, "sync")
+    assert stopped.stderr.endswith(
+        f"; slayer-kb validate; git commit --no-edit; slayer-kb sync. origin/agent-y edited {folded}, which this branch "
+        f"had merged into {kept}: its edit is held at memories/{kept}.yaml as an edit of {kept}.\n"), stopped.stderr
+    assert (git(b, "rev-parse", "HEAD"), git(b, "status", "--short")) == (head, "")
+
+
 def test_two_edits_of_one_line_through_a_fold_stop_naming_the_fold(tmp_path: Path, invoke_cli: CliRunner) -> None:
     # One save made alike on both sides, folded on main; both edit its text since. The stop said
     # only of the kept memory that agent-y 'edited' it, which agent-y never held.
