@@ -37,6 +37,10 @@ def finish_merge_by_hand(kb: Context, store: GitStore, tx: Transaction, upstream
     # Both sides' new memories are on top of the upstream where this side's are not pushed yet:
     # one side's folded only with the other's (or with one the upstream holds).
     brought = _added(store, parted, f"{merge}^2", added) if parted else set()
+    if brought and all(i in added for i, status in on_top(store, parted, f"{merge}^1").items() if status == "A"):
+        # This side's new memories are all among ``added``: one brought pairs only with one of
+        # them, found from this side's; the other side's (all of main's new, say) not read.
+        added, brought = [i for i in added if i not in brought], set()
     fold_topic_keys(kb, tx, added, result.merged, catch_up, standing, brought)
     return store.git("rev-parse", f"{merge}^2").stdout.decode().strip()
 
