@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..core.locate import memory_path
 from ..core.results import SyncResult
 from ..store.repo import GitStore
 from ..transaction import Transaction
@@ -33,11 +32,11 @@ def finish_merge_by_hand(kb: Context, store: GitStore, tx: Transaction, upstream
     if parted:
         strip_gone(kb, store, tx, parted, (f"{merge}^2", f"{merge}^1"), result.unlinked, result.cascaded,
                    result.relinked, result.relinked_merged)
-    added = [memory_id for memory_id, status in on_top(store, upstream).items() if status == "A"]
+    added = _new(store, upstream, "HEAD")
     # Both sides' new memories are on top of the upstream where this side's are not pushed yet:
     # one side's folded only with the other's (or with one the upstream holds).
-    brought = _added(store, parted, f"{merge}^2", added) if parted else set()
-    if brought and all(i in added for i, status in on_top(store, parted, f"{merge}^1").items() if status == "A"):
+    brought = {i for i in _new(store, parted, f"{merge}^2") if i in added} if parted else set()
+    if brought and all(i in added for i in _new(store, parted, f"{merge}^1")):
         # This side's new memories are all among ``added``: one brought pairs only with one of
         # them, found from this side's; the other side's (all of main's new, say) not read.
         added, brought = [i for i in added if i not in brought], set()
@@ -45,8 +44,7 @@ def finish_merge_by_hand(kb: Context, store: GitStore, tx: Transaction, upstream
     return store.git("rev-parse", f"{merge}^2").stdout.decode().strip()
 
 
-def _added(store: GitStore, parted: str, side: str, ids: list[str]) -> set[str]:
-    """Those of ``ids`` that ``side`` added since ``parted`` (no memory read)."""
-    paths = {memory_id: store.repo_path(memory_path(memory_id)) for memory_id in ids}
-    was, now = (store.objects.blobs_at(store.objects.tree_of(rev), paths.values()) for rev in (parted, side))
-    return {memory_id for memory_id, path in paths.items() if was[path] is None and now[path] is not None}
+
+def _new(store: GitStore, parted: str, side: str) -> list[str]:
+    """The memories ``side`` adds on top of ``parted`` (names only: none read)."""
+    return [memory_id for memory_id, status in on_top(store, parted, side).items() if status == "A"]
