@@ -191,8 +191,14 @@ def test_a_sync_rebasing_an_edit_of_a_field_the_memory_kept_changed_drops_it_and
     if when == "later":  # later than the fold's commit, as a forget and an edit are weighed
         time.sleep(1.1)
     invoke_cli("--kb", c, "update", folded, "--learning", unlike("outage"), check=True)
+    edit = git(c, "rev-parse", "HEAD").strip()
     synced = invoke_cli("--kb", c, "sync", check=True)
-    assert synced.stdout.endswith(f"the change dropped (git reflog holds it): {folded}\n"), synced.stdout
+    # It said "forgotten on origin after this clone changed it, the change dropped (git reflog
+    # holds it)", though origin merged it into 101, and listed it under "merged both sides of".
+    assert synced.stdout.splitlines()[1:] == [
+        f"  kept {kept}: this branch edited {folded}, which origin/agent-y had merged into {kept}, in a field "
+        f"{kept} holds another way: the edit dropped; to see it: git show {edit[:12]}:memories/{folded}.yaml"]
+    assert unlike("outage") in git(c, "show", f"{edit[:12]}:memories/{folded}.yaml")
     assert _shown(invoke_cli, c, kept)["learning"] == unlike("reviewed")
     assert sorted(p.name for p in (c / "memories").iterdir()) == [f"{kept}.yaml"]
 

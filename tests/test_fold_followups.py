@@ -207,6 +207,25 @@ def test_a_plain_git_merge_of_one_topic_key_is_folded_by_the_sync_that_pushes_it
         f"Error: No memory with id '{folded}'. It was merged into '{kept}' in commit ")
 
 
+def test_a_plain_git_merge_of_main_over_an_unpushed_save_of_the_key_is_folded_by_sync(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # Both saves were on top of origin/agent-y, each skipped as the other's holder: sync refused,
+    # "topic_key 'decision/retry-budget' in project 'api' is held by 2 memories (1, 101)".
+    _bare, (agent, a) = make_team(tmp_path, clones=2)
+    git(agent, "switch", "-q", "-c", "agent-y")
+    git(agent, "push", "-q", "-u", "origin", "agent-y")
+    folded = saved_id(invoke_cli, agent, unlike("agent"), *TOPIC)
+    kept = saved_id(invoke_cli, a, unlike("main"), *TOPIC)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(agent, "fetch", "-q")
+    git(agent, "merge", "-q", "--no-edit", "-X", "ours", "origin/main")
+    synced = invoke_cli("--kb", agent, "sync", check=True)
+    assert synced.stdout.endswith(f"\n  merged (same topic key): {folded} into {kept}\n"), synced.stdout
+    assert git(agent, "log", "-1", "--format=%s", "origin/agent-y") == (
+        f"memory: merge {folded} into {kept} (topic decision/retry-budget)\n")
+    assert sorted(p.name for p in (agent / "memories").iterdir()) == [f"{kept}.yaml"]
+
+
 def test_a_sync_merging_its_upstream_reads_an_edit_through_its_own_fold(tmp_path: Path, invoke_cli: CliRunner) -> None:
     # b folded agent-y's 1 into main's 101 by 'slayer-kb merge origin/main' on agent-y; c edited
     # 1 on agent-y meanwhile and synced. b's sync merges (its branch holds a merge): it stopped
@@ -223,6 +242,25 @@ def test_a_sync_merging_its_upstream_reads_an_edit_through_its_own_fold(tmp_path
                                   f"{kept}: the edit went to {kept}\n"), synced.stdout
     assert json_of(invoke_cli("--kb", b, "--json", "get", kept, check=True))["learning"] == unlike("outage")
     assert not (b / "memories" / f"{folded}.yaml").exists()
+
+
+def test_a_sync_merging_its_upstream_stops_on_two_edits_through_its_fold_naming_the_fold(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # b folded agent-y's 1 into main's 101 and edited 101; c edited 1 on agent-y. b's sync (a
+    # merge) stopped saying only "both edited memories/101.yaml", a file agent-y never held.
+    _bare, (a, b, c) = make_team(tmp_path, clones=3)
+    folded, kept = main_then_agent(invoke_cli, a, b, c)
+    git(b, "fetch", "-q")
+    invoke_cli("--kb", b, "merge", "origin/main", check=True)
+    invoke_cli("--kb", b, "update", kept, "--learning", unlike("reviewed"), check=True)
+    invoke_cli("--kb", c, "update", folded, "--learning", unlike("outage"), check=True)
+    invoke_cli("--kb", c, "sync", check=True)
+    head = git(b, "rev-parse", "HEAD")
+    stopped = invoke_cli("--kb", b, "sync")
+    assert stopped.stderr.endswith(
+        f"; slayer-kb validate; git commit --no-edit; slayer-kb sync. origin/agent-y edited {folded}, which this branch "
+        f"had merged into {kept}: its edit is held at memories/{kept}.yaml as an edit of {kept}.\n"), stopped.stderr
+    assert (git(b, "rev-parse", "HEAD"), git(b, "status", "--short")) == (head, "")
 
 
 def test_two_edits_of_one_line_through_a_fold_stop_naming_the_fold(tmp_path: Path, invoke_cli: CliRunner) -> None:

@@ -415,7 +415,8 @@ class MergeResult:
     cascaded: dict[str, list[str]] = field(default_factory=dict)  # memory -> deleted entities stripped (unlinks.py)
     relinked: dict[str, dict[str, str]] = field(default_factory=dict)  # memory -> {renamed id: new id} (unlinks.py)
     relinked_merged: dict[str, dict[str, str]] = field(default_factory=dict)  # memory -> {folded id: id kept} (unlinks.py)
-    # A memory this branch folded away that REF forgot or edited since: {its id: {kept, change}} (merge._follow_folds).
+    # A memory one side folded into another that the other side forgot, edited or renamed since (merge._follow_folds):
+    # {its id: {kept, change, renamed (the new id, for renamed), folded_on (REF or 'this branch')}}.
     followed: dict[str, dict[str, str]] = field(default_factory=dict)
     # What sync's revalidation would say of the branch's memories on top of REF (revalidation.py):
     # the problems it refuses to push, and the stale and untouched invalid example queries it lets through.
@@ -482,7 +483,9 @@ class SyncResult:
     cascaded: dict[str, list[str]] = field(default_factory=dict)  # memory -> deleted entities stripped (unlinks.py)
     relinked: dict[str, dict[str, str]] = field(default_factory=dict)  # memory -> {renamed id: new id} (unlinks.py)
     relinked_merged: dict[str, dict[str, str]] = field(default_factory=dict)  # memory -> {folded id: id kept} (unlinks.py)
-    # A memory this branch folded away that the upstream forgot, edited or renamed since (merge._follow_folds).
+    # A memory one side folded into another that the other side forgot, edited or renamed since, as MergeResult's:
+    # merging, merge._follow_folds; rebasing, the upstream folded it and this branch changed it (folds.carry_dropped,
+    # forgotten_folded), change 'dropped' for an edit of a field the memory kept holds another way (edit: its git show).
     followed: dict[str, dict[str, str]] = field(default_factory=dict)
     # Memories pushed whose example query names what the catalog no longer has (sync's revalidation).
     stale_queries: list[str] = field(default_factory=list)

@@ -32,6 +32,19 @@ def finish_merge_by_hand(kb: Context, store: GitStore, tx: Transaction, upstream
     if parted:
         strip_gone(kb, store, tx, parted, (f"{merge}^2", f"{merge}^1"), result.unlinked, result.cascaded,
                    result.relinked, result.relinked_merged)
-    added = [memory_id for memory_id, status in on_top(store, upstream).items() if status == "A"]
-    fold_topic_keys(kb, tx, added, result.merged, catch_up, standing)
+    added = _new(store, upstream, "HEAD")
+    # Both sides' new memories are on top of the upstream where this side's are not pushed yet:
+    # one side's folded only with the other's (or with one the upstream holds).
+    brought = {i for i in _new(store, parted, f"{merge}^2") if i in added} if parted else set()
+    if brought and all(i in added for i in _new(store, parted, f"{merge}^1")):
+        # This side's new memories are all among ``added``: one brought pairs only with one of
+        # them, found from this side's; the other side's (all of main's new, say) not read.
+        added, brought = [i for i in added if i not in brought], set()
+    fold_topic_keys(kb, tx, added, result.merged, catch_up, standing, brought)
     return store.git("rev-parse", f"{merge}^2").stdout.decode().strip()
+
+
+
+def _new(store: GitStore, parted: str, side: str) -> list[str]:
+    """The memories ``side`` adds on top of ``parted`` (names only: none read)."""
+    return [memory_id for memory_id, status in on_top(store, parted, side).items() if status == "A"]

@@ -98,22 +98,26 @@ class Standing:
 
 
 def fold_topic_keys(kb: Context, tx: Transaction, ours: list[str], merged: dict[str, str],
-                    catch_up: Callable[[], None], standing: Standing | None = None) -> bool:
+                    catch_up: Callable[[], None], standing: Standing | None = None, brought: set[str] | None = None) -> bool:
     """Fold each of ``ours`` (the memories this branch adds) whose topic key another memory
     holds into the oldest such memory, or that memory into it where ``standing`` keeps this
     branch's (None: never); True when it made the commit, the moves added to ``merged``.
+    ``brought``: those of ``ours`` a merge's other side brought (a sync after a plain ``git
+    merge``), each folded with one not among them, the rest with one not among the rest.
     ``catch_up`` brings the index, which finds a key's holders, up to date: called only for a
     memory that has a key."""
+    brought = brought or set()
     folds: dict[str, Memory] = {}
     changes: list[Change] = []
     for memory_id in ours:
         with contextlib.suppress(KBError):
             mine = kb.read(memory_id)
-            if not mine.topic_key or mine.is_deleted:
-                continue
+            if not mine.topic_key or mine.is_deleted or memory_id in folds or any(m.id == memory_id for m in folds.values()):
+                continue  # folded already, with one of the other side's
             catch_up()
+            side = brought if memory_id in brought else set(ours) - brought
             theirs = [m for m in tx.live(topic_key=mine.topic_key, project=mine.project, scope=mine.scope)
-                      if m.id != memory_id and m.id not in ours]
+                      if m.id != memory_id and m.id not in side]
             if not theirs:
                 continue
             keeper = min(theirs, key=lambda m: time_order(m.created_at))
@@ -265,9 +269,10 @@ def carry_dropped(store: GitStore, tx: Transaction, parted: str, upstream: tuple
     upstream folded into another memory (``folded_to``): no forget, so the edit is carried
     onto the memory kept, field by field from the folded one's version at ``parted``
     (``mergedriver.carried``), and a held one's file goes, in one commit, ``followed`` given each
-    as ``merge._follow_folds`` gives it (a soft forget as a forget: the memory kept stays). The
-    rest of ``dropped``, and those folded whose edit changed a field the memory kept holds another
-    way (a held one's file gone too: the fold stands), are returned, for sync to say dropped."""
+    as ``merge._follow_folds`` gives it (a soft forget as a forget: the memory kept stays); one
+    whose edit changed a field the memory kept holds another way is given as ``dropped`` with the
+    ``git show`` of the edit (a held one's file gone too: the fold stands). The rest of
+    ``dropped`` are returned, for sync to say forgotten there."""
     moved = {old: new for old, new in folded_to(store, parted, upstream[0]).items()
              if old in dropped or old in held} if dropped or held else {}
     changes: list[Change] = []
@@ -283,7 +288,10 @@ def carry_dropped(store: GitStore, tx: Transaction, parted: str, upstream: tuple
         carry = mergedriver.carried(store, path, (base, now, edit))
         changes += [Change(memory_path(old), None)] if old in held else []
         if carry is None or carry.kept != carry.edited:
-            lost.append(old)  # a field both changed: the edit dropped, and said so
+            # A field both changed: the edit dropped, said with where git holds it (not as a forget).
+            lost.append(old)
+            followed[old] = {"kept": new, "change": "dropped", "folded_on": upstream[1],
+                             "edit": f"git show {ours[:12]}:{folded}"}
             continue
         followed[old] = {"kept": new, "change": "forgot" if carry.forgot else "edited", "folded_on": upstream[1]}
         if carry.forgot or carry.kept == now:  # the memory kept stays as it is, or holds the edit already
@@ -293,11 +301,11 @@ def carry_dropped(store: GitStore, tx: Transaction, parted: str, upstream: tuple
             kept[new] = loads(data.decode("utf-8"), new)
             changes.append(Change(memory_path(new), data))
     if changes:
-        carried = [old for old in moved if old in followed]
+        carried = [old for old in moved if old in followed and old not in lost]
         tx.commit(changes, f"memory: {'carry' if carried else 'drop'} the edit of {', '.join(carried or lost)} to "
                   f"{', '.join(sorted({moved[old] for old in carried or lost}))}, which {upstream[1]} merged it into",
                   kept)
-    return [memory_id for memory_id in dropped if memory_id not in followed] + [m for m in lost if m not in dropped]
+    return [memory_id for memory_id in dropped if memory_id not in followed]
 
 
 def forgotten_folded(store: GitStore, parted: str, upstream: tuple[str, str], ours: str, both: list[str],

@@ -77,11 +77,7 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
         followed: dict[str, dict[str, str]] = {}
         stopped = merge_in(store, ref, sha, written_on_either(store, (sha, before), bases), bases, followed=followed)
         if stopped is not None:
-            raise ConflictError(merge_conflict_message(store, ref, *stopped, tips=("HEAD", sha)) + "".join(
-                f" {ref if f['folded_on'] == 'this branch' else 'This branch'} {f['change']} {old}, which "
-                f"{f['folded_on']} had merged into {f['kept']}: its edit is held at {memory_path(f['kept'])} as an "
-                f"edit of {f['kept']}." for old, f in followed.items()
-                if store.repo_path(memory_path(f["kept"])) in stopped[0]))
+            raise ConflictError(merge_conflict_message(store, ref, *stopped, tips=("HEAD", sha), followed=followed))
         kb.reread()
         head = store.head()
         assert head is not None
@@ -446,10 +442,13 @@ def _carry_edit(store: GitStore, parted: str, c: Crossing, tips: tuple[str, str]
 
 
 def merge_conflict_message(store: GitStore, ref: str, paths: list[str], held: dict[str, set[int]],
-                           first: tuple[str, ...] = (), *, tips: tuple[str, ...]) -> str:
+                           first: tuple[str, ...] = (), *, tips: tuple[str, ...],
+                           followed: dict[str, dict[str, str]]) -> str:
     """What conflicts on ``paths`` and the steps (``held``: their stages as ``conflict_steps`` reads
     them; ``tips``: both sides' commits): after ``first`` (sync's fetch and the merge's start) when
-    sync put the repository back, else from where the merge stopped."""
+    sync put the repository back, else from where the merge stopped. Then, of ``followed``
+    (``merge_in``'s), each fold whose memory kept is among ``paths``: the edit of the folded id
+    held there (the file names an id the other side never held)."""
     parted = store.git("merge-base", *tips[:2], check=False).stdout.decode().strip()
     # A soft forget's ``Crossing`` the merge resolved: no stop of its own.
     crossed = [c for c in crossings(store, parted, (tips[0], tips[1])) if not c.soft] if parted else []
@@ -464,4 +463,7 @@ def merge_conflict_message(store: GitStore, ref: str, paths: list[str], held: di
              "git commit --no-edit", f"{kb} sync"]
     where = ("the repository is back as it was" if first else
              f"the merge stopped, and {git_command(store.root, 'merge --abort')} would put the branch back as it was")
-    return f"{opening(said)}; {where}. To merge by hand: " + "; ".join(steps) + "."
+    return f"{opening(said)}; {where}. To merge by hand: " + "; ".join(steps) + "." + "".join(
+        f" {ref if f['folded_on'] == 'this branch' else 'This branch'} {f['change']} {old}, which "
+        f"{f['folded_on']} had merged into {f['kept']}: its edit is held at {memory_path(f['kept'])} as an "
+        f"edit of {f['kept']}." for old, f in followed.items() if store.repo_path(memory_path(f["kept"])) in paths)

@@ -120,9 +120,9 @@ def finish_or_put_back(kb: Context, store: GitStore, tx: Transaction, other: str
         raise
 
 
-def on_top(store: GitStore, other: str) -> dict[str, str]:
-    """The memories HEAD adds (``A``) or changes (``M``) on top of ``other``, by id."""
-    out = store.git("diff", "--name-status", "-z", "--no-renames", "--diff-filter=AM", other, "HEAD", "--",
+def on_top(store: GitStore, other: str, head: str = "HEAD") -> dict[str, str]:
+    """The memories ``head`` adds (``A``) or changes (``M``) on top of ``other``, by id."""
+    out = store.git("diff", "--name-status", "-z", "--no-renames", "--diff-filter=AM", other, head, "--",
                     store.repo_path(f"{MEMORIES_DIR}/")).stdout.decode("utf-8", "surrogateescape").split("\0")
     found = {}
     for status, path in zip(out[::2], out[1::2], strict=False):  # the output ends with a NUL

@@ -520,11 +520,10 @@ def _rebase(store: GitStore, remote: str, upstream_branch: str, tips: tuple[str,
 
 def _merge(store: GitStore, remote: str, name: str, tips: tuple[str, str], renumbered: bool,
            written: list[str] | None, bases: list[str], followed: dict[str, dict[str, str]]) -> None:
-    """Merge the upstream (``name``, its tracking ref; ``tips``: it, and it as this clone last
-    fetched it) with the KB's merge driver (``merge.merge_in``,
-    as ``slayer-kb merge``; ``written``: the files either side's commits wrote; ``bases``: where
-    they parted; ``followed``: as ``merge_in``'s); a conflict it
-    leaves aborts the merge and raises, with the steps to merge by hand through ``slayer-kb merge``."""
+    """Merge the upstream (``name``, its tracking ref; ``tips``: it, and it as this clone last fetched
+    it) with the KB's merge driver (``merge.merge_in``, as ``slayer-kb merge``; ``written``: the files
+    either side's commits wrote; ``bases``: where they parted; ``followed``: as ``merge_in``'s); a
+    conflict aborts the merge and raises, the steps and the folds as ``slayer-kb merge`` says them."""
     upstream, known = tips
     stopped = merge_in(store, name, upstream, written, bases, known, followed)
     if stopped is not None:
@@ -533,7 +532,8 @@ def _merge(store: GitStore, remote: str, name: str, tips: tuple[str, str], renum
         if renumbered:
             first.append(f"{command_in(store.root)} renumber --onto {words(name)}")
         first.append(f"{command_in(store.root)} merge {words(name)} (it stops on the conflict)")
-        raise ConflictError(merge_conflict_message(store, name, *stopped, first=tuple(first), tips=("HEAD", upstream)))
+        raise ConflictError(merge_conflict_message(store, name, *stopped, first=tuple(first), tips=("HEAD", upstream),
+                                                   followed=followed))
 
 
 def _recount(kb: Context, store: GitStore, tx: Transaction, sides: tuple[str, str, str], paths: list[str]) -> None:
