@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, git, in_process_runner, in_the_kb, json_of, make_team, unlike
+from testing import CliRunner, default_first, git, in_process_runner, in_the_kb, json_of, make_team, unlike
 from testing.folds import TOPIC, agent_saves, main_then_agent, reviewer_folded, saved_id
 
 
@@ -31,7 +31,7 @@ def _shown(invoke_cli: CliRunner, root: Path, memory_id: str) -> dict[str, objec
     return dict(json_of(invoke_cli("--kb", root, "--json", "get", memory_id, check=True)))
 
 
-@pytest.mark.parametrize("who", ["reviewer", "agent"])
+@pytest.mark.parametrize("who", default_first(["reviewer", "agent"]))
 def test_a_soft_forget_of_the_folded_memory_leaves_mains_memory(tmp_path: Path, invoke_cli: CliRunner, who: str) -> None:
     # MCP's mem_delete is soft: the merge said 'the edit went to 101' and soft-deleted main's
     # memory on every clone (the forget's deleted_at merged onto it).
@@ -179,7 +179,7 @@ def test_a_sync_rebasing_a_soft_forget_onto_a_fold_says_it_left_the_memory_kept(
     assert sorted(p.name for p in (c / "memories").iterdir()) == [f"{kept}.yaml"]
 
 
-@pytest.mark.parametrize("when", ["at once", "later"])
+@pytest.mark.parametrize("when", default_first(["at once", "later"]))
 def test_a_sync_rebasing_an_edit_of_a_field_the_memory_kept_changed_drops_it_and_says_so(
         tmp_path: Path, invoke_cli: CliRunner, when: str) -> None:
     # The newer side's whole memory won: b's later text went back to c's, the commit said

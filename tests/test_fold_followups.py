@@ -12,7 +12,17 @@ import pytest
 import slayer_kb.kb as kb_module
 from slayer_kb.core.memory import utc_time
 from slayer_kb.ops import observations
-from testing import CliRunner, git, in_process_runner, in_the_kb, json_of, make_catalog_kb, make_team, unlike
+from testing import (
+    CliRunner,
+    default_first,
+    git,
+    in_process_runner,
+    in_the_kb,
+    json_of,
+    make_catalog_kb,
+    make_team,
+    unlike,
+)
 from testing.folds import TOPIC, main_then_agent, reviewer_folded, saved_id
 
 
@@ -27,7 +37,7 @@ def invoke_cli() -> CliRunner:
 ALIKE, APART = ("Retries: 5", "Retries: 3"), (unlike("agent"), unlike("main"))
 
 
-@pytest.mark.parametrize("texts", [ALIKE, APART], ids=["paired", "apart"])
+@pytest.mark.parametrize("texts", default_first([pytest.param(ALIKE, id="paired"), pytest.param(APART, id="apart")]))
 def test_a_folded_memory_the_agent_forgot_later_leaves_mains_memory_and_says_so(
         tmp_path: Path, invoke_cli: CliRunner, texts: tuple[str, str]) -> None:
     # The reviewer's merge folded agent-y's 1 into main's 101; agent-y then forgot its 1. The next
@@ -183,7 +193,7 @@ def test_get_of_a_renamed_memory_follows_a_fold_of_its_new_id(tmp_path: Path, in
                            f"into '{kept}' in commit {fold[:12]}, the memory kept under the same topic key: use that id.\n")
 
 
-@pytest.mark.parametrize("on", ["main", "agent-y"])
+@pytest.mark.parametrize("on", default_first(["main", "agent-y"]))
 def test_a_plain_git_merge_of_one_topic_key_is_folded_by_the_sync_that_pushes_it(
         tmp_path: Path, invoke_cli: CliRunner, on: str) -> None:
     # Nothing folded after 'git merge': sync refused, saying 'this branch gave it to memory 101'
@@ -287,7 +297,7 @@ def test_two_edits_of_one_line_through_a_fold_stop_naming_the_fold(tmp_path: Pat
     assert git(reviewer, "status", "--short") == f"UU memories/{kept}.yaml\n"
 
 
-@pytest.mark.parametrize("texts", [ALIKE, APART], ids=["paired", "apart"])
+@pytest.mark.parametrize("texts", default_first([pytest.param(ALIKE, id="paired"), pytest.param(APART, id="apart")]))
 def test_the_agent_taking_main_in_after_forgetting_its_folded_copy_keeps_mains_memory(
         tmp_path: Path, invoke_cli: CliRunner, texts: tuple[str, str]) -> None:
     # The other way round: agent-y forgot 1, which main had merged into 101, then took main in.
