@@ -42,12 +42,10 @@ def test_the_first_values_run_by_default_and_the_rest_in_slow_under_the_same_ids
     marked.write_text(FLOWS.format(helper="from testing import default_first"))
     plain = tmp_path / "test_plain.py"
     plain.write_text(FLOWS.format(helper="def default_first(values, keep=1): return values"))
-    assert _collected(marked) == ["test_one[sync]", "test_two[True-True]", "test_two[False-False]",
-                                  "test_three[command0]"]
-    assert _collected(marked, "-m", "slow") == ["test_one[merge]", "test_one[rebase]", "test_two[True-False]",
-                                                "test_three[rebased]"]
-    assert sorted(_collected(marked, "-m", "slow")
-                  + _collected(marked)) == sorted(_collected(plain, "-m", "")) == sorted(_collected(marked, "-m", ""))
+    default, slow = _collected(marked), _collected(marked, "-m", "slow")
+    assert default == ["test_one[sync]", "test_two[True-True]", "test_two[False-False]", "test_three[command0]"]
+    assert slow == ["test_one[merge]", "test_one[rebase]", "test_two[True-False]", "test_three[rebased]"]
+    assert sorted(slow + default) == sorted(_collected(plain, "-m", "")) == sorted(_collected(marked, "-m", ""))
 
 
 def test_the_marks_of_each_value() -> None:
