@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from slayer_kb.core.memory import Memory, dumps
-from slayer_kb.core.merging import forget_holds, merge_edits, merge_sessions, merge_topic_revisions
+from slayer_kb.core.merging import carry_through_fold, forget_holds, merge_edits, merge_sessions, merge_topic_revisions
 from slayer_kb.core.session import Prompt, Session
 from slayer_kb.store import mergedriver
 from slayer_kb.store.leases import BLOCK, block_of, first_of
@@ -234,3 +234,17 @@ def test_times_with_fractions_of_a_second_merge_in_time_order() -> None:
     revised = merge_topic_revisions(base, at(updated_at="2026-12-01T10:00:00.5Z", learning="after the forget"),
                                     at(deleted_at="2026-12-01T10:00:00Z"))
     assert (revised.learning, revised.deleted_at) == ("after the forget", None)
+
+
+def test_an_edit_carried_through_a_fold_that_adds_links_the_memory_kept_holds_changes_nothing() -> None:
+    # The link the folded memory gained, the memory kept held already: no field changed, so no
+    # revision is counted and updated_at stays (it counted one, with the edit's time).
+    base = Memory(id="27", learning="Retries: 5", entities=["shop.orders"], revision_count=1,
+                  created_at="2026-01-01T00:00:00Z", updated_at="2026-01-01T00:00:00Z")
+    kept = Memory(id="101", learning="Retries: 3", entities=["shop.refunds"], revision_count=2,
+                  created_at="2026-01-02T00:00:00Z", updated_at="2026-01-02T00:00:00Z")
+    edit = base.evolve(entities=["shop.orders", "shop.refunds"], revision_count=2, updated_at="2026-01-03T00:00:00Z")
+    assert carry_through_fold(base, kept, edit) == (kept, kept)
+    added = base.evolve(entities=["shop.payments"], revision_count=2, updated_at="2026-01-03T00:00:00Z")
+    assert carry_through_fold(base, kept, added)[0] == kept.evolve(
+        entities=["shop.refunds", "shop.payments"], revision_count=3, updated_at="2026-01-03T00:00:00Z")

@@ -247,8 +247,9 @@ def carry_through_fold(base: Memory, kept: Memory, edit: Memory) -> tuple[Memory
             continue
         if name == "entities":
             removed = set(was) - set(other)
-            safe[name] = every[name] = [e for e in mine if e not in removed] + [
-                e for e in other if e not in was and e not in mine]
+            links = [e for e in mine if e not in removed] + [e for e in other if e not in was and e not in mine]
+            if links != mine:  # links the memory kept holds already are no revision of it
+                safe[name] = every[name] = links
             continue
         every[name] = other
         if mine == was:
@@ -294,7 +295,7 @@ def soft_forget_met(taken: Memory, mine: Memory, theirs: Memory) -> Literal["kep
 _BOOKKEEPING = frozenset({"created_at", "updated_at", "revision_count", "duplicate_count", "deleted_at"})
 _LINKS = frozenset({"entities", "updated_at"})  # what a forget's cascade changes in the memories linking it
 # What a memory says, as against its bookkeeping (counts, times) and its links.
-_CONTENT = FIELD_NAMES - _LINKS - {"created_at", "deleted_at", "revision_count", "duplicate_count"}
+_CONTENT = FIELD_NAMES - _BOOKKEEPING - {"entities"}
 
 
 # A fold's commit subject (sync, merge and rebase folding one side's memory into the other's):
