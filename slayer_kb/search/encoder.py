@@ -151,7 +151,8 @@ class Encoder:
     def passages(self, text: str) -> list[str]:
         """The inputs a text is embedded as: itself when it ``fits``, else its sentences in
         order, grouped into passages of at most ``PASSAGE_TOKENS`` word pieces under its first
-        line (a sentence longer than that is split between words)."""
+        line (a sentence longer than that is split between words, a word longer than that between
+        its word pieces)."""
         return [passage for passage, _spans in self._layout(text)]
 
     def _layout(self, text: str, fitting: bool | None = None) -> list[tuple[str, list[Span]]]:
