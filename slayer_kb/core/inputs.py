@@ -222,6 +222,10 @@ def given_folder(path: Path, what: str) -> Iterator[Undo]:
     made = make_given_folder(path, what)
     with _held(path):
         there = set(os.listdir(path))
+        if there:
+            # Another process filled the folder made here while this one waited for the lock (two
+            # inits at once): its work, which a failure here must not remove with the folder.
+            made = None
         undo = Undo()
         try:
             yield undo
