@@ -6,6 +6,10 @@ limit and the fix, by the CLI and MCP alike."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -70,3 +74,24 @@ def test_a_question_over_the_limit_is_refused_in_the_cli_and_mcp(notes_kb: Knowl
     assert reply.is_error and REFUSED in reply.text
     # At the limit: answered.
     assert notes_kb.search("Nomad " + "b" * (65_536 - len("Nomad "))).memories[0]["id"] == "1"
+
+
+COLD_PROBE = """
+import json, sys
+from slayer_kb import KnowledgeBase
+kb = KnowledgeBase(sys.argv[1])
+kb.index.background_vectors = False  # what this process does alone
+found = kb.search(sys.argv[2])
+print(json.dumps({"model": "onnxruntime" in sys.modules, "first": found.memories[0]["id"], "notes": found.notes}))
+"""
+
+
+def test_a_cold_process_never_loads_the_model_for_a_question_it_will_not_read(notes_kb: KnowledgeBase) -> None:
+    """Loading the model costs a cold process about a second: the question's length is read first."""
+    notes_kb.close()
+    env = {**os.environ, "SLAYER_KB_SERVER": "off"}
+    filler = " ".join(f"zq{n}x" for n in range(1_200))
+    out = subprocess.run([sys.executable, "-c", COLD_PROBE, str(notes_kb.root), f"{filler} Why Nomad and not Kubernetes?"],
+                         capture_output=True, text=True, check=True, env=env)
+    assert json.loads(out.stdout) == {"model": False, "first": "1", "notes": [
+        LONG_NOTE, "No memory has all the words of the question; showing memories with some of them or close in meaning."]}

@@ -40,7 +40,7 @@ def test_a_long_unspaced_question_is_read_to_its_end() -> None:
     enc = loaded_encoder()
     head = chinese(400, 1)
     first, second = head + chinese(1_000, 2), head + chinese(1_000, 3)
-    assert enc.longer_than(first, QUESTION_PIECES)  # 1,400 word pieces, judged under 1,024 before
+    assert encoder.longer_than(first, QUESTION_PIECES)  # 1,400 word pieces, judged under 1,024 before
     made = enc.encode([first, second])
     assert not np.array_equal(made[0], made[1])  # the tails differ, so do the vectors
     found = enc.passages(first)

