@@ -29,7 +29,7 @@ from ..core.errors import ConflictError, StoreError
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.problems import cd_step, command, command_in, git_command, words
 from ..core.results import MergeResult
-from ..store import mergedriver
+from ..store import mergedriver, mergemark
 from ..store.gitenv import LITERAL_PATHS
 from ..store.guesses import rename_detection
 from ..store.renames import (
@@ -75,32 +75,34 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
         if parted:
             refuse_clashes(store, sha, parted, ref, f"merge {words(ref)}")
         followed: dict[str, dict[str, str]] = {}
-        stopped = merge_in(store, ref, sha, written_on_either(store, (sha, before), bases), bases, followed=followed)
-        if stopped is not None:
-            raise ConflictError(merge_conflict_message(store, ref, *stopped, tips=("HEAD", sha), followed=followed))
-        kb.reread()
-        head = store.head()
-        assert head is not None
-        branch = store.branch()
-        result = MergeResult(ref, "up to date" if head == before else "fast-forward" if head == sha else "merged", head,
-                             push_step(kb.shared_remote(), branch, 0, store.root))
-        result.followed = followed
-        if result.action == "merged":
-            # A memory REF renamed that this branch had folded away, its edits in the memory kept.
-            fold_renamed(kb, tx, {f["renamed"]: f["kept"] for f in followed.values() if "renamed" in f})
-            # Before the fixes' commits, HEAD holds the merged sessions.
-            result.session_projects = session_projects(store, (sha, before), both)
-            # What sync does once the upstream is in: the same fixes, and its revalidation named.
-            moves = Moves(result.folded, result.unlinked, result.cascaded, result.deduplicated, result.relinked,
-                          result.relinked_merged)
-            checked = finish_or_put_back(kb, store, tx, sha, parted, moves, before, head,
-                                         standing=Standing(store, kb.shared_remote()))
-            result.problems, result.stale_queries = checked.problems, checked.stale_queries
-            result.untouched_queries = checked.untouched_queries
-            kb.record_moves(own_moves(store, sha, result.folded), "merge")
-            kb.record_moves(own_moves(store, sha, result.deduplicated), "merge", duplicate=True)
-            result.head = store.head() or head
-        return result
+        # Kept by a kill alone (mergemark.py): the next command names what git left.
+        with mergemark.recorded(store, ref, sha, before):
+            stopped = merge_in(store, ref, sha, written_on_either(store, (sha, before), bases), bases, followed=followed)
+            if stopped is not None:
+                raise ConflictError(merge_conflict_message(store, ref, *stopped, tips=("HEAD", sha), followed=followed))
+            kb.reread()
+            head = store.head()
+            assert head is not None
+            branch = store.branch()
+            result = MergeResult(ref, "up to date" if head == before else "fast-forward" if head == sha else "merged", head,
+                                 push_step(kb.shared_remote(), branch, 0, store.root))
+            result.followed = followed
+            if result.action == "merged":
+                # A memory REF renamed that this branch had folded away, its edits in the memory kept.
+                fold_renamed(kb, tx, {f["renamed"]: f["kept"] for f in followed.values() if "renamed" in f})
+                # Before the fixes' commits, HEAD holds the merged sessions.
+                result.session_projects = session_projects(store, (sha, before), both)
+                # What sync does once the upstream is in: the same fixes, and its revalidation named.
+                moves = Moves(result.folded, result.unlinked, result.cascaded, result.deduplicated, result.relinked,
+                              result.relinked_merged)
+                checked = finish_or_put_back(kb, store, tx, sha, parted, moves, before, head,
+                                             standing=Standing(store, kb.shared_remote()))
+                result.problems, result.stale_queries = checked.problems, checked.stale_queries
+                result.untouched_queries = checked.untouched_queries
+                kb.record_moves(own_moves(store, sha, result.folded), "merge")
+                kb.record_moves(own_moves(store, sha, result.deduplicated), "merge", duplicate=True)
+                result.head = store.head() or head
+            return result
 
 
 def unrelated(store: GitStore, ref: str, sha: str) -> StoreError:
