@@ -8,6 +8,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from testing import CliRunner, git, in_process_runner, make_team_after, unlike
 from testing.folds import reviewer_folded
 
@@ -56,6 +58,7 @@ def test_a_rebased_edit_of_a_memory_main_folded_goes_to_the_memory_kept(tmp_path
     _edit_on_101(agent, invoke_cli)
 
 
+@pytest.mark.slow  # a variant: the stop's steps run to the end (1.6 s), the carry above in the default run
 def test_a_rebase_stopped_on_a_field_both_changed_gives_steps_that_work(tmp_path, invoke_cli) -> None:
     """Main also changed 101's description: the stop's steps named memories/1.yaml (git add of the
     file the fold removed); now they name 101, where both edits are held, and run as printed they
