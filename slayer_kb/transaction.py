@@ -382,10 +382,17 @@ class Transaction:
         self.store.apply_committed({path: data})
         self._reindex(memory_ids_of([path]))
 
-    def require_committed(self, path: str) -> None:
-        """Refuse (``ConflictError``) to rewrite the file ``path`` (relative to the KB) while it
-        holds work that is not committed, for an operation that has no ``--force``."""
-        if not os.path.lexists(self.kb.root / path):
+    def require_committed(self, *paths: str) -> None:
+        """Refuse (``ConflictError``) to rewrite the files ``paths`` (relative to the KB) while one
+        holds work that is not committed, for an operation that has no ``--force``: the first
+        such named, in the order given; one check of git's status for all those there."""
+        there = [path for path in paths if os.path.lexists(self.kb.root / path)]
+        dirty = self._uncommitted(there) if there else {}
+        for path in paths:
+            if path in dirty:
+                raise ConflictError(_uncommitted_message([path], force_hint=False))
+            if path in there:
+                continue
             # Gone from the work tree but not from HEAD: a deletion or a move not committed, said
             # as a read of the file says it; or never committed, but staged (git add) and then
             # deleted, as ``rewrite`` says it: a commit here would stage its version over the
@@ -396,8 +403,6 @@ class Transaction:
             if gone is not None:
                 raise ConflictError(f"{gone.removesuffix('.')}, then retry. Nothing was done: slayer-kb never "
                                     "commits work you have not committed.")
-        elif self._uncommitted([path]):
-            raise ConflictError(_uncommitted_message([path], force_hint=False))
 
     def rewrite(
         self, plan: Callable[..., tuple[list[Change], T]], force: bool = False, *, ahead: bool = False,

@@ -1,5 +1,5 @@
 """What a change of a folded memory on the other side makes of the memory kept (folds.py,
-``merge._follow_folds``, ``folds.carry_dropped``): a soft forget, an edit read field by field from
+``folds.follow_folds``, ``folds.carry_dropped``): a soft forget, an edit read field by field from
 the folded memory's version where the sides parted, a rename, a memory brought back. Each test is
 one team of real clones (``make_team``): agent-y's save folded into main's by the reviewer's merge."""
 

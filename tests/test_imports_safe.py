@@ -13,7 +13,7 @@ from slayer_kb.context import DEFAULT_MAX_CONTENT
 from slayer_kb.core.errors import ConflictError, InvalidInputError
 from slayer_kb.ops.engramimport import import_engram
 from slayer_kb.ops.interchange import import_slayer
-from testing import counted_apart, git, traced_git
+from testing import counted_apart, git, make_team, traced_git
 
 
 def slayer_file(memory_id: str, body: str) -> str:
@@ -240,3 +240,40 @@ def test_import_engram_checks_the_memories_it_revises_at_once(empty_kb: Knowledg
     with pytest.raises(ConflictError, match="memories/6.yaml has changes that are not committed"):
         import_engram(kb, _engram_export(tmp_path / "e.json", *again))
     assert git(kb.root, "rev-parse", "HEAD") == before and kb.memory_ids() == [str(n) for n in range(1, 8)]
+
+
+def _sessions_export(path: Path, summaries: bool, *observations: dict[str, object]) -> Path:
+    """An export of ``observations`` and three sessions (``ses-1`` to ``ses-3``), each with a prompt
+    and, with ``summaries``, a summary (a change to a session imported without one)."""
+    sessions = [{"id": f"ses-{n}", "project": "api", "started_at": "2026-03-01 10:00:00",
+                 **({"summary": f"Session {n}, summed up"} if summaries else {})} for n in range(1, 4)]
+    prompts = [{"session_id": f"ses-{n}", "content": f"Prompt {n}", "created_at": "2026-03-01 10:01:00"}
+               for n in range(1, 4)]
+    path.write_text(json.dumps({"observations": list(observations), "sessions": sessions, "prompts": prompts}))
+    return path
+
+
+def test_import_engram_checks_the_sessions_it_changes_at_once_before_drawing_ids(tmp_path: Path) -> None:
+    """Each session file an import changed was checked with a git status of its own, after the
+    ids of its new memories were drawn: a session edited by hand refused the import with those ids
+    spent (a clone's leased ids are never given back), and the next import skipped them. One check
+    now, before any id is drawn."""
+    _bare, (root,) = make_team(tmp_path, 1)
+    kb = KnowledgeBase(root)
+    first = {"title": "Auth", "content": "JWT over sessions for the public API", "type": "decision"}
+    assert import_engram(kb, _sessions_export(tmp_path / "e.json", False, first)).imported == ["1"]
+    new = [{"title": f"Note {n}", "content": f"The note numbered {n}, new in this export", "type": "discovery"}
+           for n in (2, 3)]
+    path = kb.root / "sessions" / "ses-2.yaml"
+    path.write_text(path.read_text().replace("Prompt 2", "Prompt 2, my edit"))
+    before = git(kb.root, "rev-parse", "HEAD")
+    with traced_git(tmp_path) as runs, pytest.raises(ConflictError) as refused:
+        import_engram(kb, _sessions_export(tmp_path / "e.json", True, first, *new))
+    assert str(refused.value).startswith("sessions/ses-2.yaml has changes that are not committed")
+    assert len(runs("status")) == 1
+    assert git(kb.root, "rev-parse", "HEAD") == before and "my edit" in path.read_text()
+    git(kb.root, "checkout", "--", "sessions/ses-2.yaml")
+    with traced_git(tmp_path) as runs:
+        result = import_engram(kb, _sessions_export(tmp_path / "e.json", True, first, *new))
+    assert (result.imported, result.sessions, len(runs("status"))) == (["2", "3"], 0, 1)
+    assert "summary: Session 3, summed up" in (kb.root / "sessions" / "ses-3.yaml").read_text()

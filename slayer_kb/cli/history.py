@@ -253,7 +253,8 @@ def rebase_cmd(settings: Settings, upstream: str | None, action: str | None, rew
     result = settings.kb().team.rebase(upstream, action, rewrite_pushed=rewrite_pushed)
     run = command(settings.kb().root)
     emit(settings, result.to_json(), lambda: (
-        f"Rebased onto {result.onto}; run {result.push} to push." + _folded(result.merged, result.deduplicated)
+        f"Rebased onto {result.onto}; run {result.push} to push." + _followed(result.followed, result.onto, run)
+        + _folded(result.merged, result.deduplicated)
         + _unlinked(result.unlinked, result.cascaded, result.relinked, result.relinked_merged) + _sessions(result.session_projects, result.onto)
         + _checked(result, result.onto, run)
         if result.action == "rebased" else "Rebase aborted; the branch is back as it was."))
@@ -297,7 +298,7 @@ def _folded(merged: dict[str, str], deduplicated: dict[str, str]) -> str:
 
 def _followed(followed: dict[str, dict[str, str]], ref: str, run: str) -> str:
     """The line of each memory one side had folded into another that the other side (``ref``, or
-    this branch) forgot, edited or renamed since (merge._follow_folds): where its change went, and
+    this branch) forgot, edited or renamed since (folds.follow_folds): where its change went, and
     a forget's one command; an edit dropped (``folds.carry_dropped``) with the command showing it."""
     said = {"forgot": "forgot {old}, which {folded_on} had merged into {kept}; to forget {kept} too: {run} forget {kept}",
             "edited": "edited {old}, which {folded_on} had merged into {kept}: the edit went to {kept}",

@@ -3,7 +3,9 @@
 merge`` killed between its merge's commit and its fixes. Sync makes now what that merge would
 have made: the links to memories the other side forgot stripped (and to those it renamed or
 folded pointed on), and a topic key the two sides each saved folded into one memory, the one the
-team holds (``folds.Standing``), as ``slayer-kb merge`` folds it (none left after one that did)."""
+team holds (``folds.Standing``), as ``slayer-kb merge`` folds it (none left after one that did).
+Such a merge pushed with a plain ``git push`` is folded alike by the next sync that pulls it
+(``fold_pulled``), whichever clone's."""
 
 from __future__ import annotations
 
@@ -19,6 +21,9 @@ from .unlinks import strip_gone
 
 if TYPE_CHECKING:
     from ..context import Context
+
+# The last upstream tip ``fold_pulled`` read, in the work tree's git dir.
+CHECKED = "slayer-kb-merge-read"
 
 
 def finish_merge_by_hand(kb: Context, store: GitStore, tx: Transaction, upstream: str, result: SyncResult,
@@ -43,6 +48,40 @@ def finish_merge_by_hand(kb: Context, store: GitStore, tx: Transaction, upstream
     fold_topic_keys(kb, tx, added, result.merged, catch_up, standing, brought)
     return store.git("rev-parse", f"{merge}^2").stdout.decode().strip()
 
+
+
+def fold_pulled(kb: Context, store: GitStore, tx: Transaction, tips: tuple[str, str], result: SyncResult,
+                catch_up: Callable[[], None], standing: Standing) -> None:
+    """Fold each topic key that a merge among the commits this sync pulled (``tips``: the branch as
+    the sync began, the upstream) left held by a memory its second parent brought and another,
+    said in ``result``: a plain ``git merge`` pushed with ``git push``, which no sync pushed. A
+    merge ``slayer-kb merge`` finished left no key twice: the memories read find nothing to fold."""
+    start, upstream = tips
+    if not upstream:  # no such branch on the remote yet
+        return
+    merges = store.git("rev-list", "--min-parents=2", upstream, f"^{start}").stdout.decode().split()
+    # The upstream's tip a merge this clone made and pushed with git push (nothing to pull then).
+    merges += [upstream] if unchecked(store, upstream) and upstream not in merges else []
+    brought: list[str] = []
+    for merge in merges:
+        parted = store.git("merge-base", f"{merge}^1", f"{merge}^2", check=False).stdout.decode().strip()
+        brought += [i for i in _new(store, parted, f"{merge}^2") if i not in brought] if parted else []
+    if brought:
+        fold_topic_keys(kb, tx, brought, result.merged, catch_up, standing)
+    if merges:
+        (store.git_dirs()[0] / CHECKED).write_text(upstream, encoding="utf-8")
+
+
+def unchecked(store: GitStore, tip: str) -> bool:
+    """Whether ``tip`` (the upstream as this clone has it) is a merge no ``fold_pulled`` read yet:
+    a sync with nothing to pull or push otherwise answers without the lock, and such a merge
+    pushed by this clone would never be read. One read of a commit git keeps, and of a small file."""
+    if len(store.objects.parents(tip)) < 2:
+        return False
+    try:
+        return (store.git_dirs()[0] / CHECKED).read_text(encoding="utf-8") != tip
+    except OSError:
+        return True
 
 
 def _new(store: GitStore, parted: str, side: str) -> list[str]:

@@ -118,10 +118,13 @@ def import_engram(kb: Context, file: str | Path) -> ImportResult:
         planned = _memories(kb, tx, observations, path.name, dict(seen), repeat(""), dry)
         # The memories it revises, before an id is drawn: in one check, as import-slayer's.
         require_committed(tx, [planned[memory_id] for memory_id in dry.replaced])
-        changes = _memories(kb, tx, observations, path.name, seen, iter(tx.next_auto_ids(len(dry.imported))), result)
-        # Engram's sessions and user prompts become session files (sessions.py), in the same commit.
+        # Engram's sessions and user prompts become session files (sessions.py), in the same commit;
+        # their files checked before an id is drawn too, their warnings said after the memories'.
+        session_warnings: list[str] = []
         session_changes, result.sessions, result.prompts = sessions.import_engram(
-            tx, session_rows, prompt_rows, path.name, result.warnings, engram_time)
+            tx, session_rows, prompt_rows, path.name, session_warnings, engram_time)
+        changes = _memories(kb, tx, observations, path.name, seen, iter(tx.next_auto_ids(len(dry.imported))), result)
+        result.warnings += session_warnings
         if changes or session_changes:
             extra = f", {result.sessions} new sessions, {result.prompts} prompts" if session_changes else ""
             result.commit = tx.commit(

@@ -33,6 +33,7 @@ from ..core.memory import Memory, loads, parse_time, time_order
 from ..core.merging import carry_through_fold, fold_subject, folded_by, merge_topic_revisions
 from ..store import claims, mergedriver
 from ..store.gitenv import LITERAL_PATHS
+from ..store.renames import renames_between
 from ..store.repo import Change, GitStore
 from ..store.revisions import added_version
 from ..transaction import Transaction, memory_change
@@ -269,7 +270,7 @@ def carry_dropped(store: GitStore, tx: Transaction, parted: str, upstream: tuple
     upstream folded into another memory (``folded_to``): no forget, so the edit is carried
     onto the memory kept, field by field from the folded one's version at ``parted``
     (``mergedriver.carried``), and a held one's file goes, in one commit, ``followed`` given each
-    as ``merge._follow_folds`` gives it (a soft forget as a forget: the memory kept stays); one
+    as ``follow_folds`` gives it (a soft forget as a forget: the memory kept stays); one
     whose edit changed a field the memory kept holds another way is given as ``dropped`` with the
     ``git show`` of the edit (a held one's file gone too: the fold stands). The rest of
     ``dropped`` are returned, for sync to say forgotten there."""
@@ -313,7 +314,7 @@ def forgotten_folded(store: GitStore, parted: str, upstream: tuple[str, str], ou
     """Give ``followed`` each memory this branch (at ``ours``) forgot (or soft-forgot) since ``parted`` that the
     upstream (``upstream``: its commit and name) had folded into another memory, which HEAD still
     holds: the forget took the memory kept away no more than ``slayer-kb merge`` lets it
-    (``merge._follow_folds``), and is said as that merge says it. Looked for among ``both``, the
+    (``follow_folds``), and is said as that merge says it. Looked for among ``both``, the
     files both sides changed (a fold deletes the file too): no git process where none is a memory's."""
     objects = store.objects
     ids = {i for path in both if (i := id_of_path(path)) is not None}
@@ -342,7 +343,7 @@ def _forgot(store: GitStore, path: str, was: dict[str, str | None], now: dict[st
 def fold_renamed(kb: Context, tx: Transaction, moved: dict[str, str]) -> None:
     """One fold's commit of each id of ``moved`` into the memory it maps to, which holds its
     content already: the other side's new id of a memory this branch had folded away, renamed
-    there since (``merge._follow_folds``). A fold, not a forget: links to it follow
+    there since (``follow_folds``). A fold, not a forget: links to it follow
     (``unlinks.py``), and ``get`` of it says where it went."""
     if not moved:
         return
@@ -437,3 +438,98 @@ def folded_to(store: GitStore, parted: str, side: str) -> dict[str, str]:
             new = folds[new]
         found[old] = new
     return found
+
+
+def follow_folds(store: GitStore, parted: str, tips: tuple[str, str], names: tuple[str, str],
+                 followed: dict[str, dict[str, str]]) -> bool:
+    """Carry through each side's folds since ``parted`` (``folds.folded_to``; ``tips``: this
+    branch, REF: a merge's HEAD and MERGE_HEAD, or a rebase's HEAD and REBASE_HEAD, git's stages 2
+    and 3; ``names``: theirs in the words said, "this branch" and REF) what the other side did since to a memory the fold took away: git knows no fold,
+    and pairs the folded file with the kept one only where their texts are alike (a rename), else
+    sees a forget. An edit lands on the memory kept (followed to where the folding side renamed
+    it) field by field from the folded one's version at ``parted`` (``mergedriver.carried``;
+    held as two whole memories, in markers naming the fold, where the memory kept holds a field
+    the edit changed another way), and so does a rename's, with or without an edit (its new file
+    stays, for ``folds.fold_renamed`` to fold after the merge's commit; held, it goes); a forget,
+    hard or soft, leaves the memory kept as the folding side holds it, the memory the team holds
+    with that side's own revisions (forgetting it too is the person's choice, which the reply
+    names). A folded memory the folding side holds again (brought back) is git's to merge. Whether any was
+    found, ``followed`` given {folded id: {kept, change (forgot, edited, renamed), renamed (the
+    id the other side gave it), folded_on (either of ``names``)}}."""
+    here_name, ref = names
+    lines: list[str] = []
+    held: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {}  # each path held: its stages 2 and 3, their labels
+    paths: dict[str, str] = {}
+    found: dict[str, dict[str, str]] = {}
+    objects = store.objects
+    folds = [folded_to(store, parted, tip) for tip in tips]
+    for folding in (0, 1):
+        # A fold both sides made (two reviewers' merges of one branch) is no change to carry.
+        moved = {old: new for old, new in folds[folding].items() if old not in folds[1 - folding]}
+        renamed = renames_between(store, parted, tips[1 - folding]) if moved else {}
+        # The memory kept, renamed since on the folding side: the change follows it there.
+        ends = renames_between(store, parted, tips[folding]) if moved else {}
+        moved = {old: ends.get(new, new) for old, new in moved.items()}
+        paths.update({i: store.repo_path(memory_path(i)) for i in {*moved, *moved.values(), *renamed.values()}})
+        was, here, there = (objects.blobs_at(objects.tree_of(c), paths.values())
+                            for c in (parted, tips[folding], tips[1 - folding]))
+        for old, new in moved.items():
+            base, kept, edit = was[paths[old]], here[paths[new]], there[paths[renamed.get(old, old)]]
+            if (base is None or kept is None or here[paths[old]] is not None or (edit == base and old not in renamed)
+                    or there[paths[new]] not in (None, kept)):
+                # Not the other side's (added since), the memory kept gone, the folded one on the folding
+                # side again (brought back: git merges it), left as it was there, or the memory kept
+                # changed there too (the other side holds it: git merges it)
+                continue
+            carry = mergedriver.carried(store, paths[new], (base, kept, edit)) if edit is not None else None
+            forgot = edit is None or (carry is not None and carry.forgot)
+            clean = forgot or (carry is not None and carry.kept == carry.edited)
+            lines.append(f"0 {'0' * 40}\t{paths[old]}\n")
+            if old in renamed and not forgot:
+                # Held, the rename's file goes: its edit is in the memory kept's stop, and the file
+                # committed beside it would be folded again from nothing over the person's choice.
+                lines.append(f"0 {'0' * 40}\t{paths[renamed[old]]}\n" + (
+                    f"100644 {edit} 0\t{paths[renamed[old]]}\n" if clean else ""))
+            lines.append(f"0 {'0' * 40}\t{paths[new]}\n")
+            named = ref if folding else here_name
+            if clean:
+                lines.append(f"100644 {kept if forgot or carry is None else carry.kept} 0\t{paths[new]}\n")
+            else:
+                # git's stages 2 and 3: this branch's, REF's; each a whole memory, so that either step keeps one
+                assert edit is not None  # not forgot
+                kept_side, edit_side = (kept, edit) if carry is None else (carry.kept, carry.edited)
+                sides = (kept_side, edit_side) if folding == 0 else (edit_side, kept_side)
+                lines += [f"100644 {blob} {n}\t{paths[new]}\n" for n, blob in enumerate((base, *sides), 1)]
+                labels = (f"{here_name}: {new}", f"{ref}: {old}, which {named} merged into {new}")
+                held[paths[new]] = (sides, labels if folding == 0 else (
+                    f"{here_name}: {old}, which {named} merged into {new}", f"{ref}: {new}"))
+            change = "forgot" if forgot else "renamed" if old in renamed else "edited"
+            found[old] = {"kept": new, "change": change, "folded_on": named,
+                          **({"renamed": renamed[old]} if change == "renamed" else {})}
+    if not lines:
+        return False
+    # ``followed`` may hold an earlier attempt's (a sync's retry): only this call's files are touched.
+    followed.update(found)
+    store.git_writing_index("update-index", "--index-info", input="".join(lines).encode())
+    for old, f in found.items():
+        (store.top / paths[old]).unlink(missing_ok=True)  # git's conflict left the edit there
+        renamed_path = [paths[f["renamed"]]] if "renamed" in f else []
+        if paths[f["kept"]] in held:
+            for path in renamed_path:
+                (store.top / path).unlink(missing_ok=True)
+            continue
+        for path in (paths[f["kept"]], *renamed_path):
+            store.git_writing_index("checkout", "--", path, env=LITERAL_PATHS)
+    for path, (sides, labels) in held.items():  # both versions, in git's markers naming the fold
+        (store.top / path).write_bytes(mergedriver.both_sides(store, sides, labels))
+    return True
+
+
+def held_words(store: GitStore, followed: dict[str, dict[str, str]], paths: list[str], ref: str) -> str:
+    """Of ``followed`` (``follow_folds``'), each fold whose memory kept is among ``paths`` (a stop's,
+    repository-relative): the edit of the folded id held there, the file naming an id the side
+    that edited never held. ``ref``: the other side's name, this branch's being "this branch"."""
+    return "".join(
+        f" {ref if f['folded_on'] == 'this branch' else 'This branch'} {f['change']} {old}, which "
+        f"{f['folded_on']} had merged into {f['kept']}: its edit is held at {memory_path(f['kept'])} as an "
+        f"edit of {f['kept']}." for old, f in followed.items() if store.repo_path(memory_path(f["kept"])) in paths)

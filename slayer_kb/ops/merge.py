@@ -29,7 +29,7 @@ from ..core.errors import ConflictError, StoreError
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.problems import cd_step, command, command_in, git_command, words
 from ..core.results import MergeResult
-from ..store import mergedriver
+from ..store import mergedriver, mergemark
 from ..store.gitenv import LITERAL_PATHS
 from ..store.guesses import rename_detection
 from ..store.renames import (
@@ -44,7 +44,7 @@ from ..store.renames import (
 from ..store.revisions import added_alike, resolve_rev, shallow_parting
 from ..store.worktree import require_shown
 from .conflictsteps import crossed_words, opening, reuse_steps
-from .folds import Standing, fold_renamed, folded_to, own_moves
+from .folds import Standing, fold_renamed, follow_folds, held_words, own_moves
 from .rebase import conflict_steps, held_stages, merge_from, push_step, settle, swap_sides, unmerged
 from .renumber import refuse_clashes, require_clean
 from .reuses import Retry, refuse_reuse
@@ -75,32 +75,34 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
         if parted:
             refuse_clashes(store, sha, parted, ref, f"merge {words(ref)}")
         followed: dict[str, dict[str, str]] = {}
-        stopped = merge_in(store, ref, sha, written_on_either(store, (sha, before), bases), bases, followed=followed)
-        if stopped is not None:
-            raise ConflictError(merge_conflict_message(store, ref, *stopped, tips=("HEAD", sha), followed=followed))
-        kb.reread()
-        head = store.head()
-        assert head is not None
-        branch = store.branch()
-        result = MergeResult(ref, "up to date" if head == before else "fast-forward" if head == sha else "merged", head,
-                             push_step(kb.shared_remote(), branch, 0, store.root))
-        result.followed = followed
-        if result.action == "merged":
-            # A memory REF renamed that this branch had folded away, its edits in the memory kept.
-            fold_renamed(kb, tx, {f["renamed"]: f["kept"] for f in followed.values() if "renamed" in f})
-            # Before the fixes' commits, HEAD holds the merged sessions.
-            result.session_projects = session_projects(store, (sha, before), both)
-            # What sync does once the upstream is in: the same fixes, and its revalidation named.
-            moves = Moves(result.folded, result.unlinked, result.cascaded, result.deduplicated, result.relinked,
-                          result.relinked_merged)
-            checked = finish_or_put_back(kb, store, tx, sha, parted, moves, before, head,
-                                         standing=Standing(store, kb.shared_remote()))
-            result.problems, result.stale_queries = checked.problems, checked.stale_queries
-            result.untouched_queries = checked.untouched_queries
-            kb.record_moves(own_moves(store, sha, result.folded), "merge")
-            kb.record_moves(own_moves(store, sha, result.deduplicated), "merge", duplicate=True)
-            result.head = store.head() or head
-        return result
+        # Kept by a kill alone (mergemark.py): the next command names what git left.
+        with mergemark.recorded(store, ref, sha, before):
+            stopped = merge_in(store, ref, sha, written_on_either(store, (sha, before), bases), bases, followed=followed)
+            if stopped is not None:
+                raise ConflictError(merge_conflict_message(store, ref, *stopped, tips=("HEAD", sha), followed=followed))
+            kb.reread()
+            head = store.head()
+            assert head is not None
+            branch = store.branch()
+            result = MergeResult(ref, "up to date" if head == before else "fast-forward" if head == sha else "merged", head,
+                                 push_step(kb.shared_remote(), branch, 0, store.root))
+            result.followed = followed
+            if result.action == "merged":
+                # A memory REF renamed that this branch had folded away, its edits in the memory kept.
+                fold_renamed(kb, tx, {f["renamed"]: f["kept"] for f in followed.values() if "renamed" in f})
+                # Before the fixes' commits, HEAD holds the merged sessions.
+                result.session_projects = session_projects(store, (sha, before), both)
+                # What sync does once the upstream is in: the same fixes, and its revalidation named.
+                moves = Moves(result.folded, result.unlinked, result.cascaded, result.deduplicated, result.relinked,
+                              result.relinked_merged)
+                checked = finish_or_put_back(kb, store, tx, sha, parted, moves, before, head,
+                                             standing=Standing(store, kb.shared_remote()))
+                result.problems, result.stale_queries = checked.problems, checked.stale_queries
+                result.untouched_queries = checked.untouched_queries
+                kb.record_moves(own_moves(store, sha, result.folded), "merge")
+                kb.record_moves(own_moves(store, sha, result.deduplicated), "merge", duplicate=True)
+                result.head = store.head() or head
+            return result
 
 
 def unrelated(store: GitStore, ref: str, sha: str) -> StoreError:
@@ -136,7 +138,7 @@ def merge_in(store: GitStore, ref: str, sha: str, written: list[str] | None,
     checks after git's merge: git merges from all of them), none with no common ancestor;
     ``seen``: sync's upstream as this clone last fetched it (``rebase.first_version``);
     ``followed``: given each memory REF forgot or edited that this branch had folded into another
-    (``_follow_folds``)."""
+    (``folds.follow_folds``)."""
     before = store.head()
     assert before is not None
     if not bases:  # git refuses the merge and says only that, not what to do
@@ -163,7 +165,7 @@ def merge_in(store: GitStore, ref: str, sha: str, written: list[str] | None,
     # The memory files each side added since they parted (KB-relative), read once for the checks below.
     added = tuple(set(store.added_paths(parted, tip, f"{MEMORIES_DIR}/")) for tip in (before, sha))
     _merge_added_alike(store, before, sha, added, stopped)
-    if followed is not None and _follow_folds(store, parted, (before, sha), ref, followed):
+    if followed is not None and follow_folds(store, parted, (before, sha), ("this branch", ref), followed):
         stopped = unmerged(store)
     forget, edited = _forgotten_here(store, parted, before, sha, added[0])
     if forget:
@@ -236,89 +238,6 @@ def _forgotten_here(store: GitStore, parted: str, ours: str, theirs: str,
             else:
                 edited[path] = blob
     return forget, edited
-
-
-def _follow_folds(store: GitStore, parted: str, tips: tuple[str, str], ref: str,
-                  followed: dict[str, dict[str, str]]) -> bool:
-    """Carry through each side's folds since ``parted`` (``folds.folded_to``; ``tips``: this
-    branch, REF) what the other side did since to a memory the fold took away: git knows no fold,
-    and pairs the folded file with the kept one only where their texts are alike (a rename), else
-    sees a forget. An edit lands on the memory kept (followed to where the folding side renamed
-    it) field by field from the folded one's version at ``parted`` (``mergedriver.carried``;
-    held as two whole memories, in markers naming the fold, where the memory kept holds a field
-    the edit changed another way), and so does a rename's, with or without an edit (its new file
-    stays, for ``folds.fold_renamed`` to fold after the merge's commit; held, it goes); a forget,
-    hard or soft, leaves the memory kept as the folding side holds it, the memory the team holds
-    with that side's own revisions (forgetting it too is the person's choice, which the reply
-    names). A folded memory the folding side holds again (brought back) is git's to merge. Whether any was
-    found, ``followed`` given {folded id: {kept, change (forgot, edited, renamed), renamed (the
-    id the other side gave it), folded_on ('this branch' or ``ref``)}}."""
-    lines: list[str] = []
-    held: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {}  # each path held: its stages 2 and 3, their labels
-    paths: dict[str, str] = {}
-    found: dict[str, dict[str, str]] = {}
-    objects = store.objects
-    folds = [folded_to(store, parted, tip) for tip in tips]
-    for folding in (0, 1):
-        # A fold both sides made (two reviewers' merges of one branch) is no change to carry.
-        moved = {old: new for old, new in folds[folding].items() if old not in folds[1 - folding]}
-        renamed = renames_between(store, parted, tips[1 - folding]) if moved else {}
-        # The memory kept, renamed since on the folding side: the change follows it there.
-        ends = renames_between(store, parted, tips[folding]) if moved else {}
-        moved = {old: ends.get(new, new) for old, new in moved.items()}
-        paths.update({i: store.repo_path(memory_path(i)) for i in {*moved, *moved.values(), *renamed.values()}})
-        was, here, there = (objects.blobs_at(objects.tree_of(c), paths.values())
-                            for c in (parted, tips[folding], tips[1 - folding]))
-        for old, new in moved.items():
-            base, kept, edit = was[paths[old]], here[paths[new]], there[paths[renamed.get(old, old)]]
-            if (base is None or kept is None or here[paths[old]] is not None or (edit == base and old not in renamed)
-                    or there[paths[new]] not in (None, kept)):
-                # Not the other side's (added since), the memory kept gone, the folded one on the folding
-                # side again (brought back: git merges it), left as it was there, or the memory kept
-                # changed there too (the other side holds it: git merges it)
-                continue
-            carry = mergedriver.carried(store, paths[new], (base, kept, edit)) if edit is not None else None
-            forgot = edit is None or (carry is not None and carry.forgot)
-            clean = forgot or (carry is not None and carry.kept == carry.edited)
-            lines.append(f"0 {'0' * 40}\t{paths[old]}\n")
-            if old in renamed and not forgot:
-                # Held, the rename's file goes: its edit is in the memory kept's stop, and the file
-                # committed beside it would be folded again from nothing over the person's choice.
-                lines.append(f"0 {'0' * 40}\t{paths[renamed[old]]}\n" + (
-                    f"100644 {edit} 0\t{paths[renamed[old]]}\n" if clean else ""))
-            lines.append(f"0 {'0' * 40}\t{paths[new]}\n")
-            named = ref if folding else "this branch"
-            if clean:
-                lines.append(f"100644 {kept if forgot or carry is None else carry.kept} 0\t{paths[new]}\n")
-            else:
-                # git's stages 2 and 3: this branch's, REF's; each a whole memory, so that either step keeps one
-                assert edit is not None  # not forgot
-                kept_side, edit_side = (kept, edit) if carry is None else (carry.kept, carry.edited)
-                sides = (kept_side, edit_side) if folding == 0 else (edit_side, kept_side)
-                lines += [f"100644 {blob} {n}\t{paths[new]}\n" for n, blob in enumerate((base, *sides), 1)]
-                labels = (f"this branch: {new}", f"{ref}: {old}, which {named} merged into {new}")
-                held[paths[new]] = (sides, labels if folding == 0 else (
-                    f"this branch: {old}, which {named} merged into {new}", f"{ref}: {new}"))
-            change = "forgot" if forgot else "renamed" if old in renamed else "edited"
-            found[old] = {"kept": new, "change": change, "folded_on": named,
-                          **({"renamed": renamed[old]} if change == "renamed" else {})}
-    if not lines:
-        return False
-    # ``followed`` may hold an earlier attempt's (a sync's retry): only this call's files are touched.
-    followed.update(found)
-    store.git_writing_index("update-index", "--index-info", input="".join(lines).encode())
-    for old, f in found.items():
-        (store.top / paths[old]).unlink(missing_ok=True)  # git's conflict left the edit there
-        renamed_path = [paths[f["renamed"]]] if "renamed" in f else []
-        if paths[f["kept"]] in held:
-            for path in renamed_path:
-                (store.top / path).unlink(missing_ok=True)
-            continue
-        for path in (paths[f["kept"]], *renamed_path):
-            store.git_writing_index("checkout", "--", path, env=LITERAL_PATHS)
-    for path, (sides, labels) in held.items():  # both versions, in git's markers naming the fold
-        (store.top / path).write_bytes(mergedriver.both_sides(store, sides, labels))
-    return True
 
 
 def _hold_unseen_renames(store: GitStore, parted: str, tips: tuple[str, str], added: tuple[set[str], ...]) -> bool:
@@ -463,7 +382,5 @@ def merge_conflict_message(store: GitStore, ref: str, paths: list[str], held: di
              "git commit --no-edit", f"{kb} sync"]
     where = ("the repository is back as it was" if first else
              f"the merge stopped, and {git_command(store.root, 'merge --abort')} would put the branch back as it was")
-    return f"{opening(said)}; {where}. To merge by hand: " + "; ".join(steps) + "." + "".join(
-        f" {ref if f['folded_on'] == 'this branch' else 'This branch'} {f['change']} {old}, which "
-        f"{f['folded_on']} had merged into {f['kept']}: its edit is held at {memory_path(f['kept'])} as an "
-        f"edit of {f['kept']}." for old, f in followed.items() if store.repo_path(memory_path(f["kept"])) in paths)
+    return f"{opening(said)}; {where}. To merge by hand: " + "; ".join(steps) + "." + held_words(
+        store, followed, paths, ref)

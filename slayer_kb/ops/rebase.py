@@ -33,7 +33,7 @@ from ..store.repo import GitStore
 from ..store.revisions import added_alike, forgot_at, resolve_rev, rewritten_alike
 from ..store.worktree import require_shown
 from .conflictsteps import conflict_steps, crossed_words, merge_settles, opening, unmerged_stages
-from .folds import Standing, own_moves
+from .folds import Standing, follow_folds, held_words, own_moves
 from .renumber import refuse_clashes, require_clean
 from .reuses import Retry, refuse_reuse
 from .revalidation import Moves, finish_or_put_back
@@ -60,6 +60,7 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
     remote, pushed, branch, onto_commit, ours = kb.shared_remote(), 0, "", "", ""
     bases: list[str] = []  # where this branch as it was (``ours``) and the upstream parted
     both: list[str] | None = None  # the files both sides wrote since they parted, read at the start
+    followed: dict[str, dict[str, str]] = {}  # what a pick did to a memory the upstream folded away
     with store.locked():
         if action is None:
             if upstream is None:
@@ -111,16 +112,19 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
         assert onto is not None
         push = push_step(remote, branch, pushed, store.root, in_kb=True)
         # What either side's commits wrote since they parted (this branch as it was, ``ours``).
-        stopped = run(store, args, onto, written_on_either(store, (onto_commit, ours), bases) if onto_commit else None)
+        stopped = run(store, args, onto, written_on_either(store, (onto_commit, ours), bases) if onto_commit else None,
+                      followed=followed)
         if stopped is not None:
             raise ConflictError(conflict_message(store, *stopped, onto, stopped_at=_stop(store), push=push,
-                                                 tips=tuple(filter(None, ("HEAD", onto_commit, ours)))))
+                                                 tips=tuple(filter(None, ("HEAD", onto_commit, ours))))
+                                + held_words(store, followed, stopped[0], onto))
         kb.reread()
         head = store.head()
         assert head is not None
         # Printed alone, it runs from where the user is (a conflict's steps start in the KB's folder).
         alone = push_step(remote, branch, pushed, store.root)
         result = RebaseResult(onto, "aborted" if action == ABORT else "rebased", head, alone)
+        result.followed = followed
     if onto_commit:
         parted = bases[0] if bases else ""
         if parted:  # this branch's commits as they were (``ours``) were replayed onto the upstream's
@@ -283,14 +287,17 @@ def _pushed_message(root: Path, remote: str, upstream: str, branch: str, count: 
 
 
 def run(store: GitStore, args: list[str], onto: str, written: list[str] | None,
-        seen: str = "") -> tuple[list[str], dict[str, set[int]]] | None:
+        seen: str = "", followed: dict[str, dict[str, str]] | None = None
+        ) -> tuple[list[str], dict[str, set[int]]] | None:
     """``git rebase ARGS`` (``-q UPSTREAM``, ``--continue`` or ``--abort``) with the KB's merge driver, dropping commits that became empty once
     merged; None when it finished, else the unmerged paths and the stages git holds for each
     (``held``), with the rebase stopped on them. ``onto`` names the upstream in conflict markers;
     ``written``: the KB's files either side's commits wrote since they parted
     (``snapshot.written_on_either``), the ones git can hand the driver
     (``mergedriver.require_driver``); ``seen``: the upstream as sync's fetch before found it
-    (``first_version``)."""
+    (``first_version``); ``followed``: given each memory a pick edited, forgot or renamed that the
+    upstream had folded into another, its change carried there (``folds.follow_folds``; None:
+    git decides, as sync's replay, which carries such an edit itself)."""
     options, env, attributes = mergedriver.git_config(store.prefix, (onto, "your commits"))
     # The merge backend whatever rebase.backend says: a pick that meets git's index lock is put
     # back on its to-do list, and '--continue' goes on from it (the apply backend's --continue
@@ -304,9 +311,12 @@ def run(store: GitStore, args: list[str], onto: str, written: list[str] | None,
                                        resume=going_on if args != ["--abort"] else ())
         while proc.returncode != 0:
             stopped = unmerged(store)
+            carried = bool(stopped) and followed is not None and _follow(store, onto, followed)
+            if carried:
+                stopped = unmerged(store)
             if stopped and not settle(store, stopped, "REBASE_HEAD", seen):
                 return stopped, held_stages(store, "REBASE_HEAD", seen)
-            if stopped:
+            if stopped or carried:
                 proc = store.git_writing_index(*going_on, check=False, env=env)
                 continue
             if store.git("diff", "--cached", "--quiet", check=False).returncode or not in_progress(store):
@@ -316,6 +326,14 @@ def run(store: GitStore, args: list[str], onto: str, written: list[str] | None,
     finally:
         attributes.unlink(missing_ok=True)
     return None
+
+
+def _follow(store: GitStore, onto: str, followed: dict[str, dict[str, str]]) -> bool:
+    """``folds.follow_folds`` at a pick's stop: git replays an edit of a memory the upstream folded
+    away as an edit of a file it deleted, and a step keeping that file would hold the topic key twice."""
+    ours, pick = store.git("rev-parse", "HEAD", "REBASE_HEAD").stdout.decode().split()
+    parted = store.git("merge-base", ours, pick, check=False).stdout.decode().strip()
+    return bool(parted) and follow_folds(store, parted, (ours, pick), (onto, "your commits"), followed)
 
 
 def in_progress(store: GitStore) -> bool:

@@ -528,15 +528,11 @@ def import_engram(tx: Transaction, rows: Any, prompt_rows: Any, where: str, warn
         prompt = Prompt(at, content, project if project and project != session.project else None)
         touched[session_id] = replace(session, prompts=sorted([*session.prompts, prompt], key=lambda p: time_order(p.created_at)))
         added += 1
-    changes = []
-    for session in touched.values():
-        before = read(kb, session.id)
-        if before != session:
-            # Also for a file missing here: a sparse checkout leaving it out, or a deletion by
-            # hand, would otherwise have HEAD's session replaced by a new one.
-            tx.require_committed(session.path)
-            changes.append(change(kb, session))
-    return changes, made, added
+    changed = [session for session in touched.values() if read(kb, session.id) != session]
+    # Also for a file missing here: a sparse checkout leaving it out, or a deletion by hand, would
+    # otherwise have HEAD's session replaced by a new one. One check of git's status for them all.
+    tx.require_committed(*(session.path for session in changed))
+    return [change(kb, session) for session in changed], made, added
 
 
 def _import_id(row: Any, key: str, where: str, warnings: list[str]) -> str | None:

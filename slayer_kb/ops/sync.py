@@ -57,7 +57,7 @@ from ..store.replay import forgets, replay
 from ..store.repo import Change, GitStore
 from ..store.worktree import reset_keep
 from ..transaction import Transaction, memory_change
-from .byhand import finish_merge_by_hand
+from .byhand import finish_merge_by_hand, fold_pulled, unchecked
 from .folds import Standing, carry_dropped, fold_renamed, folds_into, forgotten_folded, own_moves
 from .merge import merge_conflict_message, merge_in, merging
 from .rebase import conflict_message, in_progress, run
@@ -130,7 +130,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
         upstream, holder = fetch()
         laps.lap("fetch")
         # A record of a pull left (a sync killed after its push) holds what that sync did not report yet.
-        if head == upstream and Pulls(store, branch).found is None:
+        if head == upstream and Pulls(store, branch).found is None and not unchecked(store, head):
             result.head = head
             _top_up(kb, fetch, result)
             return result
@@ -139,8 +139,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
     # push: the race with other clones (from the fetch to the push) holds only what must be in it.
     with kb.transaction() as tx:
         require_clean(store)
-        start = store.head()
-        if start is None:
+        if (start := store.head()) is None:
             raise InvalidInputError("The repository has no commit yet; save a memory first.")
         index = _Index(kb, store, start)
         noted = _Noted(kb.moves, store)
@@ -154,6 +153,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
                 if attempt or not fetched:
                     upstream = fetch.in_turn(laps.lap)
                 _pull(kb, tx.store, tx, remote, upstream_branch, (upstream, known), result, index, start, noted, pulls)
+                fold_pulled(kb, store, tx, (start, upstream), result, index.catch_up, Standing(store, remote))
                 noted.note(result, upstream)
                 # Killed from here on (its push may land), the sync leaves what it did for the next to say.
                 tip = store.head() or ""

@@ -75,6 +75,7 @@ from ..core.results import Report
 from ..core.session import SESSIONS_DIR, file_name, id_of_file, printable, unprintable
 from ..core.session import dumps as dump_session
 from ..core.session import loads as load_session
+from ..store import mergemark
 from ..store.config import setting
 from ..store.listing import RACY_SECONDS
 from ..store.repo import STATE_DIR, GitStore
@@ -247,6 +248,8 @@ def validate(paths: Sequence[Path], against: str | None = None, opened: GitStore
         own = changed.own if changed is not None else {} if target.everything else target.files
         report.problems.extend(Problem(f"{folder}/", 1, why) for folder in (MEMORIES, SESSIONS_DIR)
                                if (why := unusable_folder(target.root, folder)) is not None)
+        if opened is not None and opened.root == target.root and (left := mergemark.interrupted(opened)):
+            report.problems.append(Problem(f"{MEMORIES}/", 1, left))  # files git left, not the KB's: said first
         context = KBContext.of(target.root)
         report.problems.extend(
             Problem(shown(p.path), p.line or 1, f"catalog: {p.message}")

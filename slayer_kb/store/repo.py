@@ -30,7 +30,7 @@ from ..core.fileio import refuses_folders
 from ..core.problems import shown, words
 from ..core.results import LogEntry
 from ..core.text import shown_controls
-from . import committree, gitstate, indexlock, journal, reffiles, requests, state, upkeep, worktree
+from . import committree, gitstate, indexlock, journal, mergemark, reffiles, requests, state, upkeep, worktree
 from .bounded import checked, explain, git_timeout, hung, run_bounded
 from .files import StatKey, keep_changed, reserved_space, why_unwritable
 from .gitenv import OUTPUT_SETTINGS, git_env
@@ -335,7 +335,8 @@ class GitStore:
     def refuse_during_git_operation(self) -> None:
         """Refuse (ConflictError) to write while a merge, rebase, cherry-pick, revert or bisect
         the person started is not concluded (gitstate.py)."""
-        problem = gitstate.unfinished_operation(self.git_dirs()[0])
+        # A merge of ours killed part-way first: git's MERGE_HEAD alone names no way back to it.
+        problem = mergemark.interrupted(self) or gitstate.unfinished_operation(self.git_dirs()[0])
         if problem is not None:
             raise ConflictError(problem)
 

@@ -1,0 +1,129 @@
+"""A ``slayer-kb merge REF`` killed before it finished (``kill -9``, a Ctrl-C that stopped git, a
+lost machine): git's merge may have written REF's files into the work tree, untracked where git
+itself died before it wrote its index, or left its merge uncommitted (MERGE_HEAD) without the
+KB's folds and checks, and git's own state names neither REF nor the way back.
+
+The merge records what it merges in the work tree's git dir before it runs git (``begin``) and
+drops the record once it finished or stopped as designed (``end``: a conflict's stop gives its
+own steps). The next command that writes, under the KB's lock (so no merge of this clone still
+runs, or, asked without it, none whose process lives), reads a record left behind (``interrupted``): nothing written, or the merge committed,
+and the record goes; else the command is refused with the files and the commands that undo the
+merge, after which ``slayer-kb merge REF`` merges again. Nothing is undone here: a file may hold
+an edit the person made since, and only they can tell.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from ..core.problems import cd_step, command_in, words
+from ..core.text import listed
+from .gitenv import LITERAL_PATHS
+
+if TYPE_CHECKING:
+    # What this module asks of the store (repo.py's ``GitStore``, which imports this module).
+    from .worktree import Repository as GitStore
+
+RECORD = "slayer-kb-merging.json"
+_STATUS_ENV = {**LITERAL_PATHS, "GIT_OPTIONAL_LOCKS": "0"}  # a look that never takes index.lock
+
+
+def begin(store: GitStore, ref: str, sha: str, before: str) -> None:
+    """Record that a merge of ``ref`` (commit ``sha``) onto ``before`` (HEAD) starts."""
+    path = store.git_dirs()[0] / RECORD
+    record = {"ref": ref, "sha": sha, "before": before, "pid": os.getpid()}
+    path.write_text(json.dumps(record), encoding="utf-8")
+
+
+def end(store: GitStore) -> None:
+    """The merge finished, or stopped where its own message says what to do."""
+    (store.git_dirs()[0] / RECORD).unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def recorded(store: GitStore, ref: str, sha: str, before: str) -> Iterator[None]:
+    """``begin``, and ``end`` once the block returns or raises an error (a conflict's stop with its
+    steps, a refusal naming its cause); kept by a kill, or a Ctrl-C that may have stopped git."""
+    begin(store, ref, sha, before)
+    try:
+        yield
+    except Exception:
+        end(store)
+        raise
+    end(store)
+
+
+def interrupted(store: GitStore) -> str | None:
+    """What to tell the person when a merge's record is left (call under the KB's lock), ending
+    with the commands that undo it; None (the record dropped) when the merge wrote nothing or
+    was committed."""
+    try:
+        record = json.loads((store.git_dirs()[0] / RECORD).read_text(encoding="utf-8"))
+        ref, sha, before, pid = str(record["ref"]), str(record["sha"]), str(record["before"]), int(record["pid"])
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError):  # a record cut short: git's state decides alone
+        end(store)
+        return None
+    if _running(pid):  # a merge going on (asked without the lock: sync's first look, edit's)
+        return None
+    merging = os.path.lexists(store.git_dirs()[0] / "MERGE_HEAD")
+    if store.head() != before and not merging:  # committed: what git left is the branch's now
+        end(store)
+        return None
+    # The files the merge may have written: those that differ between the two sides. git's merge
+    # refuses to write over an untracked file, so one there now is the merge's (or edited since).
+    proc = store.git("diff", "--name-only", "-z", "--no-renames", before, sha, check=False)
+    paths = [p for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p]
+    touched, staged, untracked = _changed(store, paths) if paths else ([], [], [])
+    if not (touched or staged or untracked or merging):
+        end(store)
+        return None
+    given, kb = words(ref), command_in(store.root)
+    mine = [p[len(store.prefix):] for p in touched], [p[len(store.prefix):] for p in staged], [
+        p[len(store.prefix):] for p in untracked]
+    if merging:
+        undo = ["git merge --abort"]
+        what = (f"git's merge of {given} is in progress, not committed, without the knowledge base's folds and "
+                f"checks ({listed(sorted(sum(mine, [])))} staged)")
+    else:
+        undo = [f"{step} {words(*files)}" for step, files in
+                zip(("git checkout HEAD --", "git rm -q -f --", "rm --"), mine, strict=True) if files]
+        what = f"git was stopped while it wrote {given}'s files, and committed nothing: " + "; ".join(
+            f"{listed(files)} {state}" for files, state in zip(mine, ("changed", "staged", "untracked"), strict=True)
+            if files)
+    lock = store.git_dirs()[0] / "index.lock"  # git's, killed with it: no git of the merge runs now
+    steps = [*cd_step(store.root), *undo, *([f"rm -f -- {words(str(lock))}"] if os.path.lexists(lock) else [])]
+    return (f"'{kb} merge {given}' was interrupted before it finished: {what}. This branch's commits are as "
+            f"they were, and {given} holds its files as git wrote them. To undo the merge: {'; '.join(steps)}; "
+            f"then '{kb} merge {given}' merges it again.")
+
+
+def _running(pid: int) -> bool:
+    """Whether the process ``pid`` (this one included) is alive."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's: alive
+        return True
+    return True
+
+
+def _changed(store: GitStore, paths: list[str]) -> tuple[list[str], list[str], list[str]]:
+    """Of ``paths`` (repository-relative), sorted: those HEAD holds that the index or work tree
+    changed, those HEAD does not hold that the index does, and those untracked."""
+    out = store.git("status", "--porcelain", "-z", "-uall", "--no-renames", "--ignore-submodules=all",
+                    "--", *paths, check=False, env=_STATUS_ENV).stdout
+    found: tuple[list[str], list[str], list[str]] = ([], [], [])
+    for entry in sorted(out.decode("utf-8", "surrogateescape").split("\0")):
+        if len(entry) > 3:
+            code, path = entry[:2], entry[3:]
+            found[2 if code == "??" else 1 if code[0] == "A" else 0].append(path)
+    return found

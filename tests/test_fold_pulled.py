@@ -1,0 +1,63 @@
+"""A plain ``git merge`` of an agent's branch that saved a topic key main saved too, pushed with a
+plain ``git push``: one key held by two memories on main. The next ``slayer-kb sync`` of any
+clone folds it, the one that pulls it and the one that pushed it alike."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from testing import CliRunner, git, in_process_runner, make_team_after
+from testing.folds import main_then_agent
+
+FOLDED = "  merged (same topic key): 101 into 1\n"
+
+
+def _plain_merge_pushed(kbs: list[Path]) -> None:
+    """a saves the key on main (1), b on agent-y (101); c merges agent-y into main with git alone
+    (the session file both started kept as main has it) and pushes with git push."""
+    a, b, c = kbs
+    assert main_then_agent(in_process_runner(), a, b, c) == ("101", "1")
+    git(c, "switch", "-q", "main")
+    git(c, "pull", "-q")
+    if subprocess.run(["git", "merge", "-q", "--no-edit", "origin/agent-y"], cwd=c, capture_output=True).returncode:
+        git(c, "checkout", "--ours", "--", "sessions/")
+        git(c, "add", "sessions/")
+        git(c, "commit", "-q", "--no-edit")
+    git(c, "push", "-q", "origin", "main")
+
+
+@pytest.fixture
+def team(tmp_path: Path) -> list[Path]:
+    _bare, kbs = make_team_after(tmp_path, "plain-merge-pushed", _plain_merge_pushed, clones=3)
+    assert sorted(p.name for p in (kbs[2] / "memories").iterdir()) == ["1.yaml", "101.yaml"]
+    return kbs
+
+
+def _one_holder(invoke_cli: CliRunner, root: Path) -> None:
+    """The key held by 1 alone on the clone and on the remote, a clean validate."""
+    assert sorted(p.name for p in (root / "memories").iterdir()) == ["1.yaml"]
+    assert git(root, "rev-parse", "HEAD") == git(root, "rev-parse", "origin/main")
+    assert git(root, "log", "-1", "--format=%s") == "memory: merge 101 into 1 (topic decision/retry-budget)\n"
+    assert invoke_cli("--kb", root, "validate", check=True).stdout == "Checked 2 files: no problems.\n"
+
+
+def test_a_sync_that_pulls_a_plain_merge_folds_the_key_it_left_twice(team, invoke_cli) -> None:
+    """a's sync fast-forwarded onto the merge and said nothing: 1 and 101 both held the key, and
+    validate failed on both until someone folded them by hand."""
+    a, _b, _c = team
+    assert invoke_cli("--kb", a, "sync", check=True).stdout == (
+        "Synced main with origin: fast-forward, 2 pulled, 1 pushed.\n" + FOLDED)
+    _one_holder(invoke_cli, a)
+
+
+def test_the_clone_that_pushed_a_plain_merge_folds_it_at_its_next_sync(team, invoke_cli) -> None:
+    """c, whose git push left its copy of origin/main at the merge, synced "up to date" without a
+    look, and did so at every sync after."""
+    _a, _b, c = team
+    assert invoke_cli("--kb", c, "sync", check=True).stdout == (
+        "Synced main with origin: pushed, 0 pulled, 1 pushed.\n" + FOLDED)
+    _one_holder(invoke_cli, c)
+    assert invoke_cli("--kb", c, "sync", check=True).stdout == "Synced main with origin: up to date, 0 pulled, 0 pushed.\n"

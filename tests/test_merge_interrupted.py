@@ -1,0 +1,138 @@
+"""A ``slayer-kb merge REF`` killed (kill -9) part-way: the next command that writes, and
+``validate``, name what git left and the commands that undo it, and those commands, run as
+printed, lead to a merge that finishes and a clean ``validate``."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from testing import CliRunner, eventually, git, make_team_after, unlike
+
+# The merge's git, stopped as it writes the third of REF's files (a smudge filter kills the
+# whole process group: slayer-kb and git), leaving the two written before untracked.
+KILL_THE_GROUP = "kill -9 0"
+# A reference-transaction hook that kills slayer-kb (git's parent) once git's merge moved
+# ORIG_HEAD: git's merge goes on alone, and stops with MERGE_HEAD, uncommitted.
+KILL_AT_ORIG_HEAD = """#!/bin/sh
+[ "$1" = committed ] || exit 0
+grep -q ' ORIG_HEAD$' || exit 0
+rm -f "$0"
+kill -9 $(ps -o ppid= -p $PPID)
+"""
+
+
+def _main_ahead(kbs: list[Path]) -> None:
+    """Clone b saves three memories on main and syncs; clone a, on its branch agent, saves one."""
+    from testing import in_process_runner
+
+    invoke_cli = in_process_runner()
+    a, b = kbs
+    for tag in ("ant", "bee", "cat"):
+        invoke_cli("--kb", b, "save", unlike(tag), "-e", "shop.orders", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    git(a, "switch", "-q", "-c", "agent")
+    invoke_cli("--kb", a, "save", unlike("dog"), "-e", "shop.orders", check=True)
+    git(a, "fetch", "-q")
+
+
+def _merge_killed(a: Path, *, env: dict[str, str] | None = None) -> None:
+    """``slayer-kb merge origin/main`` in ``a`` as a process group of its own, killed as set up."""
+    proc = subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(a), "merge", "origin/main"], cwd=a,
+                          capture_output=True, env=dict(os.environ, **(env or {})), start_new_session=True,
+                          timeout=120)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+
+
+def _refused_alike(invoke_cli: CliRunner, a: Path) -> str:
+    """What sync and merge refuse with (the same words), checked against validate's problem."""
+    said = invoke_cli("--kb", a, "merge", "origin/main", cwd=a)
+    assert said.returncode != 0 and said.stdout == ""
+    message = said.stderr.removeprefix("Error: ").strip()
+    synced = invoke_cli("--kb", a, "sync", cwd=a)
+    assert synced.returncode != 0 and synced.stderr.removeprefix("Error: ").strip() == message
+    checked = invoke_cli("--kb", a, "validate", cwd=a)
+    assert checked.returncode == 1 and f"memories/:1: {message}\n" in checked.stdout
+    return message
+
+
+def _undo_as_printed(a: Path, message: str) -> None:
+    """Run the undo steps of ``message`` in ``a`` as a person pastes them."""
+    steps = message.split("To undo the merge: ", 1)[1].split("; then ", 1)[0]
+    for step in steps.split("; "):
+        subprocess.run(step, shell=True, cwd=a, check=True, capture_output=True)
+
+
+def _merged_after(invoke_cli: CliRunner, a: Path) -> None:
+    """The merge run again finishes: a merge commit of both, nothing left over, a clean validate."""
+    assert invoke_cli("--kb", a, "merge", "origin/main", cwd=a, check=True).stdout == (
+        "Merged origin/main; run slayer-kb sync to push.\n")
+    assert git(a, "rev-parse", "HEAD^2").strip() == git(a, "rev-parse", "origin/main").strip()
+    assert git(a, "status", "--porcelain", "-uall") == ""
+    assert not (a / ".git" / "slayer-kb-merging.json").exists()
+    assert invoke_cli("--kb", a, "validate", cwd=a, check=True).stdout == "Checked 4 files: no problems.\n"
+
+
+@pytest.fixture
+def agent(tmp_path: Path) -> Path:
+    _bare, (a, _b) = make_team_after(tmp_path, "main-ahead-of-agent", _main_ahead)
+    return a
+
+
+def _ref_files(a: Path) -> list[str]:
+    """The memory files origin/main added that the agent's branch does not hold, in git's order."""
+    return git(a, "diff", "--name-only", "--diff-filter=A", "HEAD", "origin/main", "--", "memories/").split()
+
+
+@pytest.mark.slow  # fault injection (slow suite, .ci/run)
+def test_a_merge_killed_while_git_wrote_refs_files_names_them_and_the_undo(agent, invoke_cli) -> None:
+    """git's merge killed as it wrote REF's files left two of them untracked in memories/ (and its
+    index.lock): sync, merge and validate said nothing of them (validate checked them as the
+    KB's), and git names no merge. Now each names them and the steps, which undo it."""
+    a = agent
+    first, second, third = _ref_files(a)
+    (a / ".git" / "info" / "attributes").write_text(f"{third} filter=killer\n")
+    git(a, "config", "filter.killer.smudge", KILL_THE_GROUP)
+    _merge_killed(a)
+    (a / ".git" / "info" / "attributes").unlink()
+    git(a, "config", "--unset", "filter.killer.smudge")
+    assert git(a, "status", "--porcelain", "-uall") == f"?? {first}\n?? {second}\n"
+    message = _refused_alike(invoke_cli, a)
+    assert message == (
+        "'slayer-kb merge origin/main' was interrupted before it finished: git was stopped while it wrote "
+        f"origin/main's files, and committed nothing: {first}, {second} untracked. This branch's commits are as "
+        "they were, and origin/main holds its files as git wrote them. To undo the merge: "
+        f"rm -- {first} {second}; rm -f -- {a / '.git' / 'index.lock'}; then 'slayer-kb merge origin/main' merges "
+        "it again.")
+    _undo_as_printed(a, message)
+    _merged_after(invoke_cli, a)
+
+
+@pytest.mark.slow  # fault injection (slow suite, .ci/run)
+def test_a_merge_killed_after_git_merged_names_the_undo(agent, invoke_cli) -> None:
+    """slayer-kb killed while git's merge ran: git finished alone and left MERGE_HEAD, REF's files
+    staged, none of the KB's folds or checks made. sync and merge said "Conclude it with git
+    commit", which commits the merge without them; validate said nothing."""
+    a = agent
+    hook = a / ".git" / "hooks" / "reference-transaction"
+    hook.write_text(KILL_AT_ORIG_HEAD)
+    hook.chmod(0o755)
+    _merge_killed(a)
+    # git's merge, orphaned, goes on: done once it wrote MERGE_HEAD (after its index) and exited.
+    eventually(lambda: (a / ".git" / "MERGE_HEAD").exists() and not (a / ".git" / "index.lock").exists(),
+               "git's merge finished alone")
+    files = _ref_files(a)
+    assert git(a, "status", "--porcelain", "-uall") == "".join(f"A  {f}\n" for f in files)
+    message = _refused_alike(invoke_cli, a)
+    assert message == (
+        "'slayer-kb merge origin/main' was interrupted before it finished: git's merge of origin/main is in "
+        "progress, not committed, without the knowledge base's folds and checks "
+        f"({', '.join(files)} staged). This branch's commits are as they were, and origin/main holds its files as "
+        "git wrote them. To undo the merge: git merge --abort; then 'slayer-kb merge origin/main' merges it again.")
+    _undo_as_printed(a, message)
+    _merged_after(invoke_cli, a)
