@@ -341,3 +341,30 @@ def test_a_renamed_folded_memory_whose_edit_stops_leaves_no_second_copy(tmp_path
     invoke_cli("--kb", a, "sync", check=True)
     assert _shown(invoke_cli, a, kept) == before
     assert sorted(p.name for p in (a / "memories").iterdir()) == [f"{kept}.yaml"]
+
+
+@pytest.mark.parametrize("side", default_first(["--ours", "--theirs"]))
+def test_a_held_rename_of_a_folded_memory_keeps_its_links_once_resolved(
+        tmp_path: Path, invoke_cli: CliRunner, side: str) -> None:
+    # The stop left links to kb.retry, which 'validate' said to prune, and the merge's commit
+    # recorded no fold of kb.retry: the next sync stripped them as links to a forgotten memory.
+    _bare, (agent, a) = make_team(tmp_path, clones=2)
+    folded, kept = _folded(invoke_cli, agent, a)
+    linking = saved_id(invoke_cli, agent, unlike("linking"), "-e", f"memory:{folded}", "-e", "shop.orders.amount")
+    invoke_cli("--kb", agent, "rename", folded, "kb.retry", check=True)
+    invoke_cli("--kb", agent, "update", "kb.retry", "--learning", unlike("outage"), check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(a, "fetch", "-q")
+    assert invoke_cli("--kb", a, "merge", "origin/agent-y").returncode == 1
+    git(a, "checkout", side, f"memories/{kept}.yaml")
+    git(a, "add", f"memories/{kept}.yaml")
+    invoke_cli("--kb", a, "validate", check=True)
+    git(a, "commit", "-q", "--no-edit")
+    assert git(a, "log", "-1", "--format=%s") == f"memory: merge kb.retry into {kept} (topic decision/retry-budget)\n"
+    invoke_cli("--kb", a, "sync", check=True)
+    assert _shown(invoke_cli, a, linking)["entities"] == [f"memory:{kept}", "shop.orders.amount"]
+    merge = git(a, "rev-parse", "HEAD").strip()
+    assert invoke_cli("--kb", a, "get", "kb.retry").stderr == (
+        f"Error: No memory with id 'kb.retry'. It was merged into '{kept}' in commit {merge[:12]}, the memory kept "
+        "under the same topic key; use that id.\n")
+    assert sorted(p.name for p in (a / "memories").iterdir()) == sorted([f"{kept}.yaml", f"{linking}.yaml"])

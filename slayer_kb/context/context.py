@@ -226,7 +226,11 @@ class Context(Parts):
         forgotten for good (the ``restore --rev`` that brings it back); None when no
         commit deleted it."""
         if not (last_two := deletions(self.store, memory_id)):  # one walk of the history for both
-            return None
+            # No commit on the history git follows deleted it: a merge's commit that is the fold
+            # of a rename the other side made (``merge._record_held_renames``).
+            if (folding := self._merge_folding(memory_id)) is None:
+                return None
+            last_two = [folding]
         if (renamed := self.renamed_away(memory_id, last_two=last_two)) is not None:
             return NotFoundError(renamed)
         deleting = last_two[0]
@@ -257,6 +261,16 @@ class Context(Parts):
             return ""
         return "was renamed " + ", then ".join(f"to '{new}' in commit {commit[:12]}" for new, commit in away.moves) + (
             ": use that id")
+
+    def _merge_folding(self, memory_id: str) -> str | None:
+        """The last merge's commit of HEAD's history whose subject is a fold of ``memory_id``, or None."""
+        out = self.store.git("log", "--min-parents=2", "--format=%H %s", "--fixed-strings", f"--grep={memory_id} into ",
+                             "HEAD", "--").stdout.decode("utf-8", "replace")
+        for line in out.splitlines():
+            commit, _, subject = line.partition(" ")
+            if (fold := folded_by(subject)) is not None and memory_id in fold[0]:
+                return commit
+        return None
 
     def _folded_in(self, memory_id: str, commit: str) -> tuple[str, str] | None:
         """The id ``commit`` folded ``memory_id`` into (``core.merging.folded_by``) and the words

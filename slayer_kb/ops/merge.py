@@ -23,10 +23,13 @@ push named in the reply.
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING
 
-from ..core.errors import ConflictError, StoreError
+from ..core.errors import ConflictError, KBError, StoreError
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
+from ..core.memory import loads
+from ..core.merging import fold_subject
 from ..core.problems import cd_step, command, command_in, git_command, words
 from ..core.results import MergeResult
 from ..store import mergedriver
@@ -46,7 +49,7 @@ from ..store.worktree import require_shown
 from .conflictsteps import crossed_words, opening, reuse_steps
 from .folds import Standing, fold_renamed, folded_to, own_moves
 from .rebase import conflict_steps, held_stages, merge_from, push_step, settle, swap_sides, unmerged
-from .renumber import refuse_clashes, require_clean
+from .renumber import refuse_clashes, renumbered_text, require_clean
 from .reuses import Retry, refuse_reuse
 from .revalidation import Moves, finish_or_put_back
 from .snapshot import merge_bases, session_projects, written_on_both, written_on_either
@@ -257,6 +260,7 @@ def _follow_folds(store: GitStore, parted: str, tips: tuple[str, str], ref: str,
     held: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {}  # each path held: its stages 2 and 3, their labels
     paths: dict[str, str] = {}
     found: dict[str, dict[str, str]] = {}
+    held_renames: dict[str, tuple[str, str]] = {}  # a held rename's new id: the id kept, its blob there
     objects = store.objects
     folds = [folded_to(store, parted, tip) for tip in tips]
     for folding in (0, 1):
@@ -299,6 +303,8 @@ def _follow_folds(store: GitStore, parted: str, tips: tuple[str, str], ref: str,
                 labels = (f"this branch: {new}", f"{ref}: {old}, which {named} merged into {new}")
                 held[paths[new]] = (sides, labels if folding == 0 else (
                     f"this branch: {old}, which {named} merged into {new}", f"{ref}: {new}"))
+                if old in renamed:
+                    held_renames[renamed[old]] = (new, kept)
             change = "forgot" if forgot else "renamed" if old in renamed else "edited"
             found[old] = {"kept": new, "change": change, "folded_on": named,
                           **({"renamed": renamed[old]} if change == "renamed" else {})}
@@ -318,7 +324,47 @@ def _follow_folds(store: GitStore, parted: str, tips: tuple[str, str], ref: str,
             store.git_writing_index("checkout", "--", path, env=LITERAL_PATHS)
     for path, (sides, labels) in held.items():  # both versions, in git's markers naming the fold
         (store.top / path).write_bytes(mergedriver.both_sides(store, sides, labels))
+    _record_held_renames(store, held_renames)
     return True
+
+
+def _record_held_renames(store: GitStore, held: dict[str, tuple[str, str]]) -> None:
+    """For each rename of ``held`` (the other side's new id -> the memory kept, its blob on the
+    folding side) whose edit the
+    stop holds at the memory kept: no ``folds.fold_renamed`` commit follows the person's ``git
+    commit``, so the merge's commit is the fold's. The links to the new id point at the memory
+    kept (staged with the merge, as ``fold_renamed`` would: else ``validate`` and the next sync
+    strip them as links to a forgotten memory), and the merge's message begins with the fold's
+    subject (``memory: merge kb.retry into 101 (...)``), which ``get`` and later merges read."""
+    if not held:
+        return
+    moved = {renamed: kept for renamed, (kept, _blob) in held.items()}
+    kept_texts = store.objects.read_many("blob", {blob for _kept, blob in held.values()})
+    keys = set()
+    for kept, blob in held.values():
+        with contextlib.suppress(KBError, UnicodeDecodeError):
+            keys.add(loads(kept_texts[blob].decode("utf-8"), kept).topic_key or "")
+    folder = store.repo_path(MEMORIES_DIR)
+    staged = store.git("ls-files", "-s", "-z", "--", f"{folder}/", env=LITERAL_PATHS).stdout.decode(
+        "utf-8", "surrogateescape")
+    blobs = {path: info.split()[1] for info, _, path in (e.partition("\t") for e in staged.split("\0") if e)
+             if info.split()[2] == "0"}
+    texts = store.objects.read_many("blob", set(blobs.values()))
+    lines: list[str] = []
+    rewritten: list[str] = []
+    for path, blob in blobs.items():
+        memory_id = id_of_path(path[len(store.prefix):])
+        text = texts[blob].decode("utf-8", "replace")
+        new_text = renumbered_text(memory_id, text, moved) if memory_id is not None else None
+        if new_text is not None:
+            lines.append(f"100644 {store.objects.write('blob', new_text.encode())} 0\t{path}\n")
+            rewritten.append(path)
+    if lines:
+        store.git_writing_index("update-index", "--index-info", input="".join(lines).encode())
+        store.git_writing_index("checkout", "--", *rewritten, env=LITERAL_PATHS)
+    message = store.git_dirs()[0] / "MERGE_MSG"
+    why = f"topic {', '.join(sorted(keys - {''}))}" if keys - {""} else "same save"
+    message.write_text(f"{fold_subject(moved, why)}\n\n{message.read_text() if message.exists() else ''}")
 
 
 def _hold_unseen_renames(store: GitStore, parted: str, tips: tuple[str, str], added: tuple[set[str], ...]) -> bool:
