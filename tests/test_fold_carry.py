@@ -282,6 +282,32 @@ def test_a_folded_memory_brought_back_by_hand_and_folded_again_counts_its_revisi
         "Retry budget, reviewed", unlike("outage"), int(str(before["revision_count"])) + 1)
 
 
+def test_a_folded_memory_brought_back_and_folded_again_says_the_field_both_changed(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # Main's text and the returning copy's both changed since the first fold: the fold again took
+    # the returning copy's and said only "merged (same topic key)".
+    _bare, (agent, a) = make_team(tmp_path, clones=2)
+    folded, kept = _folded(invoke_cli, agent, a)
+    invoke_cli("--kb", a, "update", kept, "--learning", unlike("reviewed"), check=True)
+    invoke_cli("--kb", agent, "update", folded, "--learning", unlike("outage"), check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(a, "fetch", "-q")
+    subprocess.run(["git", "merge", "-q", "--no-edit", "origin/agent-y"], cwd=a, capture_output=True, check=False)
+    git(a, "checkout", "--theirs", f"memories/{folded}.yaml")
+    git(a, "add", f"memories/{folded}.yaml")
+    git(a, "commit", "-q", "--no-edit")
+    merge = git(a, "rev-parse", "HEAD").strip()
+    synced = invoke_cli("--kb", a, "sync", check=True)
+    assert synced.stdout.splitlines()[1:] == [
+        f"  kept {kept}: {folded}, brought back after it was merged into {kept}, merged into it again; its learning, "
+        f"which {kept} held another way, taken over {kept}'s; to see {kept}'s: git show {merge[:12]}:memories/{kept}.yaml",
+        f"  merged (same topic key): {folded} into {kept}"]
+    assert unlike("reviewed") in git(a, "show", f"{merge[:12]}:memories/{kept}.yaml")
+    assert _shown(invoke_cli, a, kept)["learning"] == unlike("outage")
+    followed = json_of(invoke_cli("--kb", a, "--json", "sync", check=True))["followed"]
+    assert followed == {}  # said once, by the sync that folded it
+
+
 def test_validate_against_main_reads_an_edit_of_a_folded_memory_through_the_fold(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     # It said 'origin/main forgot this memory ... Run slayer-kb merge origin/main: it stops

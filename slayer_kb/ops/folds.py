@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from ..core.engram import content_hash, is_import
 from ..core.errors import KBError
 from ..core.locate import id_of_path, memory_link, memory_path
-from ..core.memory import Memory, loads, parse_time, time_order
+from ..core.memory import FIELD_NAMES, Memory, loads, parse_time, time_order
 from ..core.merging import carry_through_fold, fold_subject, folded_by, merge_topic_revisions
 from ..store import claims, mergedriver
 from ..store.gitenv import LITERAL_PATHS
@@ -98,14 +98,17 @@ class Standing:
 
 
 def fold_topic_keys(kb: Context, tx: Transaction, ours: list[str], merged: dict[str, str],
-                    catch_up: Callable[[], None], standing: Standing | None = None, brought: set[str] | None = None) -> bool:
+                    catch_up: Callable[[], None], standing: Standing | None = None, brought: set[str] | None = None,
+                    followed: dict[str, dict[str, str]] | None = None) -> bool:
     """Fold each of ``ours`` (the memories this branch adds) whose topic key another memory
     holds into the oldest such memory, or that memory into it where ``standing`` keeps this
     branch's (None: never); True when it made the commit, the moves added to ``merged``.
     ``brought``: those of ``ours`` a merge's other side brought (a sync after a plain ``git
     merge``), each folded with one not among them, the rest with one not among the rest.
     ``catch_up`` brings the index, which finds a key's holders, up to date: called only for a
-    memory that has a key."""
+    memory that has a key. ``followed``: given each memory folded again whose fields both hold two
+    ways (``_fold_again``), change ``refolded``, with the fields and the ``git show`` of the
+    memory kept before."""
     brought = brought or set()
     folds: dict[str, Memory] = {}
     changes: list[Change] = []
@@ -123,11 +126,16 @@ def fold_topic_keys(kb: Context, tx: Transaction, ours: list[str], merged: dict[
             keeper = min(theirs, key=lambda m: time_order(m.created_at))
             # One record of an export imported on both clones: revised since from that record (its
             # counts once), not two saves (None: the counts of both summed).
-            folded = _fold_again(kb.store, mine, keeper) or merge_topic_revisions(
-                _imported_record(kb, mine, keeper), keeper, mine)
+            again = _fold_again(kb.store, mine, keeper)
+            folded = again[0] if again else merge_topic_revisions(_imported_record(kb, mine, keeper), keeper, mine)
             # Kept the other way round, the same memory (content, counts) under this branch's id.
             gone, folded = ((keeper.id, folded.evolve(id=memory_id)) if standing is not None
                             and standing.keeps_mine(mine, keeper) else (memory_id, folded))
+            if again and again[1] and followed is not None:
+                # Said, not silent: the memory kept held those fields another way, the fold's parent shows how.
+                path = kb.store.repo_path(memory_path(folded.id))
+                followed[gone] = {"kept": folded.id, "change": "refolded", "fields": ", ".join(again[1]),
+                                  "edit": f"git show {(kb.store.head() or '')[:12]}:{path}", "folded_on": "this branch"}
             folds[gone] = folded
             changes += [memory_change(folded), Change(memory_path(gone), None)]
     if not folds:
@@ -137,13 +145,13 @@ def fold_topic_keys(kb: Context, tx: Transaction, ours: list[str], merged: dict[
     return True
 
 
-def _fold_again(store: GitStore, mine: Memory, keeper: Memory) -> Memory | None:
+def _fold_again(store: GitStore, mine: Memory, keeper: Memory) -> tuple[Memory, list[str]] | None:
     """Under ``keeper``'s id, the memory ``mine`` and ``keeper`` make where an earlier fold took one
     into the other and it came back since (a plain ``git merge`` of an edit of it, kept by hand):
     each field it changed since the version that fold took in carried (``merging.carry_through_fold``;
     a field both hold two ways the returning one's, as a later save under the key), the others
-    the memory kept's, and only the revisions the memory kept does not hold already counted.
-    None when no fold took one into the other."""
+    the memory kept's, and only the revisions the memory kept does not hold already counted; with
+    the fields both hold two ways, for the reply to name. None when no fold took one into the other."""
     subjects = store.git("log", "--format=%H %s", "--grep=^memory: merge ", "HEAD").stdout.decode("utf-8", "replace")
     for line in subjects.splitlines():
         commit, _, subject = line.partition(" ")
@@ -156,7 +164,10 @@ def _fold_again(store: GitStore, mine: Memory, keeper: Memory) -> Memory | None:
             if blob is None:
                 return None
             base = loads(store.objects.read_many("blob", [blob])[blob].decode("utf-8", "replace"), back.id)
-            return carry_through_fold(base, holder, back)[1].evolve(id=keeper.id)
+            safe, every = carry_through_fold(base, holder, back)
+            both = [name for name in sorted(FIELD_NAMES - {"revision_count", "updated_at"})
+                    if getattr(safe, name) != getattr(every, name)]
+            return every.evolve(id=keeper.id), both
     return None
 
 

@@ -95,7 +95,7 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
             result.session_projects = session_projects(store, (sha, before), both)
             # What sync does once the upstream is in: the same fixes, and its revalidation named.
             moves = Moves(result.folded, result.unlinked, result.cascaded, result.deduplicated, result.relinked,
-                          result.relinked_merged)
+                          result.relinked_merged, result.followed)
             checked = finish_or_put_back(kb, store, tx, sha, parted, moves, before, head,
                                          standing=Standing(store, kb.shared_remote()))
             result.problems, result.stale_queries = checked.problems, checked.stale_queries

@@ -433,7 +433,7 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     if parted:
         _recount(kb, store, tx, (parted, upstream, ours), both)
     moves = Moves(result.merged, result.unlinked, result.cascaded, result.deduplicated, result.relinked,
-                  result.relinked_merged)
+                  result.relinked_merged, result.followed)
     _refuse(kb, finish(kb, store, tx, upstream, parted, moves, index.catch_up, ours=ours, standing=Standing(store, remote)),
             result)
 
@@ -454,7 +454,7 @@ def _finish_owed(kb: Context, store: GitStore, tx: Transaction, pulls: Pulls, re
         _recount(kb, store, tx, (pull.parted, pull.upstream, pull.ours),
                  written_on_both(store, pull.parted, (pull.upstream, pull.ours)))
     moves = Moves(result.merged, result.unlinked, result.cascaded, result.deduplicated, result.relinked,
-                  result.relinked_merged)
+                  result.relinked_merged, result.followed)
     finish(kb, store, tx, pull.upstream, pull.parted, moves, index.catch_up, ours=pull.ours,
            standing=Standing(store, kb.shared_remote()))
 
