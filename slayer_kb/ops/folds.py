@@ -329,6 +329,8 @@ def forgotten_folded(store: GitStore, parted: str, upstream: tuple[str, str], ou
     objects = store.objects
     ids = {i for path in both if (i := id_of_path(path)) is not None}
     moved = {old: new for old, new in folded_to(store, parted, upstream[0]).items() if old in ids} if ids else {}
+    if moved:  # a fold both sides made (two reviewers' merges of one branch) is no forget of this branch's
+        moved = {old: new for old, new in moved.items() if old not in folded_to(store, parted, ours)}
     if not moved:
         return
     paths = [store.repo_path(memory_path(old)) for old in moved]
@@ -448,3 +450,66 @@ def folded_to(store: GitStore, parted: str, side: str) -> dict[str, str]:
             new = folds[new]
         found[old] = new
     return found
+
+
+def recount(kb: Context, tx: Transaction, sides: tuple[str, str, str], paths: list[str]) -> None:
+    """Make sure every revision of a topic-key memory both sides changed (``paths``) is counted
+    once: the count of (where they parted, the upstream, this branch before the rebase), as
+    ``merge_topic_revisions`` sums them. The driver sums each commit it replays, but git never asks
+    it when both sides made the very same file (two clones folding their memories into an upstream
+    one alike), and takes one side's count for both: one commit puts the missing revisions back.
+    Where both sides folded one memory into it and then differ (two reviewers' ``slayer-kb merge``
+    of one branch, an edit of the folded memory carried by one between), the driver summed what
+    each fold took in: the folded memory's revisions both took in (``_taken_in_both``) count once,
+    never fewer than either side holds. Sync's, after its rebase or merge."""
+    store = kb.store
+    changes: list[Change] = []
+    fixed: dict[str, Memory] = {}
+    memories = [(path, memory_id) for path in paths if (memory_id := id_of_path(path)) is not None]
+    found = iter(blobs_at(store, [(rev, path) for path, _ in memories for rev in sides]) if memories else [])
+    folds: list[dict[str, set[str]]] | None = None
+    for _path, memory_id in memories:
+        texts = [next(found) for _ in sides]
+        if texts[1] is None or texts[2] is None:
+            continue
+        folds = folds if folds is not None else [folds_into(store, sides[0], side) for side in sides[1:]]
+        shared = folds[0].get(memory_id, set()) & folds[1].get(memory_id, set())
+        # The same file on both sides may be one fold made on both: its revisions counted once, not twice.
+        if texts[1] == texts[2] and folds[0].get(memory_id) and folds[0].get(memory_id) == folds[1].get(memory_id):
+            continue
+        with contextlib.suppress(KBError):
+            upstream, ours = (loads(text.decode("utf-8"), memory_id) for text in texts[1:] if text is not None)
+            now = kb.read(memory_id)
+            if not (upstream.topic_key and upstream.topic_key == ours.topic_key == now.topic_key):
+                continue
+            count = now.revision_count or 1
+            if texts[0] is not None:  # none where a criss-cross merge's first base lacks it
+                count = max(count, merge_topic_revisions(loads(texts[0].decode("utf-8"), memory_id), upstream,
+                                                         ours).revision_count or 1)
+            if texts[1] != texts[2] and shared:
+                count = max(count - _taken_in_both(store, sides[1:], shared), upstream.revision_count or 1,
+                            ours.revision_count or 1)
+            if count != (now.revision_count or 1):
+                fixed[memory_id] = now.evolve(revision_count=count)
+                changes.append(memory_change(fixed[memory_id]))
+    if changes:
+        tx.commit(changes, f"memory: count both sides' revisions of {', '.join(fixed)}", fixed)
+
+
+def _taken_in_both(store: GitStore, tips: tuple[str, ...], folded: set[str]) -> int:
+    """The revisions of the ``folded`` memories both ``tips`` took in: each memory's count in the
+    newest version of it either tip's history holds (through any merge: an edit one side carried
+    into the memory kept is in the branch it merged), the lower of the two."""
+    total = 0
+    for memory_id in sorted(folded):
+        path = store.repo_path(memory_path(memory_id))
+        counts = []
+        for tip in tips:
+            last = store.git("log", "-1", "--full-history", "--format=%H", "--diff-filter=AM", tip, "--", path,
+                             env=LITERAL_PATHS).stdout.decode().strip()
+            blob = store.objects.blobs_at(store.objects.tree_of(last), [path])[path] if last else None
+            with contextlib.suppress(KBError, UnicodeDecodeError):
+                text = store.objects.read_many("blob", [blob])[blob].decode("utf-8") if blob else ""
+                counts.append(loads(text, memory_id).revision_count or 1 if text else 0)
+        total += min(counts, default=0)
+    return total
