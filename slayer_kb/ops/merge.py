@@ -330,12 +330,12 @@ def _follow_folds(store: GitStore, parted: str, tips: tuple[str, str], ref: str,
 
 def _record_held_renames(store: GitStore, held: dict[str, tuple[str, str]]) -> None:
     """For each rename of ``held`` (the other side's new id -> the memory kept, its blob on the
-    folding side) whose edit the
-    stop holds at the memory kept: no ``folds.fold_renamed`` commit follows the person's ``git
-    commit``, so the merge's commit is the fold's. The links to the new id point at the memory
-    kept (staged with the merge, as ``fold_renamed`` would: else ``validate`` and the next sync
-    strip them as links to a forgotten memory), and the merge's message begins with the fold's
-    subject (``memory: merge kb.retry into 101 (...)``), which ``get`` and later merges read."""
+    folding side) whose edit the stop holds at the memory kept: no ``folds.fold_renamed`` commit
+    follows the person's ``git commit``, so the merge's commit is the fold's. The links to the new
+    id point at the memory kept (staged with the merge, as ``fold_renamed`` would: else
+    ``validate`` and the next sync strip them as links to a forgotten memory), and the merge's
+    message begins with the fold's subject (``memory: merge kb.retry into 101 (...)``), which
+    ``get`` and later merges read."""
     if not held:
         return
     moved = {renamed: kept for renamed, (kept, _blob) in held.items()}
@@ -344,9 +344,12 @@ def _record_held_renames(store: GitStore, held: dict[str, tuple[str, str]]) -> N
     for kept, blob in held.values():
         with contextlib.suppress(KBError, UnicodeDecodeError):
             keys.add(loads(kept_texts[blob].decode("utf-8"), kept).topic_key or "")
-    folder = store.repo_path(MEMORIES_DIR)
-    staged = store.git("ls-files", "-s", "-z", "--", f"{folder}/", env=LITERAL_PATHS).stdout.decode(
-        "utf-8", "surrogateescape")
+    # The files that may link a new id (git's index searched, not every memory read), merged (stage 0).
+    named = [arg for renamed in moved for arg in ("-e", f"memory:{renamed}")]
+    found = store.git("grep", "--cached", "-l", "-z", "-F", *named, "--", f"{store.repo_path(MEMORIES_DIR)}/",
+                      check=False, env=LITERAL_PATHS).stdout.decode("utf-8", "surrogateescape").split("\0")
+    staged = store.git("ls-files", "-s", "-z", "--", *filter(None, found), env=LITERAL_PATHS).stdout.decode(
+        "utf-8", "surrogateescape") if any(found) else ""
     blobs = {path: info.split()[1] for info, _, path in (e.partition("\t") for e in staged.split("\0") if e)
              if info.split()[2] == "0"}
     texts = store.objects.read_many("blob", set(blobs.values()))
