@@ -133,9 +133,7 @@ def fold_topic_keys(kb: Context, tx: Transaction, ours: list[str], merged: dict[
                             and standing.keeps_mine(mine, keeper) else (memory_id, folded))
             if again and again[1] and followed is not None:
                 # Said, not silent: the memory kept held those fields another way, the fold's parent shows how.
-                path = kb.store.repo_path(memory_path(folded.id))
-                followed[gone] = {"kept": folded.id, "change": "refolded", "fields": ", ".join(again[1]),
-                                  "edit": f"git show {(kb.store.head() or '')[:12]}:{path}", "folded_on": "this branch"}
+                followed[gone] = _refolded(kb.store, folded.id, again[1])
             folds[gone] = folded
             changes += [memory_change(folded), Change(memory_path(gone), None)]
     if not folds:
@@ -143,6 +141,14 @@ def fold_topic_keys(kb: Context, tx: Transaction, ours: list[str], merged: dict[
     keys = ", ".join(sorted({m.topic_key or "" for m in folds.values()}))
     _commit(tx, folds, changes, f"topic {keys}", merged)
     return True
+
+
+def _refolded(store: GitStore, kept: str, fields: list[str]) -> dict[str, str]:
+    """``followed``'s entry of a memory folded again into ``kept`` whose ``fields`` both held two
+    ways: the ``git show`` of ``kept`` as HEAD holds it before the fold's commit."""
+    path = store.repo_path(memory_path(kept))
+    return {"kept": kept, "change": "refolded", "fields": ", ".join(fields),
+            "edit": f"git show {(store.head() or '')[:12]}:{path}", "folded_on": "this branch"}
 
 
 def _fold_again(store: GitStore, mine: Memory, keeper: Memory) -> tuple[Memory, list[str]] | None:

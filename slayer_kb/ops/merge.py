@@ -27,7 +27,7 @@ import contextlib
 from typing import TYPE_CHECKING
 
 from ..core.errors import ConflictError, KBError, StoreError
-from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
+from ..core.locate import MEMORIES_DIR, id_of_path, memory_link, memory_path
 from ..core.memory import loads
 from ..core.merging import fold_subject
 from ..core.problems import cd_step, command, command_in, git_command, words
@@ -345,7 +345,7 @@ def _record_held_renames(store: GitStore, held: dict[str, tuple[str, str]]) -> N
         with contextlib.suppress(KBError, UnicodeDecodeError):
             keys.add(loads(kept_texts[blob].decode("utf-8"), kept).topic_key or "")
     # The files that may link a new id (git's index searched, not every memory read), merged (stage 0).
-    named = [arg for renamed in moved for arg in ("-e", f"memory:{renamed}")]
+    named = [arg for renamed in moved for arg in ("-e", memory_link(renamed))]
     found = store.git("grep", "--cached", "-l", "-z", "-F", *named, "--", f"{store.repo_path(MEMORIES_DIR)}/",
                       check=False, env=LITERAL_PATHS).stdout.decode("utf-8", "surrogateescape").split("\0")
     staged = store.git("ls-files", "-s", "-z", "--", *filter(None, found), env=LITERAL_PATHS).stdout.decode(
