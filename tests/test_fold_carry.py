@@ -1,5 +1,5 @@
 """What a change of a folded memory on the other side makes of the memory kept (folds.py,
-``folds.follow_folds``, ``folds.carry_dropped``): a soft forget, an edit read field by field from
+``carry.follow_folds``, ``folds.carry_dropped``): a soft forget, an edit read field by field from
 the folded memory's version where the sides parted, a rename, a memory brought back. Each test is
 one team of real clones (``make_team``): agent-y's save folded into main's by the reviewer's merge."""
 
@@ -282,6 +282,32 @@ def test_a_folded_memory_brought_back_by_hand_and_folded_again_counts_its_revisi
         "Retry budget, reviewed", unlike("outage"), int(str(before["revision_count"])) + 1)
 
 
+def test_a_folded_memory_brought_back_and_folded_again_says_the_field_both_changed(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # Main's text and the returning copy's both changed since the first fold: the fold again took
+    # the returning copy's and said only "merged (same topic key)".
+    _bare, (agent, a) = make_team(tmp_path, clones=2)
+    folded, kept = _folded(invoke_cli, agent, a)
+    invoke_cli("--kb", a, "update", kept, "--learning", unlike("reviewed"), check=True)
+    invoke_cli("--kb", agent, "update", folded, "--learning", unlike("outage"), check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(a, "fetch", "-q")
+    subprocess.run(["git", "merge", "-q", "--no-edit", "origin/agent-y"], cwd=a, capture_output=True, check=False)
+    git(a, "checkout", "--theirs", f"memories/{folded}.yaml")
+    git(a, "add", f"memories/{folded}.yaml")
+    git(a, "commit", "-q", "--no-edit")
+    merge = git(a, "rev-parse", "HEAD").strip()
+    synced = invoke_cli("--kb", a, "sync", check=True)
+    assert synced.stdout.splitlines()[1:] == [
+        f"  kept {kept}: {folded}, brought back after it was merged into {kept}, merged into it again; its learning, "
+        f"which {kept} held another way, taken over {kept}'s; to see {kept}'s: git show {merge[:12]}:memories/{kept}.yaml",
+        f"  merged (same topic key): {folded} into {kept}"]
+    assert unlike("reviewed") in git(a, "show", f"{merge[:12]}:memories/{kept}.yaml")
+    assert _shown(invoke_cli, a, kept)["learning"] == unlike("outage")
+    followed = json_of(invoke_cli("--kb", a, "--json", "sync", check=True))["followed"]
+    assert followed == {}  # said once, by the sync that folded it
+
+
 def test_validate_against_main_reads_an_edit_of_a_folded_memory_through_the_fold(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     # It said 'origin/main forgot this memory ... Run slayer-kb merge origin/main: it stops
@@ -341,3 +367,30 @@ def test_a_renamed_folded_memory_whose_edit_stops_leaves_no_second_copy(tmp_path
     invoke_cli("--kb", a, "sync", check=True)
     assert _shown(invoke_cli, a, kept) == before
     assert sorted(p.name for p in (a / "memories").iterdir()) == [f"{kept}.yaml"]
+
+
+@pytest.mark.parametrize("side", default_first(["--ours", "--theirs"]))
+def test_a_held_rename_of_a_folded_memory_keeps_its_links_once_resolved(
+        tmp_path: Path, invoke_cli: CliRunner, side: str) -> None:
+    # The stop left links to kb.retry, which 'validate' said to prune, and the merge's commit
+    # recorded no fold of kb.retry: the next sync stripped them as links to a forgotten memory.
+    _bare, (agent, a) = make_team(tmp_path, clones=2)
+    folded, kept = _folded(invoke_cli, agent, a)
+    linking = saved_id(invoke_cli, agent, unlike("linking"), "-e", f"memory:{folded}", "-e", "shop.orders.amount")
+    invoke_cli("--kb", agent, "rename", folded, "kb.retry", check=True)
+    invoke_cli("--kb", agent, "update", "kb.retry", "--learning", unlike("outage"), check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(a, "fetch", "-q")
+    assert invoke_cli("--kb", a, "merge", "origin/agent-y").returncode == 1
+    git(a, "checkout", side, f"memories/{kept}.yaml")
+    git(a, "add", f"memories/{kept}.yaml")
+    invoke_cli("--kb", a, "validate", check=True)
+    git(a, "commit", "-q", "--no-edit")
+    assert git(a, "log", "-1", "--format=%s") == f"memory: merge kb.retry into {kept} (topic decision/retry-budget)\n"
+    invoke_cli("--kb", a, "sync", check=True)
+    assert _shown(invoke_cli, a, linking)["entities"] == [f"memory:{kept}", "shop.orders.amount"]
+    merge = git(a, "rev-parse", "HEAD").strip()
+    assert invoke_cli("--kb", a, "get", "kb.retry").stderr == (
+        f"Error: No memory with id 'kb.retry'. It was merged into '{kept}' in commit {merge[:12]}, the memory kept "
+        "under the same topic key; use that id.\n")
+    assert sorted(p.name for p in (a / "memories").iterdir()) == sorted([f"{kept}.yaml", f"{linking}.yaml"])

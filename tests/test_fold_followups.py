@@ -23,7 +23,7 @@ from testing import (
     make_team,
     unlike,
 )
-from testing.folds import TOPIC, main_then_agent, reviewer_folded, saved_id
+from testing.folds import TOPIC, agent_then_main, main_then_agent, reviewer_folded, saved_id
 
 
 @pytest.fixture
@@ -191,6 +191,29 @@ def test_get_of_a_renamed_memory_follows_a_fold_of_its_new_id(tmp_path: Path, in
     gone = invoke_cli("--kb", root, "get", first)
     assert gone.stderr == (f"Error: Memory '{first}' was renamed to 'kb.retry' in commit {renamed[:12]}, which was merged "
                            f"into '{kept}' in commit {fold[:12]}, the memory kept under the same topic key: use that id.\n")
+
+
+@pytest.mark.parametrize("told", default_first(["git", "forge"]))
+def test_get_of_a_memory_folded_on_a_branch_squash_merged_names_the_squash(
+        tmp_path: Path, invoke_cli: CliRunner, told: str) -> None:
+    # The agent's 'merge origin/main' folded its 1 into main's 101 on agent-y, and the reviewer
+    # squash-merged agent-y: 'get 1' on main said only "No memory with id '1'".
+    _bare, (agent, a, reviewer) = make_team(tmp_path, clones=3)
+    folded, kept = agent_then_main(invoke_cli, agent, a, reviewer, APART)
+    git(agent, "fetch", "-q")
+    invoke_cli("--kb", agent, "merge", "origin/main", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(reviewer, "fetch", "-q")
+    git(reviewer, "merge", "-q", "--squash", "origin/agent-y")
+    if told == "git":  # git's message: each commit squashed, its message indented
+        git(reviewer, "commit", "-q", "--no-edit")
+    else:  # a forge's: the pull request's title, then each commit's subject after "* "
+        subjects = git(reviewer, "log", "--format=* %s", "HEAD..origin/agent-y")
+        git(reviewer, "commit", "-q", "-m", "Agent y's work (#7)", "-m", subjects)
+    squash = git(reviewer, "rev-parse", "HEAD").strip()
+    assert invoke_cli("--kb", reviewer, "get", folded).stderr == (
+        f"Error: No memory with id '{folded}'. It was merged into '{kept}' in commit {squash[:12]}, the memory kept "
+        "under the same topic key; use that id.\n")
 
 
 @pytest.mark.parametrize("on", default_first(["main", "agent-y"]))

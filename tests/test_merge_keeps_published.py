@@ -16,7 +16,17 @@ import pytest
 import slayer_kb.kb as kb_module
 from slayer_kb.core.memory import utc_time
 from slayer_kb.ops import observations
-from testing import CliRunner, git, in_process_runner, in_the_kb, json_of, make_catalog_kb, make_team, unlike
+from testing import (
+    CliRunner,
+    default_first,
+    git,
+    in_process_runner,
+    in_the_kb,
+    json_of,
+    make_catalog_kb,
+    make_team,
+    unlike,
+)
 from testing.folds import TOPIC, agent_saves, agent_then_main, saved_id
 
 
@@ -201,6 +211,35 @@ def test_one_fold_made_on_two_clones_counts_its_revisions_once(tmp_path: Path, i
     invoke_cli("--kb", d, "sync", check=True)
     invoke_cli("--kb", b, "sync", check=True)
     assert json_of(invoke_cli("--kb", b, "--json", "get", kept, check=True))["revision_count"] == 2
+
+
+@pytest.mark.parametrize("second", default_first(["after the edit", "before it"]))
+def test_one_fold_made_on_two_clones_with_an_edit_carried_between_counts_each_revision_once(
+        tmp_path: Path, invoke_cli: CliRunner, second: str) -> None:
+    # Two reviewers each merged the agent's branch, folding 1 into 101; the agent's edit of 1
+    # reached the first through the fold ('the edit went to 101'), the second's fold took it in
+    # with 1 (or came before it). The second's sync counted 5 (or 4) revisions for 3 (main's save,
+    # the agent's, its edit), and said it had forgotten 1, which it had folded too.
+    _bare, (agent, a, d, b) = make_team(tmp_path, clones=4)
+    folded, kept = agent_then_main(invoke_cli, agent, a, d, (unlike("agent"), unlike("main")))
+    git(b, "pull", "-q")
+    invoke_cli("--kb", d, "merge", "origin/agent-y", check=True)
+    if second == "before it":
+        invoke_cli("--kb", b, "merge", "origin/agent-y", check=True)
+    invoke_cli("--kb", agent, "update", folded, "--description", "Why five", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(d, "fetch", "-q")
+    said = invoke_cli("--kb", d, "merge", "origin/agent-y", check=True).stdout
+    assert said.splitlines()[1:] == [f"  kept {kept}: origin/agent-y edited {folded}, which this branch had merged "
+                                     f"into {kept}: the edit went to {kept}"]
+    if second == "after the edit":
+        git(b, "fetch", "-q")
+        invoke_cli("--kb", b, "merge", "origin/agent-y", check=True)
+    invoke_cli("--kb", d, "sync", check=True)
+    synced = invoke_cli("--kb", b, "sync", check=True)
+    shown = json_of(invoke_cli("--kb", b, "--json", "get", kept, check=True))
+    assert (shown["revision_count"], shown["description"]) == (3, "Why five")
+    assert "kept" not in synced.stdout
 
 
 def test_a_link_made_elsewhere_to_a_folded_memory_follows_the_fold(tmp_path: Path, invoke_cli: CliRunner) -> None:

@@ -345,6 +345,19 @@ def test_an_id_renamed_twice_names_its_last_id_and_a_forget_after(
         f"'slayer-kb restore kb.c --rev {head()}~1'.\n")
 
 
+def test_an_id_renamed_then_forgotten_and_restored_names_the_restored_memory(
+        linked_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    # ``7`` renamed to kb.b, kb.b forgotten for good and brought back ('restore --rev'): 'get 7'
+    # still said "forgotten for good", with a restore of what HEAD holds again.
+    root = linked_kb.root
+    invoke_cli("rename", "7", "kb.b", cwd=root, check=True)
+    renamed = git(root, "rev-parse", "--short=12", "HEAD").strip()
+    invoke_cli("forget", "kb.b", cwd=root, check=True)
+    invoke_cli("restore", "kb.b", "--rev", "HEAD~1", cwd=root, check=True)
+    assert invoke_cli("get", "7", cwd=root).stderr == (
+        f"Error: Memory '7' was renamed to 'kb.b' in commit {renamed}: use that id.\n")
+
+
 def test_an_id_renamed_then_forgotten_is_not_followed_into_a_memory_given_its_new_id(
         linked_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     """``7`` renamed to kb.b, kb.b forgotten, kb.b saved again for another note and that renamed to

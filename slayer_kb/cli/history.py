@@ -298,15 +298,19 @@ def _folded(merged: dict[str, str], deduplicated: dict[str, str]) -> str:
 
 def _followed(followed: dict[str, dict[str, str]], ref: str, run: str) -> str:
     """The line of each memory one side had folded into another that the other side (``ref``, or
-    this branch) forgot, edited or renamed since (folds.follow_folds): where its change went, and
+    this branch) forgot, edited or renamed since (carry.follow_folds): where its change went, and
     a forget's one command; an edit dropped (``folds.carry_dropped``) with the command showing it."""
     said = {"forgot": "forgot {old}, which {folded_on} had merged into {kept}; to forget {kept} too: {run} forget {kept}",
             "edited": "edited {old}, which {folded_on} had merged into {kept}: the edit went to {kept}",
             "renamed": "renamed {old} to {renamed}, which {folded_on} had merged into {kept}: its edits went to "
                        "{kept}, and links to {renamed} point at it",
             "dropped": "edited {old}, which {folded_on} had merged into {kept}, in a field {kept} holds another way: "
-                       "the edit dropped; to see it: {edit}"}
-    return "".join(f"\n  kept {f['kept']}: {ref if f['folded_on'] == 'this branch' else 'this branch'} "
+                       "the edit dropped; to see it: {edit}",
+            # Folded again after it came back (folds._fold_again): no side to name, the fold is this sync's or merge's.
+            "refolded": "{old}, brought back after it was merged into {kept}, merged into it again; its {fields}, which "
+                        "{kept} held another way, taken over {kept}'s; to see {kept}'s: {edit}"}
+    return "".join(f"\n  kept {f['kept']}: "
+                   + ("" if f["change"] == "refolded" else f"{ref if f['folded_on'] == 'this branch' else 'this branch'} ")
                    + said[f["change"]].format(old=old, run=run, **f) for old, f in followed.items())
 
 

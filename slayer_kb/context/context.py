@@ -226,7 +226,10 @@ class Context(Parts):
         forgotten for good (the ``restore --rev`` that brings it back); None when no
         commit deleted it."""
         if not (last_two := deletions(self.store, memory_id)):  # one walk of the history for both
-            return None
+            # No commit on the history git follows deleted it: one may tell of its fold all the same.
+            if (folding := self._fold_told(memory_id)) is None:
+                return None
+            last_two = [folding]
         if (renamed := self.renamed_away(memory_id, last_two=last_two)) is not None:
             return NotFoundError(renamed)
         deleting = last_two[0]
@@ -258,11 +261,21 @@ class Context(Parts):
         return "was renamed " + ", then ".join(f"to '{new}' in commit {commit[:12]}" for new, commit in away.moves) + (
             ": use that id")
 
+    def _fold_told(self, memory_id: str) -> str | None:
+        """The last commit of HEAD's history whose message tells of a fold of ``memory_id``
+        (``_fold_in``), where no commit git's history of its file follows deleted it: a merge's
+        commit that is the fold of a rename the other side made (``carry.record_held_renames``),
+        a squash of a branch that folded it (its message lists the fold's); None when none does."""
+        out = self.store.git("log", "--format=%H%x00%B%x00", "--fixed-strings", f"--grep={memory_id} into ", "HEAD",
+                             "--").stdout.decode("utf-8", "replace").split("\0")
+        return next((commit.strip() for commit, message in zip(out[::2], out[1::2], strict=False)
+                     if _fold_in(message, memory_id) is not None), None)
+
     def _folded_in(self, memory_id: str, commit: str) -> tuple[str, str] | None:
-        """The id ``commit`` folded ``memory_id`` into (``core.merging.folded_by``) and the words
-        that say so, or None when it is no fold of it."""
+        """The id ``commit`` folded ``memory_id`` into (``_fold_in``) and the words that say so, or
+        None when it is no fold of it."""
         message = self.store.objects.commit(commit).partition(b"\n\n")[2].decode("utf-8", "replace")
-        if (fold := folded_by(message.partition("\n")[0])) is None or memory_id not in fold[0]:
+        if (fold := _fold_in(message, memory_id)) is None:
             return None
         kept = fold[0][memory_id]
         alike = "as the same save" if fold[1] else "under the same topic key"
@@ -509,3 +522,14 @@ def deleted_error(memory: Memory, root: Path) -> NotFoundError:
     said = f"Memory '{memory.id}' was deleted at {memory.deleted_at}; bring it back with"
     return NotFoundError(f"{said} '{command(root)} restore {words(memory.id)}'.",
                          tool_message=f"{said} mem_restore(id: {memory.id}).")
+
+
+def _fold_in(message: str, memory_id: str) -> tuple[dict[str, str], bool] | None:
+    """The fold of ``memory_id`` a commit's ``message`` tells of (``core.merging.folded_by``): its
+    subject, or a line of its body as a squash lists the commits it took in (git's indented, a
+    forge's after "* "); None when none does."""
+    subject, _, body = message.partition("\n")
+    for line in (subject, *(line.strip().removeprefix("* ") for line in body.splitlines())):
+        if (fold := folded_by(line)) is not None and memory_id in fold[0]:
+            return fold
+    return None

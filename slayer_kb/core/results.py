@@ -415,7 +415,7 @@ class MergeResult:
     cascaded: dict[str, list[str]] = field(default_factory=dict)  # memory -> deleted entities stripped (unlinks.py)
     relinked: dict[str, dict[str, str]] = field(default_factory=dict)  # memory -> {renamed id: new id} (unlinks.py)
     relinked_merged: dict[str, dict[str, str]] = field(default_factory=dict)  # memory -> {folded id: id kept} (unlinks.py)
-    # A memory one side folded into another that the other side forgot, edited or renamed since (folds.follow_folds):
+    # A memory one side folded into another that the other side forgot, edited or renamed since (carry.follow_folds):
     # {its id: {kept, change, renamed (the new id, for renamed), folded_on (REF or 'this branch')}}.
     followed: dict[str, dict[str, str]] = field(default_factory=dict)
     # What sync's revalidation would say of the branch's memories on top of REF (revalidation.py):
@@ -452,7 +452,7 @@ class RebaseResult:
     stale_queries: list[str] = field(default_factory=list)
     untouched_queries: list[str] = field(default_factory=list)
     session_projects: dict[str, dict[str, str]] = field(default_factory=dict)  # as MergeResult's
-    # As MergeResult's, of this run's picks (folds.follow_folds): folded_on the upstream's name.
+    # As MergeResult's, of this run's picks (carry.follow_folds): folded_on the upstream's name.
     followed: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -486,7 +486,7 @@ class SyncResult:
     relinked: dict[str, dict[str, str]] = field(default_factory=dict)  # memory -> {renamed id: new id} (unlinks.py)
     relinked_merged: dict[str, dict[str, str]] = field(default_factory=dict)  # memory -> {folded id: id kept} (unlinks.py)
     # A memory one side folded into another that the other side forgot, edited or renamed since, as MergeResult's:
-    # merging, folds.follow_folds; rebasing, the upstream folded it and this branch changed it (folds.carry_dropped,
+    # merging, carry.follow_folds; rebasing, the upstream folded it and this branch changed it (folds.carry_dropped,
     # forgotten_folded), change 'dropped' for an edit of a field the memory kept holds another way (edit: its git show).
     followed: dict[str, dict[str, str]] = field(default_factory=dict)
     # Memories pushed whose example query names what the catalog no longer has (sync's revalidation).

@@ -45,7 +45,7 @@ def finish_merge_by_hand(kb: Context, store: GitStore, tx: Transaction, upstream
         # This side's new memories are all among ``added``: one brought pairs only with one of
         # them, found from this side's; the other side's (all of main's new, say) not read.
         added, brought = [i for i in added if i not in brought], set()
-    fold_topic_keys(kb, tx, added, result.merged, catch_up, standing, brought)
+    fold_topic_keys(kb, tx, added, result.merged, catch_up, standing, brought, result.followed)
     return store.git("rev-parse", f"{merge}^2").stdout.decode().strip()
 
 

@@ -29,11 +29,10 @@ from typing import TYPE_CHECKING
 from ..core.engram import content_hash, is_import
 from ..core.errors import KBError
 from ..core.locate import id_of_path, memory_link, memory_path
-from ..core.memory import Memory, loads, parse_time, time_order
+from ..core.memory import FIELD_NAMES, Memory, loads, parse_time, time_order
 from ..core.merging import carry_through_fold, fold_subject, folded_by, merge_topic_revisions
 from ..store import claims, mergedriver
 from ..store.gitenv import LITERAL_PATHS
-from ..store.renames import renames_between
 from ..store.repo import Change, GitStore
 from ..store.revisions import added_version
 from ..transaction import Transaction, memory_change
@@ -99,14 +98,17 @@ class Standing:
 
 
 def fold_topic_keys(kb: Context, tx: Transaction, ours: list[str], merged: dict[str, str],
-                    catch_up: Callable[[], None], standing: Standing | None = None, brought: set[str] | None = None) -> bool:
+                    catch_up: Callable[[], None], standing: Standing | None = None, brought: set[str] | None = None,
+                    followed: dict[str, dict[str, str]] | None = None) -> bool:
     """Fold each of ``ours`` (the memories this branch adds) whose topic key another memory
     holds into the oldest such memory, or that memory into it where ``standing`` keeps this
     branch's (None: never); True when it made the commit, the moves added to ``merged``.
     ``brought``: those of ``ours`` a merge's other side brought (a sync after a plain ``git
     merge``), each folded with one not among them, the rest with one not among the rest.
     ``catch_up`` brings the index, which finds a key's holders, up to date: called only for a
-    memory that has a key."""
+    memory that has a key. ``followed``: given each memory folded again whose fields both hold two
+    ways (``_fold_again``), change ``refolded``, with the fields and the ``git show`` of the
+    memory kept before."""
     brought = brought or set()
     folds: dict[str, Memory] = {}
     changes: list[Change] = []
@@ -124,11 +126,14 @@ def fold_topic_keys(kb: Context, tx: Transaction, ours: list[str], merged: dict[
             keeper = min(theirs, key=lambda m: time_order(m.created_at))
             # One record of an export imported on both clones: revised since from that record (its
             # counts once), not two saves (None: the counts of both summed).
-            folded = _fold_again(kb.store, mine, keeper) or merge_topic_revisions(
-                _imported_record(kb, mine, keeper), keeper, mine)
+            again = _fold_again(kb.store, mine, keeper)
+            folded = again[0] if again else merge_topic_revisions(_imported_record(kb, mine, keeper), keeper, mine)
             # Kept the other way round, the same memory (content, counts) under this branch's id.
             gone, folded = ((keeper.id, folded.evolve(id=memory_id)) if standing is not None
                             and standing.keeps_mine(mine, keeper) else (memory_id, folded))
+            if again and again[1] and followed is not None:
+                # Said, not silent: the memory kept held those fields another way, the fold's parent shows how.
+                followed[gone] = _refolded(kb.store, folded.id, again[1])
             folds[gone] = folded
             changes += [memory_change(folded), Change(memory_path(gone), None)]
     if not folds:
@@ -138,13 +143,21 @@ def fold_topic_keys(kb: Context, tx: Transaction, ours: list[str], merged: dict[
     return True
 
 
-def _fold_again(store: GitStore, mine: Memory, keeper: Memory) -> Memory | None:
+def _refolded(store: GitStore, kept: str, fields: list[str]) -> dict[str, str]:
+    """``followed``'s entry of a memory folded again into ``kept`` whose ``fields`` both held two
+    ways: the ``git show`` of ``kept`` as HEAD holds it before the fold's commit."""
+    path = store.repo_path(memory_path(kept))
+    return {"kept": kept, "change": "refolded", "fields": ", ".join(fields),
+            "edit": f"git show {(store.head() or '')[:12]}:{path}", "folded_on": "this branch"}
+
+
+def _fold_again(store: GitStore, mine: Memory, keeper: Memory) -> tuple[Memory, list[str]] | None:
     """Under ``keeper``'s id, the memory ``mine`` and ``keeper`` make where an earlier fold took one
     into the other and it came back since (a plain ``git merge`` of an edit of it, kept by hand):
     each field it changed since the version that fold took in carried (``merging.carry_through_fold``;
     a field both hold two ways the returning one's, as a later save under the key), the others
-    the memory kept's, and only the revisions the memory kept does not hold already counted.
-    None when no fold took one into the other."""
+    the memory kept's, and only the revisions the memory kept does not hold already counted; with
+    the fields both hold two ways, for the reply to name. None when no fold took one into the other."""
     subjects = store.git("log", "--format=%H %s", "--grep=^memory: merge ", "HEAD").stdout.decode("utf-8", "replace")
     for line in subjects.splitlines():
         commit, _, subject = line.partition(" ")
@@ -157,7 +170,10 @@ def _fold_again(store: GitStore, mine: Memory, keeper: Memory) -> Memory | None:
             if blob is None:
                 return None
             base = loads(store.objects.read_many("blob", [blob])[blob].decode("utf-8", "replace"), back.id)
-            return carry_through_fold(base, holder, back)[1].evolve(id=keeper.id)
+            safe, every = carry_through_fold(base, holder, back)
+            both = [name for name in sorted(FIELD_NAMES - {"revision_count", "updated_at"})
+                    if getattr(safe, name) != getattr(every, name)]
+            return every.evolve(id=keeper.id), both
     return None
 
 
@@ -319,6 +335,8 @@ def forgotten_folded(store: GitStore, parted: str, upstream: tuple[str, str], ou
     objects = store.objects
     ids = {i for path in both if (i := id_of_path(path)) is not None}
     moved = {old: new for old, new in folded_to(store, parted, upstream[0]).items() if old in ids} if ids else {}
+    if moved:  # a fold both sides made (two reviewers' merges of one branch) is no forget of this branch's
+        moved = {old: new for old, new in moved.items() if old not in folded_to(store, parted, ours)}
     if not moved:
         return
     paths = [store.repo_path(memory_path(old)) for old in moved]
@@ -440,96 +458,64 @@ def folded_to(store: GitStore, parted: str, side: str) -> dict[str, str]:
     return found
 
 
-def follow_folds(store: GitStore, parted: str, tips: tuple[str, str], names: tuple[str, str],
-                 followed: dict[str, dict[str, str]]) -> bool:
-    """Carry through each side's folds since ``parted`` (``folds.folded_to``; ``tips``: this
-    branch, REF: a merge's HEAD and MERGE_HEAD, or a rebase's HEAD and REBASE_HEAD, git's stages 2
-    and 3; ``names``: theirs in the words said, "this branch" and REF) what the other side did since to a memory the fold took away: git knows no fold,
-    and pairs the folded file with the kept one only where their texts are alike (a rename), else
-    sees a forget. An edit lands on the memory kept (followed to where the folding side renamed
-    it) field by field from the folded one's version at ``parted`` (``mergedriver.carried``;
-    held as two whole memories, in markers naming the fold, where the memory kept holds a field
-    the edit changed another way), and so does a rename's, with or without an edit (its new file
-    stays, for ``folds.fold_renamed`` to fold after the merge's commit; held, it goes); a forget,
-    hard or soft, leaves the memory kept as the folding side holds it, the memory the team holds
-    with that side's own revisions (forgetting it too is the person's choice, which the reply
-    names). A folded memory the folding side holds again (brought back) is git's to merge. Whether any was
-    found, ``followed`` given {folded id: {kept, change (forgot, edited, renamed), renamed (the
-    id the other side gave it), folded_on (either of ``names``)}}."""
-    here_name, ref = names
-    lines: list[str] = []
-    held: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {}  # each path held: its stages 2 and 3, their labels
-    paths: dict[str, str] = {}
-    found: dict[str, dict[str, str]] = {}
-    objects = store.objects
-    folds = [folded_to(store, parted, tip) for tip in tips]
-    for folding in (0, 1):
-        # A fold both sides made (two reviewers' merges of one branch) is no change to carry.
-        moved = {old: new for old, new in folds[folding].items() if old not in folds[1 - folding]}
-        renamed = renames_between(store, parted, tips[1 - folding]) if moved else {}
-        # The memory kept, renamed since on the folding side: the change follows it there.
-        ends = renames_between(store, parted, tips[folding]) if moved else {}
-        moved = {old: ends.get(new, new) for old, new in moved.items()}
-        paths.update({i: store.repo_path(memory_path(i)) for i in {*moved, *moved.values(), *renamed.values()}})
-        was, here, there = (objects.blobs_at(objects.tree_of(c), paths.values())
-                            for c in (parted, tips[folding], tips[1 - folding]))
-        for old, new in moved.items():
-            base, kept, edit = was[paths[old]], here[paths[new]], there[paths[renamed.get(old, old)]]
-            if (base is None or kept is None or here[paths[old]] is not None or (edit == base and old not in renamed)
-                    or there[paths[new]] not in (None, kept)):
-                # Not the other side's (added since), the memory kept gone, the folded one on the folding
-                # side again (brought back: git merges it), left as it was there, or the memory kept
-                # changed there too (the other side holds it: git merges it)
-                continue
-            carry = mergedriver.carried(store, paths[new], (base, kept, edit)) if edit is not None else None
-            forgot = edit is None or (carry is not None and carry.forgot)
-            clean = forgot or (carry is not None and carry.kept == carry.edited)
-            lines.append(f"0 {'0' * 40}\t{paths[old]}\n")
-            if old in renamed and not forgot:
-                # Held, the rename's file goes: its edit is in the memory kept's stop, and the file
-                # committed beside it would be folded again from nothing over the person's choice.
-                lines.append(f"0 {'0' * 40}\t{paths[renamed[old]]}\n" + (
-                    f"100644 {edit} 0\t{paths[renamed[old]]}\n" if clean else ""))
-            lines.append(f"0 {'0' * 40}\t{paths[new]}\n")
-            named = ref if folding else here_name
-            if clean:
-                lines.append(f"100644 {kept if forgot or carry is None else carry.kept} 0\t{paths[new]}\n")
-            else:
-                # git's stages 2 and 3: this branch's, REF's; each a whole memory, so that either step keeps one
-                assert edit is not None  # not forgot
-                kept_side, edit_side = (kept, edit) if carry is None else (carry.kept, carry.edited)
-                sides = (kept_side, edit_side) if folding == 0 else (edit_side, kept_side)
-                lines += [f"100644 {blob} {n}\t{paths[new]}\n" for n, blob in enumerate((base, *sides), 1)]
-                labels = (f"{here_name}: {new}", f"{ref}: {old}, which {named} merged into {new}")
-                held[paths[new]] = (sides, labels if folding == 0 else (
-                    f"{here_name}: {old}, which {named} merged into {new}", f"{ref}: {new}"))
-            change = "forgot" if forgot else "renamed" if old in renamed else "edited"
-            found[old] = {"kept": new, "change": change, "folded_on": named,
-                          **({"renamed": renamed[old]} if change == "renamed" else {})}
-    if not lines:
-        return False
-    # ``followed`` may hold an earlier attempt's (a sync's retry): only this call's files are touched.
-    followed.update(found)
-    store.git_writing_index("update-index", "--index-info", input="".join(lines).encode())
-    for old, f in found.items():
-        (store.top / paths[old]).unlink(missing_ok=True)  # git's conflict left the edit there
-        renamed_path = [paths[f["renamed"]]] if "renamed" in f else []
-        if paths[f["kept"]] in held:
-            for path in renamed_path:
-                (store.top / path).unlink(missing_ok=True)
+def recount(kb: Context, tx: Transaction, sides: tuple[str, str, str], paths: list[str]) -> None:
+    """Make sure every revision of a topic-key memory both sides changed (``paths``) is counted
+    once: the count of (where they parted, the upstream, this branch before the rebase), as
+    ``merge_topic_revisions`` sums them. The driver sums each commit it replays, but git never asks
+    it when both sides made the very same file (two clones folding their memories into an upstream
+    one alike), and takes one side's count for both: one commit puts the missing revisions back.
+    Where both sides folded one memory into it and then differ (two reviewers' ``slayer-kb merge``
+    of one branch, an edit of the folded memory carried by one between), the driver summed what
+    each fold took in: the folded memory's revisions both took in (``_taken_in_both``) count once,
+    never fewer than either side holds. Sync's, after its rebase or merge."""
+    store = kb.store
+    changes: list[Change] = []
+    fixed: dict[str, Memory] = {}
+    memories = [(path, memory_id) for path in paths if (memory_id := id_of_path(path)) is not None]
+    found = iter(blobs_at(store, [(rev, path) for path, _ in memories for rev in sides]) if memories else [])
+    folds: list[dict[str, set[str]]] | None = None
+    for _path, memory_id in memories:
+        texts = [next(found) for _ in sides]
+        if texts[1] is None or texts[2] is None:
             continue
-        for path in (paths[f["kept"]], *renamed_path):
-            store.git_writing_index("checkout", "--", path, env=LITERAL_PATHS)
-    for path, (sides, labels) in held.items():  # both versions, in git's markers naming the fold
-        (store.top / path).write_bytes(mergedriver.both_sides(store, sides, labels))
-    return True
+        folds = folds if folds is not None else [folds_into(store, sides[0], side) for side in sides[1:]]
+        shared = folds[0].get(memory_id, set()) & folds[1].get(memory_id, set())
+        # The same file on both sides may be one fold made on both: its revisions counted once, not twice.
+        if texts[1] == texts[2] and folds[0].get(memory_id) and folds[0].get(memory_id) == folds[1].get(memory_id):
+            continue
+        with contextlib.suppress(KBError):
+            upstream, ours = (loads(text.decode("utf-8"), memory_id) for text in texts[1:] if text is not None)
+            now = kb.read(memory_id)
+            if not (upstream.topic_key and upstream.topic_key == ours.topic_key == now.topic_key):
+                continue
+            count = now.revision_count or 1
+            if texts[0] is not None:  # none where a criss-cross merge's first base lacks it
+                count = max(count, merge_topic_revisions(loads(texts[0].decode("utf-8"), memory_id), upstream,
+                                                         ours).revision_count or 1)
+            if texts[1] != texts[2] and shared:
+                count = max(count - _taken_in_both(store, sides[1:], shared), upstream.revision_count or 1,
+                            ours.revision_count or 1)
+            if count != (now.revision_count or 1):
+                fixed[memory_id] = now.evolve(revision_count=count)
+                changes.append(memory_change(fixed[memory_id]))
+    if changes:
+        tx.commit(changes, f"memory: count both sides' revisions of {', '.join(fixed)}", fixed)
 
 
-def held_words(store: GitStore, followed: dict[str, dict[str, str]], paths: list[str], ref: str) -> str:
-    """Of ``followed`` (``follow_folds``'), each fold whose memory kept is among ``paths`` (a stop's,
-    repository-relative): the edit of the folded id held there, the file naming an id the side
-    that edited never held. ``ref``: the other side's name, this branch's being "this branch"."""
-    return "".join(
-        f" {ref if f['folded_on'] == 'this branch' else 'This branch'} {f['change']} {old}, which "
-        f"{f['folded_on']} had merged into {f['kept']}: its edit is held at {memory_path(f['kept'])} as an "
-        f"edit of {f['kept']}." for old, f in followed.items() if store.repo_path(memory_path(f["kept"])) in paths)
+def _taken_in_both(store: GitStore, tips: tuple[str, ...], folded: set[str]) -> int:
+    """The revisions of the ``folded`` memories both ``tips`` took in: each memory's count in the
+    newest version of it either tip's history holds (through any merge: an edit one side carried
+    into the memory kept is in the branch it merged), the lower of the two."""
+    total = 0
+    for memory_id in sorted(folded):
+        path = store.repo_path(memory_path(memory_id))
+        counts = []
+        for tip in tips:
+            last = store.git("log", "-1", "--full-history", "--format=%H", "--diff-filter=AM", tip, "--", path,
+                             env=LITERAL_PATHS).stdout.decode().strip()
+            blob = store.objects.blobs_at(store.objects.tree_of(last), [path])[path] if last else None
+            with contextlib.suppress(KBError, UnicodeDecodeError):
+                text = store.objects.read_many("blob", [blob])[blob].decode("utf-8") if blob else ""
+                counts.append(loads(text, memory_id).revision_count or 1 if text else 0)
+        total += min(counts, default=0)
+    return total

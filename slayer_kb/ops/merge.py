@@ -43,8 +43,9 @@ from ..store.renames import (
 )
 from ..store.revisions import added_alike, resolve_rev, shallow_parting
 from ..store.worktree import require_shown
+from .carry import follow_folds, held_words, record_held_renames
 from .conflictsteps import crossed_words, opening, reuse_steps
-from .folds import Standing, fold_renamed, follow_folds, held_words, own_moves
+from .folds import Standing, fold_renamed, own_moves
 from .rebase import conflict_steps, held_stages, merge_from, push_step, settle, swap_sides, unmerged
 from .renumber import refuse_clashes, require_clean
 from .reuses import Retry, refuse_reuse
@@ -94,7 +95,7 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
                 result.session_projects = session_projects(store, (sha, before), both)
                 # What sync does once the upstream is in: the same fixes, and its revalidation named.
                 moves = Moves(result.folded, result.unlinked, result.cascaded, result.deduplicated, result.relinked,
-                              result.relinked_merged)
+                              result.relinked_merged, result.followed)
                 checked = finish_or_put_back(kb, store, tx, sha, parted, moves, before, head,
                                              standing=Standing(store, kb.shared_remote()))
                 result.problems, result.stale_queries = checked.problems, checked.stale_queries
@@ -138,7 +139,7 @@ def merge_in(store: GitStore, ref: str, sha: str, written: list[str] | None,
     checks after git's merge: git merges from all of them), none with no common ancestor;
     ``seen``: sync's upstream as this clone last fetched it (``rebase.first_version``);
     ``followed``: given each memory REF forgot or edited that this branch had folded into another
-    (``folds.follow_folds``)."""
+    (``carry.follow_folds``)."""
     before = store.head()
     assert before is not None
     if not bases:  # git refuses the merge and says only that, not what to do
@@ -165,7 +166,9 @@ def merge_in(store: GitStore, ref: str, sha: str, written: list[str] | None,
     # The memory files each side added since they parted (KB-relative), read once for the checks below.
     added = tuple(set(store.added_paths(parted, tip, f"{MEMORIES_DIR}/")) for tip in (before, sha))
     _merge_added_alike(store, before, sha, added, stopped)
-    if followed is not None and follow_folds(store, parted, (before, sha), ("this branch", ref), followed):
+    held_renames: dict[str, tuple[str, str]] = {}
+    if followed is not None and follow_folds(store, parted, (before, sha), ("this branch", ref), followed, held_renames):
+        record_held_renames(store, held_renames)
         stopped = unmerged(store)
     forget, edited = _forgotten_here(store, parted, before, sha, added[0])
     if forget:

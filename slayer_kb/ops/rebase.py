@@ -32,8 +32,9 @@ from ..store.renames import Crossing, brought_back, crossings, given_and_moved_o
 from ..store.repo import GitStore
 from ..store.revisions import added_alike, forgot_at, resolve_rev, rewritten_alike
 from ..store.worktree import require_shown
+from .carry import follow_folds, held_words
 from .conflictsteps import conflict_steps, crossed_words, merge_settles, opening, unmerged_stages
-from .folds import Standing, follow_folds, held_words, own_moves
+from .folds import Standing, own_moves
 from .renumber import refuse_clashes, require_clean
 from .reuses import Retry, refuse_reuse
 from .revalidation import Moves, finish_or_put_back
@@ -296,7 +297,7 @@ def run(store: GitStore, args: list[str], onto: str, written: list[str] | None,
     (``snapshot.written_on_either``), the ones git can hand the driver
     (``mergedriver.require_driver``); ``seen``: the upstream as sync's fetch before found it
     (``first_version``); ``followed``: given each memory a pick edited, forgot or renamed that the
-    upstream had folded into another, its change carried there (``folds.follow_folds``; None:
+    upstream had folded into another, its change carried there (``carry.follow_folds``; None:
     git decides, as sync's replay, which carries such an edit itself)."""
     options, env, attributes = mergedriver.git_config(store.prefix, (onto, "your commits"))
     # The merge backend whatever rebase.backend says: a pick that meets git's index lock is put
@@ -329,7 +330,7 @@ def run(store: GitStore, args: list[str], onto: str, written: list[str] | None,
 
 
 def _follow(store: GitStore, onto: str, followed: dict[str, dict[str, str]]) -> bool:
-    """``folds.follow_folds`` at a pick's stop: git replays an edit of a memory the upstream folded
+    """``carry.follow_folds`` at a pick's stop: git replays an edit of a memory the upstream folded
     away as an edit of a file it deleted, and a step keeping that file would hold the topic key twice."""
     ours, pick = store.git("rev-parse", "HEAD", "REBASE_HEAD").stdout.decode().split()
     parted = store.git("merge-base", ours, pick, check=False).stdout.decode().strip()

@@ -63,6 +63,7 @@ class Moves:
     deduplicated: dict[str, str]  # this branch's memory -> the other side's, one save made on both
     relinked: dict[str, dict[str, str]]  # memory -> {renamed id: its new id} of the links rewritten
     relinked_merged: dict[str, dict[str, str]]  # memory -> {folded id: the id kept} of the links rewritten
+    followed: dict[str, dict[str, str]] | None = None  # a memory folded again, fields held two ways (folds.py)
 
 
 def finish(kb: Context, store: GitStore, tx: Transaction, other: str, parted: str, moves: Moves,
@@ -77,7 +78,7 @@ def finish(kb: Context, store: GitStore, tx: Transaction, other: str, parted: st
     memory a fold keeps (None: always the other side's)."""
     top = on_top(store, other)
     added = [i for i, status in top.items() if status == "A"]
-    folded = fold_topic_keys(kb, tx, added, moves.folded, catch_up, standing)
+    folded = fold_topic_keys(kb, tx, added, moves.folded, catch_up, standing, followed=moves.followed)
     def theirs() -> list[str]:  # the memories ``other`` added since ``parted`` (none without one)
         return sorted(added_since(store, parted, other), key=id_sort_key) if parted else []
 

@@ -43,8 +43,7 @@ from typing import TYPE_CHECKING
 
 from ..core.errors import ConflictError, IndexLockedError, InvalidInputError, KBError, StoreError
 from ..core.locate import id_of_path
-from ..core.memory import Memory, loads
-from ..core.merging import folded_by, merge_topic_revisions
+from ..core.merging import folded_by
 from ..core.problems import cd_step, command, command_in, git_command, words
 from ..core.results import SyncResult
 from ..core.session import SESSIONS_DIR
@@ -54,17 +53,17 @@ from ..store.moves import MovedIds
 from ..store.pulls import Pull, Pulls
 from ..store.renames import TipRenames, brought_back, crossings, given_and_moved_on, merged_where, rename_meets
 from ..store.replay import forgets, replay
-from ..store.repo import Change, GitStore
+from ..store.repo import GitStore
 from ..store.worktree import reset_keep
-from ..transaction import Transaction, memory_change
+from ..transaction import Transaction
 from .byhand import finish_merge_by_hand, fold_pulled, unchecked
-from .folds import Standing, carry_dropped, fold_renamed, folds_into, forgotten_folded, own_moves
+from .folds import Standing, carry_dropped, fold_renamed, forgotten_folded, own_moves, recount
 from .merge import merge_conflict_message, merge_in, merging
 from .rebase import conflict_message, in_progress, run
 from .renumber import plan, renumber_commit, require_clean, rewrite_commits
 from .reuses import Retry, reuse_stop
 from .revalidation import Moves, Revalidated, finish, on_top, revalidate
-from .snapshot import blobs_at, merge_bases, session_projects, written_on_both, written_on_either
+from .snapshot import merge_bases, session_projects, written_on_both, written_on_either
 from .syncfetch import Fetch, no_remote
 from .syncpush import push
 from .syncreport import DONE, compose, rename, reported
@@ -431,9 +430,9 @@ def _pull(kb: Context, store: GitStore, tx: Transaction, remote: str, upstream_b
     result.session_projects.update(session_projects(store, (upstream, ours), both))
     result.action = "merged" if merging else "rebased"
     if parted:
-        _recount(kb, store, tx, (parted, upstream, ours), both)
+        recount(kb, tx, (parted, upstream, ours), both)
     moves = Moves(result.merged, result.unlinked, result.cascaded, result.deduplicated, result.relinked,
-                  result.relinked_merged)
+                  result.relinked_merged, result.followed)
     _refuse(kb, finish(kb, store, tx, upstream, parted, moves, index.catch_up, ours=ours, standing=Standing(store, remote)),
             result)
 
@@ -451,10 +450,10 @@ def _finish_owed(kb: Context, store: GitStore, tx: Transaction, pulls: Pulls, re
         if (fold := folded_by(subject)) is not None:
             (result.deduplicated if fold[1] else result.merged).update(fold[0])
     if pull.parted:
-        _recount(kb, store, tx, (pull.parted, pull.upstream, pull.ours),
+        recount(kb, tx, (pull.parted, pull.upstream, pull.ours),
                  written_on_both(store, pull.parted, (pull.upstream, pull.ours)))
     moves = Moves(result.merged, result.unlinked, result.cascaded, result.deduplicated, result.relinked,
-                  result.relinked_merged)
+                  result.relinked_merged, result.followed)
     finish(kb, store, tx, pull.upstream, pull.parted, moves, index.catch_up, ours=pull.ours,
            standing=Standing(store, kb.shared_remote()))
 
@@ -534,40 +533,6 @@ def _merge(store: GitStore, remote: str, name: str, tips: tuple[str, str], renum
         first.append(f"{command_in(store.root)} merge {words(name)} (it stops on the conflict)")
         raise ConflictError(merge_conflict_message(store, name, *stopped, first=tuple(first), tips=("HEAD", upstream),
                                                    followed=followed))
-
-
-def _recount(kb: Context, store: GitStore, tx: Transaction, sides: tuple[str, str, str], paths: list[str]) -> None:
-    """Make sure every revision of a topic-key memory both sides changed is counted: the count
-    of (where they parted, the upstream, this branch before the rebase), as ``merge_topic_revisions``
-    sums them. The driver sums each commit it replays, but git never asks it when both sides made
-    the very same file (two clones folding their memories into an upstream one alike), and takes
-    one side's count for both; one commit puts the missing revisions back."""
-    changes: list[Change] = []
-    fixed: dict[str, Memory] = {}
-    memories = [(path, memory_id) for path in paths if (memory_id := id_of_path(path)) is not None]
-    found = iter(blobs_at(store, [(rev, path) for path, _ in memories for rev in sides]) if memories else [])
-    folds: list[dict[str, set[str]]] | None = None
-    for _path, memory_id in memories:
-        texts = [next(found) for _ in sides]
-        if any(text is None for text in texts):
-            continue
-        if texts[1] == texts[2]:
-            # The same file on both sides may be one fold made on both (two clones' `slayer-kb
-            # merge` of one branch): its revisions counted once, not twice.
-            folds = folds if folds is not None else [folds_into(store, sides[0], side) for side in sides[1:]]
-            if folds[0].get(memory_id) and folds[0].get(memory_id) == folds[1].get(memory_id):
-                continue
-        with contextlib.suppress(KBError):
-            parted, upstream, ours = (loads(text.decode("utf-8"), memory_id) for text in texts if text is not None)
-            now = kb.read(memory_id)
-            if not (upstream.topic_key and upstream.topic_key == ours.topic_key == now.topic_key):
-                continue
-            wanted = merge_topic_revisions(parted, upstream, ours)
-            if (now.revision_count or 1) < (wanted.revision_count or 1):
-                fixed[memory_id] = now.evolve(revision_count=wanted.revision_count)
-                changes.append(memory_change(fixed[memory_id]))
-    if changes:
-        tx.commit(changes, f"memory: count both sides' revisions of {', '.join(fixed)}", fixed)
 
 
 def _refuse(kb: Context, checked: Revalidated, result: SyncResult, merged: bool = True) -> None:

@@ -22,6 +22,7 @@ from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.memory import loads
 from .gitenv import LITERAL_PATHS
 from .repo import GitStore
+from .revisions import restored_after
 
 _KEY = "Renamed: "
 _TRAILER = re.compile(rf"^{_KEY}(\S+) -> (\S+)$", re.MULTILINE)
@@ -50,20 +51,17 @@ def last_deletion(store: GitStore, memory_id: str) -> str | None:
 def deletions(store: GitStore, memory_id: str, count: int = 2) -> list[str]:
     """The last ``count`` commits that deleted the memory's file, newest first (two: what
     ``renamed_away`` reads, whether an earlier deletion came before a rename)."""
-    if store.head() is None:
-        return []
-    return store.git("log", f"-{count}", "--format=%H", "--diff-filter=D", "HEAD", "--",
-                     store.repo_path(memory_path(memory_id)), env=LITERAL_PATHS).stdout.decode().split()
+    return [] if store.head() is None else store.git(
+        "log", f"-{count}", "--format=%H", "--diff-filter=D", "HEAD", "--", store.repo_path(memory_path(memory_id)),
+        env=LITERAL_PATHS).stdout.decode().split()
 
 
 def ever_renamed(store: GitStore, memory_id: str) -> bool:
     """Whether a commit of HEAD's history records a rename of ``memory_id`` (its trailer, which
     ``renamed_away`` then checks): commit messages alone, no tree read (a new id's ``last_deletion``
     walks every commit's tree, 0.3 s of CPU at 3,000 commits; this, a few ms)."""
-    if store.head() is None:
-        return False
-    return bool(store.git("log", "-1", "--format=%H", "--fixed-strings", f"--grep={_KEY}{memory_id} -> ",
-                          "HEAD", "--").stdout.strip())
+    return store.head() is not None and bool(store.git(
+        "log", "-1", "--format=%H", "--fixed-strings", f"--grep={_KEY}{memory_id} -> ", "HEAD", "--").stdout.strip())
 
 
 def renamed_ids(store: GitStore) -> set[str]:
@@ -103,27 +101,31 @@ def renamed_away(store: GitStore, memory_id: str, deleting: str | None = None, l
     """Where ``memory_id`` went when the commit that last deleted its file (``deleting``, found
     when not given; ``last_two``, the last two ``deletions`` when read already) renamed it, followed
     move by move (1 -> kb.b, then kb.b -> kb.c: kb.c) to the id it has at HEAD or the commit that
-    forgot it; None when that commit did not rename it. Each step is the next deletion of the file
-    the last one gave (``next_deletion``): a later rename of an id it passed through, given to
-    another memory since (a forget and a save, ``--reuse-id``), moves that other memory, not this
-    one. Whether the first rename moved the memory first given the id (``Away.before``) costs a
-    ``git log`` only where the file was deleted before it."""
+    forgot it (and no ``restore --rev`` brought it back); None when that commit did not rename it.
+    Each step is the next deletion of the file the last one gave (``next_deletion``): a later rename
+    of an id it passed through, given to another memory since (a forget and a save, ``--reuse-id``),
+    moves that other memory, not this one. Whether the first rename moved the memory first given
+    the id (``Away.before``) costs a ``git log`` only where the file was deleted before it."""
     found = [deleting] if deleting else last_two if last_two is not None else deletions(store, memory_id)
     if not found or (first := renamed_in(store, found[0]).get(memory_id)) is None:
         return None
     # Found here with no earlier deletion of the file: the id held one memory until the rename.
     before = _forgot_before(store, memory_id, found[0]) if deleting or len(found) > 1 else None
     deleting = found[0]
-    moves, at = [(first, deleting)], first
+    moves, at, since = [(first, deleting)], first, deleting
     while at != memory_id and len(moves) <= 100:  # a chain back to the start, or absurdly long: stop
-        step = next_deletion(store, at, moves[-1][1])
+        step = next_deletion(store, at, since)
         if step is None:
             break
-        if step.renamed_to is None:
-            return Away(tuple(moves), step.commit, before)
-        at = step.renamed_to
+        if step.renamed_to is None:  # forgotten, unless 'restore --rev' brought it back there since
+            if (back := restored_after(store, at, step.commit)) is None:
+                return Away(tuple(moves), step.commit, before)
+            since = back
+            continue
+        at, since = step.renamed_to, step.commit
         moves.append((at, step.commit))
     return Away(tuple(moves), None, before)
+
 
 
 def link_target(store: GitStore, memory_id: str) -> tuple[str, str] | None:
@@ -592,8 +594,6 @@ def _made_pairs(store: GitStore, message: str, name_status: str) -> dict[str, st
     """The ``message``'s trailers whose moves the commit made: ``name_status`` (``-z``) deleted the
     old id's file and added the new one's."""
     pairs = dict(_TRAILER.findall(message))
-    if not pairs:
-        return {}
     out = name_status.split("\0")
     made = {(status, path[len(store.prefix):]) for status, path in zip(out[::2], out[1::2], strict=False)}
     return {old: new for old, new in pairs.items()

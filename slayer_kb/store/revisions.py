@@ -228,3 +228,13 @@ def forgot_at(store: GitStore, rev: str) -> Callable[[frozenset[str]], bool]:
         return all(blob is None for blob in store.objects.blobs_at(store.objects.tree_of(rev), paths).values())
 
     return forgot
+
+
+def restored_after(store: GitStore, memory_id: str, forgot: str) -> str | None:
+    """The commit that next added ``memory_id``'s file after ``forgot`` deleted it, when that is a
+    ``restore --rev`` of it (``memory: restore ID as of REV``, ops/history.py: the memory back, as
+    against a save that gave the id to another memory); None when there is none such."""
+    out = store.git("log", "--reverse", "--format=%H %s", "--diff-filter=A", "--ancestry-path", f"{forgot}..HEAD",
+                    "--", store.repo_path(memory_path(memory_id)), env=LITERAL_PATHS).stdout.decode("utf-8", "replace")
+    commit, _, subject = out.partition("\n")[0].partition(" ")
+    return commit if commit and subject.startswith(f"memory: restore {memory_id} as of ") else None
