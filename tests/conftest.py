@@ -24,6 +24,7 @@ from testing import (
     gcfreeze,
     git,
     in_process_runner,
+    in_the_kb,
     isolate,
     make_catalog_kb,
     make_empty_kb,
@@ -168,10 +169,13 @@ def run_cli() -> CliRunner:
 
 
 @pytest.fixture
-def invoke_cli() -> CliRunner:
+def invoke_cli(request: pytest.FixtureRequest) -> CliRunner:
     """Run ``slayer-kb`` in this process, as ``run_cli`` would run it as a process (same
-    arguments, same result): for tests of what a command does, not of the process around it."""
-    return in_process_runner()
+    arguments, same result): for tests of what a command does, not of the process around it.
+    In a module marked ``typed_in_the_kb`` (the team flows), each command runs from the folder
+    its ``--kb`` names, as a user types it there (``testing.in_the_kb``)."""
+    runner = in_process_runner()
+    return in_the_kb(runner) if request.node.get_closest_marker("typed_in_the_kb") else runner
 
 
 @contextlib.contextmanager

@@ -16,8 +16,6 @@ from testing import (
     CliRunner,
     default_first,
     git,
-    in_process_runner,
-    in_the_kb,
     json_of,
     make_catalog_kb,
     make_team,
@@ -25,11 +23,8 @@ from testing import (
 )
 from testing.folds import TOPIC, main_then_agent, reviewer_folded, saved_id
 
-
-@pytest.fixture
-def invoke_cli() -> CliRunner:
-    """Every command typed in the clone's folder, as a user would."""
-    return in_the_kb(in_process_runner())
+# Every command typed in the clone's folder, as a user would (conftest's invoke_cli).
+pytestmark = pytest.mark.typed_in_the_kb
 
 
 # Short alike texts, which git pairs as a rename of the folded file to the kept one, and texts
