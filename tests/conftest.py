@@ -21,6 +21,7 @@ from testing import (
     Watcher,
     cli_runner,
     cpu,
+    examples,
     gcfreeze,
     git,
     in_process_runner,
@@ -37,9 +38,10 @@ from testing import (
 from testing.isolation import state_home
 
 # Hypothesis's wall-clock checks (200 ms an example, slow data generation) fail on a loaded
-# machine, not on a defect; the examples each test runs are unchanged. Loaded before the test
-# modules, so their own @settings start from it.
-settings.register_profile("slayer-kb", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# machine, not on a defect. A test's examples: a share of them by default, all in CI
+# (testing.examples). Loaded before the test modules, so their own @settings start from it.
+settings.register_profile("slayer-kb", deadline=None, suppress_health_check=[HealthCheck.too_slow],
+                          max_examples=examples(settings.default.max_examples))
 settings.load_profile("slayer-kb")
 
 # The modules that hold the longest tests (2 to 12 s each on an idle machine), longest first:

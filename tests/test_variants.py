@@ -8,8 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from testing import ROOT, default_first
+from testing import ROOT, default_first, examples
 
 FLOWS = '''
 import pytest
@@ -62,3 +64,26 @@ def test_a_keep_that_leaves_nothing_to_one_run_is_refused(keep: int) -> None:
     with pytest.raises(ValueError, match=rf"^default_first keeps {keep} of 3 values: keep 1 to 2, or parametrize "
                                          "without it$"):
         default_first(["sync", "merge", "rebase"], keep=keep)
+
+
+def test_a_hypothesis_test_runs_a_share_of_its_examples_by_default_and_all_of_them_in_ci(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``examples``: CI's default run (``.ci/run`` sets ``SLAYER_KB_FULL_EXAMPLES``) runs every
+    example a test names, a developer's a quarter of them, never fewer than 10 unless it names fewer."""
+    assert "SLAYER_KB_FULL_EXAMPLES=1 python -m pytest\n" in (ROOT / ".ci" / "run").read_text()
+
+    def run(count: int) -> int:
+        seen = []
+
+        @settings(max_examples=examples(count), database=None)
+        @given(st.integers())
+        def check(number: int) -> None:
+            seen.append(number)
+
+        check()
+        return len(seen)
+
+    monkeypatch.delenv("SLAYER_KB_FULL_EXAMPLES", raising=False)
+    assert [run(count) for count in (400, 40, 12, 4)] == [100, 10, 10, 4]
+    monkeypatch.setenv("SLAYER_KB_FULL_EXAMPLES", "1")
+    assert [run(count) for count in (400, 40, 12, 4)] == [400, 40, 12, 4]
