@@ -1,9 +1,11 @@
 """A flow parametrized over how it is reached (merge, rebase or sync; which side goes first;
 keep or let go; the server on or off): the default run takes the variant users meet most,
-``-m slow`` the rest (docs/testing.md, "A flow's variants")."""
+``-m slow`` the rest (docs/testing.md, "A flow's variants"). And a Hypothesis test's examples:
+a share in a developer's default run, all of them in CI's (``examples``)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 import pytest
@@ -26,3 +28,14 @@ def _slow(value: object) -> object:
     if isinstance(value, _PARAM):
         return pytest.param(*value.values, marks=(*value.marks, pytest.mark.slow), id=value.id)
     return pytest.param(*(value if isinstance(value, tuple) else (value,)), marks=pytest.mark.slow)
+
+
+# Set by .ci/run for its default run: every Hypothesis test runs all the examples it names.
+FULL_EXAMPLES = "SLAYER_KB_FULL_EXAMPLES"
+
+
+def examples(count: int) -> int:
+    """A Hypothesis test's ``max_examples``: ``count`` where ``FULL_EXAMPLES`` is set (CI), else a
+    quarter of it and at least 10 (or ``count``, if fewer): what an example finds is found by
+    the first few in most runs, and CI runs them all on every landing."""
+    return count if os.environ.get(FULL_EXAMPLES) else max(min(count, 10), count // 4)

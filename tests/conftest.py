@@ -21,9 +21,11 @@ from testing import (
     Watcher,
     cli_runner,
     cpu,
+    examples,
     gcfreeze,
     git,
     in_process_runner,
+    in_the_kb,
     isolate,
     make_catalog_kb,
     make_empty_kb,
@@ -36,9 +38,10 @@ from testing import (
 from testing.isolation import state_home
 
 # Hypothesis's wall-clock checks (200 ms an example, slow data generation) fail on a loaded
-# machine, not on a defect; the examples each test runs are unchanged. Loaded before the test
-# modules, so their own @settings start from it.
-settings.register_profile("slayer-kb", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# machine, not on a defect. A test's examples: a share of them by default, all in CI
+# (testing.examples). Loaded before the test modules, so their own @settings start from it.
+settings.register_profile("slayer-kb", deadline=None, suppress_health_check=[HealthCheck.too_slow],
+                          max_examples=examples(settings.default.max_examples))
 settings.load_profile("slayer-kb")
 
 # The modules that hold the longest tests (2 to 12 s each on an idle machine), longest first:
@@ -168,10 +171,13 @@ def run_cli() -> CliRunner:
 
 
 @pytest.fixture
-def invoke_cli() -> CliRunner:
+def invoke_cli(request: pytest.FixtureRequest) -> CliRunner:
     """Run ``slayer-kb`` in this process, as ``run_cli`` would run it as a process (same
-    arguments, same result): for tests of what a command does, not of the process around it."""
-    return in_process_runner()
+    arguments, same result): for tests of what a command does, not of the process around it.
+    In a module marked ``typed_in_the_kb`` (the team flows), each command runs from the folder
+    its ``--kb`` names, as a user types it there (``testing.in_the_kb``)."""
+    runner = in_process_runner()
+    return in_the_kb(runner) if request.node.get_closest_marker("typed_in_the_kb") else runner
 
 
 @contextlib.contextmanager

@@ -15,6 +15,7 @@ from whoosh.fields import TEXT, Schema
 
 from slayer_kb.search.analysis import WordAnalyzer, fold, symbols
 from slayer_kb.search.schema import CODEC, SCHEMA, Words
+from testing import examples
 
 
 class CaseFold(Filter):  # type: ignore[misc]  # Whoosh has no type hints
@@ -45,7 +46,7 @@ def terms(analyzer: object, text: str, **kwargs: object) -> list[tuple[str, floa
     return [(t.text, t.boost) for t in analyzer(text, **kwargs)]  # type: ignore[operator]
 
 
-@settings(max_examples=400)
+@settings(max_examples=examples(400))
 @given(st.one_of(texts, st.text(max_size=80)))
 def test_terms_are_whooshs(text: str) -> None:
     assert terms(OURS, text) == terms(FOLDING, fold(text))
@@ -57,7 +58,7 @@ def test_terms_are_whooshs(text: str) -> None:
         assert terms(OURS, text) == terms(WHOOSH, text)
 
 
-@settings(max_examples=100)
+@settings(max_examples=examples(100))
 @given(texts)
 def test_what_only_whooshs_parser_asks_for_is_whooshs(text: str) -> None:
     for options in ({"positions": True}, {"chars": True}, {"removestops": False}, {"tokenize": False}):
@@ -97,7 +98,7 @@ def _symbols_reference(text: str) -> list[str]:
     return list(out)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(st.one_of(st.text(alphabet=st.sampled_from(list("aBc xyz N+1 %w C++ utf-8 . , ; ( ) ' \" - _ / # @ \n\t é 9 ＋ ｃ ß ¹")), max_size=80), st.text(max_size=60)))
 def test_symbols_match_the_token_by_token_reading(text: str) -> None:
     from slayer_kb.search.analysis import symbols
@@ -108,7 +109,7 @@ def test_symbols_match_the_token_by_token_reading(text: str) -> None:
 PLAIN = TEXT(analyzer=WordAnalyzer(), phrase=False)  # the field schema.Words stands in for
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(st.one_of(texts, st.text(max_size=80)))
 def test_a_words_field_makes_whooshs_postings(text: str) -> None:
     assert sorted(Words().index(text)) == sorted(PLAIN.index(text))

@@ -11,14 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, default_first, git, in_process_runner, in_the_kb, json_of, make_team, unlike
+from testing import CliRunner, default_first, git, json_of, make_team, unlike
 from testing.folds import TOPIC, agent_saves, main_then_agent, reviewer_folded, saved_id
 
-
-@pytest.fixture
-def invoke_cli() -> CliRunner:
-    """Every command typed in the clone's folder, as a user would."""
-    return in_the_kb(in_process_runner())
+# Every command typed in the clone's folder, as a user would (conftest's invoke_cli).
+pytestmark = pytest.mark.typed_in_the_kb
 
 
 def _folded(invoke_cli: CliRunner, agent: Path, a: Path) -> tuple[str, str]:

@@ -16,8 +16,6 @@ from testing import (
     CliRunner,
     default_first,
     git,
-    in_process_runner,
-    in_the_kb,
     json_of,
     make_catalog_kb,
     make_team,
@@ -25,11 +23,8 @@ from testing import (
 )
 from testing.folds import TOPIC, agent_then_main, main_then_agent, reviewer_folded, saved_id
 
-
-@pytest.fixture
-def invoke_cli() -> CliRunner:
-    """Every command typed in the clone's folder, as a user would."""
-    return in_the_kb(in_process_runner())
+# Every command typed in the clone's folder, as a user would (conftest's invoke_cli).
+pytestmark = pytest.mark.typed_in_the_kb
 
 
 # Short alike texts, which git pairs as a rename of the folded file to the kept one, and texts
@@ -110,7 +105,8 @@ def test_a_folded_memory_the_agent_renamed_later_is_folded_under_its_new_id_too(
     invoke_cli("--kb", reviewer, "sync", check=True)
 
 
-@pytest.mark.parametrize("how", ["sync", "rebase"])
+# The sync by default; the rebase by hand, which folds the same way, in -m slow.
+@pytest.mark.parametrize("how", default_first(["sync", "rebase"]))
 def test_a_sync_keeping_mains_memory_records_no_move_of_the_upstreams_id(
         tmp_path: Path, invoke_cli: CliRunner, how: str) -> None:
     # b took main's memory into agent-y, c saved the key there and synced: b's sync (or rebase)

@@ -20,7 +20,7 @@ from slayer_kb.core.errors import StoreError
 from slayer_kb.core.text import shown_value
 from slayer_kb.store import config
 from slayer_kb.store.identity import signs
-from testing import CliRunner, default_first, git, json_of, make_team, unlike
+from testing import CliRunner, default_first, examples, git, json_of, make_team, unlike
 
 # Every setting that changes the output of a git command slayer-kb reads (log, show, diff,
 # status, grep), and signing: commits signed (with an SSH key, no signers file) make
@@ -250,7 +250,7 @@ _BOOLEANS = st.one_of(
     st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"), max_size=6))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(value=st.one_of(st.none(), _BOOLEANS))
 def test_commit_gpgsign_is_read_as_git_reads_a_boolean(tmp_path_factory: pytest.TempPathFactory,
                                                        value: str | None) -> None:

@@ -24,12 +24,12 @@ from slayer_kb.core.ids import check_id, check_new_id
 from slayer_kb.core.inputs import blank
 from slayer_kb.core.nesting import cut_deep, text_depth, value_depth
 from slayer_kb.ops.finding import MAX_QUESTION
-from testing import CliRunner, commit_all, git, json_of
+from testing import CliRunner, commit_all, examples, git, json_of
 
 CREATED = "created_at: '2026-01-01T00:00:00Z'\n"
 KEEP = "learning: An innocent bystander.\nentities:\n- shop.orders.amount\n" + CREATED
 HYPO = settings(
-    max_examples=30,
+    max_examples=examples(30),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -517,7 +517,7 @@ def searchable(catalog_kb: KnowledgeBase) -> KnowledgeBase:
     return catalog_kb
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(words=st.one_of(WHOOSH_SYNTAX, st.text(max_size=40)), match=st.sampled_from(["fused", "all-first", "all"]))
 def test_search_words_full_of_whoosh_syntax_never_raise(searchable: KnowledgeBase, words: str, match: str) -> None:
     result = searchable.search(words, match=match, limit=5)

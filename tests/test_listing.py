@@ -18,7 +18,7 @@ from slayer_kb import KnowledgeBase
 from slayer_kb.store import filestat
 from slayer_kb.store.filestat import MISSING, NOT_REGULAR, pack_names, signatures, unpack
 from slayer_kb.store.listing import SYMLINK, Listing, compare, load, patched, save, take
-from testing import git
+from testing import examples, git
 
 KINDS = ["file", "empty", "symlink", "dangling", "folder", "fifo", "missing"]
 
@@ -61,7 +61,7 @@ NAME = st.one_of(
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="FIFOs and fstatat are POSIX")
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.dictionaries(NAME, st.sampled_from(KINDS), min_size=0, max_size=12))
 def test_c_and_python_give_the_same_signatures(tmp_path_factory: pytest.TempPathFactory, files: dict[str, str]) -> None:
     folder = tmp_path_factory.mktemp("sigs")

@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 
 from slayer_kb.core.errors import MemoryFileError
 from slayer_kb.core.memory import Memory, dumps, loads, with_entities
+from testing import examples
 
 EXAMPLE = """\
 title: Paid revenue by status
@@ -168,7 +169,7 @@ LINES = (
 )
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(
     learning=st.one_of(TEXT, LINES, LINES.map(lambda s: s + "\n"), LINES.map(lambda s: s + "\n\n\n")),
     title=st.one_of(st.none(), TEXT),
@@ -194,7 +195,7 @@ def test_round_trip_is_exact_and_stable(
     assert dumps(back) == text
 
 
-@settings(max_examples=150)
+@settings(max_examples=examples(150))
 @given(
     learning=LINES,
     old=st.lists(st.from_regex(r"[a-z]{1,5}(\.[a-z_]{1,6}){0,2}", fullmatch=True), max_size=4),
@@ -235,7 +236,7 @@ def _duplicate_by_lines(text: str) -> tuple[int, str] | None:
     return None
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(
     st.lists(
         st.tuples(

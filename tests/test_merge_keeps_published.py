@@ -16,24 +16,11 @@ import pytest
 import slayer_kb.kb as kb_module
 from slayer_kb.core.memory import utc_time
 from slayer_kb.ops import observations
-from testing import (
-    CliRunner,
-    default_first,
-    git,
-    in_process_runner,
-    in_the_kb,
-    json_of,
-    make_catalog_kb,
-    make_team,
-    unlike,
-)
+from testing import CliRunner, default_first, git, json_of, make_catalog_kb, make_team, unlike
 from testing.folds import TOPIC, agent_saves, agent_then_main, saved_id
 
-
-@pytest.fixture
-def invoke_cli() -> CliRunner:
-    """Every command typed in the clone's folder, as a user would."""
-    return in_the_kb(in_process_runner())
+# Every command typed in the clone's folder, as a user would (conftest's invoke_cli).
+pytestmark = pytest.mark.typed_in_the_kb
 
 
 def test_merge_of_an_agent_branch_on_main_keeps_mains_memory_and_the_links_to_it(

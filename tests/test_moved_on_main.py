@@ -15,20 +15,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from testing import CliRunner, git, in_process_runner, in_the_kb, json_of, make_team, squash_merged_branch
+from testing import CliRunner, git, json_of, make_team, squash_merged_branch
 
 # A crossing suite: run by `-m slow`, which CI runs (docs/testing.md, "The crossing suites").
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.typed_in_the_kb]
 
 # What the agent saves on its branch before main squash-merges it.
 REFUNDS = ("save", "Refund reasons are free text", "-e", "shop.refunds.amount")
 CENTS = ("save", "Amounts are in cents", "-e", "shop.orders.amount")
-
-
-@pytest.fixture
-def invoke_cli() -> CliRunner:
-    """Every command typed in the clone's folder, as a user would."""
-    return in_the_kb(in_process_runner())
 
 
 def _on_agent_a(reviewer: Path) -> None:

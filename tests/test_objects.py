@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import StoreError
 from slayer_kb.store.repo import GitStore
+from testing import examples
 
 
 def git(cwd: Path, *args: str, env: dict[str, str] | None = None, data: bytes | None = None) -> str:
@@ -87,7 +88,7 @@ def apply(files: dict[str, bytes], changes: dict[str, bytes | None]) -> dict[str
     return result
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(before=FILES, changes=st.dictionaries(PATHS, st.none() | st.binary(max_size=20), max_size=5))
 def test_updated_tree_is_the_tree_git_writes(repo: Path, before: dict[str, bytes], changes: dict[str, bytes | None]) -> None:
     before = consistent(before)
@@ -257,7 +258,7 @@ def test_a_zero_padded_folder_mode_is_still_a_folder(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("object_format", ["sha1", "sha256"])
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=st.lists(st.lists(st.tuples(st.integers(0, 40), st.booleans()), min_size=1, max_size=6), min_size=1, max_size=8))
 def test_a_large_tree_recompressed_in_runs_is_what_git_writes(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, object_format: str,

@@ -13,13 +13,11 @@ import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.problems import shell_word
-from testing import CliRunner, in_process_runner, in_the_kb, make_team
+from testing import CliRunner, make_team
 from testing.shell import as_pasted, printed_commands
 
-
-@pytest.fixture
-def invoke_cli() -> CliRunner:
-    return in_the_kb(in_process_runner())
+# Every command typed in the clone's folder, as a user would (conftest's invoke_cli).
+pytestmark = pytest.mark.typed_in_the_kb
 
 
 def test_commands_printed_for_an_id_run_that_id_when_pasted(catalog_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:

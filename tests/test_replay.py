@@ -19,6 +19,7 @@ from slayer_kb.ops.snapshot import blobs_at
 from slayer_kb.store import mergedriver
 from slayer_kb.store.replay import replay
 from slayer_kb.store.repo import GitStore
+from testing import examples
 
 TOPIC, PLAIN, SESSION, BOTH_NEW = "memories/1.yaml", "memories/2.yaml", "sessions/manual-save-p.yaml", "memories/3.yaml"
 
@@ -88,7 +89,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(upstream=edits("up"), first=edits("ours"), second=edits("later"))
 def test_replay_makes_what_git_rebase_makes(repo: Path, upstream: dict[str, str | None],
                                             first: dict[str, str | None], second: dict[str, str | None]) -> None:

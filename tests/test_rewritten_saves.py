@@ -9,12 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, git, in_process_runner, in_the_kb, json_of, make_team, unlike
+from testing import CliRunner, git, json_of, make_team, unlike
 
-
-@pytest.fixture
-def invoke_cli() -> CliRunner:
-    return in_the_kb(in_process_runner())
+# Every command typed in the clone's folder, as a user would (conftest's invoke_cli).
+pytestmark = pytest.mark.typed_in_the_kb
 
 
 def _saved(invoke_cli: CliRunner, kb: Path, text: str) -> str:

@@ -20,7 +20,7 @@ from slayer_kb.search import reading as reading_module
 from slayer_kb.search.bm25 import LiveBM25F
 from slayer_kb.search.schema import SCHEMA
 from slayer_kb.search.scoring import VectorSearcher
-from testing import RELEVANCE
+from testing import RELEVANCE, examples
 
 WORDS = ["refund", "order", "paid", "revenue", "cents", "warehouse", "churn", "utc", "vat", "margin"]
 
@@ -130,7 +130,7 @@ def reference(searcher, query: Q.Query) -> dict[int, float]:  # noqa: ANN001
     return {d: score * query.boost for d, score in found.items()}
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(query=QUERIES, limit=st.sampled_from([1, 3, 10, None]), masked=st.booleans())
 def test_same_hits_scores_and_order_as_bm25f_document_by_document(searcher, query: Q.Query, limit: int | None, masked: bool) -> None:  # noqa: ANN001
     vector = VectorSearcher(searcher)
@@ -159,7 +159,7 @@ def test_whoosh_agrees_where_its_matchers_are_right(searcher) -> None:  # noqa: 
         assert [(round(s, 9), d) for s, d in vector.top(query, 10, None, None)] == whoosh
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(query=QUERIES)
 def test_deleted_documents_leave_no_trace_in_the_scores(searcher, never_written, query: Q.Query) -> None:  # noqa: ANN001
     """Whoosh counts a deleted document in its statistics until a merge; these scores do not, so

@@ -19,7 +19,7 @@ from slayer_kb import KnowledgeBase
 from slayer_kb.core.memory import Memory
 from slayer_kb.search import words as W
 from slayer_kb.search.analysis import symbols
-from testing import CliRunner, commit_all, json_of, make_empty_kb, read_only
+from testing import CliRunner, commit_all, examples, json_of, make_empty_kb, read_only
 from testing.mcp import call, with_server_in_process
 
 
@@ -423,7 +423,7 @@ OPS = st.lists(
 
 # 10 examples (each a new KB, copied, and up to 14 writes): the reuse of unchanged segments' readers it
 # rests on has its own test (test_whoosh_contract.py, reader_reusing).
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(10), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=OPS)
 def test_a_warm_searcher_reopened_after_writes_answers_as_a_fresh_one(tmp_path_factory: pytest.TempPathFactory,
                                                                       ops: list[tuple[str, int, list[str]]]) -> None:

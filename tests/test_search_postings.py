@@ -19,11 +19,12 @@ from slayer_kb.search import reading as reading_module
 from slayer_kb.search import scoring
 from slayer_kb.search import words as W
 from slayer_kb.search.filters import restrict
+from testing import examples
 
 QUESTIONS = ["revenue paid orders", "refund", "zeppelin orders", "amount currency euro", "utc timestamps"]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     weights=st.lists(st.one_of(st.integers(0, 300).map(float), st.floats(allow_nan=False, allow_infinity=False),
                                st.sampled_from([0.5, 1.5, 255.0, 256.0, -1.0, 1e-300])), min_size=1, max_size=40),

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from slayer_kb.core.memory import Memory
 from slayer_kb.search import sentences, shortlist, vectors
 from slayer_kb.search import table as tables
+from testing import examples
 
 
 def _table(packed: list[bytes | None], has_query: list[bool]) -> sqlite3.Connection:
@@ -55,7 +56,7 @@ def _clustered(rng: np.random.Generator, count: int, clusters: int, spread: floa
     return (out / np.linalg.norm(out, axis=1, keepdims=True)).astype(np.float32)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),
     count=st.integers(1, 400),
@@ -141,7 +142,7 @@ def test_a_large_scan_in_two_halves_gives_the_same_products(monkeypatch: Any) ->
     assert np.array_equal(whole, expected)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),
     count=st.integers(1, 120),

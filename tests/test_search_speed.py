@@ -18,6 +18,7 @@ from slayer_kb import KnowledgeBase
 from slayer_kb.search import embedding, scoring, spans
 from slayer_kb.search import words as W
 from slayer_kb.search.filters import restrict
+from testing import examples
 
 
 def test_a_sparse_union_sums_as_the_dense_one(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -35,7 +36,7 @@ def test_a_sparse_union_sums_as_the_dense_one(monkeypatch: pytest.MonkeyPatch) -
 
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.data())
 def test_a_union_of_two_merges_to_the_bit_of_the_summed_one(data: st.DataObject) -> None:
     """A word in two fields (``_merged``): the docnums and sums the counted union gives, to the
@@ -291,7 +292,7 @@ class _IdsAndOffsets:
 
 @given(st.lists(st.text(st.sampled_from("ab é日😀-_.,:'\n\t") | st.characters(exclude_categories=["Cs"]), max_size=80), max_size=6),
        st.sampled_from(["", "x" * 300, "word " * 500]))
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 def test_the_ids_read_without_offsets_are_the_ids_read_with_them(texts: list[str], long: str) -> None:
     """The token match and the static vectors read a text's ids without the offsets (faster):
     the same ids, text by text, as read with them, and so the same vectors."""

@@ -86,7 +86,8 @@ FIX = (" Nothing was committed. Make the signing key usable with no prompt (load
        "check user.signingKey and gpg.format), or turn signing off for this repository: git config commit.gpgSign false\n")
 
 
-@pytest.mark.parametrize("problem", ["no key", "passphrase", "waits"])
+# A signer that hangs, stopped past SLAYER_KB_GIT_TIMEOUT (2 s of waiting), is a hang test: -m slow.
+@pytest.mark.parametrize("problem", default_first(["no key", "passphrase", "waits"], keep=2))
 def test_a_commit_that_cannot_be_signed_fails_with_the_fix_and_writes_nothing(tmp_path: Path, problem: str) -> None:
     _bare, (a,) = make_team(tmp_path, clones=1)
     key = _key(tmp_path / "key", "secret" if problem == "passphrase" else "")

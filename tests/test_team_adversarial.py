@@ -20,15 +20,12 @@ from testing import (
     traced_git,
 )
 
+# Every command typed in the clone's folder, as a user would (conftest's invoke_cli).
+pytestmark = pytest.mark.typed_in_the_kb
+
 # What the agent saves on its branch before main squash-merges it (``squash_merged_branch``).
 REFUNDS = ("save", "Refund reasons are free text", "-e", "shop.refunds.amount")
 CENTS = ("save", "Amounts are in cents", "-e", "shop.orders.amount")
-
-
-@pytest.fixture
-def invoke_cli() -> CliRunner:
-    """Every command typed in the clone's folder, as a user would."""
-    return in_the_kb(in_process_runner())
 
 
 def _two_linked_sent(kbs: list[Path]) -> None:
@@ -98,7 +95,6 @@ def test_validate_against_names_a_forget_a_plain_merge_would_undo(tmp_path: Path
     git(reviewer, "switch", "-q", "main")
     git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge agent-a")
     assert git(reviewer, "ls-files", "memories/1.yaml", "memories/2.yaml").split() == ["memories/1.yaml"]
-
 
 
 @pytest.mark.slow  # one of each kind by default (docs/testing.md, "The crossing suites")

@@ -27,12 +27,10 @@ from testing import (
     traced_git,
 )
 
-
-@pytest.fixture
-def invoke_cli() -> CliRunner:
-    """Every command typed in the clone's folder, as a user would: the steps an error gives name
-    the KB's files from there (test_steps_typed_elsewhere_name_the_kb checks them from elsewhere)."""
-    return in_the_kb(in_process_runner())
+# Every command typed in the clone's folder, as a user would (conftest's invoke_cli): the steps an
+# error gives name the KB's files from there (test_steps_typed_elsewhere_name_the_kb checks them
+# from elsewhere).
+pytestmark = pytest.mark.typed_in_the_kb
 
 
 def _held_by_both(kbs: list[Path]) -> None:

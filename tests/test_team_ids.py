@@ -23,7 +23,18 @@ from slayer_kb.ops.syncreport import compose
 from slayer_kb.store.leases import BLOCK, CLAIMS, NAMESPACE, OFFLINE_FIRST, IdLeases
 from slayer_kb.store.moves import MovedIds
 from slayer_kb.store.repo import GitStore
-from testing import CliRunner, commit_all, default_first, eventually, git, json_of, lose_races, make_team, traced_git
+from testing import (
+    CliRunner,
+    commit_all,
+    default_first,
+    eventually,
+    examples,
+    git,
+    json_of,
+    lose_races,
+    make_team,
+    traced_git,
+)
 
 
 @pytest.fixture
@@ -1116,7 +1127,7 @@ def test_ids_a_clone_hands_out_increase_whatever_its_remote_does(tmp_path_factor
     steps = st.lists(st.tuples(st.integers(0, 1), st.sampled_from(["take", "take", "top_up", "bare", "other", "away"])),
                      max_size=20)
 
-    @settings(max_examples=60, deadline=None, derandomize=True)
+    @settings(max_examples=examples(60), deadline=None, derandomize=True)
     @given(steps)
     def run(plan: list[tuple[int, str]]) -> None:
         where = tmp_path_factory.mktemp("ids")

@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, git, in_process_runner, in_the_kb, json_of, make_team
+from testing import CliRunner, git, json_of, make_team
+
+# Every command typed in the clone's folder, as a user would (conftest's invoke_cli).
+pytestmark = pytest.mark.typed_in_the_kb
 
 KEY = ("--project", "api", "--topic-key", "decision/retry")
 # Long distinct texts: git never pairs these memories as a rename.
@@ -24,11 +27,6 @@ def _twice(memory_id: str, other: str, merged: str = "") -> str:
             f"to memory {memory_id}, and a save under the key revises only the newest. Keep one: give memory "
             f"{memory_id} another key or none ('slayer-kb update {memory_id} --topic-key NEW', '' for none), or "
             "forget one of them ('slayer-kb forget ID')")
-
-
-@pytest.fixture
-def invoke_cli() -> CliRunner:
-    return in_the_kb(in_process_runner())
 
 
 def _pushed_then_keyed(tmp_path: Path, invoke_cli: CliRunner) -> tuple[Path, Path, Path]:

@@ -8,8 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from testing import ROOT, default_first
+from testing import ROOT, default_first, examples
 
 FLOWS = '''
 import pytest
@@ -62,3 +64,30 @@ def test_a_keep_that_leaves_nothing_to_one_run_is_refused(keep: int) -> None:
     with pytest.raises(ValueError, match=rf"^default_first keeps {keep} of 3 values: keep 1 to 2, or parametrize "
                                          "without it$"):
         default_first(["sync", "merge", "rebase"], keep=keep)
+
+
+def test_a_hypothesis_test_runs_a_share_of_its_examples_by_default_and_all_of_them_in_ci(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``examples``: CI (``.ci/run`` sets ``SLAYER_KB_FULL_EXAMPLES`` after the README's run, and runs
+    the Hypothesis tests again) runs every example a test names, the README's run a quarter of them,
+    never fewer than 10 unless it names fewer."""
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "\npython -m pytest\n" in ci  # the README's command, as it is
+    assert ci.index("export SLAYER_KB_FULL_EXAMPLES=1\npython -m pytest -m \"hypothesis and not slow\"\n") < ci.index(
+        "python -m pytest -m slow")
+
+    def run(count: int) -> int:
+        seen = []
+
+        @settings(max_examples=examples(count), database=None)
+        @given(st.integers())
+        def check(number: int) -> None:
+            seen.append(number)
+
+        check()
+        return len(seen)
+
+    monkeypatch.delenv("SLAYER_KB_FULL_EXAMPLES", raising=False)
+    assert [run(count) for count in (400, 40, 12, 4)] == [100, 10, 10, 4]
+    monkeypatch.setenv("SLAYER_KB_FULL_EXAMPLES", "1")
+    assert [run(count) for count in (400, 40, 12, 4)] == [400, 40, 12, 4]

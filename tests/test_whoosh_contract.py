@@ -30,6 +30,7 @@ from whoosh.writing import NO_MERGE
 
 from slayer_kb.search import codec, schema
 from slayer_kb.search import whoosh_internals as internals
+from testing import examples
 
 SCHEMA = Schema(
     id=ID(stored=True, unique=True),
@@ -146,7 +147,7 @@ def test_a_terms_file_is_opened_as_whoosh_opens_it(tmp_path: Path) -> None:
             assert len(ours.tables) == 256 and list(ours.keys()) == list(whooshs.keys())
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.integers(0, 70).flatmap(lambda size: st.tuples(st.just(size), st.sets(st.integers(0, max(size - 1, 0)), max_size=size))))
 def test_a_docset_is_the_bitset_whoosh_builds_a_document_at_a_time(case: tuple[int, set[int]]) -> None:
     """Docset: BitSet keeps its bytes in ``bits``, sized by bytes_for_bits, bit n at
