@@ -52,6 +52,8 @@ def test_prune_refuses_while_a_sparse_checkout_leaves_a_model_file_out(linked: P
 
 def test_prune_refuses_while_a_model_file_is_deleted_by_hand(linked: Path, invoke_cli: CliRunner) -> None:
     os.remove(linked / "models" / "shop" / "refunds.yaml")
+    checked = invoke_cli("--kb", linked, "validate").stdout
+    assert "(first: models/shop/refunds.yaml is missing from the work tree, and HEAD still has it" in checked
     refused(invoke_cli, linked, "models/shop/refunds.yaml is missing from the work tree, and HEAD still has it: "
             "a deletion (or a move) that is not committed. Bring the file back ({cd}git checkout HEAD -- "
             "models/shop/refunds.yaml), or commit the deletion ({cd}git rm models/shop/refunds.yaml; git commit)")
@@ -64,6 +66,11 @@ def test_prune_refuses_while_a_model_file_is_deleted_by_hand(linked: Path, invok
 
 def test_prune_refuses_an_uncommitted_rename_and_relinks_a_committed_one(linked: Path, invoke_cli: CliRunner) -> None:
     os.rename(linked / "memories" / "3.yaml", linked / "memories" / "refund-rule.yaml")
+    checked = invoke_cli("--kb", linked, "validate")
+    assert checked.returncode == 1
+    assert f"{linked}/memories/7.yaml:3: 'memory:3' refers to a memory that does not exist (first: memories/3.yaml was moved " \
+        "to memories/refund-rule.yaml" in checked.stdout
+    assert f"git commit); then run 'slayer-kb --kb {linked} prune' to strip it)\n" in checked.stdout
     refused(invoke_cli, linked, "memories/3.yaml was moved to memories/refund-rule.yaml (slayer-kb now reads it as "
             "memory 'refund-rule'), and HEAD still has it at memories/3.yaml: a move that is not committed. Move it "
             "back ({cd}mv memories/refund-rule.yaml memories/3.yaml), or commit the move ({cd}git add -A -- "

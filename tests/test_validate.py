@@ -138,7 +138,11 @@ def test_a_catalog_file_stands_for_every_memory_of_its_kb(catalog_kb: KnowledgeB
     assert proc.stdout.splitlines() == [
         "memories/a.yaml:3: entity 'shop.orders.amount' does not resolve: No model 'orders' in "
         "datasource 'shop'. Its models: ['countries', 'customers', 'refunds']. "
-        "(correct it with 'slayer-kb edit a', or, if the catalog dropped it, strip it with 'slayer-kb prune')",
+        # Deleted and not committed: prune would refuse, so the fix comes first.
+        "(first: models/shop/orders.yaml is missing from the work tree, and HEAD still has it: a deletion (or a "
+        "move) that is not committed. Bring the file back (git checkout HEAD -- models/shop/orders.yaml), or "
+        "commit the deletion (git rm models/shop/orders.yaml; git commit); then "
+        "correct it with 'slayer-kb edit a', or, if the catalog dropped it, strip it with 'slayer-kb prune')",
         "models/shop/regions.yaml:1: catalog: 'columns' must be a list of mappings with a 'name', "
         "got a number",
         "2 problems in 2 files (1 file checked)",
