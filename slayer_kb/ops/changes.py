@@ -30,7 +30,7 @@ from ..core.ids import (
     fold_id,
     free_variant,
 )
-from ..core.inputs import check_description, check_unicode
+from ..core.inputs import check_unicode
 from ..core.locate import memory_link, memory_path
 from ..core.memory import Memory, utc_now, with_entities
 from ..core.problems import cd_step, command, shown, words
@@ -95,7 +95,7 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
                 changes["type"] = engram.given_type(given["type"])
                 warnings.extend(engram.type_warnings(given["type"]))
             if "description" in given:
-                changes["description"] = check_description(given["description"])
+                changes["description"] = engram.given_description(given["description"])
             if "project" in given:
                 changes["project"] = engram.given_project(given["project"])
                 warnings.extend(project_warnings(kb, changes["project"]))
