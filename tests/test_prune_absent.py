@@ -78,3 +78,25 @@ def test_prune_refuses_an_uncommitted_rename_and_relinks_a_committed_one(linked:
     commit_all(linked, "renamed by hand")
     invoke_cli("--kb", linked, "prune", check=True)
     assert git(linked, "show", "HEAD:memories/7.yaml") == memory("Seven.", "memory:refund-rule", "shop.refunds")
+
+
+def test_prune_refuses_while_a_catalog_edit_that_drops_a_link_is_not_committed(
+        catalog_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """A model file edited and not committed, its column gone: prune stripped the link to it and
+    committed that, the column still in HEAD's catalog."""
+    root = catalog_kb.root
+    (root / "memories" / "7.yaml").write_text(memory("Seven.", "shop.refunds.amount"))
+    commit_all(root, "a memory")
+    model = root / "models" / "shop" / "refunds.yaml"
+    model.write_text(model.read_text().replace("- {name: amount, type: DOUBLE}\n", ""))
+    before = git(root, "rev-parse", "HEAD")
+    for args in (("prune",), ("prune", "--dry-run")):
+        proc = invoke_cli("--kb", root, *args)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
+            "Error: models/shop/refunds.yaml has changes that are not committed, and prune strips the links to what "
+            "the catalog no longer defines: what only an edit not committed dropped would be stripped in a commit. "
+            "Commit the catalog change (or undo it), then retry; nothing was done.\n")), args
+    assert git(root, "rev-parse", "HEAD") == before
+    commit_all(root, "amount dropped")
+    invoke_cli("--kb", root, "prune", check=True)
+    assert "shop.refunds.amount" not in git(root, "show", "HEAD:memories/7.yaml")
