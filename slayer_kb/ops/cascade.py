@@ -57,7 +57,7 @@ from ..core.problems import command
 from ..core.results import CascadeResult
 from ..core.text import listed, shown_value
 from ..search import lookups
-from ..store.absent import CATALOG_PATHS, first_absent
+from ..store.absent import CATALOG_PATHS, edited, first_absent
 from ..store.guesses import moved_to
 from ..store.renames import link_target
 from ..store.repo import Change
@@ -421,9 +421,9 @@ def _refuse_an_absent_file(kb: Context, dangling: list[str]) -> None:
     if (said := first_absent(kb.store, [*memories, *catalog])) is not None:
         raise ConflictError(f"{said.removesuffix('.')}, then retry. prune strips the links to what HEAD no longer "
                             "has, and that file would look gone, so nothing was done.")
-    if catalog and (edited := sorted(kb.store.uncommitted(catalog, rewrites=False))):
+    if catalog and (changed := edited(kb.store, catalog)):
         # An edit not committed that drops a column would have its links stripped, and committed.
-        raise ConflictError(f"{listed(edited)} {'has' if len(edited) == 1 else 'have'} changes that are not committed, "
+        raise ConflictError(f"{listed(changed)} {'has' if len(changed) == 1 else 'have'} changes that are not committed, "
                             "and prune strips the links to what the catalog no longer defines: what only an edit not "
                             "committed dropped would be stripped in a commit. Commit the catalog change (or undo it), "
                             "then retry; nothing was done.")

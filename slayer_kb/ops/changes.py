@@ -141,7 +141,8 @@ def _require_in_head(kb: Context, memory_id: str, verb: str) -> None:
     never committed): its only version is the person's, and --force, which sets it aside to work
     from HEAD's, would leave no memory to work on."""
     path = memory_path(memory_id)
-    if os.path.lexists(kb.root / path) and head_blob(kb.store, path) is None:
+    # A symlink or a folder is no memory file to commit: reading it says what it is.
+    if _is_regular(kb.root / path) and head_blob(kb.store, path) is None:
         run = cd_step(kb.root)
         raise ConflictError(
             f"{path} was never committed (HEAD lacks it): {verb} commits a change to a memory HEAD has, and slayer-kb "

@@ -1,14 +1,15 @@
 """Files HEAD holds that the work tree lacks: deleted or moved by hand and not committed, or left
 out by a sparse checkout (skip-worktree). What reads the work tree takes them for gone; a
 command that would commit on that reading (``prune`` stripping the links to them) asks here
-first, and refuses with ``missing_by_hand``'s words and fix."""
+first, and refuses with ``missing_by_hand``'s words and fix; and the files changed and not
+committed (``edited``), whose work-tree reading would decide such a commit too."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
 
-from .worktree import Repository, missing_by_hand
+from .worktree import Repository, missing_by_hand, uncommitted
 
 # The catalog's files, as ``catalog.catalog_files`` lists them (KB-relative; a folder ends in '/').
 CATALOG_PATHS = ("datasources/", "models/", "priority.yaml")
@@ -34,3 +35,9 @@ def first_absent(store: Repository, kb_paths: Sequence[str]) -> str | None:
         if (said := missing_by_hand(store, path)) is not None:
             return said
     return None
+
+
+def edited(store: Repository, kb_paths: Sequence[str]) -> list[str]:
+    """Of ``kb_paths`` (files, or folders ending in '/'), the files changed in the work tree or
+    git's index and not committed, sorted (``uncommitted``, git's index marks left alone)."""
+    return sorted(uncommitted(store, kb_paths, rewrites=False))
