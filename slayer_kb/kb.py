@@ -27,7 +27,7 @@ from .core import engram
 from .core.errors import InvalidInputError, KBError, ResolutionError
 from .core.fileio import identity
 from .core.ids import check_id
-from .core.inputs import Undo, check_description, check_folder_named, check_unicode, given_folder
+from .core.inputs import Undo, check_folder_named, check_unicode, given_folder
 from .core.locate import MEMORIES_DIR, memory_path, not_a_kb
 from .core.memory import Memory, utc_now
 from .core.problems import cd_step, shown
@@ -367,13 +367,15 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         for name, value in (("learning", learning), ("linked_entities", linked_entities),
                             ("description", description), *engram_fields.items()):
             check_unicode(value, name)
-        if isinstance(engram_fields.get("title"), str):
+        # Private spans redacted in every text taken in, titled or not, as update's and mem_save's are.
+        titled = isinstance(engram_fields.get("title"), str)
+        learning = engram.redact_private(learning, trim=titled) if isinstance(learning, str) else learning
+        if titled:
             # A titled memory is an observation's kind (save --title with --id or --query): its
-            # private spans redacted and its type Engram's default, as mem_save's would be.
-            learning = engram.redact_private(learning) if isinstance(learning, str) else learning
+            # type Engram's default, as mem_save's would be.
             engram_fields["type"] = engram_fields.get("type") or engram.DEFAULT_TYPE
         self.check_learning(learning)
-        description = check_description(description)
+        description = engram.given_description(description)
         # The same project and topic key whichever adapter saved them ("My-API " is "my-api").
         if "project" in engram_fields:
             engram_fields["project"] = engram.given_project(engram_fields["project"])

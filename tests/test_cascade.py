@@ -276,7 +276,7 @@ def test_ambiguous_and_unknown_targets_are_refused(cascade_kb: KnowledgeBase, in
 def test_human_output(cascade_kb: KnowledgeBase, invoke_cli) -> None:
     proc = invoke_cli("--kb", cascade_kb.root, "delete-leaf", "shop.orders.aov")
     sha = git(cascade_kb.root, "rev-parse", "HEAD").strip()
-    assert proc.stdout == f"Deleted leaf shop.orders.aov (commit {sha[:12]}); stripped it from 1 memories: 4\n"
+    assert proc.stdout == f"Deleted leaf shop.orders.aov (commit {sha[:12]}); stripped it from 1 memory: 4\n"
     proc = invoke_cli("--kb", cascade_kb.root, "delete-leaf", "shop.orders.qty")
     assert proc.stdout.endswith("; no memory referred to it.\n")
 

@@ -236,3 +236,19 @@ def test_mem_context_of_a_project_no_memory_has_warns_beside_a_skipped_session_f
     said = "No memory has project 'analytcs'; check the name, or call mem_context without it."
     assert reply.data is not None and reply.data["warnings"] == [said]
     assert reply.text.endswith(f"\nwarning: {said}")
+
+
+def test_every_text_a_save_or_update_takes_in_is_redacted(catalog_kb: KnowledgeBase, invoke_cli) -> None:  # noqa: ANN001
+    """A description kept its private spans on save and update, and a save with no title (SLayer's
+    kind) kept them in its learning, while update --learning redacted them: each went into git's
+    history for good. Every text is redacted alike, titled or not."""
+    root = catalog_kb.root
+    invoke_cli("--kb", root, "save", "db notes <private>pw=hunter1</private>", "--id", "db", "-e", "shop.orders",
+               "--description", "read-only role <private>pw=hunter2</private>", check=True)
+    assert (root / "memories" / "db.yaml").read_text().startswith(
+        "learning: db notes [REDACTED]\ndescription: read-only role [REDACTED]\nentities:\n- shop.orders\n")
+    invoke_cli("--kb", root, "update", "db", "--description", "role <private>pw=hunter3</private> ro", check=True)
+    assert "description: role [REDACTED] ro\n" in (root / "memories" / "db.yaml").read_text()
+    titled = ("save", "x", "--title", "T", "--description", "d <private>hunter4</private>")
+    invoke_cli("--kb", root, *titled, check=True)
+    assert "hunter" not in git(root, "log", "-p")

@@ -132,6 +132,26 @@ def test_review_reports_every_kind_of_change(catalog_kb: KnowledgeBase) -> None:
         assert text in md
 
 
+def test_review_lists_a_soft_delete_as_removed_and_a_restore_as_added(catalog_kb: KnowledgeBase, invoke_cli) -> None:
+    """A memory the branch soft-deleted was listed under Changed as "(changed: deleted_at)" and
+    counted as changed: a reviewer skimming the headline did not see it leave every search."""
+    kb = catalog_kb
+    gone = kb.save_memory("Old note", ["orders.qty"]).memory_id
+    back = kb.save_memory("Kept note", ["orders.amount"]).memory_id
+    kb.forget(back, soft=True)
+    base = head(kb)
+    invoke_cli("--kb", kb.root, "forget", gone, "--soft", check=True)
+    invoke_cli("--kb", kb.root, "restore", back, check=True)
+    md = invoke_cli("--kb", kb.root, "review", base, check=True).stdout
+    assert md.splitlines()[2] == "Memories: 1 added, 0 changed, 0 re-linked, 1 removed."
+    assert md.split("\n\n", 2)[2] == (
+        f"### Added\n\n- **{back}**: Kept note (entities: `shop.orders.amount`; restored from a soft delete)\n\n"
+        f"### Removed\n\n- **{gone}**: Old note (soft-deleted: its file stays, and no search shows it)\n")
+    removed = json_of(invoke_cli("--kb", kb.root, "review", base, "--json", check=True))["removed"]
+    assert removed == [{"id": gone, "label": "Old note", "entities": ["shop.orders.qty"],
+                        "note": "soft-deleted: its file stays, and no search shows it"}]
+
+
 def test_review_flags_entities_that_do_not_resolve_at_head(catalog_kb: KnowledgeBase) -> None:
     kb = catalog_kb
     base_mid = kb.save_memory("Uses qty", ["orders.qty"]).memory_id

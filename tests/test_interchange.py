@@ -393,7 +393,7 @@ def test_export_slayer_overwrites_only_its_own_files(catalog_kb: KnowledgeBase, 
     assert proc.returncode == 1 and "changed since one did: kb.paid-revenue.md." in proc.stderr
     proc = invoke_cli("--kb", kb.root, "export-slayer", tmp_path / "out", "--force", check=True)
     assert proc.stdout == (f"Wrote 2 memories to {tmp_path / 'out'}/memories; removed 1 of memories no longer live; "
-                           "overwrote 1 files no export wrote\n")
+                           "overwrote 1 file no export wrote\n")
     assert sorted(os.listdir(out)) == [".slayer-kb-export.json", "1.md", "99.md", "kb.paid-revenue.md"]
     assert (out / "1.md").read_text() == SLAYER_FILES["1"] and (out / "99.md").read_text() == "SLayer's own memory 99\n"
     # A file of a memory no longer live, changed since its export, is left and said.
@@ -431,3 +431,10 @@ def test_import_slayer_holds_type_project_and_topic_key_to_a_saves_limits(catalo
     assert result.imported == ["b"] and result.warnings == [
         f"{tmp_path / 'in' / 'memories' / 'a.md'}: type is 201 characters long; the limit is 200. Use a short name; put "
         "the detail in the content. (skipped)"]
+
+
+def test_an_export_of_one_memory_says_it_in_the_singular(catalog_kb: KnowledgeBase, invoke_cli, tmp_path: Path) -> None:
+    """"Wrote 1 memories": a count of one is said as one."""
+    catalog_kb.save_memory("Amount is in EUR.", ["orders.amount"])
+    proc = invoke_cli("--kb", catalog_kb.root, "export-slayer", tmp_path / "out", check=True)
+    assert proc.stdout == f"Wrote 1 memory to {tmp_path / 'out'}/memories\n"

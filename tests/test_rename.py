@@ -199,9 +199,9 @@ def test_uncommitted_work_in_a_file_it_would_touch_is_refused_or_set_aside_with_
     memory(linked_kb, "kb.draft", "Not committed yet")
     draft = invoke_cli("--kb", root, "rename", "kb.draft", "kb.final", "--force")
     assert (draft.returncode, draft.stderr) == (1, (
-        "Error: memories/kb.draft.yaml has changes that are not committed (in the work tree or git's index, or never "
-        "committed at all), and this command would rewrite it; slayer-kb never commits work you have not "
-        "committed, so nothing was done. Commit or stash it (git stash -u) and retry.\n"))
+        "Error: memories/kb.draft.yaml was never committed (HEAD lacks it): rename commits a change to a memory HEAD "
+        "has, and slayer-kb never commits work you have not committed (--force would set your file aside), so nothing "
+        f"was done. Commit it first (cd {root}; git add -- memories/kb.draft.yaml; git commit), then retry.\n"))
     # A file it does not touch may hold work: it stays out of the commit.
     forced = invoke_cli("--kb", root, "rename", "kb.revenue-note", "kb.paid-revenue", "--force")
     assert (forced.returncode, forced.stdout) == (0, (

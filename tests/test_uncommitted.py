@@ -854,7 +854,7 @@ def test_a_memory_deleted_by_hand_is_not_passed_by(catalog_kb: KnowledgeBase, in
                                 "never a deletion), so nothing was done.\n"), proc.stderr
     git(root, "checkout", "HEAD", "--", "memories/9.yaml")
     proc = invoke_cli("--kb", root, "delete-model", "shop.refunds", check=True)
-    assert proc.stdout.endswith("; stripped it from 1 memories: 9\n"), proc.stdout
+    assert proc.stdout.endswith("; stripped it from 1 memory: 9\n"), proc.stdout
     assert git(root, "show", "HEAD:memories/9.yaml") == "learning: Nine.\n" + CREATED
 
 

@@ -138,7 +138,11 @@ def test_a_catalog_file_stands_for_every_memory_of_its_kb(catalog_kb: KnowledgeB
     assert proc.stdout.splitlines() == [
         "memories/a.yaml:3: entity 'shop.orders.amount' does not resolve: No model 'orders' in "
         "datasource 'shop'. Its models: ['countries', 'customers', 'refunds']. "
-        "(correct it with 'slayer-kb edit a', or, if the catalog dropped it, strip it with 'slayer-kb prune')",
+        # Deleted and not committed: prune would refuse, so the fix comes first.
+        "(first: models/shop/orders.yaml is missing from the work tree, and HEAD still has it: a deletion (or a "
+        "move) that is not committed. Bring the file back (git checkout HEAD -- models/shop/orders.yaml), or "
+        "commit the deletion (git rm models/shop/orders.yaml; git commit); then "
+        "correct it with 'slayer-kb edit a', or, if the catalog dropped it, strip it with 'slayer-kb prune')",
         "models/shop/regions.yaml:1: catalog: 'columns' must be a list of mappings with a 'name', "
         "got a number",
         "2 problems in 2 files (1 file checked)",
@@ -774,3 +778,16 @@ def test_fmt_of_a_catalog_file_formats_no_memory(indexed_example_kb: KnowledgeBa
     # Named with the catalog file, a memory is formatted.
     invoke_cli("--kb", root, "fmt", "models/shop/orders.yaml", "memories/11.yaml", cwd=root, check=True)
     assert memory.read_text() != edited
+
+
+def test_a_learning_over_the_size_limit_is_reported(catalog_kb: KnowledgeBase, invoke_cli) -> None:
+    """format.md's Sizes: validate reports a file over any limit. A hand-made learning over the
+    KB's content limit passed (exit 0), while a save of the same text is refused."""
+    write(catalog_kb, "huge.yaml", f"learning: {'x' * 150}\nentities:\n- shop.orders.amount\n{CREATED}")
+    small = {"SLAYER_KB_MAX_CONTENT": "100"}
+    proc = invoke_cli("validate", "memories/huge.yaml", cwd=catalog_kb.root, env=small)
+    assert (proc.returncode, proc.stdout) == (1, (
+        "memories/huge.yaml:1: learning is 150 bytes; the limit is 100 bytes. Split it into several memories or "
+        "raise the limit with SLAYER_KB_MAX_CONTENT (bytes).\n1 problem in 1 file (1 file checked)\n"))
+    assert invoke_cli("validate", "memories/huge.yaml", cwd=catalog_kb.root, env={"SLAYER_KB_MAX_CONTENT": "150"},
+                      check=True).stdout == "Checked 1 file: no problems.\n"

@@ -26,7 +26,7 @@ def deleted_text(result: CascadeResult, what: str, run: str) -> str:
         head += f" (commit {result.commit[:12]})"
     if not result.rewritten:
         return head + "; no memory referred to it." + kept_line(result.kept)
-    return (head + f"; stripped it from {len(result.rewritten)} memories: " + ", ".join(result.rewritten)
+    return (head + f"; stripped it from {counted(len(result.rewritten), 'memory', 'memories')}: " + ", ".join(result.rewritten)
             + stale_line(result.stale_queries, run) + kept_line(result.kept))
 
 

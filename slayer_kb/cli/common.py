@@ -29,7 +29,7 @@ from ..core.errors import (
     UsageError,
     output_lost,
 )
-from ..core.inputs import given_text, read_given_file, whole_number
+from ..core.inputs import content_limit, given_text, read_given_file
 from ..core.locate import find_kb_root, named_kb, not_a_kb
 from ..core.memory import MAX_CONTENT_CEILING, MAX_FILE_BYTES
 from ..core.text import (
@@ -163,9 +163,7 @@ class Settings:
 
 def max_content(env: Mapping[str, str] | None = None) -> int:
     """The size limit of a text (``SLAYER_KB_MAX_CONTENT``, bytes), else the default."""
-    from ..kb import DEFAULT_MAX_CONTENT
-
-    return whole_number("SLAYER_KB_MAX_CONTENT", DEFAULT_MAX_CONTENT, "bytes", MAX_CONTENT_CEILING, env=env)
+    return content_limit(env)
 
 
 def checked_settings(env: Mapping[str, str] | None = None) -> None:

@@ -423,8 +423,9 @@ def export_slayer(settings: Settings, directory: str, force: bool) -> None:
 
     def text() -> str:
         removed = f"; removed {len(result.removed)} of memories no longer live" if result.removed else ""
-        overwritten = f"; overwrote {len(result.overwritten)} files no export wrote" if result.overwritten else ""
-        return f"Wrote {len(result.written)} memories to {directory}/memories{removed}{overwritten}" + warning_lines(result.problems)
+        overwritten = f"; overwrote {counted(len(result.overwritten), 'file')} no export wrote" if result.overwritten else ""
+        written = counted(len(result.written), "memory", "memories")
+        return f"Wrote {written} to {directory}/memories{removed}{overwritten}" + warning_lines(result.problems)
 
     emit(settings, data, text)
 

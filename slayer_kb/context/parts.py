@@ -23,7 +23,7 @@ from ..core.errors import MemoryFileError, NotFoundError, StoreError
 from ..core.fileio import unusable_folder
 from ..core.ids import id_sort_key
 from ..core.locate import MEMORIES_DIR, not_a_kb
-from ..core.memory import MAX_CONTENT_CEILING
+from ..core.memory import DEFAULT_MAX_CONTENT, MAX_CONTENT_CEILING
 from ..core.results import Document, IndexWritten, SyncReport
 from ..core.session import SESSIONS_DIR
 from ..store.leases import IdLeases
@@ -39,7 +39,6 @@ if TYPE_CHECKING:
     from ..search.monitor import ChangeMonitor
 
 DEFAULT_DEDUP_WINDOW = timedelta(minutes=15)
-DEFAULT_MAX_CONTENT = 64 * 1024
 
 
 class Parts:

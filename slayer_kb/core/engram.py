@@ -13,7 +13,7 @@ import unicodedata
 from collections.abc import Iterable
 
 from slayer_kb.core.errors import InvalidInputError
-from slayer_kb.core.inputs import blank
+from slayer_kb.core.inputs import blank, check_description
 from slayer_kb.core.memory import RECOGNISED_TYPES as RECOGNISED_TYPES  # re-exported: the rules name them
 from slayer_kb.core.memory import canonical_type
 from slayer_kb.core.text import quoted, shown_value
@@ -65,9 +65,11 @@ def is_import(subject: str) -> bool:
     return subject.startswith(IMPORT_PREFIX) and " from Engram (" in subject
 
 
-def redact_private(text: str) -> str:
-    """Replace every closed `<private>...</private>` span with `[REDACTED]` and trim the result."""
-    return _PRIVATE_RE.sub(REDACTED, text).strip()
+def redact_private(text: str, trim: bool = True) -> str:
+    """Replace every closed `<private>...</private>` span with `[REDACTED]` and trim the result
+    (``trim``; a SLayer note keeps its text as given, a final line break too)."""
+    redacted = _PRIVATE_RE.sub(REDACTED, text)
+    return redacted.strip() if trim else redacted
 
 
 def normalize_scope(scope: str | None) -> str:
@@ -245,6 +247,12 @@ def given_title(title: str) -> str | None:
     is (a save refuses it)."""
     title = check_title(redact_private(title))
     return None if blank(title) else title
+
+
+def given_description(description: object) -> str | None:
+    """A description a save or an update stores: private spans redacted, as a title's and a
+    learning's are, then checked (``check_description``)."""
+    return check_description(redact_private(description) if isinstance(description, str) else description)
 
 
 def import_title(title: str, memory_id: str, where: str, notes: list[str]) -> str | None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from .errors import InvalidInputError
 from .fileio import NotRegularFile, TooLarge, read_regular, refuses_folders
-from .memory import MAX_DESCRIPTION
+from .memory import DEFAULT_MAX_CONTENT, MAX_CONTENT_CEILING, MAX_DESCRIPTION
 
 
 def readable(value: str | None) -> str | None:
@@ -96,6 +96,12 @@ def checked_learning(learning: Any, limit: int, name: str = "learning", tool_nam
         raise refused(f" is {size} bytes; the limit is {limit} bytes. Split it into several memories "
                       "or raise the limit with SLAYER_KB_MAX_CONTENT (bytes).")
     return learning
+
+
+def content_limit(env: Mapping[str, str] | None = None) -> int:
+    """The size limit of a text (``SLAYER_KB_MAX_CONTENT``, bytes, of ``env``, else this process's),
+    else the default: what a save refuses past, and validate reports a file past."""
+    return whole_number("SLAYER_KB_MAX_CONTENT", DEFAULT_MAX_CONTENT, "bytes", MAX_CONTENT_CEILING, env=env)
 
 
 def check_folder_named(folder: str | os.PathLike[str], what: str, example: str) -> None:

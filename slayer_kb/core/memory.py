@@ -75,6 +75,7 @@ MAX_DESCRIPTION = 500
 # and YAML's escapes at most quadruple it.
 MAX_FILE_BYTES = 16 * 1024 * 1024
 MAX_CONTENT_CEILING = 2 * 1024 * 1024
+DEFAULT_MAX_CONTENT = 64 * 1024  # a text's size limit unless SLAYER_KB_MAX_CONTENT gives another
 # A hand-made alias bomb expands into shared references; walking it counts each visit, so a
 # budget stops it long before memory runs out.
 MAX_QUERY_NODES = 10_000

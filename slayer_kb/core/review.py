@@ -3,6 +3,7 @@ and its markdown for a pull request (ops/history.py makes it)."""
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,6 +13,9 @@ from .text import clip, counted
 # How one side took in a memory the other side added first, so that both hold it under commits of
 # their own (``revisions.taken_from``): the base from the branch, or the branch from the base.
 SQUASHED = "(a squash or rebase merge, under commits of its own)"
+# What a memory the branch soft-deleted or restored is listed with, as removed or added.
+SOFT_DELETED = "soft-deleted: its file stays, and no search shows it"
+RESTORED = "restored from a soft delete"
 PICKED = "(a cherry-pick, a squash or a copy, under commits of its own)"
 
 
@@ -145,7 +149,8 @@ def render_review(r: Review) -> str:
         relinked_lines.append(f"- **{_md(c.id)}**: {_md(c.label)}" + (f" ({_md(c.note)})" if c.note else ""))
         relinked_lines.extend(_entity_moves(c))
     section("Re-linked", relinked_lines)
-    section("Removed", [f"- **{_md(c.id)}**: {unread(c) if c.unreadable else _md(c.label)}" for c in r.removed])
+    section("Removed", [f"- **{_md(c.id)}**: " + (unread(c) if c.unreadable else _md(c.label) + (f" ({_md(c.note)})" if c.note else ""))
+                        for c in r.removed])
     section(f"Already on {_md(r.base)}", [
         f"- **{_md(c.id)}**: {_md(c.label)} ({entity_list(c.entities)}; "
         + (f"taken in from {_md(r.base)} {PICKED}" if c.picked else "taken in by a squash or rebase merge")
@@ -223,3 +228,21 @@ def review_lines(entries: list[dict[str, Any]]) -> list[str]:
         if e["summary"] and ("summary" in e["fields"] or e["status"] == "added"):
             lines.append(f"  - summary: {_md(clip(' '.join(e['summary'].split()), 200))}")
     return lines
+
+
+_TOKEN = re.compile(r"\s+|[^\s]+")
+
+
+def word_diff(old: str, new: str) -> str:
+    """``git diff --word-diff=plain`` style: ``[-removed-]{+added+}``, unchanged words as they are."""
+    a, b = _TOKEN.findall(old), _TOKEN.findall(new)
+    out: list[str] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if op == "equal":
+            out.append("".join(a[i1:i2]))
+            continue
+        if op in ("delete", "replace"):
+            out.append("[-" + "".join(a[i1:i2]) + "-]")
+        if op in ("insert", "replace"):
+            out.append("{+" + "".join(b[j1:j2]) + "+}")
+    return "".join(out)

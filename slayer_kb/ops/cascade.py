@@ -40,15 +40,24 @@ import yaml
 from ..catalog.catalog import Datasource, Model
 from ..catalog.refs import query_entities
 from ..core import yamlio
-from ..core.errors import AmbiguousEntityError, CatalogError, InvalidInputError, KBError, NotFoundError, UsageError
+from ..core.errors import (
+    AmbiguousEntityError,
+    CatalogError,
+    ConflictError,
+    InvalidInputError,
+    KBError,
+    NotFoundError,
+    UsageError,
+)
 from ..core.fileio import read_regular
 from ..core.ids import check_id
-from ..core.locate import linked_id, memory_link
+from ..core.locate import linked_id, memory_link, memory_path
 from ..core.memory import Memory, with_entities
 from ..core.problems import command
 from ..core.results import CascadeResult
-from ..core.text import shown_value
+from ..core.text import listed, shown_value
 from ..search import lookups
+from ..store.absent import CATALOG_PATHS, edited, first_absent
 from ..store.guesses import moved_to
 from ..store.renames import link_target
 from ..store.repo import Change
@@ -331,6 +340,7 @@ def prune(kb: Context, dry_run: bool = False, *, force: bool = False) -> Cascade
         stripped: dict[str, list[str]] = {}
         pointed.clear()
         if dangling:
+            _refuse_an_absent_file(kb, dangling)
             gone = set(dangling)
             matches = lookups.tagged(dangling)
             stripped = _strip(tx, matches, gone.__contains__, changes, memories, at_head,
@@ -400,6 +410,23 @@ def _refuse_a_skipped_catalog_file(kb: Context) -> None:
             f"read, whose entities would look gone: {'' if len(skipped) == 1 else 'such as '}"
             f"{skipped[0].shown(kb.root)}. Fix it ('{command(kb.root)} validate' lists every problem), then prune."
         )
+
+
+def _refuse_an_absent_file(kb: Context, dangling: list[str]) -> None:
+    """A file HEAD holds that the work tree lacks (deleted or moved by hand and not committed, or
+    left out by a sparse checkout) looks gone, and prune would commit stripping the links to it:
+    what prune strips must be what HEAD lacks."""
+    memories = [memory_path(target) for entity in dangling if (target := linked_id(entity)) is not None]
+    catalog = list(CATALOG_PATHS) if len(memories) < len(dangling) else []
+    if (said := first_absent(kb.store, [*memories, *catalog])) is not None:
+        raise ConflictError(f"{said.removesuffix('.')}, then retry. prune strips the links to what HEAD no longer "
+                            "has, and that file would look gone, so nothing was done.")
+    if catalog and (changed := edited(kb.store, catalog)):
+        # An edit not committed that drops a column would have its links stripped, and committed.
+        raise ConflictError(f"{listed(changed)} {'has' if len(changed) == 1 else 'have'} changes that are not committed, "
+                            "and prune strips the links to what the catalog no longer defines: what only an edit not "
+                            "committed dropped would be stripped in a commit. Commit the catalog change (or undo it), "
+                            "then retry; nothing was done.")
 
 
 def _stored_entities(kb: Context) -> set[str]:

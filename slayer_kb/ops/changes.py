@@ -12,7 +12,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core import engram
-from ..core.errors import InvalidIdError, InvalidInputError, MemoryFileError, NotFoundError, ResolutionError, UsageError
+from ..core.errors import (
+    ConflictError,
+    InvalidIdError,
+    InvalidInputError,
+    MemoryFileError,
+    NotFoundError,
+    ResolutionError,
+    UsageError,
+)
 from ..core.ids import (
     NewIdAdvice,
     check_existing_id,
@@ -22,13 +30,14 @@ from ..core.ids import (
     fold_id,
     free_variant,
 )
-from ..core.inputs import check_description, check_unicode
+from ..core.inputs import check_unicode
 from ..core.locate import memory_link, memory_path
 from ..core.memory import Memory, utc_now, with_entities
-from ..core.problems import command, shown, words
+from ..core.problems import cd_step, command, shown, words
 from ..core.results import ChangeResult, ForgetResult, RenameResult
 from ..store.renames import trailer
 from ..store.repo import Change
+from ..store.worktree import head_blob
 from ..transaction import memory_change
 from . import observations, unreadlinks
 from .finding import deleted_error
@@ -86,7 +95,7 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
                 changes["type"] = engram.given_type(given["type"])
                 warnings.extend(engram.type_warnings(given["type"]))
             if "description" in given:
-                changes["description"] = check_description(given["description"])
+                changes["description"] = engram.given_description(given["description"])
             if "project" in given:
                 changes["project"] = engram.given_project(given["project"])
                 warnings.extend(project_warnings(kb, changes["project"]))
@@ -119,11 +128,27 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
                 updated.revision_count = memory.revision_count + 1
             return [memory_change(updated)], (changes, warnings, True)
 
+        _require_in_head(kb, memory_id, "update")
         planned, (changes, warnings, changed), kept = tx.rewrite(plan, force)
         if changed:
             tx.commit(planned, f"memory: update {memory_id} ({', '.join(sorted(changes))})")
             kb.fold_duplicates(memory_id)
     return ChangeResult(kb.get(memory_id).to_dict(), "updated" if changed else "unchanged", warnings, kept)
+
+
+def _require_in_head(kb: Context, memory_id: str, verb: str) -> None:
+    """Refuse, ``--force`` or not, a command about a memory whose file HEAD lacks (written by hand,
+    never committed): its only version is the person's, and --force, which sets it aside to work
+    from HEAD's, would leave no memory to work on."""
+    path = memory_path(memory_id)
+    # A symlink or a folder is no memory file to commit: reading it says what it is.
+    if _is_regular(kb.root / path) and head_blob(kb.store, path) is None:
+        run = cd_step(kb.root)
+        raise ConflictError(
+            f"{path} was never committed (HEAD lacks it): {verb} commits a change to a memory HEAD has, and slayer-kb "
+            "never commits work you have not committed (--force would set your file aside), so nothing was done. "
+            "Commit it first "
+            f"({'; '.join([*run, f'git add -- {words(path)}', 'git commit'])}), then retry.")
 
 
 def _query_links(memory: Memory, run: str) -> InvalidInputError:
@@ -196,6 +221,7 @@ def forget(kb: Context, memory_id: str, *, soft: bool = False, force: bool = Fal
                 stripped.append(other_id)
             return changes, (stripped, rewritten)
 
+        _require_in_head(kb, memory_id, "forget")
         changes, (stripped, rewritten), kept = tx.rewrite(plan, force)
         if soft:
             commit = tx.commit(changes, f"memory: forget {memory_id} (soft)")
@@ -263,6 +289,7 @@ def rename(kb: Context, old: str, new: str, *, force: bool = False, reuse_id: bo
             kb.check_not_renamed(new, f"to give '{old}' a name of its own, choose another", moving=old)
         else:
             kb.check_reusable(new, moving=old)
+        _require_in_head(kb, old, "rename")
         changes, rewritten, kept = tx.rewrite(lambda: moved(kb, tx, {old: new}), force)
         # The trailer records the move, for a sync meeting links to the old id (renames.py).
         commit = tx.commit(changes, f"memory: rename {old} to {new}{rewrote_note(rewritten)}\n\n{trailer(old, new)}")

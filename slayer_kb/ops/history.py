@@ -33,9 +33,7 @@ Decisions:
 from __future__ import annotations
 
 import contextlib
-import difflib
 import functools
-import re
 import textwrap
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
@@ -49,7 +47,7 @@ from ..core.memory import Memory, dumps, loads, with_entities
 from ..core.merging import BOTH_EDITED, soft_forget_met
 from ..core.problems import command, shell_word, shown, words
 from ..core.results import LogEntry, RestoreResult, Shown
-from ..core.review import PICKED, SQUASHED, MemoryChange, Review
+from ..core.review import PICKED, RESTORED, SOFT_DELETED, SQUASHED, MemoryChange, Review, word_diff
 from ..core.session import SESSIONS_DIR, Session, id_of_file
 from ..core.session import loads as load_session
 from ..core.text import shown_value
@@ -430,7 +428,9 @@ def _since_taken_in(store: GitStore, base: str, memory_id: str, texts: tuple[byt
 
 def _file(result: Review, change: MemoryChange) -> None:
     """A memory the branch changed, filed as re-linked (its links alone changed) or changed."""
-    if [f for f in change.fields if f not in BOOKKEEPING] == ["entities"]:
+    if change.status in ("removed", "added"):  # soft-deleted or restored (``compare``)
+        (result.removed if change.status == "removed" else result.added).append(change)
+    elif [f for f in change.fields if f not in BOOKKEEPING] == ["entities"]:
         change.status = "relinked"
         result.relinked.append(change)
     elif change.fields:
@@ -554,25 +554,9 @@ def compare(before: Memory, after: Memory) -> MemoryChange:
     change.entities_removed = [e for e in before.entities if e not in after.entities]
     if "learning" in fields:
         change.learning_diff = word_diff(before.learning, after.learning)
+    if bool(before.deleted_at) != bool(after.deleted_at):  # gone from every search, or back in it
+        change.status, change.note = ("removed", SOFT_DELETED) if after.deleted_at else ("added", RESTORED)
     return change
-
-
-_TOKEN = re.compile(r"\s+|[^\s]+")
-
-
-def word_diff(old: str, new: str) -> str:
-    """``git diff --word-diff=plain`` style: ``[-removed-]{+added+}``, unchanged words as they are."""
-    a, b = _TOKEN.findall(old), _TOKEN.findall(new)
-    out: list[str] = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if op == "equal":
-            out.append("".join(a[i1:i2]))
-            continue
-        if op in ("delete", "replace"):
-            out.append("[-" + "".join(a[i1:i2]) + "-]")
-        if op in ("insert", "replace"):
-            out.append("{+" + "".join(b[j1:j2]) + "+}")
-    return "".join(out)
 
 
 def catalog_diff(before: Catalog, after: Catalog) -> dict[str, list[str]]:

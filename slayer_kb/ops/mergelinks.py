@@ -15,9 +15,10 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.locate import memory_path
+from ..core.locate import MEMORIES_DIR, memory_path
 from ..core.merging import folded_by
 from ..core.problems import git_command
+from ..store.absent import CATALOG_PATHS, first_absent
 from ..store.gitstate import rebase_tips
 from ..store.guesses import moved_to
 from ..store.renames import deletions, ever_renamed, link_target, renamed_since
@@ -83,8 +84,18 @@ class MergeRenames:
     @property
     def until(self) -> str:
         """The words a fix that writes (``prune``) starts with while a merge or rebase stopped,
-        ``{command}`` to be filled in; empty otherwise."""
-        return self._merging[2] if self._merging is not None else ""
+        ``{command}`` to be filled in; else, while a file HEAD holds is missing from the work tree,
+        what became of it and its fix (``prune`` refuses till then: ``absent``); empty otherwise."""
+        if self._merging is None:
+            return ""
+        return self._merging[2] or self._absent
+
+    @functools.cached_property
+    def _absent(self) -> str:
+        assert self._merging is not None
+        store = self._merging[0]
+        said = first_absent(store, CATALOG_PATHS) or first_absent(store, [f"{MEMORIES_DIR}/"])
+        return f"first: {said.removesuffix('.').replace('{', '{{').replace('}', '}}')}; then " if said else ""
 
     def __call__(self, memory_id: str) -> tuple[str, _Side] | None:
         if self._merging is None:

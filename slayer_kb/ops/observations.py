@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import engram
 from ..core.errors import ConflictError, InvalidInputError
-from ..core.inputs import check_description, check_unicode
+from ..core.inputs import check_unicode
 from ..core.locate import memory_path
 from ..core.memory import Memory, parse_time, utc_now
 from ..core.results import SaveResult
@@ -52,7 +52,7 @@ def save(
     project = engram.given_project(project)
     type = engram.given_type(type) or engram.DEFAULT_TYPE
     session_id = (session_id or "").strip() or engram.default_session_id(project)
-    description = check_description(description)
+    description = engram.given_description(description)
     with kb.transaction() as tx:
         existing = tx.live_one(topic_key=key, project=project, scope=scope) if key else None
         # The memory the key revises: a link it holds already is not news (as for update).

@@ -52,9 +52,10 @@ from ..catalog.catalog import Catalog, load_catalog
 from ..catalog.resolve import Resolver
 from ..core import yamlio
 from ..core.engram import title_problem
-from ..core.errors import InvalidIdError, KBError, MemoryFileError, ResolutionError
+from ..core.errors import InvalidIdError, InvalidInputError, KBError, MemoryFileError, ResolutionError
 from ..core.fileio import NotRegularFile, TooLarge, not_a_file, read_regular, unusable_folder
 from ..core.ids import check_id, check_new_id, fold_id, free_variant
+from ..core.inputs import checked_learning, content_limit
 from ..core.locate import linked_id, memory_link
 from ..core.memory import (
     MAX_FILE_BYTES,
@@ -189,6 +190,7 @@ class KBContext:
         self.command = command  # slayer-kb as a fix runs it (problems.command)
         self.root = root  # the KB's folder, where a fix's git runs (problems.git_command)
         self.crlf = crlf  # converts_crlf
+        self.max_content = content_limit()  # a save's size limit of a learning (SLAYER_KB_MAX_CONTENT)
         folded: dict[str, list[str]] = {}
         for memory_id in self.ids:
             folded.setdefault(fold_id(memory_id), []).append(memory_id)
@@ -440,6 +442,11 @@ def _text_problems(text: str, memory_id: str, name: str, context: KBContext, typ
             f"e.g. {printable(memory.session_id)!r}")
     if memory is not None and (said := title_problem(memory.title)) is not None:
         add(key_line(text, "title"), said)
+    try:
+        if memory is not None:
+            checked_learning(memory.learning, context.max_content)
+    except InvalidInputError as exc:  # the size a save refuses (format.md's Sizes)
+        add(key_line(text, "learning"), str(exc))
     if memory is None or schema_problems:
         return problems  # fmt cannot rewrite a file that breaks the schema
     canonical = dumps(memory)
