@@ -372,7 +372,7 @@ class KnowledgeBase(Context, EngramTools, Cascades):
             # private spans redacted and its type Engram's default, as mem_save's would be.
             learning = engram.redact_private(learning) if isinstance(learning, str) else learning
             engram_fields["type"] = engram_fields.get("type") or engram.DEFAULT_TYPE
-        self.check_learning(learning)
+        learning = self.check_learning(learning)
         description = check_description(description)
         # The same project and topic key whichever adapter saved them ("My-API " is "my-api").
         if "project" in engram_fields:

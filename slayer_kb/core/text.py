@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import re
 from collections.abc import Iterable, Mapping, Sequence
 
 
@@ -21,10 +22,24 @@ def counted(n: int, noun: str, plural: str | None = None) -> str:
     return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
+# A paragraph ends at a line with nothing on it but spaces (or at a CR or CRLF one: a file read as is).
+_PARAGRAPH_END = re.compile(r"(?:\r\n|\r|\n)[ \t]*(?:\r\n|\r|\n)")
+
+
+def lf_lines(text: str) -> str:
+    """``text`` with Windows (CRLF) and old Mac (CR) line ends as LF: a learning from a Windows
+    agent or an MCP client's JSON is then a readable ``|`` block, not one quoted line of escapes."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def paragraph_one(text: str) -> str:
+    """The text's first paragraph on one line, its spaces and line breaks each one space."""
+    return " ".join(_PARAGRAPH_END.split(text.strip(), maxsplit=1)[0].split())
+
+
 def first_paragraph(text: str, limit: int) -> str:
     """The text's first paragraph on one line, cut to ``limit`` characters (a hit's summary)."""
-    paragraph = text.strip().split("\n\n", 1)[0].strip()
-    paragraph = " ".join(paragraph.split())
+    paragraph = paragraph_one(text)
     return paragraph if len(paragraph) <= limit else paragraph[: limit - 1].rstrip() + "\u2026"
 
 

@@ -261,7 +261,8 @@ def import_slayer(kb: Context, folder: str | Path) -> ImportResult:
         taken: list[str] = []
         try:
             memory = _memory_from_row(where, row, taken)
-            kb.check_learning(memory.learning, f"{where}: the learning")  # a save's size limit holds here too
+            # A save's size limit and line ends hold here too.
+            memory = memory.evolve(learning=kb.check_learning(memory.learning, f"{where}: the learning"))
         except KBError as exc:
             result.skipped += 1
             result.warnings.append(f"{exc} (skipped)")
