@@ -557,7 +557,11 @@ def test_names_the_query_defines_are_not_tagged(resolver: Resolver) -> None:
         # A computed dimension's own expression names the column too.
         ({"source_model": "orders", "dimensions": [{"expression": "status", "name": "status"}]},
          ["shop.orders", "shop.orders.status"]),
-        # Past its own item the name is the query's: other formulas, filters and order.
+        # An aggregation's value is a column, whatever measure is named so (as in SLayer).
+        ({"source_model": "orders", "measures": [{"formula": "count(*)", "name": "amount"},
+                                                 {"formula": "amount:max + sum(amount)", "name": "t"}]},
+         ["shop.orders", "shop.orders.amount"]),
+        # Past its own item the name is the query's elsewhere: other formulas, filters and order.
         ({"source_model": "orders", "measures": [{"formula": "sum(amount)", "name": "amount"},
                                                  {"formula": "amount / 2", "name": "half"}],
           "filters": ["amount > 10"], "order": [{"column": "amount", "direction": "desc"}]},

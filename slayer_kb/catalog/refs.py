@@ -266,9 +266,9 @@ def _resolutions(items: list[Item], shape: Shape, source: Model | None,
         if scanned.refused is not None:
             yield f"{item.where} {item.text}", InvalidInputError(f"{item.where}: {scanned.refused}")
         refs = scanned.refs
-        defined = shape.shadowed(item)
+        shadowed = shape.shadowed(item) - scanned.aggregated
         for ref in refs:
-            if ref in defined:
+            if ref in shape.defined or ref in shadowed:
                 continue
             resolved: Resolution | KBError
             try:

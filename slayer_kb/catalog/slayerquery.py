@@ -148,8 +148,9 @@ class Shape:
     unread: list[Item] = field(default_factory=list)
 
     def shadowed(self, item: Item) -> set[str]:
-        """The names the query defines that ``item`` reads as its own rather than as columns."""
-        names = set(self.defined)
+        """The names of the query's measures and computed dimensions that ``item`` reads as the
+        query's own rather than as columns (an aggregation's value aside: ``scan.Scanned``)."""
+        names: set[str] = set()
         names.update(name for name, places in self.dimension_names.items() if places - {item.where})
         if not item.where.startswith(("dimensions", "time_dimensions")):
             names.update(name for name, places in self.measure_names.items() if places - {item.where})
