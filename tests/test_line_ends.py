@@ -7,7 +7,7 @@ import json
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.mcp.tools import call_tool
-from testing import CliRunner
+from testing import CliRunner, commit_all, git
 
 BLOCK = "learning: |-\n  What: chose X\n  Why: because Y\n\n  Where: src/a.py\n"
 
@@ -38,3 +38,27 @@ def test_a_line_of_spaces_ends_the_summary(empty_kb: KnowledgeBase, invoke_cli: 
     assert saved.returncode == 0, saved.stderr
     listed = json.loads(invoke_cli("--kb", root, "list", "--json").stdout)
     assert [m["description"] for m in listed["memories"]] == ["What: chose X Why: because Y"]
+
+
+def test_a_checkout_under_a_text_eol_crlf_attribute_is_canonical(
+        indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """``* text eol=crlf`` in .gitattributes: git stores LF and checks out CRLF. validate called
+    every such file not canonical; a file whose attribute says ``-text`` git commits as it is, so
+    its CRLF is reported even under core.autocrlf."""
+    root = indexed_example_kb.root
+    files = ["memories/7.yaml", "sessions/ses-20261009-payments-recon.yaml"]
+    (root / ".gitattributes").write_text("* text eol=crlf\n", encoding="utf-8")
+    commit_all(root, "attributes")
+    for name in files:
+        path = root / name
+        path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
+    assert git(root, "diff", "--stat") == ""  # to git, as committed
+    clean = invoke_cli("--kb", root, "validate", *files, cwd=root)
+    assert (clean.returncode, clean.stdout) == (0, "Checked 2 files: no problems.\n")
+    assert invoke_cli("--kb", root, "fmt", "--check", *files, cwd=root).returncode == 0
+    (root / ".gitattributes").write_text("* text eol=crlf\nmemories/7.yaml -text\n", encoding="utf-8")
+    git(root, "config", "core.autocrlf", "true")
+    flagged = invoke_cli("--kb", root, "validate", *files, cwd=root)
+    assert (flagged.returncode, flagged.stdout) == (
+        1, "memories/7.yaml:1: not in canonical form; run 'slayer-kb fmt memories/7.yaml'\n"
+        "1 problem in 1 file (2 files checked)\n")
