@@ -246,6 +246,7 @@ class CascadeResult:
     kept: list[str] = field(default_factory=list)  # --force: the user's versions set aside
     # A delete: the example-query memories whose stored query references what it deleted.
     stale_queries: list[str] = field(default_factory=list)
+    broken: list[str] = field(default_factory=list)  # delete-leaf: the model's definitions still reading it
     # prune: memory id -> {link to a renamed memory: the link to its new id} it pointed there
     relinked: dict[str, dict[str, str]] = field(default_factory=dict)
 
@@ -257,6 +258,7 @@ class CascadeResult:
             data = {"deleted": self.deleted, **data, "stale_queries": self.stale_queries}
         if self.relinked:
             data["relinked"] = self.relinked
+        data.update({"broken_definitions": self.broken} if self.broken else {})
         if self.kept:
             data["kept"] = self.kept
         return data
