@@ -29,7 +29,9 @@ from typing import Any
 import yaml
 
 from ..core import yamlio
+from ..core.errors import MemoryFileError
 from ..core.fileio import NotRegularFile, TooLarge, outside, read_regular
+from ..core.memory import check_duplicate_keys
 from ..core.text import kind_of
 from .leafuses import dangling
 from .spelling import spelled_like
@@ -284,6 +286,11 @@ def _parse_text(path: Path, text: str, parse: Callable[[Any], Any]) -> tuple[Any
     why the file cannot be used, if it cannot."""
     tagged = [CatalogProblem(path, found.line, f"'{found.path}' {found.message}", skipped=False)
               for found in yamlio.mistagged(text)]
+    try:  # as in a memory file; the file is read as SLayer reads it, the last of the two kept
+        check_duplicate_keys(text, str(path))
+    except MemoryFileError as exc:
+        if exc.message.startswith("duplicate key"):  # a second document is the YAML reader's to say
+            tagged.append(CatalogProblem(path, exc.line, exc.message, skipped=False))
     try:
         data = _parse_yaml(text)
         result = parse(data)
