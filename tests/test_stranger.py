@@ -149,6 +149,23 @@ def test_an_export_into_the_kb_itself_is_refused(indexed_example_kb: KnowledgeBa
     assert written.stdout.startswith(f"Wrote {len(list((root / 'memories').glob('*.yaml')))} memories to ")
 
 
+def test_an_export_whose_memories_folder_links_into_the_kb_is_refused(
+        indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, tmp_path: Path) -> None:
+    """A storage folder whose memories/ is a link to the KB's own (set up to share them): the
+    export wrote its .md files and its record among the KB's memory files, and validate failed."""
+    root = indexed_example_kb.root
+    (tmp_path / "storage").mkdir()
+    (tmp_path / "storage" / "memories").symlink_to(root / "memories")
+    before = sorted(p.name for p in (root / "memories").iterdir())
+    proc = invoke_cli("--kb", root, "export-slayer", tmp_path / "storage")
+    link = tmp_path / "storage" / "memories"
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
+        f"Error: {link} leads to {root / 'memories'}, inside the knowledge base: the export would write its <id>.md "
+        f"files among the KB's own files. Remove the link {link} (the export makes the folder), or export to another "
+        "folder, e.g. ./slayer-storage.\n"))
+    assert sorted(p.name for p in (root / "memories").iterdir()) == before
+
+
 @pytest.mark.parametrize("inside", [".git", ".git/exports"])
 def test_an_export_into_gits_own_folder_is_refused(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner,
                                                    inside: str) -> None:
