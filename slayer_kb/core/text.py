@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime
-import re
 from collections.abc import Iterable, Mapping, Sequence
 
 
@@ -22,10 +21,6 @@ def counted(n: int, noun: str, plural: str | None = None) -> str:
     return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
-# A paragraph ends at a line with nothing on it but spaces (or at a CR or CRLF one: a file read as is).
-_PARAGRAPH_END = re.compile(r"(?:\r\n|\r|\n)[ \t]*(?:\r\n|\r|\n)")
-
-
 def lf_lines(text: str) -> str:
     """``text`` with Windows (CRLF) and old Mac (CR) line ends as LF: a learning from a Windows
     agent or an MCP client's JSON is then a readable ``|`` block, not one quoted line of escapes."""
@@ -33,8 +28,15 @@ def lf_lines(text: str) -> str:
 
 
 def paragraph_one(text: str) -> str:
-    """The text's first paragraph on one line, its spaces and line breaks each one space."""
-    return " ".join(_PARAGRAPH_END.split(text.strip(), maxsplit=1)[0].split())
+    """The text's first paragraph on one line, its spaces and line breaks each one space. A
+    paragraph ends at a line with nothing on it but spaces or tabs (no regex: the client imports
+    this module, and starts without ``re``)."""
+    head: list[str] = []
+    for line in lf_lines(text.strip()).split("\n"):
+        if not line.strip(" \t"):
+            break
+        head.append(line)
+    return " ".join(" ".join(head).split())
 
 
 def first_paragraph(text: str, limit: int) -> str:
