@@ -374,7 +374,7 @@ class KnowledgeBase(Context, EngramTools, Cascades):
             # A titled memory is an observation's kind (save --title with --id or --query): its
             # type Engram's default, as mem_save's would be.
             engram_fields["type"] = engram_fields.get("type") or engram.DEFAULT_TYPE
-        self.check_learning(learning)
+        learning = self.check_learning(learning)
         description = engram.given_description(description)
         # The same project and topic key whichever adapter saved them ("My-API " is "my-api").
         if "project" in engram_fields:

@@ -130,8 +130,10 @@ def test_cascade_strips_the_entity_and_everything_under_it_in_one_commit(
     expected = rewritten_by(stripped)
     # kb.hand's query sums shop.orders.amount: deleting either leaves it stale.
     stale = ["kb.hand"] if deleted in ("shop.orders", "shop.orders.amount") else []
+    # ... and its model's measure aov, which sums it, is left broken: said.
+    broken = {"broken_definitions": ["models/shop/orders.yaml: measure aov (sum(amount) / count(*))"]}
     assert out == {"deleted": deleted, "commit": git(root, "rev-parse", "HEAD").strip(),
-                   "rewritten": expected, "stale_queries": stale}
+                   "rewritten": expected, "stale_queries": stale, **(broken if deleted == "shop.orders.amount" else {})}
     assert head_count(root) == before + 1
     assert_memories(root, stripped)
     committed_clean(root)
@@ -380,3 +382,27 @@ def test_a_file_that_does_not_parse_is_named_where_its_link_stays(catalog_kb: Kn
     # No such file: the replies are as they were, with no warnings key.
     assert json_of(invoke_cli("--kb", root, "--json", "forget", "c", check=True)) == {
         "deleted_id": "c", "action": "forgotten", "stripped_from": [], "soft": False}
+
+
+def test_delete_leaf_names_the_definitions_it_leaves_broken_and_validate_reports_them(
+    indexed_example_kb: KnowledgeBase, invoke_cli
+) -> None:
+    """Deleting a column the model's measures sum and its join keys on left them naming nothing,
+    unsaid, and validate said "no problems"."""
+    root = indexed_example_kb.root
+    deleted = invoke_cli("--kb", root, "delete-leaf", "shop.order_items.quantity")
+    assert deleted.returncode == 0, deleted.stderr
+    assert deleted.stdout.splitlines()[1:] == [
+        "broken catalog definitions (they still read what was deleted, so SLayer cannot run them, and validate "
+        "reports them): models/shop/order_items.yaml: measure units_sold (sum(quantity)); "
+        "models/shop/order_items.yaml: measure net_item_revenue (sum(quantity * unit_price)); fix each, or add "
+        "the column back"]
+    joined = json_of(invoke_cli("--kb", root, "delete-leaf", "shop.orders.customer_id", "--json"))
+    assert joined["broken_definitions"] == ["models/shop/orders.yaml: join to customers (customer_id = id)"]
+    checked = invoke_cli("--kb", root, "validate", cwd=root)
+    said = "which is no column, measure or aggregation of this model; add the column back or fix the"
+    assert (checked.returncode, checked.stdout.splitlines()[:3]) == (1, [
+        f"models/shop/order_items.yaml:16: catalog: measure units_sold (sum(quantity)) names 'quantity', {said} measure",
+        "models/shop/order_items.yaml:17: catalog: measure net_item_revenue (sum(quantity * unit_price)) names "
+        f"'quantity', {said} measure",
+        f"models/shop/orders.yaml:28: catalog: join to customers (customer_id = id) names 'customer_id', {said} join"])

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from slayer_kb import KnowledgeBase
 from slayer_kb.catalog.catalog import Catalog, CatalogProblem, Datasource, Model, load_catalog
 from slayer_kb.catalog.resolve import Resolution, Resolver
 from slayer_kb.core.errors import (
@@ -14,7 +15,7 @@ from slayer_kb.core.errors import (
     ReferenceFormError,
     ResolutionError,
 )
-from testing import write_test_catalog
+from testing import CliRunner, write_test_catalog
 
 
 @pytest.fixture
@@ -794,3 +795,19 @@ def test_reloading_sees_a_same_size_rewrite_and_reuses_unchanged_files(tmp_path:
             )
         ]
     )
+
+
+def test_a_catalog_file_repeating_a_key_is_reported_as_a_memory_file_is(
+        indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """YAML keeps the last of two equal keys without a word: validate said nothing of a model or
+    priority list edited into holding one twice, where a memory file's is "duplicate key"."""
+    root = indexed_example_kb.root
+    (root / "priority.yaml").write_text("priority: [shop, wh]\npriority: [wh, shop]\n", encoding="utf-8")
+    with (root / "models" / "shop" / "regions.yaml").open("a", encoding="utf-8") as model:
+        model.write("description: Regions again\n")
+    checked = invoke_cli("--kb", root, "validate", cwd=root)
+    lines = (root / "models" / "shop" / "regions.yaml").read_text(encoding="utf-8").splitlines()
+    first = next(n for n, line in enumerate(lines, 1) if line.startswith("description:"))
+    assert (checked.returncode, [line for line in checked.stdout.splitlines() if "duplicate" in line]) == (1, [
+        f"models/shop/regions.yaml:{len(lines)}: catalog: duplicate key 'description' (first on line {first}); keep one",
+        "priority.yaml:2: catalog: duplicate key 'priority' (first on line 1); keep one"])

@@ -368,3 +368,25 @@ def test_a_relative_folder_on_path_never_runs_a_kbs_tracked_git(indexed_example_
     assert invoke_cli("--kb", root, "log", "2", cwd=tmp_path, env={"PATH": "bin"}).returncode == 0
     assert not marker.exists()
     assert git(root, "log", "-2", "--format=%s") == "memory: forget 1\nmemory: save 27\n"
+
+
+def test_a_git_file_naming_a_missing_git_folder_is_said_with_its_fix(empty_kb: KnowledgeBase,
+                                                                      invoke_cli: CliRunner) -> None:
+    """A KB whose .git is a file naming a git folder that is gone (a moved worktree or submodule):
+    every command said "not inside a git repository; run 'slayer-kb init'", and that init failed."""
+    root = empty_kb.root
+    shutil.rmtree(root / ".git")
+    gone = root.parent / "gone" / "worktrees" / "kb"
+    (root / ".git").write_text(f"gitdir: {gone}\n", encoding="utf-8")
+    said = (f"Error: {root / '.git'} points git at {gone}, which is missing (a worktree or submodule whose "
+            f"repository was moved or deleted), so git finds no repository there. Put the repository back at {gone} "
+            f"(or, for a moved worktree, run 'git worktree repair' in its repository), or delete {root / '.git'} and "
+            f"run 'slayer-kb init {root}' to make a new repository there.\n")
+    for args in (["--kb", str(root), "list"], ["init", str(root)]):
+        proc = invoke_cli(*args)
+        assert (proc.returncode, proc.stderr) == (1, said), args
+    (root / ".git").write_text("not a gitdir line\n", encoding="utf-8")
+    assert invoke_cli("--kb", root, "list").stderr == (
+        f"Error: {root / '.git'} is a file, but not the 'gitdir: PATH' line a worktree's or submodule's .git file "
+        f"holds, so git finds no repository there. Put the line back, or delete {root / '.git'} and run "
+        f"'slayer-kb init {root}' to make a new repository there.\n")

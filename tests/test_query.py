@@ -544,6 +544,36 @@ def test_names_the_query_defines_are_not_tagged(resolver: Resolver) -> None:
     assert query_entities(query, resolver) == (["shop.orders", "shop.orders.amount"], [])
 
 
+@pytest.mark.parametrize(
+    ("query", "entities"),
+    [
+        # A measure named after the column it aggregates: its own formula names the column.
+        ({"source_model": "orders", "measures": [{"formula": "sum(amount)", "name": "amount"}]},
+         ["shop.orders", "shop.orders.amount"]),
+        # A dimension names a column, never a measure, whatever the measures are called.
+        ({"source_model": "orders", "dimensions": ["status"],
+          "measures": [{"formula": "sum(amount)", "name": "status"}]},
+         ["shop.orders", "shop.orders.status", "shop.orders.amount"]),
+        # A computed dimension's own expression names the column too.
+        ({"source_model": "orders", "dimensions": [{"expression": "status", "name": "status"}]},
+         ["shop.orders", "shop.orders.status"]),
+        # An aggregation's value is a column, whatever measure is named so (as in SLayer).
+        ({"source_model": "orders", "measures": [{"formula": "count(*)", "name": "amount"},
+                                                 {"formula": "amount:max + sum(amount)", "name": "t"}]},
+         ["shop.orders", "shop.orders.amount"]),
+        # Past its own item the name is the query's elsewhere: other formulas, filters and order.
+        ({"source_model": "orders", "measures": [{"formula": "sum(amount)", "name": "amount"},
+                                                 {"formula": "amount / 2", "name": "half"}],
+          "filters": ["amount > 10"], "order": [{"column": "amount", "direction": "desc"}]},
+         ["shop.orders", "shop.orders.amount"]),
+    ],
+)
+def test_a_defined_name_shadows_a_column_only_past_its_own_item(
+    resolver: Resolver, query: dict[str, Any], entities: list[str]
+) -> None:
+    assert query_entities(query, resolver) == (entities, [])
+
+
 def test_warnings_are_collected_once(resolver: Resolver) -> None:
     query = {
         "source_model": "customers",

@@ -19,8 +19,8 @@ from .catalog import MAX_CATALOG_BYTES, Catalog, CatalogProblem, Datasource, Mod
 # 3: join names. 4: problems for a folder or FIFO named *.yaml, a priority.yaml without its key.
 # 5: a priority.yaml with another key beside it, named; whether a problem skips its file.
 # 6: that key named as written (a null or number key), at its line. 7: values their tags do not fit.
-# 8: a name in the priority list that is no datasource.
-CACHE_FORMAT = 8
+# 8: a name in the priority list that is no datasource. 9: a measure or join naming no leaf; duplicate keys.
+CACHE_FORMAT = 9
 
 
 def same_signature(a: Any, b: Any) -> bool:

@@ -29,8 +29,11 @@ from typing import Any
 import yaml
 
 from ..core import yamlio
+from ..core.errors import MemoryFileError
 from ..core.fileio import NotRegularFile, TooLarge, outside, read_regular
+from ..core.memory import check_duplicate_keys
 from ..core.text import kind_of
+from .leafuses import dangling
 from .spelling import spelled_like
 
 SEGMENT_RE = re.compile(r"[A-Za-z0-9_-]+")
@@ -283,11 +286,21 @@ def _parse_text(path: Path, text: str, parse: Callable[[Any], Any]) -> tuple[Any
     why the file cannot be used, if it cannot."""
     tagged = [CatalogProblem(path, found.line, f"'{found.path}' {found.message}", skipped=False)
               for found in yamlio.mistagged(text)]
+    try:  # as in a memory file; the file is read as SLayer reads it, the last of the two kept
+        check_duplicate_keys(text, str(path))
+    except MemoryFileError as exc:
+        if exc.message.startswith("duplicate key"):  # a second document is the YAML reader's to say
+            tagged.append(CatalogProblem(path, exc.line, exc.message, skipped=False))
     try:
-        return parse(_parse_yaml(text)), tagged
+        data = _parse_yaml(text)
+        result = parse(data)
     except _Broken as exc:
         line = exc.line if exc.line is not None else _line_of(text, exc.keys)
         return None, [*tagged, CatalogProblem(path, line, exc.message)]
+    if isinstance(result, Model):  # a definition naming what the model lacks: the file is used all the same
+        tagged += [CatalogProblem(path, _line_of(text, keys), message, skipped=False)
+                   for keys, message in dangling(data, set(result.leaves()))]
+    return result, tagged
 
 
 def _line_of(text: str, keys: tuple[Any, ...]) -> int | None:

@@ -205,7 +205,8 @@ def query_entities(query: Any, resolver: Resolves) -> tuple[list[str], list[str]
     keys, shapes, values); then, as SLayer's memory resolver does, its ``source_model`` is looked
     up and every reference of its dimensions, time dimensions, measures, filters and order is
     resolved. Names the query defines itself (a measure's or a computed dimension's ``name``, an
-    extension's columns and measures) are not tagged. Any reference that does not resolve raises,
+    extension's columns and measures) are not tagged where they name the query's own: a measure's
+    name in its own formula, or in a dimension, still names the column. Any reference that does not resolve raises,
     so that nothing is saved with a silently missing tag.
     """
     shape, name = _shape(query)
@@ -214,7 +215,7 @@ def query_entities(query: Any, resolver: Resolves) -> tuple[list[str], list[str]
     source = resolver.query_source(name)
     entities: dict[str, None] = {source.entity: None}
     warnings: dict[str, None] = {}
-    for _ref, resolved in _resolutions(shape.items, shape.defined, source, resolver):
+    for _ref, resolved in _resolutions(shape.items, shape, source, resolver):
         if isinstance(resolved, KBError):
             raise resolved from None
         entities[resolved.entity] = None
@@ -237,7 +238,7 @@ def reference_problems(query: Any, resolver: Resolves) -> list[tuple[str, KBErro
     except KBError as exc:  # the other references read as they read alone, the same at both catalogs
         found.append((f"source_model {name}", exc))
     items = [*shape.items, *shape.unread]
-    return found + [(ref, error) for ref, error in _resolutions(items, shape.defined, source, resolver)
+    return found + [(ref, error) for ref, error in _resolutions(items, shape, source, resolver)
                     if isinstance(error, KBError)]
 
 
@@ -253,9 +254,10 @@ def _shape(query: Any) -> tuple[Shape, str]:
     return shape, shape.source
 
 
-def _resolutions(items: list[Item], defined: set[str], source: Model | None,
+def _resolutions(items: list[Item], shape: Shape, source: Model | None,
                  resolver: Resolves) -> Iterator[tuple[str, Resolution | KBError]]:
-    """Each reference of ``items`` (but the names the query defines), named by its place and
+    """Each reference of ``items`` (but the names the query defines, where they shadow a column:
+    :meth:`Shape.shadowed`), named by its place and
     text, and what it resolves to in a query on ``source``, or the error (in the query's words)
     that says why it does not. An item refused whatever the catalog comes first, named by its
     place and text, then its words."""
@@ -264,8 +266,9 @@ def _resolutions(items: list[Item], defined: set[str], source: Model | None,
         if scanned.refused is not None:
             yield f"{item.where} {item.text}", InvalidInputError(f"{item.where}: {scanned.refused}")
         refs = scanned.refs
+        shadowed = shape.shadowed(item) - scanned.aggregated
         for ref in refs:
-            if ref in defined:
+            if ref in shape.defined or ref in shadowed:
                 continue
             resolved: Resolution | KBError
             try:

@@ -97,6 +97,9 @@ class Scanned:
     # Why SLayer refuses the text whatever the catalog (``sum(*)``, a backquoted name), where
     # it does: its other names are still read, so that two catalogs compare on them too.
     refused: InvalidInputError | None = None
+    # The names a formula reads as an aggregation's whole value (sum(amount), amount:sum): a column
+    # even where the query names a measure so, as SLayer's memory resolver reads them.
+    aggregated: frozenset[str] = frozenset()
 
 
 def formula_references(formula: str) -> list[str]:
@@ -143,6 +146,7 @@ def _scan(text: str, what: str, sql: bool) -> Scanned:
     tokens = tokens[: unclosed + 1]
     refused = _backquoted(tokens, text, what) if sql else None
     refs: dict[str, bool] = {}  # each reference: whether it is read only in later arguments
+    aggregated: set[str] = set()
     stack: list[_Frame] = []
     rewritten = set() if sql else _rewritten_words(tokens, cases.words)
     for index, token in enumerate(tokens):
@@ -165,11 +169,27 @@ def _scan(text: str, what: str, sql: bool) -> Scanned:
                     ref = _name_reference(tokens, index, stack, sql, text, what)
                     if ref is not None:
                         refs[ref] = refs.get(ref, True) and not sql and _in_later_argument(stack)
+                        if not sql and _aggregated(tokens, index, stack):
+                            aggregated.add(ref)
                 elif token.text == "*" and _star(tokens, index, stack, sql, text, what):
                     refs[f"{stack[-1].path}.*" if stack and stack[-1].path else SOURCE_MODEL] = False
             except InvalidInputError as exc:  # the first refusal is the text's; the rest still read
                 refused = refused or exc
-    return Scanned(list(refs), frozenset(ref for ref, later in refs.items() if later), refused)
+    return Scanned(list(refs), frozenset(ref for ref, later in refs.items() if later), refused, frozenset(aggregated))
+
+
+def _aggregated(tokens: list[Token], index: int, stack: list[_Frame]) -> bool:
+    """Whether the name at ``index`` is an aggregation's whole value: ``x:agg``, or ``agg(x)``
+    (``count(distinct x)``, ``agg(x, ...)``) as its first argument alone."""
+    after = tokens[index + 1].text if index + 1 < len(tokens) else ""
+    if after == ":":
+        return True
+    if not stack or after not in (")", ","):
+        return False
+    frame = stack[-1]
+    before = tokens[index - 1].text.lower() if index else ""
+    return (bool(frame.func) and not frame.method and frame.argument == 0 and aggregation_call(frame.func or "")
+            and (before == "(" or (before == "distinct" and index > 1 and tokens[index - 2].text == "(")))
 
 
 def _in_later_argument(stack: list[_Frame]) -> bool:

@@ -132,7 +132,13 @@ class Shape:
 
     source: str | None
     items: list[Item] = field(default_factory=list)
+    # The extension's columns and measures: part of the model, so they shadow a column everywhere.
     defined: set[str] = field(default_factory=set)
+    # A measure's or computed dimension's name, by the place of the item that defines it: it
+    # shadows a column only in the query's other items (its own formula names the column), and a
+    # measure's only where a measure may be named (measures, filters, order), not in a dimension.
+    measure_names: dict[str, set[str]] = field(default_factory=dict)
+    dimension_names: dict[str, set[str]] = field(default_factory=dict)
     # Each item SLayer refuses, by its place and text, and why: the query's other items are still
     # read, so that a reader comparing two catalogs sees their references too.
     refused: list[tuple[str, InvalidInputError]] = field(default_factory=list)
@@ -140,6 +146,15 @@ class Shape:
     # column), read where two catalogs are compared, so that a name the branch broke is not hidden
     # behind the item's older refusal.
     unread: list[Item] = field(default_factory=list)
+
+    def shadowed(self, item: Item) -> set[str]:
+        """The names of the query's measures and computed dimensions that ``item`` reads as the
+        query's own rather than as columns (an aggregation's value aside: ``scan.Scanned``)."""
+        names: set[str] = set()
+        names.update(name for name, places in self.dimension_names.items() if places - {item.where})
+        if not item.where.startswith(("dimensions", "time_dimensions")):
+            names.update(name for name, places in self.measure_names.items() if places - {item.where})
+        return names
 
     def item(self, where: str, value: Any, check: Callable[..., T], *args: Any, kind: str = "") -> T | None:
         """``check(*args)``, or None with its refusal kept, named by ``where`` and ``value``; and
@@ -294,7 +309,7 @@ def _measures(data: Mapping[str, Any], shape: Shape) -> list[Item]:
         if formula is None:
             continue
         if isinstance(value, Mapping) and isinstance(value.get("name"), str):
-            shape.defined.add(value["name"])
+            shape.measure_names.setdefault(value["name"], set()).add(where)
         items.append(Item(where, "formula", formula))
     return items
 
@@ -364,7 +379,7 @@ def _dimension(value: Any, where: str, shape: Shape, items: list[Item], moved: l
         if value.get("name") is not None:
             name = string(value["name"], f"{where}.name")
             _model_name(name, "Computed dimension", f"{where}.name")
-            shape.defined.add(name)
+            shape.dimension_names.setdefault(name, set()).add(where)
         items.append(Item(where, "formula", expression))
     elif isinstance(value, Mapping):
         items.append(Item(where, "ref", column_ref(value, where)))

@@ -25,9 +25,17 @@ def deleted_text(result: CascadeResult, what: str, run: str) -> str:
     if result.commit:
         head += f" (commit {result.commit[:12]})"
     if not result.rewritten:
-        return head + "; no memory referred to it." + kept_line(result.kept)
+        return head + "; no memory referred to it." + broken_line(result.broken) + kept_line(result.kept)
     return (head + f"; stripped it from {counted(len(result.rewritten), 'memory', 'memories')}: " + ", ".join(result.rewritten)
-            + stale_line(result.stale_queries, run) + kept_line(result.kept))
+            + stale_line(result.stale_queries, run) + broken_line(result.broken) + kept_line(result.kept))
+
+
+def broken_line(places: list[str]) -> str:
+    """The human output's lines naming the catalog definitions a delete left broken (empty when none)."""
+    if not places:
+        return ""
+    return ("\nbroken catalog definitions (they still read what was deleted, so SLayer cannot run them, and "
+            "validate reports them): " + "; ".join(places) + "; fix each, or add the column back")
 
 
 def stale_line(ids: list[str], run: str) -> str:

@@ -409,7 +409,8 @@ def export_slayer(settings: Settings, directory: str, force: bool) -> None:
     """Write every live memory as DIRECTORY/memories/<id>.md (SLayer's format).
 
     DIRECTORY may not be the knowledge base's own folder (nor inside its memories/, sessions/,
-    datasources/, models/ or .slayer-kb/), nor in a repository's .git folder. Each export records
+    datasources/, models/ or .slayer-kb/), nor in a repository's .git folder, and neither may
+    DIRECTORY/memories lead there through a link. Each export records
     the files it wrote (memories/.slayer-kb-export.json): the next one replaces only those, and
     removes those of memories no longer live, as written; another file of the same name (SLayer's
     own memory, an edit made there) is refused, nothing written, unless --force.

@@ -244,8 +244,8 @@ class CascadeResult:
     stripped: dict[str, list[str]] = field(default_factory=dict)  # memory id -> entities removed
     dry_run: bool = False
     kept: list[str] = field(default_factory=list)  # --force: the user's versions set aside
-    # A delete: the example-query memories whose stored query references what it deleted.
-    stale_queries: list[str] = field(default_factory=list)
+    stale_queries: list[str] = field(default_factory=list)  # a delete: example queries naming what it deleted
+    broken: list[str] = field(default_factory=list)  # delete-leaf: the model's definitions still reading it
     # prune: memory id -> {link to a renamed memory: the link to its new id} it pointed there
     relinked: dict[str, dict[str, str]] = field(default_factory=dict)
 
@@ -255,11 +255,9 @@ class CascadeResult:
             data.update(stripped=self.stripped, dry_run=self.dry_run)
         else:
             data = {"deleted": self.deleted, **data, "stale_queries": self.stale_queries}
-        if self.relinked:
-            data["relinked"] = self.relinked
-        if self.kept:
-            data["kept"] = self.kept
-        return data
+        # Said only when there are some: a delete that broke nothing, a prune that relinked nothing.
+        optional = (("broken_definitions", self.broken), ("relinked", self.relinked), ("kept", self.kept))
+        return data | {key: value for key, value in optional if value}
 
 
 @dataclass

@@ -21,10 +21,27 @@ def counted(n: int, noun: str, plural: str | None = None) -> str:
     return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
+def lf_lines(text: str) -> str:
+    """``text`` with Windows (CRLF) and old Mac (CR) line ends as LF: a learning from a Windows
+    agent or an MCP client's JSON is then a readable ``|`` block, not one quoted line of escapes."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def paragraph_one(text: str) -> str:
+    """The text's first paragraph on one line, its spaces and line breaks each one space. A
+    paragraph ends at a line with nothing on it but spaces or tabs (no regex: the client imports
+    this module, and starts without ``re``)."""
+    head: list[str] = []
+    for line in lf_lines(text.strip()).split("\n"):
+        if not line.strip(" \t"):
+            break
+        head.append(line)
+    return " ".join(" ".join(head).split())
+
+
 def first_paragraph(text: str, limit: int) -> str:
     """The text's first paragraph on one line, cut to ``limit`` characters (a hit's summary)."""
-    paragraph = text.strip().split("\n\n", 1)[0].strip()
-    paragraph = " ".join(paragraph.split())
+    paragraph = paragraph_one(text)
     return paragraph if len(paragraph) <= limit else paragraph[: limit - 1].rstrip() + "\u2026"
 
 

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from ..catalog import leafuses
 from ..catalog.catalog import Datasource, Model
 from ..catalog.refs import query_entities
 from ..core import yamlio
@@ -117,6 +118,7 @@ def delete_datasource(kb: Context, name: str, *, force: bool = False) -> Cascade
 def delete_leaf(kb: Context, ref: str, *, force: bool = False) -> CascadeResult:
     """Delete a column, named measure or custom aggregation given as ``DS.MODEL.LEAF``."""
     ds_name, model_name, leaf = _catalog_name(ref, "DS.MODEL.LEAF", "shop.orders.amount", counts=(3,)).split(".")
+    broken: list[str] = []
 
     def catalog_changes() -> tuple[str, str, list[Change]]:
         model = _find_model(kb, model_name, ds_name)
@@ -128,10 +130,15 @@ def delete_leaf(kb: Context, ref: str, *, force: bool = False) -> CascadeResult:
             )
         path = _kb_path(kb, model.path, "rewrite")
         text = read_regular(kb.root / path).decode("utf-8")
-        return f"{model.entity}.{leaf}", kind, [Change(path, _model_without_leaf(text, leaf).encode("utf-8"))]
+        kept = _model_without_leaf(text, leaf)
+        # The model's own measures and joins that read the leaf: left broken, said (validate says so too).
+        broken[:] = [f"{path}: {use.place}" for use in leafuses.uses(yamlio.load(kept)) if use.name == leaf]
+        return f"{model.entity}.{leaf}", kind, [Change(path, kept.encode("utf-8"))]
 
     with kb.transaction() as tx:
-        return _cascade(kb, tx, catalog_changes, force)
+        result = _cascade(kb, tx, catalog_changes, force)
+    result.broken = broken
+    return result
 
 
 def _catalog_name(given: str, form: str, example: str, *, counts: tuple[int, ...]) -> str:

@@ -14,7 +14,7 @@ from ..core.ids import id_sort_key
 from ..core.memory import time_order
 from ..core.results import SessionFiles, SessionTimeline
 from ..core.session import Prompt, Session, check_session_id
-from ..core.text import clip, counted, one_line_shown, shown_value, warning_lines
+from ..core.text import clip, counted, first_paragraph, one_line_shown, shown_value, warning_lines
 from .sessions import load_all, read
 
 if TYPE_CHECKING:
@@ -118,7 +118,7 @@ def digest(kb: Context, project: str | None, scope: str | None, limit: int, budg
     if not docs:
         lines.append("- (none)")
     for data in docs[:limit]:
-        label = one_line_shown(data["title"]) if data["title"] else _first_line(data["learning"], 100)
+        label = one_line_shown(data["title"]) if data["title"] else first_paragraph(data["learning"], 100)
         kind = f" ({one_line_shown(data['type'])})" if data["type"] else ""
         lines.append(f"- [{one_line_shown(data['id'])}] {label}{kind}, {one_line_shown(data['created_at'][:10])}")
     text = ""
@@ -128,8 +128,3 @@ def digest(kb: Context, project: str | None, scope: str | None, limit: int, budg
             break
         text += line + "\n"
     return text + skipped.lstrip("\n") + ("\n" if skipped else "")
-
-
-def _first_line(text: str, limit: int) -> str:
-    paragraph = " ".join(text.strip().split("\n\n", 1)[0].split())
-    return paragraph if len(paragraph) <= limit else paragraph[: limit - 1].rstrip() + "\u2026"

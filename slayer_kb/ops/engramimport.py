@@ -227,7 +227,7 @@ def _observation(kb: Context, obs: dict[str, Any], memory_id: str, where: str, w
         warnings.append(f"{where} has no content; skipped.")
         return None
     try:
-        kb.check_learning(content, "content")
+        content = kb.check_learning(content, "content")
         title = engram.import_title(obs.get("title") or "", memory_id, where, notes)
         check_unicode(obs, "the observation")
         project = engram.given_project(obs["project"]) if isinstance(obs.get("project"), str) else None

@@ -14,8 +14,9 @@ from ..core.memory import dumps, loads
 from ..core.session import SESSIONS_DIR
 from ..core.session import dumps as dump_session
 from ..core.session import loads as load_session
+from ..store.lineends import LineEnds
 from ..store.repo import GitStore, find_toplevel
-from .validate import Problem, Report, as_committed, converts_crlf, expand, read_text, targets
+from .validate import Problem, Report, expand, read_text, targets
 
 
 def fmt(paths: Sequence[Path], check: bool = False, opened: GitStore | None = None) -> Report:
@@ -30,17 +31,17 @@ def fmt(paths: Sequence[Path], check: bool = False, opened: GitStore | None = No
         # A catalog file named (pre-commit's way) asks validate for every memory, fmt for none of them.
         target.everything = target.everything and (target.folder or not target.hook)
         expand(target)
-        crlf = converts_crlf(target.root)
+        line_ends = LineEnds(target.root)
         with _locked(target.root, enabled=not check, opened=opened):
             for path, name in sorted(target.files.items()):
                 if path.suffix != ".yaml":
                     continue
                 report.checked += 1
-                _format_one(path, name, check, crlf, report)
+                _format_one(path, name, check, line_ends, report)
     return report
 
 
-def _format_one(path: Path, name: str, check: bool, crlf: bool, report: Report) -> None:
+def _format_one(path: Path, name: str, check: bool, line_ends: LineEnds, report: Report) -> None:
     problems: list[Problem] = []
     text = read_text(path, lambda line, message: problems.append(Problem(name, line or 1, message)))
     if text is not None:
@@ -52,7 +53,7 @@ def _format_one(path: Path, name: str, check: bool, crlf: bool, report: Report) 
         except MemoryFileError as exc:
             problems.append(Problem(name, exc.line or 1, f"{exc.message}; fix it by hand"))
         else:
-            if canonical != as_committed(text, crlf):
+            if canonical != line_ends.as_committed(text, path):
                 if check:
                     report.reformatted.append(name)
                 elif (refused := _rewrite(path, canonical)) is None:

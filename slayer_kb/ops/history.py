@@ -50,7 +50,7 @@ from ..core.results import LogEntry, RestoreResult, Shown
 from ..core.review import PICKED, RESTORED, SOFT_DELETED, SQUASHED, MemoryChange, Review, word_diff
 from ..core.session import SESSIONS_DIR, Session, id_of_file
 from ..core.session import loads as load_session
-from ..core.text import shown_value
+from ..core.text import paragraph_one, shown_value
 from ..store import revisions
 from ..store.gitenv import LITERAL_PATHS
 from ..store.renames import last_deletion, renamed_since, renames_between
@@ -542,8 +542,7 @@ def label_of(memory: Memory) -> str:
     if memory.title:
         return memory.title
     # The first paragraph, not the first line: learnings are often hard-wrapped mid-sentence.
-    paragraph = " ".join(memory.learning.strip().split("\n\n", 1)[0].split())
-    return textwrap.shorten(paragraph, width=100, placeholder=" \u2026")
+    return textwrap.shorten(paragraph_one(memory.learning), width=100, placeholder=" \u2026")
 
 
 def compare(before: Memory, after: Memory) -> MemoryChange:

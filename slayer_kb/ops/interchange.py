@@ -261,7 +261,8 @@ def import_slayer(kb: Context, folder: str | Path) -> ImportResult:
         taken: list[str] = []
         try:
             memory = _memory_from_row(where, row, taken)
-            kb.check_learning(memory.learning, f"{where}: the learning")  # a save's size limit holds here too
+            # A save's size limit and line ends hold here too.
+            memory = memory.evolve(learning=kb.check_learning(memory.learning, f"{where}: the learning"))
         except KBError as exc:
             result.skipped += 1
             result.warnings.append(f"{exc} (skipped)")
@@ -411,22 +412,34 @@ def _links_kept(kb: Context, memory: Memory, gone: set[str], notes: list[str]) -
 _OWN_FOLDERS = (MEMORIES_DIR, SESSIONS_DIR, "datasources", "models", STATE_DIR)
 
 
+def _in_kb(kb: Context, where: Path) -> bool:
+    """Whether the resolved ``where`` is the KB's folder or inside one of its own folders."""
+    return where == kb.root or any(where.is_relative_to(kb.root / own) for own in _OWN_FOLDERS)
+
+
 def export_slayer(kb: Context, folder: str | Path, force: bool = False) -> ExportResult:
     """Every live memory as ``FOLDER/memories/<id>.md`` (see the module doc); ``force``: over files
     there that no export wrote, or that changed since (exportrecord.py)."""
     check_folder_named(folder, "the export's folder", f"{problems.command(kb.root)} export-slayer ./slayer-storage")
     where = Path(folder).resolve()
-    if where == kb.root or any(where.is_relative_to(kb.root / own) for own in _OWN_FOLDERS):
+    if _in_kb(kb, where):
         # The KB's memories/ would hold a .md beside each .yaml, which validate would then ask
         # to rename over it.
         raise InvalidInputError(
             f"{folder} is the knowledge base's own folder (or inside its {', '.join(_OWN_FOLDERS)}): the "
             "export would write its memories/<id>.md files among the KB's. Export to another folder, "
             "e.g. ./slayer-storage.")
-    harm = "the export's files there would be mixed into git's data, where no git command shows them"
-    if (why := git_dir_refusal(where, harm, "slayer-storage")) is not None:
-        raise InvalidInputError(why)
     target = Path(folder) / "memories"
+    # A link there (a storage folder set up to share the KB's memories) leads the writes elsewhere.
+    if where != (led := target.resolve()).parent and _in_kb(kb, led):
+        raise InvalidInputError(
+            f"{target} leads to {led}, inside the knowledge base: the export would write its <id>.md files "
+            f"among the KB's own files. Remove the link {target} (the export makes the folder), or export to "
+            "another folder, e.g. ./slayer-storage.")
+    harm = "the export's files there would be mixed into git's data, where no git command shows them"
+    if (why := git_dir_refusal(where, harm, "slayer-storage")) is not None or (
+            (why := git_dir_refusal(led, harm, "slayer-storage")) is not None):
+        raise InvalidInputError(why)
     kb.ensure_fresh()  # before the folder is made: an index that cannot update leaves no folder
     result = ExportResult(str(folder))
     files: dict[str, bytes] = {}

@@ -44,7 +44,7 @@ def save(
         raise InvalidInputError("title is required and must not be blank.")
     title = given
     content = engram.redact_private(content or "")
-    kb.check_learning(content, "content")
+    content = kb.check_learning(content, "content")
     scope_notes = engram.scope_warnings(scope) + engram.type_warnings(type)
     scope = engram.normalize_scope(scope)
     digest = engram.content_hash(content)

@@ -150,7 +150,7 @@ def revalidate(kb: Context, store: GitStore, other: str, ids: dict[str, str]) ->
         listed = context = KBContext.of(kb.root)
         only_head = memory_ids_at(store, "HEAD") - listed.ids
         if only_head:
-            context = KBContext(listed.catalog, listed.ids | only_head, listed.command, listed.root, listed.crlf)
+            context = KBContext(listed.catalog, listed.ids | only_head, listed.command, listed.root, listed.line_ends)
         for memory_id in sorted(ids):
             name = shown(kb.root / memory_path(memory_id))
             if memory_id in absent:

@@ -56,7 +56,7 @@ from ..core.errors import InvalidIdError, InvalidInputError, KBError, MemoryFile
 from ..core.fileio import NotRegularFile, TooLarge, not_a_file, read_regular, unusable_folder
 from ..core.ids import check_id, check_new_id, fold_id, free_variant
 from ..core.inputs import checked_learning, content_limit
-from ..core.locate import linked_id, memory_link
+from ..core.locate import linked_id, memory_link, memory_path
 from ..core.memory import (
     MAX_FILE_BYTES,
     TIME_KEYS,
@@ -77,7 +77,7 @@ from ..core.session import SESSIONS_DIR, file_name, id_of_file, printable, unpri
 from ..core.session import dumps as dump_session
 from ..core.session import loads as load_session
 from ..store import mergemark
-from ..store.config import setting
+from ..store.lineends import LineEnds
 from ..store.listing import RACY_SECONDS
 from ..store.repo import STATE_DIR, GitStore
 from ..store.tracked import untracked_leftovers
@@ -182,14 +182,14 @@ class KBContext:
     """What checking a memory needs to know about its KB, computed once per KB: its catalog and
     memory ids, on disk (:meth:`of`) or at a commit (review, history.py)."""
 
-    def __init__(self, catalog: Catalog, ids: set[str], command: str, root: Path, crlf: bool = False,
+    def __init__(self, catalog: Catalog, ids: set[str], command: str, root: Path, line_ends: LineEnds | None = None,
                  renames: MergeRenames | None = None) -> None:
         self.catalog = catalog
         self.renames = renames  # a merge in progress's, on disk (``of``); none at a commit
         self.ids = ids
         self.command = command  # slayer-kb as a fix runs it (problems.command)
         self.root = root  # the KB's folder, where a fix's git runs (problems.git_command)
-        self.crlf = crlf  # converts_crlf
+        self.line_ends = line_ends  # on disk; none at a commit, whose blobs are as git stores them
         self.max_content = content_limit()  # a save's size limit of a learning (SLAYER_KB_MAX_CONTENT)
         folded: dict[str, list[str]] = {}
         for memory_id in self.ids:
@@ -204,21 +204,12 @@ class KBContext:
     def of(cls, root: Path) -> KBContext:
         names = _listing(root / MEMORIES)
         return cls(_catalog(root), {name[:-5] for name in names if name.endswith(".yaml")}, command(root), root,
-                   converts_crlf(root), MergeRenames(root))
+                   LineEnds(root), MergeRenames(root))
 
 
-def converts_crlf(root: Path) -> bool:
-    """Whether git commits the KB's CRLF line endings as LF (``core.autocrlf`` true or input, Git
-    for Windows' default): a checkout's CRLF files are then canonical, as git stores them."""
-    value = setting(str(root), "core.autocrlf")
-    if value == "\n":  # named with no value (true) or an empty one (false): git prints neither
-        value = setting(str(root), "core.autocrlf", "bool")
-    return value.strip().lower() in ("true", "yes", "on", "1", "input")
-
-
-def as_committed(text: str, crlf: bool) -> str:
-    """``text`` as git would commit it: its CRLF line endings as LF when git converts them."""
-    return text.replace("\r\n", "\n") if crlf else text
+def as_committed(text: str, line_ends: LineEnds | None, path: str | os.PathLike[str]) -> str:
+    """``text`` of the file at ``path`` as git would commit it (``LineEnds.as_committed``)."""
+    return text if line_ends is None else line_ends.as_committed(text, path)
 
 
 def _catalog(root: Path) -> Catalog:
@@ -450,7 +441,7 @@ def _text_problems(text: str, memory_id: str, name: str, context: KBContext, typ
     if memory is None or schema_problems:
         return problems  # fmt cannot rewrite a file that breaks the schema
     canonical = dumps(memory)
-    if canonical != as_committed(text, context.crlf):
+    if canonical != as_committed(text, context.line_ends, memory_path(memory_id)):
         line = first_difference(text, canonical)
         differs = text.splitlines()[line - 1:line]
         # A key read in NFC (memory.COMPOSED_KEYS) looks the same decomposed: say why it differs.
@@ -501,7 +492,7 @@ def check_session_file(path: Path, name: str, context: KBContext) -> list[Proble
         add(exc.line, exc.message)
         return problems
     canonical = dump_session(session)
-    if canonical != as_committed(text, context.crlf):
+    if canonical != as_committed(text, context.line_ends, path):
         add(first_difference(text, canonical), f"not in canonical form; run '{context.command} fmt {shell_word(name)}'")
     return problems
 

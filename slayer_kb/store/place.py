@@ -133,3 +133,32 @@ def ownership_refusal(stderr: bytes) -> str | None:
     return (f"git refuses the repository at {repository}: another user owns it, and git works only in "
             "repositories you own. If you trust it, run 'git config --global --add safe.directory "
             f"{words(repository)}' and retry, or run slayer-kb as the user who owns it.")
+
+
+def broken_gitfile(start: Path, *, up: bool = True) -> str | None:
+    """Why git finds no repository at ``start`` when the nearest ``.git`` (``start``'s own unless
+    ``up``) is a file (a worktree's or submodule's) naming a git folder that is gone, with the fix:
+    said as "not inside a git repository", the advice to run init there failed on the same file."""
+    for folder in (start, *start.parents) if up else (start,):
+        gitfile = folder / ".git"
+        if gitfile.is_dir():
+            return None
+        if not gitfile.is_file():
+            continue
+        try:
+            text = gitfile.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+        named = text.strip().removeprefix("gitdir:").strip() if text.startswith("gitdir:") else None
+        if named is None:
+            return (f"{gitfile} is a file, but not the 'gitdir: PATH' line a worktree's or submodule's .git file "
+                    f"holds, so git finds no repository there. Put the line back, or delete {gitfile} and run "
+                    f"'slayer-kb init {words(str(folder))}' to make a new repository there.")
+        gitdir = Path(folder, named)
+        if gitdir.is_dir():
+            return None
+        return (f"{gitfile} points git at {gitdir}, which is missing (a worktree or submodule whose repository was "
+                f"moved or deleted), so git finds no repository there. Put the repository back at {gitdir} (or, for "
+                "a moved worktree, run 'git worktree repair' in its repository), or delete "
+                f"{gitfile} and run 'slayer-kb init {words(str(folder))}' to make a new repository there.")
+    return None

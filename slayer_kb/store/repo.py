@@ -36,7 +36,7 @@ from .files import StatKey, keep_changed, reserved_space, why_unwritable
 from .gitenv import OUTPUT_SETTINGS, git_env
 from .identity import Identity
 from .objects import Named, ObjectStore
-from .place import git_dir_refusal, ownership_refusal
+from .place import broken_gitfile, git_dir_refusal, ownership_refusal
 from .recovery import RESERVE, recover
 from .view import View
 
@@ -96,6 +96,7 @@ class GitStore:
                                  f"takes no new folder ({why}). Give the folder of a knowledge base, or create one "
                                  "in a folder you can write to ('slayer-kb init DIR').")
             raise StoreError(git_dir_refusal(self.root)  # --kb repo/.git: init there is refused too
+                             or broken_gitfile(self.root)
                              or f"{self.root} is not inside a git repository; run 'slayer-kb init {words(str(self.root))}'.")
         self.top = top.resolve()
         rel = self.root.relative_to(self.top).as_posix()
@@ -593,4 +594,6 @@ class GitStore:
 
 
 def init_repository(path: Path) -> None:
+    if (why := broken_gitfile(path, up=False)) is not None:  # git init fails on it: "not a git repository"
+        raise StoreError(why)
     run_git(["init", "-q", "--", str(path)], path.parent if path.parent.exists() else Path.cwd())

@@ -1,0 +1,56 @@
+"""The names a model file's own definitions read: its named measures' formulas and its joins'
+keys (``join_pairs``' first column is the model's). A name no leaf of the model holds is a
+definition SLayer cannot run: ``validate`` reports it, and ``delete-leaf`` says which of them the
+deleted leaf leaves broken."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, NamedTuple
+
+from ..core.errors import KBError
+from .scan import SOURCE_MODEL, scan_formula
+
+
+class Use(NamedTuple):
+    """One bare name a definition reads: where in the file (its YAML keys), what it is, the name."""
+
+    keys: tuple[Any, ...]
+    place: str  # "measure units_sold (sum(quantity))", "join to orders (order_id = id)"
+    name: str
+
+
+def uses(data: Any) -> Iterator[Use]:
+    """Each bare (undotted) name the model's measures and join keys read, in file order. Dotted
+    names go through a join to another model, which this file cannot say has them."""
+    if not isinstance(data, dict):
+        return
+    for index, measure in enumerate(_items(data, "measures")):
+        formula, name = measure.get("formula"), measure.get("name")
+        if not isinstance(formula, str):
+            continue
+        try:
+            refs = scan_formula(formula).refs
+        except KBError:  # a formula SLayer cannot read is the formula checks' to report
+            continue
+        for ref in refs:
+            if "." not in ref and ref != SOURCE_MODEL and ref != "*":
+                yield Use(("measures", index), f"measure {name} ({formula})", ref)
+    for index, join in enumerate(_items(data, "joins")):
+        pairs = join.get("join_pairs")
+        for pair in pairs if isinstance(pairs, list) else []:
+            if isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str) and "." not in pair[0]:
+                yield Use(("joins", index), f"join to {join.get('target_model')} ({pair[0]} = {pair[1]})", pair[0])
+
+
+def dangling(data: Any, leaves: set[str]) -> Iterator[tuple[tuple[Any, ...], str]]:
+    """Where the model's definitions read a name none of its ``leaves`` holds, and the problem."""
+    for use in uses(data):
+        if use.name not in leaves:
+            yield use.keys, (f"{use.place} names '{use.name}', which is no column, measure or aggregation of "
+                             f"this model; add the column back or fix the {use.place.split()[0]}")
+
+
+def _items(data: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    value = data.get(key)
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
