@@ -4,6 +4,7 @@ printed, lead to a merge that finishes and a clean ``validate``."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -106,8 +107,9 @@ def test_a_merge_killed_while_git_wrote_refs_files_names_them_and_the_undo(agent
     assert message == (
         "'slayer-kb merge origin/main' was interrupted before it finished: git was stopped while it wrote "
         f"origin/main's files, and committed nothing: {first}, {second} untracked. This branch's commits are as "
-        "they were, and origin/main holds its files as git wrote them. To undo the merge: "
-        f"rm -- {first} {second}; rm -f -- {a / '.git' / 'index.lock'}; then 'slayer-kb merge origin/main' merges "
+        "they were, and origin/main holds its files as git wrote them. The steps throw away any edit made to these "
+        "files since the merge stopped: keep a copy of one you changed. To undo the merge: "
+        f"rm -f -- {a / '.git' / 'index.lock'}; rm -- {first} {second}; then 'slayer-kb merge origin/main' merges "
         "it again.")
     _undo_as_printed(a, message)
     _merged_after(invoke_cli, a)
@@ -136,3 +138,106 @@ def test_a_merge_killed_after_git_merged_names_the_undo(agent, invoke_cli) -> No
         "git wrote them. To undo the merge: git merge --abort; then 'slayer-kb merge origin/main' merges it again.")
     _undo_as_printed(a, message)
     _merged_after(invoke_cli, a)
+
+
+# -- the state a kill leaves, written by hand (no kill: the default run) -----------------------
+
+
+def _code_repo_with_kb(tmp_path: Path, invoke_cli: CliRunner) -> tuple[Path, str, str]:
+    """A code repository ``proj`` with its KB in ``proj/kb``; branch feature adds code files (one
+    under ``src/tmp/``) and a memory. Returns the repository, feature's and main's commits."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    git(proj, "init", "-q", "-b", "main")
+    (proj / "README").write_text("hi\n")
+    git(proj, "add", "README")
+    git(proj, "commit", "-q", "-m", "init")
+    invoke_cli("init", str(proj / "kb"), check=True)
+    before = git(proj, "rev-parse", "HEAD").strip()
+    git(proj, "switch", "-q", "-c", "feature")
+    (proj / "src" / "tmp" / "victim").mkdir(parents=True)
+    (proj / "src" / "tmp" / "victim" / "note").write_text("v\n")
+    (proj / "src" / "a.py").write_text("a\n")
+    (proj / "README").write_text("hello\n")
+    git(proj, "add", "src", "README")
+    git(proj, "commit", "-q", "-m", "code")
+    sha = git(proj, "rev-parse", "HEAD").strip()
+    git(proj, "switch", "-q", "main")
+    return proj, sha, before
+
+
+def _left_by_a_kill(proj: Path, sha: str, before: str, pid: int, started: str | None) -> None:
+    """What a ``slayer-kb merge feature`` killed as git wrote feature's files leaves: its record,
+    feature's README written, its code files untracked, git's index.lock."""
+    record = {"ref": "feature", "sha": sha, "before": before, "pid": pid, "started": started}
+    (proj / ".git" / "slayer-kb-merging.json").write_text(json.dumps(record))
+    for path in ("README", "src/a.py", "src/tmp/victim/note"):
+        (proj / path).parent.mkdir(parents=True, exist_ok=True)
+        (proj / path).write_bytes(git(proj, "show", f"{sha}:{path}").encode())
+    (proj / ".git" / "index.lock").write_text("")
+
+
+def _dead_pid() -> int:
+    """A pid no process holds (the system gives it again only once it used up the others)."""
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
+
+
+def test_a_killed_merge_in_a_code_repository_names_files_from_the_kbs_folder(tmp_path, invoke_cli) -> None:
+    """With the KB in proj/kb, the files git left outside it were printed with len('kb/') cut off
+    their paths (src/tmp/victim/note as /tmp/victim/note: the printed rm deleted a file outside
+    the repository), index.lock was removed after git checkout (which fails on it), and the
+    message did not say the steps throw away edits made since."""
+    proj, sha, before = _code_repo_with_kb(tmp_path, invoke_cli)
+    _left_by_a_kill(proj, sha, before, _dead_pid(), None)
+    kb = proj / "kb"
+    said = invoke_cli("save", "--title", "x", "another", cwd=kb)
+    assert said.returncode != 0
+    lock = proj / ".git" / "index.lock"
+    assert said.stderr == (
+        "Error: 'slayer-kb merge feature' was interrupted before it finished: git was stopped while it wrote "
+        "feature's files, and committed nothing: ../README changed; ../src/a.py, ../src/tmp/victim/note untracked. "
+        "This branch's "
+        "commits are as they were, and feature holds its files as git wrote them. The steps throw away any edit "
+        "made to these files since the merge stopped: keep a copy of one you changed. To undo the merge: "
+        f"rm -f -- {lock}; git checkout HEAD -- ../README; rm -- ../src/a.py ../src/tmp/victim/note; then 'slayer-kb merge feature' merges it "
+        "again.\n")
+    _undo_as_printed(kb, said.stderr.removeprefix("Error: ").strip())
+    assert git(proj, "status", "--porcelain", "-uall") == ""
+    invoke_cli("merge", "feature", cwd=kb, check=True)
+    assert (proj / "src" / "tmp" / "victim" / "note").read_text() == "v\n"
+
+
+def test_a_killed_merge_is_still_named_after_a_commit_of_other_work(tmp_path, invoke_cli) -> None:
+    """Any move of HEAD (a commit of code) was taken for the merge committed: the record went, and
+    the files git left were from then on taken as the branch's own."""
+    proj, sha, before = _code_repo_with_kb(tmp_path, invoke_cli)
+    _left_by_a_kill(proj, sha, before, _dead_pid(), None)
+    (proj / ".git" / "index.lock").unlink()
+    (proj / "tool.py").write_text("print(1)\n")
+    git(proj, "add", "tool.py")
+    git(proj, "commit", "-q", "-m", "a script")
+    checked = invoke_cli("validate", cwd=proj / "kb")
+    assert checked.returncode == 1
+    assert "committed nothing: ../README changed; ../src/a.py, ../src/tmp/victim/note untracked." in checked.stdout
+    assert (proj / ".git" / "slayer-kb-merging.json").exists()
+
+
+def test_a_killed_merge_whose_pid_another_process_holds_is_named(tmp_path, invoke_cli) -> None:
+    """The merge's pid given since to another live process turned every check off."""
+    proj, sha, before = _code_repo_with_kb(tmp_path, invoke_cli)
+    other = subprocess.Popen(["sleep", "600"])
+    try:
+        # The killed merge's start time, which the live process's is not.
+        _left_by_a_kill(proj, sha, before, other.pid, "1")
+        (proj / ".git" / "index.lock").unlink()
+        said = invoke_cli("save", "--title", "x", "another", cwd=proj / "kb")
+        assert said.returncode != 0 and said.stdout == ""
+        assert said.stderr.startswith("Error: 'slayer-kb merge feature' was interrupted before it finished: git was "
+                                      "stopped while it wrote feature's files, and committed nothing: ../README ")
+        checked = invoke_cli("validate", cwd=proj / "kb")
+        assert checked.returncode == 1 and "'slayer-kb merge feature' was interrupted" in checked.stdout
+    finally:
+        other.kill()
+        other.wait()

@@ -6,9 +6,10 @@ KB's folds and checks, and git's own state names neither REF nor the way back.
 The merge records what it merges in the work tree's git dir before it runs git (``begin``) and
 drops the record once it finished or stopped as designed (``end``: a conflict's stop gives its
 own steps). The next command that writes, under the KB's lock (so no merge of this clone still
-runs, or, asked without it, none whose process lives), reads a record left behind (``interrupted``): nothing written, or the merge committed,
-and the record goes; else the command is refused with the files and the commands that undo the
-merge, after which ``slayer-kb merge REF`` merges again. Nothing is undone here: a file may hold
+runs, or, asked without it, none whose process, the pid and its start time, lives), reads a
+record left behind (``interrupted``): nothing written, or REF committed into HEAD, and the record
+goes; else the command is refused with the files (from the KB's folder) and the commands that
+undo the merge, after which ``slayer-kb merge REF`` merges again. Nothing is undone here: a file may hold
 an edit the person made since, and only they can tell.
 """
 
@@ -17,7 +18,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import posixpath
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.problems import cd_step, command_in, words
@@ -35,7 +38,8 @@ _STATUS_ENV = {**LITERAL_PATHS, "GIT_OPTIONAL_LOCKS": "0"}  # a look that never 
 def begin(store: GitStore, ref: str, sha: str, before: str) -> None:
     """Record that a merge of ``ref`` (commit ``sha``) onto ``before`` (HEAD) starts."""
     path = store.git_dirs()[0] / RECORD
-    record = {"ref": ref, "sha": sha, "before": before, "pid": os.getpid()}
+    pid = os.getpid()
+    record = {"ref": ref, "sha": sha, "before": before, "pid": pid, "started": _started(pid)}
     path.write_text(json.dumps(record), encoding="utf-8")
 
 
@@ -60,19 +64,23 @@ def recorded(store: GitStore, ref: str, sha: str, before: str) -> Iterator[None]
 def interrupted(store: GitStore) -> str | None:
     """What to tell the person when a merge's record is left (call under the KB's lock), ending
     with the commands that undo it; None (the record dropped) when the merge wrote nothing or
-    was committed."""
+    HEAD holds REF (committed)."""
     try:
         record = json.loads((store.git_dirs()[0] / RECORD).read_text(encoding="utf-8"))
         ref, sha, before, pid = str(record["ref"]), str(record["sha"]), str(record["before"]), int(record["pid"])
+        started = record.get("started")
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError):  # a record cut short: git's state decides alone
         end(store)
         return None
-    if _running(pid):  # a merge going on (asked without the lock: sync's first look, edit's)
+    if _running(pid, started):  # a merge going on (asked without the lock: sync's first look, edit's)
         return None
     merging = os.path.lexists(store.git_dirs()[0] / "MERGE_HEAD")
-    if store.head() != before and not merging:  # committed: what git left is the branch's now
+    head = store.head()
+    # Committed only when HEAD holds REF: a commit of other work moves HEAD past what git left too.
+    if not merging and head is not None and head != before and store.git(
+            "merge-base", "--is-ancestor", sha, head, check=False).returncode == 0:
         end(store)
         return None
     # The files the merge may have written: those that differ between the two sides. git's merge
@@ -84,8 +92,9 @@ def interrupted(store: GitStore) -> str | None:
         end(store)
         return None
     given, kb = words(ref), command_in(store.root)
-    mine = [p[len(store.prefix):] for p in touched], [p[len(store.prefix):] for p in staged], [
-        p[len(store.prefix):] for p in untracked]
+    # From the KB's folder, where the steps run: a file beside the KB (a code repository's) as ../src/a.py.
+    folder = store.prefix.rstrip("/") or "."
+    mine = tuple([posixpath.relpath(p, folder) for p in files] for files in (touched, staged, untracked))
     if merging:
         undo = ["git merge --abort"]
         what = (f"git's merge of {given} is in progress, not committed, without the knowledge base's folds and "
@@ -97,14 +106,21 @@ def interrupted(store: GitStore) -> str | None:
             f"{listed(files)} {state}" for files, state in zip(mine, ("changed", "staged", "untracked"), strict=True)
             if files)
     lock = store.git_dirs()[0] / "index.lock"  # git's, killed with it: no git of the merge runs now
-    steps = [*cd_step(store.root), *undo, *([f"rm -f -- {words(str(lock))}"] if os.path.lexists(lock) else [])]
+    # The lock first: git's steps refuse to run while it is there.
+    steps = [*cd_step(store.root), *([f"rm -f -- {words(str(lock))}"] if os.path.lexists(lock) else []), *undo]
+    lost = "" if merging else (" The steps throw away any edit made to these files since the merge stopped: "
+                               "keep a copy of one you changed.")
     return (f"'{kb} merge {given}' was interrupted before it finished: {what}. This branch's commits are as "
-            f"they were, and {given} holds its files as git wrote them. To undo the merge: {'; '.join(steps)}; "
+            f"they were, and {given} holds its files as git wrote them.{lost} To undo the merge: {'; '.join(steps)}; "
             f"then '{kb} merge {given}' merges it again.")
 
 
-def _running(pid: int) -> bool:
-    """Whether the process ``pid`` (this one included) is alive."""
+def _running(pid: int, started: object) -> bool:
+    """Whether the merge's process ``pid`` (this one included), started at ``started``, is alive:
+    a pid the system gave again to another process since names no merge."""
+    now = _started(pid)
+    if started is not None and now is not None:
+        return now == started
     if pid == os.getpid():
         return True
     try:
@@ -114,6 +130,17 @@ def _running(pid: int) -> bool:
     except OSError:  # another user's: alive
         return True
     return True
+
+
+def _started(pid: int) -> str | None:
+    """When process ``pid`` started (field 22 of /proc/PID/stat, in clock ticks since boot); None
+    where there is no /proc or no such process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    fields = stat.rpartition(")")[2].split()  # the name, in parentheses, may hold spaces
+    return fields[19] if len(fields) > 19 else None
 
 
 def _changed(store: GitStore, paths: list[str]) -> tuple[list[str], list[str], list[str]]:
