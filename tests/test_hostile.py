@@ -23,7 +23,6 @@ from slayer_kb.core.errors import InvalidIdError, InvalidInputError, KBError, Me
 from slayer_kb.core.ids import check_id, check_new_id
 from slayer_kb.core.inputs import blank
 from slayer_kb.core.nesting import cut_deep, text_depth, value_depth
-from slayer_kb.core.text import lf_lines
 from slayer_kb.ops.finding import MAX_QUESTION
 from testing import CliRunner, commit_all, examples, git, json_of
 
@@ -234,12 +233,10 @@ ODD_LEARNINGS = [
 
 
 def test_odd_learnings_round_trip_exactly(catalog_kb: KnowledgeBase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each learning comes back as given, its CRLF and CR line ends as LF (format.md)."""
     marker = tmp_path / "MARKER"
     monkeypatch.chdir(tmp_path)
-    for n, sent in enumerate(ODD_LEARNINGS):
-        result = catalog_kb.save_memory(sent, ["orders.amount"], id=f"odd-{n}")
-        learning = lf_lines(sent)
+    for n, learning in enumerate(ODD_LEARNINGS):
+        result = catalog_kb.save_memory(learning, ["orders.amount"], id=f"odd-{n}")
         assert catalog_kb.get(result.memory_id).to_dict()["learning"] == learning
         # A fresh process-independent read of the committed file gives the same text.
         committed = git(catalog_kb.root, "show", f"HEAD:memories/odd-{n}.yaml")
@@ -344,7 +341,7 @@ def test_any_learning_is_saved_exactly_or_refused(catalog_kb: KnowledgeBase, lea
     except KBError as exc:
         assert blank(learning), exc  # only a learning with nothing visible may be refused
         return
-    assert catalog_kb.get(result.memory_id).to_dict()["learning"] == lf_lines(learning)  # LF line ends only
+    assert catalog_kb.get(result.memory_id).to_dict()["learning"] == learning
 
 
 # -- entity references and SlayerQuery shapes ---------------------------------------------------

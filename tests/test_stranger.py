@@ -84,9 +84,7 @@ def test_sync_refuses_what_is_no_remote_name(indexed_example_kb: KnowledgeBase, 
 # and a lone carriage return that would overwrite what the line showed; a bidi override that
 # would show the rest of the line reversed.
 HOSTILE_TEXT = "Refunds \x1b]0;pwned\x07are \x1b[2Jnetted\x08 \rfake\x7f\x9b\r\n2nd \u202eline\tok"
-# The carriage returns are line ends, stored as LF (format.md): the lone one cannot move the cursor.
-STORED_TEXT = HOSTILE_TEXT.replace("\r\n", "\n").replace("\r", "\n")
-SHOWN_TEXT = "Refunds \\x1b]0;pwned\\x07are \\x1b[2Jnetted\\x08 \nfake\\x7f\\x9b\n2nd \\u202eline\tok"
+SHOWN_TEXT = "Refunds \\x1b]0;pwned\\x07are \\x1b[2Jnetted\\x08 \\x0dfake\\x7f\\x9b\n2nd \\u202eline\tok"
 
 
 def test_control_characters_in_a_memory_never_reach_the_terminal(indexed_example_kb: KnowledgeBase,
@@ -96,14 +94,14 @@ def test_control_characters_in_a_memory_never_reach_the_terminal(indexed_example
     got = invoke_cli("--kb", root, "get", "kb.hostile", check=True)
     assert got.stdout.endswith(f"\n\n{SHOWN_TEXT}\n"), got.stdout
     found = invoke_cli("--kb", root, "search", "netted", "-e", "shop.orders.amount", check=True)
-    # a hit's summary is one line: the whitespace (tab, newlines) made single spaces
+    # a hit's summary is one line: the whitespace (tab, newlines, the carriage return) made single spaces
     assert "[kb.hostile] Refunds \\x1b]0;pwned\\x07are \\x1b[2Jnetted\\x08 fake\\x7f\\x9b 2nd \\u202eline ok\n" in (
         found.stdout)
     for proc in (got, found):
         assert not any(ord(ch) < 0x20 and ch not in "\n\t" or 0x7f <= ord(ch) < 0xa0 or ch == "\u202e"
                        for ch in proc.stdout)
-    # --json keeps the text exactly as stored (JSON escapes the controls itself).
-    assert json_of(invoke_cli("--kb", root, "--json", "get", "kb.hostile", check=True))["learning"] == STORED_TEXT
+    # --json keeps the text exactly (JSON escapes the controls itself).
+    assert json_of(invoke_cli("--kb", root, "--json", "get", "kb.hostile", check=True))["learning"] == HOSTILE_TEXT
 
 
 def test_control_characters_in_an_error_never_reach_the_terminal(indexed_example_kb: KnowledgeBase,

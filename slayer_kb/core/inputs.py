@@ -17,7 +17,6 @@ from typing import Any
 from .errors import InvalidInputError
 from .fileio import NotRegularFile, TooLarge, read_regular, refuses_folders
 from .memory import DEFAULT_MAX_CONTENT, MAX_CONTENT_CEILING, MAX_DESCRIPTION
-from .text import lf_lines
 
 
 def readable(value: str | None) -> str | None:
@@ -83,8 +82,7 @@ def blank(value: Any) -> bool:
 
 
 def checked_learning(learning: Any, limit: int, name: str = "learning", tool_name: str | None = None) -> str:
-    """``learning`` (or the field ``name``) with LF line ends (``text.lf_lines``), refused when
-    blank or over ``limit`` bytes;
+    """``learning`` (or the field ``name``) as given, refused when blank or over ``limit`` bytes;
     ``tool_name``: what an MCP tool calls it, where that differs (mem_update's ``content``). Free
     of the KB: ``save`` checks a learning it was given before it reads a ``--query -`` from stdin."""
     def refused(problem: str) -> InvalidInputError:
@@ -93,7 +91,6 @@ def checked_learning(learning: Any, limit: int, name: str = "learning", tool_nam
     if blank(learning):
         raise refused(" is empty: write what was learned (it is required and must not be blank).")
     check_unicode(learning, name)  # a lone surrogate is told, not a crash counting bytes
-    learning = lf_lines(learning)
     size = len(learning.encode("utf-8"))
     if size > limit:
         raise refused(f" is {size} bytes; the limit is {limit} bytes. Split it into several memories "
@@ -116,12 +113,12 @@ def check_folder_named(folder: str | os.PathLike[str], what: str, example: str) 
 
 
 def check_description(description: Any) -> str | None:
-    """A description, trimmed, with LF line ends, refused when it is not text or longer than MAX_DESCRIPTION."""
+    """A description, trimmed, refused when it is not text or longer than MAX_DESCRIPTION."""
     if description is None:
         return None
     if not isinstance(description, str):
         raise InvalidInputError("description must be a string.")
-    description = lf_lines(description.strip())
+    description = description.strip()
     if len(description) > MAX_DESCRIPTION:
         raise InvalidInputError(
             f"description is {len(description)} characters long; the limit is {MAX_DESCRIPTION}. "

@@ -22,8 +22,9 @@ def counted(n: int, noun: str, plural: str | None = None) -> str:
 
 
 def lf_lines(text: str) -> str:
-    """``text`` with Windows (CRLF) and old Mac (CR) line ends as LF: a learning from a Windows
-    agent or an MCP client's JSON is then a readable ``|`` block, not one quoted line of escapes."""
+    """``text`` with Windows (CRLF) and old Mac (CR) line ends as LF: a summary reads a learning
+    from a Windows agent or an MCP client's JSON by its lines as any other (the learning itself is
+    stored as given)."""
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
