@@ -99,7 +99,8 @@ class Standing:
 
 def fold_topic_keys(kb: Context, tx: Transaction, ours: list[str], merged: dict[str, str],
                     catch_up: Callable[[], None], standing: Standing | None = None, brought: set[str] | None = None,
-                    followed: dict[str, dict[str, str]] | None = None) -> bool:
+                    followed: dict[str, dict[str, str]] | None = None,
+                    ready: Callable[[], None] | None = None) -> bool:
     """Fold each of ``ours`` (the memories this branch adds) whose topic key another memory
     holds into the oldest such memory, or that memory into it where ``standing`` keeps this
     branch's (None: never); True when it made the commit, the moves added to ``merged``.
@@ -108,7 +109,7 @@ def fold_topic_keys(kb: Context, tx: Transaction, ours: list[str], merged: dict[
     ``catch_up`` brings the index, which finds a key's holders, up to date: called only for a
     memory that has a key. ``followed``: given each memory folded again whose fields both hold two
     ways (``_fold_again``), change ``refolded``, with the fields and the ``git show`` of the
-    memory kept before."""
+    memory kept before. ``ready``: called before the fold's commit, which it may refuse."""
     brought = brought or set()
     folds: dict[str, Memory] = {}
     changes: list[Change] = []
@@ -138,6 +139,8 @@ def fold_topic_keys(kb: Context, tx: Transaction, ours: list[str], merged: dict[
             changes += [memory_change(folded), Change(memory_path(gone), None)]
     if not folds:
         return False
+    if ready is not None:
+        ready()
     keys = ", ".join(sorted({m.topic_key or "" for m in folds.values()}))
     _commit(tx, folds, changes, f"topic {keys}", merged)
     return True
