@@ -48,9 +48,12 @@ class Standing:
     """Which of two memories a fold keeps in sync, ``slayer-kb rebase`` and ``slayer-kb merge``
     (see the module doc), read of the remote-tracking branches of ``store`` as they are now."""
 
-    def __init__(self, store: GitStore, remote: str) -> None:
+    def __init__(self, store: GitStore, remote: str, before: str = "") -> None:
         self.store = store
         self.remote = remote
+        # A merge pushed already (sync's ``fold_pulled``): its first parent, the default branch
+        # before it, whose memory ``slayer-kb merge`` would have kept; "" for none.
+        self.before = before
 
     @functools.cached_property
     def _tips(self) -> list[str]:
@@ -86,6 +89,11 @@ class Standing:
         ranks = [self._default in tips for tips in held] if held[0] else [False, False]
         if ranks[0] != ranks[1]:
             return ranks[0]
+        if self.before:
+            path = [memory_path(m.id) for m in (mine, theirs)]
+            was = [text is not None for text in blobs_at(self.store, [(self.before, p) for p in path])]
+            if was[0] != was[1]:
+                return was[0]
         return time_order(mine.created_at) < time_order(theirs.created_at)
 
     def _held(self, memory: Memory) -> set[str]:
