@@ -391,3 +391,35 @@ def test_a_held_rename_of_a_folded_memory_keeps_its_links_once_resolved(
         f"Error: No memory with id 'kb.retry'. It was merged into '{kept}' in commit {merge[:12]}, the memory kept "
         "under the same topic key; use that id.\n")
     assert sorted(p.name for p in (a / "memories").iterdir()) == sorted([f"{kept}.yaml", f"{linking}.yaml"])
+
+
+@pytest.mark.parametrize("edited", default_first([False, True]))
+def test_a_link_the_fold_and_a_rename_both_pointed_on_is_listed_once(
+        tmp_path: Path, invoke_cli: CliRunner, edited: bool) -> None:
+    # L, saved on agent-y before the fold, linked 27: main's fold pointed it at 101, agent-y's
+    # rename at kb.retry; the merge kept both entries and the relink made both memory:101, which
+    # validate and sync refused ("entity 'memory:101' is listed twice"), the merge committed.
+    _bare, (agent, a) = make_team(tmp_path, clones=2)
+    folded = agent_saves(invoke_cli, agent, unlike("agent"), *TOPIC)
+    linking = saved_id(invoke_cli, agent, unlike("linking"), "-e", f"memory:{folded}", "-e", "shop.orders.amount")
+    git(agent, "push", "-q")
+    kept = saved_id(invoke_cli, a, unlike("main"), *TOPIC)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(a, "fetch", "-q")
+    invoke_cli("--kb", a, "merge", "origin/agent-y", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    assert _shown(invoke_cli, a, linking)["entities"] == [f"memory:{kept}", "shop.orders.amount"]
+    invoke_cli("--kb", agent, "rename", folded, "kb.retry", check=True)
+    if edited:
+        invoke_cli("--kb", agent, "update", "kb.retry", "--learning", unlike("outage"), check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(a, "fetch", "-q")
+    merged = invoke_cli("--kb", a, "merge", "origin/agent-y")
+    assert merged.returncode == int(edited)
+    if edited:
+        git(a, "checkout", "--theirs", f"memories/{kept}.yaml")
+        git(a, "add", f"memories/{kept}.yaml")
+        git(a, "commit", "-q", "--no-edit")
+    assert invoke_cli("--kb", a, "validate", check=True).stdout == "Checked 3 files: no problems.\n"
+    assert _shown(invoke_cli, a, linking)["entities"] == [f"memory:{kept}", "shop.orders.amount"]
+    assert invoke_cli("--kb", a, "sync", check=True).stdout.startswith("Synced main with origin: pushed, 0 pulled, ")

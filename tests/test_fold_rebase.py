@@ -5,12 +5,16 @@ end with the edit on the memory kept and a clean ``validate``."""
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, git, in_process_runner, make_team_after, unlike
+from slayer_kb import kb as kb_module
+from slayer_kb.core.memory import utc_time
+from slayer_kb.ops import changes, observations
+from testing import CliRunner, git, in_process_runner, make_team, make_team_after, unlike
 from testing.folds import reviewer_folded
 
 
@@ -89,3 +93,27 @@ def test_a_rebase_stopped_on_a_field_both_changed_gives_steps_that_work(tmp_path
             invoke_cli(*command[1:], cwd=agent, check=True)
     _edit_on_101(agent, invoke_cli, also="revision_count: 4\n")
     assert git(agent, "rev-parse", "HEAD").strip() == git(agent, "rev-parse", "origin/agent-y").strip()
+
+
+def test_a_rebased_edit_of_a_folded_memory_stops_on_the_forget_of_the_memory_kept(
+        tmp_path: Path, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    """main folded the agent's 27 into its 101 (texts alike: git pairs the two files), then
+    soft-forgot 101; the agent's later edit of 27 was replayed onto 101 as a later revision under
+    the key, and the rebase said "Rebased" with 101 brought back. It stops, as the merges do."""
+    times = (utc_time(1_780_000_000 + 60 * n) for n in itertools.count())
+    for module in (kb_module, observations, changes):
+        monkeypatch.setattr(module, "utc_now", lambda: next(times))
+    _bare, (agent, a, reviewer) = make_team(tmp_path, clones=3)
+    folded, kept = reviewer_folded(invoke_cli, agent, a, reviewer)
+    invoke_cli("--kb", reviewer, "forget", "--soft", kept, check=True)
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    invoke_cli("--kb", agent, "update", folded, "--learning", "Retries: 7 since the outage", check=True)
+    git(agent, "fetch", "-q")
+    rebased = invoke_cli("--kb", agent, "rebase", "origin/main", cwd=agent)
+    assert rebased.returncode == 1
+    assert rebased.stderr.startswith(f"Error: Your commits and origin/main both edited memories/{kept}.yaml; the rebase "
+                                     "stopped at commit 1 of 1 ('memory: update ")
+    assert rebased.stderr.endswith(f"This branch edited {folded}, which origin/main had merged into {kept}: its edit is "
+                                   f"held at memories/{kept}.yaml as an edit of {kept}.\n")
+    held = (agent / "memories" / f"{kept}.yaml").read_text()
+    assert "deleted_at: '" in held and "learning: 'Retries: 7 since the outage'\n" in held

@@ -16,6 +16,7 @@ from ..core.results import SyncResult
 from ..store.repo import GitStore
 from ..transaction import Transaction
 from .folds import Standing, fold_topic_keys
+from .renumber import require_clean
 from .revalidation import on_top
 from .unlinks import strip_gone
 
@@ -67,7 +68,11 @@ def fold_pulled(kb: Context, store: GitStore, tx: Transaction, tips: tuple[str, 
         parted = store.git("merge-base", f"{merge}^1", f"{merge}^2", check=False).stdout.decode().strip()
         brought += [i for i in _new(store, parted, f"{merge}^2") if i not in brought] if parted else []
     if brought:
-        fold_topic_keys(kb, tx, brought, result.merged, catch_up, standing)
+        # Pushed, both memories are on the default branch: the one it held before the (first) merge
+        # is kept, as ``slayer-kb merge`` there would have kept it.
+        standing = Standing(standing.store, standing.remote, f"{merges[-1]}^1")
+        # Only a fold's commit needs a clean work tree: a sync with nothing to fold answers as before.
+        fold_topic_keys(kb, tx, brought, result.merged, catch_up, standing, ready=lambda: require_clean(store))
     if merges:
         (store.git_dirs()[0] / CHECKED).write_text(upstream, encoding="utf-8")
 

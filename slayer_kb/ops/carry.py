@@ -107,6 +107,28 @@ def follow_folds(store: GitStore, parted: str, tips: tuple[str, str], names: tup
     return True
 
 
+def forgotten_folds(store: GitStore, parted: str, tips: tuple[str, str]) -> set[tuple[str, str]]:
+    """Each fold either side of ``tips`` made since ``parted`` whose memory kept that side has
+    soft-forgotten since, as (folded id, kept id): git's rename guess pairs the two files where
+    their texts are alike, and the driver would take the other side's edit of the folded memory
+    as a later revision under the key, which brings the memory kept back. Not paired, the edit
+    stops at ``follow_folds`` as a forget against an edit (``guesses.rename_detection``)."""
+    found: set[tuple[str, str]] = set()
+    for tip in tips:
+        folds = folded_to(store, parted, tip)
+        if not folds:
+            continue
+        paths = {new: store.repo_path(memory_path(new)) for new in folds.values()}
+        blobs = store.objects.blobs_at(store.objects.tree_of(tip), paths.values())
+        texts = store.objects.read_many("blob", {b for b in blobs.values() if b is not None})
+        for old, new in folds.items():
+            blob = blobs[paths[new]]
+            with contextlib.suppress(KBError, UnicodeDecodeError):
+                if blob is not None and loads(texts[blob].decode("utf-8"), new).deleted_at is not None:
+                    found.add((old, new))
+    return found
+
+
 def held_words(store: GitStore, followed: dict[str, dict[str, str]], paths: list[str], ref: str) -> str:
     """Of ``followed`` (``follow_folds``'), each fold whose memory kept is among ``paths`` (a stop's,
     repository-relative): the edit of the folded id held there, the file naming an id the side

@@ -48,9 +48,12 @@ class Standing:
     """Which of two memories a fold keeps in sync, ``slayer-kb rebase`` and ``slayer-kb merge``
     (see the module doc), read of the remote-tracking branches of ``store`` as they are now."""
 
-    def __init__(self, store: GitStore, remote: str) -> None:
+    def __init__(self, store: GitStore, remote: str, before: str = "") -> None:
         self.store = store
         self.remote = remote
+        # A merge pushed already (sync's ``fold_pulled``): its first parent, the default branch
+        # before it, whose memory ``slayer-kb merge`` would have kept; "" for none.
+        self.before = before
 
     @functools.cached_property
     def _tips(self) -> list[str]:
@@ -86,6 +89,11 @@ class Standing:
         ranks = [self._default in tips for tips in held] if held[0] else [False, False]
         if ranks[0] != ranks[1]:
             return ranks[0]
+        if self.before:
+            path = [memory_path(m.id) for m in (mine, theirs)]
+            was = [text is not None for text in blobs_at(self.store, [(self.before, p) for p in path])]
+            if was[0] != was[1]:
+                return was[0]
         return time_order(mine.created_at) < time_order(theirs.created_at)
 
     def _held(self, memory: Memory) -> set[str]:
@@ -99,7 +107,8 @@ class Standing:
 
 def fold_topic_keys(kb: Context, tx: Transaction, ours: list[str], merged: dict[str, str],
                     catch_up: Callable[[], None], standing: Standing | None = None, brought: set[str] | None = None,
-                    followed: dict[str, dict[str, str]] | None = None) -> bool:
+                    followed: dict[str, dict[str, str]] | None = None,
+                    ready: Callable[[], None] | None = None) -> bool:
     """Fold each of ``ours`` (the memories this branch adds) whose topic key another memory
     holds into the oldest such memory, or that memory into it where ``standing`` keeps this
     branch's (None: never); True when it made the commit, the moves added to ``merged``.
@@ -108,7 +117,7 @@ def fold_topic_keys(kb: Context, tx: Transaction, ours: list[str], merged: dict[
     ``catch_up`` brings the index, which finds a key's holders, up to date: called only for a
     memory that has a key. ``followed``: given each memory folded again whose fields both hold two
     ways (``_fold_again``), change ``refolded``, with the fields and the ``git show`` of the
-    memory kept before."""
+    memory kept before. ``ready``: called before the fold's commit, which it may refuse."""
     brought = brought or set()
     folds: dict[str, Memory] = {}
     changes: list[Change] = []
@@ -138,6 +147,8 @@ def fold_topic_keys(kb: Context, tx: Transaction, ours: list[str], merged: dict[
             changes += [memory_change(folded), Change(memory_path(gone), None)]
     if not folds:
         return False
+    if ready is not None:
+        ready()
     keys = ", ".join(sorted({m.topic_key or "" for m in folds.values()}))
     _commit(tx, folds, changes, f"topic {keys}", merged)
     return True

@@ -32,7 +32,7 @@ from ..store.renames import Crossing, brought_back, crossings, given_and_moved_o
 from ..store.repo import GitStore
 from ..store.revisions import added_alike, forgot_at, resolve_rev, rewritten_alike
 from ..store.worktree import require_shown
-from .carry import follow_folds, held_words
+from .carry import follow_folds, forgotten_folds, held_words
 from .conflictsteps import conflict_steps, crossed_words, merge_settles, opening, unmerged_stages
 from .folds import Standing, own_moves
 from .renumber import refuse_clashes, require_clean
@@ -97,7 +97,9 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
             else:  # two KBs begun apart: git replays all of ours, and one auto id on both is a clash
                 refuse_clashes(store, onto_commit, "", upstream, f"rebase {words(upstream)}", rebasing=True)
             # Given at the start, git keeps the -X for --continue.
-            args = [*rename_detection(store, bases, (ours, onto_commit), replays=True), "-q", onto_commit]
+            forgotten = forgotten_folds(store, bases[0], (onto_commit, ours)) if len(bases) == 1 else set()
+            args = [*rename_detection(store, bases, (ours, onto_commit), replays=True, not_moves=forgotten),
+                    "-q", onto_commit]
         elif not in_progress(store):
             raise InvalidInputError(f"No rebase is in progress, so there is nothing to {action}; "
                                     f"start one with '{command(kb.root)} rebase UPSTREAM'.")

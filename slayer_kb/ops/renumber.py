@@ -198,12 +198,15 @@ def added_since(store: GitStore, base: str, head: str) -> set[str]:
 
 
 def renumbered_text(memory_id: str, text: str, mapping: dict[str, str]) -> str | None:
-    """``text`` with its ``memory:<old>`` entities pointed at the new ids, or None if none."""
+    """``text`` with its ``memory:<old>`` entities pointed at the new ids (each listed once), or
+    None if none."""
     try:
         memory = loads(text, memory_id)
     except KBError:
         return None
-    entities = [_mapped(e, mapping) for e in memory.entities]
+    # Two old ids may point at one new one (a fold's, and a rename the other side gave the folded
+    # memory, both linked after a merge): the link is listed once, as validate requires.
+    entities = list(dict.fromkeys(_mapped(e, mapping) for e in memory.entities))
     if entities == memory.entities:
         return None
     return with_entities(text, memory, entities)

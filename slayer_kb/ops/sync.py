@@ -136,8 +136,12 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
         fetched = turn.free(holder)  # else the first attempt waits for the other clone's turn
     # The lock and the check of the work tree come before the fetch, and the re-index after the
     # push: the race with other clones (from the fetch to the push) holds only what must be in it.
+    # Nothing to pull or push, only a merge tip to read (``unchecked``): a hand edit in progress
+    # is refused only if a fold must be committed (``fold_pulled``), or once there is a pull.
+    quiet = bool(upstream) and head == upstream
     with kb.transaction() as tx:
-        require_clean(store)
+        if not quiet:
+            require_clean(store)
         if (start := store.head()) is None:
             raise InvalidInputError("The repository has no commit yet; save a memory first.")
         index = _Index(kb, store, start)
@@ -151,6 +155,9 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
                     laps.next()
                 if attempt or not fetched:
                     upstream = fetch.in_turn(laps.lap)
+                    if quiet and upstream != start:
+                        require_clean(store)
+                        quiet = False
                 _pull(kb, tx.store, tx, remote, upstream_branch, (upstream, known), result, index, start, noted, pulls)
                 fold_pulled(kb, store, tx, (start, upstream), result, index.catch_up, Standing(store, remote))
                 noted.note(result, upstream)

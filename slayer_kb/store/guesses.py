@@ -11,6 +11,7 @@ catalog or code file) a move git must follow though an edit made the file unlike
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from ..core.errors import MemoryFileError
@@ -45,7 +46,8 @@ def guessed_moves(store: GitStore, base: str, tip: str) -> list[Guess]:
     return _guesses(store, _pairs(store.git("diff", *_RENAMES, base, tip).stdout))
 
 
-def rename_detection(store: GitStore, bases: list[str], tips: tuple[str, str], replays: bool) -> list[str]:
+def rename_detection(store: GitStore, bases: list[str], tips: tuple[str, str], replays: bool,
+                     not_moves: Collection[tuple[str, str]] = ()) -> list[str]:
     """The options ``git merge`` and ``git rebase`` of ``tips`` (ours, theirs; parted at ``bases``,
     ``merge_bases``') take for git's rename detection: exact moves alone (``-X find-renames=100%``)
     when every pair git's guess makes is a forget and a new save (``Guess.saved``), so that both new
@@ -58,7 +60,9 @@ def rename_detection(store: GitStore, bases: list[str], tips: tuple[str, str], r
     range). The first pair that is a move settles it: the rest is not asked. git's guess stays on
     with several merge bases (git merges the bases first, its guess on, and a move made on one
     base's side is none seen from the other: no one base tells) and where git skipped pairing
-    unlike files (too many)."""
+    unlike files (too many). ``not_moves``: pairs of ids (deleted, added) taken as a forget and a
+    save whatever their ``created_at`` (a fold whose memory kept was forgotten since: followed,
+    an edit of the folded one would bring it back)."""
     if len(bases) != 1:
         return []
     ours, theirs = tips
@@ -71,7 +75,7 @@ def rename_detection(store: GitStore, bases: list[str], tips: tuple[str, str], r
         if _SKIPPED in proc.stderr:
             return []
         guesses = _guesses(store, _pairs(proc.stdout))
-        if not all(guess.saved for guess in guesses):
+        if not all(guess.saved or _ids(store, guess) in not_moves for guess in guesses):
             return []
         guessed = guessed or bool(guesses)
     return ["-X", "find-renames=100%"] if guessed else []
@@ -113,6 +117,10 @@ def moved_to(store: GitStore, memory_id: str) -> tuple[str, str] | None:
         return None
     new = moved_by_hand(store, f"{found}^", "HEAD", {memory_id}).get(memory_id)
     return (new, found) if new is not None else None
+
+
+def _ids(store: GitStore, guess: Guess) -> tuple[str | None, str | None]:
+    return id_of_path(guess.old[len(store.prefix):]), id_of_path(guess.new[len(store.prefix):])
 
 
 def _pairs(out: bytes, exact: bool = False) -> list[tuple[list[str], tuple[str, str]]]:
