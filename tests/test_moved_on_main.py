@@ -364,8 +364,8 @@ def test_validate_against_and_review_say_both_sides_soft_forgot_a_taken_in_memor
     both = (f"origin/main has forgotten it since (a soft forget), and so has this branch: a plain git merge stops on "
             f"it, where '{merge}' keeps it forgotten")
     data = json_of(invoke_cli("--kb", reviewer, "--json", "review", "origin/main", check=True))
-    assert [(c["id"], c["fields"], c.get("note")) for c in data["changed"]] == [
-        ("1", ["deleted_at"], both), ("2", ["learning", "updated_at", "deleted_at"], both)]
+    # Soft-deleted on the branch, so listed as removed, with what a merge does to it.
+    assert [(c["id"], c.get("note")) for c in data["removed"]] == [("1", both), ("2", both)]
 
     # The merge goes through as said: both stay forgotten since main's forget, 2 with the agent's edit.
     git(agent, "fetch", "-q", "origin")
@@ -465,7 +465,7 @@ def test_validate_against_and_review_say_the_merge_stops_where_both_edited_and_s
     checked = invoke_cli("--kb", reviewer, "validate", "--against", "origin/main")
     assert (checked.returncode, checked.stdout) == (1, f"memories/1.yaml:1: {said}\n1 problem in 1 file (1 file checked)\n")
     data = json_of(invoke_cli("--kb", reviewer, "--json", "review", "origin/main", check=True))
-    assert [(c["id"], c.get("note")) for c in data["changed"]] == [("1", (
+    assert [(c["id"], c.get("note")) for c in data["removed"]] == [("1", (
         "origin/main has forgotten it since (a soft forget), and so has this branch, the two having edited it in two "
         f"ways: a plain git merge stops on it, and so does '{merge}', for a person to keep what both sides meant"))]
 
