@@ -45,11 +45,11 @@ from ..store.revisions import added_alike, resolve_rev, shallow_parting
 from ..store.worktree import require_shown
 from .carry import follow_folds, held_words, record_held_renames
 from .conflictsteps import crossed_words, opening, reuse_steps
-from .folds import Standing, fold_renamed, own_moves
+from .folds import Standing, fold_renamed
 from .rebase import conflict_steps, held_stages, merge_from, push_step, settle, swap_sides, unmerged
 from .renumber import refuse_clashes, require_clean
 from .reuses import Retry, refuse_reuse
-from .revalidation import Moves, finish_or_put_back
+from .revalidation import Moves, finish_or_put_back, take_in
 from .snapshot import merge_bases, session_projects, written_on_both, written_on_either
 
 if TYPE_CHECKING:
@@ -98,11 +98,7 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
                               result.relinked_merged, result.followed)
                 checked = finish_or_put_back(kb, store, tx, sha, parted, moves, before, head,
                                              standing=Standing(store, kb.shared_remote()))
-                result.problems, result.stale_queries = checked.problems, checked.stale_queries
-                result.untouched_queries = checked.untouched_queries
-                kb.record_moves(own_moves(store, sha, result.folded), "merge")
-                kb.record_moves(own_moves(store, sha, result.deduplicated), "merge", duplicate=True)
-                result.head = store.head() or head
+                take_in(kb, store, result, checked, (sha, result.folded), "merge", head)
             return result
 
 

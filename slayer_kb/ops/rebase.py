@@ -34,10 +34,10 @@ from ..store.revisions import added_alike, forgot_at, resolve_rev, rewritten_ali
 from ..store.worktree import require_shown
 from .carry import follow_folds, forgotten_folds, held_words
 from .conflictsteps import conflict_steps, crossed_words, merge_settles, opening, unmerged_stages
-from .folds import Standing, own_moves
+from .folds import Standing
 from .renumber import refuse_clashes, require_clean
 from .reuses import Retry, refuse_reuse
-from .revalidation import Moves, finish_or_put_back
+from .revalidation import Moves, finish_or_put_back, take_in
 from .snapshot import merge_bases, session_projects, written_on_both, written_on_either
 
 if TYPE_CHECKING:
@@ -146,11 +146,7 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
                 result.merged, result.unlinked, result.cascaded, result.deduplicated, result.relinked,
                 result.relinked_merged), ours, head, undone,
                 standing=Standing(store, kb.shared_remote()))
-        result.problems, result.stale_queries = checked.problems, checked.stale_queries
-        result.untouched_queries = checked.untouched_queries
-        kb.record_moves(own_moves(store, onto_commit, result.merged), "rebase")
-        kb.record_moves(own_moves(store, onto_commit, result.deduplicated), "rebase", duplicate=True)
-        result.head = store.head() or head
+        take_in(kb, store, result, checked, (onto_commit, result.merged), "rebase", head)
     return result
 
 

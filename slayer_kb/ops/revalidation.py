@@ -31,7 +31,7 @@ from ..core.problems import INVALID_QUERY, STALE_QUERY, Problem, command, git_co
 from ..store.repo import GitStore
 from ..store.worktree import reset_keep
 from ..transaction import Transaction
-from .folds import Standing, fold_duplicates, fold_topic_keys
+from .folds import Standing, fold_duplicates, fold_topic_keys, own_moves
 from .queryproblem import query_of
 from .renumber import added_since
 from .snapshot import absent_at_head, blobs_at, memory_ids_at
@@ -41,6 +41,7 @@ from .validate import KBContext, check_memory_text, id_problems, validate
 
 if TYPE_CHECKING:
     from ..context import Context
+    from ..core.results import MergeResult, RebaseResult
 
 
 @dataclass
@@ -178,3 +179,17 @@ def _untouched(store: GitStore, other: str, invalid: list[Problem]) -> set[Probl
     texts = blobs_at(store, [(rev, memory_path(Path(p.path).stem)) for p in invalid for rev in (other, "HEAD")])
     return {p for p, there, here in zip(invalid, texts[::2], texts[1::2], strict=True)
             if query_of(there) == query_of(here)}
+
+
+def take_in(kb: Context, store: GitStore, result: MergeResult | RebaseResult, checked: Revalidated,
+            moved: tuple[str, dict[str, str]], how: str, head: str) -> None:
+    """What ``finish_or_put_back`` found, into a merge's or a rebase's ``result`` (HEAD at ``head``
+    before the fixes' commits), and the moves of this clone's memories recorded as ``how`` made
+    them: ``moved``, the other side's commit and this branch's folds into it (``folds.own_moves``:
+    an id this clone never held is no move of its), and the duplicates folded likewise."""
+    other, folded = moved
+    result.problems, result.stale_queries = checked.problems, checked.stale_queries
+    result.untouched_queries = checked.untouched_queries
+    kb.record_moves(own_moves(store, other, folded), how)
+    kb.record_moves(own_moves(store, other, result.deduplicated), how, duplicate=True)
+    result.head = store.head() or head
