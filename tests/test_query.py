@@ -566,6 +566,10 @@ def test_names_the_query_defines_are_not_tagged(resolver: Resolver) -> None:
                                                  {"formula": "amount / 2", "name": "half"}],
           "filters": ["amount > 10"], "order": [{"column": "amount", "direction": "desc"}]},
          ["shop.orders", "shop.orders.amount"]),
+        # A computed dimension's name aggregated in a measure stays the query's own.
+        ({"source_model": "orders", "dimensions": [{"expression": "upper(status)", "name": "st"}],
+          "measures": [{"formula": "count(st)"}]},
+         ["shop.orders", "shop.orders.status"]),
     ],
 )
 def test_a_defined_name_shadows_a_column_only_past_its_own_item(

@@ -266,7 +266,7 @@ def _resolutions(items: list[Item], shape: Shape, source: Model | None,
         if scanned.refused is not None:
             yield f"{item.where} {item.text}", InvalidInputError(f"{item.where}: {scanned.refused}")
         refs = scanned.refs
-        shadowed = shape.shadowed(item) - scanned.aggregated
+        shadowed = shape.shadowed(item, scanned.aggregated)
         for ref in refs:
             if ref in shape.defined or ref in shadowed:
                 continue

@@ -147,13 +147,16 @@ class Shape:
     # behind the item's older refusal.
     unread: list[Item] = field(default_factory=list)
 
-    def shadowed(self, item: Item) -> set[str]:
+    def shadowed(self, item: Item, aggregated: frozenset[str]) -> set[str]:
         """The names of the query's measures and computed dimensions that ``item`` reads as the
-        query's own rather than as columns (an aggregation's value aside: ``scan.Scanned``)."""
+        query's own rather than as columns: a measure's name aggregated in ``item`` (its value,
+        ``scan.Scanned.aggregated``) names the column, as SLayer reads ``sum(amount)``; a computed
+        dimension's stays the query's own."""
         names: set[str] = set()
         names.update(name for name, places in self.dimension_names.items() if places - {item.where})
         if not item.where.startswith(("dimensions", "time_dimensions")):
-            names.update(name for name, places in self.measure_names.items() if places - {item.where})
+            names.update(name for name, places in self.measure_names.items()
+                         if places - {item.where} and name not in aggregated)
         return names
 
     def item(self, where: str, value: Any, check: Callable[..., T], *args: Any, kind: str = "") -> T | None:
