@@ -435,3 +435,13 @@ def test_reuse_id_with_nothing_to_reuse_is_refused(linked_kb: KnowledgeBase, inv
         "Error: --reuse-id gives an id a rename moved to another memory, and no rename moved 'kb.never' to one that "
         "is still there: drop --reuse-id.\n"))
     assert git(root, "rev-parse", "HEAD") == head
+
+
+def test_get_and_forget_of_an_unknown_id_on_a_branch_with_no_commit_say_there_is_none(
+        empty_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """Where a fold's record is looked for in HEAD's history, a branch with no commit yet has none."""
+    root = empty_kb.root
+    git(root, "checkout", "-q", "--orphan", "fresh")
+    for command in ("get", "forget"):
+        proc = invoke_cli("--kb", root, command, "5")
+        assert (proc.returncode, proc.stderr) == (1, "Error: No memory with id '5'.\n"), command

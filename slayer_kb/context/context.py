@@ -266,6 +266,8 @@ class Context(Parts):
         (``_fold_in``), where no commit git's history of its file follows deleted it: a merge's
         commit that is the fold of a rename the other side made (``carry.record_held_renames``),
         a squash of a branch that folded it (its message lists the fold's); None when none does."""
+        if self.store.head() is None:  # a branch with no commit yet tells of none
+            return None
         out = self.store.git("log", "--format=%H%x00%B%x00", "--fixed-strings", f"--grep={memory_id} into ", "HEAD",
                              "--").stdout.decode("utf-8", "replace").split("\0")
         return next((commit.strip() for commit, message in zip(out[::2], out[1::2], strict=False)
