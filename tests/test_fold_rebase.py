@@ -77,9 +77,9 @@ def test_a_rebase_stopped_on_a_field_both_changed_gives_steps_that_work(tmp_path
         "Your commits and origin/main both edited memories/101.yaml; the rebase stopped at commit 1 of 1 ('memory: "
         "update 1 (description)'), and slayer-kb rebase --abort would put the branch back as it was. To merge by "
         "hand: edit memories/101.yaml to keep what both sides meant; git add memories/101.yaml; slayer-kb validate; "
-        "slayer-kb rebase --continue (a later commit that stops says so again); slayer-kb sync. This branch edited "
+        "slayer-kb rebase --continue (a later commit that stops says so again); slayer-kb sync. Your commits edited "
         "1, which origin/main had merged into 101: its edit is held at memories/101.yaml as an edit of 101.")
-    steps = message.split(" To merge by hand: ", 1)[1].split(". This branch edited", 1)[0]
+    steps = message.split(" To merge by hand: ", 1)[1].split(". Your commits edited", 1)[0]
     for step in steps.split("; "):
         if step.startswith("edit memories/101.yaml "):  # the person keeps the agent's side: git's stage 3
             (agent / "memories" / "101.yaml").write_bytes(
@@ -113,7 +113,7 @@ def test_a_rebased_edit_of_a_folded_memory_stops_on_the_forget_of_the_memory_kep
     assert rebased.returncode == 1
     assert rebased.stderr.startswith(f"Error: Your commits and origin/main both edited memories/{kept}.yaml; the rebase "
                                      "stopped at commit 1 of 1 ('memory: update ")
-    assert rebased.stderr.endswith(f"This branch edited {folded}, which origin/main had merged into {kept}: its edit is "
+    assert rebased.stderr.endswith(f"Your commits edited {folded}, which origin/main had merged into {kept}: its edit is "
                                    f"held at memories/{kept}.yaml as an edit of {kept}.\n")
     held = (agent / "memories" / f"{kept}.yaml").read_text()
     assert "deleted_at: '" in held and "learning: 'Retries: 7 since the outage'\n" in held

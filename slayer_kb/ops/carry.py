@@ -129,12 +129,18 @@ def forgotten_folds(store: GitStore, parted: str, tips: tuple[str, str]) -> set[
     return found
 
 
-def held_words(store: GitStore, followed: dict[str, dict[str, str]], paths: list[str], ref: str) -> str:
+def held_words(store: GitStore, followed: dict[str, dict[str, str]], paths: list[str], names: tuple[str, str]) -> str:
     """Of ``followed`` (``follow_folds``'), each fold whose memory kept is among ``paths`` (a stop's,
     repository-relative): the edit of the folded id held there, the file naming an id the side
-    that edited never held. ``ref``: the other side's name, this branch's being "this branch"."""
+    that edited never held. ``names``: the two sides' names, as ``follow_folds`` was given them
+    (a merge's "this branch" and REF, a rebase's upstream and "your commits"); the side that
+    edited is the one that did not fold."""
+    def editor(f: dict[str, str]) -> str:
+        other = names[1] if f["folded_on"] == names[0] else names[0]
+        return other.capitalize() if other in ("this branch", "your commits") else other  # a ref as it is spelled
+
     return "".join(
-        f" {ref if f['folded_on'] == 'this branch' else 'This branch'} {f['change']} {old}, which "
+        f" {editor(f)} {f['change']} {old}, which "
         f"{f['folded_on']} had merged into {f['kept']}: its edit is held at {memory_path(f['kept'])} as an "
         f"edit of {f['kept']}." for old, f in followed.items() if store.repo_path(memory_path(f["kept"])) in paths)
 

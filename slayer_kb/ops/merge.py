@@ -382,4 +382,4 @@ def merge_conflict_message(store: GitStore, ref: str, paths: list[str], held: di
     where = ("the repository is back as it was" if first else
              f"the merge stopped, and {git_command(store.root, 'merge --abort')} would put the branch back as it was")
     return f"{opening(said)}; {where}. To merge by hand: " + "; ".join(steps) + "." + held_words(
-        store, followed, paths, ref)
+        store, followed, paths, ("this branch", ref))

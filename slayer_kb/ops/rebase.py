@@ -120,7 +120,7 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
         if stopped is not None:
             raise ConflictError(conflict_message(store, *stopped, onto, stopped_at=_stop(store), push=push,
                                                  tips=tuple(filter(None, ("HEAD", onto_commit, ours))))
-                                + held_words(store, followed, stopped[0], onto))
+                                + held_words(store, followed, stopped[0], (onto, "your commits")))
         kb.reread()
         head = store.head()
         assert head is not None
