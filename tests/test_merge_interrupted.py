@@ -135,7 +135,8 @@ def test_a_merge_killed_after_git_merged_names_the_undo(agent, invoke_cli) -> No
         "'slayer-kb merge origin/main' was interrupted before it finished: git's merge of origin/main is in "
         "progress, not committed, without the knowledge base's folds and checks "
         f"({', '.join(files)} staged). This branch's commits are as they were, and origin/main holds its files as "
-        "git wrote them. To undo the merge: git merge --abort; then 'slayer-kb merge origin/main' merges it again.")
+        "git wrote them. The steps throw away any edit made to these files since the merge stopped: keep a copy of "
+        "one you changed. To undo the merge: git merge --abort; then 'slayer-kb merge origin/main' merges it again.")
     _undo_as_printed(a, message)
     _merged_after(invoke_cli, a)
 

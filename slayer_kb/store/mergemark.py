@@ -95,21 +95,21 @@ def interrupted(store: GitStore) -> str | None:
     # From the KB's folder, where the steps run: a file beside the KB (a code repository's) as ../src/a.py.
     folder = store.prefix.rstrip("/") or "."
     mine = tuple([posixpath.relpath(p, folder) for p in files] for files in (touched, staged, untracked))
+    held = "; ".join(f"{listed(files)} {state}" for files, state in
+                     zip(mine, ("changed", "staged", "untracked"), strict=True) if files)
     if merging:
         undo = ["git merge --abort"]
         what = (f"git's merge of {given} is in progress, not committed, without the knowledge base's folds and "
-                f"checks ({listed(sorted(sum(mine, [])))} staged)")
+                f"checks" + (f" ({held})" if held else ""))
     else:
         undo = [f"{step} {words(*files)}" for step, files in
                 zip(("git checkout HEAD --", "git rm -q -f --", "rm --"), mine, strict=True) if files]
-        what = f"git was stopped while it wrote {given}'s files, and committed nothing: " + "; ".join(
-            f"{listed(files)} {state}" for files, state in zip(mine, ("changed", "staged", "untracked"), strict=True)
-            if files)
+        what = f"git was stopped while it wrote {given}'s files, and committed nothing: {held}"
     lock = store.git_dirs()[0] / "index.lock"  # git's, killed with it: no git of the merge runs now
     # The lock first: git's steps refuse to run while it is there.
     steps = [*cd_step(store.root), *([f"rm -f -- {words(str(lock))}"] if os.path.lexists(lock) else []), *undo]
-    lost = "" if merging else (" The steps throw away any edit made to these files since the merge stopped: "
-                               "keep a copy of one you changed.")
+    lost = (" The steps throw away any edit made to these files since the merge stopped: keep a copy of one you "
+            "changed.") if held else ""
     return (f"'{kb} merge {given}' was interrupted before it finished: {what}. This branch's commits are as "
             f"they were, and {given} holds its files as git wrote them.{lost} To undo the merge: {'; '.join(steps)}; "
             f"then '{kb} merge {given}' merges it again.")
