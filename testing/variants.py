@@ -30,7 +30,8 @@ def _slow(value: object) -> object:
     return pytest.param(*(value if isinstance(value, tuple) else (value,)), marks=pytest.mark.slow)
 
 
-# Set by .ci/run for its default run: every Hypothesis test runs all the examples it names.
+# Set by .ci/run after the README's run, for its rerun of the Hypothesis tests and the slow suites:
+# every Hypothesis test runs all the examples it names.
 FULL_EXAMPLES = "SLAYER_KB_FULL_EXAMPLES"
 
 

@@ -127,7 +127,6 @@ def renamed_away(store: GitStore, memory_id: str, deleting: str | None = None, l
     return Away(tuple(moves), None, before)
 
 
-
 def link_target(store: GitStore, memory_id: str) -> tuple[str, str] | None:
     """Where a link to ``memory_id`` goes that no merge's sides tell of (``prune``, ``validate``
     in a KB with no sync to run): the id the memory has now and the commit that first renamed it
@@ -593,7 +592,8 @@ def _checked(store: GitStore, commit: str, message: str) -> dict[str, str]:
 def _made_pairs(store: GitStore, message: str, name_status: str) -> dict[str, str]:
     """The ``message``'s trailers whose moves the commit made: ``name_status`` (``-z``) deleted the
     old id's file and added the new one's."""
-    pairs = dict(_TRAILER.findall(message))
+    if not (pairs := dict(_TRAILER.findall(message))):
+        return {}
     out = name_status.split("\0")
     made = {(status, path[len(store.prefix):]) for status, path in zip(out[::2], out[1::2], strict=False)}
     return {old: new for old, new in pairs.items()
