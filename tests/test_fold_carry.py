@@ -27,6 +27,18 @@ def _folded(invoke_cli: CliRunner, agent: Path, a: Path) -> tuple[str, str]:
 def _shown(invoke_cli: CliRunner, root: Path, memory_id: str) -> dict[str, object]:
     return dict(json_of(invoke_cli("--kb", root, "--json", "get", memory_id, check=True)))
 
+def _agent_edits_and_main_merges_it_back(invoke_cli: CliRunner, agent: Path, a: Path, folded: str) -> None:
+    """agent-y edits the memory main folded and syncs; main merges agent-y with plain git, the
+    folded file brought back as agent-y holds it (``--theirs``), and commits."""
+    invoke_cli("--kb", agent, "update", folded, "--learning", unlike("outage"), check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(a, "fetch", "-q")
+    subprocess.run(["git", "merge", "-q", "--no-edit", "origin/agent-y"], cwd=a, capture_output=True, check=False)
+    git(a, "checkout", "--theirs", f"memories/{folded}.yaml")
+    git(a, "add", f"memories/{folded}.yaml")
+    git(a, "commit", "-q", "--no-edit")
+
+
 
 @pytest.mark.parametrize("who", default_first(["reviewer", "agent"]))
 def test_a_soft_forget_of_the_folded_memory_leaves_mains_memory(tmp_path: Path, invoke_cli: CliRunner, who: str) -> None:
@@ -265,13 +277,7 @@ def test_a_folded_memory_brought_back_by_hand_and_folded_again_counts_its_revisi
     folded, kept = _folded(invoke_cli, agent, a)
     invoke_cli("--kb", a, "update", kept, "--title", "Retry budget, reviewed", check=True)
     before = _shown(invoke_cli, a, kept)
-    invoke_cli("--kb", agent, "update", folded, "--learning", unlike("outage"), check=True)
-    invoke_cli("--kb", agent, "sync", check=True)
-    git(a, "fetch", "-q")
-    subprocess.run(["git", "merge", "-q", "--no-edit", "origin/agent-y"], cwd=a, capture_output=True, check=False)
-    git(a, "checkout", "--theirs", f"memories/{folded}.yaml")
-    git(a, "add", f"memories/{folded}.yaml")
-    git(a, "commit", "-q", "--no-edit")
+    _agent_edits_and_main_merges_it_back(invoke_cli, agent, a, folded)
     synced = invoke_cli("--kb", a, "sync", check=True)
     assert synced.stdout.endswith(f"  merged (same topic key): {folded} into {kept}\n")
     shown = _shown(invoke_cli, a, kept)
@@ -286,13 +292,7 @@ def test_a_folded_memory_brought_back_and_folded_again_says_the_field_both_chang
     _bare, (agent, a) = make_team(tmp_path, clones=2)
     folded, kept = _folded(invoke_cli, agent, a)
     invoke_cli("--kb", a, "update", kept, "--learning", unlike("reviewed"), check=True)
-    invoke_cli("--kb", agent, "update", folded, "--learning", unlike("outage"), check=True)
-    invoke_cli("--kb", agent, "sync", check=True)
-    git(a, "fetch", "-q")
-    subprocess.run(["git", "merge", "-q", "--no-edit", "origin/agent-y"], cwd=a, capture_output=True, check=False)
-    git(a, "checkout", "--theirs", f"memories/{folded}.yaml")
-    git(a, "add", f"memories/{folded}.yaml")
-    git(a, "commit", "-q", "--no-edit")
+    _agent_edits_and_main_merges_it_back(invoke_cli, agent, a, folded)
     merge = git(a, "rev-parse", "HEAD").strip()
     synced = invoke_cli("--kb", a, "sync", check=True)
     assert synced.stdout.splitlines()[1:] == [
