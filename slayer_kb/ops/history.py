@@ -57,7 +57,7 @@ from ..store.renames import last_deletion, renamed_since, renames_between
 from ..store.repo import GitStore
 from ..store.revisions import range_ends, resolve_rev, resolves, same_memories, shallow_parting, taken_from
 from ..transaction import memory_change
-from . import observations, sessions, validate
+from . import observations, sessions, snapshot, validate
 from .plainmerge import forgotten_renames
 from .renumber import renumbered_text
 from .snapshot import CATALOG_DIRS, PRIORITY_FILE, blob_at, catalog_at, crafted, memory_ids_at, text_at, written_since
@@ -250,8 +250,8 @@ def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
     for rev in (base, head):
         if (ends := range_ends(rev)) is not None and not resolves(store, rev):  # main..agent, as git diff takes it
             raise revisions.two_ends(store, rev, ends)
-    base_sha = merge_base_of(store, base, head)
-    head_sha, against_sha = resolve_rev(store, head), resolve_rev(store, base)
+    against_sha, head_sha = resolve_rev(store, base), resolve_rev(store, head)
+    base_sha = merge_base_of(store, base, head, (against_sha, head_sha))
     result = Review(base, head, base_sha)
     if head_sha == base_sha != against_sha:
         # HEAD behind BASE changed nothing since it left it: an empty review that hides the mistake.
@@ -266,7 +266,13 @@ def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
     links: dict[str, tuple[str, set[str]]] = {}  # id -> (path, its entities), of memories at head
     added: dict[str, Memory] = {}  # path -> the memory the branch added, at head
     keyed: dict[str, tuple[Topic, str]] = {}  # id -> the topic a memory the branch changed holds at head, its path
-    for status, old, new, mode in _raw_changes(proc.stdout, store.prefix):
+    listed = list(_raw_changes(proc.stdout, store.prefix))
+    # Each memory file at both ends from one cat-file, not a process a file (and two at the head).
+    files = [(rev, path) for _, old, new, _ in listed for rev, path in ((base_sha, old), (head_sha, new))
+             if id_of_path(path)]
+    texts = {file: None if data is None else data.decode("utf-8", "replace")
+             for file, data in zip(files, snapshot.blobs_at(store, files), strict=True)}
+    for status, old, new, mode in listed:
         folder = new.partition("/")[0]
         if status != "D" and mode in _NOT_FILES and folder in (MEMORIES_DIR, SESSIONS_DIR):
             # A link or a submodule: a checkout skips it, so what it replaced is gone.
@@ -291,14 +297,14 @@ def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
         if status.startswith("R") and None in (old_id, new_id):
             # Moved out of memories' names (4.yaml to 4.txt) or into them: a removal or an addition.
             status = "D" if new_id is None else "A"
-        before = _load_at(store, base_sha, old, old_id) if status != "A" and old_id else None
-        after = _load_at(store, head_sha, new, new_id) if status != "D" and new_id else None
+        before = _load_at(texts[base_sha, old], old, old_id) if status != "A" and old_id else None
+        after = _load_at(texts[head_sha, new], new, new_id) if status != "D" and new_id else None
         if (status == "A" or status.startswith("R")) and new_id is not None:
             # An id the branch adds: one no memory may take, or one that collides with another at head.
             result.problems.extend(map(str, validate.id_problems(new_id, new, context)))
         if status != "D" and new_id is not None:
             # Every problem of the file at the head, as validate reports it, in one run.
-            text = text_at(store, head_sha, new)
+            text = texts[head_sha, new]
             if text is not None and (where := topic_in(text)) is not None:
                 keyed[new_id] = where, new
             if text is not None:
@@ -463,9 +469,10 @@ def _review_session(store: GitStore, base: str, head: str, status: str, old: str
     result.sessions.append(sessions.review_entry(kind, new, before, after))
 
 
-def merge_base_of(store: GitStore, base: str, head: str) -> str:
-    """The commit ``head`` left ``base`` at (``git merge-base``), or an error that says why not."""
-    base_sha, head_sha = resolve_rev(store, base), resolve_rev(store, head)
+def merge_base_of(store: GitStore, base: str, head: str, resolved: tuple[str, str] | None = None) -> str:
+    """The commit ``head`` left ``base`` at (``git merge-base``), or an error that says why not;
+    ``resolved``: the two commits, when the caller has them already."""
+    base_sha, head_sha = resolved or (resolve_rev(store, base), resolve_rev(store, head))
     proc = store.git("merge-base", base_sha, head_sha, check=False)
     sha = proc.stdout.decode().strip()
     if proc.returncode != 0 or not sha:
@@ -500,11 +507,10 @@ def _raw_changes(raw: bytes, prefix: str) -> Iterator[tuple[str, str, str, str]]
         yield status, old[len(prefix):], new[len(prefix):], mode
 
 
-def _load_at(store: GitStore, rev: str, path: str, memory_id: str | None) -> Memory | MemoryFileError | None:
-    """The memory at ``rev``, why its file there does not read as one (at the head, the review's
-    problems say it in full; a file broken before the branch is not its problem), or None where
-    there is no file."""
-    text = text_at(store, rev, path)
+def _load_at(text: str | None, path: str, memory_id: str | None) -> Memory | MemoryFileError | None:
+    """The memory a revision's ``text`` of ``path`` holds, why it does not read as one (at the
+    head, the review's problems say it in full; a file broken before the branch is not its
+    problem), or None where there is no file."""
     if text is None or memory_id is None:
         return None
     try:
