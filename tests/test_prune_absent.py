@@ -94,12 +94,23 @@ def test_prune_refuses_an_uncommitted_rename_and_relinks_a_committed_one(linked:
 def test_prune_refuses_while_a_catalog_edit_that_drops_a_link_is_not_committed(
         catalog_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     """A model file edited and not committed, its column gone: prune stripped the link to it and
-    committed that, the column still in HEAD's catalog."""
+    committed that, the column still in HEAD's catalog. validate's fix named prune, and not the
+    commit (or undo) of the edit that prune needs first."""
     root = catalog_kb.root
     (root / "memories" / "7.yaml").write_text(memory("Seven.", "shop.refunds.amount"))
     commit_all(root, "a memory")
     model = root / "models" / "shop" / "refunds.yaml"
     model.write_text(model.read_text().replace("- {name: amount, type: DOUBLE}\n", ""))
+    # validate's fix for the link starts with what prune needs first (it named only prune).
+    checked = invoke_cli("--kb", root, "validate")
+    assert (checked.returncode, checked.stdout) == (1, (
+        f"{root}/memories/7.yaml:3: entity 'shop.refunds.amount' does not resolve: Unknown field 'amount' on model "
+        "'refunds' (datasource 'shop'): no column, measure or aggregation of that name, and 'amount' is not a join "
+        "target on model 'refunds'. (first: models/shop/refunds.yaml has changes that are not committed, and prune "
+        f"refuses till then: commit them (cd {root}; git add -- models/shop/refunds.yaml; git commit) or undo them "
+        f"(cd {root}; git checkout HEAD -- models/shop/refunds.yaml); then correct it with 'slayer-kb --kb {root} "
+        f"edit 7', or, if the catalog dropped it, strip it with 'slayer-kb --kb {root} prune')\n"
+        "1 problem in 1 file (1 file checked)\n"))
     before = git(root, "rev-parse", "HEAD")
     why = ("models/shop/refunds.yaml has changes that are not committed, and prune strips the links to what "
            "the catalog no longer defines: what only an edit not committed dropped would be stripped in a commit. "
