@@ -388,21 +388,25 @@ def test_delete_leaf_names_the_definitions_it_leaves_broken_and_validate_reports
     indexed_example_kb: KnowledgeBase, invoke_cli
 ) -> None:
     """Deleting a column the model's measures sum and its join keys on left them naming nothing,
-    unsaid, and validate said "no problems"."""
+    unsaid, and validate said "no problems"; so did one a custom aggregation's parameter's SQL
+    reads (weighted_avg's weight, quantity by default)."""
     root = indexed_example_kb.root
     deleted = invoke_cli("--kb", root, "delete-leaf", "shop.order_items.quantity")
     assert deleted.returncode == 0, deleted.stderr
     assert deleted.stdout.splitlines()[1:] == [
         "broken catalog definitions (they still read what was deleted, so SLayer cannot run them, and validate "
         "reports them): models/shop/order_items.yaml: measure units_sold (sum(quantity)); "
-        "models/shop/order_items.yaml: measure net_item_revenue (sum(quantity * unit_price)); fix each, or add "
+        "models/shop/order_items.yaml: measure net_item_revenue (sum(quantity * unit_price)); "
+        "models/shop/order_items.yaml: aggregation weighted_avg parameter weight (quantity); fix each, or add "
         "the column back"]
     joined = json_of(invoke_cli("--kb", root, "delete-leaf", "shop.orders.customer_id", "--json"))
     assert joined["broken_definitions"] == ["models/shop/orders.yaml: join to customers (customer_id = id)"]
     checked = invoke_cli("--kb", root, "validate", cwd=root)
     said = "which is no column, measure or aggregation of this model; add the column back or fix the"
-    assert (checked.returncode, checked.stdout.splitlines()[:3]) == (1, [
+    assert (checked.returncode, checked.stdout.splitlines()[:4]) == (1, [
         f"models/shop/order_items.yaml:16: catalog: measure units_sold (sum(quantity)) names 'quantity', {said} measure",
         "models/shop/order_items.yaml:17: catalog: measure net_item_revenue (sum(quantity * unit_price)) names "
         f"'quantity', {said} measure",
+        "models/shop/order_items.yaml:20: catalog: aggregation weighted_avg parameter weight (quantity) names "
+        f"'quantity', {said} aggregation",
         f"models/shop/orders.yaml:28: catalog: join to customers (customer_id = id) names 'customer_id', {said} join"])

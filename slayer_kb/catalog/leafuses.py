@@ -1,5 +1,5 @@
-"""The names a model file's own definitions read: its named measures' formulas and its joins'
-keys (``join_pairs``' first column is the model's). A name no leaf of the model holds is a
+"""The names a model file's own definitions read: its named measures' formulas, its custom
+aggregations' parameters' SQL and its joins' keys (``join_pairs``' first column is the model's). A name no leaf of the model holds is a
 definition SLayer cannot run: ``validate`` reports it, and ``delete-leaf`` says which of them the
 deleted leaf leaves broken."""
 
@@ -21,26 +21,37 @@ class Use(NamedTuple):
 
 
 def uses(data: Any) -> Iterator[Use]:
-    """Each bare (undotted) name the model's measures and join keys read, in file order. Dotted
-    names go through a join to another model, which this file cannot say has them."""
+    """Each bare (undotted) name the model's measures, aggregation parameters and join keys read,
+    in file order. Dotted names go through a join to another model, which this file cannot say
+    has them."""
     if not isinstance(data, dict):
         return
     for index, measure in enumerate(_items(data, "measures")):
         formula, name = measure.get("formula"), measure.get("name")
-        if not isinstance(formula, str):
-            continue
-        try:
-            refs = scan_formula(formula).refs
-        except KBError:  # a formula SLayer cannot read is the formula checks' to report
-            continue
-        for ref in refs:
-            if "." not in ref and ref != SOURCE_MODEL and ref != "*":
-                yield Use(("measures", index), f"measure {name} ({formula})", ref)
+        if isinstance(formula, str):
+            yield from (Use(("measures", index), f"measure {name} ({formula})", ref) for ref in _bare(formula))
+    for index, aggregation in enumerate(_items(data, "aggregations")):
+        # A parameter's default SQL reads the model's columns, as a measure's formula does.
+        params = aggregation.get("params")
+        for param in params if isinstance(params, list) else []:
+            sql = param.get("sql") if isinstance(param, dict) else None
+            if isinstance(sql, str):
+                place = f"aggregation {aggregation.get('name')} parameter {param.get('name')} ({sql})"
+                yield from (Use(("aggregations", index), place, ref) for ref in _bare(sql))
     for index, join in enumerate(_items(data, "joins")):
         pairs = join.get("join_pairs")
         for pair in pairs if isinstance(pairs, list) else []:
             if isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str) and "." not in pair[0]:
                 yield Use(("joins", index), f"join to {join.get('target_model')} ({pair[0]} = {pair[1]})", pair[0])
+
+
+def _bare(formula: str) -> list[str]:
+    """The bare names ``formula`` reads (none when SLayer cannot read it: the formula checks say so)."""
+    try:
+        refs = scan_formula(formula).refs
+    except KBError:
+        return []
+    return [ref for ref in refs if "." not in ref and ref != SOURCE_MODEL and ref != "*"]
 
 
 def dangling(data: Any, leaves: set[str]) -> Iterator[tuple[tuple[Any, ...], str]]:
