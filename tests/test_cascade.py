@@ -410,3 +410,15 @@ def test_delete_leaf_names_the_definitions_it_leaves_broken_and_validate_reports
         "models/shop/order_items.yaml:20: catalog: aggregation weighted_avg parameter weight (quantity) names "
         f"'quantity', {said} aggregation",
         f"models/shop/orders.yaml:28: catalog: join to customers (customer_id = id) names 'customer_id', {said} join"])
+
+
+def test_delete_leaf_names_the_joins_of_other_models_that_read_it(indexed_example_kb: KnowledgeBase, invoke_cli) -> None:
+    """A join pair's second column is its target model's: deleting customers.id left orders'
+    join to customers naming nothing, unsaid by delete-leaf and validate alike."""
+    root = indexed_example_kb.root
+    deleted = json_of(invoke_cli("--kb", root, "delete-leaf", "shop.customers.id", "--json", check=True))
+    assert deleted["broken_definitions"] == ["models/shop/orders.yaml: join to customers (customer_id = id)"]
+    checked = invoke_cli("--kb", root, "validate", cwd=root)
+    assert (checked.returncode, [line for line in checked.stdout.splitlines() if "join to" in line]) == (1, [
+        "models/shop/orders.yaml:29: catalog: join to customers (customer_id = id) names 'id', which is no column, "
+        "measure or aggregation of model customers; add the column back or fix the join"])

@@ -33,7 +33,7 @@ from ..core.errors import MemoryFileError
 from ..core.fileio import NotRegularFile, TooLarge, outside, read_regular
 from ..core.memory import check_duplicate_keys
 from ..core.text import kind_of
-from .leafuses import dangling
+from .leafuses import JoinKey, dangling, join_keys, missing_target
 from .spelling import spelled_like
 
 SEGMENT_RE = re.compile(r"[A-Za-z0-9_-]+")
@@ -62,6 +62,8 @@ class Model:
     path: Path
     # Each join's optional edge name (SLayer's ModelJoin.name), beside its target in ``joins``.
     join_names: tuple[str | None, ...] = field(default=(), compare=False)
+    # The columns its joins read of their targets (``join_pairs``' second): checked against them.
+    join_keys: tuple[JoinKey, ...] = field(default=(), compare=False)
     # Resolution asks "is X a leaf here?" for every model of a datasource; one dict answers it.
     _kinds: dict[str, str] = field(init=False, repr=False, compare=False)
 
@@ -381,6 +383,13 @@ def _load_models(root: Path, folder: Path, ds_name: str, problems: list[CatalogP
             problems.append(CatalogProblem(path, None, f"model '{model.name}' is also defined in {models[model.name].path}"))
             continue
         models[model.name] = model
+    for model in models.values():
+        for key in model.join_keys:
+            # A join to a model the datasource lacks is the resolver's to say; a column of one it has:
+            if (target := models.get(key.target)) is not None and target.leaf_kind(key.column) is None:
+                text = _PARSED.get(model.path, ("",))[0]
+                problems.append(CatalogProblem(model.path, _line_of(text, ("joins", key.at)), missing_target(key),
+                                               skipped=False))
     return models
 
 
@@ -398,6 +407,7 @@ def _parse_model(data: Any, ds_name: str, path: Path) -> Model:
         joins=tuple(target for target, _name in joins),
         path=path,
         join_names=tuple(name for _target, name in joins),
+        join_keys=join_keys(data),
     )
 
 

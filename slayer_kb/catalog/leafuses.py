@@ -1,5 +1,6 @@
 """The names a model file's own definitions read: its named measures' formulas, its custom
-aggregations' parameters' SQL and its joins' keys (``join_pairs``' first column is the model's). A name no leaf of the model holds is a
+aggregations' parameters' SQL and its joins' keys (``join_pairs``' first column is the model's;
+the second, its target model's: ``join_keys``, checked once every model of the datasource is read). A name no leaf of the model holds is a
 definition SLayer cannot run: ``validate`` reports it, and ``delete-leaf`` says which of them the
 deleted leaf leaves broken."""
 
@@ -65,3 +66,33 @@ def dangling(data: Any, leaves: set[str]) -> Iterator[tuple[tuple[Any, ...], str
 def _items(data: dict[str, Any], key: str) -> list[dict[str, Any]]:
     value = data.get(key)
     return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+class JoinKey(NamedTuple):
+    """A join pair's second column, which names a leaf of the join's target model, not this one's."""
+
+    at: int  # the join's place in ``joins``
+    target: str
+    place: str  # "join to customers (customer_id = id)"
+    column: str
+
+
+def join_keys(data: Any) -> tuple[JoinKey, ...]:
+    """Each bare column a model's joins read of their target models, in file order."""
+    if not isinstance(data, dict):
+        return ()
+    found = []
+    for index, join in enumerate(_items(data, "joins")):
+        pairs, target = join.get("join_pairs"), join.get("target_model")
+        if not isinstance(pairs, list) or not isinstance(target, str):
+            continue
+        for pair in pairs:
+            if isinstance(pair, list) and len(pair) == 2 and isinstance(pair[1], str) and "." not in pair[1]:
+                found.append(JoinKey(index, target, f"join to {target} ({pair[0]} = {pair[1]})", pair[1]))
+    return tuple(found)
+
+
+def missing_target(key: JoinKey) -> str:
+    """The problem of a join pair naming no leaf of its target model, and the fix."""
+    return (f"{key.place} names '{key.column}', which is no column, measure or aggregation of model "
+            f"{key.target}; add the column back or fix the join")

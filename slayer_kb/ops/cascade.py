@@ -133,6 +133,10 @@ def delete_leaf(kb: Context, ref: str, *, force: bool = False) -> CascadeResult:
         kept = _model_without_leaf(text, leaf)
         # The model's own measures and joins that read the leaf: left broken, said (validate says so too).
         broken[:] = [f"{path}: {use.place}" for use in leafuses.uses(yamlio.load(kept)) if use.name == leaf]
+        # And the joins of the datasource's models (this one's too) whose target column it was.
+        broken.extend(f"{other.path.relative_to(kb.root).as_posix()}: {key.place}"
+                      for other in kb.catalog.datasources[model.datasource].models.values()
+                      for key in other.join_keys if (key.target, key.column) == (model.name, leaf))
         return f"{model.entity}.{leaf}", kind, [Change(path, kept.encode("utf-8"))]
 
     with kb.transaction() as tx:
