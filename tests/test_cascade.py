@@ -422,3 +422,24 @@ def test_delete_leaf_names_the_joins_of_other_models_that_read_it(indexed_exampl
     assert (checked.returncode, [line for line in checked.stdout.splitlines() if "join to" in line]) == (1, [
         "models/shop/orders.yaml:29: catalog: join to customers (customer_id = id) names 'id', which is no column, "
         "measure or aggregation of model customers; add the column back or fix the join"])
+
+
+def test_a_measure_reading_through_joins_is_checked_against_the_model_it_reaches(
+        indexed_example_kb: KnowledgeBase, invoke_cli) -> None:
+    """A dotted name in a measure goes through the model's joins (order_items -> orders ->
+    customers): deleting customers.segment left it naming nothing, unsaid by delete-leaf and
+    validate, which skipped every dotted name."""
+    root = indexed_example_kb.root
+    model = root / "models" / "shop" / "order_items.yaml"
+    text = model.read_text(encoding="utf-8")
+    model.write_text(text.replace("aggregations:\n", "- {name: segments, formula: count_distinct(orders.customers.segment)}\n"
+                                  "aggregations:\n", 1), encoding="utf-8")
+    commit_all(root, "a measure through two joins")
+    deleted = json_of(invoke_cli("--kb", root, "delete-leaf", "shop.customers.segment", "--json", check=True))
+    assert deleted["broken_definitions"] == [
+        "models/shop/order_items.yaml: measure segments (count_distinct(orders.customers.segment))"]
+    checked = invoke_cli("--kb", root, "validate", cwd=root)
+    assert (checked.returncode, [line for line in checked.stdout.splitlines() if "segments" in line]) == (1, [
+        "models/shop/order_items.yaml:20: catalog: measure segments (count_distinct(orders.customers.segment)) names "
+        "'orders.customers.segment', and model customers has no column, measure or aggregation 'segment'; add the "
+        "column back or fix the measure"])

@@ -21,16 +21,16 @@ class Use(NamedTuple):
     name: str
 
 
-def uses(data: Any) -> Iterator[Use]:
+def uses(data: Any, dotted: bool = False) -> Iterator[Use]:
     """Each bare (undotted) name the model's measures, aggregation parameters and join keys read,
     in file order. Dotted names go through a join to another model, which this file cannot say
-    has them."""
+    has them: ``dotted`` gives those of the measures and aggregation parameters instead."""
     if not isinstance(data, dict):
         return
     for index, measure in enumerate(_items(data, "measures")):
         formula, name = measure.get("formula"), measure.get("name")
         if isinstance(formula, str):
-            yield from (Use(("measures", index), f"measure {name} ({formula})", ref) for ref in _bare(formula))
+            yield from (Use(("measures", index), f"measure {name} ({formula})", ref) for ref in _bare(formula, dotted))
     for index, aggregation in enumerate(_items(data, "aggregations")):
         # A parameter's default SQL reads the model's columns, as a measure's formula does.
         params = aggregation.get("params")
@@ -38,21 +38,23 @@ def uses(data: Any) -> Iterator[Use]:
             sql = param.get("sql") if isinstance(param, dict) else None
             if isinstance(sql, str):
                 place = f"aggregation {aggregation.get('name')} parameter {param.get('name')} ({sql})"
-                yield from (Use(("aggregations", index), place, ref) for ref in _bare(sql))
-    for index, join in enumerate(_items(data, "joins")):
+                yield from (Use(("aggregations", index), place, ref) for ref in _bare(sql, dotted))
+    for index, join in enumerate(_items(data, "joins") if not dotted else []):
         pairs = join.get("join_pairs")
         for pair in pairs if isinstance(pairs, list) else []:
             if isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str) and "." not in pair[0]:
                 yield Use(("joins", index), f"join to {join.get('target_model')} ({pair[0]} = {pair[1]})", pair[0])
 
 
-def _bare(formula: str) -> list[str]:
-    """The bare names ``formula`` reads (none when SLayer cannot read it: the formula checks say so)."""
+def _bare(formula: str, dotted: bool = False) -> list[str]:
+    """The bare names ``formula`` reads, or its dotted ones (none when SLayer cannot read it: the
+    formula checks say so)."""
     try:
         refs = scan_formula(formula).refs
     except KBError:
         return []
-    return [ref for ref in refs if "." not in ref and ref != SOURCE_MODEL and ref != "*"]
+    return [ref for ref in refs if ("." in ref) == dotted and ref != SOURCE_MODEL and ref != "*"
+            and not ref.endswith(".*")]
 
 
 def dangling(data: Any, leaves: set[str]) -> Iterator[tuple[tuple[Any, ...], str]]:

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from ..catalog import leafuses
-from ..catalog.catalog import Datasource, Model
+from ..catalog.catalog import Datasource, Model, through_joins
 from ..catalog.refs import query_entities
 from ..core import yamlio
 from ..core.errors import (
@@ -133,10 +133,15 @@ def delete_leaf(kb: Context, ref: str, *, force: bool = False) -> CascadeResult:
         kept = _model_without_leaf(text, leaf)
         # The model's own measures and joins that read the leaf: left broken, said (validate says so too).
         broken[:] = [f"{path}: {use.place}" for use in leafuses.uses(yamlio.load(kept)) if use.name == leaf]
-        # And the joins of the datasource's models (this one's too) whose target column it was.
-        broken.extend(f"{other.path.relative_to(kb.root).as_posix()}: {key.place}"
-                      for other in kb.catalog.datasources[model.datasource].models.values()
-                      for key in other.join_keys if (key.target, key.column) == (model.name, leaf))
+        # And what the datasource's models read of it through a join: a join pair's target column,
+        # a dotted name (customers.region) in a measure or aggregation parameter.
+        models = kb.catalog.datasources[model.datasource].models
+        for other in models.values():
+            shown = other.path.relative_to(kb.root).as_posix()
+            broken.extend(f"{shown}: {key.place}" for key in other.join_keys if (key.target, key.column) == (model.name, leaf))
+            broken.extend(f"{shown}: {use.place}" for use in other.through
+                          if (reached := through_joins(models, other, use.name)) and reached[0].name == model.name
+                          and reached[1] == leaf)
         return f"{model.entity}.{leaf}", kind, [Change(path, kept.encode("utf-8"))]
 
     with kb.transaction() as tx:
