@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from slayer_kb import KnowledgeBase
 from testing import CliRunner, git
 
@@ -40,3 +42,23 @@ def test_update_force_that_fails_late_puts_the_users_versions_back(
     # The search index reads the user's version again.
     shown = invoke_cli("--kb", root, "--json", "get", "17", check=True).stdout
     assert "by hand" in shown
+
+
+@pytest.mark.slow  # git's index lock is waited for (store/indexlock.py's 2 s) before the error
+def test_a_set_aside_stopped_by_git_s_index_lock_leaves_no_copy(
+        indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """Another git command holds git's index (index.lock) while forget --force sets 17 aside: the
+    copy was made, HEAD's version could not be put back, and 17.yaml.orig stayed beside the
+    user's untouched file, named by no reply."""
+    root = indexed_example_kb.root
+    path = root / "memories" / "17.yaml"
+    path.write_text(path.read_text().replace("Average selling price", "Average price"))
+    before = state(root)
+    lock = Path(git(root, "rev-parse", "--git-path", "index.lock").strip())
+    lock = lock if lock.is_absolute() else root / lock
+    lock.write_text("")
+    proc = invoke_cli("--kb", root, "forget", "17", "--force")
+    lock.unlink()
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert "index.lock" in proc.stderr
+    assert state(root) == before
