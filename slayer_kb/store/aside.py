@@ -11,7 +11,7 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..core.errors import ConflictError
+from ..core.errors import ConflictError, KBError, StoreError
 from ..core.text import listed
 from .files import free_name, keep_copy, put_file
 from .worktree import STATUS_ENV, Repository
@@ -27,24 +27,25 @@ class Aside:
     moved: dict[str, str] = field(default_factory=dict)  # file -> the copy of its work-tree version
     staged: list[str] = field(default_factory=list)  # the copies of versions git's index held
     index: bytes = b""  # git's index entries of the files as they were (``update-index --index-info``)
+    index_changed: bool = False  # whether git's index was written (else it holds them as they were)
 
 
 def aside_names(store: Repository, paths: Mapping[str, str | None]) -> list[str]:
     """The names ``set_aside`` would keep the user's versions of ``paths`` as (a dry run's)."""
-    return [name for name, _version in _aside(store, paths)]
+    return [name for name, _path, _staged in _aside(store, paths)]
 
 
-def _aside(store: Repository, paths: Mapping[str, str | None]) -> list[tuple[str, str]]:
-    """The free names the user's versions of ``paths`` are kept as, each with the version: the
-    staged blob where git's index holds another (``uncommitted``'s), else the work tree's file
-    (its KB-relative path, marked by a leading '/')."""
-    kept: list[tuple[str, str]] = []
+def _aside(store: Repository, paths: Mapping[str, str | None]) -> list[tuple[str, str, str | None]]:
+    """The free names the user's versions of ``paths`` are kept as, each with its file and the
+    version: the staged blob where git's index holds another (``uncommitted``'s), else None for
+    the work tree's file."""
+    kept: list[tuple[str, str, str | None]] = []
     for path, staged in sorted(paths.items()):
         store.check_inside(path)
         if staged is not None:
-            kept.append((free_name(store.root, f"{path}.staged.orig"), staged))
+            kept.append((free_name(store.root, f"{path}.staged.orig"), path, staged))
         if os.path.lexists(store.root / path):
-            kept.append((free_name(store.root, f"{path}.orig"), "/" + path))
+            kept.append((free_name(store.root, f"{path}.orig"), path, None))
     return kept
 
 
@@ -59,17 +60,18 @@ def set_aside(store: Repository, paths: Mapping[str, str | None]) -> Aside:
     repo_paths = {path: store.repo_path(path) for path in paths}
     aside = Aside([], head, index=_index_entries(store, list(repo_paths.values())))
     try:
-        for name, version in _aside(store, paths):
-            if version.startswith("/"):
-                keep_copy(store.root / version[1:], store.root / name)
-                aside.moved[version[1:]] = name
+        for name, path, staged in _aside(store, paths):
+            if staged is None:
+                keep_copy(store.root / path, store.root / name)
+                aside.moved[path] = name
             else:
-                put_file(store.root / name, store.objects.read("blob", version))
+                put_file(store.root / name, store.objects.read("blob", staged))
                 aside.staged.append(name)
             aside.kept.append(name)
         objects = store.objects
         in_head = objects.blobs_at(objects.tree_of(head) if head else None, repo_paths.values())
         restore = [rp for rp in repo_paths.values() if in_head[rp] is not None]
+        aside.index_changed = True
         if restore:
             payload = "".join(rp + "\0" for rp in restore).encode("utf-8", "surrogateescape")
             store.git_writing_index("checkout", "-q", head or "HEAD", "--pathspec-from-file=-", "--pathspec-file-nul",
@@ -79,8 +81,12 @@ def set_aside(store: Repository, paths: Mapping[str, str | None]) -> Aside:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(store.root / path)
         store.stage(absent)
-    except BaseException:
-        put_back(store, aside)
+    except BaseException as exc:
+        try:
+            put_back(store, aside)
+        except (OSError, KBError) as undo:
+            raise StoreError(f"{exc}; and putting your files back failed too ({undo}): your versions are kept as "
+                             f"{listed(aside.kept)}; move each back over its file by hand.") from exc
         raise
     return aside
 
@@ -98,7 +104,7 @@ def put_back(store: Repository, aside: Aside) -> None:
         os.replace(store.root / name, target)
     for name in aside.staged:
         put_file(store.root / name, None)
-    if aside.index:
+    if aside.index and aside.index_changed:
         store.git_writing_index("update-index", "-z", "--index-info", input=aside.index)
     aside.kept.clear()
 
