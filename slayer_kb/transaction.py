@@ -39,6 +39,7 @@ from .core.locate import MEMORIES_DIR, id_of_path, memory_path
 from .core.memory import Memory, dumps, loads
 from .core.text import listed
 from .store import counted, gitindex
+from .store.aside import Aside, refused_rewrite, uncommitted_message
 from .store.files import StatKey, stat_keys
 from .store.gitstate import detached_head
 from .store.leases import BLOCK, block_of, first_of
@@ -114,6 +115,7 @@ class Transaction:
         self._marks: IndexMarks | None = None
         self._seen: dict[str, StatKey] = {}  # the files checked, as they were before the check
         self._counted: list[int] = []  # auto ids counted out (counted.py) no published commit holds yet
+        self._aside: list[Aside] = []  # what ``rewrite`` set aside that no published commit holds yet
 
     @property
     def kb(self) -> Workspace:
@@ -142,6 +144,26 @@ class Transaction:
     @property
     def leases(self) -> IdLeases:
         return self.kb.leases
+
+    def put_aside_back(self) -> None:
+        """After a failure, the files ``rewrite`` set aside put back where they were, in the work
+        tree and git's index (``aside.put_back``): --force sets the user's work aside only for a
+        commit. A copy that cannot be put back is named, with the fix."""
+        asides, self._aside = self._aside, []
+        for aside in reversed(asides):
+            kept = list(aside.kept)
+            try:
+                self.store.put_aside_back(aside)
+            except (OSError, KBError) as exc:
+                self.kb.tell(f"--force set your uncommitted {'version' if len(kept) == 1 else 'versions'} aside as "
+                             f"{listed(kept)}, and the command failed, and putting them back failed too ({exc}): "
+                             "move each copy back over its file by hand.")
+        if asides:
+            try:
+                self._reindex(memory_ids_of([path for aside in asides for path in aside.moved]))
+                self.kb.recheck_catalog()
+            except Exception:  # noqa: BLE001 - the files are back; the derived index follows them later
+                self.index.invalidate()
 
     def close(self) -> None:
         if self._counted:  # drawn for a commit that was never published (refused, or its hook stopped)
@@ -390,7 +412,7 @@ class Transaction:
         dirty = self._uncommitted(there) if there else {}
         for path in paths:
             if path in dirty:
-                raise ConflictError(_uncommitted_message([path], force_hint=False))
+                raise ConflictError(uncommitted_message([path], force_hint=False))
             if path in there:
                 continue
             # Gone from the work tree but not from HEAD: a deletion or a move not committed, said
@@ -423,14 +445,16 @@ class Transaction:
         if dirty and force:
             if ahead:
                 self._refuse_beyond(plan(frozenset(memory_ids_of(list(dirty))))[0], dirty)
-            kept = self.store.set_aside(dirty)
+            aside = self.store.set_aside(dirty)
+            self._aside.append(aside)
+            kept = aside.kept
             self._reindex(memory_ids_of(list(dirty)))
             kb.recheck_catalog()
             self._head = False
             changes, extra = plan()
             dirty = self._uncommitted([c.path for c in changes])
         if dirty:
-            raise _refused(dirty, kept)
+            raise refused_rewrite(dirty, [path for aside in self._aside for path in aside.moved] if kept else None)
         return changes, extra, kept
 
     def dry_rewrite(
@@ -447,7 +471,7 @@ class Transaction:
             self._refuse_beyond(changes, dirty)
             return changes, extra, self.store.aside_names(dirty)
         if dirty:
-            raise _refused(dirty)
+            raise refused_rewrite(dirty)
         return changes, extra, []
 
     def _refuse_beyond(self, changes: list[Change], aside: Mapping[str, str | None]) -> None:
@@ -458,7 +482,7 @@ class Transaction:
         beyond = {path: blob for path, blob in self._uncommitted([c.path for c in changes]).items()
                   if path not in aside}
         if beyond:
-            message = _uncommitted_message(sorted(beyond), force_hint=False, aside=sorted(aside))
+            message = uncommitted_message(sorted(beyond), force_hint=False, aside=sorted(aside))
             raise ConflictError(message)
 
     def _rewritable(self, changes: list[Change]) -> dict[str, str | None]:
@@ -528,6 +552,7 @@ class Transaction:
             commit, unwritten = exc.commit, exc
         if commit is not None:
             self._counted = []  # held by a published commit: never handed out again
+            self._aside = []  # the user's versions stay aside: the commit replaced them
             self.ids.advance(old, commit, memory_ids_of([c.path for c in changes if c.data is not None]))
             self._tell_if_detached()
         ids = {memory_id: c.data for c in changes if (memory_id := id_of_path(c.path)) is not None}
@@ -562,38 +587,3 @@ class Transaction:
 def memory_ids_of(paths: list[str]) -> list[str]:
     """The ids of the memory files among ``paths`` (relative to the KB)."""
     return [memory_id for memory_id in map(id_of_path, paths) if memory_id is not None]
-
-
-def _refused(dirty: Mapping[str, str | None], kept: list[str] | None = None) -> ConflictError:
-    """The refusal of a rewrite of the files ``dirty``, which hold uncommitted work (``kept``:
-    the names ``--force`` already kept the user's versions of other files as)."""
-    if kept:
-        return ConflictError(_uncommitted_message(sorted(dirty), force_hint=False, kept=kept))
-    # An MCP tool has no --force: its client hears the rest of the advice.
-    return ConflictError(_uncommitted_message(sorted(dirty), force_hint=True),
-                         tool_message=_uncommitted_message(sorted(dirty), force_hint=False))
-
-
-def _uncommitted_message(paths: list[str], force_hint: bool, aside: list[str] | None = None,
-                         kept: list[str] | None = None) -> str:
-    """Why a rewrite of ``paths`` is refused, and the fix; ``aside``: the files ``--force`` would
-    set aside, from whose HEAD versions the command would rewrite ``paths``; ``kept``: the names
-    it kept the user's versions of them as, HEAD's put back, before it found ``paths``."""
-    one = len(paths) == 1
-    them, has = ("it", "has") if one else ("them", "have")
-    how = f"Commit or stash {them} (git stash -u)"
-    if force_hint:
-        how += (f", or run the command again with --force to rewrite {them} from HEAD and keep your "
-                f"{'version' if one else 'versions'} as {paths[0] + '.orig' if one else '<file>.orig'}.")
-    else:
-        how += " and retry."
-    why = f"this command would rewrite {them}"
-    if aside:
-        why += f" once --force put back HEAD's {'version' if len(aside) == 1 else 'versions'} of {listed(aside)}"
-    done = "so nothing was done"
-    if kept:
-        done = (f"so nothing was committed; --force had already kept your {'version' if len(kept) == 1 else 'versions'} "
-                f"of the files it set aside as {listed(kept)} and put back HEAD's")
-    return (f"{listed(paths)} {has} changes that are not committed (in the work tree or git's index, or "
-            f"never committed at all), and {why}; slayer-kb never commits "
-            f"work you have not committed, {done}. {how}")

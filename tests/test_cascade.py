@@ -388,21 +388,58 @@ def test_delete_leaf_names_the_definitions_it_leaves_broken_and_validate_reports
     indexed_example_kb: KnowledgeBase, invoke_cli
 ) -> None:
     """Deleting a column the model's measures sum and its join keys on left them naming nothing,
-    unsaid, and validate said "no problems"."""
+    unsaid, and validate said "no problems"; so did one a custom aggregation's parameter's SQL
+    reads (weighted_avg's weight, quantity by default)."""
     root = indexed_example_kb.root
     deleted = invoke_cli("--kb", root, "delete-leaf", "shop.order_items.quantity")
     assert deleted.returncode == 0, deleted.stderr
     assert deleted.stdout.splitlines()[1:] == [
         "broken catalog definitions (they still read what was deleted, so SLayer cannot run them, and validate "
         "reports them): models/shop/order_items.yaml: measure units_sold (sum(quantity)); "
-        "models/shop/order_items.yaml: measure net_item_revenue (sum(quantity * unit_price)); fix each, or add "
+        "models/shop/order_items.yaml: measure net_item_revenue (sum(quantity * unit_price)); "
+        "models/shop/order_items.yaml: aggregation weighted_avg parameter weight (quantity); fix each, or add "
         "the column back"]
     joined = json_of(invoke_cli("--kb", root, "delete-leaf", "shop.orders.customer_id", "--json"))
     assert joined["broken_definitions"] == ["models/shop/orders.yaml: join to customers (customer_id = id)"]
     checked = invoke_cli("--kb", root, "validate", cwd=root)
     said = "which is no column, measure or aggregation of this model; add the column back or fix the"
-    assert (checked.returncode, checked.stdout.splitlines()[:3]) == (1, [
+    assert (checked.returncode, checked.stdout.splitlines()[:4]) == (1, [
         f"models/shop/order_items.yaml:16: catalog: measure units_sold (sum(quantity)) names 'quantity', {said} measure",
         "models/shop/order_items.yaml:17: catalog: measure net_item_revenue (sum(quantity * unit_price)) names "
         f"'quantity', {said} measure",
+        "models/shop/order_items.yaml:20: catalog: aggregation weighted_avg parameter weight (quantity) names "
+        f"'quantity', {said} aggregation",
         f"models/shop/orders.yaml:28: catalog: join to customers (customer_id = id) names 'customer_id', {said} join"])
+
+
+def test_delete_leaf_names_the_joins_of_other_models_that_read_it(indexed_example_kb: KnowledgeBase, invoke_cli) -> None:
+    """A join pair's second column is its target model's: deleting customers.id left orders'
+    join to customers naming nothing, unsaid by delete-leaf and validate alike."""
+    root = indexed_example_kb.root
+    deleted = json_of(invoke_cli("--kb", root, "delete-leaf", "shop.customers.id", "--json", check=True))
+    assert deleted["broken_definitions"] == ["models/shop/orders.yaml: join to customers (customer_id = id)"]
+    checked = invoke_cli("--kb", root, "validate", cwd=root)
+    assert (checked.returncode, [line for line in checked.stdout.splitlines() if "join to" in line]) == (1, [
+        "models/shop/orders.yaml:29: catalog: join to customers (customer_id = id) names 'id', which is no column, "
+        "measure or aggregation of model customers; add the column back or fix the join"])
+
+
+def test_a_measure_reading_through_joins_is_checked_against_the_model_it_reaches(
+        indexed_example_kb: KnowledgeBase, invoke_cli) -> None:
+    """A dotted name in a measure goes through the model's joins (order_items -> orders ->
+    customers): deleting customers.segment left it naming nothing, unsaid by delete-leaf and
+    validate, which skipped every dotted name."""
+    root = indexed_example_kb.root
+    model = root / "models" / "shop" / "order_items.yaml"
+    text = model.read_text(encoding="utf-8")
+    model.write_text(text.replace("aggregations:\n", "- {name: segments, formula: count_distinct(orders.customers.segment)}\n"
+                                  "aggregations:\n", 1), encoding="utf-8")
+    commit_all(root, "a measure through two joins")
+    deleted = json_of(invoke_cli("--kb", root, "delete-leaf", "shop.customers.segment", "--json", check=True))
+    assert deleted["broken_definitions"] == [
+        "models/shop/order_items.yaml: measure segments (count_distinct(orders.customers.segment))"]
+    checked = invoke_cli("--kb", root, "validate", cwd=root)
+    assert (checked.returncode, [line for line in checked.stdout.splitlines() if "segments" in line]) == (1, [
+        "models/shop/order_items.yaml:20: catalog: measure segments (count_distinct(orders.customers.segment)) names "
+        "'orders.customers.segment', and model customers has no column, measure or aggregation 'segment'; add the "
+        "column back or fix the measure"])

@@ -811,3 +811,23 @@ def test_a_catalog_file_repeating_a_key_is_reported_as_a_memory_file_is(
     assert (checked.returncode, [line for line in checked.stdout.splitlines() if "duplicate" in line]) == (1, [
         f"models/shop/regions.yaml:{len(lines)}: catalog: duplicate key 'description' (first on line {first}); keep one",
         "priority.yaml:2: catalog: duplicate key 'priority' (first on line 1); keep one"])
+
+
+def test_a_flow_mapping_repeating_a_key_is_reported_in_catalog_and_memory_files(
+        indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """Only top-level keys were checked: a column ``{name: amount, name: total}`` read as
+    ``total`` (amount gone, unsaid), and a query's ``{column: a, column: b}`` as ``b``."""
+    root = indexed_example_kb.root
+    model = root / "models" / "shop" / "regions.yaml"
+    lines = model.read_text(encoding="utf-8").splitlines()
+    number = next(n for n, line in enumerate(lines, 1) if line.startswith("- {name: "))
+    lines[number - 1] = lines[number - 1].replace("{name: ", "{name: twice, name: ", 1)
+    model.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (root / "memories" / "kb.twice.yaml").write_text(
+        "learning: Top regions.\nentities:\n- shop.regions\nquery:\n  source_model: regions\n"
+        "  order:\n  - {column: name, direction: asc, column: id}\ncreated_at: '2026-01-01T00:00:00Z'\n",
+        encoding="utf-8")
+    checked = invoke_cli("--kb", root, "validate", cwd=root)
+    assert (checked.returncode, [line for line in checked.stdout.splitlines() if "duplicate" in line]) == (1, [
+        "memories/kb.twice.yaml:7: duplicate key 'column' (first on line 7); keep one",
+        f"models/shop/regions.yaml:{number}: catalog: duplicate key 'name' (first on line {number}); keep one"])

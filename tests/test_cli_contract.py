@@ -306,7 +306,7 @@ def test_save_and_update_read_stdin(invoke_cli: CliRunner, kb: Path) -> None:
     assert ok(invoke_cli, kb, "get", titled["memory_id"])["learning"] == "Piped observation"
     updated = ok(invoke_cli, kb, "update", "1", "--learning", "-", input="Rewritten from stdin\n")
     assert set(updated) >= MEMORY_KEYS
-    assert updated["learning"] == "Rewritten from stdin"
+    assert updated["learning"] == "Rewritten from stdin\n"  # a note's text as given, as its save keeps it
 
 
 def test_update_returns_the_memory(invoke_cli: CliRunner, kb: Path) -> None:

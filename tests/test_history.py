@@ -152,6 +152,33 @@ def test_review_lists_a_soft_delete_as_removed_and_a_restore_as_added(catalog_kb
                         "note": "soft-deleted: its file stays, and no search shows it"}]
 
 
+def test_review_lists_what_else_a_soft_delete_and_a_restore_changed(catalog_kb: KnowledgeBase, invoke_cli) -> None:
+    """A memory the branch edited and soft-deleted was listed as removed with its label alone:
+    the edit (a learning rewritten, a link dropped) was in the pull request and in no line of its
+    review. So for one restored and edited."""
+    kb = catalog_kb
+    gone = kb.save_memory("Old note about qty", ["orders.qty", "orders.amount"]).memory_id
+    back = kb.save_memory("Kept note", ["orders.amount"]).memory_id
+    kb.forget(back, soft=True)
+    base = head(kb)
+    invoke_cli("--kb", kb.root, "update", gone, "--learning", "Old note about units", "-e", "orders.qty", check=True)
+    invoke_cli("--kb", kb.root, "forget", gone, "--soft", check=True)
+    invoke_cli("--kb", kb.root, "restore", back, check=True)
+    invoke_cli("--kb", kb.root, "update", back, "-e", "orders.amount", "-e", "orders.qty", check=True)
+    md = invoke_cli("--kb", kb.root, "review", base, check=True).stdout
+    assert md.split("\n\n", 2)[2] == (
+        f"### Added\n\n- **{back}**: Kept note (entities: `shop.orders.amount`, `shop.orders.qty`; restored from a "
+        "soft delete; also changed: entities, updated_at)\n  - entities added: `shop.orders.qty`\n\n"
+        f"### Removed\n\n- **{gone}**: Old note about units (soft-deleted: its file stays, and no search shows it; "
+        "also changed: learning, entities, updated_at)\n  - entities removed: `shop.orders.amount`\n\n"
+        "  ```diff\n  Old note about [-qty-]{+units+}\n  ```\n")
+    removed = json_of(invoke_cli("--kb", kb.root, "review", base, "--json", check=True))["removed"]
+    assert removed == [{"id": gone, "label": "Old note about units", "entities": ["shop.orders.qty"],
+                        "fields": ["learning", "entities", "updated_at"], "entities_added": [],
+                        "entities_removed": ["shop.orders.amount"], "learning_diff": "Old note about [-qty-]{+units+}",
+                        "note": "soft-deleted: its file stays, and no search shows it"}]
+
+
 def test_review_flags_entities_that_do_not_resolve_at_head(catalog_kb: KnowledgeBase) -> None:
     kb = catalog_kb
     base_mid = kb.save_memory("Uses qty", ["orders.qty"]).memory_id

@@ -65,3 +65,21 @@ def test_a_checkout_under_a_text_eol_crlf_attribute_is_canonical(
     assert (flagged.returncode, flagged.stdout) == (
         1, "memories/7.yaml:1: not in canonical form; run 'slayer-kb fmt memories/7.yaml'\n"
         "1 problem in 1 file (2 files checked)\n")
+
+
+def test_update_takes_a_learning_as_a_save_of_its_kind_does(catalog_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """An untitled save keeps a note's text as given, its final line break and indent too; an
+    update trimmed it, so a note given back through update lost them. A titled memory's (an
+    observation's) text is trimmed by both, as Engram's are."""
+    root = catalog_kb.root
+    note = "  indented first line\nsecond\n"
+    invoke_cli("--kb", root, "save", note, "-e", "orders.amount", check=True)
+    invoke_cli("--kb", root, "save", f"  {note}", "--title", "Obs", check=True)
+    assert (catalog_kb.get("1").learning, catalog_kb.get("2").learning) == (note, note.strip())
+    again = "  rewritten\n\nby update\n"
+    for memory_id in ("1", "2"):
+        invoke_cli("--kb", root, "update", memory_id, "--learning", again, check=True)
+    assert (catalog_kb.get("1").learning, catalog_kb.get("2").learning) == (again, again.strip())
+    # Titled by the update itself: trimmed as a titled save trims.
+    invoke_cli("--kb", root, "update", "1", "--learning", f"{again}again\n", "--title", "Now titled", check=True)
+    assert catalog_kb.get("1").learning == f"{again}again".strip()

@@ -273,8 +273,8 @@ def test_an_update_that_changes_nothing_commits_nothing_and_says_so(catalog_kb: 
 
 def test_an_update_giving_back_the_text_held_commits_nothing(catalog_kb: KnowledgeBase, invoke_cli) -> None:
     """The learning a file holds ends in a line break (``learning: |``, as ``save -`` keeps it); an
-    update trims the text it is given, so the same text given back (``get --json``'s, or
-    mem_get_observation's) was a change: a commit writing ``|-`` and a revision more."""
+    update trimmed the text it was given, so the same text given back (``get --json``'s, or
+    mem_get_observation's, trimmed) was a change: a commit writing ``|-`` and a revision more."""
     root = catalog_kb.root
     text = "Amounts are in cents.\nRefunds are negative rows.\n"
     memory_id = json.loads(invoke_cli("--kb", root, "save", "-", "-e", "orders.amount", "--json", input=text,
@@ -297,10 +297,10 @@ def test_an_update_giving_back_the_text_held_commits_nothing(catalog_kb: Knowled
     assert git(root, "log", "--format=%s", f"{head.strip()}..HEAD") == f"memory: update {memory_id} (learning, type)\n"
     data = json.loads(invoke_cli("--kb", root, "get", memory_id, "--json", check=True).stdout)
     assert (data["learning"], data["type"]) == (text, "decision")
-    # A real change of the text: one commit more.
+    # A real change of the text: one commit more, a note's text kept as given (as its save keeps it).
     invoke_cli("--kb", root, "update", memory_id, "--learning", "Amounts are in euros.\n", check=True)
     assert json.loads(invoke_cli("--kb", root, "get", memory_id, "--json", check=True).stdout)["learning"] == (
-        "Amounts are in euros.")
+        "Amounts are in euros.\n")
     assert len(git(root, "log", "--format=%s", f"{head.strip()}..HEAD").splitlines()) == 2
 
 

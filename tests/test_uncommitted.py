@@ -206,10 +206,12 @@ def test_prune_force_refuses_a_file_only_head_s_versions_bring_in_before_it_sets
         assert (head(root), (root / "memories" / "1.yaml").read_text()) == (before, WIP)
 
 
-def test_a_plan_that_reaches_more_uncommitted_work_after_force_says_what_it_kept(catalog_kb: KnowledgeBase) -> None:
+def test_a_plan_that_reaches_more_uncommitted_work_after_force_puts_back_what_it_set_aside(
+        catalog_kb: KnowledgeBase) -> None:
     """The last refusal of ``Transaction.rewrite``: a plan that, run again from HEAD's versions of
     the files --force set aside, rewrites another file holding uncommitted work (one no check
-    ahead foresaw). Nothing is committed; the message names the file, the copy kept and the fix."""
+    ahead foresaw). Nothing is committed; the message names the file and the fix, and the files
+    set aside are put back (they stayed aside as 1.yaml.orig, HEAD's 1.yaml in its place)."""
     root = catalog_kb.root
     for name in ("1", "2"):
         (root / "memories" / f"{name}.yaml").write_text(memory(f"Memory {name}.", "shop.orders"))
@@ -228,12 +230,11 @@ def test_a_plan_that_reaches_more_uncommitted_work_after_force_says_what_it_kept
         tx.rewrite(plan, force=True)
     assert str(refused.value) == (
         "memories/2.yaml has changes that are not committed (in the work tree or git's index, or never committed at "
-        "all), and this command would rewrite it; slayer-kb never commits work you have not committed, so nothing "
-        "was committed; --force had already kept your version of the files it set aside as memories/1.yaml.orig and "
-        "put back HEAD's. Commit or stash it (git stash -u) and retry.")
+        "all), and this command would rewrite it once --force put back HEAD's version of memories/1.yaml; slayer-kb "
+        "never commits work you have not committed, so nothing was done. Commit or stash it (git stash -u) and retry.")
     assert (runs, head(root)) == ([0, 1], before)
-    assert ((root / "memories" / "1.yaml.orig").read_text(), (root / "memories" / "2.yaml").read_text()) == (WIP, STAGED)
-    assert (root / "memories" / "1.yaml").read_text() == memory("Memory 1.", "shop.orders")
+    assert ((root / "memories" / "1.yaml").read_text(), (root / "memories" / "2.yaml").read_text()) == (WIP, STAGED)
+    assert git(root, "status", "--porcelain") == " M memories/1.yaml\n M memories/2.yaml\n"
 
 
 def test_a_memory_added_then_deleted_by_hand_is_not_passed_by(

@@ -33,7 +33,7 @@ from ..core.errors import MemoryFileError
 from ..core.fileio import NotRegularFile, TooLarge, outside, read_regular
 from ..core.memory import check_duplicate_keys
 from ..core.text import kind_of
-from .leafuses import dangling
+from .leafuses import JoinKey, Use, dangling, join_keys, missing_target, uses
 from .spelling import spelled_like
 
 SEGMENT_RE = re.compile(r"[A-Za-z0-9_-]+")
@@ -62,6 +62,10 @@ class Model:
     path: Path
     # Each join's optional edge name (SLayer's ModelJoin.name), beside its target in ``joins``.
     join_names: tuple[str | None, ...] = field(default=(), compare=False)
+    # The columns its joins read of their targets (``join_pairs``' second), and the dotted names
+    # its measures and aggregation parameters read through its joins: checked against those models.
+    join_keys: tuple[JoinKey, ...] = field(default=(), compare=False)
+    through: tuple[Use, ...] = field(default=(), compare=False)
     # Resolution asks "is X a leaf here?" for every model of a datasource; one dict answers it.
     _kinds: dict[str, str] = field(init=False, repr=False, compare=False)
 
@@ -381,7 +385,34 @@ def _load_models(root: Path, folder: Path, ds_name: str, problems: list[CatalogP
             problems.append(CatalogProblem(path, None, f"model '{model.name}' is also defined in {models[model.name].path}"))
             continue
         models[model.name] = model
+    for model in models.values():
+        for key in model.join_keys:
+            # A join to a model the datasource lacks is the resolver's to say; a column of one it has:
+            if (target := models.get(key.target)) is not None and target.leaf_kind(key.column) is None:
+                text = _PARSED.get(model.path, ("",))[0]
+                problems.append(CatalogProblem(model.path, _line_of(text, ("joins", key.at)), missing_target(key),
+                                               skipped=False))
+        for use in model.through:
+            if (reached := through_joins(models, model, use.name)) is not None and reached[0].leaf_kind(reached[1]) is None:
+                text = _PARSED.get(model.path, ("",))[0]
+                problems.append(CatalogProblem(model.path, _line_of(text, use.keys), (
+                    f"{use.place} names '{use.name}', and model {reached[0].name} has no column, measure or "
+                    f"aggregation '{reached[1]}'; add the column back or fix the {use.place.split()[0]}"), skipped=False))
     return models
+
+
+def through_joins(models: dict[str, Model], model: Model, dotted: str) -> tuple[Model, str] | None:
+    """The model ``dotted`` (``orders.customers.region``) reaches from ``model`` through its joins
+    (by target or edge name), hop by hop among ``models``, and the leaf it names there; None when
+    a hop is no join of the model before it (the resolver's to say)."""
+    *hops, leaf = dotted.split(".")
+    for hop in hops:
+        targets = [t for t, name in zip(model.joins, model.join_names or [None] * len(model.joins), strict=True)
+                   if hop in (t, name)]
+        if not targets or (found := models.get(targets[0])) is None:
+            return None
+        model = found
+    return model, leaf
 
 
 def _parse_model(data: Any, ds_name: str, path: Path) -> Model:
@@ -398,6 +429,8 @@ def _parse_model(data: Any, ds_name: str, path: Path) -> Model:
         joins=tuple(target for target, _name in joins),
         path=path,
         join_names=tuple(name for _target, name in joins),
+        join_keys=join_keys(data),
+        through=tuple(uses(data, dotted=True)),
     )
 
 

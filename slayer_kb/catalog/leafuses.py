@@ -1,5 +1,6 @@
-"""The names a model file's own definitions read: its named measures' formulas and its joins'
-keys (``join_pairs``' first column is the model's). A name no leaf of the model holds is a
+"""The names a model file's own definitions read: its named measures' formulas, its custom
+aggregations' parameters' SQL and its joins' keys (``join_pairs``' first column is the model's;
+the second, its target model's: ``join_keys``, checked once every model of the datasource is read). A name no leaf of the model holds is a
 definition SLayer cannot run: ``validate`` reports it, and ``delete-leaf`` says which of them the
 deleted leaf leaves broken."""
 
@@ -20,27 +21,40 @@ class Use(NamedTuple):
     name: str
 
 
-def uses(data: Any) -> Iterator[Use]:
-    """Each bare (undotted) name the model's measures and join keys read, in file order. Dotted
-    names go through a join to another model, which this file cannot say has them."""
+def uses(data: Any, dotted: bool = False) -> Iterator[Use]:
+    """Each bare (undotted) name the model's measures, aggregation parameters and join keys read,
+    in file order. Dotted names go through a join to another model, which this file cannot say
+    has them: ``dotted`` gives those of the measures and aggregation parameters instead."""
     if not isinstance(data, dict):
         return
     for index, measure in enumerate(_items(data, "measures")):
         formula, name = measure.get("formula"), measure.get("name")
-        if not isinstance(formula, str):
-            continue
-        try:
-            refs = scan_formula(formula).refs
-        except KBError:  # a formula SLayer cannot read is the formula checks' to report
-            continue
-        for ref in refs:
-            if "." not in ref and ref != SOURCE_MODEL and ref != "*":
-                yield Use(("measures", index), f"measure {name} ({formula})", ref)
-    for index, join in enumerate(_items(data, "joins")):
+        if isinstance(formula, str):
+            yield from (Use(("measures", index), f"measure {name} ({formula})", ref) for ref in _bare(formula, dotted))
+    for index, aggregation in enumerate(_items(data, "aggregations")):
+        # A parameter's default SQL reads the model's columns, as a measure's formula does.
+        params = aggregation.get("params")
+        for param in params if isinstance(params, list) else []:
+            sql = param.get("sql") if isinstance(param, dict) else None
+            if isinstance(sql, str):
+                place = f"aggregation {aggregation.get('name')} parameter {param.get('name')} ({sql})"
+                yield from (Use(("aggregations", index), place, ref) for ref in _bare(sql, dotted))
+    for index, join in enumerate(_items(data, "joins") if not dotted else []):
         pairs = join.get("join_pairs")
         for pair in pairs if isinstance(pairs, list) else []:
             if isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str) and "." not in pair[0]:
                 yield Use(("joins", index), f"join to {join.get('target_model')} ({pair[0]} = {pair[1]})", pair[0])
+
+
+def _bare(formula: str, dotted: bool = False) -> list[str]:
+    """The bare names ``formula`` reads, or its dotted ones (none when SLayer cannot read it: the
+    formula checks say so)."""
+    try:
+        refs = scan_formula(formula).refs
+    except KBError:
+        return []
+    return [ref for ref in refs if ("." in ref) == dotted and ref != SOURCE_MODEL and ref != "*"
+            and not ref.endswith(".*")]
 
 
 def dangling(data: Any, leaves: set[str]) -> Iterator[tuple[tuple[Any, ...], str]]:
@@ -54,3 +68,33 @@ def dangling(data: Any, leaves: set[str]) -> Iterator[tuple[tuple[Any, ...], str
 def _items(data: dict[str, Any], key: str) -> list[dict[str, Any]]:
     value = data.get(key)
     return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+class JoinKey(NamedTuple):
+    """A join pair's second column, which names a leaf of the join's target model, not this one's."""
+
+    at: int  # the join's place in ``joins``
+    target: str
+    place: str  # "join to customers (customer_id = id)"
+    column: str
+
+
+def join_keys(data: Any) -> tuple[JoinKey, ...]:
+    """Each bare column a model's joins read of their target models, in file order."""
+    if not isinstance(data, dict):
+        return ()
+    found = []
+    for index, join in enumerate(_items(data, "joins")):
+        pairs, target = join.get("join_pairs"), join.get("target_model")
+        if not isinstance(pairs, list) or not isinstance(target, str):
+            continue
+        for pair in pairs:
+            if isinstance(pair, list) and len(pair) == 2 and isinstance(pair[1], str) and "." not in pair[1]:
+                found.append(JoinKey(index, target, f"join to {target} ({pair[0]} = {pair[1]})", pair[1]))
+    return tuple(found)
+
+
+def missing_target(key: JoinKey) -> str:
+    """The problem of a join pair naming no leaf of its target model, and the fix."""
+    return (f"{key.place} names '{key.column}', which is no column, measure or aggregation of model "
+            f"{key.target}; add the column back or fix the join")

@@ -11,7 +11,7 @@ from ..api import checks
 from ..core.errors import InvalidInputError
 from ..core.problems import command
 from ..core.results import CascadeResult, Report
-from ..core.text import counted, one_line_shown
+from ..core.text import counted, one_line_shown, warning_lines
 from .common import Settings, emit, force_option, json_option, kept_line, pass_settings
 
 
@@ -107,7 +107,9 @@ def prune(settings: Settings, dry_run: bool, force: bool) -> None:
     rewriting its models, a merge. Until then search simply ignores the dangling references.
     A link to a memory a commit renamed, or a fold merged into another ('memory: merge 201 into
     27'), still there under its new id, is pointed at that id, not stripped. While a catalog file does not parse, prune refuses: what it defines would
-    look gone.
+    look gone. So it does while a file HEAD holds is missing from the work tree, or a catalog
+    edit is not committed; --dry-run then lists what it reads and warns that the list is
+    unreliable, with the fix.
 
     \b
     Examples:
@@ -128,7 +130,7 @@ def pruned_text(result: CascadeResult) -> str:
         lines.append("Nothing to prune: every reference resolves.")
     if result.commit:
         lines.append(f"(commit {result.commit[:12]})")
-    return "\n".join(lines) + kept_line(result.kept, result.dry_run)
+    return "\n".join(lines) + kept_line(result.kept, result.dry_run) + warning_lines(result.warnings)
 
 
 def _paths(settings: Settings, paths: tuple[str, ...]) -> list[Path]:

@@ -236,7 +236,8 @@ def json_refused(reason: str) -> Callable[[Callable[..., Any]], Callable[..., An
 force_option = click.option(
     "--force",
     is_flag=True,
-    help="Rewrite files that hold uncommitted work from HEAD, keeping your versions as <file>.orig.",
+    help="Rewrite files that hold uncommitted work from HEAD, keeping your versions as <file>.orig "
+         "(put back if the command then fails).",
 )
 
 

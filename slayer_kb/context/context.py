@@ -509,6 +509,9 @@ class Context(Parts):
             tx = Transaction(self)
             try:
                 yield tx
+            except BaseException:
+                tx.put_aside_back()  # a command that fails leaves the user's files where they were
+                raise
             finally:
                 tx.close()
 

@@ -248,6 +248,7 @@ class CascadeResult:
     broken: list[str] = field(default_factory=list)  # delete-leaf: the model's definitions still reading it
     # prune: memory id -> {link to a renamed memory: the link to its new id} it pointed there
     relinked: dict[str, dict[str, str]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)  # prune --dry-run: why its list is unreliable
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"commit": self.commit, "rewritten": self.rewritten}
@@ -256,7 +257,8 @@ class CascadeResult:
         else:
             data = {"deleted": self.deleted, **data, "stale_queries": self.stale_queries}
         # Said only when there are some: a delete that broke nothing, a prune that relinked nothing.
-        optional = (("broken_definitions", self.broken), ("relinked", self.relinked), ("kept", self.kept))
+        optional = (("broken_definitions", self.broken), ("relinked", self.relinked), ("kept", self.kept),
+                    ("warnings", self.warnings))
         return data | {key: value for key, value in optional if value}
 
 

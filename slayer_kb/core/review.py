@@ -43,6 +43,9 @@ class MemoryChange:
         data: dict[str, Any] = {"id": self.id, "label": self.label}
         if self.status in ("added", "removed", "taken in"):
             data["entities"] = self.entities
+            if self.fields:  # a soft delete or a restore that changed more: those edits too
+                data.update(fields=self.fields, entities_added=self.entities_added,
+                            entities_removed=self.entities_removed, learning_diff=self.learning_diff)
         else:
             data.update(fields=self.fields, entities_added=self.entities_added,
                         entities_removed=self.entities_removed, learning_diff=self.learning_diff)
@@ -124,10 +127,15 @@ def render_review(r: Review) -> str:
         """A memory whose file does not read on one side: the other side's label, if any, and why."""
         return f"{_md(c.label)} ({_md(c.note or '')})" if c.label else _md(c.note or "")
 
+    def also(c: MemoryChange) -> str:
+        """A soft delete's or a restore's other edits, named as an edit's are."""
+        return f"; also changed: {', '.join(c.fields)}" if c.fields else ""
+
     section("Warnings", [f"- {_md(w)}" for w in r.warnings])  # of the comparison: read before its lists
-    section("Added", [f"- **{_md(c.id)}**: " + (unread(c) if c.unreadable else
-                                                  f"{_md(c.label)} ({entity_list(c.entities)}{noted(c)})")
-                      for c in r.added])
+    section("Added", [line for c in r.added for line in [
+        f"- **{_md(c.id)}**: " + (unread(c) if c.unreadable else
+                                  f"{_md(c.label)} ({entity_list(c.entities)}{noted(c)}{also(c)})"),
+        *(_edits(c) if c.fields else [])]])
     changed_lines: list[str] = []
     for c in r.changed + r.renamed:
         head = f"- **{_md(c.id)}**" + (f" (was {_md(c.old_id)})" if c.old_id else "") + ": "
@@ -138,19 +146,16 @@ def render_review(r: Review) -> str:
         if c.fields:
             head += f" (changed: {', '.join(c.fields)}{noted(c)})"
         changed_lines.append(head)
-        changed_lines.extend(_entity_moves(c))
-        if c.learning_diff is not None:
-            fence = "`" * max(3, _longest_run(c.learning_diff) + 1)  # a line of ``` in it closes no fence
-            changed_lines.extend(["", f"  {fence}diff", *("  " + line for line in c.learning_diff.splitlines()),
-                                  f"  {fence}"])
+        changed_lines.extend(_edits(c))
     section("Changed", changed_lines)
     relinked_lines: list[str] = []
     for c in r.relinked:
         relinked_lines.append(f"- **{_md(c.id)}**: {_md(c.label)}" + (f" ({_md(c.note)})" if c.note else ""))
         relinked_lines.extend(_entity_moves(c))
     section("Re-linked", relinked_lines)
-    section("Removed", [f"- **{_md(c.id)}**: " + (unread(c) if c.unreadable else _md(c.label) + (f" ({_md(c.note)})" if c.note else ""))
-                        for c in r.removed])
+    section("Removed", [line for c in r.removed for line in [
+        f"- **{_md(c.id)}**: " + (unread(c) if c.unreadable else _md(c.label) + (f" ({_md(c.note)}{also(c)})" if c.note else "")),
+        *(_edits(c) if c.fields else [])]])
     section(f"Already on {_md(r.base)}", [
         f"- **{_md(c.id)}**: {_md(c.label)} ({entity_list(c.entities)}; "
         + (f"taken in from {_md(r.base)} {PICKED}" if c.picked else "taken in by a squash or rebase merge")
@@ -168,6 +173,15 @@ def render_review(r: Review) -> str:
     section("Sessions", review_lines(r.sessions))
     section("Problems", [f"- {_md(p)}" for p in r.problems])
     return "\n".join(lines) + "\n"
+
+
+def _edits(c: MemoryChange) -> list[str]:
+    """An edited memory's lines under its own: the entities it gained and lost, the word diff."""
+    out = _entity_moves(c)
+    if c.learning_diff is not None:
+        fence = "`" * max(3, _longest_run(c.learning_diff) + 1)  # a line of ``` in it closes no fence
+        out.extend(["", f"  {fence}diff", *("  " + line for line in c.learning_diff.splitlines()), f"  {fence}"])
+    return out
 
 
 def _entity_moves(c: MemoryChange) -> list[str]:

@@ -101,3 +101,33 @@ def compose(text: str) -> yaml.Node | None:
 def parse(text: str) -> Iterator[yaml.Event]:
     """The document's parser events (for checks that need the text's own structure)."""
     return yaml.parse(text, Loader=SafeLoader)
+
+
+def flow_duplicates(text: str) -> list[tuple[int, str, int]]:
+    """Each key a flow mapping (``{a: 1, a: 2}``) holds twice, below the top level: its line, the
+    key and the line of its first. The loader keeps the last of the two without a word (a column
+    ``{name: amount, name: total}`` read as ``total``). Composed only when the text has a ``{``;
+    a document that does not compose is the loader's to report."""
+    if "{" not in text:
+        return []
+    try:
+        root = compose(text)
+    except yaml.YAMLError:
+        return []
+    found: list[tuple[int, str, int]] = []
+    stack = [root] if root is not None else []
+    while stack:
+        node = stack.pop()
+        if isinstance(node, yaml.MappingNode):
+            if node.flow_style:
+                seen: dict[str, int] = {}
+                for key, _value in node.value:
+                    if isinstance(key, yaml.ScalarNode):
+                        line = key.start_mark.line + 1
+                        if key.value in seen:
+                            found.append((line, key.value, seen[key.value]))
+                        seen.setdefault(key.value, line)
+            stack.extend(value for pair in node.value for value in pair)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+    return sorted(found)

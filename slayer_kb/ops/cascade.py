@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from ..catalog import leafuses
-from ..catalog.catalog import Datasource, Model
+from ..catalog.catalog import Datasource, Model, through_joins
 from ..catalog.refs import query_entities
 from ..core import yamlio
 from ..core.errors import (
@@ -133,6 +133,15 @@ def delete_leaf(kb: Context, ref: str, *, force: bool = False) -> CascadeResult:
         kept = _model_without_leaf(text, leaf)
         # The model's own measures and joins that read the leaf: left broken, said (validate says so too).
         broken[:] = [f"{path}: {use.place}" for use in leafuses.uses(yamlio.load(kept)) if use.name == leaf]
+        # And what the datasource's models read of it through a join: a join pair's target column,
+        # a dotted name (customers.region) in a measure or aggregation parameter.
+        models = kb.catalog.datasources[model.datasource].models
+        for other in models.values():
+            shown = other.path.relative_to(kb.root).as_posix()
+            broken.extend(f"{shown}: {key.place}" for key in other.join_keys if (key.target, key.column) == (model.name, leaf))
+            broken.extend(f"{shown}: {use.place}" for use in other.through
+                          if (reached := through_joins(models, other, use.name)) and reached[0].name == model.name
+                          and reached[1] == leaf)
         return f"{model.entity}.{leaf}", kind, [Change(path, kept.encode("utf-8"))]
 
     with kb.transaction() as tx:
@@ -336,6 +345,7 @@ def prune(kb: Context, dry_run: bool = False, *, force: bool = False) -> Cascade
 
     pointed: dict[str, dict[str, str]] = {}
     merged: set[str] = set()  # the links of ``pointed`` to an id a fold merged away, not renamed
+    warnings: list[str] = []  # a dry run's: why its list is unreliable, where the run refuses
 
     def plan(at_head: frozenset[str] = frozenset()) -> tuple[list[Change], tuple[dict[str, Memory], dict[str, list[str]]]]:
         # A dry run reads HEAD's versions of the files its run sets aside (and then indexes):
@@ -346,8 +356,13 @@ def prune(kb: Context, dry_run: bool = False, *, force: bool = False) -> Cascade
         memories: dict[str, Memory] = {}
         stripped: dict[str, list[str]] = {}
         pointed.clear()
+        warnings.clear()
+        if dangling and (refusal := _unreliable(kb, dangling)) is not None:
+            if not dry_run:
+                raise ConflictError(refusal)
+            # A dry run changes nothing: it lists what it reads, and says why that may be wrong.
+            warnings.append(f"this list is unreliable, and prune refuses until it is fixed: {refusal}")
         if dangling:
-            _refuse_an_absent_file(kb, dangling)
             gone = set(dangling)
             matches = lookups.tagged(dangling)
             stripped = _strip(tx, matches, gone.__contains__, changes, memories, at_head,
@@ -367,7 +382,8 @@ def prune(kb: Context, dry_run: bool = False, *, force: bool = False) -> Cascade
             said += [f"Pointed {old} at {new} ({'merged' if old in merged else 'renamed'}) in "
                      f"{', '.join(m for m, links in pointed.items() if old in links)}" for old, new in moves]
             commit = tx.commit(changes, f"{prune_subject(len(removed), len(moves))}\n\n" + "\n".join(said), memories)
-        return CascadeResult(None, commit, rewritten, stripped, dry_run, kept, relinked=dict(pointed))
+        return CascadeResult(None, commit, rewritten, stripped, dry_run, kept, relinked=dict(pointed),
+                             warnings=list(warnings))
 
 
 def prune_subject(stripped: int, pointed: int) -> str:
@@ -419,21 +435,22 @@ def _refuse_a_skipped_catalog_file(kb: Context) -> None:
         )
 
 
-def _refuse_an_absent_file(kb: Context, dangling: list[str]) -> None:
-    """A file HEAD holds that the work tree lacks (deleted or moved by hand and not committed, or
-    left out by a sparse checkout) looks gone, and prune would commit stripping the links to it:
-    what prune strips must be what HEAD lacks."""
+def _unreliable(kb: Context, dangling: list[str]) -> str | None:
+    """Why prune refuses to strip ``dangling`` (None when it may), in the words of its error: a
+    file HEAD holds that the work tree lacks (deleted or moved by hand and not committed, or left
+    out by a sparse checkout) looks gone, and so does what only a catalog edit not committed
+    dropped: what prune strips must be what HEAD lacks."""
     memories = [memory_path(target) for entity in dangling if (target := linked_id(entity)) is not None]
     catalog = list(CATALOG_PATHS) if len(memories) < len(dangling) else []
     if (said := first_absent(kb.store, [*memories, *catalog])) is not None:
-        raise ConflictError(f"{said.removesuffix('.')}, then retry. prune strips the links to what HEAD no longer "
-                            "has, and that file would look gone, so nothing was done.")
+        return (f"{said.removesuffix('.')}, then retry. prune strips the links to what HEAD no longer has, "
+                "and that file would look gone, so nothing was done.")
     if catalog and (changed := edited(kb.store, catalog)):
-        # An edit not committed that drops a column would have its links stripped, and committed.
-        raise ConflictError(f"{listed(changed)} {'has' if len(changed) == 1 else 'have'} changes that are not committed, "
-                            "and prune strips the links to what the catalog no longer defines: what only an edit not "
-                            "committed dropped would be stripped in a commit. Commit the catalog change (or undo it), "
-                            "then retry; nothing was done.")
+        return (f"{listed(changed)} {'has' if len(changed) == 1 else 'have'} changes that are not committed, "
+                "and prune strips the links to what the catalog no longer defines: what only an edit not "
+                "committed dropped would be stripped in a commit. Commit the catalog change (or undo it), "
+                "then retry; nothing was done.")
+    return None
 
 
 def _stored_entities(kb: Context) -> set[str]:

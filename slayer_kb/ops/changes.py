@@ -87,10 +87,13 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
                 raise deleted_error(memory, kb.root)
             changes: dict[str, Any] = {}
             warnings: list[str] = []
-            if "learning" in given:
-                changes["learning"] = kb.check_learning(engram.redact_private(given["learning"]), tool_name="content")
             if "title" in given:
                 changes["title"] = engram.given_title(given["title"])
+            if "learning" in given:
+                # Taken as a save takes it: an observation's (titled) trimmed, a note's as given.
+                titled = isinstance(changes.get("title", memory.title), str)
+                changes["learning"] = kb.check_learning(engram.redact_private(given["learning"], trim=titled),
+                                                        tool_name="content")
             if "type" in given:
                 changes["type"] = engram.given_type(given["type"])
                 warnings.extend(engram.type_warnings(given["type"]))
@@ -112,8 +115,8 @@ def update(kb: Context, memory_id: str, *, force: bool = False, **fields: Any) -
                 warnings.extend(more)
             for name, value in changes.items():
                 held = getattr(memory, name)
-                # A write trims the text it is given; a file's `learning: |` ends in a line break.
-                # The text held, given back, is the same text: kept as the file spells it.
+                # A write trims an observation's text and a title; a file's `learning: |` ends in a
+                # line break. The text held, given back trimmed, is the same text: kept as the file spells it.
                 if isinstance(value, str) and isinstance(held, str) and held.strip() == value:
                     changes[name] = held
             updated = memory.evolve(**changes, duplicate_count=observations.folded_duplicates(kb, memory))

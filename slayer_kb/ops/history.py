@@ -561,6 +561,9 @@ def compare(before: Memory, after: Memory) -> MemoryChange:
         change.learning_diff = word_diff(before.learning, after.learning)
     if bool(before.deleted_at) != bool(after.deleted_at):  # gone from every search, or back in it
         change.status, change.note = ("removed", SOFT_DELETED) if after.deleted_at else ("added", RESTORED)
+        # What else the branch changed, listed as for an edited memory (a restore moves updated_at itself).
+        edits = [name for name in fields if name != "deleted_at"]
+        change.fields = [] if edits == ["updated_at"] else edits
     return change
 
 

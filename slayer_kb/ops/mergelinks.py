@@ -17,8 +17,9 @@ from pathlib import Path
 
 from ..core.locate import MEMORIES_DIR, memory_path
 from ..core.merging import folded_by
-from ..core.problems import git_command
-from ..store.absent import CATALOG_PATHS, first_absent
+from ..core.problems import cd_step, git_command, words
+from ..core.text import listed
+from ..store.absent import CATALOG_PATHS, edited, first_absent
 from ..store.gitstate import rebase_tips
 from ..store.guesses import moved_to
 from ..store.renames import deletions, ever_renamed, link_target, renamed_since
@@ -89,6 +90,28 @@ class MergeRenames:
         if self._merging is None:
             return ""
         return self._merging[2] or self._absent
+
+    @property
+    def until_catalog(self) -> str:
+        """``until`` for a catalog reference that does not resolve: else, while a catalog file
+        holds an edit not committed (which may be what dropped it, and while it is there prune
+        refuses: ``cascade``), committing or undoing it, the fix that comes first."""
+        if self._merging is None:
+            return ""
+        return self.until or self._catalog_edit
+
+    @functools.cached_property
+    def _catalog_edit(self) -> str:
+        assert self._merging is not None
+        changed = edited(self._merging[0], CATALOG_PATHS)
+        if not changed:
+            return ""
+        steps = cd_step(self.root)
+        commit = "; ".join([*steps, f"git add -- {words(*changed)}", "git commit"])
+        undo = "; ".join([*steps, f"git checkout HEAD -- {words(*changed)}"])
+        said = (f"{listed(changed)} {'has' if len(changed) == 1 else 'have'} changes that are not committed, and "
+                f"prune refuses till then: commit them ({commit}) or undo them ({undo})")
+        return f"first: {said.replace('{', '{{').replace('}', '}}')}; then "
 
     @functools.cached_property
     def _absent(self) -> str:

@@ -582,7 +582,8 @@ def _unresolved(entity: str, context: KBContext, memory_id: str) -> str:
     except ResolutionError as exc:
         edit = f"correct it with '{context.command} edit {shell_word(memory_id)}'"
         fix = edit if exc.suggestions else f"{edit}, or, if the catalog dropped it, strip it with '{context.command} prune'"
-        until = context.renames.until.format(command=context.command) if context.renames else ""  # edit, prune refuse till then
+        # edit and prune refuse till then; prune too while a catalog edit is not committed
+        until = context.renames.until_catalog.format(command=context.command) if context.renames else ""
         return f"entity '{entity}' does not resolve: {exc} ({until}{fix})"
     except KBError as exc:
         return f"entity '{entity}' does not resolve: {exc}"

@@ -30,7 +30,7 @@ from ..core.fileio import refuses_folders
 from ..core.problems import shown, words
 from ..core.results import LogEntry
 from ..core.text import shown_controls
-from . import committree, gitstate, indexlock, journal, mergemark, reffiles, requests, state, upkeep, worktree
+from . import aside, committree, gitstate, indexlock, journal, mergemark, reffiles, requests, state, upkeep, worktree
 from .bounded import checked, explain, git_timeout, hung, run_bounded
 from .files import StatKey, keep_changed, reserved_space, why_unwritable
 from .gitenv import OUTPUT_SETTINGS, git_env
@@ -330,8 +330,9 @@ class GitStore:
     uncommitted = worktree.uncommitted
     index_marks = worktree.index_marks
     staged_new = worktree.staged_new
-    set_aside = worktree.set_aside
-    aside_names = worktree.aside_names
+    set_aside = aside.set_aside
+    aside_names = aside.aside_names
+    put_aside_back = aside.put_back
 
     def refuse_during_git_operation(self) -> None:
         """Refuse (ConflictError) to write while a merge, rebase, cherry-pick, revert or bisect

@@ -1,6 +1,5 @@
-"""What the work tree and git's index hold that HEAD does not (one ``git status``), ``--force``
-setting it aside (the user's versions kept beside their files, HEAD's put back), and writing a
-published commit's files into them."""
+"""What the work tree and git's index hold that HEAD does not (one ``git status``), and writing a
+published commit's files into them (``aside.py`` sets the user's versions aside for ``--force``)."""
 
 from __future__ import annotations
 
@@ -16,7 +15,7 @@ from ..core.locate import id_of_path
 from ..core.problems import cd_step, git_command, words
 from ..core.session import SESSIONS_DIR, id_of_file
 from ..core.text import listed
-from .files import free_name, is_file_or_link, keep_copy, put_file, why_unwritable
+from .files import is_file_or_link, put_file, why_unwritable
 from .gitenv import LITERAL_PATHS
 
 if TYPE_CHECKING:
@@ -313,56 +312,6 @@ def _marked_message(root: Path, marked: Mapping[str, tuple[str, ...]]) -> str:
             f"would rewrite {'it' if one else 'them'}: slayer-kb never commits work you have not committed, and "
             f"git's index would not take the commit, so nothing was done. Clear the mark{'s' if len(kinds) > 1 else ''} "
             f"({clear}), see what git status shows, then retry.")
-
-
-def aside_names(store: Repository, paths: Mapping[str, str | None]) -> list[str]:
-    """The names ``set_aside`` would keep the user's versions of ``paths`` as (a dry run's)."""
-    return [name for name, _version in _aside(store, paths)]
-
-
-def _aside(store: Repository, paths: Mapping[str, str | None]) -> list[tuple[str, str | Path]]:
-    """The free names the user's versions of ``paths`` are kept as, each with the version: the
-    staged blob where git's index holds another (``uncommitted``'s), the work tree's file."""
-    kept: list[tuple[str, str | Path]] = []
-    for path, staged in sorted(paths.items()):
-        store.check_inside(path)
-        if staged is not None:
-            kept.append((free_name(store.root, f"{path}.staged.orig"), staged))
-        if os.path.lexists(store.root / path):
-            kept.append((free_name(store.root, f"{path}.orig"), store.root / path))
-    return kept
-
-
-def set_aside(store: Repository, paths: Mapping[str, str | None]) -> list[str]:
-    """``--force``: keep the user's version of each of these files beside it, and put HEAD's
-    version back in the work tree and git's index (a file HEAD lacks is removed from both).
-    The work tree's file is copied to ``<file>.orig`` (or ``<file>.orig.2``, ...); a staged
-    version that differs from it (``uncommitted``'s blob) is written to ``<file>.staged.orig``.
-    Everything is kept before anything is replaced, so a failure half-way (git's index locked
-    by another git command) loses nothing. Returns the names kept, KB-relative. Call under
-    the lock."""
-    kept: list[str] = []
-    for name, version in _aside(store, paths):
-        if isinstance(version, str):
-            put_file(store.root / name, store.objects.read("blob", version))
-        else:
-            keep_copy(version, store.root / name)
-        kept.append(name)
-    head = store.head()
-    objects = store.objects
-    repo_paths = {path: store.repo_path(path) for path in paths}
-    in_head = objects.blobs_at(objects.tree_of(head) if head else None, repo_paths.values())
-    restore = [rp for rp in repo_paths.values() if in_head[rp] is not None]
-    if restore:
-        payload = "".join(rp + "\0" for rp in restore).encode("utf-8", "surrogateescape")
-        store.git_writing_index("checkout", "-q", head or "HEAD", "--pathspec-from-file=-", "--pathspec-file-nul",
-                                input=payload, env=STATUS_ENV)
-    absent = [path for path, rp in repo_paths.items() if in_head[rp] is None]
-    for path in absent:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(store.root / path)
-    store.stage(absent)
-    return kept
 
 
 def write_files(store: Repository, contents: Mapping[str, bytes | None]) -> dict[str, OSError]:
