@@ -12,16 +12,16 @@ from ..core.locate import MEMORIES_DIR, id_of_path, memory_link, memory_path
 from ..core.memory import loads
 from ..core.merging import fold_subject
 from ..store import mergedriver
+from ..store.foldlog import folded_to
 from ..store.gitenv import LITERAL_PATHS
 from ..store.renames import renames_between
 from ..store.repo import GitStore
-from .folds import folded_to
 from .renumber import renumbered_text
 
 
 def follow_folds(store: GitStore, parted: str, tips: tuple[str, str], names: tuple[str, str],
                  followed: dict[str, dict[str, str]], held_renames: dict[str, tuple[str, str]] | None = None) -> bool:
-    """Carry through each side's folds since ``parted`` (``folds.folded_to``; ``tips``: this
+    """Carry through each side's folds since ``parted`` (``foldlog.folded_to``; ``tips``: this
     branch, REF: a merge's HEAD and MERGE_HEAD, or a rebase's HEAD and REBASE_HEAD, git's stages 2
     and 3; ``names``: theirs in the words said, "this branch" and REF) what the other side did since to a memory the fold took away: git knows no fold,
     and pairs the folded file with the kept one only where their texts are alike (a rename), else
