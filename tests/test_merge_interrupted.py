@@ -242,3 +242,32 @@ def test_a_killed_merge_whose_pid_another_process_holds_is_named(tmp_path, invok
     finally:
         other.kill()
         other.wait()
+
+
+def test_reads_after_a_killed_merge_answer_with_a_warning_naming_the_undo(agent, invoke_cli) -> None:
+    """list, get and search read the files a killed merge left (another branch's memories staged,
+    git's merge not committed) and said nothing of them, where every write refuses with the undo
+    steps: each now answers, with those words as a warning (stderr; --json's warnings)."""
+    a = agent
+    before, sha = (git(a, "rev-parse", rev).strip() for rev in ("HEAD", "origin/main"))
+    record = {"ref": "origin/main", "sha": sha, "before": before, "pid": _dead_pid(), "started": None}
+    (a / ".git" / "slayer-kb-merging.json").write_text(json.dumps(record))
+    git(a, "merge", "-q", "--no-commit", "--no-ff", "origin/main")  # where git's merge, orphaned, stops
+    files = _ref_files(a)
+    warning = (
+        "warning: this answer is read from a half-merged work tree (files git left may hold conflict markers, or "
+        "another branch's memories, none of them committed): 'slayer-kb merge origin/main' was interrupted before "
+        "it finished: git's merge of origin/main is in progress, not committed, without the knowledge base's folds "
+        f"and checks ({', '.join(files)} staged). This branch's commits are as they were, and origin/main holds its "
+        "files as git wrote them. The steps throw away any edit made to these files since the merge stopped: keep "
+        "a copy of one you changed. To undo the merge: git merge --abort; then 'slayer-kb merge origin/main' merges "
+        "it again.\n")
+    theirs = files[0].removeprefix("memories/").removesuffix(".yaml")
+    listed = invoke_cli("--kb", a, "list", cwd=a, check=True)
+    assert f"[{theirs}]" in listed.stdout and listed.stderr == warning
+    got = invoke_cli("--kb", a, "--json", "get", theirs, cwd=a, check=True)
+    assert json.loads(got.stdout)["warnings"] == [warning.removeprefix("warning: ").rstrip("\n")]
+    assert got.stderr == ""
+    found = invoke_cli("--kb", a, "search", json.loads(got.stdout)["learning"].split()[0], cwd=a, check=True)
+    assert f"[{theirs}]" in found.stdout and found.stderr == warning
+    assert (a / ".git" / "slayer-kb-merging.json").exists()

@@ -36,6 +36,7 @@ from ..core.memory import MAX_FILE_BYTES, Memory, loads, too_large
 from ..core.merging import folded_by
 from ..core.problems import command, shown, words
 from ..core.results import SyncReport
+from ..store import mergemark
 from ..store.foldlog import held_fold
 from ..store.guesses import moved_by_hand
 from ..store.moves import note, refusal
@@ -127,12 +128,15 @@ class Context(Parts):
         return live, said
 
     def ensure_fresh(
-        self, progress: Callable[[int, int], None] | None = None, trust_monitor: bool = True
+        self, progress: Callable[[int, int], None] | None = None, trust_monitor: bool = True, reading: bool = True
     ) -> SyncReport | None:
         """Bring the index up to date with the files if anything changed them. ``trust_monitor``
         False checks the files even when this process's file monitor saw no change (a watcher's
-        periodic check, for changes a network file system reports no event for)."""
+        periodic check, for changes a network file system reports no event for). ``reading``: for
+        a command's answer, which says when it reads a half-merged work tree (``tell_half_merged``)."""
         self.check_folders()
+        if reading:
+            self.tell_half_merged()
         if self.store.view.catalog() is not None or (trust_monitor and self._monitor_says_fresh()):
             # A warm process whose file monitor saw nothing relevant (for a read beside a write,
             # nothing but that write's files): no per-file scan, and its catalog is current.
@@ -154,6 +158,12 @@ class Context(Parts):
             report = self.index.sync(progress=progress) if damaged else self.index.catch_up(progress=progress)
         self.problems = report.problems
         return report
+
+    def tell_half_merged(self) -> None:
+        """Warn (``tell``) that what is read comes from the files a killed ``slayer-kb merge`` left
+        (``mergemark.read_warning``): a write refuses with the same words, a read answers."""
+        if (warning := mergemark.read_warning(self.store)) is not None:
+            self.tell(warning)
 
     def refresh(self, memory_ids: list[str]) -> SyncReport:
         """Re-index just these memory files, found changed by a file watcher: no full scan."""
@@ -431,6 +441,7 @@ class Context(Parts):
         """The memory, its duplicate count with the duplicates saved since its last commit."""
         check_existing_id(memory_id, "to show")
         self.check_folders()
+        self.tell_half_merged()
         self.check_not_moved(memory_id)
         memory = self.read_with_fix(memory_id)
         if memory.is_deleted and not include_deleted:

@@ -9,7 +9,8 @@ own steps). The next command that writes, under the KB's lock (so no merge of th
 runs, or, asked without it, none whose process, the pid and its start time, lives), reads a
 record left behind (``interrupted``): nothing written, or REF committed into HEAD, and the record
 goes; else the command is refused with the files (from the KB's folder) and the commands that
-undo the merge, after which ``slayer-kb merge REF`` merges again. Nothing is undone here: a file may hold
+undo the merge, after which ``slayer-kb merge REF`` merges again; a command that only reads answers,
+with the same words as a warning (``read_warning``). Nothing is undone here: a file may hold
 an edit the person made since, and only they can tell.
 """
 
@@ -113,6 +114,16 @@ def interrupted(store: GitStore) -> str | None:
     return (f"'{kb} merge {given}' was interrupted before it finished: {what}. This branch's commits are as "
             f"they were, and {given} holds its files as git wrote them.{lost} To undo the merge: {'; '.join(steps)}; "
             f"then '{kb} merge {given}' merges it again.")
+
+
+def read_warning(store: GitStore) -> str | None:
+    """What a command that only reads (``list``, ``get``, ``search``) says beside its answer while
+    a merge's record is left (``interrupted``, asked without the lock: a merge still running is
+    none): it read the files as git left them. None at once where there is no record (one stat)."""
+    if not os.path.lexists(store.git_dirs()[0] / RECORD) or (problem := interrupted(store)) is None:
+        return None
+    return (f"this answer is read from a half-merged work tree (files git left may hold conflict markers, or "
+            f"another branch's memories, none of them committed): {problem}")
 
 
 def _running(pid: int, started: object) -> bool:
