@@ -301,7 +301,7 @@ def test_a_merge_killed_once_committed_is_said_by_reads_and_finished_by_merge_ag
     assert settle((str(a), "e" * 32), ["--kb", str(a), "merge", "origin/agent-y"]) is None
     assert capfd.readouterr().err == (
         "slayer-kb: the server stopped while running this command, before it finished (git's merge may be committed, "
-        "without its folds); running it in this process, which makes what is missing.\n")
+        "without its folds); running it in this process, which makes them, or names what git left.\n")
     listed = invoke_cli("--kb", a, "list", cwd=a, check=True)
     assert f"[{folded}]" in listed.stdout and f"[{kept}]" in listed.stdout
     assert listed.stderr == (
