@@ -247,7 +247,7 @@ def test_a_killed_merge_whose_pid_another_process_holds_is_named(tmp_path, invok
 
 
 def test_reads_after_a_killed_merge_answer_with_a_warning_naming_the_undo(agent, invoke_cli) -> None:
-    """list, get and search read the files a killed merge left (another branch's memories staged,
+    """list, get, search and show read the files a killed merge left (another branch's memories staged,
     git's merge not committed) and said nothing of them, where every write refuses with the undo
     steps: each now answers, with those words as a warning (stderr; --json's warnings)."""
     a = agent
@@ -272,6 +272,8 @@ def test_reads_after_a_killed_merge_answer_with_a_warning_naming_the_undo(agent,
     assert got.stderr == ""
     found = invoke_cli("--kb", a, "search", json.loads(got.stdout)["learning"].split()[0], cwd=a, check=True)
     assert f"[{theirs}]" in found.stdout and found.stderr == warning
+    shown = invoke_cli("--kb", a, "show", theirs, cwd=a, check=True)
+    assert shown.stdout.startswith(f"id: {theirs}\n") and shown.stderr == warning
     assert (a / ".git" / "slayer-kb-merging.json").exists()
 
 
