@@ -12,7 +12,7 @@ from ..core.locate import MEMORIES_DIR, id_of_path, memory_link, memory_path
 from ..core.memory import loads
 from ..core.merging import fold_subject
 from ..store import mergedriver
-from ..store.foldlog import folded_to
+from ..store.foldlog import folded_to, held_folds
 from ..store.gitenv import LITERAL_PATHS
 from ..store.renames import renames_between
 from ..store.repo import GitStore
@@ -42,7 +42,8 @@ def follow_folds(store: GitStore, parted: str, tips: tuple[str, str], names: tup
     paths: dict[str, str] = {}
     found: dict[str, dict[str, str]] = {}
     objects = store.objects
-    folds = [folded_to(store, parted, tip) for tip in tips]
+    # A held rename's merge whose message the person wrote over still folded the new id (``held_folds``).
+    folds = [{**held_folds(store, parted, tip), **folded_to(store, parted, tip)} for tip in tips]
     for folding in (0, 1):
         # A fold both sides made (two reviewers' merges of one branch) is no change to carry.
         moved = {old: new for old, new in folds[folding].items() if old not in folds[1 - folding]}
