@@ -366,11 +366,10 @@ def test_a_renamed_folded_memory_whose_edit_stops_leaves_no_second_copy(tmp_path
     assert sorted(p.name for p in (a / "memories").iterdir()) == [f"{kept}.yaml"]
 
 
-@pytest.mark.parametrize("side", default_first(["--ours", "--theirs"]))
-def test_a_held_rename_of_a_folded_memory_keeps_its_links_once_resolved(
-        tmp_path: Path, invoke_cli: CliRunner, side: str) -> None:
-    # The stop left links to kb.retry, which 'validate' said to prune, and the merge's commit
-    # recorded no fold of kb.retry: the next sync stripped them as links to a forgotten memory.
+def _held_rename(tmp_path: Path, invoke_cli: CliRunner, side: str) -> tuple[Path, Path, str, str]:
+    """agent-y renamed its folded memory to kb.retry and edited a field main's memory holds another
+    way; a's merge stopped, the side kept with ``side`` and staged: (the agent's clone, a, main's
+    id, the id of a memory that linked the folded one)."""
     _bare, (agent, a) = make_team(tmp_path, clones=2)
     folded, kept = _folded(invoke_cli, agent, a)
     linking = saved_id(invoke_cli, agent, unlike("linking"), "-e", f"memory:{folded}", "-e", "shop.orders.amount")
@@ -381,6 +380,15 @@ def test_a_held_rename_of_a_folded_memory_keeps_its_links_once_resolved(
     assert invoke_cli("--kb", a, "merge", "origin/agent-y").returncode == 1
     git(a, "checkout", side, f"memories/{kept}.yaml")
     git(a, "add", f"memories/{kept}.yaml")
+    return agent, a, kept, linking
+
+
+@pytest.mark.parametrize("side", default_first(["--ours", "--theirs"]))
+def test_a_held_rename_of_a_folded_memory_keeps_its_links_once_resolved(
+        tmp_path: Path, invoke_cli: CliRunner, side: str) -> None:
+    # The stop left links to kb.retry, which 'validate' said to prune, and the merge's commit
+    # recorded no fold of kb.retry: the next sync stripped them as links to a forgotten memory.
+    _agent, a, kept, linking = _held_rename(tmp_path, invoke_cli, side)
     invoke_cli("--kb", a, "validate", check=True)
     git(a, "commit", "-q", "--no-edit")
     assert git(a, "log", "-1", "--format=%s") == f"memory: merge kb.retry into {kept} (topic decision/retry-budget)\n"
@@ -391,6 +399,34 @@ def test_a_held_rename_of_a_folded_memory_keeps_its_links_once_resolved(
         f"Error: No memory with id 'kb.retry'. It was merged into '{kept}' in commit {merge[:12]}, the memory kept "
         "under the same topic key; use that id.\n")
     assert sorted(p.name for p in (a / "memories").iterdir()) == sorted([f"{kept}.yaml", f"{linking}.yaml"])
+
+
+@pytest.mark.parametrize("side", default_first(["--ours", "--theirs"]))
+def test_a_held_rename_ended_with_a_message_of_ones_own_still_says_where_it_went(
+        tmp_path: Path, invoke_cli: CliRunner, side: str) -> None:
+    # 'git commit -m' over the printed '--no-edit' dropped the fold's subject, the only record of
+    # it: 'get kb.retry' said just "No memory with id 'kb.retry'."
+    agent, a, kept, linking = _held_rename(tmp_path, invoke_cli, side)
+    git(a, "commit", "-q", "-m", "mine")
+    invoke_cli("--kb", a, "sync", check=True)
+    assert _shown(invoke_cli, a, linking)["entities"] == [f"memory:{kept}", "shop.orders.amount"]
+    merge = git(a, "log", "-1", "--merges", "--format=%H").strip()
+    assert git(a, "log", "-1", "--format=%s", merge) == "mine\n"
+    folded = git(a, "log", "-1", "--format=%s", "--grep=^memory: rename ", "origin/agent-y").split()[2]
+    for command in ("get", "forget"):
+        assert invoke_cli("--kb", a, command, "kb.retry").stderr == (
+            f"Error: No memory with id 'kb.retry'. It was merged into '{kept}' in commit {merge[:12]}, the merge of "
+            f"the rename of {folded} to it, {folded} having been merged into {kept} on the other side; use that id.\n")
+    assert sorted(p.name for p in (a / "memories").iterdir()) == sorted([f"{kept}.yaml", f"{linking}.yaml"])
+    # The agent edits kb.retry again: the next merge read no fold of it (a stop on an edit of a
+    # file this branch forgot, unless git paired the texts); it goes to the memory kept.
+    invoke_cli("--kb", agent, "update", "kb.retry", "--description", unlike("zebra"), check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(a, "fetch", "-q")
+    assert invoke_cli("--kb", a, "merge", "origin/agent-y", check=True).stdout.endswith(
+        f"  kept {kept}: origin/agent-y edited kb.retry, which this branch had merged into {kept}: the edit went "
+        f"to {kept}\n")
+    assert f"description: {unlike('zebra')}\n" in (a / "memories" / f"{kept}.yaml").read_text()
 
 
 @pytest.mark.parametrize("edited", default_first([False, True]))

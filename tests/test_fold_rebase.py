@@ -117,3 +117,38 @@ def test_a_rebased_edit_of_a_folded_memory_stops_on_the_forget_of_the_memory_kep
                                    f"held at memories/{kept}.yaml as an edit of {kept}.\n")
     held = (agent / "memories" / f"{kept}.yaml").read_text()
     assert "deleted_at: '" in held and "learning: 'Retries: 7 since the outage'\n" in held
+
+
+def test_a_syncs_rebase_of_an_edit_of_a_folded_memory_keeps_the_forget_of_the_memory_kept(
+        tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """Sync's own git rebase (a line merge the replay leaves to git: both edited kb.shared)
+    did not hold git's rename guess as 'slayer-kb rebase' does for a fold whose memory kept was
+    forgotten since: git paired the folded memory with the one kept, the edit landed there as a
+    later revision under the key, and the soft-forgotten memory came back ("merged both sides
+    of: memories/1.yaml"). Sync now stops, naming the fold and the rebase that carries the edit."""
+    _bare, (agent, a) = make_team(tmp_path, clones=2)
+    folded, kept = reviewer_folded(invoke_cli, agent, a, a)
+    invoke_cli("--kb", a, "forget", "--soft", kept, check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", agent, "save", unlike("shared"), "--id", "kb.shared", "-e", "shop.orders", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(a, "fetch", "-q")
+    git(a, "switch", "-q", "agent-y")
+    invoke_cli("--kb", a, "merge", "origin/main", check=True)
+    invoke_cli("--kb", a, "update", "kb.shared", "--title", "Shared, edited", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", agent, "update", "kb.shared", "--description", "Edited by the agent", check=True)
+    invoke_cli("--kb", agent, "update", folded, "--learning", "Retries: 7 since the outage", check=True)
+    before = git(agent, "rev-parse", "HEAD")
+    synced = invoke_cli("--kb", agent, "sync", cwd=agent)
+    assert (synced.returncode, synced.stderr) == (1, (
+        f"Error: Your commits changed {folded}, which origin/agent-y had merged into {kept}; the repository is back "
+        "as it was. To merge by hand: git fetch origin; slayer-kb rebase origin/agent-y, which carries the change "
+        f"to {kept} or stops there with its steps; slayer-kb sync.\n"))
+    assert git(agent, "rev-parse", "HEAD") == before
+    assert "deleted_at: '" in git(agent, "show", f"origin/agent-y:memories/{kept}.yaml")
+    git(agent, "fetch", "-q")
+    rebased = invoke_cli("--kb", agent, "rebase", "origin/agent-y", cwd=agent)
+    assert rebased.returncode == 1 and rebased.stderr.endswith(
+        f"Your commits edited {folded}, which origin/agent-y had merged into {kept}: its edit is held at "
+        f"memories/{kept}.yaml as an edit of {kept}.\n")

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, eventually, git, make_team_after, unlike
+from slayer_kb.daemon.settle import settle
+from testing import CliRunner, eventually, git, make_team, make_team_after, unlike
+from testing.folds import TOPIC, agent_saves, saved_id
 
 # The merge's git, stopped as it writes the third of REF's files (a smudge filter kills the
 # whole process group: slayer-kb and git), leaving the two written before untracked.
@@ -242,3 +244,77 @@ def test_a_killed_merge_whose_pid_another_process_holds_is_named(tmp_path, invok
     finally:
         other.kill()
         other.wait()
+
+
+def test_reads_after_a_killed_merge_answer_with_a_warning_naming_the_undo(agent, invoke_cli) -> None:
+    """list, get, search and show read the files a killed merge left (another branch's memories staged,
+    git's merge not committed) and said nothing of them, where every write refuses with the undo
+    steps: each now answers, with those words as a warning (stderr; --json's warnings)."""
+    a = agent
+    before, sha = (git(a, "rev-parse", rev).strip() for rev in ("HEAD", "origin/main"))
+    record = {"ref": "origin/main", "sha": sha, "before": before, "pid": _dead_pid(), "started": None}
+    (a / ".git" / "slayer-kb-merging.json").write_text(json.dumps(record))
+    git(a, "merge", "-q", "--no-commit", "--no-ff", "origin/main")  # where git's merge, orphaned, stops
+    files = _ref_files(a)
+    warning = (
+        "warning: this answer is read from a half-merged work tree (files git left may hold conflict markers, or "
+        "another branch's memories, none of them committed): 'slayer-kb merge origin/main' was interrupted before "
+        "it finished: git's merge of origin/main is in progress, not committed, without the knowledge base's folds "
+        f"and checks ({', '.join(files)} staged). This branch's commits are as they were, and origin/main holds its "
+        "files as git wrote them. The steps throw away any edit made to these files since the merge stopped: keep "
+        "a copy of one you changed. To undo the merge: git merge --abort; then 'slayer-kb merge origin/main' merges "
+        "it again.\n")
+    theirs = files[0].removeprefix("memories/").removesuffix(".yaml")
+    listed = invoke_cli("--kb", a, "list", cwd=a, check=True)
+    assert f"[{theirs}]" in listed.stdout and listed.stderr == warning
+    got = invoke_cli("--kb", a, "--json", "get", theirs, cwd=a, check=True)
+    assert json.loads(got.stdout)["warnings"] == [warning.removeprefix("warning: ").rstrip("\n")]
+    assert got.stderr == ""
+    found = invoke_cli("--kb", a, "search", json.loads(got.stdout)["learning"].split()[0], cwd=a, check=True)
+    assert f"[{theirs}]" in found.stdout and found.stderr == warning
+    shown = invoke_cli("--kb", a, "show", theirs, cwd=a, check=True)
+    assert shown.stdout.startswith(f"id: {theirs}\n") and shown.stderr == warning
+    assert (a / ".git" / "slayer-kb-merging.json").exists()
+
+
+def test_a_merge_killed_once_committed_is_said_by_reads_and_finished_by_merge_again(tmp_path, invoke_cli,
+                                                                                    capfd) -> None:
+    """Killed after git's merge commit, before its folds: the record went as 'committed', list
+    showed two memories of one topic key without a word, and 'slayer-kb merge REF' again said
+    "Already up to date" and folded nothing (a server's client, rerunning it, said first that the
+    merge stopped "before it committed anything"). Reads now say the folds are owed; the merge
+    makes them."""
+    _bare, (agent, a) = make_team(tmp_path, clones=2)
+    folded = agent_saves(invoke_cli, agent, unlike("agent"), *TOPIC)
+    kept = saved_id(invoke_cli, a, unlike("main"), *TOPIC)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(a, "fetch", "-q")
+    before, sha = (git(a, "rev-parse", rev).strip() for rev in ("HEAD", "origin/agent-y"))
+    record = {"ref": "origin/agent-y", "sha": sha, "before": before, "pid": _dead_pid(), "started": None}
+    (a / ".git" / "slayer-kb-merging.json").write_text(json.dumps(record))
+    # git's merge, committed (a session file both started, which the KB's driver merges, taken as this branch's).
+    subprocess.run(["git", "merge", "-q", "--no-edit", "origin/agent-y"], cwd=a, capture_output=True, check=False)
+    if (a / ".git" / "MERGE_HEAD").exists():
+        git(a, "checkout", "--ours", "--", "sessions")
+        git(a, "add", "sessions")
+        git(a, "commit", "-q", "--no-edit")
+    merge = git(a, "rev-parse", "HEAD").strip()
+    # A server's client whose write process was killed there runs the merge again itself.
+    assert settle((str(a), "e" * 32), ["--kb", str(a), "merge", "origin/agent-y"]) is None
+    assert capfd.readouterr().err == (
+        "slayer-kb: the server stopped while running this command, before it finished (git's merge may be committed, "
+        "without its folds); running it in this process, which makes them, or names what git left.\n")
+    listed = invoke_cli("--kb", a, "list", cwd=a, check=True)
+    assert f"[{folded}]" in listed.stdout and f"[{kept}]" in listed.stdout
+    assert listed.stderr == (
+        f"warning: 'slayer-kb merge origin/agent-y' was interrupted once it had committed git's merge ({merge[:12]}), "
+        "before the knowledge base's folds and checks: a topic key both sides saved may be held by two memories "
+        "here, a link may name a memory the other side forgot. Run 'slayer-kb merge origin/agent-y' again, which "
+        "makes them (so does the next 'slayer-kb sync', before it pushes).\n")
+    merged = invoke_cli("--kb", a, "merge", "origin/agent-y", cwd=a, check=True)
+    assert merged.stdout == (f"Merged origin/agent-y; run slayer-kb sync to push.\n"
+                             f"  merged (same topic key): {folded} into {kept}\n")
+    assert not (a / ".git" / "slayer-kb-merging.json").exists()
+    assert git(a, "rev-parse", "HEAD^").strip() == merge
+    assert invoke_cli("--kb", a, "list", cwd=a, check=True).stderr == ""
+    assert invoke_cli("--kb", a, "validate", cwd=a, check=True).stdout.endswith(": no problems.\n")

@@ -148,11 +148,14 @@ class Settings:
         self._ready = True
         return self._kb
 
+    def room_for_told(self, data: dict[str, Any]) -> dict[str, Any]:
+        """``data`` (get's memory) with an empty ``warnings`` for ``with_told`` to fill, when the KB told any."""
+        return {**data, "warnings": []} if self._told and "warnings" not in data else data
+
     def with_told(self, data: Any) -> Any:
         """``data`` with the warnings the KB told meanwhile (``KnowledgeBase.tell``: a commit on a
-        detached HEAD, an index left behind) after its own, when it has a ``warnings`` list of
-        texts (validate's are records): an agent reads ``--json`` from stdout alone. Those carried
-        are not told on stderr again."""
+        detached HEAD, an index left behind) after its own, when it has a ``warnings`` list of texts
+        (validate's are records): an agent reads ``--json`` from stdout alone. Not told again."""
         own = data.get("warnings") if isinstance(data, dict) else None
         if not self._told or not isinstance(own, list) or not all(isinstance(w, str) for w in own):
             return data

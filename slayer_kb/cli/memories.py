@@ -223,7 +223,7 @@ def get(settings: Settings, memory_id: str, deleted: bool) -> None:
     Example:
       slayer-kb get kb.paid-revenue
     """
-    data = settings.kb().get(memory_id, include_deleted=deleted).to_dict()
+    data = settings.room_for_told(settings.kb().get(memory_id, include_deleted=deleted).to_dict())
     emit(settings, data, lambda: memory_text(data))
 
 

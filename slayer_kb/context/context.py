@@ -36,6 +36,8 @@ from ..core.memory import MAX_FILE_BYTES, Memory, loads, too_large
 from ..core.merging import folded_by
 from ..core.problems import command, shown, words
 from ..core.results import SyncReport
+from ..store import mergemark
+from ..store.foldlog import held_fold
 from ..store.guesses import moved_by_hand
 from ..store.moves import note, refusal
 from ..store.renames import deletions, ever_renamed, renamed_away, renamed_ids, renamed_in
@@ -126,12 +128,15 @@ class Context(Parts):
         return live, said
 
     def ensure_fresh(
-        self, progress: Callable[[int, int], None] | None = None, trust_monitor: bool = True
+        self, progress: Callable[[int, int], None] | None = None, trust_monitor: bool = True, reading: bool = True
     ) -> SyncReport | None:
         """Bring the index up to date with the files if anything changed them. ``trust_monitor``
         False checks the files even when this process's file monitor saw no change (a watcher's
-        periodic check, for changes a network file system reports no event for)."""
+        periodic check, for changes a network file system reports no event for). ``reading``: for
+        a command's answer, which says when it reads a half-merged work tree (``tell_half_merged``)."""
         self.check_folders()
+        if reading:
+            self.tell_half_merged()
         if self.store.view.catalog() is not None or (trust_monitor and self._monitor_says_fresh()):
             # A warm process whose file monitor saw nothing relevant (for a read beside a write,
             # nothing but that write's files): no per-file scan, and its catalog is current.
@@ -153,6 +158,12 @@ class Context(Parts):
             report = self.index.sync(progress=progress) if damaged else self.index.catch_up(progress=progress)
         self.problems = report.problems
         return report
+
+    def tell_half_merged(self) -> None:
+        """Warn (``tell``) that what is read comes from the files a killed ``slayer-kb merge`` left
+        (``mergemark.read_warning``): a write refuses with the same words, a read answers."""
+        if (warning := mergemark.read_warning(self.store)) is not None:
+            self.tell(warning)
 
     def refresh(self, memory_ids: list[str]) -> SyncReport:
         """Re-index just these memory files, found changed by a file watcher: no full scan."""
@@ -226,9 +237,15 @@ class Context(Parts):
         forgotten for good (the ``restore --rev`` that brings it back); None when no
         commit deleted it."""
         if not (last_two := deletions(self.store, memory_id)):  # one walk of the history for both
-            # No commit on the history git follows deleted it: one may tell of its fold all the same.
+            # No commit on the history git follows deleted it: one may tell of its fold all the same,
+            # or a merge that took it away as a rename of a memory folded on the other side.
             if (folding := self._fold_told(memory_id)) is None:
-                return None
+                if (held := held_fold(self.store, memory_id)) is None:
+                    return None
+                kept, merge, old = held
+                return self._folded_said(memory_id, kept, f"was merged into '{kept}' in commit {merge[:12]}, the "
+                                         f"merge of the rename of {old} to it, {old} having been merged into {kept} "
+                                         "on the other side")
             last_two = [folding]
         if (renamed := self.renamed_away(memory_id, last_two=last_two)) is not None:
             return NotFoundError(renamed)
@@ -236,13 +253,7 @@ class Context(Parts):
         if (fold := self._folded_in(memory_id, deleting)) is not None:
             # One memory kept of two (a topic key, or the same save): it goes on there. Not "saved
             # first": a merge keeps the one the team holds, which may be the later (folds.Standing).
-            kept, said = fold
-            if self.memory_exists(kept):
-                return NotFoundError(f"No memory with id '{memory_id}'. It {said}; use that id.")
-            # Renamed since: the id it has now, not the one the fold gave it.
-            went = self.went_on(kept) or (f"no memory holds now: '{command(self.root)} get {words(kept)}' says what "
-                                          "became of it")
-            return NotFoundError(f"No memory with id '{memory_id}'. It {said}, which {went}.")
+            return self._folded_said(memory_id, *fold)
         if (moved := self.moved_away(memory_id, deleting)) is not None:  # 'restore --rev' would copy it
             return NotFoundError(moved)
         # Headed with SLayer's whole answer (to a forget of a forgotten memory: "No memory with id '3'.").
@@ -250,6 +261,15 @@ class Context(Parts):
         fix = f"'{command(self.root)} restore {words(memory_id)} --rev {deleting[:12]}~1'"
         return NotFoundError(f"{said}; bring back its last version with {fix}.",
                              tool_message=f"{said}; the tools cannot bring it back, a person can: {fix}.")
+
+    def _folded_said(self, memory_id: str, kept: str, said: str) -> NotFoundError:
+        """The error of ``memory_id``, folded into ``kept`` (``said``: how): that id, or where it went since."""
+        if self.memory_exists(kept):
+            return NotFoundError(f"No memory with id '{memory_id}'. It {said}; use that id.")
+        # Renamed since: the id it has now, not the one the fold gave it.
+        went = self.went_on(kept) or (f"no memory holds now: '{command(self.root)} get {words(kept)}' says what "
+                                      "became of it")
+        return NotFoundError(f"No memory with id '{memory_id}'. It {said}, which {went}.")
 
     def went_on(self, memory_id: str) -> str:
         """Where the memory of ``memory_id``, an id no memory holds now, went (a fold's target
@@ -421,6 +441,7 @@ class Context(Parts):
         """The memory, its duplicate count with the duplicates saved since its last commit."""
         check_existing_id(memory_id, "to show")
         self.check_folders()
+        self.tell_half_merged()
         self.check_not_moved(memory_id)
         memory = self.read_with_fix(memory_id)
         if memory.is_deleted and not include_deleted:

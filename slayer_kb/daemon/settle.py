@@ -60,6 +60,9 @@ def settle(where: tuple[str, str], argv: list[str], stopped: str = relay.SERVER)
             # A sync's rebase and push are no commit of the record's: done, it left no pull record either.
             how_far = ("before it moved the branch or once it had pushed (which of the two cannot be told here); "
                        "running it in this process, which makes nothing twice" if found and found[1] == "sync"
+                       # git's merge commits on its own, unrecorded: run again, the merge makes what it lacks.
+                       else "before it finished (git's merge may be committed, without its folds); running it in "
+                       "this process, which makes them, or names what git left" if found and found[1] == "merge"
                        else "before it committed anything; running it in this process")
             print(f"slayer-kb: {stopped} stopped while running this command, {how_far}.", file=sys.stderr,
                   flush=True)

@@ -322,7 +322,7 @@ def _sync(
             elif named is None:
                 # A full check looks at the files even if the monitor of relayed searches saw no
                 # event: a network file system reports none for changes made on another machine.
-                report = kb.ensure_fresh(trust_monitor=False)
+                report = kb.ensure_fresh(trust_monitor=False, reading=False)
             else:
                 report = kb.refresh(sorted(named))
             if report is not None:

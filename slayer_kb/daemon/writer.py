@@ -251,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     kb.keep_warm()  # its file monitor: a look-up after its own commit needs no full check
     kb.sentences_in_background = not made_here()  # the server's filler makes them, if it runs
     with contextlib.suppress(Exception):  # only a head start: the first write checks again
-        kb.ensure_fresh()
+        kb.ensure_fresh(reading=False)
     runner = Runner(kb, lower_git=False)  # each write runs lower as a whole, its git with it
     commits = _Commits(kb, conn)
     runner.view.notify = commits.note

@@ -12,16 +12,16 @@ from ..core.locate import MEMORIES_DIR, id_of_path, memory_link, memory_path
 from ..core.memory import loads
 from ..core.merging import fold_subject
 from ..store import mergedriver
+from ..store.foldlog import folded_to, held_folds
 from ..store.gitenv import LITERAL_PATHS
 from ..store.renames import renames_between
 from ..store.repo import GitStore
-from .folds import folded_to
 from .renumber import renumbered_text
 
 
 def follow_folds(store: GitStore, parted: str, tips: tuple[str, str], names: tuple[str, str],
                  followed: dict[str, dict[str, str]], held_renames: dict[str, tuple[str, str]] | None = None) -> bool:
-    """Carry through each side's folds since ``parted`` (``folds.folded_to``; ``tips``: this
+    """Carry through each side's folds since ``parted`` (``foldlog.folded_to``; ``tips``: this
     branch, REF: a merge's HEAD and MERGE_HEAD, or a rebase's HEAD and REBASE_HEAD, git's stages 2
     and 3; ``names``: theirs in the words said, "this branch" and REF) what the other side did since to a memory the fold took away: git knows no fold,
     and pairs the folded file with the kept one only where their texts are alike (a rename), else
@@ -42,7 +42,8 @@ def follow_folds(store: GitStore, parted: str, tips: tuple[str, str], names: tup
     paths: dict[str, str] = {}
     found: dict[str, dict[str, str]] = {}
     objects = store.objects
-    folds = [folded_to(store, parted, tip) for tip in tips]
+    # A held rename's merge whose message the person wrote over still folded the new id (``held_folds``).
+    folds = [{**held_folds(store, parted, tip), **folded_to(store, parted, tip)} for tip in tips]
     for folding in (0, 1):
         # A fold both sides made (two reviewers' merges of one branch) is no change to carry.
         moved = {old: new for old, new in folds[folding].items() if old not in folds[1 - folding]}

@@ -32,6 +32,7 @@ from ..core.locate import id_of_path, memory_link, memory_path
 from ..core.memory import FIELD_NAMES, Memory, loads, parse_time, time_order
 from ..core.merging import carry_through_fold, fold_subject, folded_by, merge_topic_revisions
 from ..store import claims, mergedriver
+from ..store.foldlog import fold_moves, folded_to
 from ..store.gitenv import LITERAL_PATHS
 from ..store.repo import Change, GitStore
 from ..store.revisions import added_version
@@ -436,14 +437,6 @@ def _symbolic(store: GitStore) -> set[str]:
     return {line.split()[0] for line in out if len(line.split()) == 2}
 
 
-def fold_moves(store: GitStore, parted: str, side: str) -> list[dict[str, str]]:
-    """The moves (folded id -> the id kept) of each fold's commit between ``parted`` and ``side``,
-    oldest first (``core.merging.folded_by``): the one reading of folds a branch made."""
-    subjects = store.git("log", "--format=%s", "--grep=^memory: merge ", side, "--not", parted).stdout.decode(
-        "utf-8", "replace").splitlines()
-    return [fold[0] for subject in reversed(subjects) if (fold := folded_by(subject)) is not None]
-
-
 def folds_into(store: GitStore, parted: str, side: str) -> dict[str, set[str]]:
     """The ids each memory took in by a fold's commit between ``parted`` and ``side``."""
     into: dict[str, set[str]] = {}
@@ -451,22 +444,6 @@ def folds_into(store: GitStore, parted: str, side: str) -> dict[str, set[str]]:
         for gone, kept in moves.items():
             into.setdefault(kept, set()).add(gone)
     return into
-
-
-def folded_to(store: GitStore, parted: str, side: str) -> dict[str, str]:
-    """Each id a fold's commit between ``parted`` and ``side`` moved -> the id its memory ended at
-    (a later fold of the memory kept followed on; a later fold of the id wins)."""
-    folds: dict[str, str] = {}
-    for moves in fold_moves(store, parted, side):
-        folds.update(moves)
-    found = {}
-    for old, new in folds.items():
-        seen = {old}
-        while new in folds and new not in seen:
-            seen.add(new)
-            new = folds[new]
-        found[old] = new
-    return found
 
 
 def recount(kb: Context, tx: Transaction, sides: tuple[str, str, str], paths: list[str]) -> None:

@@ -119,6 +119,8 @@ def _file_history(store: GitStore, kb_path: str) -> list[str]:
 def show(kb: Context, memory_id: str, rev: str | None = None) -> Shown:
     """The memory at ``rev``; without ``rev`` the file now, else its last committed version;
     with a note when the id moved on this clone (``Context.moved_notes``)."""
+    if rev is None:  # the file now: maybe as a killed merge left it
+        kb.tell_half_merged()
     shown = _show(kb, memory_id, rev)
     shown.warnings = kb.moved_notes(memory_id)
     return shown

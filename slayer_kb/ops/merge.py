@@ -55,6 +55,7 @@ from .snapshot import merge_bases, session_projects, written_on_both, written_on
 if TYPE_CHECKING:
     from ..context import Context
     from ..store.repo import GitStore
+    from ..transaction import Transaction
 
 
 def merge(kb: Context, ref: str) -> MergeResult:
@@ -66,6 +67,9 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
     with kb.transaction() as tx:
         require_clean(store)
         sha = resolve_rev(store, ref)
+        if (owed := mergemark.owed(store)) is not None and owed[1] == sha:
+            # Killed once git's merge of REF was committed: its folds and checks made now, on that commit.
+            return _finish(kb, store, tx, ref, owed[1:])
         before = store.head()
         assert before is not None
         bases = merge_bases(store, (before, sha))
@@ -91,15 +95,37 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
             if result.action == "merged":
                 # A memory REF renamed that this branch had folded away, its edits in the memory kept.
                 fold_renamed(kb, tx, {f["renamed"]: f["kept"] for f in followed.values() if "renamed" in f})
-                # Before the fixes' commits, HEAD holds the merged sessions.
-                result.session_projects = session_projects(store, (sha, before), both)
-                # What sync does once the upstream is in: the same fixes, and its revalidation named.
-                moves = Moves(result.folded, result.unlinked, result.cascaded, result.deduplicated, result.relinked,
-                              result.relinked_merged, result.followed)
-                checked = finish_or_put_back(kb, store, tx, sha, parted, moves, before, head,
-                                             standing=Standing(store, kb.shared_remote()))
-                take_in(kb, store, result, checked, (sha, result.folded), "merge", head)
+                _fixes(kb, store, tx, result, (sha, parted, before, head), both)
             return result
+
+
+def _fixes(kb: Context, store: GitStore, tx: Transaction, result: MergeResult, commits: tuple[str, str, str, str],
+           both: list[str]) -> None:
+    """What follows git's merge once committed (``commits``: REF's, where the sides parted, HEAD
+    before, the merge's): what sync does once the upstream is in, the same fixes (folds, links
+    stripped), and its revalidation named, in ``result``."""
+    sha, parted, before, made = commits
+    # Before the fixes' commits, HEAD holds the merged sessions.
+    result.session_projects = session_projects(store, (sha, before), both)
+    moves = Moves(result.folded, result.unlinked, result.cascaded, result.deduplicated, result.relinked,
+                  result.relinked_merged, result.followed)
+    checked = finish_or_put_back(kb, store, tx, sha, parted, moves, before, made,
+                                 standing=Standing(store, kb.shared_remote()))
+    take_in(kb, store, result, checked, (sha, result.folded), "merge", made)
+
+
+def _finish(kb: Context, store: GitStore, tx: Transaction, ref: str, owed: tuple[str, str, str]) -> MergeResult:
+    """``slayer-kb merge REF`` again after one killed once git's merge was committed (``owed``: REF's
+    commit, HEAD before, the merge's commit; ``mergemark.owed``): its fixes made on that commit,
+    as the merge would have made them, said as a merge ("merged"). No follow of a fold: git's merge
+    ran it before its commit (``merge_in``)."""
+    sha, before, made = owed
+    parted = store.git("merge-base", before, sha).stdout.decode().strip()
+    both = written_on_both(store, parted, (sha, before))
+    with mergemark.recorded(store, ref, sha, before):
+        result = MergeResult(ref, "merged", made, push_step(kb.shared_remote(), store.branch(), 0, store.root))
+        _fixes(kb, store, tx, result, (sha, parted, before, made), both)
+    return result
 
 
 def unrelated(store: GitStore, ref: str, sha: str) -> StoreError:

@@ -24,6 +24,7 @@ from ..core.merging import BOTH_EDITED, soft_forget_met, soft_forgot
 from ..core.problems import Problem, command, git_command, shell_word, shown
 from ..core.review import PICKED, SQUASHED
 from ..core.session import SESSIONS_DIR
+from ..store.foldlog import folded_to
 from ..store.renames import renamed_since, renames_between
 from ..store.repo import GitStore
 from .snapshot import NO_BLOB, catalog_changed, deleted_entities, under, written_since
@@ -90,7 +91,7 @@ def plain_merge_conflicts(compared: Branch, warnings: list[Problem]) -> list[Pro
     alike = compared.same_memories(added)
     given = _moved_since_taken_in(compared, ours, theirs, stopped)
     # The memories the revision folded into another since they parted: no forget (``folds.py``).
-    folded = functools.cache(lambda: _folded_to(store, base, against_sha))
+    folded = functools.cache(lambda: folded_to(store, base, against_sha))
     for kb_path in sorted(stopped):
         folder = kb_path.partition("/")[0]
         if not _merged(kb_path) or (kb_path in added and kb_path not in alike):
@@ -148,14 +149,6 @@ def forgotten_renames(compared: Branch, ours: dict[str, tuple[str, str]], theirs
         f"{id_of_path(path)}: a plain git merge of this branch stops on the forget against the rename. Run '{fix}': it "
         f"stops there with the steps for either way out, keeping the memory renamed or letting it go as {against} did",
     ) for old, path in sorted(held.items()) if old not in moved}
-
-
-def _folded_to(store: GitStore, base: str, against_sha: str) -> dict[str, str]:
-    # Imported here: folds.py brings the network's modules, which commands that only read files
-    # (``get``) never import.
-    from .folds import folded_to
-
-    return folded_to(store, base, against_sha)
 
 
 def _forgotten_there(store: GitStore, kb_path: str, ours: dict[str, tuple[str, str]],

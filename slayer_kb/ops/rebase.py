@@ -96,10 +96,7 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
                     raise ConflictError(_brought_back_message(kb.root, upstream, back))
             else:  # two KBs begun apart: git replays all of ours, and one auto id on both is a clash
                 refuse_clashes(store, onto_commit, "", upstream, f"rebase {words(upstream)}", rebasing=True)
-            # Given at the start, git keeps the -X for --continue.
-            forgotten = forgotten_folds(store, bases[0], (onto_commit, ours)) if len(bases) == 1 else set()
-            args = [*rename_detection(store, bases, (ours, onto_commit), replays=True, not_moves=forgotten),
-                    "-q", onto_commit]
+            args = start_args(store, bases, ours, onto_commit)
         elif not in_progress(store):
             raise InvalidInputError(f"No rebase is in progress, so there is nothing to {action}; "
                                     f"start one with '{command(kb.root)} rebase UPSTREAM'.")
@@ -283,6 +280,16 @@ def _pushed_message(root: Path, remote: str, upstream: str, branch: str, count: 
         f"instead (it keeps what was pushed); to rewrite the branch anyway, run '{kb} rebase --rewrite-pushed "
         f"{ref}' and push it with '{push}' (not {kb} sync)."
     )
+
+
+def start_args(store: GitStore, bases: list[str], ours: str, onto: str) -> list[str]:
+    """The arguments of ``git rebase`` (``run``'s) that replays ``ours`` onto ``onto`` (commits;
+    parted at ``bases``), for ``slayer-kb rebase`` and sync's rebase alike: git's rename guess held
+    to exact moves where it pairs only forgets and new saves, a fold whose memory kept was
+    forgotten since among them (``carry.forgotten_folds``: paired, an edit of the folded memory
+    would bring the forgotten one back). Given at the start, git keeps the -X for --continue."""
+    forgotten = forgotten_folds(store, bases[0], (onto, ours)) if len(bases) == 1 else set()
+    return [*rename_detection(store, bases, (ours, onto), replays=True, not_moves=forgotten), "-q", onto]
 
 
 def run(store: GitStore, args: list[str], onto: str, written: list[str] | None,

@@ -48,7 +48,7 @@ from ..core.problems import cd_step, command, command_in, git_command, words
 from ..core.results import SyncResult
 from ..core.session import SESSIONS_DIR
 from ..core.text import shown_value
-from ..store.guesses import rename_detection
+from ..store.foldlog import folded_to
 from ..store.moves import MovedIds
 from ..store.pulls import Pull, Pulls
 from ..store.renames import TipRenames, brought_back, crossings, given_and_moved_on, merged_where, rename_meets
@@ -59,7 +59,7 @@ from ..transaction import Transaction
 from .byhand import finish_merge_by_hand, fold_pulled, unchecked
 from .folds import Standing, carry_dropped, fold_renamed, forgotten_folded, own_moves, recount
 from .merge import merge_conflict_message, merge_in, merging
-from .rebase import conflict_message, in_progress, run
+from .rebase import conflict_message, in_progress, run, start_args
 from .renumber import plan, renumber_commit, require_clean, rewrite_commits
 from .reuses import Retry, reuse_stop
 from .revalidation import Moves, Revalidated, finish, on_top, revalidate
@@ -511,10 +511,19 @@ def _rebase(store: GitStore, remote: str, upstream_branch: str, tips: tuple[str,
     hand through ``slayer-kb rebase``, which uses the driver too (a plain ``git rebase`` would
     stop on the files the driver merges)."""
     name, (upstream, known) = f"{remote}/{upstream_branch}", tips
-    stopped = run(store, [*rename_detection(store, bases, ("HEAD", upstream), replays=True), "-q", upstream], name,
-                  written, known)
+    stopped = run(store, start_args(store, bases, "HEAD", upstream), name, written, known)
     if stopped is not None:
         store.git_writing_index("rebase", "--abort", check=False)
+        folds = folded_to(store, bases[0], upstream) if len(bases) == 1 else {}
+        # A change of a memory the upstream folded away: 'slayer-kb rebase' carries it (carry.follow_folds), or
+        # stops on the memory kept with steps of its own; git's stop here, on the folded file, has other steps.
+        if held := {i: folds[i] for path in stopped[0] if (i := id_of_path(path.removeprefix(store.prefix))) in folds}:
+            said = ", ".join(f"{old}, which {name} had merged into {kept}" for old, kept in held.items())
+            raise ConflictError(
+                f"Your commits changed {said}; the repository is back as it was. To merge by hand: "
+                + "; ".join([*cd_step(store.root), f"git fetch {remote}", f"{command_in(store.root)} rebase "
+                             f"{words(name)}, which carries the change to {', '.join(sorted(set(held.values())))} or "
+                             f"stops there with its steps", f"{command_in(store.root)} sync"]) + ".")
         first = [f"git fetch {remote}"]
         if renumbered:
             # A rebase of the ids as they are would stop on two different memories with one

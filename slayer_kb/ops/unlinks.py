@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING
 from ..core.errors import KBError
 from ..core.locate import MEMORIES_DIR, MEMORY_LINK, id_of_path, linked_id, memory_link, memory_path
 from ..core.memory import Memory, loads, with_entities
+from ..store.foldlog import folded_to
 from ..store.guesses import moved_by_hand
 from ..store.renames import Renamed, crossings, renamed_since, renames_between
 from ..store.repo import Change, GitStore
 from ..transaction import Transaction, memory_change
-from .folds import folded_to
 from .snapshot import CATALOG_DIRS, absent_at_head, blobs_at, deleted_entities, under
 
 if TYPE_CHECKING:

@@ -9,7 +9,8 @@ own steps). The next command that writes, under the KB's lock (so no merge of th
 runs, or, asked without it, none whose process, the pid and its start time, lives), reads a
 record left behind (``interrupted``): nothing written, or REF committed into HEAD, and the record
 goes; else the command is refused with the files (from the KB's folder) and the commands that
-undo the merge, after which ``slayer-kb merge REF`` merges again. Nothing is undone here: a file may hold
+undo the merge, after which ``slayer-kb merge REF`` merges again; a command that only reads answers,
+with the same words as a warning (``read_warning``). Nothing is undone here: a file may hold
 an edit the person made since, and only they can tell.
 """
 
@@ -61,10 +62,9 @@ def recorded(store: GitStore, ref: str, sha: str, before: str) -> Iterator[None]
     end(store)
 
 
-def interrupted(store: GitStore) -> str | None:
-    """What to tell the person when a merge's record is left (call under the KB's lock), ending
-    with the commands that undo it; None (the record dropped) when the merge wrote nothing or
-    HEAD holds REF (committed)."""
+def _left(store: GitStore) -> tuple[str, str, str] | None:
+    """(REF, its commit, HEAD before) of a merge's record left by a process that is gone; None
+    when there is none (one cut short is dropped) or its merge still runs."""
     try:
         record = json.loads((store.git_dirs()[0] / RECORD).read_text(encoding="utf-8"))
         ref, sha, before, pid = str(record["ref"]), str(record["sha"]), str(record["before"]), int(record["pid"])
@@ -76,12 +76,43 @@ def interrupted(store: GitStore) -> str | None:
         return None
     if _running(pid, started):  # a merge going on (asked without the lock: sync's first look, edit's)
         return None
-    merging = os.path.lexists(store.git_dirs()[0] / "MERGE_HEAD")
+    return ref, sha, before
+
+
+def _committed(store: GitStore, sha: str, before: str) -> bool:
+    """Whether HEAD holds REF (``sha``) with no merge in progress: a commit of other work moves
+    HEAD past what git left too."""
     head = store.head()
-    # Committed only when HEAD holds REF: a commit of other work moves HEAD past what git left too.
-    if not merging and head is not None and head != before and store.git(
-            "merge-base", "--is-ancestor", sha, head, check=False).returncode == 0:
-        end(store)
+    return (not os.path.lexists(store.git_dirs()[0] / "MERGE_HEAD") and head is not None and head != before
+            and store.git("merge-base", "--is-ancestor", sha, head, check=False).returncode == 0)
+
+
+def owed(store: GitStore) -> tuple[str, str, str, str] | None:
+    """(REF, its commit, HEAD before, the merge's commit) of a merge killed once git's merge was
+    committed, before the knowledge base's folds and checks that follow it: its record left, HEAD
+    holding that commit (parents: HEAD before, REF), which the branch's upstream does not hold (a
+    sync folds a merge made by hand before it pushes it). None else."""
+    if (left := _left(store)) is None or not _committed(store, *left[1:]):
+        return None
+    ref, sha, before = left
+    out = store.git("rev-list", "--min-parents=2", "--parents", "HEAD", f"^{before}").stdout.decode().splitlines()
+    merge = next((line.split()[0] for line in out if line.split()[1:] == [before, sha]), None)
+    pushed = merge is not None and store.git("merge-base", "--is-ancestor", merge, "@{upstream}",
+                                             check=False).returncode == 0
+    return (ref, sha, before, merge) if merge is not None and not pushed else None
+
+
+def interrupted(store: GitStore) -> str | None:
+    """What to tell the person when a merge's record is left (call under the KB's lock), ending
+    with the commands that undo it; None when the merge wrote nothing (the record dropped) or
+    HEAD holds REF (committed: the record kept while its folds are ``owed``)."""
+    if (left := _left(store)) is None:
+        return None
+    ref, sha, before = left
+    merging = os.path.lexists(store.git_dirs()[0] / "MERGE_HEAD")
+    if _committed(store, sha, before):
+        if owed(store) is None:
+            end(store)
         return None
     # The files the merge may have written: those that differ between the two sides. git's merge
     # refuses to write over an untracked file, so one there now is the merge's (or edited since).
@@ -113,6 +144,24 @@ def interrupted(store: GitStore) -> str | None:
     return (f"'{kb} merge {given}' was interrupted before it finished: {what}. This branch's commits are as "
             f"they were, and {given} holds its files as git wrote them.{lost} To undo the merge: {'; '.join(steps)}; "
             f"then '{kb} merge {given}' merges it again.")
+
+
+def read_warning(store: GitStore) -> str | None:
+    """What a command that only reads (``list``, ``get``, ``search``) says beside its answer while
+    a merge's record is left (``interrupted``, asked without the lock: a merge still running is
+    none): it read the files as git left them. None at once where there is no record (one stat)."""
+    if not os.path.lexists(store.git_dirs()[0] / RECORD):
+        return None
+    if (problem := interrupted(store)) is not None:
+        return (f"this answer is read from a half-merged work tree (files git left may hold conflict markers, or "
+                f"another branch's memories, none of them committed): {problem}")
+    if (left := owed(store)) is None:
+        return None
+    ref, kb = words(left[0]), command_in(store.root)
+    return (f"'{kb} merge {ref}' was interrupted once it had committed git's merge ({left[3][:12]}), before the "
+            "knowledge base's folds and checks: a topic key both sides saved may be held by two memories here, a "
+            f"link may name a memory the other side forgot. Run '{kb} merge {ref}' again, which makes them (so does "
+            f"the next '{kb} sync', before it pushes).")
 
 
 def _running(pid: int, started: object) -> bool:
