@@ -239,8 +239,7 @@ def json_refused(reason: str) -> Callable[[Callable[..., Any]], Callable[..., An
 force_option = click.option(
     "--force",
     is_flag=True,
-    help="Rewrite files that hold uncommitted work from HEAD, keeping your versions as <file>.orig "
-         "(put back if the command then fails).",
+    help="Rewrite files holding uncommitted work from HEAD, your versions kept as <file>.orig (put back on failure).",
 )
 
 
