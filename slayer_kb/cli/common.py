@@ -41,6 +41,7 @@ from ..core.text import (
     warning_lines,
 )
 from ..daemon.relay import MAX_STDIN_CHARS
+from ..daemon.settings import mode as server_mode
 
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
@@ -137,7 +138,9 @@ class Settings:
             self.preset.kb.max_content = max_content()
         context = click.get_current_context(silent=True)
         if self._kb is None:
-            self._kb = KnowledgeBase(self.root(), author=self.author, max_content=max_content())
+            root = self.root()
+            server_mode(str(root), strict=True)  # a bad git config slayer-kb.server runs it here: refused
+            self._kb = KnowledgeBase(root, author=self.author, max_content=max_content())
             # Closed with the command, not left to the process's exit: the CLI also runs inside
             # a longer-lived process (the tests' in-process runner, testing/cli.py).
             if context is not None:
