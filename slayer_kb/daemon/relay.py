@@ -455,6 +455,8 @@ def _exchange(conn: _socket.socket, argv: list[str], root: str, command: str, st
             elif tag == START:
                 conn.sendall(GO)
                 began = True
+                if command not in AGAIN:
+                    begun.append(command)
                 if yields(argv) and not priority.PER_THREAD:
                     # From here it only waits and prints: searches beside it go first (priority.py;
                     # on Linux the whole relay runs lower, entry.py).
@@ -475,9 +477,63 @@ def _exchange(conn: _socket.socket, argv: list[str], root: str, command: str, st
             return Outcome(None, start, (root, str(request["request"])))
         return Outcome(None, start)
     except KeyboardInterrupt:
-        # As click says it; a command the server had begun is finished there.
-        print("\nAborted!", file=sys.stderr)
-        return Outcome(1)
+        # Here only when nothing else waits for this thread (entry.py, priority.beneath).
+        if not interrupted(1):
+            print("\nAborted!", file=sys.stderr)
+            return Outcome(1)
+        result = _outcome(conn)
+        if result is None:
+            return Outcome(1)
+        code, chunks = result
+    return _print_result(code, chunks)
+
+
+# The write the server began for this client, once it did: Ctrl-C then leaves it to finish there
+# (``interrupted``). Set by the relaying thread, read by the one a Ctrl-C interrupts.
+begun: list[str] = []
+_said: list[bool] = []  # that it was left to the server (``abandoned``): said once
+
+
+def interrupted(times: int) -> bool:
+    """The ``times``-th Ctrl-C: whether the client waits on for the outcome of the write the
+    server began (said), which is for the first only. Until the server began one, Ctrl-C aborts:
+    it runs nothing its client did not confirm, and a read may end any time. "Aborted!" after a
+    write it began had it retried, and done twice."""
+    if not begun or times != 1:
+        return False
+    print(f"\nInterrupted: the server had begun this {begun[0]} and finishes it; waiting for its "
+          "outcome (Ctrl-C again to stop waiting).", file=sys.stderr, flush=True)
+    return True
+
+
+def abandoned() -> bool:
+    """The client stops waiting (a second Ctrl-C, a silent server): whether a write the server
+    began is left to it, said once; else the command was aborted."""
+    if not begun:
+        return False
+    if not _said:
+        _said.append(True)
+        print(f"Not waiting: the server may still finish this {begun[0]}; `git log -1` shows whether "
+              "it committed.", file=sys.stderr, flush=True)
+    return True
+
+
+def _outcome(conn: _socket.socket) -> tuple[int, list[tuple[int, bytes]]] | None:
+    """After a Ctrl-C: the result of the write the server began, once it sends it (None, said,
+    when a second Ctrl-C or a silent or lost server ends the wait)."""
+    try:
+        while (tag := recv_exactly(conn, 1)) == BEAT:
+            pass
+        if tag == RESULT:
+            result = loads(recv_frame(conn))
+            return result["code"], result["chunks"]  # type: ignore[index]
+    except (OSError, ValueError, EOFError, TypeError, KeyError, KeyboardInterrupt):
+        pass
+    abandoned()
+    return None
+
+
+def _print_result(code: int, chunks: list[tuple[int, bytes]]) -> Outcome:
     # What the command wrote, in the order it wrote it (so ``2>&1`` reads as it would have).
     for fd, data in chunks:
         try:
