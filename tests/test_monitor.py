@@ -218,3 +218,19 @@ def _made_anew_on_its_old_inode(root: Path) -> None:
         assert monitor.changed() is True
     finally:
         monitor.stop()
+
+
+@pytest.mark.parametrize("deleted", [".slayer-kb", ".slayer-kb/index"])
+def test_a_warm_kb_builds_an_index_deleted_behind_its_back_again(example_kb: KnowledgeBase, deleted: str) -> None:
+    """``rm -rf .slayer-kb`` beside a warm server: no event a monitor hears of (hidden names are
+    the KB's own writes), and the next search printed Whoosh's EmptyIndexError. A missing index
+    is built again, as in a process of its own."""
+    kb = example_kb
+    kb.keep_warm()
+    try:
+        found = [h["id"] for h in kb.search("refunds").memories]
+        assert found
+        shutil.rmtree(kb.root / deleted)
+        assert [h["id"] for h in kb.search("refunds").memories] == found
+    finally:
+        kb.close()
