@@ -32,14 +32,7 @@ from ..core.errors import (
 from ..core.inputs import content_limit, given_text, read_given_file
 from ..core.locate import find_kb_root, named_kb, not_a_kb
 from ..core.memory import MAX_CONTENT_CEILING, MAX_FILE_BYTES
-from ..core.text import (
-    MAX_SHOWN,
-    json_surrogates_escaped,
-    one_line_shown,
-    shown_value,
-    terminal_text,
-    warning_lines,
-)
+from ..core.text import MAX_SHOWN, json_document, one_line_shown, shown_value, terminal_text, warning_lines, writable
 from ..daemon.relay import MAX_STDIN_CHARS
 from ..daemon.settings import mode as server_mode
 
@@ -471,12 +464,13 @@ def emit(settings: Settings, data: Any, human: Callable[[], str] | str) -> None:
 
 
 def _emit(settings: Settings, data: Any, human: Callable[[], str] | str) -> None:
+    encoding = getattr(sys.stdout, "encoding", None)
     if settings.json:
-        click.echo(json_surrogates_escaped(json.dumps(settings.with_told(data), ensure_ascii=False, indent=2)))
+        click.echo(json_document(settings.with_told(data), encoding))
     else:
         text = human() if callable(human) else human
         if text:
-            click.echo(for_terminal(text))
+            click.echo(writable(for_terminal(text), encoding))
 
 
 @overload
