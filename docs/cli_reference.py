@@ -58,7 +58,7 @@ reader reads back as the path, and tells the two apart); a command advised quote
 holding a control character, as the output of POSIX `printf`, `"$(printf 'k\\377b')"`, which pastes as the
 name in sh, bash and zsh (a name ending in a line break, which that form would drop, is written as bash's
 `$'k\\x0a'`, which sh does not read: run such advice in bash or zsh). `-` reads a text
-argument from stdin (at most 16 MiB characters; more is refused unread; so is text holding a NUL byte, as UTF-16 does, with the fix; a leading byte-order mark is dropped, as from a file given: `--query @FILE`, an export to import, which may also be UTF-16 with its mark, as Windows PowerShell's `>` writes). Shell completion: `eval "$(slayer-kb completion bash)"` (or `zsh`, `fish`).
+argument from stdin (at most 16 MiB characters; more is refused unread; so is text holding a NUL byte, as UTF-16 does, with the fix; a leading byte-order mark is dropped, as from a file given: `--query @FILE`, an export to import, which may also be UTF-16 with its mark, as Windows PowerShell's `>` writes); as the value of a plain option (`--title`, `--description`, `--topic-key`, `--project`, `--session` of `save` and `update`) it is refused, not stored as "-". A character that stdout's encoding cannot write (`PYTHONIOENCODING=latin-1`, a non-UTF-8 locale) is printed as its escape, `\\u20ac` for €; `--json` then escapes every character beyond ASCII, a valid document all the same. Shell completion: `eval "$(slayer-kb completion bash)"` (or `zsh`, `fish`).
 Every command's `--help` prints what this page says about it.
 
 The main `--json` documents (the MCP tools return the same fields as structured content,

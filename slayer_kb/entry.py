@@ -26,9 +26,11 @@ def main() -> None:
         from .core.priority import beneath
 
         try:
-            outcome = beneath(_forward, argv)
-        except KeyboardInterrupt:  # as click says it; a command the server had begun is finished there
-            print("\nAborted!", file=sys.stderr, flush=True)
+            outcome = beneath(_forward, argv, interrupted=_interrupted)
+        except KeyboardInterrupt:
+            relay = sys.modules.get("slayer_kb.daemon.relay")
+            if relay is None or not relay.abandoned():  # as click says it; else said
+                print("\nAborted!", file=sys.stderr, flush=True)
             # At once: an exit would wait for the relaying thread (the one that imported
             # threading, for subprocess, counts as the main thread to Python's shutdown).
             import os
@@ -71,6 +73,12 @@ def _open_standard_streams() -> None:
         except OSError:
             os.open(os.devnull, os.O_RDWR)  # the lowest number free: this one
             setattr(sys, name, open(fd, "r" if fd == 0 else "w", encoding="utf-8", closefd=False))
+
+
+def _interrupted(times: int) -> bool:
+    """Ctrl-C while the relaying thread runs: whether to wait on (``relay.interrupted``)."""
+    relay = sys.modules.get("slayer_kb.daemon.relay")
+    return relay is not None and relay.interrupted(times)
 
 
 def _forward(argv: list[str]) -> Outcome:

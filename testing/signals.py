@@ -38,3 +38,10 @@ def changes(before: tuple[frozenset[int], dict[int, Any]], after: tuple[frozense
         if after[1][number] != handler:
             out.append(f"{signal.Signals(number).name} {handler!r} -> {after[1][number]!r}")
     return out
+
+
+def as_a_shell_starts_it() -> None:
+    """A child's ``preexec_fn``: Ctrl-C unblocked and at its default, whatever the test worker's
+    (a run started in the background has SIGINT ignored, which a child would inherit)."""
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

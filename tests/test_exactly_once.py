@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -27,7 +28,7 @@ from slayer_kb.daemon import relay
 from slayer_kb.daemon.settle import settle
 from slayer_kb.store import requests
 from slayer_kb.store.repo import Change
-from testing import Watcher, eventually, git, in_process_runner
+from testing import Watcher, eventually, git, in_process_runner, signals
 
 T = TypeVar("T")
 
@@ -341,3 +342,48 @@ def test_a_write_process_killed_mid_commit_is_settled_once_its_git_is_done(watch
     assert commits(root) == start + 2
     assert memory_files(root) == sorted([*files, "28.yaml", "29.yaml"])
     assert git(root, "status", "--porcelain") == ""
+
+
+# Holds a commit's ref update ("prepared") until the test says go.
+HELD = """#!/bin/sh
+cat >/dev/null
+git_dir="$(git rev-parse --git-dir)"
+if [ "$1" = prepared ]; then
+    touch "$git_dir/held"
+    i=0
+    while [ ! -e "$git_dir/go" ] && [ $i -lt 6000 ]; do sleep 0.01; i=$((i+1)); done
+fi
+exit 0
+"""
+
+
+# 10: the client relays from a thread of its own, lowered, which Ctrl-C does not interrupt
+# (priority.beneath); 0: from its main thread.
+@pytest.mark.parametrize("niceness", ["10", "0"])
+def test_ctrl_c_on_a_write_the_server_began_waits_for_its_outcome(watcher: Watcher, niceness: str) -> None:
+    """Ctrl-C printed "Aborted!" and exited 1 while the server went on and committed the save:
+    an agent that retried saved it twice. The client now says the server finishes it, waits,
+    and prints what the save printed, with its exit code."""
+    root = watcher.root
+    run(root, "search", "warm", server=True)  # the write process up: the save below is held in its git
+    hook = root / ".git" / "hooks" / "reference-transaction"
+    hook.write_text(HELD)
+    hook.chmod(0o755)
+    before = commits(root)
+    env = dict(os.environ, COLUMNS="80", SLAYER_KB_SERVER="manual", SLAYER_KB_WRITE_NICENESS=niceness)
+    client = subprocess.Popen([sys.executable, "-m", "slayer_kb", "--kb", str(root), "save", "interrupted once",
+                               "-e", "shop.orders.amount"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=env, cwd=root, preexec_fn=signals.as_a_shell_starts_it)  # noqa: PLW1509
+    eventually(lambda: (root / ".git" / "held").exists(), "the save's commit under way")
+    client.send_signal(signal.SIGINT)
+    assert client.stderr is not None
+    said = ""
+    while not said.strip():  # the message follows a blank line, as click's "Aborted!" did
+        said = client.stderr.readline()
+    (root / ".git" / "go").touch()
+    out, err = client.communicate(timeout=120)
+    assert said == ("Interrupted: the server had begun this save and finishes it; waiting for its outcome "
+                    "(Ctrl-C again to stop waiting).\n")
+    saved = KnowledgeBase(root).newest(limit=1)[0]
+    assert (client.returncode, out, err) == (0, f"Saved memory {saved['id']} (created)\n  entities: shop.orders.amount\n", "")
+    assert commits(root) == before + 1 and KnowledgeBase(root).get(saved["id"]).learning == "interrupted once"

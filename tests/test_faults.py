@@ -32,7 +32,7 @@ import yaml
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import KBError
-from testing import commit_all, eventually, fsck, git, make_catalog_kb
+from testing import commit_all, eventually, fsck, git, make_catalog_kb, signals
 
 CREATED = "created_at: '2026-01-01T00:00:00Z'\n"
 PROBE = "probe"
@@ -396,12 +396,6 @@ exit 0
 """
 
 
-def _as_a_shell_starts_it() -> None:
-    """Ctrl-C unblocked and at its default, whatever the test worker's (test_priority.py)."""
-    signal.pthread_sigmask(signal.SIG_SETMASK, set())
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 @pytest.mark.parametrize("stop", ["killed", "interrupted"])
 def test_a_killed_writers_update_ref_is_waited_for_before_its_commit_is_judged(catalog_kb: KnowledgeBase,
                                                                                stop: str) -> None:
@@ -420,7 +414,7 @@ def test_a_killed_writers_update_ref_is_waited_for_before_its_commit_is_judged(c
     hook.chmod(0o755)
     code = "import sys; from slayer_kb import KnowledgeBase; KnowledgeBase(sys.argv[1]).save_memory({!r}, ['orders.amount'], id='cache')"
     writer = subprocess.Popen([sys.executable, "-c", code.format("Redis, 10 min TTL."), str(root)],
-                              stderr=subprocess.DEVNULL, preexec_fn=_as_a_shell_starts_it)  # noqa: PLW1509
+                              stderr=subprocess.DEVNULL, preexec_fn=signals.as_a_shell_starts_it)  # noqa: PLW1509
     eventually(lambda: (root / "update-ref-started").exists(), "the update-ref under way")
     writer.send_signal(signal.SIGKILL if stop == "killed" else signal.SIGINT)  # its git goes on, held in the hook
     assert writer.wait() == (-signal.SIGKILL if stop == "killed" else -signal.SIGINT)  # KeyboardInterrupt, unhandled

@@ -290,6 +290,23 @@ def test_a_size_limit_above_what_a_file_may_hold_is_refused(indexed_example_kb: 
     assert json_of(taken)["action"] == "created"
 
 
+_SERVER_VALUES = ("not a server setting; set it to on, manual or off (also 1, yes, true, auto, 0, no, false, "
+                  "never) or unset it.")
+
+
+def test_a_bad_kb_server_setting_is_refused_with_no_server_started(catalog_kb: KnowledgeBase, run_cli: CliRunner) -> None:
+    """``git config slayer-kb.server`` misspelt was taken as unset: the server on. The client
+    runs the command here, which refuses it; a command that never opens the KB (``server
+    status``) takes it as off."""
+    root = catalog_kb.root
+    git(root, "config", "slayer-kb.server", "disabled")
+    proc = run_cli("--kb", root, "list", env={"SLAYER_KB_SERVER": ""})
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        1, "", f"Error: git config slayer-kb.server is 'disabled', {_SERVER_VALUES}\n")
+    status = json_of(run_cli("--kb", root, "--json", "server", "status", env={"SLAYER_KB_SERVER": ""}, check=True))
+    assert (status["mode"], status["running"]) == ("off", False)
+
+
 def test_a_bad_server_setting_is_refused_naming_it(example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """SLAYER_KB_WRITE_NICENESS, SLAYER_KB_SERVER_IDLE and SLAYER_KB_BUILD_WORKERS are read where
@@ -306,6 +323,8 @@ def test_a_bad_server_setting_is_refused_naming_it(example_kb_read_only: Knowled
         ("SLAYER_KB_SERVER_IDLE", "inf"): f"SLAYER_KB_SERVER_IDLE is 'inf', {idle}",
         ("SLAYER_KB_BUILD_WORKERS", "0"): "SLAYER_KB_BUILD_WORKERS is '0', not a number of model runs; set it to a "
         "whole number above 0 (the default is 2) or unset it.",
+        # Was taken as unset: the server on, for a user who tried to turn it off.
+        ("SLAYER_KB_SERVER", "disabled"): f"SLAYER_KB_SERVER is 'disabled', {_SERVER_VALUES}",
         # Read only where git runs, a sync's fetch and push: a read took it, a sync refused it half-way.
         ("SLAYER_KB_SYNC_TIMEOUT", "5m"): "SLAYER_KB_SYNC_TIMEOUT is '5m', not a number of seconds; set it to a "
         "whole number above 0 (the default is 300) or unset it.",

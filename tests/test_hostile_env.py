@@ -390,3 +390,21 @@ def test_a_git_file_naming_a_missing_git_folder_is_said_with_its_fix(empty_kb: K
         f"Error: {root / '.git'} is a file, but not the 'gitdir: PATH' line a worktree's or submodule's .git file "
         f"holds, so git finds no repository there. Put the line back, or delete {root / '.git'} and run "
         f"'slayer-kb init {root}' to make a new repository there.\n")
+
+
+@pytest.mark.parametrize("command", ["get", pytest.param("list", marks=pytest.mark.slow),
+                                     pytest.param("search", marks=pytest.mark.slow)])
+def test_a_stdout_that_cannot_write_a_character_gets_its_escape(catalog_kb: KnowledgeBase, run_cli: CliRunner,
+                                                                 invoke_cli: CliRunner, command: str) -> None:
+    """A latin-1 stdout (PYTHONIOENCODING, a non-UTF-8 locale) and a memory holding '€': get,
+    search and list printed a UnicodeEncodeError traceback and, with --json, no document."""
+    root = catalog_kb.root
+    memory_id = catalog_kb.save_memory("Price is 3€ per unit", ["orders.amount"]).memory_id
+    args = {"get": ["get", memory_id], "list": ["list"], "search": ["search", "price"]}[command]
+    utf8 = invoke_cli("--kb", root, *args, check=True)
+    latin = run_cli("--kb", root, *args, env={"PYTHONIOENCODING": "latin-1"})
+    assert "€" in utf8.stdout
+    assert (latin.returncode, latin.stdout, latin.stderr) == (0, utf8.stdout.replace("€", "\\u20ac"), "")
+    as_json = run_cli("--kb", root, "--json", *args, env={"PYTHONIOENCODING": "latin-1"})
+    assert (as_json.returncode, "€" in as_json.stdout, as_json.stderr) == (0, False, "")
+    assert json_of(as_json) == json_of(invoke_cli("--kb", root, "--json", *args, check=True))

@@ -37,3 +37,25 @@ def test_capture_passive_of_nothing_ends_as_a_sentence(indexed_example_kb: Knowl
         1, "Error: content is required — include text with a '## Key Learnings:' section.")
     reply = call_tool(indexed_example_kb, "mem_capture_passive", {"content": ""})
     assert (reply.is_error, reply.text) == (True, "content is required — include text with a '## Key Learnings:' section")
+
+
+def test_every_plain_option_of_a_dash_is_refused_as_the_title_is(indexed_example_kb: KnowledgeBase,
+                                                                  invoke_cli: CliRunner) -> None:
+    """--description -, --topic-key -, --project - (save and update) and --session - stored a
+    literal "-", even with text piped on stdin, where --title - was refused."""
+    root = indexed_example_kb.root
+    head = git(root, "rev-parse", "HEAD")
+    said = {
+        "--description": "a description: give the description itself (--description \"JWT over sessions\").",
+        "--topic-key": "a topic key: give the topic key itself (--topic-key architecture/auth-model).",
+        "--project": "a project: give the project itself (--project api).",
+        "--session": "a session id: give the session id itself (--session ses-42).",
+    }
+    for option, end in said.items():
+        message = f"Error: {option} is '-', which reads standard input for the text and --query but not for {end}"
+        saved = invoke_cli("--kb", root, "save", "-", "--title", "T", option, "-", input="piped text\n")
+        assert (saved.returncode, saved.stderr.splitlines()[-1:]) == (2, [message])
+        if option != "--session":
+            updated = invoke_cli("--kb", root, "update", "3", option, "-", input="piped text\n")
+            assert (updated.returncode, updated.stderr.splitlines()[-1:]) == (2, [message])
+    assert git(root, "rev-parse", "HEAD") == head

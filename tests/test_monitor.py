@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -183,5 +184,53 @@ def test_a_file_no_event_told_of_is_never_overwritten(catalog_kb: KnowledgeBase,
         assert kb.monitor is not None and kb.monitor.generation() is None
         assert kb.save_memory("one", ["orders"]).memory_id == "1"
         _save_passes_a_hand_made_file(kb, "2", next_id="3")
+    finally:
+        kb.close()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify")
+def test_a_memories_folder_made_anew_on_its_old_inode_is_watched_again() -> None:
+    """``rm -rf memories && git checkout -- memories``: the new folder usually gets the old inode
+    number back, and its old watch is dead all the same (the kernel dropped it). A file made in
+    it afterwards is still a change. In the system's temporary folder, not tmp_path: a tmpfs
+    (where tmp_path lives, testing/ramdisk.py) never hands an inode number out twice."""
+    with tempfile.TemporaryDirectory() as scratch:
+        _made_anew_on_its_old_inode(Path(scratch))
+
+
+def _made_anew_on_its_old_inode(root: Path) -> None:
+    memories = root / "memories"
+    memories.mkdir()
+    monitor = ChangeMonitor.create(root)
+    assert monitor is not None
+    try:
+        for _ in range(20):  # the file system hands the inode back most of the time; try a few
+            inode = memories.stat().st_ino
+            shutil.rmtree(memories)
+            memories.mkdir()
+            assert monitor.changed() is True  # the folder went and came, unseen in between
+            if memories.stat().st_ino == inode:
+                break
+        else:
+            pytest.skip("this file system never reused the folder's inode number")
+        assert monitor.changed() is False
+        (memories / "1.yaml").write_text("learning: made by hand\n", encoding="utf-8")
+        assert monitor.changed() is True
+    finally:
+        monitor.stop()
+
+
+@pytest.mark.parametrize("deleted", [".slayer-kb", ".slayer-kb/index"])
+def test_a_warm_kb_builds_an_index_deleted_behind_its_back_again(example_kb: KnowledgeBase, deleted: str) -> None:
+    """``rm -rf .slayer-kb`` beside a warm server: no event a monitor hears of (hidden names are
+    the KB's own writes), and the next search printed Whoosh's EmptyIndexError. A missing index
+    is built again, as in a process of its own."""
+    kb = example_kb
+    kb.keep_warm()
+    try:
+        found = [h["id"] for h in kb.search("refunds").memories]
+        assert found
+        shutil.rmtree(kb.root / deleted)
+        assert [h["id"] for h in kb.search("refunds").memories] == found
     finally:
         kb.close()

@@ -9,7 +9,9 @@ a figure of the benchmark (bench/measure.py, "watcher"), not of a test: every wa
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import tempfile
 import threading
 from io import StringIO
 from pathlib import Path
@@ -23,7 +25,7 @@ from slayer_kb.core.results import SyncReport
 from slayer_kb.daemon.watch import run_watcher
 from slayer_kb.search.monitor import is_relevant
 from slayer_kb.search.schema import text_terms
-from testing import Watcher, commit_all, eventually, git
+from testing import Watcher, commit_all, eventually, git, make_example_kb
 
 CREATED = "created_at: '2026-11-01T10:00:00Z'\n"
 
@@ -296,3 +298,42 @@ def test_a_server_whose_warm_up_fails_goes_on_serving(example_kb: KnowledgeBase,
         runner.join(timeout=60)
     assert not runner.is_alive()
     assert "Could not warm up (git object abc is missing); the first commands load what they need." in out.getvalue()
+
+
+@pytest.mark.slow  # an index built from nothing, in a folder on disk
+def test_a_memories_folder_made_anew_on_its_old_inode_is_watched_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``rm -rf memories && git checkout -- memories``: the new folder usually gets the old inode
+    number back; the watcher kept the dead watch of the old one and saw a hand edit only at its
+    next rescan (here never). In the system's temporary folder, not tmp_path: a tmpfs never hands
+    an inode number out twice."""
+    from slayer_kb.daemon import watch
+
+    monkeypatch.setattr(watch, "RESCAN_SECONDS", 3600.0)  # only events can tell it
+    with tempfile.TemporaryDirectory() as scratch:
+        root = make_example_kb(Path(scratch) / "kb")
+        reports: list[SyncReport] = []
+        stop = threading.Event()
+        runner = threading.Thread(target=run_watcher, args=(KnowledgeBase(root),),
+                                  kwargs={"stop": stop, "on_sync": reports.append, "out": StringIO()})
+        runner.start()
+        try:
+            eventually(lambda: bool(reports))  # the initial build
+            memories = root / "memories"
+            for attempt in range(20):
+                # A file git does not hold, seen arrive, then gone with the folder: the sync after
+                # the folder's return is done.
+                (memories / "kb.marker.yaml").write_text(memory_text(f"quillmark{attempt}"), encoding="utf-8")
+                eventually(lambda: with_word(root, f"quillmark{attempt}") == {"kb.marker"})  # noqa: B023
+                inode = memories.stat().st_ino
+                shutil.rmtree(memories)
+                git(root, "checkout", "-q", "--", "memories")
+                eventually(lambda: with_word(root, f"quillmark{attempt}") == set())  # noqa: B023
+                if memories.stat().st_ino == inode:
+                    break
+            else:
+                pytest.skip("this file system never reused the folder's inode number")
+            (memories / "kb.reborn.yaml").write_text(memory_text("A zorbleweed note."), encoding="utf-8")
+            eventually(lambda: with_word(root, "zorbleweed") == {"kb.reborn"}, "the hand edit in the folder made anew")
+        finally:
+            stop.set()
+            runner.join(timeout=60)

@@ -32,15 +32,9 @@ from ..core.errors import (
 from ..core.inputs import content_limit, given_text, read_given_file
 from ..core.locate import find_kb_root, named_kb, not_a_kb
 from ..core.memory import MAX_CONTENT_CEILING, MAX_FILE_BYTES
-from ..core.text import (
-    MAX_SHOWN,
-    json_surrogates_escaped,
-    one_line_shown,
-    shown_value,
-    terminal_text,
-    warning_lines,
-)
+from ..core.text import MAX_SHOWN, json_document, one_line_shown, shown_value, terminal_text, warning_lines, writable
 from ..daemon.relay import MAX_STDIN_CHARS
+from ..daemon.settings import mode as server_mode
 
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
@@ -137,7 +131,9 @@ class Settings:
             self.preset.kb.max_content = max_content()
         context = click.get_current_context(silent=True)
         if self._kb is None:
-            self._kb = KnowledgeBase(self.root(), author=self.author, max_content=max_content())
+            root = self.root()
+            server_mode(str(root), strict=True)  # a bad git config slayer-kb.server runs it here: refused
+            self._kb = KnowledgeBase(root, author=self.author, max_content=max_content())
             # Closed with the command, not left to the process's exit: the CLI also runs inside
             # a longer-lived process (the tests' in-process runner, testing/cli.py).
             if context is not None:
@@ -468,12 +464,13 @@ def emit(settings: Settings, data: Any, human: Callable[[], str] | str) -> None:
 
 
 def _emit(settings: Settings, data: Any, human: Callable[[], str] | str) -> None:
+    encoding = getattr(sys.stdout, "encoding", None)
     if settings.json:
-        click.echo(json_surrogates_escaped(json.dumps(settings.with_told(data), ensure_ascii=False, indent=2)))
+        click.echo(json_document(settings.with_told(data), encoding))
     else:
         text = human() if callable(human) else human
         if text:
-            click.echo(for_terminal(text))
+            click.echo(writable(for_terminal(text), encoding))
 
 
 @overload

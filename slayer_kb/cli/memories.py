@@ -134,7 +134,7 @@ def save(
         )
     name, given = ("LEARNING", learning) if learning is not None else ("--content", content)
     stdin_once(name, given, query)
-    _title_not_stdin(title)
+    _no_stdin_for(title=title, description=description, topic_key=topic_key, project=project, session=session_id)
     text = read_text_arg(given)
     if text is None:
         raise UsageError(
@@ -261,7 +261,7 @@ def update(
     """
     check_entity_options(entities, f"; to unlink every entity, delete them with '{command(settings.opened())} edit "
                                    f"{words(memory_id)}'")
-    _title_not_stdin(title)
+    _no_stdin_for(title=title, description=description, topic_key=topic_key, project=project)
     result = settings.kb().update(
         memory_id,
         title=title,
@@ -482,8 +482,23 @@ def session_summary(settings: Settings, content: str, project: str | None, sessi
     emit(settings, result.to_json(), lambda: save_text(result))
 
 
-def _title_not_stdin(title: str | None) -> None:
-    """Refuses the title ``-``, which the text and --query read as standard input: stored as "-"."""
-    if title == "-":
-        raise UsageError("--title is '-', which reads standard input for the text and --query but not for a "
-                         "title: give the title itself (--title \"Auth decision\").")
+# The options that store their value as it is given, each with what it names and an example: a
+# "-" there is no standard input (the text's and --query's), and was stored as "-".
+_PLAIN_VALUES = {
+    "title": ("a title", "the title", '"Auth decision"'),
+    "description": ("a description", "the description", '"JWT over sessions"'),
+    "topic-key": ("a topic key", "the topic key", "architecture/auth-model"),
+    "project": ("a project", "the project", "api"),
+    "session": ("a session id", "the session id", "ses-42"),
+}
+
+
+def _no_stdin_for(**values: str | None) -> None:
+    """Refuses ``-`` as the value of a plain option (``_PLAIN_VALUES``; ``topic_key`` for
+    --topic-key), naming the first given."""
+    for key, value in values.items():
+        if value == "-":
+            option = key.replace("_", "-")
+            what, itself, example = _PLAIN_VALUES[option]
+            raise UsageError(f"--{option} is '-', which reads standard input for the text and --query but not for "
+                             f"{what}: give {itself} itself (--{option} {example}).")

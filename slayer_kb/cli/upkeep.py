@@ -98,8 +98,9 @@ def _fill_sentences(kb: KnowledgeBase, progress: Callable[[int, int], None] | No
 def reindex(settings: Settings) -> None:
     """Rebuild the search index from the files, and make the sentence vectors memories lack.
 
-    With a progress bar for each on a terminal; sentence vectors made before on this machine
-    come from the vector cache. A model file that is not the pinned one makes none: a warning
+    It counts every memory file it indexed, soft-deleted ones too (kept for restore and get
+    --deleted), where stats and list count the live ones. With a progress bar for each on a
+    terminal; sentence vectors made before on this machine come from the vector cache. A model file that is not the pinned one makes none: a warning
     says so, with the fix.
 
     \b

@@ -126,12 +126,13 @@ def lower_thread(steps: int) -> None:
         pass
 
 
-def beneath(call: Callable[..., T], *args: object) -> T:
+def beneath(call: Callable[..., T], *args: object, interrupted: Callable[[int], bool] | None = None) -> T:
     """``call(*args)`` on a thread of its own ``niceness()`` steps lower, its result or its
     exception, while the calling thread waits at its own priority: what it does afterwards, and
     the processes it starts, are not lowered (a process cannot raise its priority again). Run
     here, unlowered, where a thread's priority cannot be set or the setting is 0. Signals go to
-    the waiting thread (Ctrl-C interrupts the wait, not the call): the call's thread blocks them."""
+    the waiting thread (Ctrl-C interrupts the wait, not the call): the call's thread blocks them.
+    On the n-th Ctrl-C, ``interrupted(n)`` says whether to wait on; else it is raised."""
     steps = niceness()
     if steps <= 0 or not PER_THREAD:
         return call(*args)
@@ -163,7 +164,15 @@ def beneath(call: Callable[..., T], *args: object) -> T:
         threading.Thread(target=run, name="slayer-kb beneath", daemon=True).start()
     else:
         _thread.start_new_thread(run, ())
-    done.acquire()
+    interrupts = 0
+    while True:
+        try:
+            done.acquire()
+            break
+        except KeyboardInterrupt:
+            interrupts += 1
+            if interrupted is None or not interrupted(interrupts):
+                raise
     ok, value = outcome[0]
     if not ok:
         raise value  # type: ignore[misc]

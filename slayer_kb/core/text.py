@@ -139,6 +139,34 @@ def terminal_text(text: str) -> str:
     return shown_controls(text.replace("\r\n", "\n"))
 
 
+def json_document(data: object, encoding: str | None) -> str:
+    """``data`` as indented JSON for a stream of ``encoding``: its characters as they are, or
+    escaped (``\\u20ac``) when the stream cannot write one (a latin-1 or C locale), where
+    they raised UnicodeEncodeError and printed no document at all."""
+    import json  # here: the relaying client imports this module, and needs no json (nor its re, enum)
+
+    text = json.dumps(data, ensure_ascii=False, indent=2)
+    return json_surrogates_escaped(text) if not unwritable(text, encoding) else json.dumps(data, indent=2)
+
+
+def writable(text: str, encoding: str | None) -> str:
+    """``text`` for a stream of ``encoding``: a character it cannot write as its escape (``\\u20ac``)."""
+    return text.encode(encoding, "backslashreplace").decode(encoding) if unwritable(text, encoding) else text  # type: ignore[arg-type]
+
+
+def unwritable(text: str, encoding: str | None) -> bool:
+    """Whether a stream of ``encoding`` cannot write some character of ``text``."""
+    if not encoding or encoding.replace("-", "").replace("_", "").lower() == "utf8":
+        return False  # (a lone surrogate, which UTF-8 cannot write either, each caller escapes already)
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        return True
+    except LookupError:
+        return False
+    return False
+
+
 def json_surrogates_escaped(text: str) -> str:
     """JSON written with ``ensure_ascii=False``, each lone surrogate in it as its JSON escape."""
     return text.translate(_JSON_SURROGATES)

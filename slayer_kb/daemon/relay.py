@@ -39,8 +39,8 @@ import time
 
 from ..core import priority
 from ..core.locate import find_root, named_kb
-from ..store.config import setting
 from .commands import AGAIN, LOCAL, LOCAL_AT_A_TERMINAL, parse, reads_stdin, yields
+from .settings import idle_seconds, mode
 
 try:  # the built-in SHA-256, without loading OpenSSL through hashlib
     from _sha256 import sha256  # type: ignore[import-not-found]
@@ -49,11 +49,6 @@ except ImportError:  # pragma: no cover - Python 3.12 renamed it
         from _sha2 import sha256  # type: ignore[import-not-found,no-redef]
     except ImportError:
         from hashlib import sha256  # type: ignore[assignment]
-
-TYPE_CHECKING = False  # typing is not imported: the client needs none of it
-
-if TYPE_CHECKING:
-    from collections.abc import Mapping
 
 LINUX = sys.platform.startswith("linux") and hasattr(_socket, "SO_PEERCRED")
 SUPPORTED = hasattr(_socket, "AF_UNIX") and os.name == "posix"
@@ -91,59 +86,6 @@ SOCKET_FILE = "server.sock"
 STATE_DIR = ".slayer-kb"
 # AF_UNIX path limits: 108 bytes on Linux, 104 on macOS (with the terminating NUL).
 MAX_SOCKET_PATH = 100
-IDLE_VARIABLE = "SLAYER_KB_SERVER_IDLE"
-DEFAULT_IDLE = 300.0
-
-_OFF = ("off", "0", "no", "false", "never")
-_ON = ("on", "1", "yes", "true", "auto")
-
-
-def mode(root: str | None = None) -> str:
-    """``on`` (start a server on demand and relay), ``manual`` (relay to a running server, start
-    none) or ``off`` (run every command in its process). ``SLAYER_KB_SERVER`` decides; unset,
-    the KB's setting (``git config slayer-kb.server``, the repository's or the user's) does;
-    with neither, ``on``, except under CI (``CI`` set), where it is ``off``."""
-    value = _named(os.environ.get("SLAYER_KB_SERVER", ""))
-    if value is None and root is not None:
-        value = _named(setting(root, "slayer-kb.server"))
-    if value is not None:
-        return value
-    ci = os.environ.get("CI", "").strip().lower()
-    return "off" if ci not in ("", "0", "false", "no") else "on"
-
-
-def _named(value: str) -> str | None:
-    value = value.strip().lower()
-    if value in _OFF:
-        return "off"
-    if value == "manual":
-        return "manual"
-    return "on" if value in _ON else None
-
-
-def idle_seconds(strict: bool = False, env: Mapping[str, str] | None = None) -> float:
-    """How long a server started on demand waits for a command before it exits
-    (``SLAYER_KB_SERVER_IDLE``: seconds above 0, a fraction too; default 300). Anything else is
-    the default, where nothing could say so (the relaying client), or with ``strict`` (the check
-    as a command begins, settings.py) an error naming the fix. ``env``: the environment to read,
-    else this process's."""
-    value = (os.environ if env is None else env).get(IDLE_VARIABLE, "").strip()
-    if not value:
-        return DEFAULT_IDLE
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = 0.0
-    if 0 < seconds < float("inf"):  # neither a NaN nor an infinity: no time to wait
-        return seconds
-    if strict:
-        from ..core.errors import InvalidInputError  # only here: the client imports little
-
-        raise InvalidInputError(f"{IDLE_VARIABLE} is {value!r}, not a number of seconds; set it to a number above 0 "
-                                f"(the default is {DEFAULT_IDLE:g}) or unset it.")
-    return DEFAULT_IDLE
-
-
 # The package's code folders, whose files make the version stamp.
 PACKAGES = ("core", "catalog", "store", "search", "ops", "cli", "mcp", "daemon")
 
@@ -513,6 +455,8 @@ def _exchange(conn: _socket.socket, argv: list[str], root: str, command: str, st
             elif tag == START:
                 conn.sendall(GO)
                 began = True
+                if command not in AGAIN:
+                    begun.append(command)
                 if yields(argv) and not priority.PER_THREAD:
                     # From here it only waits and prints: searches beside it go first (priority.py;
                     # on Linux the whole relay runs lower, entry.py).
@@ -533,9 +477,63 @@ def _exchange(conn: _socket.socket, argv: list[str], root: str, command: str, st
             return Outcome(None, start, (root, str(request["request"])))
         return Outcome(None, start)
     except KeyboardInterrupt:
-        # As click says it; a command the server had begun is finished there.
-        print("\nAborted!", file=sys.stderr)
-        return Outcome(1)
+        # Here only when nothing else waits for this thread (entry.py, priority.beneath).
+        if not interrupted(1):
+            print("\nAborted!", file=sys.stderr)
+            return Outcome(1)
+        result = _outcome(conn)
+        if result is None:
+            return Outcome(1)
+        code, chunks = result
+    return _print_result(code, chunks)
+
+
+# The write the server began for this client, once it did: Ctrl-C then leaves it to finish there
+# (``interrupted``). Set by the relaying thread, read by the one a Ctrl-C interrupts.
+begun: list[str] = []
+_said: list[bool] = []  # that it was left to the server (``abandoned``): said once
+
+
+def interrupted(times: int) -> bool:
+    """The ``times``-th Ctrl-C: whether the client waits on for the outcome of the write the
+    server began (said), which is for the first only. Until the server began one, Ctrl-C aborts:
+    it runs nothing its client did not confirm, and a read may end any time. "Aborted!" after a
+    write it began had it retried, and done twice."""
+    if not begun or times != 1:
+        return False
+    print(f"\nInterrupted: the server had begun this {begun[0]} and finishes it; waiting for its "
+          "outcome (Ctrl-C again to stop waiting).", file=sys.stderr, flush=True)
+    return True
+
+
+def abandoned() -> bool:
+    """The client stops waiting (a second Ctrl-C, a silent server): whether a write the server
+    began is left to it, said once; else the command was aborted."""
+    if not begun:
+        return False
+    if not _said:
+        _said.append(True)
+        print(f"Not waiting: the server may still finish this {begun[0]}; `git log -1` shows whether "
+              "it committed.", file=sys.stderr, flush=True)
+    return True
+
+
+def _outcome(conn: _socket.socket) -> tuple[int, list[tuple[int, bytes]]] | None:
+    """After a Ctrl-C: the result of the write the server began, once it sends it (None, said,
+    when a second Ctrl-C or a silent or lost server ends the wait)."""
+    try:
+        while (tag := recv_exactly(conn, 1)) == BEAT:
+            pass
+        if tag == RESULT:
+            result = loads(recv_frame(conn))
+            return result["code"], result["chunks"]  # type: ignore[index]
+    except (OSError, ValueError, EOFError, TypeError, KeyError, KeyboardInterrupt):
+        pass
+    abandoned()
+    return None
+
+
+def _print_result(code: int, chunks: list[tuple[int, bytes]]) -> Outcome:
     # What the command wrote, in the order it wrote it (so ``2>&1`` reads as it would have).
     for fd, data in chunks:
         try:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..store import requests
-from . import relay
+from . import relay, settings
 from .running import Runner, holds_the_view, writes
 from .turns import Heartbeat, Turn
 from .writer import UNAVAILABLE, WriteProcess
@@ -575,7 +575,7 @@ def _say(log: TextIO, line: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    options: dict[str, float] = {"--idle": relay.DEFAULT_IDLE}
+    options: dict[str, float] = {"--idle": settings.DEFAULT_IDLE}
     for name in ("--idle", "--after"):
         if name in args[:-1]:
             at = args.index(name)

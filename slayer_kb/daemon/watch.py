@@ -100,7 +100,8 @@ class _Watches:
     watch of the root would also watch ``.git/`` (every object folder git makes, with watchdog
     warnings about each one in the server's log) and ``.slayer-kb/``, whose events are all
     ignored anyway. ``refresh`` watches a folder that was made anew (a checkout that removed
-    and brought back ``memories/``): a watch follows the folder it was added for."""
+    and brought back ``memories/``): a watch follows the folder it was added for, and dies with
+    it even when the new folder has the old inode number."""
 
     def __init__(self, observer: Any, handler: EventHandler, root: Path) -> None:
         self._observer = observer
@@ -118,7 +119,7 @@ class _Watches:
                 now = (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
             except OSError:
                 now = None
-            if now == seen and (now is None or watch is not None):
+            if now == seen and (now is None or self._alive(watch)):
                 continue
             if watch is not None:
                 with contextlib.suppress(KeyError, OSError):
@@ -129,6 +130,13 @@ class _Watches:
                     watch = self._observer.schedule(self._handler, str(folder), recursive=recursive,
                                                     event_filter=EVENT_TYPES)
             self._folders[folder] = (recursive, now, watch)
+
+    def _alive(self, watch: Any) -> bool:
+        """Whether ``watch`` still reports: its emitter stops when its folder is deleted, and a
+        folder made anew may get the old inode number back, so the inode alone cannot tell."""
+        return watch is not None and any(
+            emitter.watch == watch and emitter.should_keep_running() for emitter in self._observer.emitters
+        )
 
 
 class Hosted(Protocol):

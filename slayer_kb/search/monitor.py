@@ -123,6 +123,10 @@ class ChangeMonitor:
         self._libc = libc
         self._fd = fd
         self._watched: dict[Path, tuple[int, int]] = {}  # folder -> the (device, inode) watched
+        self._wds: dict[int, Path] = {}  # watch descriptor -> its folder
+        # Watches the kernel dropped (IN_IGNORED: the folder was deleted). A folder made anew may
+        # get the old inode number back, so only this tells its watch is dead.
+        self._dead: set[int] = set()
         self._pending = False
         self._peeked: set[str] = set()  # a write's own files whose events a read took (peek)
         self._generation = 0  # counts the reads that found a relevant event, and new watches
@@ -160,12 +164,15 @@ class ChangeMonitor:
             if now == self._watched.get(folder):
                 continue
             self._watched.pop(folder, None)
+            # An old watch's IN_IGNORED, read later, must not mark the new one dead.
+            self._wds = {wd: watched for wd, watched in self._wds.items() if watched != folder}
             self._generation += 1
             if now is None:
                 continue
             wd = self._libc.inotify_add_watch(self._fd, os.fsencode(folder), self._MASK)
             if wd >= 0:
                 self._watched[folder] = now
+                self._wds[wd] = folder
                 if folder == self._root:
                     self._root_wd = wd
 
@@ -189,8 +196,13 @@ class ChangeMonitor:
         return self._generation if self._root / MEMORIES_DIR in self._watched else None
 
     def _rewatch(self) -> None:
-        # A folder that appeared (a new datasource's models, memories/ made anew) needs a watch.
-        self._watched = {folder: sig for folder, sig in self._watched.items() if folder.is_dir()}
+        # A folder that appeared (a new datasource's models, memories/ made anew) needs a watch;
+        # so does one whose watch the kernel dropped, even if its inode number came back.
+        dead = {self._wds.pop(wd) for wd in self._dead if wd in self._wds}
+        self._dead.clear()
+        self._watched = {
+            folder: sig for folder, sig in self._watched.items() if folder not in dead and folder.is_dir()
+        }
         self._watch_folders()
 
     def absorb(self, own: set[str]) -> None:
@@ -247,10 +259,11 @@ class ChangeMonitor:
             return names
         with contextlib.suppress(BlockingIOError, InterruptedError):
             while data := os.read(self._fd, 65536):
-                names.update(
-                    name for wd, name in _events(data)
-                    if not name.startswith(".") and (wd != self._root_wd or not name or name in _ROOT_NAMES)
-                )
+                for wd, mask, name in _events(data):
+                    if mask & _IN_IGNORED:
+                        self._dead.add(wd)
+                    if not name.startswith(".") and (wd != self._root_wd or not name or name in _ROOT_NAMES):
+                        names.add(name)
         return names
 
     def stop(self) -> None:
@@ -258,16 +271,19 @@ class ChangeMonitor:
             os.close(self._fd)
 
 
-def _events(data: bytes) -> list[tuple[int, str]]:
-    """The watch and the name of each record in a buffer of ``struct inotify_event`` ("" for an
+_IN_IGNORED = 0x8000  # the kernel dropped the watch (its folder was deleted); always sent
+
+
+def _events(data: bytes) -> list[tuple[int, int, str]]:
+    """The watch, mask and name of each record in a buffer of ``struct inotify_event`` ("" for an
     event on the folder itself or a queue overflow, which always count). Hidden names
     (.slayer-kb, .git, an editor's .x.swp) are left for the caller to ignore: slayer-kb's own
     index writes must not count."""
     events = []
     offset = 0
     while offset + 16 <= len(data):
-        wd, _mask, _cookie, length = struct.unpack_from("iIII", data, offset)
+        wd, mask, _cookie, length = struct.unpack_from("iIII", data, offset)
         raw = data[offset + 16:offset + 16 + length].split(b"\0", 1)[0]
-        events.append((wd, os.fsdecode(raw)))
+        events.append((wd, mask, os.fsdecode(raw)))
         offset += 16 + length
     return events

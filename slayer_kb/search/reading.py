@@ -5,6 +5,7 @@ as a mixin; writing and freshness stay in index.py."""
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -54,7 +55,10 @@ class Reads:
     warm: bool
 
     def has_searcher(self) -> bool:
-        return self._searcher is not None
+        """A searcher is open, on an index folder still there: its deletion (``rm -rf
+        .slayer-kb``) is no event a file monitor hears of, and the searcher would fail to
+        reopen; without one the next check finds the index missing and builds it again."""
+        return self._searcher is not None and os.path.isdir(self.dir)
 
     @contextlib.contextmanager
     def one_searcher(self) -> Iterator[None]:
