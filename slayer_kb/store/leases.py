@@ -296,8 +296,11 @@ class IdLeases:
             if held.unregistered:
                 created, status = self._create(remote, held, held.unregistered)
                 held.refused = status == "refused"  # then no lease either: kept for the next sync
-                self._fell_back(remote, status)
-                if status == "answered":
+                if status != "answered":
+                    # "answered" is created, or taken by a clone that chose it too: no id is leased
+                    # in its place, so no fallback to warn of.
+                    self._fell_back(remote, status)
+                else:
                     # A refused offline block (another clone chose it too): its ids stay with the
                     # memories that have them, and sync renumbers any that collide; no new ids from it.
                     held.blocks = [b for b in held.blocks if b[0] not in held.unregistered or b[0] in created]
