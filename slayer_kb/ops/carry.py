@@ -16,6 +16,7 @@ from ..store.foldlog import folded_to, held_folds
 from ..store.gitenv import LITERAL_PATHS
 from ..store.renames import renames_between
 from ..store.repo import GitStore
+from .folds import carried_upserts
 from .renumber import renumbered_text
 
 
@@ -62,7 +63,8 @@ def follow_folds(store: GitStore, parted: str, tips: tuple[str, str], names: tup
                 # side again (brought back: git merges it), left as it was there, or the memory kept
                 # changed there too (the other side holds it: git merges it)
                 continue
-            carry = mergedriver.carried(store, paths[new], (base, kept, edit)) if edit is not None else None
+            carry = carried_upserts(store, parted, (tips[folding], new), (tips[1 - folding], renamed.get(old, old)),
+                                    paths[new], (base, kept, edit)) if edit is not None else None
             forgot = edit is None or (carry is not None and carry.forgot)
             clean = forgot or (carry is not None and carry.kept == carry.edited)
             lines.append(f"0 {'0' * 40}\t{paths[old]}\n")

@@ -1,0 +1,94 @@
+"""Two saves under one topic key after a fold of it: main's memory kept revised by an upsert, the
+folded memory revised by one on the agent's branch (which still holds it). The next merge, rebase
+or sync takes the newer save's content into the memory kept, as if the saves had come one after
+the other, and folds the returning id again with its record (``folds.carried_upserts``). Real
+clones of one remote (``make_team``), every command typed as a user would."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from testing import CliRunner, default_first, git, json_of, make_team, unlike
+from testing.folds import TOPIC, main_then_agent, reviewer_folded, saved_id
+
+# Every command typed in the clone's folder, as a user would (conftest's invoke_cli).
+pytestmark = pytest.mark.typed_in_the_kb
+
+
+def _shown(invoke_cli: CliRunner, root: Path, memory_id: str) -> dict[str, object]:
+    return dict(json_of(invoke_cli("--kb", root, "--json", "get", memory_id, check=True)))
+
+
+def _gone_to(invoke_cli: CliRunner, root: Path, folded: str, kept: str) -> None:
+    """``get`` of the folded id names the memory kept, by the fold's record; its file is gone."""
+    said = invoke_cli("--kb", root, "get", folded).stderr
+    assert said.startswith(f"Error: No memory with id '{folded}'. It was merged into '{kept}' in commit "), said
+    assert said.endswith(", the memory kept under the same topic key; use that id.\n"), said
+    assert not (root / "memories" / f"{folded}.yaml").exists()
+
+
+# The agent's 'slayer-kb merge origin/main' (and the reviewer's merge of the branch) stopped:
+# "This branch edited memories/101.yaml, which origin/main forgot ... git checkout HEAD --
+# memories/101.yaml to keep the edit", which would have left the key held twice.
+@pytest.mark.parametrize(("who", "later"), default_first([("agent", "agent"), ("agent", "main"),
+                                                          ("reviewer", "agent"), ("reviewer", "main"),
+                                                          ("rebase", "main")]))
+def test_two_upserts_after_a_fold_merge_as_the_newer_save(tmp_path: Path, invoke_cli: CliRunner, who: str,
+                                                          later: str) -> None:
+    _bare, (agent, a) = make_team(tmp_path, clones=2)
+    folded, kept = reviewer_folded(invoke_cli, agent, a, a, (unlike("agent"), unlike("main")))
+    before = int(str(_shown(invoke_cli, a, kept)["revision_count"]))
+    saves = [(a, unlike("main again")), (agent, unlike("agent again"))]
+    for n, (root, text) in enumerate(saves if later == "agent" else saves[::-1]):
+        if n:
+            time.sleep(1.1)  # saves are dated to the second: the later one is later
+        assert saved_id(invoke_cli, root, text, *TOPIC) == (kept if root == a else folded)
+        invoke_cli("--kb", root, "sync", check=True)
+    if who == "agent":
+        git(agent, "fetch", "-q")
+        root, said = agent, f"this branch edited {folded}, which origin/main had merged into {kept}"
+        merged = invoke_cli("--kb", agent, "merge", "origin/main")
+    elif who == "rebase":  # slayer-kb rebase's pick of the upsert, onto main's fold and upsert
+        git(agent, "fetch", "-q")
+        root, said = agent, f"this branch edited {folded}, which origin/main had merged into {kept}"
+        merged = invoke_cli("--kb", agent, "rebase", "--rewrite-pushed", "origin/main")
+    else:
+        git(a, "fetch", "-q")
+        root, said = a, f"origin/agent-y edited {folded}, which this branch had merged into {kept}"
+        merged = invoke_cli("--kb", a, "merge", "origin/agent-y")
+    assert (merged.returncode, merged.stderr) == (0, "")
+    assert merged.stdout.endswith(f"  kept {kept}: {said}: the edit went to {kept}\n")
+    shown = _shown(invoke_cli, root, kept)
+    assert (shown["learning"], shown["revision_count"]) == (unlike(f"{later} again"), before + 2)
+    _gone_to(invoke_cli, root, folded, kept)
+    assert git(root, "status", "--short") == ""
+
+
+# A sync rebasing an agent's upsert onto its branch where another clone had folded it and
+# upserted the key: held as two edits of one field, the agent's save dropped ("the edit
+# dropped; to see it: git show ..."), and 'get' of the folded id said "forgotten for good".
+@pytest.mark.parametrize("later", default_first(["rebased", "upstream"]))
+def test_a_sync_rebasing_an_upsert_onto_a_fold_and_an_upsert_keeps_the_newer(
+        tmp_path: Path, invoke_cli: CliRunner, later: str) -> None:
+    _bare, (a, b, c) = make_team(tmp_path, clones=3)
+    folded, kept = main_then_agent(invoke_cli, a, b, c)
+    git(b, "fetch", "-q")
+    invoke_cli("--kb", b, "merge", "origin/main", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    before = int(str(_shown(invoke_cli, b, kept)["revision_count"]))
+    saves = [(b, unlike("upstream again")), (c, unlike("rebased again"))]
+    for n, (root, text) in enumerate(saves if later == "rebased" else saves[::-1]):
+        if n:
+            time.sleep(1.1)
+        assert saved_id(invoke_cli, root, text, *TOPIC) == (kept if root == b else folded)
+        if root == b:
+            invoke_cli("--kb", b, "sync", check=True)
+    synced = invoke_cli("--kb", c, "sync", check=True)
+    assert synced.stdout.endswith(f"\n  kept {kept}: this branch edited {folded}, which origin/agent-y had merged "
+                                  f"into {kept}: the edit went to {kept}\n"), synced.stdout
+    shown = _shown(invoke_cli, c, kept)
+    assert (shown["learning"], shown["revision_count"]) == (unlike(f"{later} again"), before + 2)
+    _gone_to(invoke_cli, c, folded, kept)
