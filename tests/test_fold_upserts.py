@@ -92,3 +92,28 @@ def test_a_sync_rebasing_an_upsert_onto_a_fold_and_an_upsert_keeps_the_newer(
     shown = _shown(invoke_cli, c, kept)
     assert (shown["learning"], shown["revision_count"]) == (unlike(f"{later} again"), before + 2)
     _gone_to(invoke_cli, c, folded, kept)
+
+
+# main's last change of the memory kept was a fold of a third agent's later save of the key
+# (no 'revise' commit): read as two edits, the agent's merge of main stopped as above.
+@pytest.mark.slow
+def test_a_later_fold_into_the_memory_kept_counts_as_a_save_under_the_key(tmp_path: Path, invoke_cli: CliRunner
+                                                                          ) -> None:
+    _bare, (agent, a, e) = make_team(tmp_path, clones=3)
+    git(e, "switch", "-q", "-c", "agent-e")
+    git(e, "push", "-q", "-u", "origin", "agent-e")
+    folded, kept = reviewer_folded(invoke_cli, agent, a, a, (unlike("agent"), unlike("main")))
+    assert saved_id(invoke_cli, agent, unlike("agent again"), *TOPIC) == folded
+    invoke_cli("--kb", agent, "sync", check=True)
+    time.sleep(1.1)
+    third = saved_id(invoke_cli, e, unlike("third agent"), *TOPIC)
+    invoke_cli("--kb", e, "sync", check=True)
+    git(a, "fetch", "-q")
+    assert invoke_cli("--kb", a, "merge", "origin/agent-e", check=True).stdout.endswith(
+        f"  merged (same topic key): {third} into {kept}\n")
+    invoke_cli("--kb", a, "sync", check=True)
+    git(agent, "fetch", "-q")
+    merged = invoke_cli("--kb", agent, "merge", "origin/main")
+    assert (merged.returncode, merged.stderr) == (0, "")
+    assert _shown(invoke_cli, agent, kept)["learning"] == unlike("third agent")
+    _gone_to(invoke_cli, agent, folded, kept)

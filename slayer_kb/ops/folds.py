@@ -451,12 +451,15 @@ def _symbolic(store: GitStore) -> set[str]:
 
 def upserted(store: GitStore, parted: str, side: str, memory_id: str) -> bool:
     """Whether ``side``'s last change since ``parted`` of ``memory_id``'s file is a save under its
-    topic key (``memory: revise 27 (topic ...)``, Engram's upsert), not an edit by id or by hand:
+    topic key (``memory: revise 27 (topic ...)``, Engram's upsert) or a fold of another save of
+    the key into it (``memory: merge 301 into 27 (topic ...)``), not an edit by id or by hand:
     two upserts meeting through a fold are the newer one's, as the saves would be one after the
     other; two edits are a person's to weigh."""
     subject = store.git("log", "-1", "--format=%s", side, "--not", parted, "--", store.repo_path(memory_path(memory_id)),
                         env=LITERAL_PATHS).stdout.decode("utf-8", "replace").strip()
-    return subject.startswith(f"memory: revise {memory_id} (topic ")
+    fold = folded_by(subject)
+    return subject.startswith(f"memory: revise {memory_id} (topic ") or (
+        fold is not None and not fold[1] and memory_id in fold[0].values())
 
 
 def carried_upserts(store: GitStore, parted: str, kept: tuple[str, str], edit: tuple[str, str], path: str,
