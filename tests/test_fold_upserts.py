@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from testing import CliRunner, default_first, git, json_of, make_team, unlike
-from testing.folds import TOPIC, main_then_agent, reviewer_folded, saved_id
+from testing.folds import TOPIC, agent_saves, main_then_agent, reviewer_folded, saved_id
 
 # Every command typed in the clone's folder, as a user would (conftest's invoke_cli).
 pytestmark = pytest.mark.typed_in_the_kb
@@ -117,3 +117,40 @@ def test_a_later_fold_into_the_memory_kept_counts_as_a_save_under_the_key(tmp_pa
     assert (merged.returncode, merged.stderr) == (0, "")
     assert _shown(invoke_cli, agent, kept)["learning"] == unlike("third agent")
     _gone_to(invoke_cli, agent, folded, kept)
+
+
+# An edit by id of the folded memory against main's upsert still stops, but the stop said "This
+# branch edited memories/101.yaml, which origin/main forgot; git took origin/main's new memory
+# memories/1.yaml for a move of it ... git checkout HEAD -- memories/101.yaml to keep the edit":
+# main folded it, and that step would have left the key held twice.
+def test_an_edit_by_id_against_an_upsert_stops_as_an_edit_of_the_memory_kept(tmp_path: Path, invoke_cli: CliRunner
+                                                                              ) -> None:
+    _bare, (agent, a) = make_team(tmp_path, clones=2)
+    # Texts alike, as a key's revisions are: git's rename guess pairs the folded file with the kept one.
+    retries = "Retries: {} for the orders API, with backoff doubling from one second, then give up and page"
+    kept = saved_id(invoke_cli, a, retries.format(3), *TOPIC)
+    invoke_cli("--kb", a, "sync", check=True)
+    folded = agent_saves(invoke_cli, agent, retries.format(5), *TOPIC)
+    git(a, "fetch", "-q")
+    invoke_cli("--kb", a, "merge", "origin/agent-y", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    assert saved_id(invoke_cli, a, retries.format(4), *TOPIC) == kept
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", agent, "update", folded, "--learning", retries.format(6), check=True)
+    git(agent, "fetch", "-q")
+    stopped = invoke_cli("--kb", agent, "merge", "origin/main")
+    assert (stopped.returncode, stopped.stderr) == (1, (
+        f"Error: This branch and origin/main both edited memories/{kept}.yaml; the merge stopped, and git merge "
+        f"--abort would put the branch back as it was. To merge by hand: edit memories/{kept}.yaml to keep what both "
+        f"sides meant; git add memories/{kept}.yaml; slayer-kb validate; git commit --no-edit; slayer-kb sync. This "
+        f"branch edited {folded}, which origin/main had merged into {kept}: its edit is held at memories/{kept}.yaml "
+        f"as an edit of {kept}.\n"))
+    assert sorted(git(agent, "status", "--short", "memories/").splitlines()) == [
+        f"D  memories/{folded}.yaml", f"UU memories/{kept}.yaml"]
+    # The steps, keeping the agent's edit: the key held once, by the memory kept.
+    git(agent, "checkout", "--ours", f"memories/{kept}.yaml")
+    git(agent, "add", f"memories/{kept}.yaml")
+    invoke_cli("--kb", agent, "validate", check=True)
+    git(agent, "commit", "-q", "--no-edit")
+    assert _shown(invoke_cli, agent, kept)["learning"] == retries.format(6)
+    assert not (agent / "memories" / f"{folded}.yaml").exists()

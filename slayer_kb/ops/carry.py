@@ -148,6 +148,11 @@ def held_words(store: GitStore, followed: dict[str, dict[str, str]], paths: list
         f"edit of {f['kept']}." for old, f in followed.items() if store.repo_path(memory_path(f["kept"])) in paths)
 
 
+def kept_paths(store: GitStore, followed: dict[str, dict[str, str]]) -> set[str]:
+    """The repository paths of the memories kept that ``followed`` (``follow_folds``') names."""
+    return {store.repo_path(memory_path(f["kept"])) for f in followed.values()}
+
+
 def record_held_renames(store: GitStore, held: dict[str, tuple[str, str]]) -> None:
     """For each rename of ``held`` (the other side's new id -> the memory kept, its blob on the
     folding side) whose edit the stop holds at the memory kept: no ``folds.fold_renamed`` commit
