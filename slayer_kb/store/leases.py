@@ -19,7 +19,8 @@ the ref ``refs/slayer-kb/claims/<k>``, in a namespace of its own. No lease takes
 and the ids in claimed blocks say nothing about where the next lease goes (it goes above the
 leases and above every other auto id the branch has held, never into the offline range), so one
 large number moves no clone's auto ids, and an id handed out before leases, forgotten since, is
-never handed out again.
+never handed out again. The claim's commit names the number it was made for, which another
+clone online is then refused (``may_give``).
 
 Ids stay small and readable (a team of eight writes 27, 28, 101, 102, 201 ...) and increase
 within a clone. A lease costs one ``git ls-remote`` and one ``git push`` per ``BLOCK`` saves;
