@@ -42,7 +42,7 @@ from .store import counted, gitindex
 from .store.aside import Aside, refused_rewrite, uncommitted_message
 from .store.files import StatKey, stat_keys
 from .store.gitstate import detached_head
-from .store.leases import BLOCK, block_of, first_of
+from .store.leases import BLOCK, CLAIMS, block_of, first_of
 from .store.repo import Change
 from .store.worktree import added_then_deleted, missing_by_hand
 
@@ -386,6 +386,12 @@ class Transaction:
         if not is_auto_id(memory_id) or len(memory_id) > MAX_AUTO_DIGITS or self.leases.may_give(int(memory_id)) is not False:
             return
         first = first_of(block_of(int(memory_id)))
+        if claim := self.leases.claim_said:
+            said = (f"Memory id '{memory_id}' was given by another clone: its claim on {self.leases.remote_name()} "
+                    f"({CLAIMS}{block_of(int(memory_id))}: {claim}) names it, and a sync would then give one "
+                    "of the two memories a new id. Give another number, {} to get this clone's next auto id, or "
+                    "give a name such as 'kb.orders-total'.")
+            raise InvalidIdError(said.format("omit --id"), tool_message=said.format("omit the id"))
         said = (f"Memory id '{memory_id}' is a number as auto ids are, in a block another clone leased from "
                 f"{self.leases.remote_name()} (ids {first}-{first + BLOCK - 1}): that clone hands it out for another "
                 "memory, and a sync would then give one of the two a new id. {} to get this clone's next auto id, or "

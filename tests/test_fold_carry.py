@@ -340,6 +340,9 @@ def test_a_sync_rebasing_an_edit_made_after_the_fold_carries_it_once(tmp_path: P
     assert (shown["description"], shown["learning"], shown["revision_count"]) == (
         "Why five", before["learning"], int(str(before["revision_count"])) + 1)
     assert sorted(p.name for p in (c / "memories").iterdir()) == [f"{kept}.yaml"]
+    # 'get' of it said "forgotten for good" in the carry's commit: the commit now records the fold again.
+    assert invoke_cli("--kb", c, "get", folded).stderr.startswith(
+        f"Error: No memory with id '{folded}'. It was merged into '{kept}' in commit ")
 
 
 def test_a_renamed_folded_memory_whose_edit_stops_leaves_no_second_copy(tmp_path: Path, invoke_cli: CliRunner) -> None:

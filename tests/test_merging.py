@@ -6,7 +6,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from slayer_kb.core.memory import Memory, dumps
-from slayer_kb.core.merging import carry_through_fold, forget_holds, merge_edits, merge_sessions, merge_topic_revisions
+from slayer_kb.core.merging import (
+    carry_through_fold,
+    carry_upsert_through_fold,
+    forget_holds,
+    merge_edits,
+    merge_sessions,
+    merge_topic_revisions,
+)
 from slayer_kb.core.session import Prompt, Session
 from slayer_kb.store import mergedriver
 from slayer_kb.store.leases import BLOCK, block_of, first_of
@@ -234,6 +241,21 @@ def test_times_with_fractions_of_a_second_merge_in_time_order() -> None:
     revised = merge_topic_revisions(base, at(updated_at="2026-12-01T10:00:00.5Z", learning="after the forget"),
                                     at(deleted_at="2026-12-01T10:00:00Z"))
     assert (revised.learning, revised.deleted_at) == ("after the forget", None)
+
+
+def test_two_upserts_through_a_fold_are_the_newer_save_with_both_counted() -> None:
+    # Held as two edits of the learning for a person, though both were saves under the key.
+    key = {"topic_key": "decision/retry", "title": "Retry budget", "created_at": "2026-01-01T00:00:00Z"}
+    base = Memory(id="101", learning="Retries: 5", revision_count=1, updated_at="2026-01-01T00:00:00Z", **key)
+    kept = Memory(id="27", learning="Retries: 4", revision_count=3, updated_at="2026-01-02T00:00:00Z", **key)
+    later = base.evolve(learning="Retries: 6", revision_count=2, updated_at="2026-01-03T00:00:00Z")
+    assert carry_upsert_through_fold(base, kept, later) == kept.evolve(
+        learning="Retries: 6", revision_count=4, updated_at="2026-01-03T00:00:00Z")
+    earlier = later.evolve(updated_at="2026-01-01T12:00:00Z")
+    assert carry_upsert_through_fold(base, kept, earlier) == kept.evolve(revision_count=4)
+    # No field held two ways, or another key: carry_through_fold's, or a person's.
+    assert carry_upsert_through_fold(base, kept, base.evolve(description="why")) is None
+    assert carry_upsert_through_fold(base, kept, later.evolve(topic_key="decision/other")) is None
 
 
 def test_an_edit_carried_through_a_fold_that_adds_links_the_memory_kept_holds_changes_nothing() -> None:

@@ -117,3 +117,19 @@ def test_a_save_that_cannot_lease_says_why_once(tmp_path: Path, invoke_cli: CliR
     git(b, "remote", "set-url", "origin", str(tmp_path / "gone.git"))
     offline = invoke_cli("--kb", b, "save", unlike("b1"), "-e", "orders.amount", check=True)
     assert offline.stderr == _offline_note("the remote origin cannot be reached")
+
+
+# A clone back online registered its offline block at its first sync, yet warned that other
+# clones had leased every block tried: the registration's "answered" (created) was taken for a
+# lease beaten to every block.
+def test_a_sync_that_registers_an_offline_block_warns_of_nothing(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    bare, (a, _b) = make_team(tmp_path)
+    git(a, "remote", "set-url", "origin", str(tmp_path / "gone.git"))
+    offline = invoke_cli("--kb", a, "save", unlike("a1"), "-e", "orders.amount", check=True)
+    assert offline.stderr == _offline_note("the remote origin cannot be reached")
+    block = (int(offline.stdout.split()[2]) - 1) // 100
+    git(a, "remote", "set-url", "origin", str(bare))
+    synced = invoke_cli("--kb", a, "sync", check=True)
+    assert synced.stderr == ""
+    assert git(bare, "for-each-ref", "--format=%(refname)", f"refs/slayer-kb/ids/{block}").strip() == \
+        f"refs/slayer-kb/ids/{block}"

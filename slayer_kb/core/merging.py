@@ -257,6 +257,21 @@ def carry_through_fold(base: Memory, kept: Memory, edit: Memory) -> tuple[Memory
     return _with_edit(kept, base, edit, safe), _with_edit(kept, base, edit, every)
 
 
+def carry_upsert_through_fold(base: Memory, kept: Memory, edit: Memory) -> Memory | None:
+    """``carry_through_fold`` where the memory kept and the edit of the folded one hold one topic
+    key and a field two ways: two saves under the key (an upsert on each side after the fold), so
+    the newer one's content, as if the saves had come one after the other (the edit's every
+    field, or the memory kept as it is), the edit's revisions counted on top of ``kept``'s. None
+    where no field is held two ways or the keys differ (a person weighs two edits)."""
+    safe, every = carry_through_fold(base, kept, edit)
+    if safe == every or not kept.topic_key or kept.topic_key != edit.topic_key:
+        return None
+    if time_order(last_written(edit)) >= time_order(last_written(kept)):  # the edit wins a tie, as the later applied
+        return every
+    revisions = max((edit.revision_count or 1) - (base.revision_count or 1), 0)
+    return kept.evolve(revision_count=(kept.revision_count or 1) + revisions) if revisions else kept
+
+
 def _with_edit(kept: Memory, base: Memory, edit: Memory, changed: dict[str, object]) -> Memory:
     if not changed:
         return kept

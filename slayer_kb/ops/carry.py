@@ -16,6 +16,7 @@ from ..store.foldlog import folded_to, held_folds
 from ..store.gitenv import LITERAL_PATHS
 from ..store.renames import renames_between
 from ..store.repo import GitStore
+from .folds import carried_upserts
 from .renumber import renumbered_text
 
 
@@ -62,7 +63,8 @@ def follow_folds(store: GitStore, parted: str, tips: tuple[str, str], names: tup
                 # side again (brought back: git merges it), left as it was there, or the memory kept
                 # changed there too (the other side holds it: git merges it)
                 continue
-            carry = mergedriver.carried(store, paths[new], (base, kept, edit)) if edit is not None else None
+            carry = carried_upserts(store, parted, (tips[folding], new), (tips[1 - folding], renamed.get(old, old)),
+                                    paths[new], (base, kept, edit)) if edit is not None else None
             forgot = edit is None or (carry is not None and carry.forgot)
             clean = forgot or (carry is not None and carry.kept == carry.edited)
             lines.append(f"0 {'0' * 40}\t{paths[old]}\n")
@@ -144,6 +146,11 @@ def held_words(store: GitStore, followed: dict[str, dict[str, str]], paths: list
         f" {editor(f)} {f['change']} {old}, which "
         f"{f['folded_on']} had merged into {f['kept']}: its edit is held at {memory_path(f['kept'])} as an "
         f"edit of {f['kept']}." for old, f in followed.items() if store.repo_path(memory_path(f["kept"])) in paths)
+
+
+def kept_paths(store: GitStore, followed: dict[str, dict[str, str]]) -> set[str]:
+    """The repository paths of the memories kept that ``followed`` (``follow_folds``') names."""
+    return {store.repo_path(memory_path(f["kept"])) for f in followed.values()}
 
 
 def record_held_renames(store: GitStore, held: dict[str, tuple[str, str]]) -> None:

@@ -4,6 +4,8 @@ commands that keep one side, the other, or both."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from ..core.ids import fold_id, free_variant
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.problems import command_in, words
@@ -15,14 +17,16 @@ from .snapshot import files_at, memory_ids_at
 
 def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]], other: str,
                    ours: str, checkout: tuple[str, str] = ("--ours", "--theirs"), *,
-                   tips: tuple[str, ...]) -> tuple[str, list[str]]:
+                   tips: tuple[str, ...], folded: Collection[str] = ()) -> tuple[str, list[str]]:
     """What conflicts on ``paths`` (repository-relative; ``held``: their stages as ``held_stages``
     gives them, 2 ``other``'s version, 3 ``ours``), and the steps that resolve each file;
     ``checkout``: git's ``checkout`` options that take ``other``'s and ``ours``'s version (a rebase's
     ``--ours`` is the upstream); ``tips``: commits whose trees hold both sides' files, where a
     memory both created is kept under a new id only if that id is free. Every path is shown from
     the KB's folder: slayer-kb runs there, which may be a folder of the repository (``repo/kb/``),
-    and git there reads paths from that folder too (the repository's ``app.py``: ``../app.py``)."""
+    and git there reads paths from that folder too (the repository's ``app.py``: ``../app.py``).
+    ``folded``: the paths of memories kept that hold the edit of a memory folded into them
+    (``carry.follow_folds``): two edits of that memory, never git's guess of a move into it."""
 
     def shown(path: str) -> str:
         return path[len(store.prefix):] if path.startswith(store.prefix) else "../" * store.prefix.count("/") + path
@@ -72,7 +76,7 @@ def conflict_steps(store: GitStore, paths: list[str], held: dict[str, set[int]],
     forgot_there = [p for p in forgot_there if p not in was]
     rebasing = checkout == ("--ours", "--theirs")
     # A new memory git's rename guess paired with one its side forgot (saved later: no move).
-    guessed = _guessed_moves(store, forgot_here + forgot_there + edited, tips)
+    guessed = _guessed_moves(store, [p for p in forgot_here + forgot_there + edited if p not in folded], tips)
     edited, forgot_here, forgot_there = ([p for p in group if p not in guessed]
                                          for group in (edited, forgot_here, forgot_there))
     # Git holds only the base: both sides deleted the file (two renames of it, or a rename and a

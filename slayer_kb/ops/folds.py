@@ -308,14 +308,17 @@ def carry_dropped(store: GitStore, tx: Transaction, parted: str, upstream: tuple
     kept: dict[str, Memory] = {}
     objects = store.objects
     lost: list[str] = []
+    refolded: dict[str, str] = {}  # the held files this commit deletes: folded again
     for old, new in moved.items():
         path, folded = store.repo_path(memory_path(new)), store.repo_path(memory_path(old))
         base, now, edit = (objects.blobs_at(objects.tree_of(rev), [at])[at]
                            for rev, at in ((parted, folded), ("HEAD", path), (ours, folded)))
         if base is None or now is None or edit is None:
             continue
-        carry = mergedriver.carried(store, path, (base, now, edit))
-        changes += [Change(memory_path(old), None)] if old in held else []
+        carry = carried_upserts(store, parted, (upstream[0], new), (ours, old), path, (base, now, edit))
+        if old in held:
+            changes.append(Change(memory_path(old), None))
+            refolded[old] = new
         if carry is None or carry.kept != carry.edited:
             # A field both changed: the edit dropped, said with where git holds it (not as a forget).
             lost.append(old)
@@ -331,10 +334,19 @@ def carry_dropped(store: GitStore, tx: Transaction, parted: str, upstream: tuple
             changes.append(Change(memory_path(new), data))
     if changes:
         carried = [old for old in moved if old in followed and old not in lost]
+        # A held file deleted is its fold made again: its line in the body is the record ``get`` reads.
+        record = f"\n\n{fold_subject(refolded, _fold_why(tx, set(refolded.values())))}" if refolded else ""
         tx.commit(changes, f"memory: {'carry' if carried else 'drop'} the edit of {', '.join(carried or lost)} to "
-                  f"{', '.join(sorted({moved[old] for old in carried or lost}))}, which {upstream[1]} merged it into",
-                  kept)
+                  f"{', '.join(sorted({moved[old] for old in carried or lost}))}, which {upstream[1]} merged it into"
+                  f"{record}", kept)
     return [memory_id for memory_id in dropped if memory_id not in followed]
+
+
+def _fold_why(tx: Transaction, kept: set[str]) -> str:
+    """A fold subject's reason for the memories ``kept`` as HEAD holds them: their topic keys, or
+    "same save" where none has one."""
+    keys = {memory.topic_key for memory, _text in tx.committed(kept) if memory.topic_key}
+    return f"topic {', '.join(sorted(keys))}" if keys else "same save"
 
 
 def forgotten_folded(store: GitStore, parted: str, upstream: tuple[str, str], ours: str, both: list[str],
@@ -435,6 +447,31 @@ def _symbolic(store: GitStore) -> set[str]:
     """The remote-tracking refs that only name another (``origin/HEAD``)."""
     out = store.git("for-each-ref", "--format=%(refname) %(symref)", "refs/remotes/").stdout.decode().splitlines()
     return {line.split()[0] for line in out if len(line.split()) == 2}
+
+
+def upserted(store: GitStore, parted: str, side: str, memory_id: str) -> bool:
+    """Whether ``side``'s last change since ``parted`` of ``memory_id``'s file is a save under its
+    topic key (``memory: revise 27 (topic ...)``, Engram's upsert) or a fold of another save of
+    the key into it (``memory: merge 301 into 27 (topic ...)``), not an edit by id or by hand:
+    two upserts meeting through a fold are the newer one's, as the saves would be one after the
+    other; two edits are a person's to weigh."""
+    subject = store.git("log", "-1", "--format=%s", side, "--not", parted, "--", store.repo_path(memory_path(memory_id)),
+                        env=LITERAL_PATHS).stdout.decode("utf-8", "replace").strip()
+    fold = folded_by(subject)
+    return subject.startswith(f"memory: revise {memory_id} (topic ") or (
+        fold is not None and not fold[1] and memory_id in fold[0].values())
+
+
+def carried_upserts(store: GitStore, parted: str, kept: tuple[str, str], edit: tuple[str, str], path: str,
+                    blobs: tuple[str, str, str]) -> mergedriver.Carried | None:
+    """``mergedriver.carried`` of ``blobs`` at ``path``, the newer save's fields where both
+    sides (``kept``: the folding side's commit and the id kept; ``edit``: the other side's and
+    the folded id there) last revised the memory by an upsert and hold a field two ways."""
+    carry = mergedriver.carried(store, path, blobs)
+    if carry is not None and carry.kept != carry.edited and all(
+            upserted(store, parted, side, memory_id) for side, memory_id in (kept, edit)):
+        return mergedriver.carried(store, path, blobs, upserts=True)
+    return carry
 
 
 def folds_into(store: GitStore, parted: str, side: str) -> dict[str, set[str]]:

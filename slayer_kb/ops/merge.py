@@ -43,7 +43,7 @@ from ..store.renames import (
 )
 from ..store.revisions import added_alike, resolve_rev, shallow_parting
 from ..store.worktree import require_shown
-from .carry import follow_folds, held_words, record_held_renames
+from .carry import follow_folds, held_words, kept_paths, record_held_renames
 from .conflictsteps import crossed_words, opening, reuse_steps
 from .folds import Standing, fold_renamed
 from .rebase import conflict_steps, held_stages, merge_from, push_step, settle, swap_sides, unmerged
@@ -400,7 +400,7 @@ def merge_conflict_message(store: GitStore, ref: str, paths: list[str], held: di
     reused = [c for c in crossed if c.new is None]
     apart = {store.repo_path(memory_path(c.memory_id)) for c in reused}
     what, steps = conflict_steps(store, [p for p in paths if p not in apart], held, ref, "This branch",
-                                 ("--theirs", "--ours"), tips=tips)
+                                 ("--theirs", "--ours"), tips=tips, folded=kept_paths(store, followed))
     said = "; ".join(filter(None, [what, *crossed_words(crossed, {tips[0]: "this branch", tips[1]: ref})]))
     kb = command_in(store.root)
     steps = [*cd_step(store.root), *first, *steps, *reuse_steps(store, reused, tips[0], ref, tips), f"{kb} validate",

@@ -18,6 +18,7 @@ topic keys folded, links to what the other side forgot or deleted stripped, prob
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from ..core.errors import ConflictError, InvalidInputError, StoreError, UsageError
@@ -32,7 +33,7 @@ from ..store.renames import Crossing, brought_back, crossings, given_and_moved_o
 from ..store.repo import GitStore
 from ..store.revisions import added_alike, forgot_at, resolve_rev, rewritten_alike
 from ..store.worktree import require_shown
-from .carry import follow_folds, forgotten_folds, held_words
+from .carry import follow_folds, forgotten_folds, held_words, kept_paths
 from .conflictsteps import conflict_steps, crossed_words, merge_settles, opening, unmerged_stages
 from .folds import Standing
 from .renumber import refuse_clashes, require_clean
@@ -116,7 +117,8 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
                       followed=followed)
         if stopped is not None:
             raise ConflictError(conflict_message(store, *stopped, onto, stopped_at=_stop(store), push=push,
-                                                 tips=tuple(filter(None, ("HEAD", onto_commit, ours))))
+                                                 tips=tuple(filter(None, ("HEAD", onto_commit, ours))),
+                                                 folded=kept_paths(store, followed))
                                 + held_words(store, followed, stopped[0], (onto, "your commits")))
         kb.reread()
         head = store.head()
@@ -350,13 +352,13 @@ def in_progress(store: GitStore) -> bool:
 
 def conflict_message(store: GitStore, paths: list[str], held: dict[str, set[int]], upstream: str,
                      first: tuple[str, ...] = (), stopped_at: str | None = None, push: str | None = None, *,
-                     tips: tuple[str, ...]) -> str:
+                     tips: tuple[str, ...], folded: Collection[str] = ()) -> str:
     """What conflicts on ``paths`` (repository-relative; ``held``: their stages, 2 the upstream's
     version, 3 this branch's, a side missing having deleted the file) and the steps to merge them,
     ending with ``push``: after ``first`` (sync's fetch and its rebase's start) when sync put the
     repository back, or from where ``slayer-kb rebase`` stopped (``stopped_at``). ``tips``: the
     commits of both sides (``conflict_steps``)."""
-    what, steps = conflict_steps(store, paths, held, upstream, "Your commits", tips=tips)
+    what, steps = conflict_steps(store, paths, held, upstream, "Your commits", tips=tips, folded=folded)
     kb = command_in(store.root)
     steps = [*cd_step(store.root), *first, *steps, f"{kb} validate",
              f"{kb} rebase --continue (a later commit that stops says so again)", push or f"{kb} sync"]

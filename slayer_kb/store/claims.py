@@ -96,6 +96,20 @@ def network(store: GitStore, *args: str) -> subprocess.CompletedProcess[bytes] |
         return None
 
 
+def holder_message(store: GitStore, remote: str, ref: str, commit: str) -> str | None:
+    """The message of the holder ``commit`` the remote's ``ref`` points at (who took it, and for
+    what: ``slayer-kb: claim ids 101-200 for memory 150``), fetched (one bounded ``git fetch`` of
+    that ref, no local ref written) when this clone lacks it; None when it cannot be had."""
+    def read() -> str | None:
+        proc = store.git("log", "-1", "--format=%B", commit, "--", check=False)
+        return proc.stdout.decode("utf-8", "replace") if proc.returncode == 0 else None
+
+    if (said := read()) is not None:
+        return said
+    fetched = network(store, "fetch", "-q", "--no-tags", "--no-write-fetch-head", remote, ref)
+    return read() if fetched is not None and fetched.returncode == 0 else None
+
+
 def remote_url(store: GitStore, remote: str, push: bool = False) -> str:
     """``remote``'s url (with ``push``, the one a push goes to: its ``pushurl`` when set), for an
     error that names it ("" when it has none)."""

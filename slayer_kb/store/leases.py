@@ -19,7 +19,8 @@ the ref ``refs/slayer-kb/claims/<k>``, in a namespace of its own. No lease takes
 and the ids in claimed blocks say nothing about where the next lease goes (it goes above the
 leases and above every other auto id the branch has held, never into the offline range), so one
 large number moves no clone's auto ids, and an id handed out before leases, forgotten since, is
-never handed out again.
+never handed out again. The claim's commit names the number it was made for, which another
+clone online is then refused (``may_give``).
 
 Ids stay small and readable (a team of eight writes 27, 28, 101, 102, 201 ...) and increase
 within a clone. A lease costs one ``git ls-remote`` and one ``git push`` per ``BLOCK`` saves;
@@ -54,7 +55,7 @@ import random
 import secrets
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.errors import StoreError
@@ -97,6 +98,7 @@ class RemoteBlocks:
 
     leased: dict[int, str]
     claimed: set[int]
+    claims: dict[int, str] = field(default_factory=dict)  # each claimed block's ref's commit
 
 
 def _offline(memory_id: int) -> bool:
@@ -125,6 +127,7 @@ class IdLeases:
         self._config: dict[str, str] = {}
         self._fallback: str | None = None  # why ids were drawn offline, until ``note`` tells it
         self._said = ""  # what git said of the last refused push of our refs
+        self.claim_said = ""  # the claim that refused the last number given (``may_give``)
 
     # -- settings ------------------------------------------------------------------------------
 
@@ -224,8 +227,10 @@ class IdLeases:
     def may_give(self, memory_id: int) -> bool | None:
         """Whether a new memory may be given the number ``memory_id`` (``save --id 102``): False
         only when another clone leased its block, and would hand the number out for another
-        memory. True for a block this clone ever leased (in hand, used up, or offline); for a block
-        claimed for a given number (a claim hands out no auto ids); for a block no clone leased
+        memory, or when another clone's claim of its block was made for this very number (the claim's
+        commit says so, ``claim_said`` then names it: that clone gave it already). True for a block
+        this clone ever leased (in hand, used up, or offline); for a block
+        claimed for another given number (a claim hands out no auto ids); for a block no clone leased
         or claimed, which is then claimed (its ref created under ``CLAIMS``), so that none leases
         it later; and when the remote cannot be reached (a sync renumbers a collision, and says
         so). One ``ls-remote`` unless this clone leased the block. A block this clone only claimed
@@ -233,6 +238,7 @@ class IdLeases:
         keep another clone from leasing the block (a lease made at the same instant, or after the
         claim was deleted there), and that clone hands the number out. None when this KB does not
         lease ids."""
+        self.claim_said = ""
         remote = self.remote()
         if remote is None:
             return None
@@ -247,13 +253,26 @@ class IdLeases:
             if block in there.leased:
                 return False
             if block in there.claimed:
-                return True
+                # Another clone's claim made for this very number: it gave the number already.
+                return held.claims.get(str(block)) == there.claims[block] or not self._claimed_for(
+                    remote, block, there.claims[block], memory_id)
             # Created, or not: another clone claimed it first (the number is anyone's to give) or
             # the remote refuses our refs (as when it cannot be reached, a sync renumbers).
             created, _status = self._push(remote, CLAIMS, [block], f"claim ids {_span(block)} for memory {memory_id}")
             if created:
                 held.claims.update(created)
                 self._save(held)
+        return True
+
+    def _claimed_for(self, remote: Remote, block: int, commit: str, memory_id: int) -> bool:
+        """Whether the claim of ``block`` (its ref at ``commit``) was made for ``memory_id``; its
+        message kept for ``claimed_by``."""
+        said = claims.holder_message(self.store, remote.name, f"{CLAIMS}{block}", commit) or ""
+        if not said.partition("\n")[0].endswith(f" for memory {memory_id}"):
+            return False
+        # "claim ids 101-200 for memory 150 (from HOST for KB)", as the holder commit says it
+        subject, _, who = said.strip().removeprefix("slayer-kb: ").partition("\n\n")
+        self.claim_said = f"{subject} ({who[:1].lower()}{who[1:].rstrip('.')})" if who else subject
         return True
 
     def watch(self, remote_name: str) -> tuple[tuple[str, str], tuple[str, str]] | None:
@@ -296,8 +315,11 @@ class IdLeases:
             if held.unregistered:
                 created, status = self._create(remote, held, held.unregistered)
                 held.refused = status == "refused"  # then no lease either: kept for the next sync
-                self._fell_back(remote, status)
-                if status == "answered":
+                if status != "answered":
+                    # "answered" is created, or taken by a clone that chose it too: no id is leased
+                    # in its place, so no fallback to warn of.
+                    self._fell_back(remote, status)
+                else:
                     # A refused offline block (another clone chose it too): its ids stay with the
                     # memories that have them, and sync renumbers any that collide; no new ids from it.
                     held.blocks = [b for b in held.blocks if b[0] not in held.unregistered or b[0] in created]
@@ -457,6 +479,7 @@ class IdLeases:
                 there.leased[int(tail)] = commit
             elif tail.isdigit() and space + "/" == CLAIMS:
                 there.claimed.add(int(tail))
+                there.claims[int(tail)] = commit
         return there
 
     def _moved(self, remote: Remote, held: Leases) -> bool:

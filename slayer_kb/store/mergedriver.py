@@ -170,10 +170,12 @@ class Carried(NamedTuple):
     forgot: bool
 
 
-def carried(store: GitStore, path: str, blobs: tuple[str, str, str]) -> Carried | None:
+def carried(store: GitStore, path: str, blobs: tuple[str, str, str], upserts: bool = False) -> Carried | None:
     """``merging.carry_through_fold`` of the (base, kept, edit) ``blobs``: the folded memory's
     where the sides parted, the memory kept at ``path`` now, the folded memory on the other side
-    now. None where a version does not parse (git's stages, for a person)."""
+    now; ``upserts``: both last revised by a save under their topic key, so a field held two ways
+    is the newer save's (``merging.carry_upsert_through_fold``). None where a version does not
+    parse (git's stages, for a person)."""
     got = store.objects.read_many("blob", set(blobs))
     versions = _memories(path, *(got[oid].decode("utf-8", "replace") for oid in blobs))
     if versions is None:
@@ -181,8 +183,9 @@ def carried(store: GitStore, path: str, blobs: tuple[str, str, str]) -> Carried 
     was, now, then = versions
     if was.deleted_at is None and then.deleted_at is not None:  # ``forget --soft``, MCP's ``mem_delete``
         return Carried(blobs[1], blobs[1], True)
+    upsert = merging.carry_upsert_through_fold(was, now, then) if upserts else None
     kept, edited = (blobs[1] if memory == now else store.objects.write("blob", dumps(memory).encode("utf-8"))
-                    for memory in merging.carry_through_fold(was, now, then))
+                    for memory in ((upsert, upsert) if upsert is not None else merging.carry_through_fold(was, now, then)))
     return Carried(kept, edited, False)
 
 
