@@ -22,3 +22,10 @@ def eventually(check: Callable[[], T], what: str = "the condition", bound: float
             raise AssertionError(f"{what}: not within {bound:g} s")
         time.sleep(0.02)
     return found
+
+
+def next_second() -> None:
+    """Return once the clock is in a later second than at the call: a memory's and a commit's
+    times are to the second, so a save made after this is dated later than one made before."""
+    now = int(time.time())
+    eventually(lambda: int(time.time()) > now, "the next second")

@@ -6,12 +6,11 @@ clones of one remote (``make_team``), every command typed as a user would."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, default_first, git, json_of, make_team, unlike
+from testing import CliRunner, default_first, git, json_of, make_team, next_second, unlike
 from testing.folds import TOPIC, agent_saves, main_then_agent, reviewer_folded, saved_id
 
 # Every command typed in the clone's folder, as a user would (conftest's invoke_cli).
@@ -44,7 +43,7 @@ def test_two_upserts_after_a_fold_merge_as_the_newer_save(tmp_path: Path, invoke
     saves = [(a, unlike("main again")), (agent, unlike("agent again"))]
     for n, (root, text) in enumerate(saves if later == "agent" else saves[::-1]):
         if n:
-            time.sleep(1.1)  # saves are dated to the second: the later one is later
+            next_second()
         assert saved_id(invoke_cli, root, text, *TOPIC) == (kept if root == a else folded)
         invoke_cli("--kb", root, "sync", check=True)
     if who == "agent":
@@ -82,7 +81,7 @@ def test_a_sync_rebasing_an_upsert_onto_a_fold_and_an_upsert_keeps_the_newer(
     saves = [(b, unlike("upstream again")), (c, unlike("rebased again"))]
     for n, (root, text) in enumerate(saves if later == "rebased" else saves[::-1]):
         if n:
-            time.sleep(1.1)
+            next_second()
         assert saved_id(invoke_cli, root, text, *TOPIC) == (kept if root == b else folded)
         if root == b:
             invoke_cli("--kb", b, "sync", check=True)
@@ -105,7 +104,7 @@ def test_a_later_fold_into_the_memory_kept_counts_as_a_save_under_the_key(tmp_pa
     folded, kept = reviewer_folded(invoke_cli, agent, a, a, (unlike("agent"), unlike("main")))
     assert saved_id(invoke_cli, agent, unlike("agent again"), *TOPIC) == folded
     invoke_cli("--kb", agent, "sync", check=True)
-    time.sleep(1.1)
+    next_second()
     third = saved_id(invoke_cli, e, unlike("third agent"), *TOPIC)
     invoke_cli("--kb", e, "sync", check=True)
     git(a, "fetch", "-q")

@@ -15,7 +15,6 @@ import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import ConflictError
-from slayer_kb.core.memory import utc_now
 from slayer_kb.core.session import loads as load_session
 from slayer_kb.ops.renumber import plan
 from slayer_kb.ops.sync import sync
@@ -27,12 +26,12 @@ from testing import (
     CliRunner,
     commit_all,
     default_first,
-    eventually,
     examples,
     git,
     json_of,
     lose_races,
     make_team,
+    next_second,
     traced_git,
 )
 
@@ -929,10 +928,6 @@ def test_a_fold_pushed_after_an_upsert_does_not_take_its_place(tmp_path: Path) -
     before it, which that clone's next sync lost. Three clones, each step in a later second."""
     _bare, (a, b, c) = make_team(tmp_path, 3)
     key = dict(type="decision", project="api", topic_key="arch/cache")
-
-    def next_second() -> None:
-        now = utc_now()
-        eventually(lambda: utc_now() > now, "the next second")
 
     KnowledgeBase(b).save_observation("Cache", "B: two retries.", **key)
     next_second()
