@@ -37,9 +37,8 @@ from .core.errors import ConflictError, InvalidIdError, KBError, MemoryFileError
 from .core.ids import MAX_AUTO_DIGITS, MAX_ID_BYTES, check_new_id, highest_auto_id, id_sort_key, is_auto_id
 from .core.locate import MEMORIES_DIR, id_of_path, memory_path
 from .core.memory import Memory, dumps, loads
-from .core.text import listed
 from .store import counted, gitindex
-from .store.aside import Aside, refused_rewrite, uncommitted_message
+from .store.aside import Aside, by_hand, refused_rewrite, uncommitted_message
 from .store.files import StatKey, stat_keys
 from .store.gitstate import detached_head
 from .store.leases import BLOCK, block_of, first_of
@@ -151,13 +150,13 @@ class Transaction:
         commit. A copy that cannot be put back is named, with the fix."""
         asides, self._aside = self._aside, []
         for aside in reversed(asides):
-            kept = list(aside.kept)
             try:
-                self.store.put_aside_back(aside)
+                for note in self.store.put_aside_back(aside):
+                    self.kb.tell(f"--force set your uncommitted work aside and the command failed; {note}: "
+                                 "compare the two and keep what you want.")
             except (OSError, KBError) as exc:
-                self.kb.tell(f"--force set your uncommitted {'version' if len(kept) == 1 else 'versions'} aside as "
-                             f"{listed(kept)}, and the command failed, and putting them back failed too ({exc}): "
-                             "move each copy back over its file by hand.")
+                self.kb.tell(f"--force set your uncommitted work aside, the command failed, and putting it back "
+                             f"failed too ({exc}): {by_hand(aside)}")
         if asides:
             try:
                 self._reindex(memory_ids_of([path for aside in asides for path in aside.moved]))
