@@ -38,7 +38,7 @@ from .core.ids import MAX_AUTO_DIGITS, MAX_ID_BYTES, check_new_id, highest_auto_
 from .core.locate import MEMORIES_DIR, id_of_path, memory_path
 from .core.memory import Memory, dumps, loads
 from .store import counted, gitindex
-from .store.aside import Aside, by_hand, refused_rewrite, uncommitted_message
+from .store.aside import Aside, by_hand, refused_rewrite, settled, uncommitted_message
 from .store.files import StatKey, stat_keys
 from .store.gitstate import detached_head
 from .store.leases import BLOCK, block_of, first_of
@@ -115,6 +115,7 @@ class Transaction:
         self._seen: dict[str, StatKey] = {}  # the files checked, as they were before the check
         self._counted: list[int] = []  # auto ids counted out (counted.py) no published commit holds yet
         self._aside: list[Aside] = []  # what ``rewrite`` set aside that no published commit holds yet
+        self._set_aside = False  # whether ``rewrite`` set anything aside (recorded until ``close``)
 
     @property
     def kb(self) -> Workspace:
@@ -165,6 +166,8 @@ class Transaction:
                 self.index.invalidate()
 
     def close(self) -> None:
+        if self._set_aside:
+            settled(self.store)
         if self._counted:  # drawn for a commit that was never published (refused, or its hook stopped)
             counted.give_back(self.store.git_dirs()[1], self._counted)
         self._kb = None
@@ -444,6 +447,7 @@ class Transaction:
         if dirty and force:
             if ahead:
                 self._refuse_beyond(plan(frozenset(memory_ids_of(list(dirty))))[0], dirty)
+            self._set_aside = True
             aside = self.store.set_aside(dirty)
             self._aside.append(aside)
             kept = aside.kept

@@ -180,3 +180,29 @@ def test_a_folder_in_a_file_s_place_is_put_back(indexed_example_kb: KnowledgeBas
     (root / "memories" / "16.yaml" / "note").mkdir(parents=True)
     forget_refused(root, invoke_cli)
     assert (root / "memories" / "16.yaml" / "note").is_dir()
+
+
+@pytest.mark.slow  # a real slayer-kb process, killed
+def test_the_next_command_says_what_a_killed_one_left_aside(
+        indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, run_cli: CliRunner) -> None:
+    """update --force killed (kill -9) after it set 1.yaml's staged and unstaged versions aside,
+    before a commit: the next command said nothing of the .orig files, and committed over HEAD's."""
+    root = indexed_example_kb.root
+    path = root / "memories" / "1.yaml"
+    head = path.read_text()
+    path.write_text(head.replace("order total", "order sum, staged"))
+    git(root, "add", "memories/1.yaml")
+    path.write_text(head.replace("order total", "order sum, unstaged"))
+    # git's parent is the command: killed from set_aside's checkout of HEAD's version.
+    once_after_set_aside(root, "kill -9 $(cut -d' ' -f4 /proc/$PPID/stat)")
+    assert run_cli("--kb", root, "update", "1", "--title", "T", "--force").returncode == -9
+    proc = invoke_cli("--kb", root, "update", "1", "--title", "U")
+    assert (proc.returncode, proc.stderr.partition("\n")[0]) == (0, (
+        "warning: a slayer-kb command was stopped (killed?) after --force set your uncommitted work aside, before it "
+        "committed or put it back (compare the files first: they may have changed since): your versions are kept as "
+        "memories/1.yaml.orig, memories/1.yaml.staged.orig; put them back by hand, in the KB folder, in this order: "
+        "mv memories/1.yaml.staged.orig memories/1.yaml && git add memories/1.yaml; mv memories/1.yaml.orig "
+        "memories/1.yaml."))
+    # Said once: the record is gone, the copies stay.
+    assert "warning" not in invoke_cli("--kb", root, "update", "1", "--title", "V").stderr
+    assert sorted(p.name for p in root.glob("memories/*.orig*")) == ["1.yaml.orig", "1.yaml.staged.orig"]

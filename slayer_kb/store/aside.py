@@ -6,6 +6,7 @@ refusal of a rewrite of uncommitted work, with ``--force``'s advice."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shlex
 from collections.abc import Mapping
@@ -69,7 +70,10 @@ def set_aside(store: Repository, paths: Mapping[str, str | None]) -> Aside:
         objects = store.objects
         in_head = objects.blobs_at(objects.tree_of(head) if head else None, repo_paths.values())
         aside.intent = _intent_to_add(store, aside.index, [p for p, rp in repo_paths.items() if in_head[rp] is None])
-        for name, path, staged in _aside(store, paths):
+        names = _aside(store, paths)
+        _record(store, {path: name for name, path, staged in names if staged is None},
+                {path: name for name, path, staged in names if staged is not None})
+        for name, path, staged in names:
             if staged is None:
                 keep_copy(store.root / path, store.root / name)
                 aside.moved[path] = name
@@ -200,6 +204,51 @@ def by_hand(aside: Aside) -> str:
     return (f"your {'version is' if len(aside.kept) == 1 else 'versions are'} kept as {listed(aside.kept)}; "
             f"put {'it' if len(aside.kept) == 1 else 'them'} back by hand, in the KB folder, in this order: "
             + "; ".join(steps) + ".")
+
+
+# What --force set aside, kept until the command ends (``settled``), so that the next command
+# says so after a kill between setting files aside and a commit: nothing else would.
+_RECORD = "slayer-kb-aside.json"
+
+
+def _record(store: Repository, moved: Mapping[str, str], staged: Mapping[str, str]) -> None:
+    """Add these copies to the record of what this command set aside (written before them)."""
+    path = store.git_dirs()[0] / _RECORD
+    try:
+        held = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        held = {}
+    held = {"moved": {**held.get("moved", {}), **moved}, "staged": {**held.get("staged", {}), **staged}}
+    put_file(path, json.dumps(held).encode("utf-8", "surrogateescape"))
+
+
+def settled(store: Repository) -> None:
+    """The command that set files aside ended: put back, committed over, or told how to."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(store.git_dirs()[0] / _RECORD)
+
+
+def left_by_a_stopped_command(store: Repository) -> str | None:
+    """What a command stopped before it ended (killed) left aside, and how to put it back; the
+    record is then dropped: it is said once. Call under the lock."""
+    path = store.git_dirs()[0] / _RECORD
+    try:
+        held = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        held = {}
+    settled(store)
+    aside = Aside([])
+    for key, copies in (("moved", aside.moved), ("staged", aside.staged)):
+        for file, name in (held.get(key) or {}).items():
+            if isinstance(file, str) and isinstance(name, str) and os.path.lexists(store.root / name):
+                copies[file] = name
+                aside.kept.append(name)
+    if not aside.kept:
+        return None
+    return (f"a slayer-kb command was stopped (killed?) after --force set your uncommitted work aside, before "
+            f"it committed or put it back (compare the files first: they may have changed since): {by_hand(aside)}")
 
 
 def _by_path(entries: bytes) -> dict[bytes, bytes]:
