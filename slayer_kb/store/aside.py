@@ -195,12 +195,13 @@ def by_hand(aside: Aside) -> str:
     steps: list[str] = []
     for path in sorted({*aside.moved, *aside.staged}):
         file = shlex.quote(path)
-        if path in aside.staged:
+        if path in aside.staged and path in aside.moved:
             steps.append(f"mv {shlex.quote(aside.staged[path])} {file} && git add {file}")
+        elif path in aside.staged:  # the work tree's version is in place: staged without touching it
+            copy = shlex.quote(aside.staged[path])
+            steps.append(f'git update-index --add --cacheinfo 100644,"$(git hash-object -w {copy})",{file} && rm {copy}')
         if path in aside.moved:
             steps.append(f"mv {shlex.quote(aside.moved[path])} {file}")
-        elif path in aside.staged:
-            steps.append(f"rm {file}")
     return (f"your {'version is' if len(aside.kept) == 1 else 'versions are'} kept as {listed(aside.kept)}; "
             f"put {'it' if len(aside.kept) == 1 else 'them'} back by hand, in the KB folder, in this order: "
             + "; ".join(steps) + ".")
