@@ -37,9 +37,8 @@ from .core.errors import ConflictError, InvalidIdError, KBError, MemoryFileError
 from .core.ids import MAX_AUTO_DIGITS, MAX_ID_BYTES, check_new_id, highest_auto_id, id_sort_key, is_auto_id
 from .core.locate import MEMORIES_DIR, id_of_path, memory_path
 from .core.memory import Memory, dumps, loads
-from .core.text import listed
 from .store import counted, gitindex
-from .store.aside import Aside, refused_rewrite, uncommitted_message
+from .store.aside import Aside, by_hand, refused_rewrite, settled, uncommitted_message
 from .store.files import StatKey, stat_keys
 from .store.gitstate import detached_head
 from .store.leases import BLOCK, CLAIMS, block_of, first_of
@@ -116,6 +115,7 @@ class Transaction:
         self._seen: dict[str, StatKey] = {}  # the files checked, as they were before the check
         self._counted: list[int] = []  # auto ids counted out (counted.py) no published commit holds yet
         self._aside: list[Aside] = []  # what ``rewrite`` set aside that no published commit holds yet
+        self._set_aside = False  # whether ``rewrite`` set anything aside (recorded until ``close``)
 
     @property
     def kb(self) -> Workspace:
@@ -151,13 +151,13 @@ class Transaction:
         commit. A copy that cannot be put back is named, with the fix."""
         asides, self._aside = self._aside, []
         for aside in reversed(asides):
-            kept = list(aside.kept)
             try:
-                self.store.put_aside_back(aside)
+                for note in self.store.put_aside_back(aside):
+                    self.kb.tell(f"--force set your uncommitted work aside and the command failed; {note}: "
+                                 "compare the two and keep what you want.")
             except (OSError, KBError) as exc:
-                self.kb.tell(f"--force set your uncommitted {'version' if len(kept) == 1 else 'versions'} aside as "
-                             f"{listed(kept)}, and the command failed, and putting them back failed too ({exc}): "
-                             "move each copy back over its file by hand.")
+                self.kb.tell(f"--force set your uncommitted work aside, the command failed, and putting it back "
+                             f"failed too ({exc}): {by_hand(aside)}")
         if asides:
             try:
                 self._reindex(memory_ids_of([path for aside in asides for path in aside.moved]))
@@ -166,6 +166,8 @@ class Transaction:
                 self.index.invalidate()
 
     def close(self) -> None:
+        if self._set_aside:
+            settled(self.store)
         if self._counted:  # drawn for a commit that was never published (refused, or its hook stopped)
             counted.give_back(self.store.git_dirs()[1], self._counted)
         self._kb = None
@@ -451,6 +453,7 @@ class Transaction:
         if dirty and force:
             if ahead:
                 self._refuse_beyond(plan(frozenset(memory_ids_of(list(dirty))))[0], dirty)
+            self._set_aside = True
             aside = self.store.set_aside(dirty)
             self._aside.append(aside)
             kept = aside.kept

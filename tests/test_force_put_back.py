@@ -5,6 +5,7 @@ user's work in ``.orig`` files, git's index holding HEAD's versions."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -62,3 +63,146 @@ def test_a_set_aside_stopped_by_git_s_index_lock_leaves_no_copy(
     assert (proc.returncode, proc.stdout) == (1, "")
     assert "index.lock" in proc.stderr
     assert state(root) == before
+
+
+def hook(root: Path, name: str, body: str) -> None:
+    """Install git's hook ``name`` (a shell script) in the KB's repository."""
+    hooks = Path(git(root, "rev-parse", "--git-path", "hooks").strip())
+    path = (hooks if hooks.is_absolute() else root / hooks) / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(0o755)
+
+
+def refuse_commits(root: Path) -> None:
+    """A reference-transaction hook refuses every ref update: the command fails after --force set
+    the files aside, where its commit would be published."""
+    hook(root, "reference-transaction", '[ "$1" = prepared ] && { echo no >&2; exit 1; }\nexit 0')
+
+
+def once_after_set_aside(root: Path, action: str) -> None:
+    """``action`` run once, from git's first index change (set_aside's checkout of HEAD's versions)."""
+    flag = root / "hook-ran"
+    hook(root, "post-index-change", f'[ -e "{flag}" ] && exit 0\ntouch "{flag}"\n{action}')
+
+
+def test_a_save_made_while_the_command_ran_is_not_written_over(
+        indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """An editor saved 1.yaml after --force put HEAD's version there; the command failed, and
+    putting back moved the older .orig over the newer save, lost for good."""
+    root = indexed_example_kb.root
+    path = root / "memories" / "1.yaml"
+    head = path.read_text()
+    path.write_text(head.replace("order total", "order sum, first edit"))
+    once_after_set_aside(root, f"sed -i 's/order total/order sum, NEWER save/' '{path}'")
+    refuse_commits(root)
+    proc = invoke_cli("--kb", root, "update", "1", "--title", "T", "--force")
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines()[0] == (
+        "warning: --force set your uncommitted work aside and the command failed; memories/1.yaml changed while the "
+        "command ran (an editor's save?), so it was kept and your version from before stays as memories/1.yaml.orig: "
+        "compare the two and keep what you want.")
+    assert path.read_text() == head.replace("order total", "order sum, NEWER save")
+    assert (root / "memories" / "1.yaml.orig").read_text() == head.replace("order total", "order sum, first edit")
+
+
+@pytest.mark.slow  # git's index lock is waited for (store/indexlock.py's 2 s) before the error
+def test_a_staged_version_is_deleted_only_once_git_s_index_holds_it(
+        indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """Another git command took git's index lock after set_aside: putting back deleted
+    1.yaml.staged.orig before restoring the index, which then failed: the staged version was
+    gone, and the advice ("move each copy back over its file") named it, and lost one of the two."""
+    root = indexed_example_kb.root
+    path = root / "memories" / "1.yaml"
+    head = path.read_text()
+    path.write_text(head.replace("order total", "order sum, staged"))
+    git(root, "add", "memories/1.yaml")
+    staged = git(root, "rev-parse", ":memories/1.yaml").strip()
+    path.write_text(head.replace("order total", "order sum, unstaged"))
+    lock = Path(git(root, "rev-parse", "--git-path", "index.lock").strip())
+    once_after_set_aside(root, f"touch '{lock if lock.is_absolute() else root / lock}'")
+    proc = invoke_cli("--kb", root, "update", "1", "--title", "T", "--force")
+    (lock if lock.is_absolute() else root / lock).unlink()
+    assert proc.returncode == 1
+    warning = proc.stderr.splitlines()[0]
+    assert warning.startswith("warning: --force set your uncommitted work aside, the command failed, and putting it "
+                              "back failed too (git's index is locked")
+    assert warning.endswith(
+        "your versions are kept as memories/1.yaml.staged.orig, memories/1.yaml.orig; put them back by hand, in the "
+        "KB folder, in this order: mv memories/1.yaml.staged.orig memories/1.yaml && git add memories/1.yaml; "
+        "mv memories/1.yaml.orig memories/1.yaml.")
+    assert git(root, "hash-object", "memories/1.yaml.staged.orig").strip() == staged
+    # The advice, followed, puts back both versions.
+    for step in warning.rpartition("in this order: ")[2].removesuffix(".").split("; "):
+        subprocess.run(["sh", "-c", step], cwd=root, check=True, capture_output=True)
+    assert (git(root, "rev-parse", ":memories/1.yaml").strip(), path.read_text()) == (
+        staged, head.replace("order total", "order sum, unstaged"))
+
+
+def forget_refused(root: Path, invoke_cli: CliRunner) -> None:
+    """forget 15 --force, which sets aside the files linking memory:15 (16.yaml's edit, say),
+    and then fails where its commit would be published."""
+    refuse_commits(root)
+    proc = invoke_cli("--kb", root, "forget", "15", "--force")
+    assert (proc.returncode, proc.stderr) == (1, "Error: git update-ref failed: no\nfatal: ref updates aborted by hook; "
+                                                 "nothing was saved.\n")
+    assert sorted(p.name for p in root.glob("memories/*.orig*")) == []
+
+
+def test_an_intent_to_add_file_is_put_back_as_such(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """A new file marked ``git add -N`` came back a staged empty file (``ls-files -s`` lists the
+    mark as the empty blob)."""
+    root = indexed_example_kb.root
+    new = root / "memories" / "99.yaml"
+    new.write_text("learning: A new note.\nentities:\n- memory:15\ncreated_at: '2026-01-01T00:00:00Z'\n")
+    git(root, "add", "-N", "memories/99.yaml")
+    before = (git(root, "status", "--porcelain"), git(root, "diff", "--cached", "--name-status"))
+    assert before == (" A memories/99.yaml\n", "")
+    forget_refused(root, invoke_cli)
+    assert (git(root, "status", "--porcelain"), git(root, "diff", "--cached", "--name-status")) == before
+
+
+def test_the_executable_bit_is_kept_and_put_back(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """The copy was written 0644, so an uncommitted chmod +x was lost with the put-back."""
+    root = indexed_example_kb.root
+    linking = root / "memories" / "16.yaml"
+    linking.write_text(linking.read_text().replace("learning: ", "learning: Edited. ", 1))
+    linking.chmod(0o755)
+    forget_refused(root, invoke_cli)
+    assert (oct(linking.stat().st_mode & 0o777), git(root, "status", "--porcelain")) == ("0o755", " M memories/16.yaml\n")
+
+
+def test_a_folder_in_a_file_s_place_is_put_back(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """A folder where 16.yaml was was set aside as 16.yaml.orig, and stayed there: a rename cannot
+    put a folder over the file HEAD's version put back."""
+    root = indexed_example_kb.root
+    (root / "memories" / "16.yaml").unlink()
+    (root / "memories" / "16.yaml" / "note").mkdir(parents=True)
+    forget_refused(root, invoke_cli)
+    assert (root / "memories" / "16.yaml" / "note").is_dir()
+
+
+@pytest.mark.slow  # a real slayer-kb process, killed
+def test_the_next_command_says_what_a_killed_one_left_aside(
+        indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, run_cli: CliRunner) -> None:
+    """update --force killed (kill -9) after it set 1.yaml's staged and unstaged versions aside,
+    before a commit: the next command said nothing of the .orig files, and committed over HEAD's."""
+    root = indexed_example_kb.root
+    path = root / "memories" / "1.yaml"
+    head = path.read_text()
+    path.write_text(head.replace("order total", "order sum, staged"))
+    git(root, "add", "memories/1.yaml")
+    path.write_text(head.replace("order total", "order sum, unstaged"))
+    # git's parent is the command: killed from set_aside's checkout of HEAD's version.
+    once_after_set_aside(root, "kill -9 $(cut -d' ' -f4 /proc/$PPID/stat)")
+    assert run_cli("--kb", root, "update", "1", "--title", "T", "--force").returncode == -9
+    proc = invoke_cli("--kb", root, "update", "1", "--title", "U")
+    assert (proc.returncode, proc.stderr.partition("\n")[0]) == (0, (
+        "warning: a slayer-kb command was stopped (killed?) after --force set your uncommitted work aside, before it "
+        "committed or put it back (compare the files first: they may have changed since): your versions are kept as "
+        "memories/1.yaml.orig, memories/1.yaml.staged.orig; put them back by hand, in the KB folder, in this order: "
+        "mv memories/1.yaml.staged.orig memories/1.yaml && git add memories/1.yaml; mv memories/1.yaml.orig "
+        "memories/1.yaml."))
+    # Said once: the record is gone, the copies stay.
+    assert "warning" not in invoke_cli("--kb", root, "update", "1", "--title", "V").stderr
+    assert sorted(p.name for p in root.glob("memories/*.orig*")) == ["1.yaml.orig", "1.yaml.staged.orig"]

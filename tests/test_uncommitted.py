@@ -10,6 +10,7 @@ beside them (``<file>.orig``; a staged version that differs from both, ``<file>.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -927,3 +928,22 @@ def test_a_file_touched_while_a_command_writes_it_keeps_no_copy(indexed_example_
     done = invoke_cli("--kb", root, "update", "3", "--description", "Touched meanwhile")
     assert (done.returncode, done.stderr, git(root, "status", "--porcelain")) == (0, "", "")
     assert git(root, "show", "HEAD:memories/3.yaml") == (root / "memories" / "3.yaml").read_text()
+
+
+def test_a_staged_edit_deleted_from_the_work_tree_is_brought_back_from_git_s_index(
+        indexed_example_kb: KnowledgeBase, invoke_cli) -> None:
+    """16.yaml's edit was staged, then the file deleted (status MD): the advice was
+    ``git checkout HEAD -- memories/16.yaml``, which writes HEAD's version over the staged edit
+    too. ``git checkout -- memories/16.yaml`` brings the file back from git's index, edit kept."""
+    root = indexed_example_kb.root
+    path = root / "memories" / "16.yaml"
+    edited = path.read_text().replace("learning: ", "learning: Staged. ", 1)
+    path.write_text(edited)
+    git(root, "add", "memories/16.yaml")
+    path.unlink()
+    proc = invoke_cli("--kb", root, "forget", "15", "--force")
+    assert proc.returncode == 1
+    [advice] = re.findall(r"Bring the file back \(([^)]*)\)", proc.stderr)
+    assert advice == f"cd {shlex.quote(str(root))}; git checkout -- memories/16.yaml"
+    subprocess.run(["sh", "-c", advice], check=True, capture_output=True)
+    assert (path.read_text(), git(root, "status", "--porcelain")) == (edited, "M  memories/16.yaml\n")

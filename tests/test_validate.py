@@ -791,3 +791,30 @@ def test_a_learning_over_the_size_limit_is_reported(catalog_kb: KnowledgeBase, i
         "raise the limit with SLAYER_KB_MAX_CONTENT (bytes).\n1 problem in 1 file (1 file checked)\n"))
     assert invoke_cli("validate", "memories/huge.yaml", cwd=catalog_kb.root, env={"SLAYER_KB_MAX_CONTENT": "150"},
                       check=True).stdout == "Checked 1 file: no problems.\n"
+
+
+@pytest.mark.parametrize("sql", [
+    "CAST(quantity AS DOUBLE)", "CASE WHEN quantity BETWEEN 1 AND 5 THEN quantity END",
+    "EXTRACT(YEAR FROM created_at) * 0 + quantity  -- a note", "orders__amount / 100",
+])
+def test_an_aggregation_parameters_sql_is_read_as_sql(example_kb: KnowledgeBase, invoke_cli, sql: str) -> None:
+    """A parameter's SQL (SLayer's "column name or SQL expression") was read as a formula: validate
+    reported CAST(quantity AS DOUBLE) as naming 'AS', BETWEEN as a column, and failed a healthy KB.
+    ``orders__amount`` is SLayer's join path in SQL, not this model's column."""
+    model = example_kb.root / "models" / "shop" / "order_items.yaml"
+    text = model.read_text(encoding="utf-8")
+    model.write_text(text.replace("- {name: weight, sql: quantity}", f"- {{name: weight, sql: {json.dumps(sql)}}}"),
+                     encoding="utf-8")
+    assert sql in model.read_text(encoding="utf-8")
+    proc = invoke_cli("--kb", example_kb.root, "validate")
+    assert (proc.returncode, proc.stdout.endswith(": no problems.\n")) == (0, True), proc.stdout
+    model.write_text(text.replace("- {name: weight, sql: quantity}", "- {name: weight, sql: \"CAST(qty AS DOUBLE)\"}"),
+                     encoding="utf-8")
+    proc = invoke_cli("--kb", example_kb.root, "validate")
+    assert "parameter weight (CAST(qty AS DOUBLE)) names 'qty', which is no column" in proc.stdout
+
+
+def test_the_repositorys_own_kb_is_valid(invoke_cli) -> None:
+    """The kb/ shipped in the repository (``init --example``'s source) passes validate."""
+    proc = invoke_cli("--kb", EXAMPLE_KB, "validate")
+    assert (proc.returncode, proc.stdout.endswith(": no problems.\n")) == (0, True), proc.stdout

@@ -10,7 +10,19 @@ from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from ..core.errors import KBError
-from .scan import SOURCE_MODEL, scan_formula
+from . import lexer
+from .scan import SOURCE_MODEL, scan_filter, scan_formula
+
+# Words of a parameter's SQL that name no column, beyond the filter's (``scan.SQL_WORDS``): a
+# column named so is missed, which beats reporting a healthy KB's SQL (``EXTRACT(YEAR FROM x)``,
+# ``CAST(x AS DOUBLE PRECISION)``, ``INTERVAL 1 DAY``) as broken.
+_SQL_ONLY_WORDS = frozenset(
+    """
+    from interval distinct precision filter over partition by order asc desc nulls first last escape
+    ilike similar to within group at time zone with without year quarter month week day hour minute
+    second epoch dow doy
+    """.split()
+)
 
 
 class Use(NamedTuple):
@@ -38,7 +50,7 @@ def uses(data: Any, dotted: bool = False) -> Iterator[Use]:
             sql = param.get("sql") if isinstance(param, dict) else None
             if isinstance(sql, str):
                 place = f"aggregation {aggregation.get('name')} parameter {param.get('name')} ({sql})"
-                yield from (Use(("aggregations", index), place, ref) for ref in _bare(sql, dotted))
+                yield from (Use(("aggregations", index), place, ref) for ref in _sql_names(sql, dotted))
     for index, join in enumerate(_items(data, "joins") if not dotted else []):
         pairs = join.get("join_pairs")
         for pair in pairs if isinstance(pairs, list) else []:
@@ -55,6 +67,22 @@ def _bare(formula: str, dotted: bool = False) -> list[str]:
         return []
     return [ref for ref in refs if ("." in ref) == dotted and ref != SOURCE_MODEL and ref != "*"
             and not ref.endswith(".*")]
+
+
+def _sql_names(sql: str, dotted: bool = False) -> list[str]:
+    """The bare (or dotted) names a parameter's SQL reads: SLayer takes a column name or an SQL
+    expression there, so it is read as SQL, not as a formula: keywords, a cast's type and what
+    follows ``--`` name nothing; ``orders__amount`` is SLayer's join path in SQL, not
+    this model's column (nor a dotted one this file can check)."""
+    found = lexer.tokens(sql, sql=True)
+    comment = next((a.start for a, b in zip(found, found[1:], strict=False)
+                    if a.text == b.text == "-" and a.end == b.start), len(sql))
+    try:
+        refs = scan_filter(sql[:comment]).refs
+    except KBError:
+        return []
+    return [ref for ref in refs if ("." in ref) == dotted and ref != SOURCE_MODEL and not ref.endswith(".*")
+            and "__" not in ref and ref.lower() not in _SQL_ONLY_WORDS]
 
 
 def dangling(data: Any, leaves: set[str]) -> Iterator[tuple[tuple[Any, ...], str]]:

@@ -37,6 +37,7 @@ from ..core.merging import folded_by
 from ..core.problems import command, shown, words
 from ..core.results import SyncReport
 from ..store import mergemark
+from ..store.aside import left_by_a_stopped_command
 from ..store.foldlog import held_fold
 from ..store.guesses import moved_by_hand
 from ..store.moves import note, refusal
@@ -525,6 +526,8 @@ class Context(Parts):
         self.check_folders()
         with self.store.locked():
             self.store.refuse_during_git_operation()
+            if (stopped := left_by_a_stopped_command(self.store)) is not None:
+                self.tell(stopped)
             if sync and not self._monitor_says_fresh():
                 self.problems = self.index.catch_up().problems
             tx = Transaction(self)

@@ -37,8 +37,8 @@ def is_file_or_link(path: Path) -> bool:
 
 
 def keep_copy(source: Path, copy: Path) -> None:
-    """Copy the user's ``source`` to the new name ``copy``: a file's bytes, a symlink as a link;
-    anything else (a folder in a file's place) is moved there whole."""
+    """Copy the user's ``source`` to the new name ``copy``: a file's bytes and mode (its executable
+    bit), a symlink as a link; anything else (a folder in a file's place) is moved there whole."""
     if source.is_symlink():
         os.symlink(os.readlink(source), copy)
         return
@@ -48,6 +48,7 @@ def keep_copy(source: Path, copy: Path) -> None:
         os.rename(source, copy)
         return
     put_file(copy, data)
+    os.chmod(copy, stat.S_IMODE(os.lstat(source).st_mode))
 
 
 def free_name(root: Path, name: str) -> str:

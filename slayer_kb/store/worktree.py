@@ -463,13 +463,14 @@ def missing_by_hand(store: Repository, kb_path: str) -> str | None:
     records = iter(proc.stdout.decode("utf-8", "surrogateescape").split("\0"))
     untracked: list[str] = []
     staged = False  # the deletion is in git's index already (git rm --cached): git rm would fail
+    edited = False  # git's index holds an edit (status MD): HEAD's version would overwrite it
     for record in records:
         if record.startswith("2 "):
             new, old = record.split(" ", 9)[-1], next(records, "")
             if old == repo_path:
                 return _moved(store.root, kb_path, new[len(store.prefix):], "git mv")
-        elif record.startswith("1 D"):
-            staged = staged or record.split(" ", 8)[-1] == repo_path
+        elif record.startswith("1 ") and record.split(" ", 8)[-1] == repo_path:
+            staged, edited = staged or record[2] == "D", edited or record[2] not in ".D"
         elif record.startswith("? "):
             untracked.append(record[2:])
     # Only a file of the very size is read: the folder may hold thousands of others.
@@ -479,8 +480,10 @@ def missing_by_hand(store: Repository, kb_path: str) -> str | None:
             if os.lstat(store.top / path).st_size == len(data) and read_regular(store.top / path) == data:
                 return _moved(store.root, kb_path, path[len(store.prefix):], "mv")
     deleting = ["git commit"] if staged else [f"git rm {words(kb_path)}", "git commit"]
+    # With an edit staged, the file comes back from git's index, the edit kept.
+    source = "" if edited else "HEAD "
     return (f"{kb_path} is missing from the work tree, and HEAD still has it: a deletion (or a move) that is not "
-            f"committed. Bring the file back ({_run(store.root, f'git checkout HEAD -- {words(kb_path)}')}), or "
+            f"committed. Bring the file back ({_run(store.root, f'git checkout {source}-- {words(kb_path)}')}), or "
             f"commit the deletion ({_run(store.root, *deleting)}).")
 
 
