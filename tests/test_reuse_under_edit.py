@@ -328,9 +328,11 @@ def test_a_memory_brought_back_by_git_merges_the_edit(tmp_path: Path, invoke_cli
 MANY = 3
 
 
-def _walks(runs: GitRuns) -> list[str]:
-    """The 'git log' runs that look for memory files deleted (and added): a memory's, or all of them."""
-    return [run for run in runs("") if " log " in f" {run} " and ("--diff-filter=D" in run or "--diff-filter=AD" in run)]
+def _walks(runs: GitRuns, merges: bool = False) -> list[str]:
+    """The 'git log' runs that look for memory files deleted (and added): a memory's, or all of
+    them; with ``merges``, those of merges alone (``foldlog.held_folds``: a held rename's fold)."""
+    return [run for run in runs("") if " log " in f" {run} " and ("--diff-filter=D" in run or "--diff-filter=AD" in run)
+            and ("--merges" in run.split()) == merges]
 
 
 @pytest.mark.slow
@@ -352,10 +354,10 @@ def test_crossings_ask_git_once_a_side_however_many_memories_both_edited(tmp_pat
     with traced_git(tmp_path) as runs:
         checked = invoke_cli("validate", "--against", "origin/main", cwd=b)
     assert "forgot" not in checked.stdout, checked.stdout  # two plain edits (their lines may meet: updated_at)
-    assert len(_walks(runs)) == 2, _walks(runs)
+    assert (len(_walks(runs)), len(_walks(runs, merges=True))) == (2, 0), runs("")
     with traced_git(tmp_path) as runs:
         invoke_cli("--kb", b, "merge", "origin/main", check=True)
-    assert len(_walks(runs)) == 2, _walks(runs)
+    assert (len(_walks(runs)), len(_walks(runs, merges=True))) == (2, 2), runs("")
     assert all(f"description: B{n}\n" in (b / "memories" / f"kb.m{n}.yaml").read_text() for n in range(MANY))
 
 
