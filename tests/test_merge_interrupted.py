@@ -277,13 +277,10 @@ def test_reads_after_a_killed_merge_answer_with_a_warning_naming_the_undo(agent,
     assert (a / ".git" / "slayer-kb-merging.json").exists()
 
 
-def test_a_merge_killed_once_committed_is_said_by_reads_and_finished_by_merge_again(tmp_path, invoke_cli,
-                                                                                    capfd) -> None:
-    """Killed after git's merge commit, before its folds: the record went as 'committed', list
-    showed two memories of one topic key without a word, and 'slayer-kb merge REF' again said
-    "Already up to date" and folded nothing (a server's client, rerunning it, said first that the
-    merge stopped "before it committed anything"). Reads now say the folds are owed; the merge
-    makes them."""
+def _killed_once_committed(tmp_path: Path, invoke_cli: CliRunner) -> tuple[Path, str, str, str]:
+    """What a ``slayer-kb merge origin/agent-y`` in clone ``a`` killed once git's merge was committed
+    leaves (its record, the merge commit, no folds): the agent's memory of main's topic key beside
+    main's. Returns ``a``, the agent's id, main's, the merge's commit."""
     _bare, (agent, a) = make_team(tmp_path, clones=2)
     folded = agent_saves(invoke_cli, agent, unlike("agent"), *TOPIC)
     kept = saved_id(invoke_cli, a, unlike("main"), *TOPIC)
@@ -298,7 +295,25 @@ def test_a_merge_killed_once_committed_is_said_by_reads_and_finished_by_merge_ag
         git(a, "checkout", "--ours", "--", "sessions")
         git(a, "add", "sessions")
         git(a, "commit", "-q", "--no-edit")
-    merge = git(a, "rev-parse", "HEAD").strip()
+    return a, folded, kept, git(a, "rev-parse", "HEAD").strip()
+
+
+def _owed_warning(merge: str, kb: str = "slayer-kb") -> str:
+    """A read's warning that the folds of ``merge`` (a commit) are owed, its steps as ``kb``."""
+    return (f"'{kb} merge origin/agent-y' was interrupted once it had committed git's merge ({merge[:12]}), before "
+            "the knowledge base's folds and checks: a topic key both sides saved may be held by two memories here, a "
+            f"link may name a memory the other side forgot. Run '{kb} merge origin/agent-y' again, which makes them "
+            f"(so does the next '{kb} sync', before it pushes).")
+
+
+def test_a_merge_killed_once_committed_is_said_by_reads_and_finished_by_merge_again(tmp_path, invoke_cli,
+                                                                                    capfd) -> None:
+    """Killed after git's merge commit, before its folds: the record went as 'committed', list
+    showed two memories of one topic key without a word, and 'slayer-kb merge REF' again said
+    "Already up to date" and folded nothing (a server's client, rerunning it, said first that the
+    merge stopped "before it committed anything"). Reads now say the folds are owed; the merge
+    makes them."""
+    a, folded, kept, merge = _killed_once_committed(tmp_path, invoke_cli)
     # A server's client whose write process was killed there runs the merge again itself.
     assert settle((str(a), "e" * 32), ["--kb", str(a), "merge", "origin/agent-y"]) is None
     assert capfd.readouterr().err == (
@@ -306,11 +321,7 @@ def test_a_merge_killed_once_committed_is_said_by_reads_and_finished_by_merge_ag
         "without its folds); running it in this process, which makes them, or names what git left.\n")
     listed = invoke_cli("--kb", a, "list", cwd=a, check=True)
     assert f"[{folded}]" in listed.stdout and f"[{kept}]" in listed.stdout
-    assert listed.stderr == (
-        f"warning: 'slayer-kb merge origin/agent-y' was interrupted once it had committed git's merge ({merge[:12]}), "
-        "before the knowledge base's folds and checks: a topic key both sides saved may be held by two memories "
-        "here, a link may name a memory the other side forgot. Run 'slayer-kb merge origin/agent-y' again, which "
-        "makes them (so does the next 'slayer-kb sync', before it pushes).\n")
+    assert listed.stderr == f"warning: {_owed_warning(merge)}\n"
     merged = invoke_cli("--kb", a, "merge", "origin/agent-y", cwd=a, check=True)
     assert merged.stdout == (f"Merged origin/agent-y; run slayer-kb sync to push.\n"
                              f"  merged (same topic key): {folded} into {kept}\n")
@@ -318,3 +329,24 @@ def test_a_merge_killed_once_committed_is_said_by_reads_and_finished_by_merge_ag
     assert git(a, "rev-parse", "HEAD^").strip() == merge
     assert invoke_cli("--kb", a, "list", cwd=a, check=True).stderr == ""
     assert invoke_cli("--kb", a, "validate", cwd=a, check=True).stdout.endswith(": no problems.\n")
+
+
+def test_the_owed_folds_warning_names_merge_again_as_run_from_where_the_read_ran(tmp_path, invoke_cli) -> None:
+    """Read with --kb from outside the KB (a code repository's top, its KB in kb/), the warning's
+    step 'slayer-kb merge REF' again lacked the --kb the person's own command had: run there, it
+    failed with "No knowledge base here"."""
+    a, _folded, _kept, merge = _killed_once_committed(tmp_path, invoke_cli)
+    listed = invoke_cli("--kb", a.name, "list", cwd=tmp_path, check=True)
+    assert listed.stderr == f"warning: {_owed_warning(merge, f'slayer-kb --kb {a.name}')}\n"
+    merged = invoke_cli("--kb", a.name, "merge", "origin/agent-y", cwd=tmp_path, check=True)
+    assert merged.stdout.startswith(f"Merged origin/agent-y; run slayer-kb --kb {a.name} sync to push.\n")
+
+
+def test_json_list_stats_and_context_carry_the_owed_folds_warning(tmp_path, invoke_cli) -> None:
+    """docs/teams.md: a read says the folds are owed under --json in its reply's warnings; list,
+    stats and context said it on stderr alone, which an agent reading stdout never sees."""
+    a, _folded, _kept, merge = _killed_once_committed(tmp_path, invoke_cli)
+    for args in (["list"], ["stats"], ["context"]):
+        read = invoke_cli("--kb", a, "--json", *args, cwd=a, check=True)
+        warnings = json.loads(read.stdout)["warnings"]
+        assert (warnings, read.stderr) == ([_owed_warning(merge)], ""), args

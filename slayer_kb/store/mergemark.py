@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core.problems import cd_step, command_in, words
+from ..core.problems import cd_step, command, command_in, words
 from ..core.text import listed
 from .gitenv import LITERAL_PATHS
 
@@ -157,7 +157,8 @@ def read_warning(store: GitStore) -> str | None:
                 f"another branch's memories, none of them committed): {problem}")
     if (left := owed(store)) is None:
         return None
-    ref, kb = words(left[0]), command_in(store.root)
+    # A step run where the person is (no cd before it): with --kb naming the KB's folder from there.
+    ref, kb = words(left[0]), command(store.root)
     return (f"'{kb} merge {ref}' was interrupted once it had committed git's merge ({left[3][:12]}), before the "
             "knowledge base's folds and checks: a topic key both sides saved may be held by two memories here, a "
             f"link may name a memory the other side forgot. Run '{kb} merge {ref}' again, which makes them (so does "
