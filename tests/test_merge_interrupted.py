@@ -15,7 +15,7 @@ import pytest
 
 from slayer_kb.daemon.settle import settle
 from testing import CliRunner, eventually, git, make_team, make_team_after, unlike
-from testing.folds import TOPIC, agent_saves, saved_id
+from testing.folds import TOPIC, agent_saves, reviewer_folded, saved_id
 
 # The merge's git, stopped as it writes the third of REF's files (a smudge filter kills the
 # whole process group: slayer-kb and git), leaving the two written before untracked.
@@ -350,3 +350,32 @@ def test_json_list_stats_and_context_carry_the_owed_folds_warning(tmp_path, invo
         read = invoke_cli("--kb", a, "--json", *args, cwd=a, check=True)
         warnings = json.loads(read.stdout)["warnings"]
         assert (warnings, read.stderr) == ([_owed_warning(merge)], ""), args
+
+
+def test_a_merge_killed_before_it_folded_a_renamed_memory_folds_it_as_the_merge_would(tmp_path, invoke_cli) -> None:
+    """main had merged the agent's 27 into 101; the agent renamed 27 to kb.retry. The merge killed
+    once git's merge was committed, before it folded kb.retry into 101 (``fold_renamed``), merged
+    again folded it by the topic-key rule instead: 'merged (same topic key): kb.retry into 101',
+    101 one revision more than the merge not cut makes. The merge again now does what that one does."""
+    _bare, (agent, a) = make_team(tmp_path, clones=2)
+    folded, kept = reviewer_folded(invoke_cli, agent, a, a)
+    invoke_cli("--kb", agent, "rename", folded, "kb.retry", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(a, "fetch", "-q")
+    before, sha = (git(a, "rev-parse", rev).strip() for rev in ("HEAD", "origin/agent-y"))
+    uncut = invoke_cli("--kb", a, "merge", "origin/agent-y", cwd=a, check=True).stdout
+    assert f"  kept {kept}: origin/agent-y renamed {folded} to kb.retry, which this branch had merged" in uncut
+    def held() -> list[str]:  # 101's file but the time of its last change, which the second run's clock gives
+        return [line for line in (a / "memories" / f"{kept}.yaml").read_text().splitlines()
+                if not line.startswith("updated_at:")]
+
+    made = held()
+    # Where a kill after git's merge commit leaves it: that commit, its record, none of the folds after it.
+    merge = git(a, "rev-list", "--merges", "-1", "HEAD").strip()
+    git(a, "reset", "-q", "--hard", merge)
+    record = {"ref": "origin/agent-y", "sha": sha, "before": before, "pid": _dead_pid(), "started": None}
+    (a / ".git" / "slayer-kb-merging.json").write_text(json.dumps(record))
+    assert (a / "memories" / "kb.retry.yaml").exists()
+    assert invoke_cli("--kb", a, "merge", "origin/agent-y", cwd=a, check=True).stdout == uncut
+    assert held() == made and "revision_count: 2" in made
+    assert not (a / "memories" / "kb.retry.yaml").exists()
