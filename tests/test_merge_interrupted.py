@@ -287,7 +287,8 @@ def _killed_once_committed(tmp_path: Path, invoke_cli: CliRunner) -> tuple[Path,
     invoke_cli("--kb", a, "sync", check=True)
     git(a, "fetch", "-q")
     before, sha = (git(a, "rev-parse", rev).strip() for rev in ("HEAD", "origin/agent-y"))
-    record = {"ref": "origin/agent-y", "sha": sha, "before": before, "pid": _dead_pid(), "started": None}
+    record = {"ref": "origin/agent-y", "sha": sha, "before": before, "branch": "main", "pid": _dead_pid(),
+              "started": None}
     (a / ".git" / "slayer-kb-merging.json").write_text(json.dumps(record))
     # git's merge, committed (a session file both started, which the KB's driver merges, taken as this branch's).
     subprocess.run(["git", "merge", "-q", "--no-edit", "origin/agent-y"], cwd=a, capture_output=True, check=False)
@@ -379,3 +380,19 @@ def test_a_merge_killed_before_it_folded_a_renamed_memory_folds_it_as_the_merge_
     assert invoke_cli("--kb", a, "merge", "origin/agent-y", cwd=a, check=True).stdout == uncut
     assert held() == made and "revision_count: 2" in made
     assert not (a / "memories" / "kb.retry.yaml").exists()
+
+
+def test_the_owed_folds_outlast_a_read_on_refs_branch(tmp_path, invoke_cli) -> None:
+    """The record of folds owed went with a read on REF's branch (HEAD there holds REF's commit,
+    which was taken for the merge committed): back on main, two memories of one topic key without
+    a word, and 'merge REF' again said "Already up to date". It is kept by git's merge commit now,
+    which main holds."""
+    a, folded, kept, merge = _killed_once_committed(tmp_path, invoke_cli)
+    git(a, "switch", "-q", "agent-y")
+    assert invoke_cli("--kb", a, "list", cwd=a, check=True).stderr == ""
+    git(a, "switch", "-q", "main")
+    assert invoke_cli("--kb", a, "list", cwd=a, check=True).stderr == f"warning: {_owed_warning(merge)}\n"
+    merged = invoke_cli("--kb", a, "merge", "origin/agent-y", cwd=a, check=True)
+    assert merged.stdout.endswith(f"  merged (same topic key): {folded} into {kept}\n")
+    assert invoke_cli("--kb", a, "list", cwd=a, check=True).stderr == ""
+    assert not {"slayer-kb-owed.json", "slayer-kb-merging.json"} & set(os.listdir(a / ".git"))

@@ -133,6 +133,7 @@ def _finish(kb: Context, store: GitStore, tx: Transaction, ref: str, owed: tuple
                            if kb.memory_exists(new) and kb.memory_exists(kept)}
         fold_renamed(kb, tx, {f["renamed"]: f["kept"] for f in result.followed.values()})
         _fixes(kb, store, tx, result, (sha, parted, before, made), both)
+    mergemark.folded(store, made)
     return result
 
 
