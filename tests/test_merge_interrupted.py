@@ -396,3 +396,13 @@ def test_the_owed_folds_outlast_a_read_on_refs_branch(tmp_path, invoke_cli) -> N
     assert merged.stdout.endswith(f"  merged (same topic key): {folded} into {kept}\n")
     assert invoke_cli("--kb", a, "list", cwd=a, check=True).stderr == ""
     assert not {"slayer-kb-owed.json", "slayer-kb-merging.json"} & set(os.listdir(a / ".git"))
+
+
+def test_validate_names_the_owed_folds_and_merge_again_first(tmp_path, invoke_cli) -> None:
+    """validate, in the state a merge killed once committed leaves, said nothing of the merge and
+    steered to a forget by hand of the topic key's second holder (which strips links the fold
+    would point at the memory kept). It names the merge and its 'merge REF' again first."""
+    a, _folded, _kept, merge = _killed_once_committed(tmp_path, invoke_cli)
+    checked = invoke_cli("--kb", a, "validate", cwd=a)
+    assert checked.returncode == 1
+    assert checked.stdout.startswith(f"memories/:1: {_owed_warning(merge)}\n") and checked.stderr == ""
