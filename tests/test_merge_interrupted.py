@@ -406,3 +406,17 @@ def test_validate_names_the_owed_folds_and_merge_again_first(tmp_path, invoke_cl
     checked = invoke_cli("--kb", a, "validate", cwd=a)
     assert checked.returncode == 1
     assert checked.stdout.startswith(f"memories/:1: {_owed_warning(merge)}\n") and checked.stderr == ""
+
+
+def test_no_folds_are_said_owed_once_head_holds_them(tmp_path, invoke_cli) -> None:
+    """Killed as its fold's commit moved the branch, the merge's record was left with HEAD holding
+    the fold: reads said the folds were owed (a topic key "may be held by two memories here") and
+    'merge REF' again said "Merged" with nothing to do. A fold's commit after the merge's says
+    they are made."""
+    a, _folded, _kept, _merge = _killed_once_committed(tmp_path, invoke_cli)
+    record = (a / ".git" / "slayer-kb-merging.json").read_text()
+    invoke_cli("--kb", a, "merge", "origin/agent-y", cwd=a, check=True)
+    assert git(a, "log", "-1", "--format=%s").startswith("memory: merge ")
+    (a / ".git" / "slayer-kb-merging.json").write_text(record)  # as the kill at that commit leaves it
+    assert invoke_cli("--kb", a, "list", cwd=a, check=True).stderr == ""
+    assert invoke_cli("--kb", a, "merge", "origin/agent-y", cwd=a, check=True).stdout == "Already up to date with origin/agent-y.\n"

@@ -141,6 +141,12 @@ def folded(store: GitStore, merge: str) -> None:
         _write_owed(store, records)
 
 
+def _folded_since(store: GitStore, merge: str) -> bool:
+    """Whether a fold's commit follows ``merge`` on HEAD: its folds made (the merge killed as that
+    commit moved the branch), or a later merge's or sync's, which fold the whole tree."""
+    return bool(store.git("rev-list", "-1", "--grep=^memory: merge ", f"{merge}..HEAD").stdout.strip())
+
+
 def owed(store: GitStore) -> tuple[str, str, str, str] | None:
     """(REF, its commit, HEAD before, the merge's commit) of a merge killed once git's merge was
     committed, before the knowledge base's folds and checks that follow it: its record kept
@@ -154,7 +160,7 @@ def owed(store: GitStore) -> tuple[str, str, str, str] | None:
     for merge, record in records.items():
         branch = record.get("branch", "")
         if _holds(store, merge, "HEAD"):
-            if _holds(store, merge, "@{upstream}"):
+            if _holds(store, merge, "@{upstream}") or _folded_since(store, merge):
                 del kept[merge]
             elif found is None:
                 found = (record["ref"], record["sha"], record["before"], merge)
