@@ -277,26 +277,36 @@ def test_reads_after_a_killed_merge_answer_with_a_warning_naming_the_undo(agent,
     assert (a / ".git" / "slayer-kb-merging.json").exists()
 
 
-def _killed_once_committed(tmp_path: Path, invoke_cli: CliRunner) -> tuple[Path, str, str, str]:
-    """What a ``slayer-kb merge origin/agent-y`` in clone ``a`` killed once git's merge was committed
-    leaves (its record, the merge commit, no folds): the agent's memory of main's topic key beside
-    main's. Returns ``a``, the agent's id, main's, the merge's commit."""
-    _bare, (agent, a) = make_team(tmp_path, clones=2)
-    folded = agent_saves(invoke_cli, agent, unlike("agent"), *TOPIC)
-    kept = saved_id(invoke_cli, a, unlike("main"), *TOPIC)
+def _merge_committed(kbs: list[Path]) -> None:
+    """The agent saves main's topic key on agent-y and pushes it; clone a saves it on main, syncs,
+    and commits git's own merge of origin/agent-y (what a merge killed once git committed it wrote)."""
+    from testing import in_process_runner
+
+    invoke_cli = in_process_runner()
+    agent, a = kbs
+    agent_saves(invoke_cli, agent, unlike("agent"), *TOPIC)
+    saved_id(invoke_cli, a, unlike("main"), *TOPIC)
     invoke_cli("--kb", a, "sync", check=True)
     git(a, "fetch", "-q")
-    before, sha = (git(a, "rev-parse", rev).strip() for rev in ("HEAD", "origin/agent-y"))
-    record = {"ref": "origin/agent-y", "sha": sha, "before": before, "branch": "main", "pid": _dead_pid(),
-              "started": None}
-    (a / ".git" / "slayer-kb-merging.json").write_text(json.dumps(record))
     # git's merge, committed (a session file both started, which the KB's driver merges, taken as this branch's).
     subprocess.run(["git", "merge", "-q", "--no-edit", "origin/agent-y"], cwd=a, capture_output=True, check=False)
     if (a / ".git" / "MERGE_HEAD").exists():
         git(a, "checkout", "--ours", "--", "sessions")
         git(a, "add", "sessions")
         git(a, "commit", "-q", "--no-edit")
-    return a, folded, kept, git(a, "rev-parse", "HEAD").strip()
+
+
+def _killed_once_committed(tmp_path: Path, invoke_cli: CliRunner) -> tuple[Path, str, str, str]:
+    """What a ``slayer-kb merge origin/agent-y`` in clone ``a`` killed once git's merge was committed
+    leaves (its record, the merge commit, no folds): the agent's memory of main's topic key beside
+    main's. Returns ``a``, the agent's id, main's, the merge's commit."""
+    _bare, (_agent, a) = make_team_after(tmp_path, "merge-committed", _merge_committed)
+    merge, before, sha = (git(a, "rev-parse", rev).strip() for rev in ("HEAD", "HEAD^1", "HEAD^2"))
+    record = {"ref": "origin/agent-y", "sha": sha, "before": before, "branch": "main", "pid": _dead_pid(),
+              "started": None}
+    (a / ".git" / "slayer-kb-merging.json").write_text(json.dumps(record))
+    folded, kept = (git(a, "log", "-1", "--format=%s", rev).split()[2] for rev in (sha, before))
+    return a, folded, kept, merge
 
 
 def _owed_warning(merge: str, kb: str = "slayer-kb") -> str:
