@@ -420,6 +420,12 @@ def test_a_held_rename_ended_with_a_message_of_ones_own_still_says_where_it_went
         assert invoke_cli("--kb", a, command, "kb.retry").stderr == (
             f"Error: No memory with id 'kb.retry'. It was merged into '{kept}' in commit {merge[:12]}, the merge of "
             f"the rename of {folded} to it, {folded} having been merged into {kept} on the other side; use that id.\n")
+    # show and log said it never was ("now or in the history"): git's history of the file leaves the
+    # merge's renaming side out, the merge being TREESAME to the other.
+    shown = invoke_cli("--kb", a, "show", "kb.retry", check=True).stdout
+    assert shown.startswith(f"(deleted in {merge[:12]}; the last version)\nid: kb.retry\n")
+    logged = invoke_cli("--kb", a, "log", "kb.retry", check=True).stdout
+    assert logged.startswith(f"{merge[:12]} ") and f"    memory: rename {folded} to kb.retry\n" in logged
     assert sorted(p.name for p in (a / "memories").iterdir()) == sorted([f"{kept}.yaml", f"{linking}.yaml"])
     # The agent edits kb.retry again: the next merge read no fold of it (a stop on an edit of a
     # file this branch forgot, unless git paired the texts); it goes to the memory kept.

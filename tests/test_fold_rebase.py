@@ -119,16 +119,19 @@ def test_a_rebased_edit_of_a_folded_memory_stops_on_the_forget_of_the_memory_kep
     assert "deleted_at: '" in held and "learning: 'Retries: 7 since the outage'\n" in held
 
 
+@pytest.mark.parametrize("soft", [True, False], ids=["soft", "hard"])
 def test_a_syncs_rebase_of_an_edit_of_a_folded_memory_keeps_the_forget_of_the_memory_kept(
-        tmp_path: Path, invoke_cli: CliRunner) -> None:
+        tmp_path: Path, invoke_cli: CliRunner, soft: bool) -> None:
     """Sync's own git rebase (a line merge the replay leaves to git: both edited kb.shared)
     did not hold git's rename guess as 'slayer-kb rebase' does for a fold whose memory kept was
     forgotten since: git paired the folded memory with the one kept, the edit landed there as a
     later revision under the key, and the soft-forgotten memory came back ("merged both sides
-    of: memories/1.yaml"). Sync now stops, naming the fold and the rebase that carries the edit."""
+    of: memories/1.yaml"). Sync now stops, naming the fold and the rebase that carries the edit;
+    with the memory kept forgotten for good (no file), it said so too where the rebase stops on
+    the folded memory (a forget against the edit): it says that stop."""
     _bare, (agent, a) = make_team(tmp_path, clones=2)
     folded, kept = reviewer_folded(invoke_cli, agent, a, a)
-    invoke_cli("--kb", a, "forget", "--soft", kept, check=True)
+    invoke_cli("--kb", a, "forget", *(["--soft"] if soft else []), kept, check=True)
     invoke_cli("--kb", a, "sync", check=True)
     invoke_cli("--kb", agent, "save", unlike("shared"), "--id", "kb.shared", "-e", "shop.orders", check=True)
     invoke_cli("--kb", agent, "sync", check=True)
@@ -141,14 +144,21 @@ def test_a_syncs_rebase_of_an_edit_of_a_folded_memory_keeps_the_forget_of_the_me
     invoke_cli("--kb", agent, "update", folded, "--learning", "Retries: 7 since the outage", check=True)
     before = git(agent, "rev-parse", "HEAD")
     synced = invoke_cli("--kb", agent, "sync", cwd=agent)
+    does = (f"carries the change to {kept} or stops there with its steps" if soft else f"stops on {folded} with its "
+            "steps")
     assert (synced.returncode, synced.stderr) == (1, (
-        f"Error: Your commits changed {folded}, which origin/agent-y had merged into {kept}; the repository is back "
-        "as it was. To merge by hand: git fetch origin; slayer-kb rebase origin/agent-y, which carries the change "
-        f"to {kept} or stops there with its steps; slayer-kb sync.\n"))
+        f"Error: Your commits changed {folded}, which origin/agent-y had merged into {kept}"
+        f"{'' if soft else ' and forgot since'}; the repository is back as it was. To merge by hand: git fetch origin; "
+        f"slayer-kb rebase origin/agent-y, which {does}; slayer-kb sync.\n"))
     assert git(agent, "rev-parse", "HEAD") == before
-    assert "deleted_at: '" in git(agent, "show", f"origin/agent-y:memories/{kept}.yaml")
     git(agent, "fetch", "-q")
     rebased = invoke_cli("--kb", agent, "rebase", "origin/agent-y", cwd=agent)
-    assert rebased.returncode == 1 and rebased.stderr.endswith(
-        f"Your commits edited {folded}, which origin/agent-y had merged into {kept}: its edit is held at "
-        f"memories/{kept}.yaml as an edit of {kept}.\n")
+    if soft:
+        assert "deleted_at: '" in git(agent, "show", f"origin/agent-y:memories/{kept}.yaml")
+        assert rebased.returncode == 1 and rebased.stderr.endswith(
+            f"Your commits edited {folded}, which origin/agent-y had merged into {kept}: its edit is held at "
+            f"memories/{kept}.yaml as an edit of {kept}.\n")
+    else:
+        assert rebased.returncode == 1 and rebased.stderr.startswith(
+            f"Error: origin/agent-y forgot memories/{folded}.yaml, which your commits edited; the rebase stopped")
+        assert git(agent, "status", "--porcelain") == f"DU memories/{folded}.yaml\n"

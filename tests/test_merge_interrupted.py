@@ -15,7 +15,7 @@ import pytest
 
 from slayer_kb.daemon.settle import settle
 from testing import CliRunner, eventually, git, make_team, make_team_after, unlike
-from testing.folds import TOPIC, agent_saves, saved_id
+from testing.folds import TOPIC, agent_saves, reviewer_folded, saved_id
 
 # The merge's git, stopped as it writes the third of REF's files (a smudge filter kills the
 # whole process group: slayer-kb and git), leaving the two written before untracked.
@@ -277,6 +277,46 @@ def test_reads_after_a_killed_merge_answer_with_a_warning_naming_the_undo(agent,
     assert (a / ".git" / "slayer-kb-merging.json").exists()
 
 
+def _merge_committed(kbs: list[Path]) -> None:
+    """The agent saves main's topic key on agent-y and pushes it; clone a saves it on main, syncs,
+    and commits git's own merge of origin/agent-y (what a merge killed once git committed it wrote)."""
+    from testing import in_process_runner
+
+    invoke_cli = in_process_runner()
+    agent, a = kbs
+    agent_saves(invoke_cli, agent, unlike("agent"), *TOPIC)
+    saved_id(invoke_cli, a, unlike("main"), *TOPIC)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(a, "fetch", "-q")
+    # git's merge, committed (a session file both started, which the KB's driver merges, taken as this branch's).
+    subprocess.run(["git", "merge", "-q", "--no-edit", "origin/agent-y"], cwd=a, capture_output=True, check=False)
+    if (a / ".git" / "MERGE_HEAD").exists():
+        git(a, "checkout", "--ours", "--", "sessions")
+        git(a, "add", "sessions")
+        git(a, "commit", "-q", "--no-edit")
+
+
+def _killed_once_committed(tmp_path: Path, invoke_cli: CliRunner) -> tuple[Path, str, str, str]:
+    """What a ``slayer-kb merge origin/agent-y`` in clone ``a`` killed once git's merge was committed
+    leaves (its record, the merge commit, no folds): the agent's memory of main's topic key beside
+    main's. Returns ``a``, the agent's id, main's, the merge's commit."""
+    _bare, (_agent, a) = make_team_after(tmp_path, "merge-committed", _merge_committed)
+    merge, before, sha = (git(a, "rev-parse", rev).strip() for rev in ("HEAD", "HEAD^1", "HEAD^2"))
+    record = {"ref": "origin/agent-y", "sha": sha, "before": before, "branch": "main", "pid": _dead_pid(),
+              "started": None}
+    (a / ".git" / "slayer-kb-merging.json").write_text(json.dumps(record))
+    folded, kept = (git(a, "log", "-1", "--format=%s", rev).split()[2] for rev in (sha, before))
+    return a, folded, kept, merge
+
+
+def _owed_warning(merge: str, kb: str = "slayer-kb") -> str:
+    """A read's warning that the folds of ``merge`` (a commit) are owed, its steps as ``kb``."""
+    return (f"'{kb} merge origin/agent-y' was interrupted once it had committed git's merge ({merge[:12]}), before "
+            "the knowledge base's folds and checks: a topic key both sides saved may be held by two memories here, a "
+            f"link may name a memory the other side forgot. Run '{kb} merge origin/agent-y' again, which makes them "
+            f"(so does the next '{kb} sync', before it pushes).")
+
+
 def test_a_merge_killed_once_committed_is_said_by_reads_and_finished_by_merge_again(tmp_path, invoke_cli,
                                                                                     capfd) -> None:
     """Killed after git's merge commit, before its folds: the record went as 'committed', list
@@ -284,21 +324,7 @@ def test_a_merge_killed_once_committed_is_said_by_reads_and_finished_by_merge_ag
     "Already up to date" and folded nothing (a server's client, rerunning it, said first that the
     merge stopped "before it committed anything"). Reads now say the folds are owed; the merge
     makes them."""
-    _bare, (agent, a) = make_team(tmp_path, clones=2)
-    folded = agent_saves(invoke_cli, agent, unlike("agent"), *TOPIC)
-    kept = saved_id(invoke_cli, a, unlike("main"), *TOPIC)
-    invoke_cli("--kb", a, "sync", check=True)
-    git(a, "fetch", "-q")
-    before, sha = (git(a, "rev-parse", rev).strip() for rev in ("HEAD", "origin/agent-y"))
-    record = {"ref": "origin/agent-y", "sha": sha, "before": before, "pid": _dead_pid(), "started": None}
-    (a / ".git" / "slayer-kb-merging.json").write_text(json.dumps(record))
-    # git's merge, committed (a session file both started, which the KB's driver merges, taken as this branch's).
-    subprocess.run(["git", "merge", "-q", "--no-edit", "origin/agent-y"], cwd=a, capture_output=True, check=False)
-    if (a / ".git" / "MERGE_HEAD").exists():
-        git(a, "checkout", "--ours", "--", "sessions")
-        git(a, "add", "sessions")
-        git(a, "commit", "-q", "--no-edit")
-    merge = git(a, "rev-parse", "HEAD").strip()
+    a, folded, kept, merge = _killed_once_committed(tmp_path, invoke_cli)
     # A server's client whose write process was killed there runs the merge again itself.
     assert settle((str(a), "e" * 32), ["--kb", str(a), "merge", "origin/agent-y"]) is None
     assert capfd.readouterr().err == (
@@ -306,11 +332,7 @@ def test_a_merge_killed_once_committed_is_said_by_reads_and_finished_by_merge_ag
         "without its folds); running it in this process, which makes them, or names what git left.\n")
     listed = invoke_cli("--kb", a, "list", cwd=a, check=True)
     assert f"[{folded}]" in listed.stdout and f"[{kept}]" in listed.stdout
-    assert listed.stderr == (
-        f"warning: 'slayer-kb merge origin/agent-y' was interrupted once it had committed git's merge ({merge[:12]}), "
-        "before the knowledge base's folds and checks: a topic key both sides saved may be held by two memories "
-        "here, a link may name a memory the other side forgot. Run 'slayer-kb merge origin/agent-y' again, which "
-        "makes them (so does the next 'slayer-kb sync', before it pushes).\n")
+    assert listed.stderr == f"warning: {_owed_warning(merge)}\n"
     merged = invoke_cli("--kb", a, "merge", "origin/agent-y", cwd=a, check=True)
     assert merged.stdout == (f"Merged origin/agent-y; run slayer-kb sync to push.\n"
                              f"  merged (same topic key): {folded} into {kept}\n")
@@ -318,3 +340,93 @@ def test_a_merge_killed_once_committed_is_said_by_reads_and_finished_by_merge_ag
     assert git(a, "rev-parse", "HEAD^").strip() == merge
     assert invoke_cli("--kb", a, "list", cwd=a, check=True).stderr == ""
     assert invoke_cli("--kb", a, "validate", cwd=a, check=True).stdout.endswith(": no problems.\n")
+
+
+def test_the_owed_folds_warning_names_merge_again_as_run_from_where_the_read_ran(tmp_path, invoke_cli) -> None:
+    """Read with --kb from outside the KB (a code repository's top, its KB in kb/), the warning's
+    step 'slayer-kb merge REF' again lacked the --kb the person's own command had: run there, it
+    failed with "No knowledge base here"."""
+    a, _folded, _kept, merge = _killed_once_committed(tmp_path, invoke_cli)
+    listed = invoke_cli("--kb", a.name, "list", cwd=tmp_path, check=True)
+    assert listed.stderr == f"warning: {_owed_warning(merge, f'slayer-kb --kb {a.name}')}\n"
+    merged = invoke_cli("--kb", a.name, "merge", "origin/agent-y", cwd=tmp_path, check=True)
+    assert merged.stdout.startswith(f"Merged origin/agent-y; run slayer-kb --kb {a.name} sync to push.\n")
+
+
+def test_json_list_stats_and_context_carry_the_owed_folds_warning(tmp_path, invoke_cli) -> None:
+    """docs/teams.md: a read says the folds are owed under --json in its reply's warnings; list,
+    stats and context said it on stderr alone, which an agent reading stdout never sees."""
+    a, _folded, _kept, merge = _killed_once_committed(tmp_path, invoke_cli)
+    for args in (["list"], ["stats"], ["context"]):
+        read = invoke_cli("--kb", a, "--json", *args, cwd=a, check=True)
+        warnings = json.loads(read.stdout)["warnings"]
+        assert (warnings, read.stderr) == ([_owed_warning(merge)], ""), args
+
+
+def test_a_merge_killed_before_it_folded_a_renamed_memory_folds_it_as_the_merge_would(tmp_path, invoke_cli) -> None:
+    """main had merged the agent's 27 into 101; the agent renamed 27 to kb.retry. The merge killed
+    once git's merge was committed, before it folded kb.retry into 101 (``fold_renamed``), merged
+    again folded it by the topic-key rule instead: 'merged (same topic key): kb.retry into 101',
+    101 one revision more than the merge not cut makes. The merge again now does what that one does."""
+    _bare, (agent, a) = make_team(tmp_path, clones=2)
+    folded, kept = reviewer_folded(invoke_cli, agent, a, a)
+    invoke_cli("--kb", agent, "rename", folded, "kb.retry", check=True)
+    invoke_cli("--kb", agent, "sync", check=True)
+    git(a, "fetch", "-q")
+    before, sha = (git(a, "rev-parse", rev).strip() for rev in ("HEAD", "origin/agent-y"))
+    uncut = invoke_cli("--kb", a, "merge", "origin/agent-y", cwd=a, check=True).stdout
+    assert f"  kept {kept}: origin/agent-y renamed {folded} to kb.retry, which this branch had merged" in uncut
+    def held() -> list[str]:  # 101's file but the time of its last change, which the second run's clock gives
+        return [line for line in (a / "memories" / f"{kept}.yaml").read_text().splitlines()
+                if not line.startswith("updated_at:")]
+
+    made = held()
+    # Where a kill after git's merge commit leaves it: that commit, its record, none of the folds after it.
+    merge = git(a, "rev-list", "--merges", "-1", "HEAD").strip()
+    git(a, "reset", "-q", "--hard", merge)
+    record = {"ref": "origin/agent-y", "sha": sha, "before": before, "pid": _dead_pid(), "started": None}
+    (a / ".git" / "slayer-kb-merging.json").write_text(json.dumps(record))
+    assert (a / "memories" / "kb.retry.yaml").exists()
+    assert invoke_cli("--kb", a, "merge", "origin/agent-y", cwd=a, check=True).stdout == uncut
+    assert held() == made and "revision_count: 2" in made
+    assert not (a / "memories" / "kb.retry.yaml").exists()
+
+
+def test_the_owed_folds_outlast_a_read_on_refs_branch(tmp_path, invoke_cli) -> None:
+    """The record of folds owed went with a read on REF's branch (HEAD there holds REF's commit,
+    which was taken for the merge committed): back on main, two memories of one topic key without
+    a word, and 'merge REF' again said "Already up to date". It is kept by git's merge commit now,
+    which main holds."""
+    a, folded, kept, merge = _killed_once_committed(tmp_path, invoke_cli)
+    git(a, "switch", "-q", "agent-y")
+    assert invoke_cli("--kb", a, "list", cwd=a, check=True).stderr == ""
+    git(a, "switch", "-q", "main")
+    assert invoke_cli("--kb", a, "list", cwd=a, check=True).stderr == f"warning: {_owed_warning(merge)}\n"
+    merged = invoke_cli("--kb", a, "merge", "origin/agent-y", cwd=a, check=True)
+    assert merged.stdout.endswith(f"  merged (same topic key): {folded} into {kept}\n")
+    assert invoke_cli("--kb", a, "list", cwd=a, check=True).stderr == ""
+    assert not {"slayer-kb-owed.json", "slayer-kb-merging.json"} & set(os.listdir(a / ".git"))
+
+
+def test_validate_names_the_owed_folds_and_merge_again_first(tmp_path, invoke_cli) -> None:
+    """validate, in the state a merge killed once committed leaves, said nothing of the merge and
+    steered to a forget by hand of the topic key's second holder (which strips links the fold
+    would point at the memory kept). It names the merge and its 'merge REF' again first."""
+    a, _folded, _kept, merge = _killed_once_committed(tmp_path, invoke_cli)
+    checked = invoke_cli("--kb", a, "validate", cwd=a)
+    assert checked.returncode == 1
+    assert checked.stdout.startswith(f"memories/:1: {_owed_warning(merge)}\n") and checked.stderr == ""
+
+
+def test_no_folds_are_said_owed_once_head_holds_them(tmp_path, invoke_cli) -> None:
+    """Killed as its fold's commit moved the branch, the merge's record was left with HEAD holding
+    the fold: reads said the folds were owed (a topic key "may be held by two memories here") and
+    'merge REF' again said "Merged" with nothing to do. A fold's commit after the merge's says
+    they are made."""
+    a, _folded, _kept, _merge = _killed_once_committed(tmp_path, invoke_cli)
+    record = (a / ".git" / "slayer-kb-merging.json").read_text()
+    invoke_cli("--kb", a, "merge", "origin/agent-y", cwd=a, check=True)
+    assert git(a, "log", "-1", "--format=%s").startswith("memory: merge ")
+    (a / ".git" / "slayer-kb-merging.json").write_text(record)  # as the kill at that commit leaves it
+    assert invoke_cli("--kb", a, "list", cwd=a, check=True).stderr == ""
+    assert invoke_cli("--kb", a, "merge", "origin/agent-y", cwd=a, check=True).stdout == "Already up to date with origin/agent-y.\n"

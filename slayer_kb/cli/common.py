@@ -145,7 +145,7 @@ class Settings:
         return self._kb
 
     def room_for_told(self, data: dict[str, Any]) -> dict[str, Any]:
-        """``data`` (get's memory) with an empty ``warnings`` for ``with_told`` to fill, when the KB told any."""
+        """``data`` (a read's: get's memory, list's) with an empty ``warnings`` for ``with_told`` to fill, when the KB told any."""
         return {**data, "warnings": []} if self._told and "warnings" not in data else data
 
     def with_told(self, data: Any) -> Any:

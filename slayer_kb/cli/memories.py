@@ -461,7 +461,7 @@ def context(settings: Settings, project: str | None, scope: str | None, limit: i
     text = kb.context(project, scope, limit=limit)
     # A digest empty for a filter no memory matches (a misspelt project) says so, as list does.
     warnings = kb.context_unmatched(text, project, scope, "run context")
-    emit(settings, {"text": text, **({"warnings": warnings} if warnings else {})},
+    emit(settings, settings.room_for_told({"text": text, **({"warnings": warnings} if warnings else {})}),
          text.rstrip("\n") + warning_lines(warnings))
 
 

@@ -159,7 +159,7 @@ def list_cmd(
     warnings = kb.skipped() + ([] if hits else kb.unmatched(type=type_, project=project, scope=scope))
     emit(
         settings,
-        {"memories": hits, **({"warnings": warnings} if warnings else {})},
+        settings.room_for_told({"memories": hits, **({"warnings": warnings} if warnings else {})}),
         lambda: ("\n".join(_hits_text("Memories:", hits, settings.width())) or "No memories.") + warning_lines(warnings),
     )
 
@@ -177,7 +177,7 @@ def stats(settings: Settings) -> None:
     data = settings.kb().stats()
     emit(
         settings,
-        data,
+        settings.room_for_told({**data}),
         lambda: "\n".join(
             [
                 f"memories: {data['memories']}",

@@ -52,6 +52,7 @@ from ..core.session import SESSIONS_DIR, Session, id_of_file
 from ..core.session import loads as load_session
 from ..core.text import paragraph_one, shown_value
 from ..store import revisions
+from ..store.foldlog import held_fold
 from ..store.gitenv import LITERAL_PATHS
 from ..store.renames import last_deletion, renamed_since, renames_between
 from ..store.repo import GitStore
@@ -82,13 +83,15 @@ def log(store: GitStore, memory_id: str, exists: Callable[[str], bool]) -> list[
     if store.head() is None:
         return []
     entries = store.describe_commits(_file_history(store, memory_path(memory_id)))
+    if not entries:  # a held rename's id: its history is on the merge's side git's simplification leaves out
+        entries = store.describe_commits(_file_history(store, memory_path(memory_id), ("--full-history",)))
     if not entries:
         raise NotFoundError(f"No commit ever touched memory '{memory_id}' ({memory_path(memory_id)})"
                             f"{meant_id(memory_id, exists)}.")
     return entries
 
 
-def _file_history(store: GitStore, kb_path: str) -> list[str]:
+def _file_history(store: GitStore, kb_path: str, how: tuple[str, ...] = ()) -> list[str]:
     """The commits that touched ``kb_path``, newest first, and before the commit that renamed a
     file to it (``renumber``, ``git mv``), those of the file it was.
 
@@ -100,7 +103,7 @@ def _file_history(store: GitStore, kb_path: str) -> list[str]:
     shas: list[str] = []
     rev, path = "HEAD", store.repo_path(kb_path)
     while True:
-        found = store.git("log", "--format=%H", rev, "--", path, env=LITERAL_PATHS).stdout.decode().split()
+        found = store.git("log", "--format=%H", *how, rev, "--", path, env=LITERAL_PATHS).stdout.decode().split()
         shas.extend(found)
         if not found:
             return shas
@@ -149,6 +152,10 @@ def _show(kb: Context, memory_id: str, rev: str | None,
         memory, text = kb.read_text_with_fix(memory_id)
         return Shown(memory, text, None)
     deleting = last_deletion(kb.store, memory_id)
+    if deleting is None and (held := held_fold(kb.store, memory_id)) is not None:
+        # A held rename's id, folded by the merge: its last version is the renaming parent's.
+        text, parent = next((t, p) for p in kb.store.objects.parents(held[1]) if (t := text_at(kb.store, p, path)))
+        return Shown(loads(text, memory_id, f"{parent}:{path}"), text, parent, held[1])
     if deleting is None:
         raise no_memory(memory_id, kb.memory_exists, "No memory with id '{}', now or in the history", kb.file_ids)
     if (renamed := kb.renamed_away(memory_id, deleting)) is not None:

@@ -30,6 +30,7 @@ from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.problems import cd_step, command, command_in, git_command, words
 from ..core.results import MergeResult
 from ..store import mergedriver, mergemark
+from ..store.foldlog import renamed_folded
 from ..store.gitenv import LITERAL_PATHS
 from ..store.guesses import rename_detection
 from ..store.renames import (
@@ -118,13 +119,21 @@ def _finish(kb: Context, store: GitStore, tx: Transaction, ref: str, owed: tuple
     """``slayer-kb merge REF`` again after one killed once git's merge was committed (``owed``: REF's
     commit, HEAD before, the merge's commit; ``mergemark.owed``): its fixes made on that commit,
     as the merge would have made them, said as a merge ("merged"). No follow of a fold: git's merge
-    ran it before its commit (``merge_in``)."""
+    ran it before its commit (``merge_in``); its renames to fold (``fold_renamed``) read again."""
     sha, before, made = owed
     parted = store.git("merge-base", before, sha).stdout.decode().strip()
     both = written_on_both(store, parted, (sha, before))
     with mergemark.recorded(store, ref, sha, before):
         result = MergeResult(ref, "merged", made, push_step(kb.shared_remote(), store.branch(), 0, store.root))
+        # What the merge's follow found and the kill cut off: a rename one side made of a memory the
+        # other side folded, its new file committed beside the memory kept (which holds its edits).
+        result.followed = {old: {"kept": kept, "change": "renamed", "folded_on": ("this branch", ref)[folding],
+                                 "renamed": new}
+                           for old, (kept, new, folding) in renamed_folded(store, [before, sha]).items()
+                           if kb.memory_exists(new) and kb.memory_exists(kept)}
+        fold_renamed(kb, tx, {f["renamed"]: f["kept"] for f in result.followed.values()})
         _fixes(kb, store, tx, result, (sha, parted, before, made), both)
+    mergemark.folded(store, made)
     return result
 
 

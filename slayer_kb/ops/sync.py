@@ -42,7 +42,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from ..core.errors import ConflictError, IndexLockedError, InvalidInputError, KBError, StoreError
-from ..core.locate import id_of_path
+from ..core.locate import id_of_path, memory_path
 from ..core.merging import folded_by
 from ..core.problems import cd_step, command, command_in, git_command, words
 from ..core.results import SyncResult
@@ -518,12 +518,7 @@ def _rebase(store: GitStore, remote: str, upstream_branch: str, tips: tuple[str,
         # A change of a memory the upstream folded away: 'slayer-kb rebase' carries it (carry.follow_folds), or
         # stops on the memory kept with steps of its own; git's stop here, on the folded file, has other steps.
         if held := {i: folds[i] for path in stopped[0] if (i := id_of_path(path.removeprefix(store.prefix))) in folds}:
-            said = ", ".join(f"{old}, which {name} had merged into {kept}" for old, kept in held.items())
-            raise ConflictError(
-                f"Your commits changed {said}; the repository is back as it was. To merge by hand: "
-                + "; ".join([*cd_step(store.root), f"git fetch {remote}", f"{command_in(store.root)} rebase "
-                             f"{words(name)}, which carries the change to {', '.join(sorted(set(held.values())))} or "
-                             f"stops there with its steps", f"{command_in(store.root)} sync"]) + ".")
+            raise ConflictError(_folded_stop(store, (remote, name, upstream), held))
         first = [f"git fetch {remote}"]
         if renumbered:
             # A rebase of the ids as they are would stop on two different memories with one
@@ -531,6 +526,26 @@ def _rebase(store: GitStore, remote: str, upstream_branch: str, tips: tuple[str,
             first.append(f"{command_in(store.root)} renumber --onto {words(name)} --rewrite")
         first.append(f"{command_in(store.root)} rebase {words(name)} (it stops on the conflict)")
         raise ConflictError(conflict_message(store, *stopped, name, tuple(first), tips=("HEAD", upstream)))
+
+
+def _folded_stop(store: GitStore, names: tuple[str, str, str], held: dict[str, str]) -> str:
+    """Sync's stop on a change of memories the upstream folded away (``held``: each id -> the id
+    kept; ``names``: the remote, the upstream's name, its commit), with what 'slayer-kb rebase' does
+    then (``carry.follow_folds``): carries the change to the memory kept, or stops there; with the
+    memory kept forgotten for good upstream (no file left), stops on the folded one (a forget
+    against the edit)."""
+    remote, name, upstream = names
+    paths = {kept: store.repo_path(memory_path(kept)) for kept in held.values()}
+    there = store.objects.blobs_at(store.objects.tree_of(upstream), paths.values())
+    gone = sorted(old for old, kept in held.items() if there[paths[kept]] is None)
+    said = ", ".join(f"{old}, which {name} had merged into {kept}{' and forgot since' if old in gone else ''}"
+                     for old, kept in held.items())
+    carried = sorted({kept for old, kept in held.items() if old not in gone})
+    does = [f"carries the change to {', '.join(carried)} or stops there with its steps"] if carried else []
+    does += [f"stops on {', '.join(gone)} with its steps"] if gone else []
+    return (f"Your commits changed {said}; the repository is back as it was. To merge by hand: " + "; ".join(
+        [*cd_step(store.root), f"git fetch {remote}", f"{command_in(store.root)} rebase {words(name)}, which "
+         f"{' and '.join(does)}", f"{command_in(store.root)} sync"]) + ".")
 
 
 def _merge(store: GitStore, remote: str, name: str, tips: tuple[str, str], renumbered: bool,

@@ -241,8 +241,11 @@ def validate(paths: Sequence[Path], against: str | None = None, opened: GitStore
         own = changed.own if changed is not None else {} if target.everything else target.files
         report.problems.extend(Problem(f"{folder}/", 1, why) for folder in (MEMORIES, SESSIONS_DIR)
                                if (why := unusable_folder(target.root, folder)) is not None)
-        if opened is not None and opened.root == target.root and (left := mergemark.interrupted(opened)):
-            report.problems.append(Problem(f"{MEMORIES}/", 1, left))  # files git left, not the KB's: said first
+        # Files git left, not the KB's, or folds a merge killed once committed owes (its 'merge REF' again,
+        # not a forget by hand of a topic key's second holder): said first.
+        if opened is not None and opened.root == target.root and (
+                left := mergemark.interrupted(opened) or mergemark.read_warning(opened)):
+            report.problems.append(Problem(f"{MEMORIES}/", 1, left))
         context = KBContext.of(target.root)
         report.problems.extend(
             Problem(shown(p.path), p.line or 1, f"catalog: {p.message}")

@@ -78,12 +78,18 @@ def held_folds(store: GitStore, parted: str, side: str) -> dict[str, str]:
 def _held_at(store: GitStore, parents: list[str]) -> dict[str, tuple[str, str]]:
     """Of a merge of ``parents``: each new id of a rename one parent made since they parted of a
     memory the other parent folded since -> (the id kept, the id renamed)."""
+    return {new: (kept, old) for old, (kept, new, _folding) in renamed_folded(store, parents).items()}
+
+
+def renamed_folded(store: GitStore, parents: list[str]) -> dict[str, tuple[str, str, int]]:
+    """Of a merge of ``parents``: each id one parent renamed since they parted of a memory the
+    other parent folded since -> (the id kept, the new id, the folding parent's index)."""
     if len(parents) != 2:
         return {}
     parted = store.git("merge-base", *parents, check=False).stdout.decode().strip()
-    found: dict[str, tuple[str, str]] = {}
-    for folding, renaming in ((parents[0], parents[1]), (parents[1], parents[0])) if parted else ():
-        renamed = renames_between(store, parted, renaming)
-        kept = folded_to(store, parted, folding) if renamed else {}
-        found.update({new: (kept[old], old) for old, new in renamed.items() if old in kept})
+    found: dict[str, tuple[str, str, int]] = {}
+    for folding, renaming in ((0, 1), (1, 0)) if parted else ():
+        renamed = renames_between(store, parted, parents[renaming])
+        kept = folded_to(store, parted, parents[folding]) if renamed else {}
+        found.update({old: (kept[old], new, folding) for old, new in renamed.items() if old in kept})
     return found

@@ -10,7 +10,10 @@ runs, or, asked without it, none whose process, the pid and its start time, live
 record left behind (``interrupted``): nothing written, or REF committed into HEAD, and the record
 goes; else the command is refused with the files (from the KB's folder) and the commands that
 undo the merge, after which ``slayer-kb merge REF`` merges again; a command that only reads answers,
-with the same words as a warning (``read_warning``). Nothing is undone here: a file may hold
+with the same words as a warning (``read_warning``). Killed once git's merge was committed, the
+record becomes one of folds owed, kept by git's merge commit in a file of its own (``owed``):
+until that commit's folds are made (``folded``) or it is pushed, whichever branch HEAD is on
+and whatever merge runs next. Nothing is undone here: a file may hold
 an edit the person made since, and only they can tell.
 """
 
@@ -24,7 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core.problems import cd_step, command_in, words
+from ..core.problems import cd_step, command, command_in, words
 from ..core.text import listed
 from .gitenv import LITERAL_PATHS
 
@@ -33,14 +36,16 @@ if TYPE_CHECKING:
     from .worktree import Repository as GitStore
 
 RECORD = "slayer-kb-merging.json"
+OWED = "slayer-kb-owed.json"  # git's merge commit -> the record of a merge killed once git committed it
 _STATUS_ENV = {**LITERAL_PATHS, "GIT_OPTIONAL_LOCKS": "0"}  # a look that never takes index.lock
 
 
 def begin(store: GitStore, ref: str, sha: str, before: str) -> None:
-    """Record that a merge of ``ref`` (commit ``sha``) onto ``before`` (HEAD) starts."""
+    """Record that a merge of ``ref`` (commit ``sha``) onto ``before`` (HEAD, of branch ``branch``) starts."""
     path = store.git_dirs()[0] / RECORD
     pid = os.getpid()
-    record = {"ref": ref, "sha": sha, "before": before, "pid": pid, "started": _started(pid)}
+    record = {"ref": ref, "sha": sha, "before": before, "branch": store.branch(), "pid": pid,
+              "started": _started(pid)}
     path.write_text(json.dumps(record), encoding="utf-8")
 
 
@@ -62,13 +67,13 @@ def recorded(store: GitStore, ref: str, sha: str, before: str) -> Iterator[None]
     end(store)
 
 
-def _left(store: GitStore) -> tuple[str, str, str] | None:
-    """(REF, its commit, HEAD before) of a merge's record left by a process that is gone; None
-    when there is none (one cut short is dropped) or its merge still runs."""
+def _left(store: GitStore) -> tuple[str, str, str, str] | None:
+    """(REF, its commit, HEAD before, its branch) of a merge's record left by a process that is
+    gone; None when there is none (one cut short is dropped) or its merge still runs."""
     try:
         record = json.loads((store.git_dirs()[0] / RECORD).read_text(encoding="utf-8"))
         ref, sha, before, pid = str(record["ref"]), str(record["sha"]), str(record["before"]), int(record["pid"])
-        started = record.get("started")
+        branch, started = str(record.get("branch", "")), record.get("started")
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError):  # a record cut short: git's state decides alone
@@ -76,7 +81,7 @@ def _left(store: GitStore) -> tuple[str, str, str] | None:
         return None
     if _running(pid, started):  # a merge going on (asked without the lock: sync's first look, edit's)
         return None
-    return ref, sha, before
+    return ref, sha, before, branch
 
 
 def _committed(store: GitStore, sha: str, before: str) -> bool:
@@ -84,22 +89,86 @@ def _committed(store: GitStore, sha: str, before: str) -> bool:
     HEAD past what git left too."""
     head = store.head()
     return (not os.path.lexists(store.git_dirs()[0] / "MERGE_HEAD") and head is not None and head != before
-            and store.git("merge-base", "--is-ancestor", sha, head, check=False).returncode == 0)
+            and _holds(store, sha, head))
+
+
+def _holds(store: GitStore, commit: str, rev: str) -> bool:
+    return store.git("merge-base", "--is-ancestor", commit, rev, check=False).returncode == 0
+
+
+def _merge_commit(store: GitStore, rev: str, before: str, sha: str) -> str | None:
+    """git's merge of ``sha`` onto ``before`` (its parents, in that order) in ``rev``'s history; None else."""
+    out = store.git("rev-list", "--min-parents=2", "--parents", rev, f"^{before}", check=False).stdout.decode()
+    return next((line.split()[0] for line in out.splitlines() if line.split()[1:] == [before, sha]), None)
+
+
+def _settle(store: GitStore, left: tuple[str, str, str, str]) -> None:
+    """The record of a merge killed once git committed it, read while HEAD holds REF: kept as folds
+    owed, keyed by git's merge commit (found on HEAD, else on the merge's branch: HEAD may be REF's
+    branch, switched to), so that neither a read on another branch nor the next merge's record
+    drops it; dropped when no merge commit is there (a fast-forward, or the branch reset since)."""
+    ref, sha, before, branch = left
+    merge = _merge_commit(store, "HEAD", before, sha)
+    if merge is None and branch and branch != store.branch():
+        merge = _merge_commit(store, f"refs/heads/{branch}", before, sha)
+    if merge is not None:
+        records = _owed_records(store)
+        records[merge] = {"ref": ref, "sha": sha, "before": before, "branch": branch}
+        _write_owed(store, records)
+    end(store)
+
+
+def _owed_records(store: GitStore) -> dict[str, dict[str, str]]:
+    try:
+        records = json.loads((store.git_dirs()[0] / OWED).read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # none, or cut short: a sync still folds what is owed before it pushes
+        return {}
+    return records if isinstance(records, dict) else {}
+
+
+def _write_owed(store: GitStore, records: dict[str, dict[str, str]]) -> None:
+    path = store.git_dirs()[0] / OWED
+    if records:
+        path.write_text(json.dumps(records), encoding="utf-8")
+    else:
+        path.unlink(missing_ok=True)
+
+
+def folded(store: GitStore, merge: str) -> None:
+    """The folds owed on git's merge commit ``merge`` are made: its record goes."""
+    records = _owed_records(store)
+    if records.pop(merge, None) is not None:
+        _write_owed(store, records)
+
+
+def _folded_since(store: GitStore, merge: str) -> bool:
+    """Whether a fold's commit follows ``merge`` on HEAD: its folds made (the merge killed as that
+    commit moved the branch), or a later merge's or sync's, which fold the whole tree."""
+    return bool(store.git("rev-list", "-1", "--grep=^memory: merge ", f"{merge}..HEAD").stdout.strip())
 
 
 def owed(store: GitStore) -> tuple[str, str, str, str] | None:
     """(REF, its commit, HEAD before, the merge's commit) of a merge killed once git's merge was
-    committed, before the knowledge base's folds and checks that follow it: its record left, HEAD
-    holding that commit (parents: HEAD before, REF), which the branch's upstream does not hold (a
-    sync folds a merge made by hand before it pushes it). None else."""
-    if (left := _left(store)) is None or not _committed(store, *left[1:]):
-        return None
-    ref, sha, before = left
-    out = store.git("rev-list", "--min-parents=2", "--parents", "HEAD", f"^{before}").stdout.decode().splitlines()
-    merge = next((line.split()[0] for line in out if line.split()[1:] == [before, sha]), None)
-    pushed = merge is not None and store.git("merge-base", "--is-ancestor", merge, "@{upstream}",
-                                             check=False).returncode == 0
-    return (ref, sha, before, merge) if merge is not None and not pushed else None
+    committed, before the knowledge base's folds and checks that follow it: its record kept
+    (``_settle``), HEAD holding that commit, which the branch's upstream does not hold (a sync
+    folds a merge made by hand before it pushes it). None else. A record whose commit is pushed,
+    or its branch no longer holds, goes; one of another branch's merge stays."""
+    if (left := _left(store)) is not None and _committed(store, *left[1:3]):
+        _settle(store, left)
+    records = _owed_records(store)
+    found, kept = None, dict(records)
+    for merge, record in records.items():
+        branch = record.get("branch", "")
+        if _holds(store, merge, "HEAD"):
+            if _holds(store, merge, "@{upstream}") or _folded_since(store, merge):
+                del kept[merge]
+            elif found is None:
+                found = (record["ref"], record["sha"], record["before"], merge)
+        elif branch and not _holds(store, merge, f"refs/heads/{branch}"):
+            del kept[merge]
+    if kept != records:
+        _write_owed(store, kept)
+    return found
 
 
 def interrupted(store: GitStore) -> str | None:
@@ -108,11 +177,10 @@ def interrupted(store: GitStore) -> str | None:
     HEAD holds REF (committed: the record kept while its folds are ``owed``)."""
     if (left := _left(store)) is None:
         return None
-    ref, sha, before = left
+    ref, sha, before, _branch = left
     merging = os.path.lexists(store.git_dirs()[0] / "MERGE_HEAD")
     if _committed(store, sha, before):
-        if owed(store) is None:
-            end(store)
+        _settle(store, left)
         return None
     # The files the merge may have written: those that differ between the two sides. git's merge
     # refuses to write over an untracked file, so one there now is the merge's (or edited since).
@@ -150,14 +218,15 @@ def read_warning(store: GitStore) -> str | None:
     """What a command that only reads (``list``, ``get``, ``search``) says beside its answer while
     a merge's record is left (``interrupted``, asked without the lock: a merge still running is
     none): it read the files as git left them. None at once where there is no record (one stat)."""
-    if not os.path.lexists(store.git_dirs()[0] / RECORD):
+    if not any(os.path.lexists(store.git_dirs()[0] / name) for name in (RECORD, OWED)):
         return None
     if (problem := interrupted(store)) is not None:
         return (f"this answer is read from a half-merged work tree (files git left may hold conflict markers, or "
                 f"another branch's memories, none of them committed): {problem}")
     if (left := owed(store)) is None:
         return None
-    ref, kb = words(left[0]), command_in(store.root)
+    # A step run where the person is (no cd before it): with --kb naming the KB's folder from there.
+    ref, kb = words(left[0]), command(store.root)
     return (f"'{kb} merge {ref}' was interrupted once it had committed git's merge ({left[3][:12]}), before the "
             "knowledge base's folds and checks: a topic key both sides saved may be held by two memories here, a "
             f"link may name a memory the other side forgot. Run '{kb} merge {ref}' again, which makes them (so does "
