@@ -154,7 +154,7 @@ def _show(kb: Context, memory_id: str, rev: str | None,
     deleting = last_deletion(kb.store, memory_id)
     if deleting is None and (held := held_fold(kb.store, memory_id)) is not None:
         # A held rename's id, folded by the merge: its last version is the renaming parent's.
-        text, parent = next((t, p) for p in kb.store.objects.parents(held[1]) if (t := text_at(kb.store, p, path)))
+        text, parent = next((t, p) for n in (1, 2) if (t := text_at(kb.store, p := resolve_rev(kb.store, f"{held[1]}^{n}"), path)))
         return Shown(loads(text, memory_id, f"{parent}:{path}"), text, parent, held[1])
     if deleting is None:
         raise no_memory(memory_id, kb.memory_exists, "No memory with id '{}', now or in the history", kb.file_ids)
