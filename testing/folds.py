@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .cli import CliRunner, json_of
-from .repos import git, unlike
+from .cli import CliRunner, in_process_runner, in_the_kb, json_of
+from .repos import git, make_team_after, unlike
 
 TOPIC = ("--title", "Retry budget", "--type", "decision", "--project", "api", "--topic-key", "decision/retry-budget")
 
@@ -45,6 +45,28 @@ def reviewer_folded(invoke_cli: CliRunner, agent: Path, a: Path, reviewer: Path,
     assert merged.stdout.endswith(f"  merged (same topic key): {folded} into {kept}\n")
     invoke_cli("--kb", reviewer, "sync", check=True)
     return folded, kept
+
+
+# The ids each ``folded_team`` state's steps saved, in the team made once a process that its tests copy.
+_FOLDED_IDS: dict[str, tuple[str, str]] = {}
+
+
+def folded_team(tmp_path: Path, clones: int = 3, texts: tuple[str, str] = ("Retries: 5", "Retries: 3")
+                ) -> tuple[list[Path], str, str]:
+    """``clones`` clones (the agent's, a, and the reviewer's: a itself with two) after
+    ``reviewer_folded``, each command typed in its clone's folder as ``invoke_cli`` types it in
+    the fold modules: (the clones, the agent's id, main's). Made once a process for each
+    ``clones`` and ``texts`` and copied (``make_team_after``): the saves, push, sync, merge and
+    sync are most of a fold test's CPU."""
+    name = f"reviewer-folded-{texts!r}"
+
+    def fold(kbs: list[Path]) -> None:
+        agent, a, *rest = kbs
+        typed = in_the_kb(in_process_runner())
+        _FOLDED_IDS[f"{clones}-{name}"] = reviewer_folded(typed, agent, a, rest[0] if rest else a, texts)
+
+    _bare, kbs = make_team_after(tmp_path, name, fold, clones)
+    return (kbs, *_FOLDED_IDS[f"{clones}-{name}"])
 
 
 def main_then_agent(invoke_cli: CliRunner, a: Path, b: Path, c: Path) -> tuple[str, str]:

@@ -12,16 +12,19 @@ from pathlib import Path
 import pytest
 
 from testing import CliRunner, default_first, git, json_of, make_team, unlike
-from testing.folds import TOPIC, agent_saves, main_then_agent, reviewer_folded, saved_id
+from testing.folds import TOPIC, agent_saves, folded_team, main_then_agent, saved_id
 
 # Every command typed in the clone's folder, as a user would (conftest's invoke_cli).
 pytestmark = pytest.mark.typed_in_the_kb
 
 
-def _folded(invoke_cli: CliRunner, agent: Path, a: Path) -> tuple[str, str]:
-    """agent-y's save of the key pushed, main's saved later (the fold keeps main's text), then
-    a's merge of agent-y folds the agent's into main's, synced: (the agent's id, main's)."""
-    return reviewer_folded(invoke_cli, agent, a, a, (unlike("agent"), unlike("main")))
+def _folded(tmp_path: Path) -> tuple[Path, Path, str, str]:
+    """Two clones, the agent's and a: agent-y's save of the key pushed, main's saved later (the
+    fold keeps main's text), then a's merge of agent-y folds the agent's into main's, synced:
+    (the agent's clone, a, the agent's id, main's). Made once a process and copied
+    (``folded_team``): most of these tests start there."""
+    (agent, a), folded, kept = folded_team(tmp_path, 2, (unlike("agent"), unlike("main")))
+    return agent, a, folded, kept
 
 
 def _shown(invoke_cli: CliRunner, root: Path, memory_id: str) -> dict[str, object]:
@@ -44,8 +47,7 @@ def _agent_edits_and_main_merges_it_back(invoke_cli: CliRunner, agent: Path, a: 
 def test_a_soft_forget_of_the_folded_memory_leaves_mains_memory(tmp_path: Path, invoke_cli: CliRunner, who: str) -> None:
     # MCP's mem_delete is soft: the merge said 'the edit went to 101' and soft-deleted main's
     # memory on every clone (the forget's deleted_at merged onto it).
-    _bare, (agent, a) = make_team(tmp_path, clones=2)
-    folded, kept = _folded(invoke_cli, agent, a)
+    agent, a, folded, kept = _folded(tmp_path)
     on_main = (a / "memories" / f"{kept}.yaml").read_text()
     invoke_cli("--kb", agent, "forget", "--soft", folded, check=True)
     if who == "reviewer":
@@ -65,8 +67,7 @@ def test_a_soft_forget_of_the_folded_memory_leaves_mains_memory(tmp_path: Path, 
 
 def test_a_folded_memory_brought_back_on_main_takes_the_agents_edit(tmp_path: Path, invoke_cli: CliRunner) -> None:
     # The merge carried the agent's edit of 1 onto 101 and deleted the 1 main had restored.
-    _bare, (agent, a) = make_team(tmp_path, clones=2)
-    folded, kept = _folded(invoke_cli, agent, a)
+    agent, a, folded, kept = _folded(tmp_path)
     invoke_cli("--kb", a, "restore", folded, "--rev", "origin/agent-y", check=True)
     on_main = (a / "memories" / f"{kept}.yaml").read_text()
     invoke_cli("--kb", agent, "update", folded, "--description", "Why five", check=True)
@@ -81,8 +82,7 @@ def test_a_folded_memory_brought_back_on_main_takes_the_agents_edit(tmp_path: Pa
 def test_an_edit_of_a_field_main_holds_another_way_stops_naming_the_fold(tmp_path: Path, invoke_cli: CliRunner) -> None:
     # The carry took the newer side's whole memory: main's title went back to the agent's, or
     # the agent's edit was dropped though the reply said it landed; two texts never stopped.
-    _bare, (agent, a) = make_team(tmp_path, clones=2)
-    folded, kept = _folded(invoke_cli, agent, a)
+    agent, a, folded, kept = _folded(tmp_path)
     before = _shown(invoke_cli, a, kept)
     invoke_cli("--kb", a, "update", kept, "--title", "Retry budget, reviewed", check=True)
     invoke_cli("--kb", agent, "update", folded, "--learning", unlike("outage"), "--description", "Why five", check=True)
@@ -113,8 +113,7 @@ def test_an_edit_of_a_field_main_holds_another_way_stops_naming_the_fold(tmp_pat
 
 def test_an_edit_carried_through_a_fold_keeps_the_fields_main_changed(tmp_path: Path, invoke_cli: CliRunner) -> None:
     # main's reviewed title went back to the agent's, the agent's description went nowhere.
-    _bare, (agent, a) = make_team(tmp_path, clones=2)
-    folded, kept = _folded(invoke_cli, agent, a)
+    agent, a, folded, kept = _folded(tmp_path)
     before = _shown(invoke_cli, a, kept)
     invoke_cli("--kb", a, "update", kept, "--title", "Retry budget, reviewed", check=True)
     invoke_cli("--kb", a, "sync", check=True)
@@ -132,8 +131,7 @@ def test_an_edit_carried_through_a_fold_keeps_the_fields_main_changed(tmp_path: 
 def test_a_rename_alone_of_the_folded_memory_is_folded_under_its_new_id(tmp_path: Path, invoke_cli: CliRunner) -> None:
     # The merge stopped on 'This branch forgot memories/1.yaml, which origin/agent-y renamed',
     # whose 'git rm' step stripped the links to kb.retry as forgotten.
-    _bare, (agent, a) = make_team(tmp_path, clones=2)
-    folded, kept = _folded(invoke_cli, agent, a)
+    agent, a, folded, kept = _folded(tmp_path)
     on_main = _shown(invoke_cli, a, kept)
     linking = saved_id(invoke_cli, agent, unlike("linking"), "-e", f"memory:{folded}")
     invoke_cli("--kb", agent, "rename", folded, "kb.retry", check=True)
@@ -151,8 +149,7 @@ def test_a_rename_alone_of_the_folded_memory_is_folded_under_its_new_id(tmp_path
 def test_an_edit_of_the_folded_memory_follows_main_renaming_the_memory_kept(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     # main renamed 101 to kb.retry: the merge stopped on 'this branch forgot' the agent's 1.
-    _bare, (agent, a) = make_team(tmp_path, clones=2)
-    folded, kept = _folded(invoke_cli, agent, a)
+    agent, a, folded, kept = _folded(tmp_path)
     invoke_cli("--kb", a, "rename", kept, "kb.retry", check=True)
     invoke_cli("--kb", agent, "update", folded, "--description", "Why five", check=True)
     invoke_cli("--kb", agent, "sync", check=True)
@@ -273,8 +270,7 @@ def test_a_folded_memory_brought_back_by_hand_and_folded_again_counts_its_revisi
     # A plain 'git merge' of the agent's edit of its folded memory, kept with '--theirs', then
     # sync: the fold again added the agent's save's revision, which main's memory held already,
     # and main's title went back to the agent's.
-    _bare, (agent, a) = make_team(tmp_path, clones=2)
-    folded, kept = _folded(invoke_cli, agent, a)
+    agent, a, folded, kept = _folded(tmp_path)
     invoke_cli("--kb", a, "update", kept, "--title", "Retry budget, reviewed", check=True)
     before = _shown(invoke_cli, a, kept)
     _agent_edits_and_main_merges_it_back(invoke_cli, agent, a, folded)
@@ -289,8 +285,7 @@ def test_a_folded_memory_brought_back_and_folded_again_says_the_field_both_chang
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     # Main's text and the returning copy's both changed since the first fold: the fold again took
     # the returning copy's and said only "merged (same topic key)".
-    _bare, (agent, a) = make_team(tmp_path, clones=2)
-    folded, kept = _folded(invoke_cli, agent, a)
+    agent, a, folded, kept = _folded(tmp_path)
     invoke_cli("--kb", a, "update", kept, "--learning", unlike("reviewed"), check=True)
     _agent_edits_and_main_merges_it_back(invoke_cli, agent, a, folded)
     merge = git(a, "rev-parse", "HEAD").strip()
@@ -309,8 +304,7 @@ def test_validate_against_main_reads_an_edit_of_a_folded_memory_through_the_fold
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     # It said 'origin/main forgot this memory ... Run slayer-kb merge origin/main: it stops
     # there', though that merge carries the edit to main's memory.
-    _bare, (agent, a) = make_team(tmp_path, clones=2)
-    folded, kept = _folded(invoke_cli, agent, a)
+    agent, a, folded, kept = _folded(tmp_path)
     invoke_cli("--kb", agent, "update", folded, "--description", "Why five", check=True)
     git(agent, "fetch", "-q")
     checked = invoke_cli("--kb", agent, "validate", "--against", "origin/main")
@@ -348,8 +342,7 @@ def test_a_sync_rebasing_an_edit_made_after_the_fold_carries_it_once(tmp_path: P
 def test_a_renamed_folded_memory_whose_edit_stops_leaves_no_second_copy(tmp_path: Path, invoke_cli: CliRunner) -> None:
     # The stop held 101 and committed kb.retry beside it: the sync after the steps folded kb.retry
     # into 101 again, its whole text over the person's choice, its revisions counted twice.
-    _bare, (agent, a) = make_team(tmp_path, clones=2)
-    folded, kept = _folded(invoke_cli, agent, a)
+    agent, a, folded, kept = _folded(tmp_path)
     before = _shown(invoke_cli, a, kept)
     invoke_cli("--kb", agent, "rename", folded, "kb.retry", check=True)
     invoke_cli("--kb", agent, "update", "kb.retry", "--learning", unlike("outage"), check=True)
@@ -373,8 +366,7 @@ def _held_rename(tmp_path: Path, invoke_cli: CliRunner, side: str) -> tuple[Path
     """agent-y renamed its folded memory to kb.retry and edited a field main's memory holds another
     way; a's merge stopped, the side kept with ``side`` and staged: (the agent's clone, a, main's
     id, the id of a memory that linked the folded one)."""
-    _bare, (agent, a) = make_team(tmp_path, clones=2)
-    folded, kept = _folded(invoke_cli, agent, a)
+    agent, a, folded, kept = _folded(tmp_path)
     linking = saved_id(invoke_cli, agent, unlike("linking"), "-e", f"memory:{folded}", "-e", "shop.orders.amount")
     invoke_cli("--kb", agent, "rename", folded, "kb.retry", check=True)
     invoke_cli("--kb", agent, "update", "kb.retry", "--learning", unlike("outage"), check=True)

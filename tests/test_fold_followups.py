@@ -21,7 +21,7 @@ from testing import (
     make_team,
     unlike,
 )
-from testing.folds import TOPIC, agent_then_main, main_then_agent, reviewer_folded, saved_id
+from testing.folds import TOPIC, agent_then_main, folded_team, main_then_agent, saved_id
 
 # Every command typed in the clone's folder, as a user would (conftest's invoke_cli).
 pytestmark = pytest.mark.typed_in_the_kb
@@ -37,8 +37,7 @@ def test_a_folded_memory_the_agent_forgot_later_leaves_mains_memory_and_says_so(
         tmp_path: Path, invoke_cli: CliRunner, texts: tuple[str, str]) -> None:
     # The reviewer's merge folded agent-y's 1 into main's 101; agent-y then forgot its 1. The next
     # merge stopped on a forget of 101 'which this branch edited', whose 'git rm' dropped main's memory.
-    _bare, (agent, a, reviewer) = make_team(tmp_path, clones=3)
-    folded, kept = reviewer_folded(invoke_cli, agent, a, reviewer, texts)
+    (agent, a, reviewer), folded, kept = folded_team(tmp_path, 3, texts)
     on_main = (reviewer / "memories" / f"{kept}.yaml").read_text()
     invoke_cli("--kb", agent, "forget", folded, check=True)
     invoke_cli("--kb", agent, "sync", check=True)
@@ -58,8 +57,7 @@ def test_an_edit_of_a_folded_memory_on_the_agents_branch_lands_on_mains_memory(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     # Texts git pairs with nothing: the merge stopped on agent-y's edit of 1 against this
     # branch's forget, and keeping both held the key twice.
-    _bare, (agent, a, reviewer) = make_team(tmp_path, clones=3)
-    folded, kept = reviewer_folded(invoke_cli, agent, a, reviewer, APART)
+    (agent, a, reviewer), folded, kept = folded_team(tmp_path, 3, APART)
     before = json_of(invoke_cli("--kb", reviewer, "--json", "get", kept, check=True))
     invoke_cli("--kb", agent, "update", folded, "--description", "Why five", check=True)
     invoke_cli("--kb", agent, "sync", check=True)
@@ -79,8 +77,7 @@ def test_an_edit_of_a_folded_memory_on_the_agents_branch_lands_on_mains_memory(
 def test_a_folded_memory_the_agent_renamed_later_is_folded_under_its_new_id_too(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     # The merge stopped on three conflicts whose steps kept the key twice or stripped the links.
-    _bare, (agent, a, reviewer) = make_team(tmp_path, clones=3)
-    folded, kept = reviewer_folded(invoke_cli, agent, a, reviewer, APART)
+    (agent, a, reviewer), folded, kept = folded_team(tmp_path, 3, APART)
     revisions = json_of(invoke_cli("--kb", reviewer, "--json", "get", kept, check=True))["revision_count"]
     linking = saved_id(invoke_cli, agent, unlike("linking"), "-e", f"memory:{folded}", "-e", "shop.orders.amount")
     invoke_cli("--kb", agent, "rename", folded, "kb.retry", check=True)
@@ -322,8 +319,7 @@ def test_the_agent_taking_main_in_after_forgetting_its_folded_copy_keeps_mains_m
     # The other way round: agent-y forgot 1, which main had merged into 101, then took main in.
     # The merge stopped on 'This branch forgot memories/101.yaml', a file agent-y never held,
     # and its first step, 'git rm', dropped main's memory on agent-y, and then on main.
-    _bare, (agent, a, reviewer) = make_team(tmp_path, clones=3)
-    folded, kept = reviewer_folded(invoke_cli, agent, a, reviewer, texts)
+    (agent, a, reviewer), folded, kept = folded_team(tmp_path, 3, texts)
     invoke_cli("--kb", agent, "forget", folded, check=True)
     git(agent, "fetch", "-q")
     merged = invoke_cli("--kb", agent, "merge", "origin/main", check=True)

@@ -22,7 +22,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from bench.relevance import CONFIGS, SETS, build, evaluate
+from bench.relevance import CONFIGS, SETS, build, evaluate, load
 from slayer_kb import KnowledgeBase
 from slayer_kb.daemon import relay, sentences
 from slayer_kb.search import Request, encoder, filler, run, vectors
@@ -443,13 +443,11 @@ def test_the_warm_server_makes_vectors_off_the_save_path(watcher: Watcher, tmp_p
 )
 def test_the_paraphrases_share_no_content_word_with_their_answer(set_name: str, count: int) -> None:
     """As written: the words channel alone cannot answer them (stemmed as the index stems)."""
-    import yaml
-
     from slayer_kb.search.words import parse
 
     folder = SETS[set_name]
-    memories = {m["id"]: m for m in yaml.safe_load((folder / "memories.yaml").read_text(encoding="utf-8"))}
-    questions = [q for q in yaml.safe_load((folder / "questions.yaml").read_text(encoding="utf-8")) if q["kind"] == "paraphrase"]
+    memories = {m["id"]: m for m in load("memories.yaml", folder)}
+    questions = [q for q in load("questions.yaml", folder) if q["kind"] == "paraphrase"]
     assert len(questions) == count
     for q in questions:
         answer = memories[q["expect"][0]]
@@ -464,13 +462,11 @@ def test_a_relevance_set_asks_only_for_memories_it_holds(set_name: str) -> None:
     tenth held-out sets') a timestamp."""
     from datetime import datetime
 
-    import yaml
-
     folder = SETS[set_name]
-    memories = yaml.safe_load((folder / "memories.yaml").read_text(encoding="utf-8"))
+    memories = load("memories.yaml", folder)
     ids = [m["id"] for m in memories]
     assert len(ids) == len(set(ids)), sorted(i for i in ids if ids.count(i) > 1)
-    questions = yaml.safe_load((folder / "questions.yaml").read_text(encoding="utf-8"))
+    questions = load("questions.yaml", folder)
     assert [q for q in questions if not q["expect"] or set(q["expect"]) - set(ids)] == []
     for m in memories:
         if "created_at" in m:
