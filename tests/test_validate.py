@@ -796,6 +796,7 @@ def test_a_learning_over_the_size_limit_is_reported(catalog_kb: KnowledgeBase, i
 @pytest.mark.parametrize("sql", [
     "CAST(quantity AS DOUBLE)", "CASE WHEN quantity BETWEEN 1 AND 5 THEN quantity END",
     "EXTRACT(YEAR FROM created_at) * 0 + quantity  -- a note", "orders__amount / 100",
+    "quantity FILTER (WHERE quantity > 0)",
 ])
 def test_an_aggregation_parameters_sql_is_read_as_sql(example_kb: KnowledgeBase, invoke_cli, sql: str) -> None:
     """A parameter's SQL (SLayer's "column name or SQL expression") was read as a formula: validate

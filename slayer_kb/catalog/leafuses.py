@@ -20,7 +20,7 @@ _SQL_ONLY_WORDS = frozenset(
     """
     from interval distinct precision filter over partition by order asc desc nulls first last escape
     ilike similar to within group at time zone with without year quarter month week day hour minute
-    second epoch dow doy
+    second epoch dow doy where
     """.split()
 )
 
