@@ -39,7 +39,7 @@ import time
 
 from ..core import priority
 from ..core.locate import find_root, named_kb
-from .commands import AGAIN, LOCAL, LOCAL_AT_A_TERMINAL, parse, reads_stdin, yields
+from .commands import AGAIN, LOCAL, LOCAL_AT_A_TERMINAL, READS, parse, reads_stdin, yields
 from .settings import idle_seconds, mode
 
 try:  # the built-in SHA-256, without loading OpenSSL through hashlib
@@ -453,10 +453,10 @@ def _exchange(conn: _socket.socket, argv: list[str], root: str, command: str, st
                     return Outcome(None, start)  # run here, to be refused
                 send_frame(conn, taken)
             elif tag == START:
+                if command not in READS:  # before GO: a Ctrl-C from here on finds the write begun
+                    begun.append(command)
                 conn.sendall(GO)
                 began = True
-                if command not in AGAIN:
-                    begun.append(command)
                 if yields(argv) and not priority.PER_THREAD:
                     # From here it only waits and prints: searches beside it go first (priority.py;
                     # on Linux the whole relay runs lower, entry.py).
