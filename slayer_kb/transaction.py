@@ -150,6 +150,8 @@ class Transaction:
         tree and git's index (``aside.put_back``): --force sets the user's work aside only for a
         commit. A copy that cannot be put back is named, with the fix."""
         asides, self._aside = self._aside, []
+        # Taken before: putting a file back takes it off the aside's lists.
+        back = memory_ids_of([path for aside in asides for path in (*aside.moved, *aside.staged)])
         for aside in reversed(asides):
             try:
                 for note in self.store.put_aside_back(aside):
@@ -160,7 +162,7 @@ class Transaction:
                              f"failed too ({exc}): {by_hand(aside)}")
         if asides:
             try:
-                self._reindex(memory_ids_of([path for aside in asides for path in aside.moved]))
+                self._reindex(back)
                 self.kb.recheck_catalog()
             except Exception:  # noqa: BLE001 - the files are back; the derived index follows them later
                 self.index.invalidate()
@@ -463,7 +465,7 @@ class Transaction:
             changes, extra = plan()
             dirty = self._uncommitted([c.path for c in changes])
         if dirty:
-            raise refused_rewrite(dirty, [path for aside in self._aside for path in aside.moved] if kept else None)
+            raise refused_rewrite(dirty, [*dict.fromkeys(p for a in self._aside for p in (*a.moved, *a.staged))] if kept else None)
         return changes, extra, kept
 
     def dry_rewrite(

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from slayer_kb import KnowledgeBase
-from testing import CliRunner, git
+from slayer_kb.store.aside import Aside, by_hand
+from testing import CliRunner, git, json_of
 
 EDIT = "learning: Average selling price per category, by hand.\nentities:\n- shop.order_items\n"
 
@@ -40,9 +41,10 @@ def test_update_force_that_fails_late_puts_the_users_versions_back(
     assert proc.stderr.startswith("Error: Memory 17 is an example query: its entities are its query's")
     assert state(root) == before
     assert path.read_text() == f"{EDIT}- shop.products\ncreated_at:{created}"
-    # The search index reads the user's version again.
-    shown = invoke_cli("--kb", root, "--json", "get", "17", check=True).stdout
-    assert "by hand" in shown
+    # The next command reads the user's version (get reads the file; search its index).
+    assert "by hand" in invoke_cli("--kb", root, "--json", "get", "17", check=True).stdout
+    found = json_of(invoke_cli("--kb", root, "--json", "search", "by hand", check=True))
+    assert "17" in [hit["id"] for hit in found["memories"] + found["example_queries"]]
 
 
 @pytest.mark.slow  # git's index lock is waited for (store/indexlock.py's 2 s) before the error
@@ -206,3 +208,23 @@ def test_the_next_command_says_what_a_killed_one_left_aside(
     # Said once: the record is gone, the copies stay.
     assert "warning" not in invoke_cli("--kb", root, "update", "1", "--title", "V").stderr
     assert sorted(p.name for p in root.glob("memories/*.orig*")) == ["1.yaml.orig", "1.yaml.staged.orig"]
+
+
+def test_a_lone_staged_copys_step_stages_it_where_git_held_it(tmp_path: Path) -> None:
+    """The step for a staged version whose work-tree file is in place: ``--cacheinfo`` reads its
+    path from the repository's top wherever it runs, so from the folder of a KB inside a code
+    repository it staged ``memories/2.yaml`` at the top (and as 100644, whatever the mode was)."""
+    git(tmp_path, "init", "-q")
+    kb = tmp_path / "kb"
+    (kb / "memories").mkdir(parents=True)
+    (kb / "memories" / "2.yaml").write_text("learning: head\n")
+    (kb / "memories" / "2.yaml.staged.orig").write_text("learning: staged\n")
+    git(tmp_path, "add", "kb/memories/2.yaml")
+    git(tmp_path, "update-index", "--chmod=+x", "kb/memories/2.yaml")
+    aside = Aside(["memories/2.yaml.staged.orig"], staged={"memories/2.yaml": "memories/2.yaml.staged.orig"},
+                  index=git(tmp_path, "ls-files", "-s", "-z", "kb/memories/2.yaml").encode())
+    staged = git(tmp_path, "hash-object", "kb/memories/2.yaml.staged.orig").strip()
+    step = by_hand(aside).partition("in this order: ")[2].removesuffix(".")
+    subprocess.run(step, shell=True, cwd=kb, check=True)
+    assert git(tmp_path, "ls-files", "-s").splitlines() == [f"100755 {staged} 0\tkb/memories/2.yaml"]
+    assert not (kb / "memories" / "2.yaml.staged.orig").exists()

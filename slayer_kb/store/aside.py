@@ -198,13 +198,24 @@ def by_hand(aside: Aside) -> str:
         if path in aside.staged and path in aside.moved:
             steps.append(f"mv {shlex.quote(aside.staged[path])} {file} && git add {file}")
         elif path in aside.staged:  # the work tree's version is in place: staged without touching it
-            copy = shlex.quote(aside.staged[path])
-            steps.append(f'git update-index --add --cacheinfo 100644,"$(git hash-object -w {copy})",{file} && rm {copy}')
+            copy, (mode, repo_path) = shlex.quote(aside.staged[path]), _staged_entry(aside, path)
+            steps.append(f'git update-index --add --cacheinfo {mode},"$(git hash-object -w {copy})",'
+                         f'{shlex.quote(repo_path)} && rm {copy}')
         if path in aside.moved:
             steps.append(f"mv {shlex.quote(aside.moved[path])} {file}")
     return (f"your {'version is' if len(aside.kept) == 1 else 'versions are'} kept as {listed(aside.kept)}; "
             f"put {'it' if len(aside.kept) == 1 else 'them'} back by hand, in the KB folder, in this order: "
             + "; ".join(steps) + ".")
+
+
+def _staged_entry(aside: Aside, path: str) -> tuple[str, str]:
+    """The mode and repository path (``--cacheinfo`` reads paths from the repository's top,
+    wherever it runs) git's index held ``path`` under before it was set aside."""
+    for entry in aside.index.decode("utf-8", "surrogateescape").split("\0"):
+        meta, _, repo_path = entry.partition("\t")
+        if repo_path == path or repo_path.endswith(f"/{path}"):
+            return meta.split(" ", 1)[0], repo_path
+    return "100644", path
 
 
 # What --force set aside, kept until the command ends (``settled``), so that the next command
