@@ -41,8 +41,9 @@ def test_capture_passive_of_nothing_ends_as_a_sentence(indexed_example_kb: Knowl
 
 def test_every_plain_option_of_a_dash_is_refused_as_the_title_is(indexed_example_kb: KnowledgeBase,
                                                                   invoke_cli: CliRunner) -> None:
-    """--description -, --topic-key -, --project - (save and update) and --session - stored a
-    literal "-", even with text piped on stdin, where --title - was refused."""
+    """--description -, --topic-key -, --project - (save, update, session-summary, session-start)
+    and --session - (save, session-summary) stored a literal "-", even with text piped on stdin,
+    where --title - was refused."""
     root = indexed_example_kb.root
     head = git(root, "rev-parse", "HEAD")
     said = {
@@ -58,4 +59,10 @@ def test_every_plain_option_of_a_dash_is_refused_as_the_title_is(indexed_example
         if option != "--session":
             updated = invoke_cli("--kb", root, "update", "3", option, "-", input="piped text\n")
             assert (updated.returncode, updated.stderr.splitlines()[-1:]) == (2, [message])
+        if option in ("--project", "--session"):  # session-summary's and session-start's too
+            summed = invoke_cli("--kb", root, "session-summary", "-", option, "-", input="piped text\n")
+            assert (summed.returncode, summed.stderr.splitlines()[-1:]) == (2, [message])
+        if option == "--project":
+            started = invoke_cli("--kb", root, "session-start", "ses-1", option, "-")
+            assert (started.returncode, started.stderr.splitlines()[-1:]) == (2, [message])
     assert git(root, "rev-parse", "HEAD") == head

@@ -134,7 +134,7 @@ def save(
         )
     name, given = ("LEARNING", learning) if learning is not None else ("--content", content)
     stdin_once(name, given, query)
-    _no_stdin_for(title=title, description=description, topic_key=topic_key, project=project, session=session_id)
+    no_stdin_for(title=title, description=description, topic_key=topic_key, project=project, session=session_id)
     text = read_text_arg(given)
     if text is None:
         raise UsageError(
@@ -261,7 +261,7 @@ def update(
     """
     check_entity_options(entities, f"; to unlink every entity, delete them with '{command(settings.opened())} edit "
                                    f"{words(memory_id)}'")
-    _no_stdin_for(title=title, description=description, topic_key=topic_key, project=project)
+    no_stdin_for(title=title, description=description, topic_key=topic_key, project=project)
     result = settings.kb().update(
         memory_id,
         title=title,
@@ -478,6 +478,7 @@ def session_summary(settings: Settings, content: str, project: str | None, sessi
     Example:
       slayer-kb session-summary "Fixed the refund double count" --project analytics
     """
+    no_stdin_for(project=project, session=session_id)
     result = settings.kb().session_summary(read_text_arg(content) or "", project, session_id)
     emit(settings, result.to_json(), lambda: save_text(result))
 
@@ -493,7 +494,7 @@ _PLAIN_VALUES = {
 }
 
 
-def _no_stdin_for(**values: str | None) -> None:
+def no_stdin_for(**values: str | None) -> None:
     """Refuses ``-`` as the value of a plain option (``_PLAIN_VALUES``; ``topic_key`` for
     --topic-key), naming the first given."""
     for key, value in values.items():

@@ -13,6 +13,7 @@ import click
 from ..core.results import SessionResult, SessionTimeline
 from ..core.text import one_line_shown, quoted, warning_line, warning_lines
 from .common import PROJECT_HELP, Settings, emit, for_terminal, json_option, pass_settings, read_text_arg
+from .memories import no_stdin_for
 
 
 def started_text(result: SessionResult) -> str:
@@ -35,6 +36,7 @@ def session_start(settings: Settings, session_id: str, project: str, directory: 
     Example:
       slayer-kb session-start ses-2026-11-29-auth --project analytics --directory "$PWD"
     """
+    no_stdin_for(project=project)
     result = settings.kb().session_start(session_id, project, directory)
     emit(settings, result.to_json(), lambda: started_text(result))
 
