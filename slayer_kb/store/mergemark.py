@@ -128,8 +128,10 @@ def _owed_records(store: GitStore) -> dict[str, dict[str, str]]:
 
 def _write_owed(store: GitStore, records: dict[str, dict[str, str]]) -> None:
     path = store.git_dirs()[0] / OWED
-    if records:
-        path.write_text(json.dumps(records), encoding="utf-8")
+    if records:  # whole or not at all: reads settle records without the KB's lock, two at once
+        temp = path.with_name(f"{OWED}.{os.getpid()}")
+        temp.write_text(json.dumps(records), encoding="utf-8")
+        os.replace(temp, path)
     else:
         path.unlink(missing_ok=True)
 
