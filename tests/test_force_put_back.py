@@ -210,6 +210,27 @@ def test_the_next_command_says_what_a_killed_one_left_aside(
     assert sorted(p.name for p in root.glob("memories/*.orig*")) == ["1.yaml.orig", "1.yaml.staged.orig"]
 
 
+@pytest.mark.slow  # a real process killed from a git hook
+def test_the_next_command_says_a_killed_one_committed_over_what_it_left_aside(
+        indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, run_cli: CliRunner) -> None:
+    """Killed once its commit was published, before the command ended: the next command said it
+    stopped "before it committed", and the commit stands."""
+    root = indexed_example_kb.root
+    path = root / "memories" / "1.yaml"
+    path.write_text(path.read_text().replace("order total", "order sum, unstaged"))
+    before = git(root, "rev-parse", "HEAD")
+    flag = root / "hook-ran"
+    hook(root, "reference-transaction", f'[ "$1" = committed ] || exit 0\n[ -e "{flag}" ] && exit 0\n'
+                                        f'touch "{flag}"\nkill -9 $(cut -d\' \' -f4 /proc/$PPID/stat)')
+    assert run_cli("--kb", root, "update", "1", "--title", "T", "--force").returncode == -9
+    assert git(root, "rev-parse", "HEAD") != before
+    proc = invoke_cli("--kb", root, "update", "1", "--title", "U")
+    assert (proc.returncode, proc.stderr.partition("\n")[0]) == (0, (
+        "warning: a slayer-kb command was stopped (killed?) after --force set your uncommitted work aside and "
+        "committed (compare the files first: the commit rewrote them): your version is kept as memories/1.yaml.orig; "
+        "put it back by hand, in the KB folder, in this order: mv memories/1.yaml.orig memories/1.yaml."))
+
+
 def test_a_lone_staged_copys_step_stages_it_where_git_held_it(tmp_path: Path) -> None:
     """The step for a staged version whose work-tree file is in place: ``--cacheinfo`` reads its
     path from the repository's top wherever it runs, so from the folder of a KB inside a code
@@ -222,7 +243,7 @@ def test_a_lone_staged_copys_step_stages_it_where_git_held_it(tmp_path: Path) ->
     git(tmp_path, "add", "kb/memories/2.yaml")
     git(tmp_path, "update-index", "--chmod=+x", "kb/memories/2.yaml")
     aside = Aside(["memories/2.yaml.staged.orig"], staged={"memories/2.yaml": "memories/2.yaml.staged.orig"},
-                  index=git(tmp_path, "ls-files", "-s", "-z", "kb/memories/2.yaml").encode())
+                  index=git(tmp_path, "ls-files", "-s", "-z", "kb/memories/2.yaml").encode(), prefix="kb/")
     staged = git(tmp_path, "hash-object", "kb/memories/2.yaml.staged.orig").strip()
     step = by_hand(aside).partition("in this order: ")[2].removesuffix(".")
     subprocess.run(step, shell=True, cwd=kb, check=True)

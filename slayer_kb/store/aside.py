@@ -35,6 +35,7 @@ class Aside:
     index: bytes = b""  # git's index entries of the files as they were (``update-index --index-info``)
     index_changed: bool = False  # whether git's index was written (else it holds them as they were)
     intent: list[str] = field(default_factory=list)  # files marked ``git add -N``: marked so again
+    prefix: str = ""  # the KB's folder in its repository (``Repository.prefix``), for by-hand steps
 
 
 def aside_names(store: Repository, paths: Mapping[str, str | None]) -> list[str]:
@@ -65,13 +66,13 @@ def set_aside(store: Repository, paths: Mapping[str, str | None]) -> Aside:
     (git's index locked by another git command) loses nothing, and leaves no copy. Call under the lock."""
     head = store.head()
     repo_paths = {path: store.repo_path(path) for path in paths}
-    aside = Aside([], head, index=_index_entries(store, list(repo_paths.values())))
+    aside = Aside([], head, index=_index_entries(store, list(repo_paths.values())), prefix=store.prefix)
     try:
         objects = store.objects
         in_head = objects.blobs_at(objects.tree_of(head) if head else None, repo_paths.values())
         aside.intent = _intent_to_add(store, aside.index, [p for p, rp in repo_paths.items() if in_head[rp] is None])
         names = _aside(store, paths)
-        _record(store, {path: name for name, path, staged in names if staged is None},
+        _record(store, head, {path: name for name, path, staged in names if staged is None},
                 {path: name for name, path, staged in names if staged is not None})
         for name, path, staged in names:
             if staged is None:
@@ -211,11 +212,12 @@ def by_hand(aside: Aside) -> str:
 def _staged_entry(aside: Aside, path: str) -> tuple[str, str]:
     """The mode and repository path (``--cacheinfo`` reads paths from the repository's top,
     wherever it runs) git's index held ``path`` under before it was set aside."""
+    repo_path = aside.prefix + path
     for entry in aside.index.decode("utf-8", "surrogateescape").split("\0"):
-        meta, _, repo_path = entry.partition("\t")
-        if repo_path == path or repo_path.endswith(f"/{path}"):
+        meta, _, held = entry.partition("\t")
+        if held == repo_path:
             return meta.split(" ", 1)[0], repo_path
-    return "100644", path
+    return "100644", repo_path
 
 
 # What --force set aside, kept until the command ends (``settled``), so that the next command
@@ -223,14 +225,16 @@ def _staged_entry(aside: Aside, path: str) -> tuple[str, str]:
 _RECORD = "slayer-kb-aside.json"
 
 
-def _record(store: Repository, moved: Mapping[str, str], staged: Mapping[str, str]) -> None:
-    """Add these copies to the record of what this command set aside (written before them)."""
+def _record(store: Repository, head: str | None, moved: Mapping[str, str], staged: Mapping[str, str]) -> None:
+    """Add these copies to the record of what this command set aside (written before them), with
+    HEAD then: a HEAD moved since tells the next command that the command committed."""
     path = store.git_dirs()[0] / _RECORD
     try:
         held = json.loads(path.read_bytes())
     except (OSError, ValueError):
         held = {}
-    held = {"moved": {**held.get("moved", {}), **moved}, "staged": {**held.get("staged", {}), **staged}}
+    held = {"moved": {**held.get("moved", {}), **moved}, "staged": {**held.get("staged", {}), **staged},
+            "head": held.get("head", head)}
     put_file(path, json.dumps(held).encode("utf-8", "surrogateescape"))
 
 
@@ -251,7 +255,7 @@ def left_by_a_stopped_command(store: Repository) -> str | None:
     except (OSError, ValueError):
         held = {}
     settled(store)
-    aside = Aside([])
+    aside = Aside([], prefix=store.prefix)
     for key, copies in (("moved", aside.moved), ("staged", aside.staged)):
         for file, name in (held.get(key) or {}).items():
             if isinstance(file, str) and isinstance(name, str) and os.path.lexists(store.root / name):
@@ -259,6 +263,9 @@ def left_by_a_stopped_command(store: Repository) -> str | None:
                 aside.kept.append(name)
     if not aside.kept:
         return None
+    if held.get("head", store.head()) != store.head():  # its commit stands: the copies are the user's versions
+        return (f"a slayer-kb command was stopped (killed?) after --force set your uncommitted work aside and "
+                f"committed (compare the files first: the commit rewrote them): {by_hand(aside)}")
     return (f"a slayer-kb command was stopped (killed?) after --force set your uncommitted work aside, before "
             f"it committed or put it back (compare the files first: they may have changed since): {by_hand(aside)}")
 
