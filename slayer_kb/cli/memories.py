@@ -34,6 +34,7 @@ from .common import (
     read_text_arg,
     stdin_once,
 )
+from .plain import no_stdin_for
 
 
 @click.command()
@@ -481,25 +482,3 @@ def session_summary(settings: Settings, content: str, project: str | None, sessi
     no_stdin_for(project=project, session=session_id)
     result = settings.kb().session_summary(read_text_arg(content) or "", project, session_id)
     emit(settings, result.to_json(), lambda: save_text(result))
-
-
-# The options that store their value as it is given, each with what it names and an example: a
-# "-" there is no standard input (the text's and --query's), and was stored as "-".
-_PLAIN_VALUES = {
-    "title": ("a title", "the title", '"Auth decision"'),
-    "description": ("a description", "the description", '"JWT over sessions"'),
-    "topic-key": ("a topic key", "the topic key", "architecture/auth-model"),
-    "project": ("a project", "the project", "api"),
-    "session": ("a session id", "the session id", "ses-42"),
-}
-
-
-def no_stdin_for(**values: str | None) -> None:
-    """Refuses ``-`` as the value of a plain option (``_PLAIN_VALUES``; ``topic_key`` for
-    --topic-key), naming the first given."""
-    for key, value in values.items():
-        if value == "-":
-            option = key.replace("_", "-")
-            what, itself, example = _PLAIN_VALUES[option]
-            raise UsageError(f"--{option} is '-', which reads standard input for the text and --query but not for "
-                             f"{what}: give {itself} itself (--{option} {example}).")

@@ -13,7 +13,7 @@ import click
 from ..core.results import SessionResult, SessionTimeline
 from ..core.text import one_line_shown, quoted, warning_line, warning_lines
 from .common import PROJECT_HELP, Settings, emit, for_terminal, json_option, pass_settings, read_text_arg
-from .memories import no_stdin_for
+from .plain import no_stdin_for
 
 
 def started_text(result: SessionResult) -> str:
