@@ -259,6 +259,11 @@ def test_ctrl_c_stops_a_write_client_at_once_while_its_relay_waits(watcher: Watc
         eventually(lambda: saving.poll() is not None or (thread_niceness(saving.pid) == [BASE, LOWER]
                                                          and _states(saving.pid) == {"S"}),
                    "the client of a write waiting on a lower relaying thread")
+        # And the server began it (it names a command once its client confirmed the start).
+        eventually(lambda: saving.poll() is not None or ((status := relay.control(watcher.root, "status")) is not None
+                                                         and str(status["current"]).endswith(" save Refunds are "
+                                                         "netted against the order amount -e shop.orders.amount")),
+                   "the server running the save")
         status = Path(f"/proc/{saving.pid}/status").read_text()
         masks = [line for line in status.splitlines() if line.startswith(("SigBlk", "SigIgn", "SigCgt"))]
         saving.send_signal(signal.SIGINT)
