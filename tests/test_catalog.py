@@ -813,6 +813,26 @@ def test_a_catalog_file_repeating_a_key_is_reported_as_a_memory_file_is(
         "priority.yaml:2: catalog: duplicate key 'priority' (first on line 1); keep one"])
 
 
+def test_a_block_mapping_repeating_a_key_below_the_top_is_reported_in_catalog_and_memory_files(
+        indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """Only the top level and flow mappings were checked: a column written as a block with
+    ``name:`` twice renamed it without a word (``id`` read as ``ident``), and a query's
+    ``source_model:`` written twice was read as the second."""
+    root = indexed_example_kb.root
+    model = root / "models" / "shop" / "regions.yaml"
+    text = model.read_text(encoding="utf-8")
+    model.write_text(text.replace("- {name: id, sql: id, type: INT, primary_key: true}\n",
+                                  "- name: id\n  sql: id\n  type: INT\n  name: ident\n"), encoding="utf-8")
+    number = text.splitlines().index("- {name: id, sql: id, type: INT, primary_key: true}") + 1
+    (root / "memories" / "kb.twice.yaml").write_text(
+        "learning: Top regions.\nentities:\n- shop.regions\nquery:\n  source_model: regions\n"
+        "  source_model: orders\ncreated_at: '2026-01-01T00:00:00Z'\n", encoding="utf-8")
+    checked = invoke_cli("--kb", root, "validate", cwd=root)
+    assert (checked.returncode, [line for line in checked.stdout.splitlines() if "duplicate" in line]) == (1, [
+        "memories/kb.twice.yaml:6: duplicate key 'source_model' (first on line 5); keep one",
+        f"models/shop/regions.yaml:{number + 3}: catalog: duplicate key 'name' (first on line {number}); keep one"])
+
+
 def test_a_flow_mapping_repeating_a_key_is_reported_in_catalog_and_memory_files(
         indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
     """Only top-level keys were checked: a column ``{name: amount, name: total}`` read as

@@ -5,6 +5,7 @@ checks that nothing else loads YAML)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -103,23 +104,58 @@ def parse(text: str) -> Iterator[yaml.Event]:
     return yaml.parse(text, Loader=SafeLoader)
 
 
-def flow_duplicates(text: str) -> list[tuple[int, str, int]]:
-    """Each key a flow mapping (``{a: 1, a: 2}``) holds twice, below the top level: its line, the
-    key and the line of its first. The loader keeps the last of the two without a word (a column
-    ``{name: amount, name: total}`` read as ``total``). Composed only when the text has a ``{``;
-    a document that does not compose is the loader's to report."""
-    if "{" not in text:
+# A line holding a key (after any indent and "- " of list items): where its mapping is, the key.
+_KEY_LINE = re.compile(r"( *(?:- +)*)([^\s#:'\"{}\[\],&*!|>%@`-][^:#]*?):(?: |$)")  # one way to match: no backtracking
+
+
+def _may_repeat_a_key(text: str) -> bool:
+    """Whether a key is written twice at one indent with no line between that ends its mapping
+    (a shallower line, or a "- " starting another item there): a line-by-line guess, true for
+    every real repeat in a block mapping, and for a few texts without one, which the tree then
+    clears. A block scalar's lines (a learning's, mostly) are passed over unread."""
+    open_keys: dict[int, set[str]] = {}
+    scalar_above: int | None = None  # the indent of the key whose block scalar these lines are
+    for line in text.splitlines():
+        stripped = line.lstrip(" ")
+        indent = len(line) - len(stripped)
+        if not stripped or (scalar_above is not None and indent > scalar_above):
+            continue
+        scalar_above = None
+        if stripped.startswith("#"):
+            continue
+        match = _KEY_LINE.match(line)
+        column = len(match.group(1)) if match else indent
+        if open_keys and (deeper := [c for c in open_keys if c > column or (c == column and "-" in line[:column])]):
+            for c in deeper:
+                del open_keys[c]
+        if match:
+            keys = open_keys.setdefault(column, set())
+            if match.group(2) in keys:
+                return True
+            keys.add(match.group(2))
+            if stripped.rstrip().endswith(("|", ">", "|-", ">-", "|+", ">+")):
+                scalar_above = indent
+    return False
+
+
+def nested_duplicates(text: str) -> list[tuple[int, str, int]]:
+    """Each key a mapping below the top level holds twice (``{a: 1, a: 2}``, or a block mapping's
+    ``name:`` written twice under one ``-``): its line, the key and the line of its first. The
+    loader keeps the last of the two without a word (a column ``{name: amount, name: total}``
+    read as ``total``). Composed only when the text has a ``{`` or may repeat a key in a block
+    mapping (``_may_repeat_a_key``); a document that does not compose is the loader's to report."""
+    if "{" not in text and not _may_repeat_a_key(text):
         return []
     try:
         root = compose(text)
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError):  # the loader says what is wrong (too deep: nesting.py)
         return []
     found: list[tuple[int, str, int]] = []
     stack = [root] if root is not None else []
     while stack:
         node = stack.pop()
         if isinstance(node, yaml.MappingNode):
-            if node.flow_style:
+            if node is not root:  # the top level's keys are checked line by line, before any load
                 seen: dict[str, int] = {}
                 for key, _value in node.value:
                     if isinstance(key, yaml.ScalarNode):
