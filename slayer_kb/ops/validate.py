@@ -244,7 +244,7 @@ def validate(paths: Sequence[Path], against: str | None = None, opened: GitStore
         # Files git left, not the KB's, or folds a merge killed once committed owes (its 'merge REF' again,
         # not a forget by hand of a topic key's second holder): said first.
         if opened is not None and opened.root == target.root and (
-                left := mergemark.interrupted(opened) or mergemark.read_warning(opened)):
+                left := mergemark.interrupted(opened) or mergemark.owed_warning(opened)):
             report.problems.append(Problem(f"{MEMORIES}/", 1, left))
         context = KBContext.of(target.root)
         report.problems.extend(

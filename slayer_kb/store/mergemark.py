@@ -225,6 +225,12 @@ def read_warning(store: GitStore) -> str | None:
     if (problem := interrupted(store)) is not None:
         return (f"this answer is read from a half-merged work tree (files git left may hold conflict markers, or "
                 f"another branch's memories, none of them committed): {problem}")
+    return owed_warning(store)
+
+
+def owed_warning(store: GitStore) -> str | None:
+    """What to say of the folds a merge killed once committed owes (``owed``), with the step run
+    where the person is; None when none are owed."""
     if (left := owed(store)) is None:
         return None
     # A step run where the person is (no cd before it): with --kb naming the KB's folder from there.
