@@ -94,6 +94,11 @@ def test_trailing_spaces_keep_block_style() -> None:
             2,
             "duplicate key 'learning' (first on line 1); keep one",
         ),
+        (
+            "learning: x\n'learning' : y\ncreated_at: '2026-11-29T20:42:40Z'\n",
+            2,
+            "duplicate key 'learning' (first on line 1); keep one",
+        ),
         ("learning: x\n", 1, "missing required key 'created_at'"),
         (
             "learning: x\nscope: team\ncreated_at: '2026-11-29T20:42:40Z'\n",
@@ -236,11 +241,37 @@ def _duplicate_by_lines(text: str) -> tuple[int, str] | None:
     return None
 
 
+def _nested_duplicate_by_loader(text: str) -> tuple[int, str] | None:
+    """The reference for what the lines do not show: the first key any mapping holds twice, as
+    PyYAML's own constructor meets the mappings (an indented ``learning:`` twice under
+    ``learning:``, or ``"learning":`` beside ``learning:``)."""
+    import yaml
+
+    found: list[tuple[int, str]] = []
+
+    class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]  # the parser files are read with
+        def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[object, object]:
+            seen: set[str] = set()
+            for key, _value in node.value:
+                if key.value in seen:
+                    found.append((key.start_mark.line + 1, key.value))
+                seen.add(key.value)
+            return super().construct_mapping(node, deep)
+
+    try:
+        yaml.load(text, Loader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError:
+        return None  # the loader reports it, not the duplicate check
+    return min(found) if found else None
+
+
 @settings(max_examples=examples(300))
 @given(
     st.lists(
         st.tuples(
-            st.sampled_from(["learning", "title", "a-b", "_x", "9x", " learning", "x"]),
+            st.sampled_from(
+                ["learning", "title", "a-b", "_x", "9x", " learning", "x", '"learning"', "'x'", "-x", "a:b", "a#b"]
+            ),
             st.sampled_from([":", ": ", " :", ":x", "", ":\t"]),
             st.sampled_from(["", "v", " |"]),
             st.sampled_from(["\n", "\r\n", "\r", "\u2028", "\x85", "\n  ", "\n- "]),
@@ -252,7 +283,7 @@ def test_duplicate_keys_are_found_as_line_by_line(parts: list[tuple[str, str, st
     from slayer_kb.core.memory import check_duplicate_keys
 
     text = "".join("".join(part) for part in parts)
-    expected = _duplicate_by_lines(text)
+    expected = _duplicate_by_lines(text) or _nested_duplicate_by_loader(text)
     if expected is None:
         check_duplicate_keys(text, "m.yaml")
     else:

@@ -374,12 +374,14 @@ def check_yaml_shape(text: str, where: str) -> None:
 
 def check_duplicate_keys(text: str, where: str) -> None:
     # PyYAML keeps the last of two equal keys silently; a hand edit that duplicates a key would
-    # lose data without a word, so top-level duplicates are an error, and those of a nested
-    # mapping (``{column: a, column: b}`` in a query, or ``name:`` twice in a column) too.
+    # lose data without a word, so top-level duplicates are an error (found line by line, to
+    # name the line even in a file YAML cannot read), and those the lines do not show, read from
+    # the tree: a nested mapping's (``{column: a, column: b}`` in a query, or ``name:`` twice in
+    # a column) and a quoted key's (``"learning":`` beside ``learning:``).
     if _OTHER_BREAKS.search(text) is None:
         keys = _TOP_KEYS.findall(text)
         if len(keys) == len(set(keys)):
-            _refuse_nested_duplicates(text, where)  # the common case, in one pass; the loop below finds the lines
+            _refuse_tree_duplicates(text, where)  # the common case, in one pass; the loop below finds the lines
             return
     seen: dict[str, int] = {}
     for number, line in enumerate(text.splitlines(), 1):
@@ -396,11 +398,11 @@ def check_duplicate_keys(text: str, where: str) -> None:
                 where, number, f"duplicate key '{key}' (first on line {seen[key]}); keep one"
             )
         seen[key] = number
-    _refuse_nested_duplicates(text, where)
+    _refuse_tree_duplicates(text, where)
 
 
-def _refuse_nested_duplicates(text: str, where: str) -> None:
-    if found := yamlio.nested_duplicates(text):
+def _refuse_tree_duplicates(text: str, where: str) -> None:
+    if found := yamlio.duplicate_keys(text):
         line, key, first = found[0]
         raise MemoryFileError(where, line, f"duplicate key '{key}' (first on line {first}); keep one")
 

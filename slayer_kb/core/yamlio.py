@@ -104,8 +104,25 @@ def parse(text: str) -> Iterator[yaml.Event]:
     return yaml.parse(text, Loader=SafeLoader)
 
 
-# A line holding a key (after any indent and "- " of list items): where its mapping is, the key.
-_KEY_LINE = re.compile(r"( *(?:- +)*)([^\s#:'\"{}\[\],&*!|>%@`-][^:#]*?):(?: |$)")  # one way to match: no backtracking
+# A line holding a key (after any indent and "- " of list items): where its mapping is, then the
+# key double-quoted, single-quoted or plain (a plain key may start with "-", "?" or ":" followed
+# by no space, and hold a ":" followed by none, or a "#" after no space, as "a:b#c"). Each part
+# has one way to match: no backtracking.
+_KEY_LINE = re.compile(
+    r"""( *(?:- +)*)(?:"((?:[^"\\]|\\.)*)"|'((?:[^']|'')*)'|((?:[^\s#:'"{}\[\],&*!|>%@`?-]|[-?:](?=\S))[^:#]*(?:(?::(?=\S)|(?<=\S)#)[^:#]*)*))"""
+    r"[ \t]*:(?:[ \t]|$)"
+)
+
+
+def _key_of(match: re.Match[str]) -> str | None:
+    """The key a ``_KEY_LINE`` match names, as the loader reads it; None for a double-quoted key
+    with an escape, which only the loader reads right."""
+    double, single, plain = match.group(2, 3, 4)
+    if double is not None:
+        return None if "\\" in double else double
+    if single is not None:
+        return single.replace("''", "'")
+    return plain.rstrip(" \t")  # "name :" is the key "name"
 
 
 def _may_repeat_a_key(text: str) -> bool:
@@ -129,20 +146,21 @@ def _may_repeat_a_key(text: str) -> bool:
             for c in deeper:
                 del open_keys[c]
         if match:
+            key = _key_of(match)
             keys = open_keys.setdefault(column, set())
-            if match.group(2) in keys:
+            if key is None or key in keys:
                 return True
-            keys.add(match.group(2))
+            keys.add(key)
             if stripped.rstrip().endswith(("|", ">", "|-", ">-", "|+", ">+")):
                 scalar_above = indent
     return False
 
 
-def nested_duplicates(text: str) -> list[tuple[int, str, int]]:
-    """Each key a mapping below the top level holds twice (``{a: 1, a: 2}``, or a block mapping's
-    ``name:`` written twice under one ``-``): its line, the key and the line of its first. The
-    loader keeps the last of the two without a word (a column ``{name: amount, name: total}``
-    read as ``total``). Composed only when the text has a ``{`` or may repeat a key in a block
+def duplicate_keys(text: str) -> list[tuple[int, str, int]]:
+    """Each key a mapping holds twice (``{a: 1, a: 2}``, a block mapping's ``name:`` written twice
+    under one ``-``, or ``"learning":`` beside ``learning:``): its line, the key and the line of
+    its first. The loader keeps the last of the two without a word (a column
+    ``{name: amount, name: total}`` read as ``total``). Composed only when the text has a ``{`` or may repeat a key in a block
     mapping (``_may_repeat_a_key``); a document that does not compose is the loader's to report."""
     if "{" not in text and not _may_repeat_a_key(text):
         return []
@@ -155,14 +173,13 @@ def nested_duplicates(text: str) -> list[tuple[int, str, int]]:
     while stack:
         node = stack.pop()
         if isinstance(node, yaml.MappingNode):
-            if node is not root:  # the top level's keys are checked line by line, before any load
-                seen: dict[str, int] = {}
-                for key, _value in node.value:
-                    if isinstance(key, yaml.ScalarNode):
-                        line = key.start_mark.line + 1
-                        if key.value in seen:
-                            found.append((line, key.value, seen[key.value]))
-                        seen.setdefault(key.value, line)
+            seen: dict[str, int] = {}
+            for key, _value in node.value:
+                if isinstance(key, yaml.ScalarNode):
+                    line = key.start_mark.line + 1
+                    if key.value in seen:
+                        found.append((line, key.value, seen[key.value]))
+                    seen.setdefault(key.value, line)
             stack.extend(value for pair in node.value for value in pair)
         elif isinstance(node, yaml.SequenceNode):
             stack.extend(node.value)
