@@ -421,6 +421,28 @@ def test_a_clone_beaten_to_a_block_leases_the_next(team) -> None:
     assert leased_blocks(bare) == [f"{NAMESPACE}0", f"{NAMESPACE}1"]
 
 
+def test_refs_under_slayer_kbs_names_that_are_no_block_number_are_passed_over(team, invoke_cli) -> None:
+    """The remote's refs are anyone's to push: ``ids/²`` passed ``str.isdigit`` and failed
+    ``int``, stopping every auto-id save and every sync of the team with a traceback; ``ids/١٢``
+    counted as block 12 (the next auto id 1301)."""
+    bare, (a, b) = team
+    invoke_cli("--kb", a, "save", "A: first", "-e", "shop.orders.amount", check=True)  # A leases block 0
+    invoke_cli("--kb", a, "sync", check=True)
+    empty = git(bare, "hash-object", "-t", "tree", "-w", "/dev/null").strip()
+    stray = git(bare, "commit-tree", empty, "-m", "not slayer-kb's").strip()
+    for tail in ("²", "١٢", "01", "1" * 40):
+        git(bare, "update-ref", f"{NAMESPACE}{tail}", stray)
+        git(bare, "update-ref", f"{CLAIMS}{tail}", stray)
+    saved = invoke_cli("--kb", b, "save", "B: first", "-e", "shop.orders.amount")
+    assert (saved.returncode, saved.stdout.splitlines()[:1], saved.stderr) == (0, [f"Saved memory {BLOCK + 1} (created)"], "")
+    for clone in (b, a, b):
+        synced = invoke_cli("--kb", clone, "sync")
+        assert (synced.returncode, synced.stderr) == (0, "")
+    assert invoke_cli("--kb", a, "save", "A: second", "-e", "shop.orders", check=True).stdout.startswith(
+        "Saved memory 2 (created)")
+    assert invoke_cli("--kb", b, "get", str(BLOCK + 1), "--json", check=True).stdout.count("B: first") == 1
+
+
 # A load run (-m slow): six processes leasing at once. The default run loses the same race on
 # cue (test_a_clone_beaten_to_a_block_leases_the_next).
 @pytest.mark.slow

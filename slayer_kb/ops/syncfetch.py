@@ -14,6 +14,7 @@ from ..core.problems import cd_step, command, command_in, git_command, shell_wor
 from ..core.text import MAX_SHOWN, shown_value
 from ..store.bounded import explain
 from ..store.claims import talk
+from ..store.leaseheld import block_named
 from ..store.leases import IdLeases
 from ..store.repo import GitStore
 from .syncpush import unreachable
@@ -78,8 +79,8 @@ class Fetch:
                         *copies).stdout.decode()
         tips = {ref: oid for oid, _, ref in (line.partition(" ") for line in out.splitlines())}
         if copies:
-            self.blocks, claimed = ({int(ref[len(prefix):]): oid for ref, oid in tips.items()
-                                     if ref.startswith(prefix) and ref[len(prefix):].isdigit()} for prefix in copies)
+            self.blocks, claimed = ({block: oid for ref, oid in tips.items() if ref.startswith(prefix)
+                                     and (block := block_named(ref[len(prefix):])) is not None} for prefix in copies)
             # Before any renumbering draws ids: a block another clone took supplies none.
             with contextlib.suppress(KBError):
                 self.given_up += self.leases.keep(self.blocks, claimed)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..core.ids import MAX_AUTO_DIGITS, is_auto_id
+
 BLOCK = 100
 
 
@@ -14,6 +16,13 @@ def block_of(memory_id: int) -> int:
 
 def first_of(block: int) -> int:
     return block * BLOCK + 1
+
+
+def block_named(tail: str) -> int | None:
+    """The block a ref's last part names (``refs/slayer-kb/ids/12``), or None for anything but the
+    ASCII digits slayer-kb writes there: the remote's refs are anyone's to push, and ``²`` or
+    ``١٢`` pass ``str.isdigit`` (``int`` refuses the first and reads the second as 12)."""
+    return int(tail) if is_auto_id(tail) and len(tail) <= MAX_AUTO_DIGITS else None
 
 
 @dataclass

@@ -62,9 +62,10 @@ from ..core.errors import StoreError
 from ..core.ids import is_auto_id
 from ..core.locate import MEMORIES_DIR, id_of_path
 from ..core.problems import command
+from ..core.text import MAX_SHOWN
 from . import claims
 from .identity import Sources, sources
-from .leaseheld import BLOCK, Leases, block_of, first_of, history_of
+from .leaseheld import BLOCK, Leases, block_named, block_of, first_of, history_of
 from .listing import file_names
 from .repo import GitStore
 
@@ -272,7 +273,9 @@ class IdLeases:
             return False
         # "claim ids 101-200 for memory 150 (from HOST for KB)", as the holder commit says it
         subject, _, who = said.strip().removeprefix("slayer-kb: ").partition("\n\n")
-        self.claim_said = f"{subject} ({who[:1].lower()}{who[1:].rstrip('.')})" if who else subject
+        said = f"{subject} ({who[:1].lower()}{who[1:].rstrip('.')})" if who else subject
+        # Shown in an error: a message of megabytes (anyone can push one) is cut, as values are.
+        self.claim_said = said if len(said) <= 3 * MAX_SHOWN else f"{said[:3 * MAX_SHOWN]}... ({len(said)} characters)"
         return True
 
     def watch(self, remote_name: str) -> tuple[tuple[str, str], tuple[str, str]] | None:
@@ -475,11 +478,13 @@ class IdLeases:
         for line in proc.stdout.decode("utf-8", "replace").splitlines():
             commit, _, name = line.partition("\t")
             space, _, tail = name.rpartition("/")
-            if tail.isdigit() and space + "/" == NAMESPACE:
-                there.leased[int(tail)] = commit
-            elif tail.isdigit() and space + "/" == CLAIMS:
-                there.claimed.add(int(tail))
-                there.claims[int(tail)] = commit
+            if (block := block_named(tail)) is None:
+                continue
+            if space + "/" == NAMESPACE:
+                there.leased[block] = commit
+            elif space + "/" == CLAIMS:
+                there.claimed.add(block)
+                there.claims[block] = commit
         return there
 
     def _moved(self, remote: Remote, held: Leases) -> bool:
