@@ -51,3 +51,28 @@ def test_a_number_another_clone_claimed_for_that_number_is_refused(tmp_path: Pat
     assert synced.stdout.startswith("Synced main with origin: rebased, 1 pulled, 1 pushed."), synced.stdout
     assert [git(bare, "show", f"main:memories/{n}.yaml").split("\n")[0] for n in (given, given + 1)] == [
         "learning: 'X: mine'", "learning: 'Y: another'"]
+
+
+def test_a_claims_words_are_shown_as_data_and_cut(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """A claim's commit message is anyone's to push: braces in it went through str.format (a
+    KeyError traceback for ``{x}``; ``{0:>300000000}`` built a 300 MB string first), and a message
+    of megabytes would have been shown whole."""
+    bare, (_x, y) = make_team(tmp_path)
+    given = BLOCK + 50
+    empty = git(bare, "hash-object", "-t", "tree", "-w", "/dev/null").strip()
+    words = "From {x} {0:>300000000} " + "y" * 5000
+    holder = git(bare, "commit-tree", empty, "-m", f"slayer-kb: claim ids {BLOCK + 1}-{2 * BLOCK} for memory {given}",
+                 "-m", words).strip()
+    git(bare, "update-ref", f"{CLAIMS}1", holder)
+    refused = invoke_cli("--kb", y, "save", "Y: mine", "-e", "shop.orders", "--id", str(given))
+    assert refused.returncode == 1
+    claim = f"claim ids {BLOCK + 1}-{2 * BLOCK} for memory {given} (from {{x}} {{0:>300000000}} " + "y" * 5000 + ")"
+    assert refused.stderr == (f"Error: Memory id '{given}' was given by another clone: its claim on origin ({CLAIMS}1: "
+                              f"{claim[:300]}... ({len(claim)} characters)) "
+                              "names it, and a sync would then give one of the two memories a new id. Give another "
+                              "number, omit --id to get this clone's next auto id, or give a name such as "
+                              "'kb.orders-total'.\n")
+    reply = call_tool(KnowledgeBase(y), "save_memory", {"learning": "Y: by MCP", "linked_entities": ["shop.orders"],
+                                                        "id": str(given)})
+    assert reply.is_error and f"{claim[:300]}... ({len(claim)} characters)) names it" in reply.text, reply.text
+    assert git(y, "status", "--porcelain") == ""
