@@ -132,7 +132,7 @@ class Parts:
                 if self._index is None:
                     from ..search.index import Index
 
-                    self._index = Index(self.root, engram.content_hash, self._catalog_for_index)
+                    self._index = Index(self.root, engram.content_hash, self._catalog_for_index, self.state_dir)
         return self._index
 
     def close_index(self) -> None:

@@ -70,8 +70,10 @@ class Index(Reads, Meaning, Filling):
         root: Path,
         content_hash: Callable[[str], str],
         load_catalog: Callable[[], Catalog],
+        make_state: Callable[[], object],
     ) -> None:
         self.root = root
+        self._make_state = make_state  # the KB's state folder, made and stamped when missing
         self.dir = root / STATE_DIR / "index"
         self.memories = root / MEMORIES_DIR
         self._content_hash = content_hash
@@ -509,8 +511,9 @@ class Index(Reads, Meaning, Filling):
         self._ix = None
         shutil.rmtree(self.dir, ignore_errors=True)
         # Never the KB's folder itself: a KB deleted while its server syncs it stays deleted (the
-        # server exits once its folder is gone), not back as an empty index.
-        self.dir.parent.mkdir(exist_ok=True)
+        # server exits once its folder is gone), not back as an empty index; nor a state folder
+        # in one moved to its path since (GitStore.ensure_state_dir).
+        self._make_state()
         self.dir.mkdir(exist_ok=True)
         self._ix = windex.create_in(str(self.dir), SCHEMA)
         return self._ix

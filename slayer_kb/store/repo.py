@@ -26,7 +26,7 @@ from typing import Literal
 
 from ..core import priority
 from ..core.errors import ConflictError, StoreError
-from ..core.fileio import refuses_folders
+from ..core.fileio import identity, refuses_folders
 from ..core.problems import shown, words
 from ..core.results import LogEntry
 from ..core.text import shown_controls
@@ -110,13 +110,13 @@ class GitStore:
                              "is not UTF-8, and slayer-kb gives git the KB's paths as UTF-8. Rename each folder "
                              f"of {path} whose name is not UTF-8, then run the command again.") from None
         self.state = self.root / STATE_DIR
+        self._opened = identity(self.root)[0]  # the folder opened: ``ensure_state_dir`` makes none in another
         self._objects: ObjectStore | None = None
         self._git_dirs: tuple[Path, Path] = (self.top, self.top)
         self._index_file = self.top / ".git" / "index"
         if len(located) == 6:
             self._use(self.root, located[1:])
-        # Who commits (a callable): git's own identity when configured, else a neutral one.
-        self.identity = Identity(self.git, self.git_dirs)
+        self.identity = Identity(self.git, self.git_dirs)  # who commits: git's own identity, else a neutral one
         self.holding = False  # this process holds the KB lock (inside ``locked()``)
         self.view = View()  # which thread may use the warm in-memory state now (view.py)
         self.request: str | None = None  # the relayed request making the commits (requests.py)
@@ -245,7 +245,7 @@ class GitStore:
 
     def ensure_state_dir(self) -> None:
         try:
-            state.make(self.state)
+            state.make(self.state, self._opened)
             (self.state / "tmp").mkdir(exist_ok=True)
         except OSError as exc:
             raise StoreError(f"Cannot create {self.state}: {exc.strerror}; {UNWRITABLE}.") from None

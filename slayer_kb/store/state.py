@@ -51,6 +51,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..core.errors import StoreError
+from ..core.fileio import identity
 from ..core.home import account_home, home
 from . import gitindex
 from .gitenv import LITERAL_PATHS
@@ -237,9 +238,17 @@ def _stderr(message: str) -> None:
     print(f"warning: {message}", file=sys.stderr)
 
 
-def make(folder: Path) -> None:
-    """Create the folder (if need be) and stamp it as this user's; call before writing in it."""
+def make(folder: Path, opened: tuple[int, int] | None = None) -> None:
+    """Create the folder (if need be) and stamp it as this user's; call before writing in it.
+    ``opened``: the KB's folder as the process opened it, (device, inode), where one is made
+    only (None: where its path is now)."""
     if not os.path.lexists(folder):
+        if opened is not None and identity(folder.parent)[0] != opened:
+            # Moved away since the open (a long-lived process's): a folder made at its path since
+            # (one being copied into place) is not this process's to write in.
+            raise StoreError(f"The knowledge base at {folder.parent} is not the folder this process opened: it was "
+                             "deleted, moved or replaced since, and no state folder is made in the one there now. "
+                             "Start the command again to open it.")
         _create(folder)
     st = os.lstat(folder)
     key = _key()
