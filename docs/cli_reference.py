@@ -34,7 +34,7 @@ KB; an empty `$SLAYER_KB` counts as unset (`SLAYER_KB= slayer-kb ...`); so does 
 while an empty or blank `--author` exits 1 naming it (it was taken for none). A `--kb` that names no KB (a file, a symlink loop, a
 missing folder, a folder that takes none such as `/proc`, a `memories` that is a file, another
 KB's `memories/`, `sessions/` or `.slayer-kb/`, a repository's `.git`) exits 1
-saying which, and suggests `init` only where it can work. With `--json` (before or after the command) stdout is one
+saying which, and suggests `init` only where it can work. With `--json` (before or after the command; for `server`, after `server` too: `server --json status`) stdout is one
 JSON document; a warning about the KB's surroundings rather than the result (a commit on a detached HEAD, the
 index left behind by a failure after a commit), a `warning:` line on stderr without `--json`, is in the
 document's `warnings` when it has that list (and then not on stderr), else on stderr; an error exits 1 with `Error: ...` on stderr and

@@ -136,6 +136,22 @@ def test_json_before_and_after_the_command(invoke_cli: CliRunner, shared_kb: Pat
     assert before.stdout == after.stdout
 
 
+@pytest.mark.parametrize("mode", ["off", "on"])
+def test_server_takes_json_before_its_subcommand_too(invoke_cli: CliRunner, shared_kb: Path, mode: str) -> None:
+    """``server --json status`` was refused ("--json is a global option: give it before the
+    command") while ``server status --json`` and ``--json server status`` worked."""
+    env = {"SLAYER_KB_SERVER": mode}
+    root = os.path.realpath(shared_kb)
+    for command, expected in (("status", {"root": root, "mode": mode, "running": False}),
+                              ("stop", {"root": root, "stopped": None})):
+        placed = [invoke_cli("--kb", shared_kb, *args, env=env) for args in (
+            ["server", "--json", command], ["server", command, "--json"], ["--json", "server", command])]
+        assert [(p.returncode, json.loads(p.stdout), p.stderr) for p in placed] == [(0, expected, "")] * 3
+    alone = invoke_cli("--kb", shared_kb, "server", "--json", env=env)
+    assert (alone.returncode, json.loads(alone.stdout)) == (2, {"error": {"type": "usage", "message": (
+        "Missing command. Try 'slayer-kb server --help' for help.")}})
+
+
 def test_save_actions(invoke_cli: CliRunner, kb: Path) -> None:
     first = ok(invoke_cli, kb, "save", "NULL means not returned", "-e", "shop.orders.is_returned")
     assert_keys(first, SAVE_KEYS)
