@@ -834,7 +834,21 @@ def test_validate_fmt_reindex(invoke_cli: CliRunner, shared_kb: Path) -> None:
     assert ok(invoke_cli, shared_kb, "fmt", "--check") == {
         "ok": True, "checked": EXAMPLE_MEMORIES + EXAMPLE_SESSIONS, "problems": [], "reformatted": [], "warnings": [],
     }  # fmt: skip
-    assert ok(invoke_cli, shared_kb, "reindex") == {"indexed": EXAMPLE_MEMORIES, "problems": [], "warnings": []}
+    assert ok(invoke_cli, shared_kb, "reindex") == {"indexed": EXAMPLE_MEMORIES, "memories": EXAMPLE_MEMORIES,
+                                                    "soft_deleted": 0, "problems": [], "warnings": []}
+
+
+def test_reindex_counts_the_memories_stats_counts_and_the_soft_deleted_apart(invoke_cli: CliRunner, kb: Path) -> None:
+    """"Indexed 34 memories" after a soft forget, where stats and list said 33: the soft-deleted
+    file was counted as a memory."""
+    invoke_cli("--kb", kb, "forget", "2", "--soft", check=True)
+    assert invoke_cli("--kb", kb, "stats", check=True).stdout.startswith(f"memories: {EXAMPLE_MEMORIES - 1}\n")
+    shown = invoke_cli("--kb", kb, "reindex", check=True)
+    assert (shown.stdout, shown.stderr) == (
+        f"Indexed {EXAMPLE_MEMORIES - 1} memories (1 soft-deleted kept for history)\n", "")
+    # indexed keeps its meaning (every file read): the counts beside it are new keys
+    assert ok(invoke_cli, kb, "reindex") == {"indexed": EXAMPLE_MEMORIES, "memories": EXAMPLE_MEMORIES - 1,
+                                             "soft_deleted": 1, "problems": [], "warnings": []}
 
 
 def test_validate_and_fmt_report_problems(invoke_cli: CliRunner, kb: Path) -> None:

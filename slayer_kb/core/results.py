@@ -227,7 +227,9 @@ class MaintenanceResult:
 class SyncReport:
     """What bringing the index up to date with the files did."""
 
-    updated: int = 0
+    updated: int = 0  # memory files read, soft-deleted and unreadable ones too
+    soft_deleted: int = 0  # of those read, the memories forget kept (restore, get --deleted)
+    live: int = 0  # of those read, the memories list and stats count
     removed: int = 0
     catalog_changed: bool = False
     rebuilt: bool = False
