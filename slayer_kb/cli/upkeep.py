@@ -100,9 +100,10 @@ def reindex(settings: Settings) -> None:
 
     It counts the memories it indexed as stats and list count them, and apart from them the
     soft-deleted ones it indexed too (kept for restore and get --deleted); --json: memories,
-    soft_deleted, and indexed, every memory file read (unreadable ones too). With a progress bar for each on a
-    terminal; sentence vectors made before on this machine come from the vector cache. A model file that is not the pinned one makes none: a warning
-    says so, with the fix.
+    soft_deleted, and indexed, every memory file read (unreadable ones too). With a progress
+    bar for each on a terminal; sentence vectors made before on this machine come from the
+    vector cache. A model file that is not the pinned one makes none: a warning says so, with
+    the fix.
 
     \b
     Example:
