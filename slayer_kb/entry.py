@@ -16,20 +16,20 @@ from .daemon.commands import yields
 TYPE_CHECKING = False  # typing is not imported: the client needs none of it
 
 if TYPE_CHECKING:
-    from .daemon.relay import Outcome
+    from .daemon.relay import Marks, Outcome
 
 
 def main() -> None:
     _open_standard_streams()
     argv = sys.argv[1:]
+    held: list[Marks] = []  # the command's relay.Marks, once its relaying thread imported the relay
     if yields(argv):
         from .core.priority import beneath
 
         try:
-            outcome = beneath(_forward, argv, interrupted=_interrupted)
+            outcome = beneath(_forward, argv, held, interrupted=lambda times: bool(held) and held[0].interrupted(times))
         except KeyboardInterrupt:
-            relay = sys.modules.get("slayer_kb.daemon.relay")
-            if relay is None or not relay.abandoned():  # as click says it; else said
+            if not held or not held[0].abandoned():  # as click says it; else said
                 print("\nAborted!", file=sys.stderr, flush=True)
             # At once: an exit would wait for the relaying thread (the one that imported
             # threading, for subprocess, counts as the main thread to Python's shutdown).
@@ -37,7 +37,7 @@ def main() -> None:
 
             os._exit(1)
     else:
-        outcome = _forward(argv)
+        outcome = _forward(argv, held)
     if outcome.settle is not None:
         from .daemon.settle import settle
 
@@ -75,13 +75,8 @@ def _open_standard_streams() -> None:
             setattr(sys, name, open(fd, "r" if fd == 0 else "w", encoding="utf-8", closefd=False))
 
 
-def _interrupted(times: int) -> bool:
-    """Ctrl-C while the relaying thread runs: whether to wait on (``relay.interrupted``)."""
-    relay = sys.modules.get("slayer_kb.daemon.relay")
-    return relay is not None and relay.interrupted(times)
+def _forward(argv: list[str], held: list[Marks]) -> Outcome:
+    from .daemon.relay import Marks, forward
 
-
-def _forward(argv: list[str]) -> Outcome:
-    from .daemon.relay import forward
-
-    return forward(argv)
+    held.append(Marks())  # before the relay: a Ctrl-C reads what it marks (Marks.interrupted)
+    return forward(argv, held[0])

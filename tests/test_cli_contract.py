@@ -136,6 +136,22 @@ def test_json_before_and_after_the_command(invoke_cli: CliRunner, shared_kb: Pat
     assert before.stdout == after.stdout
 
 
+@pytest.mark.parametrize("mode", ["off", "on"])
+def test_server_takes_json_before_its_subcommand_too(invoke_cli: CliRunner, shared_kb: Path, mode: str) -> None:
+    """``server --json status`` was refused ("--json is a global option: give it before the
+    command") while ``server status --json`` and ``--json server status`` worked."""
+    env = {"SLAYER_KB_SERVER": mode}
+    root = os.path.realpath(shared_kb)
+    for command, expected in (("status", {"root": root, "mode": mode, "running": False}),
+                              ("stop", {"root": root, "stopped": None})):
+        placed = [invoke_cli("--kb", shared_kb, *args, env=env) for args in (
+            ["server", "--json", command], ["server", command, "--json"], ["--json", "server", command])]
+        assert [(p.returncode, json.loads(p.stdout), p.stderr) for p in placed] == [(0, expected, "")] * 3
+    alone = invoke_cli("--kb", shared_kb, "server", "--json", env=env)
+    assert (alone.returncode, json.loads(alone.stdout)) == (2, {"error": {"type": "usage", "message": (
+        "Missing command. Try 'slayer-kb server --help' for help.")}})
+
+
 def test_save_actions(invoke_cli: CliRunner, kb: Path) -> None:
     first = ok(invoke_cli, kb, "save", "NULL means not returned", "-e", "shop.orders.is_returned")
     assert_keys(first, SAVE_KEYS)
@@ -818,7 +834,21 @@ def test_validate_fmt_reindex(invoke_cli: CliRunner, shared_kb: Path) -> None:
     assert ok(invoke_cli, shared_kb, "fmt", "--check") == {
         "ok": True, "checked": EXAMPLE_MEMORIES + EXAMPLE_SESSIONS, "problems": [], "reformatted": [], "warnings": [],
     }  # fmt: skip
-    assert ok(invoke_cli, shared_kb, "reindex") == {"indexed": EXAMPLE_MEMORIES, "problems": [], "warnings": []}
+    assert ok(invoke_cli, shared_kb, "reindex") == {"indexed": EXAMPLE_MEMORIES, "memories": EXAMPLE_MEMORIES,
+                                                    "soft_deleted": 0, "problems": [], "warnings": []}
+
+
+def test_reindex_counts_the_memories_stats_counts_and_the_soft_deleted_apart(invoke_cli: CliRunner, kb: Path) -> None:
+    """"Indexed 34 memories" after a soft forget, where stats and list said 33: the soft-deleted
+    file was counted as a memory."""
+    invoke_cli("--kb", kb, "forget", "2", "--soft", check=True)
+    assert invoke_cli("--kb", kb, "stats", check=True).stdout.startswith(f"memories: {EXAMPLE_MEMORIES - 1}\n")
+    shown = invoke_cli("--kb", kb, "reindex", check=True)
+    assert (shown.stdout, shown.stderr) == (
+        f"Indexed {EXAMPLE_MEMORIES - 1} memories (1 soft-deleted kept for history)\n", "")
+    # indexed keeps its meaning (every file read): the counts beside it are new keys
+    assert ok(invoke_cli, kb, "reindex") == {"indexed": EXAMPLE_MEMORIES, "memories": EXAMPLE_MEMORIES - 1,
+                                             "soft_deleted": 1, "problems": [], "warnings": []}
 
 
 def test_validate_and_fmt_report_problems(invoke_cli: CliRunner, kb: Path) -> None:

@@ -109,13 +109,13 @@ def test_reindex_says_why_it_made_no_sentence_vectors(bad_model: Path, example_k
         proc = invoke_cli("--kb", example_kb.root, "reindex")
         assert (proc.returncode, proc.stdout, proc.stderr) == (0, f"Indexed 34 memories\nwarning: {reason}\n", "")
     data = json.loads(invoke_cli("--kb", example_kb.root, "reindex", "--json").stdout)
-    assert data == {"indexed": 34, "problems": [], "warnings": [reason]}
+    assert data == {"indexed": 34, "memories": 34, "soft_deleted": 0, "problems": [], "warnings": [reason]}
 
 
 def test_reindex_with_the_encoder_turned_off_warns_of_nothing(example_kb: KnowledgeBase, invoke_cli: Any) -> None:
     """Turned off by the environment (as here) or not installed is a choice, not a warning."""
     data = json.loads(invoke_cli("--kb", example_kb.root, "reindex", "--json").stdout)
-    assert data == {"indexed": 34, "problems": [], "warnings": []}
+    assert data == {"indexed": 34, "memories": 34, "soft_deleted": 0, "problems": [], "warnings": []}
 
 
 def test_stats_says_the_sentence_encoder_is_off_when_its_model_was_refused(bad_model: Path, example_kb: KnowledgeBase,

@@ -415,7 +415,8 @@ def test_a_held_rename_ended_with_a_message_of_ones_own_still_says_where_it_went
     # show and log said it never was ("now or in the history"): git's history of the file leaves the
     # merge's renaming side out, the merge being TREESAME to the other.
     shown = invoke_cli("--kb", a, "show", "kb.retry", check=True).stdout
-    assert shown.startswith(f"(deleted in {merge[:12]}; the last version)\nid: kb.retry\n")
+    assert shown.startswith(f"(merged into '{kept}' in commit {merge[:12]}, the merge of the rename of {folded} to it, "
+                            f"{folded} having been merged into {kept} on the other side; the last version)\nid: kb.retry\n")
     logged = invoke_cli("--kb", a, "log", "kb.retry", check=True).stdout
     assert logged.startswith(f"{merge[:12]} ") and f"    memory: rename {folded} to kb.retry\n" in logged
     assert sorted(p.name for p in (a / "memories").iterdir()) == sorted([f"{kept}.yaml", f"{linking}.yaml"])

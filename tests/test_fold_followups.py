@@ -186,6 +186,20 @@ def test_get_of_a_renamed_memory_follows_a_fold_of_its_new_id(tmp_path: Path, in
                            f"into '{kept}' in commit {fold[:12]}, the memory kept under the same topic key: use that id.\n")
 
 
+def test_show_of_a_folded_memory_names_the_fold_and_the_memory_kept(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # 'show 1' headed the last version "(deleted in <merge>; ...)", where 'get 1' names the fold
+    # and the memory that goes on.
+    (_agent, _a, reviewer), folded, kept = folded_team(tmp_path, 3)
+    merge = git(reviewer, "log", "-1", "--format=%H", f"--grep=^memory: merge {folded} into {kept} ").strip()
+    said = f"merged into '{kept}' in commit {merge[:12]}, the memory kept under the same topic key"
+    assert invoke_cli("--kb", reviewer, "get", folded).stderr == (
+        f"Error: No memory with id '{folded}'. It was {said}; use that id.\n")
+    shown = invoke_cli("--kb", reviewer, "show", folded, check=True)
+    assert (shown.stdout.partition("\nid: ")[0], shown.stderr) == (f"({said}; the last version)", "")
+    data = json_of(invoke_cli("--kb", reviewer, "--json", "show", folded, check=True))
+    assert (data["deleted_in"], data["folded_into"], data["learning"]) == (merge, kept, "Retries: 5")
+
+
 @pytest.mark.parametrize("told", default_first(["git", "forge"]))
 def test_get_of_a_memory_folded_on_a_branch_squash_merged_names_the_squash(
         tmp_path: Path, invoke_cli: CliRunner, told: str) -> None:

@@ -9,6 +9,7 @@ import collections
 import contextlib
 import json
 import os
+import platform
 import shlex
 import shutil
 import signal
@@ -28,7 +29,7 @@ from hypothesis import strategies as st
 from slayer_kb import KnowledgeBase
 from slayer_kb.cli import cli as cli_group
 from slayer_kb.daemon import commands, relay
-from testing import BLOCKED, Watcher, blocker, eventually, git, in_process_runner
+from testing import BLOCKED, Watcher, blocker, eventually, git, in_process_runner, signals, threads
 
 pytestmark = pytest.mark.skipif(not relay.SUPPORTED, reason="commands are relayed on POSIX systems only")
 
@@ -469,6 +470,37 @@ def test_a_read_told_it_starts_keeps_no_other_read_waiting_for_its_confirmation(
         result = relay.loads(relay.recv_frame(slow))
     assert isinstance(result, dict) and result["code"] == 0
     assert b"kb.fiscal-calendar" in b"".join(data for _fd, data in result["chunks"])
+
+
+# An in-process caller of the relay: a write the server begins (a forget it refuses, which
+# changes nothing), then a read that waits for its stdin, where the test presses Ctrl-C.
+RELAYS_TWICE = """import sys
+from slayer_kb.daemon import relay
+print("first:", relay.forward(["--kb", sys.argv[1], "forget", "no-such-memory"]).code, flush=True)
+print("second:", relay.forward(["--kb", sys.argv[1], "search", "-"]).code, flush=True)
+"""
+
+
+@pytest.mark.skipif(threads.READ_SYSCALL.get(platform.machine()) is None or not Path("/proc/self/syscall").exists(),
+                    reason="reads Linux's /proc/PID/syscall")
+def test_a_caller_relaying_twice_carries_no_mark_of_the_first_write(watcher_read_only: Watcher) -> None:
+    """The write the server began was a module global, never cleared: Ctrl-C on a read relayed
+    after a write, in one process, said "the server had begun this forget and finishes it" and
+    waited on, where it aborts the read."""
+    root = watcher_read_only.root
+    client = subprocess.Popen([sys.executable, "-c", RELAYS_TWICE, str(root)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=root,
+                              env=dict(os.environ, SLAYER_KB_SERVER="manual"),
+                              preexec_fn=signals.as_a_shell_starts_it)  # noqa: PLW1509
+    try:
+        eventually(lambda: client.poll() is not None or threads.reads_stdin_now(client.pid),
+                   "the relayed search reading its stdin")
+        client.send_signal(signal.SIGINT)
+        out, err = client.communicate(timeout=120)
+    finally:
+        client.kill()
+    assert (client.returncode, out, err) == (0, "first: 1\nsecond: 1\n", (
+        "Error: No memory with id 'no-such-memory'.\n\nAborted!\n"))
 
 
 def test_without_a_watcher_nothing_is_relayed(example_kb: KnowledgeBase) -> None:

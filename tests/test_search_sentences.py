@@ -741,7 +741,7 @@ def test_reindex_makes_the_missing_vectors_with_a_progress_bar_on_a_terminal(not
     again = subprocess.run([sys.executable, "-m", "slayer_kb", "--kb", str(root), "reindex", "--json"],
                            capture_output=True, text=True, env=_env(SLAYER_KB_SERVER="off"), timeout=120)
     assert again.returncode == 0 and again.stderr == ""
-    assert json.loads(again.stdout) == {"indexed": 4, "problems": [], "warnings": []}
+    assert json.loads(again.stdout) == {"indexed": 4, "memories": 4, "soft_deleted": 0, "problems": [], "warnings": []}
     assert _coverage(root) == (4, 4)
     # The filler the first rebuild started to share its batches finds nothing left and exits
     # (lowered, it may take a while on a busy machine); none lingers.

@@ -242,6 +242,8 @@ def test_the_first_command_starts_a_server_and_the_next_are_relayed(
     # The status is the server's answer: the client opens no KB (no Whoosh, no index).
     shown = json.loads(servers.run(root, "server", "status", "--json", no_index=True).stdout)
     assert shown["running"] is True and shown["pid"] == up["pid"] and shown["served"] >= 1
+    grouped = json.loads(servers.run(root, "server", "--json", "status", no_index=True).stdout)
+    assert (grouped["running"], grouped["pid"]) == (True, up["pid"])  # --json after the group as well
     log = (root / ".slayer-kb" / "server.log").read_text()
     assert f"server {up['pid']} for {os.path.realpath(root)}" in log
     stopped = servers.run(root, "server", "stop")

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..core.fileio import TooLarge, read_regular
+from ..core.fileio import TooLarge, read_regular, write_whole
 from .catalog import MAX_CATALOG_BYTES, Catalog, CatalogProblem, Datasource, Model, catalog_files, load_catalog
 
 # 2: paths relative to the KB, so a cache moved with its KB (mv) never names the old place.
@@ -65,12 +65,8 @@ def load_catalog_cached(root: Path, cache: Path, signature: Any) -> Catalog:
         pass
     catalog = load_catalog(root)
     with contextlib.suppress(OSError):
-        tmp = cache.with_name(cache.name + ".tmp")
-        tmp.write_text(
-            json.dumps({"format": CACHE_FORMAT, "signature": signature, "catalog": _to_json(catalog, root)}),
-            encoding="utf-8",
-        )
-        os.replace(tmp, cache)
+        write_whole(cache, json.dumps({"format": CACHE_FORMAT, "signature": signature,
+                                       "catalog": _to_json(catalog, root)}), cache.with_name(cache.name + ".tmp"))
     return catalog
 
 

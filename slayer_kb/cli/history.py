@@ -84,6 +84,9 @@ def log(settings: Settings, memory_id: str) -> None:
 def show(settings: Settings, memory_id: str, rev: str | None) -> None:
     """Show a memory as it was at a revision (also a deleted one).
 
+    A memory a merge folded into another (one topic key saved twice, or one save) is headed with
+    the fold and the memory kept, which goes on, as get names them.
+
     \b
     Examples:
       slayer-kb show 12 --rev HEAD~3
@@ -93,7 +96,9 @@ def show(settings: Settings, memory_id: str, rev: str | None) -> None:
 
     def human() -> str:
         head = ""
-        if shown.deleted_in:
+        if shown.folded:  # not "deleted": the memory goes on under the id kept, as get says
+            head = f"({shown.folded[1]}; the last version)\n"
+        elif shown.deleted_in:
             head = f"(deleted in {shown.deleted_in[:12]}; the last version)\n"
         elif shown.rev:
             head = f"(as of {shown.rev[:12]})\n"

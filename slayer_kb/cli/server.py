@@ -50,6 +50,7 @@ def _status_text(data: dict[str, Any]) -> str:
 
 
 @click.group()
+@json_option  # ``server --json status`` as well as ``server status --json`` (and before ``server``)
 def server() -> None:
     """The KB's warm server: started by the first command, it answers the next ones.
 
@@ -67,6 +68,7 @@ def server() -> None:
     \b
     Examples:
       slayer-kb server status
+      slayer-kb server --json status
       slayer-kb server stop
     """
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..core.text import warning_lines
+from ..core.text import counted, warning_lines
 from .common import (
     Settings,
     emit,
@@ -98,10 +98,12 @@ def _fill_sentences(kb: KnowledgeBase, progress: Callable[[int, int], None] | No
 def reindex(settings: Settings) -> None:
     """Rebuild the search index from the files, and make the sentence vectors memories lack.
 
-    It counts every memory file it indexed, soft-deleted ones too (kept for restore and get
-    --deleted), where stats and list count the live ones. With a progress bar for each on a
-    terminal; sentence vectors made before on this machine come from the vector cache. A model file that is not the pinned one makes none: a warning
-    says so, with the fix.
+    It counts the memories it indexed as stats and list count them, and apart from them the
+    soft-deleted ones it indexed too (kept for restore and get --deleted); --json: memories,
+    soft_deleted, and indexed, every memory file read (unreadable ones too). With a progress
+    bar for each on a terminal; sentence vectors made before on this machine come from the
+    vector cache. A model file that is not the pinned one makes none: a warning says so, with
+    the fix.
 
     \b
     Example:
@@ -120,5 +122,7 @@ def reindex(settings: Settings) -> None:
         _fill_sentences(kb, None)
     problems = [str(p) for p in report.problems]
     warnings = [w for w in [kb.sentence_problem()] if w]
-    data = {"indexed": report.updated, "problems": problems, "warnings": warnings}
-    emit(settings, data, lambda: f"Indexed {report.updated} memories" + warning_lines(problems + warnings))
+    data = {"indexed": report.updated, "memories": report.live, "soft_deleted": report.soft_deleted,
+            "problems": problems, "warnings": warnings}
+    kept = f" ({report.soft_deleted} soft-deleted kept for history)" if report.soft_deleted else ""
+    emit(settings, data, lambda: f"Indexed {counted(report.live, 'memory', 'memories')}{kept}" + warning_lines(problems + warnings))

@@ -38,7 +38,7 @@ from ..core.problems import command, shown, words
 from ..core.results import SyncReport
 from ..store import mergemark
 from ..store.aside import left_by_a_stopped_command
-from ..store.foldlog import held_fold
+from ..store.foldlog import held_fold, held_fold_said
 from ..store.guesses import moved_by_hand
 from ..store.moves import note, refusal
 from ..store.renames import deletions, ever_renamed, renamed_away, renamed_ids, renamed_in
@@ -243,18 +243,15 @@ class Context(Parts):
             if (folding := self._fold_told(memory_id)) is None:
                 if (held := held_fold(self.store, memory_id)) is None:
                     return None
-                kept, merge, old = held
-                return self._folded_said(memory_id, kept, f"was merged into '{kept}' in commit {merge[:12]}, the "
-                                         f"merge of the rename of {old} to it, {old} having been merged into {kept} "
-                                         "on the other side")
+                return self._folded_said(memory_id, held[0], f"was {held_fold_said(*held)}")
             last_two = [folding]
         if (renamed := self.renamed_away(memory_id, last_two=last_two)) is not None:
             return NotFoundError(renamed)
         deleting = last_two[0]
-        if (fold := self._folded_in(memory_id, deleting)) is not None:
+        if (fold := self.folded_in(memory_id, deleting)) is not None:
             # One memory kept of two (a topic key, or the same save): it goes on there. Not "saved
             # first": a merge keeps the one the team holds, which may be the later (folds.Standing).
-            return self._folded_said(memory_id, *fold)
+            return self._folded_said(memory_id, fold[0], f"was {fold[1]}")
         if (moved := self.moved_away(memory_id, deleting)) is not None:  # 'restore --rev' would copy it
             return NotFoundError(moved)
         # Headed with SLayer's whole answer (to a forget of a forgotten memory: "No memory with id '3'.").
@@ -294,15 +291,15 @@ class Context(Parts):
         return next((commit.strip() for commit, message in zip(out[::2], out[1::2], strict=False)
                      if _fold_in(message, memory_id) is not None), None)
 
-    def _folded_in(self, memory_id: str, commit: str) -> tuple[str, str] | None:
-        """The id ``commit`` folded ``memory_id`` into (``_fold_in``) and the words that say so, or
-        None when it is no fold of it."""
+    def folded_in(self, memory_id: str, commit: str) -> tuple[str, str] | None:
+        """The id ``commit`` folded ``memory_id`` into (``_fold_in``) and the words that say so
+        ("merged into '101' in commit ..."), or None when it is no fold of it."""
         message = self.store.objects.commit(commit).partition(b"\n\n")[2].decode("utf-8", "replace")
         if (fold := _fold_in(message, memory_id)) is None:
             return None
         kept = fold[0][memory_id]
         alike = "as the same save" if fold[1] else "under the same topic key"
-        return kept, f"was merged into '{kept}' in commit {commit[:12]}, the memory kept {alike}"
+        return kept, f"merged into '{kept}' in commit {commit[:12]}, the memory kept {alike}"
 
     def moved_away(self, memory_id: str, deleting: str) -> str | None:
         """What any command given ``memory_id`` says when ``deleting``, the commit that last
@@ -342,9 +339,9 @@ class Context(Parts):
                     f"another memory, which {moves}: bring the forgotten one's last version back with "
                     f"'{command(self.root)} restore {words(memory_id)} --rev {forgot[:12]}~1'.")
         said, final = f"Memory '{memory_id}' {moves}", away.moves[-1][0]
-        if away.forgotten and (fold := self._folded_in(final, away.forgotten)) is not None:
+        if away.forgotten and (fold := self.folded_in(final, away.forgotten)) is not None:
             # Not forgotten: folded into another memory, which goes on.
-            return f"{said}, which {fold[1]}" + (": use that id." if self.memory_exists(fold[0]) else
+            return f"{said}, which was {fold[1]}" + (": use that id." if self.memory_exists(fold[0]) else
                                                  f"; '{command(self.root)} get {words(fold[0])}' says what became of it.")
         if away.forgotten:
             return (f"{said}, and then forgotten for good in commit {away.forgotten[:12]}: bring its last version "

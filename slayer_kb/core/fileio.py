@@ -1,5 +1,5 @@
-"""Many small file operations at once, overlapped on a few threads; and reading a file that
-must be a regular file.
+"""Many small file operations at once, overlapped on a few threads; reading a file that must be
+a regular file; and writing one whole or not at all (``write_whole``).
 
 Why threads: a file operation can wait on the disk (a metadata block not in the cache); on a few
 threads the waits of a cascade's 10,000 file writes overlap. The calls release the GIL while
@@ -8,6 +8,7 @@ they wait.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import secrets
@@ -109,6 +110,29 @@ def read_regular(path: str | os.PathLike[str], follow_symlinks: bool = False, li
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def write_whole(path: str | os.PathLike[str], data: str | bytes, tmp: str | os.PathLike[str] | None = None,
+                newline: str | None = None) -> None:
+    """Put ``data`` at ``path`` whole or not at all: written to ``tmp`` (by default a name of its
+    own beside it, so that processes writing the file at once never share one), then renamed over
+    ``path``, so that a reader or a kill never meets half a file. On failure ``tmp`` is removed and
+    the OSError raised. Text is written as UTF-8, its newlines as ``open`` takes ``newline``. No
+    fsync: a power cut may lose the write (journal.py, which must keep it, syncs its own)."""
+    target = os.fspath(path)
+    temporary = os.fspath(tmp) if tmp is not None else f"{target}.{os.getpid()}-{secrets.token_hex(4)}.tmp"
+    try:
+        if isinstance(data, bytes):
+            with open(temporary, "wb") as handle:
+                handle.write(data)
+        else:
+            with open(temporary, "w", encoding="utf-8", newline=newline) as handle:
+                handle.write(data)
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 def outside(root: str | os.PathLike[str], path: str | os.PathLike[str]) -> str | None:

@@ -173,9 +173,7 @@ class SearchResult:
     entities: list[dict[str, Any]]
     resolved_input_entities: list[str]
     warnings: list[str] = field(default_factory=list)
-    # What the agent need not act on: how the answer was made (some of the words, part of the
-    # KB with sentence vectors).
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # how it was made (some of the words...): not to act on
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -208,8 +206,7 @@ class CacheTrim:
 
 @dataclass
 class MaintenanceResult:
-    """What ``maintain`` did: the index's segments, the object store and the vector cache,
-    before and after."""
+    """What ``maintain`` did: the index's segments, the object store and the vector cache, before and after."""
 
     segments: tuple[int, int]
     loose_objects: tuple[int, int]
@@ -227,7 +224,9 @@ class MaintenanceResult:
 class SyncReport:
     """What bringing the index up to date with the files did."""
 
-    updated: int = 0
+    updated: int = 0  # memory files read, soft-deleted and unreadable ones too
+    soft_deleted: int = 0  # of those read, the memories forget kept (restore, get --deleted)
+    live: int = 0  # of those read, the memories list and stats count
     removed: int = 0
     catalog_changed: bool = False
     rebuilt: bool = False
@@ -355,9 +354,11 @@ class Shown:
     rev: str | None  # None: the work tree
     deleted_in: str | None = None
     warnings: list[str] = field(default_factory=list)  # the id moved on this clone (store/moves.py)
+    folded: tuple[str, str] | None = None  # deleted_in folded it: (the id kept, how, Context.folded_in)
 
     def to_json(self) -> dict[str, Any]:
-        return {**self.memory.to_dict(), "rev": self.rev, "deleted_in": self.deleted_in, "warnings": self.warnings}
+        return {**self.memory.to_dict(), "rev": self.rev, "deleted_in": self.deleted_in,
+                "folded_into": self.folded and self.folded[0], "warnings": self.warnings}
 
 
 @dataclass
@@ -569,10 +570,8 @@ class Report:
 
     checked: int = 0
     problems: list[Problem] = field(default_factory=list)
-    # fmt only: files rewritten (or, with --check, that would be)
-    reformatted: list[str] = field(default_factory=list)
-    # validate only: what is valid but misleads (a time in the future); no failure
-    warnings: list[Problem] = field(default_factory=list)
+    reformatted: list[str] = field(default_factory=list)  # fmt only: files rewritten (with --check, to be)
+    warnings: list[Problem] = field(default_factory=list)  # validate only: valid but misleading (a future time)
 
     def to_json(self, failed: bool) -> dict[str, Any]:
         return {"ok": not failed, "checked": self.checked, "problems": [p.to_json() for p in self.problems],

@@ -375,10 +375,11 @@ class Outcome:
         self.stopped = stopped
 
 
-def forward(argv: list[str]) -> Outcome:
+def forward(argv: list[str], marks: Marks | None = None) -> Outcome:
     """Run ``slayer-kb ARGV`` in the server of its KB when there is one: its exit code, after
     printing what it printed. Otherwise (code None) this process runs it, and ``start`` names the
-    KB whose server to start once it has (mode ``on`` only)."""
+    KB whose server to start once it has (mode ``on`` only). ``marks``: this command's, for the
+    thread a Ctrl-C interrupts (entry.py); a new one when not given."""
     if not SUPPORTED or mode() == "off":
         return Outcome(None)
     stderr_tty = _isatty(sys.stderr)
@@ -396,16 +397,16 @@ def forward(argv: list[str]) -> Outcome:
     if conn is None:
         return Outcome(None, start)
     try:
-        return _relay(conn, argv, root, found[1], start)
+        return _relay(conn, argv, root, found[1], start, marks if marks is not None else Marks())
     finally:
         conn.close()
 
 
-def _relay(conn: _socket.socket, argv: list[str], root: str, command: str, start: str | None) -> Outcome:
+def _relay(conn: _socket.socket, argv: list[str], root: str, command: str, start: str | None, marks: Marks) -> Outcome:
     offered = reads_stdin(argv)
     if offered and (_isatty(sys.stdin) or sys.stdin is None):
         return Outcome(None)  # typed at a terminal: read by the command itself, here
-    return _exchange(conn, argv, root, command, start, offered)
+    return _exchange(conn, argv, root, command, start, offered, marks)
 
 
 def _take_stdin() -> bytes:
@@ -420,7 +421,7 @@ def _take_stdin() -> bytes:
 
 
 def _exchange(conn: _socket.socket, argv: list[str], root: str, command: str, start: str | None,
-              offered: bool) -> Outcome:
+              offered: bool, marks: Marks) -> Outcome:
     """The request sent and its answer printed. ``offered``: the command may read stdin, which
     the server asks for (``INPUT``) only once the command got past its argument checks, as a
     process of its own reads it (``_take_stdin``)."""
@@ -454,7 +455,7 @@ def _exchange(conn: _socket.socket, argv: list[str], root: str, command: str, st
                 send_frame(conn, taken)
             elif tag == START:
                 if command not in READS:  # before GO: a Ctrl-C from here on finds the write begun
-                    begun.append(command)
+                    marks.begun = command
                 conn.sendall(GO)
                 began = True
                 if yields(argv) and not priority.PER_THREAD:
@@ -478,47 +479,50 @@ def _exchange(conn: _socket.socket, argv: list[str], root: str, command: str, st
         return Outcome(None, start)
     except KeyboardInterrupt:
         # Here only when nothing else waits for this thread (entry.py, priority.beneath).
-        if not interrupted(1):
+        if not marks.interrupted(1):
             print("\nAborted!", file=sys.stderr)
             return Outcome(1)
-        result = _outcome(conn)
+        result = _outcome(conn, marks)
         if result is None:
             return Outcome(1)
         code, chunks = result
     return _print_result(code, chunks)
 
 
-# The write the server began for this client, once it did: Ctrl-C then leaves it to finish there
-# (``interrupted``). Set by the relaying thread, read by the one a Ctrl-C interrupts.
-begun: list[str] = []
-_said: list[bool] = []  # that it was left to the server (``abandoned``): said once
+class Marks:
+    """What one relayed command's client knows of it across its threads: the write the server
+    began for it, once it did (``begun``: set by the relaying thread, read by the one a Ctrl-C
+    interrupts), and whether it said it left it there. One per command (``forward``): an
+    in-process caller relaying twice carried the first write's mark into the second."""
+
+    def __init__(self) -> None:
+        self.begun: str | None = None
+        self.said = False  # that it was left to the server (``abandoned``): said once
+
+    def interrupted(self, times: int) -> bool:
+        """The ``times``-th Ctrl-C: whether the client waits on for the outcome of the write the
+        server began (said), which is for the first only. Until the server began one, Ctrl-C
+        aborts: it runs nothing its client did not confirm, and a read may end any time.
+        "Aborted!" after a write it began had it retried, and done twice."""
+        if self.begun is None or times != 1:
+            return False
+        print(f"\nInterrupted: the server had begun this {self.begun} and finishes it; waiting for its "
+              "outcome (Ctrl-C again to stop waiting).", file=sys.stderr, flush=True)
+        return True
+
+    def abandoned(self) -> bool:
+        """The client stops waiting (a second Ctrl-C, a silent server): whether a write the server
+        began is left to it, said once; else the command was aborted."""
+        if self.begun is None:
+            return False
+        if not self.said:
+            self.said = True
+            print(f"Not waiting: the server may still finish this {self.begun}; `git log -1` shows whether "
+                  "it committed.", file=sys.stderr, flush=True)
+        return True
 
 
-def interrupted(times: int) -> bool:
-    """The ``times``-th Ctrl-C: whether the client waits on for the outcome of the write the
-    server began (said), which is for the first only. Until the server began one, Ctrl-C aborts:
-    it runs nothing its client did not confirm, and a read may end any time. "Aborted!" after a
-    write it began had it retried, and done twice."""
-    if not begun or times != 1:
-        return False
-    print(f"\nInterrupted: the server had begun this {begun[0]} and finishes it; waiting for its "
-          "outcome (Ctrl-C again to stop waiting).", file=sys.stderr, flush=True)
-    return True
-
-
-def abandoned() -> bool:
-    """The client stops waiting (a second Ctrl-C, a silent server): whether a write the server
-    began is left to it, said once; else the command was aborted."""
-    if not begun:
-        return False
-    if not _said:
-        _said.append(True)
-        print(f"Not waiting: the server may still finish this {begun[0]}; `git log -1` shows whether "
-              "it committed.", file=sys.stderr, flush=True)
-    return True
-
-
-def _outcome(conn: _socket.socket) -> tuple[int, list[tuple[int, bytes]]] | None:
+def _outcome(conn: _socket.socket, marks: Marks) -> tuple[int, list[tuple[int, bytes]]] | None:
     """After a Ctrl-C: the result of the write the server began, once it sends it (None, said,
     when a second Ctrl-C or a silent or lost server ends the wait)."""
     try:
@@ -529,7 +533,7 @@ def _outcome(conn: _socket.socket) -> tuple[int, list[tuple[int, bytes]]] | None
             return result["code"], result["chunks"]  # type: ignore[index]
     except (OSError, ValueError, EOFError, TypeError, KeyError, KeyboardInterrupt):
         pass
-    abandoned()
+    marks.abandoned()
     return None
 
 

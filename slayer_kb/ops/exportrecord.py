@@ -17,6 +17,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.fileio import write_whole
+
 RECORD = ".slayer-kb-export.json"
 
 
@@ -61,9 +63,8 @@ def finish(folder: Path, done: Plan) -> None:
     for name in done.stale:
         with contextlib.suppress(FileNotFoundError):
             (folder / name).unlink()
-    partial = folder / f"{RECORD}.partial"
-    partial.write_text(json.dumps(dict(sorted(done.record.items())), indent=1) + "\n", encoding="utf-8")
-    os.replace(partial, folder / RECORD)
+    write_whole(folder / RECORD, json.dumps(dict(sorted(done.record.items())), indent=1) + "\n",
+                folder / f"{RECORD}.partial")
 
 
 def _recorded(folder: Path) -> dict[str, str]:

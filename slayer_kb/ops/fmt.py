@@ -4,12 +4,12 @@ concurrent slayer-kb commit is never overwritten with older content."""
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from urllib.parse import unquote
 
 from ..core.errors import MemoryFileError, os_fix
+from ..core.fileio import write_whole
 from ..core.memory import dumps, loads
 from ..core.session import SESSIONS_DIR
 from ..core.session import dumps as dump_session
@@ -66,13 +66,9 @@ def _format_one(path: Path, name: str, check: bool, line_ends: LineEnds, report:
 def _rewrite(path: Path, canonical: str) -> OSError | None:
     """Put ``canonical`` in place of ``path`` whole, or leave it as it was (and no temporary file)
     and return why not."""
-    tmp = path.with_name(f".{path.name}.fmt-tmp")
     try:
-        tmp.write_text(canonical, encoding="utf-8", newline="")
-        os.replace(tmp, path)
+        write_whole(path, canonical, path.with_name(f".{path.name}.fmt-tmp"), newline="")
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
         return exc
     return None
 

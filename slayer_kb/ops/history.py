@@ -6,7 +6,8 @@ tree, except ``restore_revision`` which writes one memory back as a new commit.
 Decisions:
 
 - ``show ID`` without ``--rev`` shows the file as it is now, or, for a memory that was deleted,
-  its last committed version (with ``deleted_in`` naming the commit that removed it); for one a
+  its last committed version (``deleted_in``: the commit that removed it; ``folded``: when a fold
+  did, the memory kept, named as ``get`` names it, not as a deletion); for one a
   ``rename`` moved (its commit's trailer, renames.py), an error naming the new id, as
   ``restore ID`` gives: its last version is the renamed memory's.
 - ``restore ID --rev REV`` brings back the version at REV whether or not the id exists now: the
@@ -52,7 +53,7 @@ from ..core.session import SESSIONS_DIR, Session, id_of_file
 from ..core.session import loads as load_session
 from ..core.text import paragraph_one, shown_value
 from ..store import revisions
-from ..store.foldlog import held_fold
+from ..store.foldlog import held_fold, held_fold_said
 from ..store.gitenv import LITERAL_PATHS
 from ..store.renames import last_deletion, renamed_since, renames_between
 from ..store.repo import GitStore
@@ -155,7 +156,7 @@ def _show(kb: Context, memory_id: str, rev: str | None,
     if deleting is None and (held := held_fold(kb.store, memory_id)) is not None:
         # A held rename's id, folded by the merge: its last version is the renaming parent's.
         text, parent = next((t, p) for n in (1, 2) if (t := text_at(kb.store, p := resolve_rev(kb.store, f"{held[1]}^{n}"), path)))
-        return Shown(loads(text, memory_id, f"{parent}:{path}"), text, parent, held[1])
+        return Shown(loads(text, memory_id, f"{parent}:{path}"), text, parent, held[1], folded=(held[0], held_fold_said(*held)))
     if deleting is None:
         raise no_memory(memory_id, kb.memory_exists, "No memory with id '{}', now or in the history", kb.file_ids)
     if (renamed := kb.renamed_away(memory_id, deleting)) is not None:
@@ -164,7 +165,7 @@ def _show(kb: Context, memory_id: str, rev: str | None,
         raise NotFoundError(moved)  # so is one a commit moved by hand
     text = text_at(kb.store, f"{deleting}^", path)
     assert text is not None
-    return Shown(loads(text, memory_id, f"{deleting}^:{path}"), text, f"{deleting}^", deleting)
+    return Shown(loads(text, memory_id, f"{deleting}^:{path}"), text, f"{deleting}^", deleting, folded=kb.folded_in(memory_id, deleting))
 
 
 def forgotten_error(kb: Context, memory_id: str) -> NotFoundError:

@@ -71,7 +71,7 @@ from ..catalog.resolve import Resolver
 from ..catalog.slayerquery import check_query
 from ..core import engram, problems, yamlio
 from ..core.errors import ConflictError, InvalidIdError, InvalidInputError, KBError, StoreError, os_fix
-from ..core.fileio import outside
+from ..core.fileio import outside, write_whole
 from ..core.ids import case_conflict, check_new_id
 from ..core.inputs import check_folder_named, given_folder, given_text, read_given_file
 from ..core.locate import MEMORIES_DIR, linked_id, memory_link
@@ -467,10 +467,9 @@ def export_slayer(kb: Context, folder: str | Path, force: bool = False) -> Expor
     # folders and files it added go (given_folder), the failing file with them.
     with given_folder(target, "the export's folder"):
         for name, data in files.items():
-            path, partial = target / name, target / f".{name}.partial"  # an earlier export's file stays whole
+            path = target / name
             try:
-                partial.write_bytes(data)
-                os.replace(partial, path)
+                write_whole(path, data, target / f".{name}.partial")  # an earlier export's file stays whole
             except OSError as exc:
                 raise StoreError(f"Cannot write {path}: {exc.strerror or exc}; {os_fix(exc)}. The files this export "
                                  "added were removed.") from None

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import engram
 from ..core.errors import ConflictError, InvalidInputError, MemoryFileError, unreadable
-from ..core.fileio import NotRegularFile, file_kind, not_a_file, read_regular
+from ..core.fileio import NotRegularFile, file_kind, not_a_file, read_regular, write_whole
 from ..core.ids import fold_id
 from ..core.inputs import blank, check_unicode
 from ..core.memory import time_order, utc_now
@@ -164,9 +164,8 @@ def _load_all(kb: Context) -> SessionFiles:
     if fresh != cached:
         with contextlib.suppress(OSError):
             kb.state_dir()
-            tmp = cache_path.with_name(f"sessions.{os.getpid()}.tmp")  # each writer its own
-            tmp.write_text(json.dumps(fresh), encoding="utf-8")
-            os.replace(tmp, cache_path)
+            # each writer its own temporary file
+            write_whole(cache_path, json.dumps(fresh), cache_path.with_name(f"sessions.{os.getpid()}.tmp"))
     out.sort(key=lambda s: (time_order(s.last_activity), s.id), reverse=True)
     return SessionFiles(out, sorted(warnings))
 

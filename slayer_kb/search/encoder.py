@@ -29,6 +29,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..core.fileio import write_whole
 from ..core.inputs import whole_number
 from . import placement, rewrite, runtime, sentences, spans, switches
 from .embedding import Unavailable as _Unavailable
@@ -464,9 +465,7 @@ def _remember_failed(path: Path, stamp: list[int] | None, found: str) -> None:
     checks = {**_failed_checks(), str(path): {"stamp": stamp, "pinned": MODEL_SHA256, "sha256": found}}
     with contextlib.suppress(OSError):
         where = sentences.made()
-        temporary = where / f"{FAILED_CHECKS}.{os.getpid()}"
-        temporary.write_text(json.dumps(checks), encoding="utf-8")
-        os.replace(temporary, where / FAILED_CHECKS)
+        write_whole(where / FAILED_CHECKS, json.dumps(checks), where / f"{FAILED_CHECKS}.{os.getpid()}")
 
 
 def installed() -> bool:

@@ -394,6 +394,10 @@ class Index(Reads, Meaning, Filling):
                     if isinstance(indexed, Memory):
                         fixed.append(mid)
                         embedded.append(indexed)
+                        if indexed.is_deleted:
+                            report.soft_deleted += 1
+                        else:
+                            report.live += 1
                     else:
                         problem_rows.append((mid, indexed.path, indexed.line, indexed.message))
                 if old is not None:

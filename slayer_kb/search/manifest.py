@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import MemoryFileError
+from ..core.fileio import write_whole
 from ..core.locate import MEMORIES_DIR
 from ..store.listing import shown
 from . import vectors
@@ -51,9 +52,7 @@ class StateFile:
         return dict(state)
 
     def write(self, state: dict[str, Any]) -> None:
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_text(json.dumps(state, separators=(",", ":")), encoding="utf-8")
-        os.replace(tmp, self.path)
+        write_whole(self.path, json.dumps(state, separators=(",", ":")), self.path.with_name(self.path.name + ".tmp"))
 
 
 def connect(folder: Path) -> sqlite3.Connection:

@@ -53,6 +53,13 @@ def held_fold(store: GitStore, memory_id: str) -> tuple[str, str, str] | None:
     return None
 
 
+def held_fold_said(kept: str, merge: str, old: str) -> str:
+    """``held_fold``'s answer (the id kept, the merge's commit, the id renamed) in words, as
+    ``Context.folded_in`` says a fold: what get's error and show's heading say of it."""
+    return (f"merged into '{kept}' in commit {merge[:12]}, the merge of the rename of {old} to it, {old} having been "
+            f"merged into {kept} on the other side")
+
+
 def held_folds(store: GitStore, parted: str, side: str) -> dict[str, str]:
     """Each id a merge between ``parted`` and ``side`` took away as ``held_fold`` reads it, whose
     message is no fold's (``git commit -m`` over the fold's subject) -> the id kept: what

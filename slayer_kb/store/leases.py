@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.errors import StoreError
+from ..core.fileio import write_whole
 from ..core.ids import is_auto_id
 from ..core.locate import MEMORIES_DIR, id_of_path
 from ..core.problems import command
@@ -592,9 +593,7 @@ class IdLeases:
 
     def _save(self, held: Leases) -> None:
         path = self.common_dir / STATE_FILE
-        tmp = path.with_name(f"{STATE_FILE}.{os.getpid()}.tmp")
         try:
-            tmp.write_text(json.dumps(held.to_json()), encoding="utf-8")
-            os.replace(tmp, path)
+            write_whole(path, json.dumps(held.to_json()), path.with_name(f"{STATE_FILE}.{os.getpid()}.tmp"))
         except OSError as exc:
             raise StoreError(f"Cannot write {path}: {exc.strerror}; is the repository writable?") from None

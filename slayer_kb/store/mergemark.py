@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..core.fileio import write_whole
 from ..core.problems import cd_step, command, command_in, words
 from ..core.text import listed
 from .gitenv import LITERAL_PATHS
@@ -129,9 +130,7 @@ def _owed_records(store: GitStore) -> dict[str, dict[str, str]]:
 def _write_owed(store: GitStore, records: dict[str, dict[str, str]]) -> None:
     path = store.git_dirs()[0] / OWED
     if records:  # whole or not at all: reads settle records without the KB's lock, two at once
-        temp = path.with_name(f"{OWED}.{os.getpid()}")
-        temp.write_text(json.dumps(records), encoding="utf-8")
-        os.replace(temp, path)
+        write_whole(path, json.dumps(records), path.with_name(f"{OWED}.{os.getpid()}"))
     else:
         path.unlink(missing_ok=True)
 

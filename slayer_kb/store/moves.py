@@ -21,6 +21,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.fileio import write_whole
 from ..core.memory import Memory
 from ..core.problems import words
 from .leases import IdLeases
@@ -120,10 +121,8 @@ class MovedIds:
                                   for m in known.values()}, indent=1))
 
     def _replace(self, text: str) -> None:
-        tmp = self.path.with_name(f"{MOVES_FILE}.{os.getpid()}.tmp")
         with contextlib.suppress(OSError):
-            tmp.write_text(text, encoding="utf-8")
-            os.replace(tmp, self.path)
+            write_whole(self.path, text, self.path.with_name(f"{MOVES_FILE}.{os.getpid()}.tmp"))
 
 
 def refusal(move: Move, now: Memory | None, run: str, went: str | None = None) -> str:

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import StoreError
+from ..core.fileio import write_whole
 
 if TYPE_CHECKING:
     from .repo import GitStore
@@ -98,10 +99,8 @@ class Pulls:
         record that cannot be written fails the sync (put back where it was). Written whole (a
         rename), with no fsync: it is in the race with other clones, and a kill leaves the page
         cache to the next process; a power cut may lose it as git may lose the branch's move."""
-        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
         try:
-            tmp.write_text(json.dumps(asdict(pull)), encoding="utf-8")
-            os.replace(tmp, self.path)
+            write_whole(self.path, json.dumps(asdict(pull)), self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp"))
             self.written = pull
         except OSError as exc:
             raise StoreError(f"Cannot write {self.path}: {exc.strerror}; sync records its pull there before "

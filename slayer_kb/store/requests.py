@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import StoreError
+from ..core.fileio import write_whole
 
 if TYPE_CHECKING:
     from .objects import ObjectStore
@@ -86,9 +87,7 @@ def _write(state: Path, request: str, data: dict[str, Any]) -> None:
     folder = state / FOLDER
     folder.mkdir(exist_ok=True, mode=0o700)
     path = _path(state, request)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data), encoding="utf-8")
-    os.replace(tmp, path)
+    write_whole(path, json.dumps(data), path.with_suffix(".tmp"))
 
 
 def note(

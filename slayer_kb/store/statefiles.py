@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..core.fileio import write_whole
 from ..core.ids import highest_auto_id
 
 if TYPE_CHECKING:
@@ -105,6 +105,4 @@ class PendingDuplicates:
 
     def _write(self, pending: dict[str, int]) -> None:
         self.store.ensure_state_dir()
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(pending), encoding="utf-8")
-        os.replace(tmp, self.path)
+        write_whole(self.path, json.dumps(pending), self.path.with_suffix(".tmp"))
