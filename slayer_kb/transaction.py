@@ -100,9 +100,6 @@ class Workspace(Protocol):
     def recheck_catalog(self) -> None: ...
 
 
-_NEXT_OR_NAME = " to get this clone's next auto id, or give a name such as 'kb.orders-total'."
-
-
 class Transaction:
     """What an operation may do while it holds the KB lock (see the module doc)."""
 
@@ -392,18 +389,18 @@ class Transaction:
         renumber one of the two memories, maybe under an agent that holds its id."""
         if not is_auto_id(memory_id) or len(memory_id) > MAX_AUTO_DIGITS or self.leases.may_give(int(memory_id)) is not False:
             return
-        first = first_of(block_of(int(memory_id)))
+        first, then = first_of(block_of(int(memory_id))), " to get this clone's next auto id, or give a name such as 'kb.orders-total'."
         # The claim's words are the remote's commit message, anyone's to write: data, never a
         # template (braces in it once reached str.format).
         if claim := self.leases.claim_said:
             said = (f"Memory id '{memory_id}' was given by another clone: its claim on {self.leases.remote_name()} "
                     f"({CLAIMS}{block_of(int(memory_id))}: {claim}) names it, and a sync would then give one "
                     "of the two memories a new id. Give another number, ")
-            raise InvalidIdError(said + "omit --id" + _NEXT_OR_NAME, tool_message=said + "omit the id" + _NEXT_OR_NAME)
+            raise InvalidIdError(said + "omit --id" + then, tool_message=said + "omit the id" + then)
         said = (f"Memory id '{memory_id}' is a number as auto ids are, in a block another clone leased from "
                 f"{self.leases.remote_name()} (ids {first}-{first + BLOCK - 1}): that clone hands it out for another "
                 "memory, and a sync would then give one of the two a new id. ")
-        raise InvalidIdError(said + "Omit --id" + _NEXT_OR_NAME, tool_message=said + "Omit the id" + _NEXT_OR_NAME)
+        raise InvalidIdError(said + "Omit --id" + then, tool_message=said + "Omit the id" + then)
 
     def check_new_id(self, memory_id: str) -> None:
         """Refuse an id a new memory may not take (``ids.check_new_id`` against the KB's ids)."""
