@@ -12,14 +12,25 @@ import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import StoreError
-from testing import CliRunner, Watcher, eventually, git, hostile_toc, json_of, make_empty_kb, traced_git
+from testing import CliRunner, Watcher, eventually, git, hostile_toc, json_of, make_empty_kb, make_kb_after, traced_git
+
+
+def _save_refunds(root: Path) -> None:
+    kb = KnowledgeBase(root)
+    kb.save_observation(title="Refunds", content="refunds are counted once")
+    kb.close()
+
+
+def refunds_kb(root: Path) -> Path:
+    """A new KB at ``root`` (the top of its own repository) with one saved memory, as
+    ``KnowledgeBase.init`` and a save make it: made once a process and copied (``make_kb_after``),
+    its state folder stamped again as this folder's own."""
+    return make_kb_after(root, "state-trust-refunds", _save_refunds)
 
 
 def hostile_repo(tmp_path: Path, proof: Path) -> Path:
     """A KB whose repository force-adds a Whoosh table of contents whose segments run code."""
-    origin = tmp_path / "origin"
-    kb = KnowledgeBase.init(origin)
-    kb.save_observation(title="Refunds", content="refunds are counted once")
+    origin = refunds_kb(tmp_path / "origin")
     hostile_toc(origin / ".slayer-kb" / "index", proof)
     git(origin, "add", "-f", ".slayer-kb/index/_MAIN_9.toc")
     git(origin, "commit", "-q", "-m", "hostile")
@@ -31,7 +42,7 @@ def test_the_hostile_table_of_contents_runs_from_a_trusted_folder(tmp_path: Path
     our own folder, untracked (the check cannot tell it from ours), the next search runs it."""
     proof = tmp_path / "pwned"
     kb = tmp_path / "kb"
-    KnowledgeBase.init(kb).save_observation(title="Refunds", content="refunds are counted once")
+    refunds_kb(kb)
     assert invoke_cli("--kb", kb, "search", "refunds").returncode == 0
     hostile_toc(kb / ".slayer-kb" / "index", proof)
     invoke_cli("--kb", kb, "search", "refunds")
@@ -60,7 +71,7 @@ def test_a_cloned_pickle_is_never_opened(tmp_path: Path, invoke_cli) -> None:  #
 def test_files_a_pull_brings_into_our_folder_are_not_opened(tmp_path: Path, invoke_cli) -> None:  # noqa: ANN001
     proof = tmp_path / "pwned"
     clean = tmp_path / "clean"
-    KnowledgeBase.init(clean).save_observation(title="Refunds", content="refunds are counted once")
+    refunds_kb(clean)
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(clean), str(clone))
     assert invoke_cli("--kb", clone, "search", "refunds").returncode == 0  # our own, stamped folder
@@ -79,7 +90,7 @@ def test_a_symlinked_state_folder_is_not_followed(tmp_path: Path, invoke_cli) ->
     (outside / "index").mkdir(parents=True)
     (outside / "index" / "keep.txt").write_text("mine")
     origin = tmp_path / "origin"
-    KnowledgeBase.init(origin).save_observation(title="Refunds", content="refunds are counted once")
+    refunds_kb(origin)
     (origin / ".slayer-kb").rename(tmp_path / "ours")
     os.symlink(outside, origin / ".slayer-kb")
     git(origin, "add", "-f", ".slayer-kb")
@@ -220,7 +231,10 @@ def tracking_clone(tmp_path: Path, how: str, under: str = "") -> Path:
     if under:
         git(tmp_path, "init", "-q", str(origin))
     kb = origin / under
-    KnowledgeBase.init(kb).save_observation(title="Refunds", content="refunds are counted once")
+    if under:  # in a folder of the repository made above: its own init
+        KnowledgeBase.init(kb).save_observation(title="Refunds", content="refunds are counted once")
+    else:
+        refunds_kb(kb)
     if how == "file":
         (kb / ".slayer-kb" / "x").write_text("committed by mistake\n")
         git(kb, "add", "-f", ".slayer-kb/x")
@@ -271,7 +285,7 @@ def test_a_file_git_converts_as_it_checks_it_out_is_still_gits(tmp_path: Path, i
     the line ends) made git's copy differ from its blob, so it was taken for our own file and
     opened: it is git's, and the folder is set aside unread."""
     clean = tmp_path / "clean"
-    KnowledgeBase.init(clean).save_observation(title="Refunds", content="refunds are counted once")
+    refunds_kb(clean)
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(clean), str(clone))
     assert invoke_cli("--kb", clone, "search", "refunds").returncode == 0  # our own, stamped folder
@@ -331,7 +345,7 @@ def test_a_file_staged_into_the_folder_before_a_save_is_caught_after_it(tmp_path
     record of the check is not carried past the save's commit, so by the command after it at the
     latest the folder is set aside."""
     kb = tmp_path / "kb"
-    KnowledgeBase.init(kb).save_observation(title="Refunds", content="refunds are counted once")
+    refunds_kb(kb)
     assert invoke_cli("--kb", kb, "list").returncode == 0
     (kb / ".slayer-kb" / "x").write_text("force-added\n")
     git(kb, "add", "-f", ".slayer-kb/x")
@@ -360,7 +374,7 @@ def evil_branch_clone(tmp_path: Path, proof: Path, invoke_cli: CliRunner) -> Pat
     """A clone that has used its KB (its folder checked at HEAD) and fetched a branch ``evil``
     that force-adds a hostile table of contents under .slayer-kb/."""
     origin = tmp_path / "origin"
-    KnowledgeBase.init(origin).save_observation(title="Refunds", content="refunds are counted once")
+    refunds_kb(origin)
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(origin), str(clone))
     for command in (["search", "refunds"], ["list"]):

@@ -29,14 +29,26 @@ def test_three(command): pass
 '''
 
 
-def _collected(module: Path, *marks: str) -> list[str]:
-    """The ids pytest collects of ``module``, under the project's own settings (its ``-m 'not
-    slow'`` unless ``marks`` says otherwise)."""
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-c", str(ROOT / "pyproject.toml"), str(module), "-n", "0",
-                           "-p", "no:cacheprovider", "-q", "--collect-only", *marks],
+def _collected_each(modules: list[Path], *marks: str) -> dict[str, list[str]]:
+    """The ids pytest collects of each of ``modules`` (by file name; all in one folder, the run's
+    root, so that each id names its file), in one run under the project's own settings (its
+    ``-m 'not slow'`` unless ``marks`` says otherwise)."""
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-c", str(ROOT / "pyproject.toml"),
+                           "--rootdir", str(modules[0].parent), *map(str, modules),
+                           "-n", "0", "-p", "no:cacheprovider", "-q", "--collect-only", *marks],
                           cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode in (0, 5), proc.stdout + proc.stderr  # 5: nothing collected
-    return [line.split("::", 1)[1] for line in proc.stdout.splitlines() if "::" in line]
+    found: dict[str, list[str]] = {module.name: [] for module in modules}
+    for line in proc.stdout.splitlines():
+        if "::" in line:
+            path, test = line.split("::", 1)
+            found[Path(path).name].append(test)
+    return found
+
+
+def _collected(module: Path, *marks: str) -> list[str]:
+    """The ids pytest collects of ``module`` (``_collected_each`` of it alone)."""
+    return _collected_each([module], *marks)[module.name]
 
 
 def test_the_first_values_run_by_default_and_the_rest_in_slow_under_the_same_ids(tmp_path: Path) -> None:
@@ -47,7 +59,8 @@ def test_the_first_values_run_by_default_and_the_rest_in_slow_under_the_same_ids
     default, slow = _collected(marked), _collected(marked, "-m", "slow")
     assert default == ["test_one[sync]", "test_two[True-True]", "test_two[False-False]", "test_three[command0]"]
     assert slow == ["test_one[merge]", "test_one[rebase]", "test_two[True-False]", "test_three[rebased]"]
-    assert sorted(slow + default) == sorted(_collected(plain, "-m", "")) == sorted(_collected(marked, "-m", ""))
+    every = _collected_each([plain, marked], "-m", "")  # both modules in one run
+    assert sorted(slow + default) == sorted(every[plain.name]) == sorted(every[marked.name])
 
 
 def test_the_marks_of_each_value() -> None:
