@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from slayer_kb.core.errors import MemoryFileError
@@ -270,7 +270,8 @@ def _nested_duplicate_by_loader(text: str) -> tuple[int, str] | None:
     st.lists(
         st.tuples(
             st.sampled_from(
-                ["learning", "title", "a-b", "_x", "9x", " learning", "x", '"learning"', "'x'", "-x", "a:b", "a#b"]
+                ["learning", "title", "a-b", "_x", "9x", " learning", "x", '"learning"', "'x'", "-x", "a:b", "a#b",
+                 "!!str learning", "&a x", "a b"]
             ),
             st.sampled_from([":", ": ", " :", ":x", "", ":\t"]),
             st.sampled_from(["", "v", " |"]),
@@ -279,6 +280,7 @@ def _nested_duplicate_by_loader(text: str) -> tuple[int, str] | None:
         max_size=8,
     )
 )
+@example([("learning", ":", "", "\n- "), ("x", ": ", " |", "\n  "), ("x", ": ", "v", "\n")])  # a key after "- x: |"
 def test_duplicate_keys_are_found_as_line_by_line(parts: list[tuple[str, str, str, str]]) -> None:
     from slayer_kb.core.memory import check_duplicate_keys
 
@@ -290,6 +292,30 @@ def test_duplicate_keys_are_found_as_line_by_line(parts: list[tuple[str, str, st
         with pytest.raises(MemoryFileError) as info:
             check_duplicate_keys(text, "m.yaml")
         assert (info.value.line, f"duplicate key '{expected[1]}'") == (expected[0], info.value.message.split(" (")[0])
+
+
+@pytest.mark.parametrize(("text", "line", "key"), [
+    ("learning: kept by hand\n!!str learning: b\n", 2, "learning"),  # fmt kept "b" alone, without a word
+    ("learning: x\n&a learning: b\n", 2, "learning"),
+    ("learning: x\n? learning\n: b\n", 2, "learning"),
+    ("learning: v\nquery:\n  measures:\n  - formula: |\n      sum(amount)\n    name: revenue\n    name: total\n", 7, "name"),
+])
+def test_a_key_written_twice_in_a_way_the_lines_do_not_show_is_found(text: str, line: int, key: str) -> None:
+    from slayer_kb.core.memory import check_duplicate_keys
+
+    with pytest.raises(MemoryFileError) as info:
+        check_duplicate_keys(text + "created_at: '2026-11-29T20:42:40Z'\n", "m.yaml")
+    assert (info.value.line, info.value.message) == (line, f"duplicate key '{key}' (first on line {line - 1}); keep one")
+
+
+def test_a_long_line_costs_the_duplicate_key_check_one_pass() -> None:
+    """A line of a million blanks with no key on it: the key pattern once split the blanks
+    between two parts in every way (about 14 minutes for this line; 12 s for 120,000 blanks)."""
+    from slayer_kb.core.memory import check_duplicate_keys
+
+    for blanks in (" ", " \t"):
+        check_duplicate_keys("learning: v\nentities:\n- a" + blanks * 500_000 + "b\n", "m.yaml")
+        check_duplicate_keys("k" + blanks * 500_000 + ": v\nx: w\n", "m.yaml")
 
 
 def test_a_date_out_of_range_is_a_file_error_on_its_line() -> None:

@@ -106,12 +106,17 @@ def parse(text: str) -> Iterator[yaml.Event]:
 
 # A line holding a key (after any indent and "- " of list items): where its mapping is, then the
 # key double-quoted, single-quoted or plain (a plain key may start with "-", "?" or ":" followed
-# by no space, and hold a ":" followed by none, or a "#" after no space, as "a:b#c"). Each part
-# has one way to match: no backtracking.
+# by no space, and hold a ":" followed by none, or a "#" after no space, as "a:b#c"). A plain
+# key is words with one run of blanks between two: the blanks before the ":" can go to one part
+# only, and a line of 100,000 spaces costs a pass, not a pass for each space.
+_REST = r"""[^\s:#]*(?:(?::(?=\S)|(?<=\S)#)[^\s:#]*)*"""  # unrolled: each character has one part to go to
+_WORD = rf"""(?:[^\s:#]|:(?=\S)){_REST}"""
 _KEY_LINE = re.compile(
-    r"""( *(?:- +)*)(?:"((?:[^"\\]|\\.)*)"|'((?:[^']|'')*)'|((?:[^\s#:'"{}\[\],&*!|>%@`?-]|[-?:](?=\S))[^:#]*(?:(?::(?=\S)|(?<=\S)#)[^:#]*)*))"""
-    r"[ \t]*:(?:[ \t]|$)"
+    r"""( *(?:- +)*)(?:"((?:[^"\\]|\\.)*)"|'((?:[^']|'')*)'|((?:[^\s#:'"{}\[\],&*!|>%@`?-]|[-?:](?=\S))"""
+    rf"""{_REST}(?:[ \t]+{_WORD})*))[ \t]*:(?:[ \t]|$)"""
 )
+# A key the guess cannot read (a tag, an anchor, an alias or "? " before it): the tree decides.
+_ODD_STARTS = ("!", "&", "*", "?")
 
 
 def _key_of(match: re.Match[str]) -> str | None:
@@ -131,7 +136,7 @@ def _may_repeat_a_key(text: str) -> bool:
     every real repeat in a block mapping, and for a few texts without one, which the tree then
     clears. A block scalar's lines (a learning's, mostly) are passed over unread."""
     open_keys: dict[int, set[str]] = {}
-    scalar_above: int | None = None  # the indent of the key whose block scalar these lines are
+    scalar_above: int | None = None  # the column of the key whose block scalar these lines are
     for line in text.splitlines():
         stripped = line.lstrip(" ")
         indent = len(line) - len(stripped)
@@ -140,7 +145,9 @@ def _may_repeat_a_key(text: str) -> bool:
         scalar_above = None
         if stripped.startswith("#"):
             continue
-        match = _KEY_LINE.match(line)
+        if stripped.lstrip("- ")[:1] in _ODD_STARTS:
+            return True
+        match = _KEY_LINE.match(line) if ":" in stripped else None
         column = len(match.group(1)) if match else indent
         if open_keys and (deeper := [c for c in open_keys if c > column or (c == column and "-" in line[:column])]):
             for c in deeper:
@@ -152,7 +159,7 @@ def _may_repeat_a_key(text: str) -> bool:
                 return True
             keys.add(key)
             if stripped.rstrip().endswith(("|", ">", "|-", ">-", "|+", ">+")):
-                scalar_above = indent
+                scalar_above = column  # deeper than the key's mapping: "- sql: |" holds column 2's lines, not 0's
     return False
 
 
@@ -160,8 +167,10 @@ def duplicate_keys(text: str) -> list[tuple[int, str, int]]:
     """Each key a mapping holds twice (``{a: 1, a: 2}``, a block mapping's ``name:`` written twice
     under one ``-``, or ``"learning":`` beside ``learning:``): its line, the key and the line of
     its first. The loader keeps the last of the two without a word (a column
-    ``{name: amount, name: total}`` read as ``total``). Composed only when the text has a ``{`` or may repeat a key in a block
-    mapping (``_may_repeat_a_key``); a document that does not compose is the loader's to report."""
+    ``{name: amount, name: total}`` read as ``total``). Composed only when the text has a ``{``
+    or may repeat a key in a block mapping (``_may_repeat_a_key``, which also hands the tree a
+    key it cannot read: tagged, anchored, an alias, or "? "); a document that does not compose is
+    the loader's to report. Keys equal only once resolved (``1`` and ``0x1``) are not compared."""
     if "{" not in text and not _may_repeat_a_key(text):
         return []
     try:
@@ -170,8 +179,12 @@ def duplicate_keys(text: str) -> list[tuple[int, str, int]]:
         return []
     found: list[tuple[int, str, int]] = []
     stack = [root] if root is not None else []
+    walked: set[int] = set()  # an alias is the node it names: a bomb's 9**8 paths are 9 nodes a level
     while stack:
         node = stack.pop()
+        if id(node) in walked:
+            continue
+        walked.add(id(node))
         if isinstance(node, yaml.MappingNode):
             seen: dict[str, int] = {}
             for key, _value in node.value:
