@@ -41,3 +41,17 @@ def test_a_write_that_fails_leaves_the_old_file_and_no_temporary_file(tmp_path: 
     with pytest.raises(OSError):  # failing at the rename: a folder is in the way
         write_whole(tmp_path / "folder", "new", tmp_path / "folder.tmp")
     assert (names(tmp_path), names(tmp_path / "folder")) == (["folder", "state.json"], ["kept"])
+
+
+def test_a_link_at_the_callers_temporary_name_is_never_written_through(tmp_path: Path) -> None:
+    """fmt's temporary name is known and sits in memories/, which a clone fills: a committed link
+    ``memories/.1.yaml.fmt-tmp -> /tmp/victim`` made fmt overwrite the file outside the KB, and
+    left the memory a link to it."""
+    kb, outside = tmp_path / "memories", tmp_path / "victim"
+    kb.mkdir()
+    outside.write_text("precious", encoding="utf-8")
+    (kb / ".1.yaml.fmt-tmp").symlink_to(outside)
+    write_whole(kb / "1.yaml", "learning: x\n", kb / ".1.yaml.fmt-tmp", newline="")
+    assert outside.read_text(encoding="utf-8") == "precious"
+    assert not (kb / "1.yaml").is_symlink() and (kb / "1.yaml").read_text(encoding="utf-8") == "learning: x\n"
+    assert names(kb) == [".1.yaml.fmt-tmp", "1.yaml"]  # the link is the clone's, left as it was

@@ -686,6 +686,20 @@ def test_an_index_sync_of_a_deleted_kb_never_makes_its_folder_again(tmp_path: Pa
     assert not root.exists()
 
 
+def test_a_state_folder_deleted_under_an_open_kb_is_made_again_stamped(tmp_path: Path) -> None:
+    # The index made the folder back by a bare mkdir, unstamped: the next check of the state set
+    # it aside as untrusted, and the command failed ("was set aside while this process had the
+    # KB open"). The store makes it now, stamped as the open did.
+    root = make_indexed_example_kb(tmp_path / "kb")
+    kb = KnowledgeBase(root)
+    kb.index.sync(full=True)
+    shutil.rmtree(root / ".slayer-kb")
+    kb.index.sync(full=True)
+    saved = kb.save_memory("Refunds are counted once, on the day they are processed", ["shop.refunds"])
+    assert [m["id"] for m in kb.search("refunds counted once processed").memories][:1] == [saved.memory_id]
+    assert sorted(p.name for p in root.iterdir() if p.name.startswith(".slayer-kb")) == [".slayer-kb"]
+
+
 def test_an_index_sync_of_a_kb_moved_away_makes_nothing_in_the_folder_at_its_path(tmp_path: Path) -> None:
     # The watch's check of its folder passed, then the KB was moved away and a folder made at
     # its path (the slow test above, 1 run in many under load): the sync made the index again

@@ -114,19 +114,26 @@ def read_regular(path: str | os.PathLike[str], follow_symlinks: bool = False, li
 
 def write_whole(path: str | os.PathLike[str], data: str | bytes, tmp: str | os.PathLike[str] | None = None,
                 newline: str | None = None) -> None:
-    """Put ``data`` at ``path`` whole or not at all: written to ``tmp`` (by default a name of its
-    own beside it, so that processes writing the file at once never share one), then renamed over
-    ``path``, so that a reader or a kill never meets half a file. On failure ``tmp`` is removed and
-    the OSError raised. Text is written as UTF-8, its newlines as ``open`` takes ``newline``. No
-    fsync: a power cut may lose the write (journal.py, which must keep it, syncs its own)."""
+    """Put ``data`` at ``path`` whole or not at all: written to a temporary file beside it, then
+    renamed over ``path``, so that a reader or a kill never meets half a file. The temporary file
+    is named after ``tmp`` (default ``PATH.tmp``) with a random part before its last suffix
+    (``.1.yaml.fmt-tmp`` is written as ``.1.yaml.<random>.fmt-tmp``), and made new: two processes
+    writing at once never share one, and a link a clone carries at the caller's name is never
+    written through. On failure it is removed and the OSError raised. Text is written as UTF-8,
+    its newlines as ``open`` takes ``newline``. No fsync: a power cut may lose the write
+    (journal.py, which must keep it, syncs its own)."""
     target = os.fspath(path)
-    temporary = os.fspath(tmp) if tmp is not None else f"{target}.{os.getpid()}-{secrets.token_hex(4)}.tmp"
+    base = os.fspath(tmp) if tmp is not None else f"{target}.tmp"
+    stem, dot, suffix = base.rpartition(".")
+    token = f"{os.getpid()}-{secrets.token_hex(4)}"
+    temporary = f"{stem}.{token}.{suffix}" if dot and os.sep not in suffix and stem.rpartition(os.sep)[2] else f"{base}.{token}"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
     try:
         if isinstance(data, bytes):
-            with open(temporary, "wb") as handle:
+            with open(fd, "wb") as handle:
                 handle.write(data)
         else:
-            with open(temporary, "w", encoding="utf-8", newline=newline) as handle:
+            with open(fd, "w", encoding="utf-8", newline=newline) as handle:
                 handle.write(data)
         os.replace(temporary, target)
     except BaseException:
