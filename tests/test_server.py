@@ -709,7 +709,8 @@ def test_an_index_sync_of_a_kb_moved_away_makes_nothing_in_the_folder_at_its_pat
     root.rename(tmp_path / "old")
     root.mkdir()
     said = (f"The knowledge base at {root} is not the folder this process opened: it was deleted, moved or replaced "
-            "since, and no state folder is made in the one there now. Start the command again to open it.")
+            "since, and no state folder is made in the one there now. Run the command again (start a server or MCP "
+            "process again) to open it.")
     with pytest.raises(StoreError) as synced:
         kb.index.sync(full=True)
     with pytest.raises(StoreError) as saved:

@@ -248,7 +248,7 @@ def make(folder: Path, opened: tuple[int, int] | None = None) -> None:
             # (one being copied into place) is not this process's to write in.
             raise StoreError(f"The knowledge base at {folder.parent} is not the folder this process opened: it was "
                              "deleted, moved or replaced since, and no state folder is made in the one there now. "
-                             "Start the command again to open it.")
+                             "Run the command again (start a server or MCP process again) to open it.")
         _create(folder)
     st = os.lstat(folder)
     key = _key()
