@@ -7,9 +7,8 @@ Decisions:
 
 - ``show ID`` without ``--rev`` shows the file as it is now, or, for a memory that was deleted,
   its last committed version (``deleted_in``: the commit that removed it; ``folded``: when a fold
-  did, the memory kept, named as ``get`` names it, not as a deletion); for one a
-  ``rename`` moved (its commit's trailer, renames.py), an error naming the new id, as
-  ``restore ID`` gives: its last version is the renamed memory's.
+  did, the memory kept, named as ``get`` names it, not as a deletion); for one a ``rename``
+  moved (its commit's trailer, renames.py) or a squash folded, ``get``'s error naming the id.
 - ``restore ID --rev REV`` brings back the version at REV whether or not the id exists now: the
   file name is the id, so a memory with that id *is* that memory (auto ids are never reused) and
   restoring replaces the current version, as ``git checkout REV -- file`` would. The restored
@@ -158,6 +157,7 @@ def _show(kb: Context, memory_id: str, rev: str | None,
         text, parent = next((t, p) for n in (1, 2) if (t := text_at(kb.store, p := resolve_rev(kb.store, f"{held[1]}^{n}"), path)))
         return Shown(loads(text, memory_id, f"{parent}:{path}"), text, parent, held[1], folded=(held[0], held_fold_said(*held)))
     if deleting is None:
+        kb.check_gone(memory_id)  # a fold a squash's message tells of, in get's words; else none
         raise no_memory(memory_id, kb.memory_exists, "No memory with id '{}', now or in the history", kb.file_ids)
     if (renamed := kb.renamed_away(memory_id, deleting)) is not None:
         raise NotFoundError(renamed)  # its last version is the renamed memory's: no deleted memory to show
