@@ -373,3 +373,32 @@ def test_a_pushed_agent_branch_merging_main_renumbers_its_own_memory_not_mains(t
         "was renumbered onto had already used 1 for another memory; '1' now names another memory: "
         f"\"{unlike('agent-a')[:60]}...\". Use 2 for the memory saved here; to mean what '1' names now, run "
         "'slayer-kb renumber --accept 1' first.\n")
+
+
+def test_get_of_an_id_renamed_away_that_a_merge_gave_back_says_so(tmp_path: Path, typed: CliRunner) -> None:
+    # Before: once a merge brought another memory under kb.x, renamed away on main, 'get kb.x'
+    # showed it without a word (git's simplified history of the file no longer shows the rename).
+    _bare, (a, b) = make_team(tmp_path)
+    parted = git(b, "rev-parse", "HEAD").strip()
+    typed("--kb", a, "save", unlike("main"), "-e", "shop.orders.amount", "--id", "kb.x", check=True)
+    typed("--kb", a, "sync", check=True)
+    git(b, "switch", "-q", "-c", "agent", parted)
+    typed("--kb", b, "save", unlike("agent"), "-e", "shop.refunds.amount", "--id", "kb.x", check=True)
+    typed("--kb", b, "sync", check=True)
+    typed("--kb", a, "rename", "kb.x", "kb.y", check=True)
+    renamed = git(a, "rev-parse", "HEAD").strip()
+    git(a, "fetch", "-q")
+    git(a, "merge", "-q", "--no-ff", "origin/agent", "-m", "Merge agent")  # a reviewer's plain merge
+    got = typed("--kb", a, "get", "kb.x", check=True)
+    assert unlike("agent") in got.stdout
+    assert got.stderr == (
+        f"warning: memory id 'kb.x' was renamed to 'kb.y' in commit {renamed[:12]}; a merge brought in another "
+        "memory under 'kb.x' from commits made without that rename, shown here. The memory 'kb.x' named before is "
+        "'kb.y' now: use that id for it.\n")
+    renamed_one = typed("--kb", a, "get", "kb.y", check=True)
+    assert (unlike("main") in renamed_one.stdout, renamed_one.stderr) == (True, "")
+    # Given again knowingly (after a rename, --reuse-id): no word.
+    typed("--kb", a, "rename", "kb.x", "kb.z", check=True)
+    typed("--kb", a, "save", unlike("again"), "-e", "shop.orders.amount", "--id", "kb.x", "--reuse-id", check=True)
+    again = typed("--kb", a, "get", "kb.x", check=True)
+    assert (unlike("again") in again.stdout, again.stderr) == (True, "")
