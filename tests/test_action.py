@@ -171,7 +171,7 @@ FIRST_COMMENT = REVIEW + """
 `slayer-kb validate --against origin/main` found problems; fix them on this branch:
 
 ```text
-memories/3.yaml:1: auto id '3' was added on this branch, but origin/main already uses it for \
+memories/3.yaml:1: id '3' was added on this branch, but origin/main already uses it for \
 another memory; run 'git fetch origin && slayer-kb renumber --onto origin/main' to give this branch's \
 memory a fresh id and rewrite its memory:3 references, in one commit
 1 problem in 1 file (2 files checked)

@@ -322,3 +322,83 @@ def test_a_merge_into_a_pushed_branch_names_the_renumbering_of_the_branch_merged
     git(a, "switch", "-q", "main")
     typed("--kb", a, "merge", "agent", check=True)
     assert unlike("main") in (a / "memories" / "1.yaml").read_text()
+
+
+def test_a_pushed_agent_branch_merging_main_renumbers_its_own_memory_not_mains(tmp_path: Path,
+                                                                              typed: CliRunner) -> None:
+    # Before: agent-b, pushed, was told to renumber main's 1 ('renumber --onto agent-b' on main):
+    # done, a's id 1 named b's memory once PR b landed, and b was told its memory was a's.
+    _bare, (a, b, reviewer) = make_team(tmp_path, clones=3)
+    for agent, name in ((a, "agent-a"), (b, "agent-b")):
+        git(agent, "config", "slayer-kb.ids", "sequential")
+        git(agent, "switch", "-q", "-c", name)
+        time.sleep(1.01 - time.time() % 1)  # another second: another created_at
+        typed("--kb", agent, "save", unlike(name), "-e", "shop.orders.amount", check=True)
+        typed("--kb", agent, "sync", check=True)
+    def merge_pr(branch: str) -> None:
+        git(reviewer, "pull", "-q")
+        git(reviewer, "merge", "-q", "--no-ff", f"origin/{branch}", "-m", f"Merge {branch}")
+        git(reviewer, "push", "-q")
+    merge_pr("agent-a")
+    # The other way round, main merging the agent's branch: main's memory stays, as before.
+    git(reviewer, "fetch", "-q")
+    other = typed("--kb", reviewer, "merge", "origin/agent-b")
+    assert other.stderr.endswith(
+        "This branch's memory is on main's upstream already, where others may hold its id: give origin/agent-b's the "
+        "fresh id instead, on the branch origin/agent-b is ('slayer-kb renumber --onto main' there), then 'slayer-kb "
+        "merge origin/agent-b' again.\n")
+    git(b, "fetch", "-q")
+    refused = typed("--kb", b, "merge", "origin/main")
+    assert (refused.returncode, refused.stderr) == (1, (
+        "Error: This branch and origin/main each saved a new memory as 1 (ids counted on each clone): two memories "
+        "under one id, which the merge would take for one file both created. Nothing was merged. origin/main's is on "
+        "the remote's default branch, where the team holds its id; this branch's only on agent-b's upstream. Run "
+        "'slayer-kb renumber --onto origin/main' to give this branch's memory a fresh id (the memory:1 links to it "
+        "rewritten, in one commit), then 'slayer-kb merge origin/main' again.\n"))
+    # The fix as written, then the push and PR b.
+    renumbered = typed("--kb", b, "renumber", "--onto", "origin/main", check=True)
+    assert renumbered.stdout == "Renumbered 1 memory onto origin/main:\n  1 -> 2\n"
+    typed("--kb", b, "merge", "origin/main", check=True)
+    typed("--kb", b, "sync", check=True)
+    merge_pr("agent-b")
+    git(a, "switch", "-q", "main")
+    typed("--kb", a, "sync", check=True)
+    typed("--kb", b, "sync", check=True)
+    learned = {(agent, i): typed("--kb", agent, "--json", "get", i).stdout for agent in (a, b) for i in ("1", "2")}
+    assert [unlike(n) in learned[(a, "1")] for n in ("agent-a", "agent-b")] == [True, False]
+    assert [unlike(n) in learned[(b, "2")] for n in ("agent-a", "agent-b")] == [False, True]
+    moved = typed("--kb", b, "get", "1")
+    assert moved.stderr == (
+        "Error: Memory id '1' moved: 'slayer-kb renumber' gave this clone's memory 1 the id 2, because the branch it "
+        "was renumbered onto had already used 1 for another memory; '1' now names another memory: "
+        f"\"{unlike('agent-a')[:60]}...\". Use 2 for the memory saved here; to mean what '1' names now, run "
+        "'slayer-kb renumber --accept 1' first.\n")
+
+
+def test_get_of_an_id_renamed_away_that_a_merge_gave_back_says_so(tmp_path: Path, typed: CliRunner) -> None:
+    # Before: once a merge brought another memory under kb.x, renamed away on main, 'get kb.x'
+    # showed it without a word (git's simplified history of the file no longer shows the rename).
+    _bare, (a, b) = make_team(tmp_path)
+    parted = git(b, "rev-parse", "HEAD").strip()
+    typed("--kb", a, "save", unlike("main"), "-e", "shop.orders.amount", "--id", "kb.x", check=True)
+    typed("--kb", a, "sync", check=True)
+    git(b, "switch", "-q", "-c", "agent", parted)
+    typed("--kb", b, "save", unlike("agent"), "-e", "shop.refunds.amount", "--id", "kb.x", check=True)
+    typed("--kb", b, "sync", check=True)
+    typed("--kb", a, "rename", "kb.x", "kb.y", check=True)
+    renamed = git(a, "rev-parse", "HEAD").strip()
+    git(a, "fetch", "-q")
+    git(a, "merge", "-q", "--no-ff", "origin/agent", "-m", "Merge agent")  # a reviewer's plain merge
+    got = typed("--kb", a, "get", "kb.x", check=True)
+    assert unlike("agent") in got.stdout
+    assert got.stderr == (
+        f"warning: memory id 'kb.x' was renamed to 'kb.y' in commit {renamed[:12]}; a merge brought in another "
+        "memory under 'kb.x' from commits made without that rename, shown here. The memory 'kb.x' named before is "
+        "'kb.y' now: use that id for it.\n")
+    renamed_one = typed("--kb", a, "get", "kb.y", check=True)
+    assert (unlike("main") in renamed_one.stdout, renamed_one.stderr) == (True, "")
+    # Given again knowingly (after a rename, --reuse-id): no word.
+    typed("--kb", a, "rename", "kb.x", "kb.z", check=True)
+    typed("--kb", a, "save", unlike("again"), "-e", "shop.orders.amount", "--id", "kb.x", "--reuse-id", check=True)
+    again = typed("--kb", a, "get", "kb.x", check=True)
+    assert (unlike("again") in again.stdout, again.stderr) == (True, "")

@@ -190,7 +190,7 @@ def test_against_reports_auto_ids_both_branches_allocated(catalog_kb: KnowledgeB
     proc = invoke_cli("validate", "--against", "main", cwd=root)
     assert proc.returncode == 1
     assert proc.stdout.splitlines() == [
-        "memories/2.yaml:1: auto id '2' was added on this branch, but main already uses it for "
+        "memories/2.yaml:1: id '2' was added on this branch, but main already uses it for "
         "another memory; run 'slayer-kb renumber --onto main' to give this branch's memory a "
         "fresh id and rewrite its memory:2 references, in one commit",
         # A named id both sides added for different memories: git's merge stops on it.
@@ -203,7 +203,7 @@ def test_against_reports_auto_ids_both_branches_allocated(catalog_kb: KnowledgeB
     # From outside the KB, the command names it.
     proc = invoke_cli("validate", "--against", "main", "kb/memories/2.yaml", cwd=root.parent)
     assert proc.stdout.splitlines()[0] == (
-        "kb/memories/2.yaml:1: auto id '2' was added on this branch, but main already uses it for "
+        "kb/memories/2.yaml:1: id '2' was added on this branch, but main already uses it for "
         "another memory; run 'slayer-kb --kb kb renumber --onto main' to give this branch's "
         "memory a fresh id and rewrite its memory:2 references, in one commit"
     )
@@ -211,6 +211,42 @@ def test_against_reports_auto_ids_both_branches_allocated(catalog_kb: KnowledgeB
     invoke_cli("renumber", "--onto", "main", cwd=root, check=True)
     (root / "memories" / "kb.named.yaml").unlink()
     commit_all(root, "main names it")
+    proc = invoke_cli("validate", "--against", "main", cwd=root)
+    assert (proc.returncode, proc.stdout) == (0, "Checked 2 files: no problems.\n")
+
+
+def test_against_names_two_new_memories_under_one_named_id_as_merge_does(catalog_kb: KnowledgeBase,
+                                                                         invoke_cli: CliRunner) -> None:
+    # Before: "main wrote this memory too ... Run 'slayer-kb merge main'", as for one memory edited
+    # on both sides; merge then stops on two memories given one new id, naming a rename.
+    root = catalog_kb.root
+    write(catalog_kb, "1.yaml", GOOD)
+    commit_all(root, "base")
+    git(root, "branch", "-M", "main")
+    git(root, "checkout", "-q", "-b", "feature")
+    write(catalog_kb, "kb.conventions.yaml", "learning: Feature's conventions.\ncreated_at: '2026-01-02T00:00:00Z'\n")
+    write(catalog_kb, "kb.linking.yaml", "learning: Links them.\nentities:\n- memory:kb.conventions\n" + CREATED)
+    commit_all(root, "feature")
+    git(root, "checkout", "-q", "main")
+    write(catalog_kb, "kb.conventions.yaml", "learning: Main's conventions.\n" + CREATED)
+    commit_all(root, "main")
+    git(root, "checkout", "-q", "feature")
+    proc = invoke_cli("validate", "--against", "main", cwd=root)
+    assert (proc.returncode, proc.stdout.splitlines()) == (1, [
+        "memories/kb.conventions.yaml:1: this branch saved a new memory as kb.conventions (created "
+        "2026-01-02T00:00:00Z), and main saved a new memory as kb.conventions (created 2026-01-01T00:00:00Z): two "
+        "memories given one new id, and a link to kb.conventions means a different one on each side; a plain git "
+        "merge of this branch stops on it, and slayer-kb merge keeps main's kb.conventions. Run 'slayer-kb rename "
+        "kb.conventions kb.conventions-2' (or another id: it rewrites this branch's links to it), then 'slayer-kb "
+        "merge main'",
+        "1 problem in 1 file (2 files checked)",
+    ])
+    # merge says the same, and its fix, as validate gives it, leaves nothing to report.
+    refused = invoke_cli("merge", "main", cwd=root)
+    assert "two memories given one new id" in refused.stderr and "rename kb.conventions kb.conventions-2" in refused.stderr
+    invoke_cli("rename", "kb.conventions", "kb.conventions-2", cwd=root, check=True)
+    invoke_cli("merge", "main", cwd=root, check=True)
+    assert yaml.safe_load((root / "memories" / "kb.linking.yaml").read_text())["entities"] == ["memory:kb.conventions-2"]
     proc = invoke_cli("validate", "--against", "main", cwd=root)
     assert (proc.returncode, proc.stdout) == (0, "Checked 2 files: no problems.\n")
     # An unknown revision is named as such, as review and renumber name it.
@@ -363,7 +399,7 @@ def test_one_run_reports_what_search_warns_about(catalog_kb: KnowledgeBase, invo
     proc = invoke_cli("validate", "--against", "master", cwd=root)
     assert proc.returncode == 1
     assert proc.stdout.splitlines() == [
-        "memories/2.yaml:1: auto id '2' was added on this branch, but master already uses it for "
+        "memories/2.yaml:1: id '2' was added on this branch, but master already uses it for "
         "another memory; run 'slayer-kb renumber --onto master' to give this branch's memory a "
         "fresh id and rewrite its memory:2 references, in one commit",
         f"memories/2.yaml:2: attached query has stale references ({reasons['memory:2']}); fix or "

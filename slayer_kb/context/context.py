@@ -41,6 +41,7 @@ from ..store.aside import left_by_a_stopped_command
 from ..store.foldlog import held_fold, held_fold_said
 from ..store.guesses import moved_by_hand
 from ..store.moves import note, refusal
+from ..store.regiven import regiven_by_merge
 from ..store.renames import deletions, ever_renamed, renamed_away, renamed_ids, renamed_in
 from ..store.worktree import missing_by_hand
 from ..transaction import Transaction
@@ -444,6 +445,11 @@ class Context(Parts):
         memory = self.read_with_fix(memory_id)
         if memory.is_deleted and not include_deleted:
             raise deleted_error(memory, self.root)
+        if (regiven := regiven_by_merge(self.store, memory_id)) is not None:
+            # Not silently another memory: an agent told the id before the rename meant that one.
+            self.tell(f"memory id '{memory_id}' was renamed to '{regiven[0]}' in commit {regiven[1][:12]}; a merge "
+                      f"brought in another memory under '{memory_id}' from commits made without that rename, shown "
+                      f"here. The memory '{memory_id}' named before is '{regiven[0]}' now: use that id for it.")
         pending = self.duplicates_pending(memory_id)
         return memory.evolve(duplicate_count=(memory.duplicate_count or 1) + pending) if pending else memory
 

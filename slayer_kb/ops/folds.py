@@ -82,6 +82,11 @@ class Standing:
         upstream = _upstream_ref(self.store)
         return self.store.tip(upstream) or "" if upstream.startswith(f"refs/remotes/{self.remote}/") else ""
 
+    @property
+    def default_tip(self) -> str:
+        """The commit of the remote's default branch, '' when none (``_default``)."""
+        return self._default
+
     def keeps_mine(self, mine: Memory, theirs: Memory) -> bool:
         """Whether ``mine`` (this branch's) is kept and ``theirs`` (the branch merged's) folded into it."""
         held = [self._held(m) for m in (mine, theirs)]

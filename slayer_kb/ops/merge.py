@@ -79,7 +79,8 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
         both = written_on_both(store, parted, (sha, before)) if parted else []
         refuse_reuse(store, kb.root, parted, (sha, before), ref, Retry.merge(ref), both)
         if parted:
-            refuse_clashes(store, sha, parted, ref, f"merge {words(ref)}")
+            refuse_clashes(store, sha, parted, ref, f"merge {words(ref)}",
+                           default=lambda: Standing(store, kb.shared_remote()).default_tip)
         followed: dict[str, dict[str, str]] = {}
         # Kept by a kill alone (mergemark.py): the next command names what git left.
         with mergemark.recorded(store, ref, sha, before):

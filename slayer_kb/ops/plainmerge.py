@@ -27,6 +27,7 @@ from ..core.session import SESSIONS_DIR
 from ..store.foldlog import folded_to
 from ..store.renames import renamed_since, renames_between
 from ..store.repo import GitStore
+from .reuses import GIVEN_ONTO_ONE, free_id, given_onto_one
 from .snapshot import NO_BLOB, catalog_changed, deleted_entities, under, written_since
 from .teamchecks import MEMORIES, Branch, delete_roots, drop_fix, links_in
 
@@ -56,7 +57,7 @@ def plain_merge_conflicts(compared: Branch, warnings: list[Problem]) -> list[Pro
     keep (``_undone_forgets``), and the links the revision gained to them or to entities the branch
     deleted from the catalog (``_links_to_own_removals``). ``slayer-kb merge REF`` on the branch
     merges them as sync does, or stops on them for a person. An auto id both sides added for two memories is
-    ``id_collisions``'s to name (its fix is a renumbering). And the memories that revision took in
+    ``id_collisions``'s to name (its fix is a renumbering); a named one is named as merge names it (``_given_onto_one``). And the memories that revision took in
     and forgot or renamed since that any merge brings back (``_revived``; one it forgot that the
     branch edited is a warning, in ``warnings``)."""
     store, base, against_sha = compared.store, compared.base, compared.against_sha
@@ -90,6 +91,7 @@ def plain_merge_conflicts(compared: Branch, warnings: list[Problem]) -> list[Pro
     added = [path for path in stopped if is_auto_id(id_of_path(path) or "") and ours.get(path, ("",))[0] == NO_BLOB]
     alike = compared.same_memories(added)
     given = _moved_since_taken_in(compared, ours, theirs, stopped)
+    given.update(_given_onto_one(compared, renamed(), stopped - given.keys()))
     # The memories the revision folded into another since they parted: no forget (``folds.py``).
     folded = functools.cache(lambda: folded_to(store, base, against_sha))
     for kb_path in sorted(stopped):
@@ -126,6 +128,27 @@ def plain_merge_conflicts(compared: Branch, warnings: list[Problem]) -> list[Pro
             f"cannot join: a plain git merge of this branch stops on it. Run '{fix}': {merges}",
         ))
     return problems
+
+
+def _given_onto_one(compared: Branch, renamed: dict[str, str], stopped: set[str]) -> dict[str, Problem]:
+    """Of the memory files a plain git merge stops on (``stopped``), those each side gave to a
+    memory of its own under one new id (``reuses.given_onto_one``): named, and fixed, as
+    ``slayer-kb merge`` names them, not as one memory's two revisions for a merge to join."""
+    ids = {memory_id for path in stopped if (memory_id := id_of_path(path)) is not None and not is_auto_id(memory_id)}
+    if not ids:
+        return {}
+    store, against, base, head = compared.store, compared.against, compared.base, compared.head
+    assert base is not None and head is not None
+    tips = (compared.against_sha, head)
+    clashes = given_onto_one(store, base, tips, (renames_between(store, base, compared.against_sha), renamed), ids)
+    fix = compared.fix(f"merge {shell_word(against)}") if clashes else ""
+    return {memory_path(new): Problem(
+        shown(compared.root / memory_path(new)), 1,
+        f"this branch {mine}, and {against} {theirs}: {GIVEN_ONTO_ONE.format(new=new)}; a plain git merge of this "
+        f"branch stops on it, and slayer-kb merge keeps {against}'s {new}. Run '{command(compared.root)} rename "
+        f"{shell_word(new)} {shell_word(free_id(store, tips, new))}' (or another id: it rewrites this branch's links "
+        f"to it), then '{fix}'",
+    ) for new, (theirs, mine) in clashes}
 
 
 def forgotten_renames(compared: Branch, ours: dict[str, tuple[str, str]], theirs: dict[str, tuple[str, str]],

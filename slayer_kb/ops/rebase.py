@@ -87,7 +87,8 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
                 both = written_on_both(store, bases[0], (onto_commit, ours))
                 refuse_reuse(store, kb.root, bases[0], (onto_commit, ours), upstream, Retry.rebase(upstream), both)
                 refuse_clashes(store, onto_commit, bases[0], upstream,
-                               f"rebase {'--rewrite-pushed ' if rewrite_pushed else ''}{words(upstream)}", rebasing=True)
+                               f"rebase {'--rewrite-pushed ' if rewrite_pushed else ''}{words(upstream)}", rebasing=True,
+                               default=lambda: Standing(store, kb.shared_remote()).default_tip)
                 if crossed := crossings(store, bases[0], (onto_commit, ours)):
                     raise ConflictError(_crossed_message(kb.root, upstream, crossed, {onto_commit: upstream,
                                                                                       ours: "your commits"}))
@@ -96,7 +97,8 @@ def _rebase(kb: Context, store: GitStore, upstream: str | None, action: str | No
                 if back := brought_back(store, bases[0], ours, onto_commit):
                     raise ConflictError(_brought_back_message(kb.root, upstream, back))
             else:  # two KBs begun apart: git replays all of ours, and one auto id on both is a clash
-                refuse_clashes(store, onto_commit, "", upstream, f"rebase {words(upstream)}", rebasing=True)
+                refuse_clashes(store, onto_commit, "", upstream, f"rebase {words(upstream)}", rebasing=True,
+                               default=lambda: Standing(store, kb.shared_remote()).default_tip)
             args = start_args(store, bases, ours, onto_commit)
         elif not in_progress(store):
             raise InvalidInputError(f"No rebase is in progress, so there is nothing to {action}; "

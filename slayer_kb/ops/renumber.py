@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..core.errors import ConflictError, KBError
@@ -91,13 +92,17 @@ def plan(kb: Context, onto: str, parted: str | None = None, *,
     return base, {**moved, **dict(zip(colliding, fresh, strict=True))}
 
 
-def refuse_clashes(store: GitStore, onto: str, parted: str, ref: str, retry: str, rebasing: bool = False) -> None:
+def refuse_clashes(store: GitStore, onto: str, parted: str, ref: str, retry: str, rebasing: bool = False,
+                   default: Callable[[], str] | None = None) -> None:
     """Refuse ``slayer-kb merge REF`` or ``rebase REF`` (``retry``: the command as typed again, without
     ``slayer-kb``; ``onto``: REF's commit, parted from HEAD at ``parted``) before either writes
     anything, when this branch and REF each saved a new memory under one auto id (counted on each
     clone): git would stop on one file both created, with steps that merge two memories into one
     or keep this branch's under an id that no ``memory:`` link follows. The fix is a renumbering,
-    ``--rewrite`` for a rebase (``rebasing``), whose replay would meet the first commit's file again."""
+    ``--rewrite`` for a rebase (``rebasing``), whose replay would meet the first commit's file again.
+    Which side's memory moves: this branch's, unless its upstream holds it and REF's is not on the
+    remote's default branch (``default()``, its commit: ``folds.Standing.default_tip``; a reviewer's
+    ``main`` merging an agent's branch)."""
     _base, colliding, _used, moved = _collisions(store, onto, parted, rebasing, "")
     head, paths = store.head() or "", {i: store.repo_path(memory_path(i)) for i in [*colliding, *moved]}
     # One memory both tips hold with one created_at (which a new save makes anew): its save's
@@ -118,10 +123,15 @@ def refuse_clashes(store: GitStore, onto: str, parted: str, ref: str, retry: str
             f"{'each' if many else 'one'} id, which the {what} would take for one file both created. Nothing was "
             f"{undone}.")
     upstream, clashing = store.tip("@{upstream}"), [paths[i] for i in ids]
-    if upstream and len(rewritten_alike(store, clashing, upstream, head, upstream)) == len(clashing):
+    pushed = bool(upstream) and len(rewritten_alike(store, clashing, upstream, head, upstream)) == len(clashing)
+    # REF's memories as the remote's default branch holds them (one created_at): the team holds
+    # their ids, which a renumbering on REF's side would move, whatever this branch's upstream holds.
+    tip = default() if pushed and default is not None else ""
+    on_default = bool(tip) and len(rewritten_alike(store, clashing, tip, onto, onto)) == len(clashing)
+    branch = store.branch() or "HEAD"
+    if pushed and not on_default:
         # This branch's upstream holds these memories (one created_at): the team may hold their
         # ids, which a renumbering here would move.
-        branch = store.branch() or "HEAD"
         raise ConflictError(
             f"{said} This branch's {'memories are' if many else 'memory is'} on {branch}'s upstream already, where "
             f"others may hold {'their ids' if many else 'its id'}: give {ref}'s the fresh "
@@ -131,8 +141,10 @@ def refuse_clashes(store: GitStore, onto: str, parted: str, ref: str, retry: str
     them = "them" if many else "it"
     how = (f"as if saved under {them} (the {links} links to {them} rewritten in your commits)" if rebasing
            else f"(the {links} links to {them} rewritten, in one commit)")
+    why = (f" {ref}'s {'are' if many else 'is'} on the remote's default branch, where the team holds "
+           f"{'their ids' if many else 'its id'}; this branch's only on {branch}'s upstream." if on_default else "")
     raise ConflictError(
-        f"{said} Run '{kb} {fix}' to give this branch's {'memories fresh ids' if many else 'memory a fresh id'} "
+        f"{said}{why} Run '{kb} {fix}' to give this branch's {'memories fresh ids' if many else 'memory a fresh id'} "
         f"{how}, then '{kb} {retry}' again.")
 
 

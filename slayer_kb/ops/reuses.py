@@ -111,16 +111,40 @@ def reuse_stop(store: GitStore, root: Path, parted: str, tips: tuple[str, str],
 def _given_onto_one(store: GitStore, root: Path, parted: str, tips: tuple[str, str],
                     renames: tuple[dict[str, str], dict[str, str]], ids: set[str], name: str, retry: Retry) -> str | None:
     """Why sync (``merge``, ``rebase``: ``retry``) must stop when each of ``tips`` (the upstream
-    ``name``, this branch) gave one id among ``ids`` (both wrote its file) to a memory of its own
-    and holds it there: a rename of a different memory to it (``renames``), or a new one saved
-    under it (``save --id``) that the other side's is not (another ``created_at``). git stops on
-    one file both created, and its keep-both steps kept this branch's memory under another id
-    while its commits (a rename's trailer, the ``memory:`` links it wrote) still said the id,
-    which then names the other memory. Not silently either way: this branch, the second to come,
-    gives its memory another id (``rename`` rewrites its links) and merges, since a rebase would
-    replay its first rename or save onto the upstream's file again. One memory both saved (one
-    ``created_at``: a cherry-pick, an amended save) or one topic key, which the merge driver folds
-    as one memory, is no clash; nor is an auto id both gave, which sync renumbers (``renumber``)."""
+    ``name``, this branch) gave one id among ``ids`` to a memory of its own (``given_onto_one``):
+    this branch, the second to come, gives its memory another id (``rename`` rewrites its links)
+    and merges, since a rebase would replay its first rename or save onto the upstream's file again."""
+    clash = given_onto_one(store, parted, tips, renames, ids)
+    if not clash:
+        return None
+    new, (theirs, mine) = clash[0]
+    kb = command_in(root)
+    fetch = [f"git fetch {words(name.partition('/')[0])}"] if retry.fetch else []
+    replayed = "rename" if mine.startswith("renamed") else "save"
+    steps = [*cd_step(root), f"{kb} rename {words(new, free_id(store, tips, new))} (or another id: it rewrites your "
+             "links to it)", *fetch,
+             f"{kb} merge {words(name)} (a rebase would replay your {replayed} onto {name}'s {new} again)", f"{kb} sync"]
+    return (f"Your commits {mine}, and {name} {theirs}: {GIVEN_ONTO_ONE.format(new=new)}. {retry.who.capitalize()} "
+            f"keeps {name}'s {new} and will not give it yours, so nothing was {retry.undone} and the repository is back "
+            f"as it was: give yours another id, and merge. To merge by hand: {'; '.join(steps)}.")
+
+
+# What two memories given one new id are, as sync, merge and ``validate --against`` say it.
+GIVEN_ONTO_ONE = "two memories given one new id, and a link to {new} means a different one on each side"
+
+
+def given_onto_one(store: GitStore, parted: str, tips: tuple[str, str], renames: tuple[dict[str, str], dict[str, str]],
+                   ids: set[str]) -> list[tuple[str, list[str]]]:
+    """The ids among ``ids`` (files both wrote) that each of ``tips`` (the other side, this
+    branch; parted at ``parted``) gave to a memory of its own and holds there, in id order, each
+    with what each side did (``saved a new memory as ID (created ...)``, ``renamed OLD to ID``):
+    a rename of a different memory to it (``renames``: each side's), or a new one saved under it
+    (``save --id``) that the other side's is not (another ``created_at``). git stops on one file
+    both created, and its keep-both steps kept this branch's memory under another id while its
+    commits (a rename's trailer, the ``memory:`` links it wrote) still said the id, which then
+    names the other memory. One memory both saved (one ``created_at``: a cherry-pick, an amended
+    save) or one topic key, which the merge driver folds as one memory, is no clash; nor is an
+    auto id both gave, which sync renumbers (``renumber``)."""
     ends = [{new: old for old, new in found.items()} for found in renames]
     paths = {i: store.repo_path(memory_path(i)) for i in sorted(ids)}
     objects = store.objects
@@ -131,7 +155,7 @@ def _given_onto_one(store: GitStore, root: Path, parted: str, tips: tuple[str, s
              and not (i in ends[0] and i in ends[1])}
     texts = objects.read_many("blob", {blob for pair in saved.values() for blob in pair if blob})
     clash: list[tuple[str, list[str]]] = []
-    for i in given:  # in id order: the first clash is the one the steps name
+    for i in given:  # in id order: the first clash is the one sync's steps name
         if i in ends[0] and i in ends[1]:
             if ends[0][i] != ends[1][i]:
                 clash.append((i, [f"renamed {ends[0][i]} to {i}", f"renamed {ends[1][i]} to {i}"]))
@@ -142,20 +166,14 @@ def _given_onto_one(store: GitStore, root: Path, parted: str, tips: tuple[str, s
         if made and made[0] != made[1]:
             clash.append((i, [f"renamed {ends[s][i]} to {i}" if i in ends[s] else
                               f"saved a new memory as {i} (created {made[s]})" for s in (0, 1)]))
-    if not clash:
-        return None
-    new, (theirs, mine) = clash[0]
+    return clash
+
+
+def free_id(store: GitStore, tips: tuple[str, str], memory_id: str) -> str:
+    """An id for this branch's memory given ``memory_id``, which neither of ``tips`` holds
+    (``kb.x-2``): the one the steps name."""
     taken = {fold_id(i) for tip in tips for i in memory_ids_at(store, tip)}
-    free = free_variant(new, taken)
-    kb = command_in(root)
-    fetch = [f"git fetch {words(name.partition('/')[0])}"] if retry.fetch else []
-    replayed = "rename" if new in ends[1] else "save"
-    steps = [*cd_step(root), f"{kb} rename {words(new, free)} (or another id: it rewrites your links to it)", *fetch,
-             f"{kb} merge {words(name)} (a rebase would replay your {replayed} onto {name}'s {new} again)", f"{kb} sync"]
-    return (f"Your commits {mine}, and {name} {theirs}: two memories given one new id, and a link to {new} means a "
-            f"different one on each side. {retry.who.capitalize()} keeps {name}'s {new} and will not give it yours, so "
-            f"nothing was {retry.undone} and the repository is back as it was: give yours another id, and merge. To "
-            f"merge by hand: {'; '.join(steps)}.")
+    return free_variant(memory_id, taken)
 
 
 def _made(memory_id: str, texts: list[bytes]) -> list[str] | None:

@@ -143,7 +143,7 @@ def id_collisions(compared: Branch, files: dict[Path, str]) -> list[Problem]:
     fix = compared.fix(f"renumber --onto {shell_word(against)}")
     return [Problem(
         name, 1,
-        f"auto id '{memory_id}' was added on this branch, but {against} already uses it for "
+        f"id '{memory_id}' was added on this branch, but {against} already uses it for "
         f"another memory; run '{fix}' to give this branch's memory a fresh id and "
         f"rewrite its {memory_link(memory_id)} references, in one commit",
     ) for memory_id, name in clashes]
