@@ -285,13 +285,16 @@ class Encoder:
             return whole, []
         sums = [np.zeros((0 if found is None else found[1], DIMENSIONS), dtype=np.float64) for found in labels]
         counts = [np.zeros(len(s), dtype=np.int64) for s in sums]
-        for n, (units, rows, sizes) in zip(owner, pooled, strict=True):  # in input order: the same sums however many workers
+        pooled.reverse()  # popped in input order, each input's sums let go once added
+        for n in owner:  # in input order: the same sums however many workers
+            units, rows, sizes = pooled.pop()
             sums[n][units] += rows  # an input holds each of its units once
             counts[n][units] += sizes
         out = []
         for n, (total, count) in enumerate(zip(sums, counts, strict=True)):
             # A sentence none of whose tokens any run read (cut at MAX_TOKENS): its text's vector.
-            rows = np.where(count[:, None] > 0, total / np.maximum(count, 1)[:, None], whole[n]).astype(np.float32)
+            total /= np.maximum(count, 1)[:, None]  # in place: a long text's sums are tens of MB
+            rows = np.where(count[:, None] > 0, total, whole[n]).astype(np.float32)
             out.append(rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12))
         return whole, out
 
