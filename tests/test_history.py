@@ -259,3 +259,25 @@ def test_review_reports_the_ids_a_branch_adds_as_validate_does(catalog_kb: Knowl
     reviewed = json_of(invoke_cli("--kb", root, "--json", "review", base, check=True, cwd=root))["problems"]
     # Every problem validate finds but old.one's: the branch did not add it.
     assert sorted(reviewed) == [line for line in validated if not line.startswith("memories/old.one.yaml:")]
+
+
+@pytest.mark.parametrize("target", ["../datasources", "{learning: from a link, created_at: '2026-01-01T00:00:00Z'}"],
+                         ids=["a-folder", "text-that-reads-as-a-memory"])
+def test_show_and_restore_of_a_revision_where_the_memory_was_a_symlink(catalog_kb: KnowledgeBase, invoke_cli,
+                                                                       target: str) -> None:
+    # A link's blob is its target's path: read as YAML it is a wrong message, or (a target that
+    # reads as a mapping) a memory restore would bring back as a regular file.
+    kb = catalog_kb
+    (kb.root / "memories" / "77.yaml").symlink_to(target)
+    commit_all(kb.root, "a link")
+    linked = head(kb)
+    (kb.root / "memories" / "77.yaml").unlink()
+    commit_all(kb.root, "the link gone")
+    before = head(kb)
+    said = (f"Error: {linked[:7]}:memories/77.yaml is a symlink in that revision, which slayer-kb never reads as a "
+            "memory: it holds no memory to show or restore; pick another from 'slayer-kb log 77'.\n")
+    for verb in ("show", "restore"):
+        proc = invoke_cli("--kb", kb.root, verb, "77", "--rev", linked[:7], cwd=kb.root)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", said)
+    assert head(kb) == before and git(kb.root, "status", "--porcelain") == ""
+    assert not (kb.root / "memories" / "77.yaml").exists()

@@ -146,6 +146,26 @@ def test_a_hand_made_file_over_16_mib_is_skipped_and_named(indexed_example_kb: K
     assert (checked.returncode, checked.stdout.splitlines()[0]) == (1, problem.replace(".yaml:", ".yaml:1:", 1))
 
 
+def test_a_hand_made_learning_over_2_mib_is_skipped_and_named(indexed_example_kb: KnowledgeBase,
+                                                               invoke_cli: CliRunner) -> None:
+    # Under the 16 MiB file cap, but more than any save writes: indexing and embedding it would
+    # cost every reader minutes and gigabytes.
+    root = indexed_example_kb.root
+    learning = "refunds " * (300 * 1024)
+    (root / "memories" / "90.yaml").write_text(f"learning: {learning}\ncreated_at: '2026-01-01T00:00:00Z'\n",
+                                               encoding="utf-8")
+    problem = (f"memories/90.yaml:1: 'learning' is {len(learning) - 1} bytes; a text in a memory file may hold "
+               "at most 2097152 bytes (2 MiB): split it into memories of at most 2097152 bytes each")
+    found = invoke_cli("--kb", root, "--json", "search", "refunds", "--limit", "100", check=True)
+    assert json_of(found)["warnings"] == [f"{problem} (skipped)"]
+    assert "90" not in [hit["id"] for hit in json_of(found)["memories"]]
+    got = invoke_cli("--kb", root, "get", "90", cwd=root)
+    assert (got.returncode, got.stdout) == (1, "")
+    assert got.stderr.startswith(f"Error: {problem}. Edit memories/90.yaml to fix it")
+    checked = invoke_cli("--kb", root, "validate", "memories/90.yaml", cwd=root)
+    assert (checked.returncode, checked.stdout.splitlines()) == (1, [problem, "1 problem in 1 file (1 file checked)"])
+
+
 def _bytes_read() -> int:
     """What this process has read so far, in bytes (Linux's count of every read call)."""
     counts = dict(line.split(": ") for line in Path("/proc/self/io").read_text().splitlines())

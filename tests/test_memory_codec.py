@@ -122,6 +122,37 @@ def test_broken_files_name_path_line_and_problem(text: str, line: int, message: 
     assert message in str(info.value)
 
 
+_OVER_CEILING = "x" * (2 * 1024 * 1024 + 1)
+_TOO_LONG = (f"is {len(_OVER_CEILING)} bytes; a text in a memory file may hold at most 2097152 bytes (2 MiB): "
+             "split it into memories of at most 2097152 bytes each")
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "message"),
+    [
+        (f"title: x\nlearning: {_OVER_CEILING}\ncreated_at: '2026-11-29T20:42:40Z'\n", 2, f"'learning' {_TOO_LONG}"),
+        (f"title: {_OVER_CEILING}\nlearning: x\ncreated_at: '2026-11-29T20:42:40Z'\n", 1, f"'title' {_TOO_LONG}"),
+        (f"learning: x\nentities:\n- {_OVER_CEILING}\ncreated_at: '2026-11-29T20:42:40Z'\n", 2,
+         f"'entities' holds an entity that {_TOO_LONG}"),
+        (f"learning: x\nquery:\n  source_model: {_OVER_CEILING}\ncreated_at: '2026-11-29T20:42:40Z'\n", 2,
+         f"'query' holds a string that {_TOO_LONG}"),
+    ],
+    ids=["learning", "title", "entity", "query"],
+)
+def test_a_text_over_the_content_ceiling_is_a_broken_file(text: str, line: int, message: str) -> None:
+    # A save never writes one (SLAYER_KB_MAX_CONTENT is at most 2 MiB): a hand-made one would
+    # cost every reader minutes of indexing and embedding.
+    with pytest.raises(MemoryFileError) as info:
+        loads(text, "7")
+    assert str(info.value) == f"memories/7.yaml:{line}: {message}"
+
+
+def test_a_text_at_the_content_ceiling_is_read_whole() -> None:
+    learning = "\u00e9" * (1024 * 1024)  # 2 MiB in UTF-8: the ceiling counts bytes, not characters
+    memory = loads(f"learning: {learning}\ncreated_at: '2026-11-29T20:42:40Z'\n", "7")
+    assert memory.learning == learning
+
+
 def test_alias_bomb_is_refused_quickly() -> None:
     bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
     for level in "bcdefghij":

@@ -110,7 +110,7 @@ def test_a_passage_sums_only_the_units_it_holds() -> None:
     held: list[int] = []
     for passage, placed in model._layout(LONG):  # noqa: SLF001 - each passage with its spans
         hidden, encoding = _rows(model, passage)
-        found = spans.members(labels, placed, encoding.offsets, encoding.special_tokens_mask)
+        found = spans.members(labels, placed, *spans.compact(encoding)[1:])
         units, sums, sizes = spans.unit_sums(hidden, found)
         assert len(units) == len(sums) == len(sizes) == len([unit for unit, _ in found if unit != spans.HEAD]) > 0
         held += units.tolist()
@@ -137,12 +137,12 @@ def test_pooling_and_tracing_make_the_same_bits_as_the_masked_sums_and_the_token
     assert len(layout) == 4
     for passage, placed in layout:
         encoding = tokenizer.encode(passage)
-        traced = spans.members(labels, placed, encoding.offsets, encoding.special_tokens_mask)
+        traced = spans.members(labels, placed, *spans.compact(encoding)[1:])
         assert [(unit, positions.tolist()) for unit, positions in traced] == _scanned(labels, placed, encoding)
         assert traced[0][0] == spans.HEAD  # every passage under the title
     whole = [(0, 0, len(TEXT))]
-    assert spans.members(spans.labels(TEXT), whole, [], []) == []
-    assert spans.members(spans.labels(TEXT), whole, [(0, 0), (0, 0)], [1, 1]) == []  # [CLS] and [SEP] alone
+    assert spans.members(spans.labels(TEXT), whole, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int8)) == []
+    assert spans.members(spans.labels(TEXT), whole, np.array([0, 0]), np.array([1, 1])) == []  # [CLS] and [SEP] alone
 
 
 def _forget_units() -> None:

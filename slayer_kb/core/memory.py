@@ -74,6 +74,8 @@ MAX_DESCRIPTION = 500
 # content is capped by the KB's limit (SLAYER_KB_MAX_CONTENT), at most MAX_CONTENT_CEILING,
 # and YAML's escapes at most quadruple it.
 MAX_FILE_BYTES = 16 * 1024 * 1024
+# Also what a file's text value (a learning, a title, an entity, a query's string) may hold: a
+# longer one, made by hand, is a broken file, so no reader indexes or embeds it.
 MAX_CONTENT_CEILING = 2 * 1024 * 1024
 DEFAULT_MAX_CONTENT = 64 * 1024  # a text's size limit unless SLAYER_KB_MAX_CONTENT gives another
 # A hand-made alias bomb expands into shared references; walking it counts each visit, so a
@@ -275,6 +277,19 @@ def too_large(size: int) -> str:
             "split it into several memories")
 
 
+def text_too_large(text: str) -> str | None:
+    """What is wrong with a text value over :data:`MAX_CONTENT_CEILING` bytes, and the fix; None
+    when it fits. Checked as ``loads`` builds each value, so no reader measures it twice."""
+    # A character is at most 4 bytes: only a long text needs encoding to be measured.
+    if len(text) * 4 <= MAX_CONTENT_CEILING:
+        return None
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size <= MAX_CONTENT_CEILING:
+        return None
+    return (f"is {size} bytes; a text in a memory file may hold at most {MAX_CONTENT_CEILING} bytes "
+            f"(2 MiB): split it into memories of at most {MAX_CONTENT_CEILING} bytes each")
+
+
 def missing_key(key: str) -> str:
     """How a reader and ``validate`` say that a memory file lacks a required key."""
     return f"missing required key {key!r}" + (" (add created_at: 'YYYY-MM-DDTHH:MM:SSZ')" if key == "created_at" else "")
@@ -417,6 +432,8 @@ def _check_value(key: str, value: Any) -> Any:
     if key in STRING_KEYS:
         if not isinstance(value, str):
             raise ValueError(f"must be a string, not {kind_of(value)} (quote it)")
+        if (too_long := text_too_large(value)) is not None:
+            raise ValueError(too_long)
         if key == "learning" and not value.strip():
             raise ValueError("must not be blank")
         if key == "description" and len(value) > MAX_DESCRIPTION:
@@ -442,6 +459,9 @@ def _check_value(key: str, value: Any) -> Any:
     if key == "entities":
         if not isinstance(value, list) or not all(isinstance(e, str) for e in value):
             raise ValueError("must be a list of entity strings (- shop.orders.amount)")
+        for entity in value:
+            if (too_long := text_too_large(entity)) is not None:
+                raise ValueError(f"holds an entity that {too_long}")
         return value
     if key == "query":
         if not isinstance(value, dict):
@@ -466,7 +486,10 @@ def _check_plain(value: Any) -> None:
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)
-        elif item is not None and not isinstance(item, (str, int, float, bool)):
+        elif isinstance(item, str):
+            if (too_long := text_too_large(item)) is not None:
+                raise ValueError(f"holds a string that {too_long}")
+        elif item is not None and not isinstance(item, (int, float, bool)):
             raise ValueError(f"holds {kind_of(item)}; quote it to make it a string")
 
 

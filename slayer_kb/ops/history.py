@@ -141,6 +141,9 @@ def _show(kb: Context, memory_id: str, rev: str | None,
             # Renamed since (``rename``): at ``rev`` the memory had its old id's file, as ``log`` lists.
             since = renames(sha) if renames else renames_between(kb.store, sha)
             path = memory_path(next((old for old, new in since.items() if new == memory_id), memory_id))
+        if (kind := snapshot.kind_at(kb.store, sha, path)) is not None:  # a link's blob is no memory's text
+            raise NotFoundError(f"{rev}:{path} is {kind} in that revision, which slayer-kb never reads as a memory: "
+                                f"it holds no memory to show or restore; pick another from '{command(kb.root)} log {words(memory_id)}'.")
         text = text_at(kb.store, sha, path)
         if text is None:
             raise NotFoundError(
@@ -284,9 +287,9 @@ def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
              for file, data in zip(files, snapshot.blobs_at(store, files), strict=True)}
     for status, old, new, mode in listed:
         folder = new.partition("/")[0]
-        if status != "D" and mode in _NOT_FILES and folder in (MEMORIES_DIR, SESSIONS_DIR):
+        if status != "D" and mode in snapshot.NOT_FILES and folder in (MEMORIES_DIR, SESSIONS_DIR):
             # A link or a submodule: a checkout skips it, so what it replaced is gone.
-            result.problems.append(f"{new}:1: {not_a_file(_NOT_FILES[mode], folder)}; slayer-kb skips it")
+            result.problems.append(f"{new}:1: {not_a_file(snapshot.NOT_FILES[mode], folder)}; slayer-kb skips it")
             if status == "A":
                 continue
             status, new = "D", old
@@ -493,10 +496,6 @@ def merge_base_of(store: GitStore, base: str, head: str, resolved: tuple[str, st
             f"since it left '{base}' to report; give a revision that '{head}' was branched from."
         )
     return sha
-
-
-# What a tree entry of these modes is, in the words a reader of the work tree uses.
-_NOT_FILES = {"120000": "a symlink", "160000": "a submodule"}
 
 
 def _raw_changes(raw: bytes, prefix: str) -> Iterator[tuple[str, str, str, str]]:

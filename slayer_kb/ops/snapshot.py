@@ -133,6 +133,18 @@ def session_projects(store: GitStore, sides: tuple[str, str], paths: list[str]) 
     return apart
 
 
+# Tree entries that are no file, by their mode: a link's blob is the path it points to, a
+# submodule's entry a commit. Readers name them and never take one for a file's text.
+NOT_FILES = {"120000": "a symlink", "160000": "a submodule"}
+
+
+def kind_at(store: GitStore, rev: str, kb_path: str) -> str | None:
+    """What ``kb_path`` is at ``rev`` when it is no regular file (a kind of :data:`NOT_FILES`);
+    None when it is a file or not there."""
+    entry = store.git("ls-tree", "-z", rev, "--", store.repo_path(kb_path), check=False).stdout
+    return NOT_FILES.get(entry.split(b" ", 1)[0].decode("ascii", "replace"))
+
+
 def text_at(store: GitStore, rev: str, kb_path: str) -> str | None:
     data = blob_at(store, rev, kb_path)
     return None if data is None else data.decode("utf-8", "replace")
@@ -206,8 +218,7 @@ def catalog_at(store: GitStore, rev: str, folders: tuple[str, ...] | None = None
     return catalog
 
 
-# A tree entry's mode for a symbolic link, whose blob is the path it points to.
-_LINK = "120000"
+_LINK = "120000"  # NOT_FILES' symlink
 
 
 def _make_links(store: GitStore, rev: str, root: Path, links: list[str]) -> None:

@@ -38,6 +38,10 @@ DIMENSIONS = 256
 # there (no word of a language is that long; a longer run of letters is noise, not meaning).
 MAX_CHARS = 2048
 MAX_WORD_CHARS = 256
+# Pieces tokenized at once (512 KB of text at most), so that a long text's encodings are never
+# all held together; and the tokens above which a text's mean is made from its token counts.
+PIECES_AT_ONCE = 256
+GATHER_TOKENS = 4096
 # A word with the spaces before it (or the spaces that end a text).
 _WORDS = re.compile(r"\s*\S+|\s+\Z")
 _LONG_WORD = re.compile(rf"\S{{{MAX_WORD_CHARS + 1},}}")
@@ -87,7 +91,7 @@ class Embedder:
         ids = self._ids(texts)
         return self._vectors(ids), [distinct(each) for each in ids]
 
-    def _vectors(self, per_text: list[list[int]]) -> np.ndarray:
+    def _vectors(self, per_text: list[np.ndarray]) -> np.ndarray:
         """The unit mean of each text's token vectors (a zero vector for a text with no tokens)."""
         import numpy as np
 
@@ -99,9 +103,16 @@ class Embedder:
         # (as float32: numpy sums float16 in software, ten times slower).
         weights = np.asarray(self._weights) if len(per_text) < 100 else np.array(self._weights, dtype=np.float32)
         for row, ids in enumerate(per_text):
-            if not ids:
+            if not len(ids):
                 continue
-            vector = weights[np.asarray(ids, dtype=np.int64)].mean(axis=0, dtype=np.float32)
+            if len(ids) > GATHER_TOKENS:
+                # A long text's mean from how often each token occurs: its tokens x dimensions
+                # rows (2.4 GB as float32 for a 2 MiB text) are never made.
+                counts = np.bincount(ids, minlength=len(weights))
+                held = np.flatnonzero(counts)
+                vector = counts[held].astype(np.float32) @ np.asarray(weights[held], dtype=np.float32) / len(ids)
+            else:
+                vector = weights[ids].mean(axis=0, dtype=np.float32)
             norm = float(np.linalg.norm(vector))
             if norm > 0:
                 out[row] = vector / norm
@@ -173,14 +184,28 @@ class Embedder:
                 found[text] = cache[text] = distinct(ids)
         return [found[t] for t in texts]
 
-    def _ids(self, texts: list[str]) -> list[list[int]]:
-        """Every token id of each text, in order (``_slices`` keeps the tokenizer fast)."""
-        pieces = [_slices(t) for t in texts]
+    def _ids(self, texts: list[str]) -> list[np.ndarray]:
+        """Every token id of each text, in order, as int64 (``_slices`` keeps the tokenizer fast).
+        The pieces are tokenized ``PIECES_AT_ONCE`` at a time, each one's ids kept as an array
+        and its encoding let go: a 2 MiB text's encodings all at once took hundreds of MB."""
+        import numpy as np
+
         # Ids alone: without the offsets, a quarter less CPU for the same ids (a search's 30
         # texts of ~300 tokens took 10-20 ms of CPU on a busy machine). An older tokenizers lacks it.
         encode = getattr(self._tokenizer, "encode_batch_fast", self._tokenizer.encode_batch)
-        encoded = iter(encode([p for ps in pieces for p in ps], add_special_tokens=False))
-        return [next(encoded).ids if len(ps) == 1 else [i for _p in ps for i in next(encoded).ids] for ps in pieces]
+        owners: list[int] = []
+        pieces: list[str] = []
+        for n, text in enumerate(texts):
+            found = _slices(text)
+            pieces += found
+            owners += [n] * len(found)
+        per_text: list[list[np.ndarray]] = [[] for _ in texts]
+        for start in range(0, len(pieces), PIECES_AT_ONCE):
+            batch = encode(pieces[start:start + PIECES_AT_ONCE], add_special_tokens=False)
+            for owner, encoding in zip(owners[start:start + PIECES_AT_ONCE], batch, strict=True):
+                per_text[owner].append(np.asarray(encoding.ids, dtype=np.int64))
+        none = np.zeros(0, dtype=np.int64)
+        return [found[0] if len(found) == 1 else np.concatenate(found) if found else none for found in per_text]
 
 
 def _slices(text: str) -> list[str]:
@@ -189,13 +214,19 @@ def _slices(text: str) -> list[str]:
     if len(text) <= MAX_CHARS and not _LONG_WORD.search(text):
         return [text]  # nearly every text: no pass over its words
     out: list[str] = []
-    for piece in _WORDS.findall(text):
+    parts: list[str] = []  # the piece being made, joined once: adding to a string copies it
+    size = 0
+    for match in _WORDS.finditer(text):
+        piece = match.group()
         word = piece.lstrip()
         piece = piece[: len(piece) - len(word) + MAX_WORD_CHARS]
-        if out and len(out[-1]) + len(piece) <= MAX_CHARS:
-            out[-1] += piece
-        else:
-            out.append(piece)
+        if parts and size + len(piece) > MAX_CHARS:
+            out.append("".join(parts))
+            parts, size = [], 0
+        parts.append(piece)
+        size += len(piece)
+    if parts:
+        out.append("".join(parts))
     return out
 
 
@@ -250,7 +281,7 @@ def turned_off() -> Unavailable | None:
     return Unavailable("SLAYER_KB_NO_MEANING is set") if switches.meaning_off() else None
 
 
-def distinct(ids: Sequence[int]) -> np.ndarray:
+def distinct(ids: Sequence[int] | np.ndarray) -> np.ndarray:
     """``np.unique(ids)`` as int64: the distinct ids, sorted. Not np.unique itself, whose check
     for a masked array imports numpy.ma: 8-16 ms of a save run as a process."""
     import numpy as np

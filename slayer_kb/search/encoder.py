@@ -22,7 +22,7 @@ import json
 import os
 import re
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
@@ -81,6 +81,9 @@ _WORD = re.compile(r"\S+")
 # and make the same vectors, bit for bit (docs/performance.md).
 BATCH = 32
 TOKEN_BUDGET = 384
+# Texts handed to the tokenizer at once: a long text's passages or sentences are never all held
+# as the tokenizer's encodings together (spans.Tokens).
+PIECES_AT_ONCE = 256
 # Model files that failed the sha256 check, by path, with the size and mtime they had then and the
 # pin they failed (in the sentence cache's folder): a later process neither hashes such a file
 # again nor starts a filler that would fail at once. A reinstall changes the size or mtime, an
@@ -185,7 +188,8 @@ class Encoder:
         blank: kept whole, the tokenizer read its first ``MAX_TOKENS`` pieces and no more)."""
         sentences = [(body[a:b], a) for a, b in spans.split(_SENTENCE_END, body, 0, len(body)) if body[a:b].strip()]
         out: list[tuple[str, int, int]] = []
-        encoded = self._tokenizer.encode_batch([s for s, _a in sentences], add_special_tokens=False)
+        encoded = (e for at in range(0, len(sentences), PIECES_AT_ONCE)
+                   for e in self._tokenizer.encode_batch([s for s, _a in sentences[at:at + PIECES_AT_ONCE]], add_special_tokens=False))
         for (sentence, at), encoding in zip(sentences, encoded, strict=True):
             if _size(encoding) <= budget:
                 out.append((sentence, len(encoding.ids), at))
@@ -261,14 +265,14 @@ class Encoder:
         owner: list[int] = []
         traced: list[list[Span]] = []
         # Every text tokenized at once: a text that fits is its own input, tokenized as it runs.
-        tokenized: list[Encoding | None] = []
+        tokenized: list[spans.Tokens | None] = []
         for n, (text, encoding) in enumerate(zip(texts, self._tokenizer.encode_batch([t[:MAX_CHARS] for t in texts]), strict=True)):
             fitting = _fits(text, encoding)
             found = self._layout(text, fitting)
             inputs.extend(passage for passage, _spans in found)
             traced.extend(placed for _passage, placed in found)
             owner.extend([n] * len(found))
-            tokenized.extend([encoding] if fitting else [None] * len(found))
+            tokenized.extend([spans.compact(encoding)] if fitting else [None] * len(found))
         labels = [spans.labels(text) if with_units else None for text in texts]
         made, pooled = self._run(inputs, workers, [(labels[n], traced[i]) for i, n in enumerate(owner)], tokenized)
         if len(inputs) == len(texts):
@@ -281,19 +285,22 @@ class Encoder:
             return whole, []
         sums = [np.zeros((0 if found is None else found[1], DIMENSIONS), dtype=np.float64) for found in labels]
         counts = [np.zeros(len(s), dtype=np.int64) for s in sums]
-        for n, (units, rows, sizes) in zip(owner, pooled, strict=True):  # in input order: the same sums however many workers
+        pooled.reverse()  # popped in input order, each input's sums let go once added
+        for n in owner:  # in input order: the same sums however many workers
+            units, rows, sizes = pooled.pop()
             sums[n][units] += rows  # an input holds each of its units once
             counts[n][units] += sizes
         out = []
         for n, (total, count) in enumerate(zip(sums, counts, strict=True)):
             # A sentence none of whose tokens any run read (cut at MAX_TOKENS): its text's vector.
-            rows = np.where(count[:, None] > 0, total / np.maximum(count, 1)[:, None], whole[n]).astype(np.float32)
+            total /= np.maximum(count, 1)[:, None]  # in place: a long text's sums are tens of MB
+            rows = np.where(count[:, None] > 0, total, whole[n]).astype(np.float32)
             out.append(rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12))
         return whole, out
 
     def _run(
         self, texts: list[str], workers: int = 1, traces: list[tuple[spans.Labels | None, list[Span]]] | None = None,
-        tokenized: list[Encoding | None] | None = None,
+        tokenized: list[spans.Tokens | None] | None = None,
     ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray, np.ndarray]]]:
         """One float32 unit vector per model input, and for each input traced to its text's
         ``units`` (``traces``: the text's labels and the input's spans) the units it holds, the
@@ -302,15 +309,17 @@ class Encoder:
         of its length (32 texts of 256 tokens took 1.1 GB), and short runs are faster. The
         runs are made by ``workers`` threads (this one and the rest), each taking the next run,
         longest first so that none is left alone at the end; which inputs run together does not
-        depend on it, so neither do the vectors. ``tokenized``: the inputs' encodings already
+        depend on it, so neither do the vectors. ``tokenized``: the inputs' tokens (spans.Tokens) already
         made (None for those to make here)."""
         import numpy as np
 
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
         known = tokenized or [None] * len(texts)
-        fresh = iter(self._tokenizer.encode_batch([t[:MAX_CHARS] for t, e in zip(texts, known, strict=True) if e is None]))
-        encodings = [next(fresh) if e is None else e for e in known]
-        encoded = [e.ids for e in encodings]
+        wanted = [t[:MAX_CHARS] for t, e in zip(texts, known, strict=True) if e is None]
+        fresh = iter([spans.compact(e) for at in range(0, len(wanted), PIECES_AT_ONCE)
+                      for e in self._tokenizer.encode_batch(wanted[at:at + PIECES_AT_ONCE])])
+        tokens = [next(fresh) if e is None else e for e in known]
+        encoded = [ids for ids, _starts, _special in tokens]
         none = (np.zeros(0, dtype=np.int64), np.zeros((0, DIMENSIONS)), np.zeros(0, dtype=np.int64))
         pooled: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = [none] * len(texts)
         order = sorted(range(len(texts)), key=lambda i: len(encoded[i]))
@@ -337,7 +346,7 @@ class Encoder:
                     labels, traced_spans = traces[i] if traces else (None, [])
                     if labels is None:
                         continue
-                    found = spans.members(labels, traced_spans, encodings[i].offsets, encodings[i].special_tokens_mask)
+                    found = spans.members(labels, traced_spans, tokens[i][1], tokens[i][2])
                     if found:
                         pooled[i] = spans.unit_sums(hidden[n], found)
 
@@ -353,7 +362,7 @@ class Encoder:
                 future.result()
         return out, pooled
 
-    def _pooled(self, encoded: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    def _pooled(self, encoded: Sequence[Sequence[int] | np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """One run of the model over these inputs (word-piece ids): its token rows, and the
         inputs' unit vectors."""
         import numpy as np

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import numpy as np
+    from tokenizers import Encoding
 
 # A passage's head: the text's first line, when it is a title (not a paragraph).
 MAX_HEAD_CHARS = 200
@@ -21,6 +22,10 @@ Span = tuple[int, int, int]
 Labels = tuple["np.ndarray", int]
 HEAD = -1
 OUTSIDE = -2
+# An input's tokens as its run and their tracing read them: the word-piece ids, each token's first
+# character in the input, and whether it is a special token ([CLS], [SEP]). Arrays, where the
+# tokenizer's Encoding keeps each token's text, offsets and masks: a 2 MiB text's took 280 MB.
+Tokens = tuple["np.ndarray", "np.ndarray", "np.ndarray"]
 
 
 def labels(text: str) -> Labels:
@@ -35,9 +40,18 @@ def labels(text: str) -> Labels:
     return out, len(spans)
 
 
-def members(labels: Labels, spans: list[Span], offsets: list[tuple[int, int]], special: list[int]) -> list[tuple[int, np.ndarray]]:
+def compact(encoding: Encoding) -> Tokens:
+    """``encoding``'s ``Tokens``."""
+    import numpy as np
+
+    offsets = encoding.offsets
+    starts = np.fromiter((start for start, _end in offsets), dtype=np.int64, count=len(offsets))
+    return np.asarray(encoding.ids, dtype=np.int64), starts, np.asarray(encoding.special_tokens_mask, dtype=np.int8)
+
+
+def members(labels: Labels, spans: list[Span], starts: np.ndarray, special: np.ndarray) -> list[tuple[int, np.ndarray]]:
     """(unit, its token positions in this input) for each unit of the text this input (a
-    passage, or the whole text) holds tokens of, with the title's tokens (as unit HEAD). A
+    passage, or the whole text; ``starts`` and ``special`` of its ``Tokens``) holds tokens of, with the title's tokens (as unit HEAD). A
     token belongs to the span its first character is in (``spans`` are in order and apart, as
     ``Encoder._layout`` makes them); one in none, or outside every unit, to none. Traced with
     arrays, not token by token: the loop over tokens and spans cost about as much CPU as the
@@ -45,10 +59,9 @@ def members(labels: Labels, spans: list[Span], offsets: list[tuple[int, int]], s
     import numpy as np
 
     chars, count = labels
-    if not count or not offsets or not spans:
+    if not count or not len(starts) or not spans:
         return []
     table = np.asarray(spans, dtype=np.int64).reshape(-1, 3)
-    starts = np.fromiter((start for start, _end in offsets), dtype=np.int64, count=len(offsets))
     span = np.searchsorted(table[:, 0], starts, side="right") - 1  # the last span starting at or before
     at, where, length = table[span].T
     inside = (np.asarray(special) == 0) & (span >= 0) & (starts < at + length)
