@@ -41,15 +41,9 @@ class SaveResult:
         return f"Memory {self.action}: {self.memory_id}"
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "memory_id": self.memory_id,
-            "resolved_entities": self.resolved_entities,
-            "warnings": self.warnings,
-            "action": self.action,
-            "suggested_topic_key": self.suggested_topic_key,
-            "message": self.message,
-            "commit": self.commit,
-        }
+        return {"memory_id": self.memory_id, "resolved_entities": self.resolved_entities, "warnings": self.warnings,
+                "action": self.action, "suggested_topic_key": self.suggested_topic_key, "message": self.message,
+                "commit": self.commit}
 
 
 @dataclass
@@ -324,13 +318,19 @@ class SessionTimeline(TypedDict):
     entries: list[dict[str, Any]]
 
 
-class LogEntry(TypedDict):
-    """A commit that touched a memory (``GitStore.describe_commits``)."""
-
+class _Commit(TypedDict):
     commit: str
     date: str
     author: str
     message: str
+
+
+class LogEntry(_Commit, total=False):
+    """A commit that touched a memory (``GitStore.describe_commits``); a merge that took one side's
+    version of the file whole, where another side's differs, names them (``ops/memorylog.py``)."""
+
+    kept: str  # the side kept: git's rewritten parent, the side's last commit of the file
+    dropped: list[str]  # the sides whose version it dropped
 
 
 @dataclass

@@ -1,0 +1,59 @@
+"""A reviewer's plain-git merge that kept one side's memory file whole (``git checkout
+--theirs``, a forge's "accept incoming"): ``log`` lists the side it dropped and the merge that
+dropped it, which git's default history simplification hides (ops/memorylog.py)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from testing import CliRunner, git, make_team_after
+
+pytestmark = pytest.mark.typed_in_the_kb
+
+
+def _two_saves_one_id(kbs: list[Path]) -> None:
+    """Agents a and b each save a memory as ``kb.conventions`` on a branch of their own and
+    push it; the reviewer merges a's, then b's keeping b's file (``git checkout --theirs``)."""
+    from testing import in_process_runner, in_the_kb
+
+    invoke_cli = in_the_kb(in_process_runner())
+    a, b, reviewer = kbs
+    for kb, who in ((a, "a"), (b, "b")):
+        git(kb, "switch", "-q", "-c", f"agent-{who}")
+        invoke_cli("--kb", kb, "save", f"{who} conventions", "-e", "shop.orders.qty", "--id", "kb.conventions",
+                   check=True)
+        invoke_cli("--kb", kb, "sync", check=True)
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge a")
+    stopped = subprocess.run(["git", "merge", "--no-ff", "origin/agent-b", "-m", "Merge b"], cwd=reviewer,
+                             capture_output=True, text=True)
+    assert stopped.returncode == 1 and "kb.conventions.yaml" in stopped.stdout, stopped
+    git(reviewer, "checkout", "-q", "--theirs", "memories/kb.conventions.yaml")
+    git(reviewer, "add", "-A")
+    git(reviewer, "commit", "-q", "--no-edit")
+    git(reviewer, "push", "-q", "origin", "main")
+
+
+def test_log_lists_the_save_a_merge_dropped_and_the_merge(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    _bare, (a, _b, reviewer) = make_team_after(tmp_path, "two saves one id, theirs kept", _two_saves_one_id,
+                                              clones=3)
+    merge, mine, theirs = (git(reviewer, "rev-parse", rev).strip() for rev in ("HEAD", "HEAD^1^2", "HEAD^2"))
+    git(a, "switch", "-q", "main")
+    invoke_cli("--kb", a, "sync", check=True)
+
+    def head(sha: str) -> str:
+        full, date, who = git(a, "log", "-1", "--format=%H%n%aI%n%an <%ae>", sha).splitlines()
+        return f"{full[:12]} {date} {who}"
+
+    printed = invoke_cli("--kb", a, "log", "kb.conventions", check=True).stdout
+    assert printed == (
+        f"{head(merge)}\n    Merge b\n"
+        f"    kept {theirs[:12]}'s version whole, dropping {mine[:12]}'s "
+        f"(see 'slayer-kb show kb.conventions --rev {mine[:12]}')\n"
+        f"{head(theirs)}\n    memory: save kb.conventions\n"
+        f"{head(mine)}\n    memory: save kb.conventions\n")
+    # The dropped save is the one a made, and show names it.
+    assert "a conventions" in invoke_cli("--kb", a, "show", "kb.conventions", "--rev", mine[:12], check=True).stdout
