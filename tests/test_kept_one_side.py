@@ -1,15 +1,18 @@
-"""A reviewer's plain-git merge that kept one side's memory file whole (``git checkout
---theirs``, a forge's "accept incoming"): ``log`` lists the side it dropped and the merge that
-dropped it, which git's default history simplification hides (ops/memorylog.py)."""
+"""What a reviewer's plain-git resolution of a conflict leaves, and what slayer-kb says of it: a
+merge that kept one side's memory file whole (``git checkout --theirs``, a forge's "accept
+incoming"), which ``log`` lists with the side it dropped though git's default history
+simplification hides both (ops/memorylog.py); a memory file left unreadable, which the sync that
+pulls it names (syncreport.py)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, git, make_team_after
+from testing import CliRunner, git, make_team, make_team_after
 
 pytestmark = pytest.mark.typed_in_the_kb
 
@@ -57,3 +60,28 @@ def test_log_lists_the_save_a_merge_dropped_and_the_merge(tmp_path: Path, invoke
         f"{head(mine)}\n    memory: save kb.conventions\n")
     # The dropped save is the one a made, and show names it.
     assert "a conventions" in invoke_cli("--kb", a, "show", "kb.conventions", "--rev", mine[:12], check=True).stdout
+
+
+def test_sync_names_a_pulled_memory_file_that_does_not_read(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """A reviewer's hand-fixed conflict left a duplicate key in a memory file and pushed it with
+    plain git: the sync that pulls it says so, with get's fix, and still exits 0."""
+    _bare, (a, reviewer) = make_team(tmp_path, clones=2)
+    saved = invoke_cli("--kb", a, "--json", "save", "Refund reasons are free text", "-e", "shop.orders.qty",
+                       check=True)
+    memory_id = json.loads(saved.stdout)["memory_id"]
+    invoke_cli("--kb", a, "sync", check=True)
+    git(reviewer, "pull", "-q")
+    path = reviewer / "memories" / f"{memory_id}.yaml"
+    text = path.read_text()
+    stamp = next(line for line in text.splitlines() if line.startswith("created_at:"))
+    path.write_text(text + stamp.replace("created_at", "updated_at") + "\n" + stamp.replace("created_at", "updated_at") + "\n")
+    git(reviewer, "commit", "-qam", "Merge b (both updated_at lines kept)")
+    git(reviewer, "push", "-q", "origin", "main")
+
+    synced = invoke_cli("--kb", a, "sync", check=True)
+    got = invoke_cli("--kb", a, "get", memory_id)
+    problem = got.stderr.strip().removeprefix("Error: ")
+    assert got.returncode != 0 and problem.startswith(f"memories/{memory_id}.yaml:"), got
+    assert synced.stdout == ("Synced main with origin: fast-forward, 1 pulled, 0 pushed.\n"
+                             "warning: pulled a memory file that does not read (get names it, search skips it): "
+                             f"{problem}\n")

@@ -235,7 +235,8 @@ def sync_cmd(settings: Settings, remote: str | None) -> None:
             text += "\n  renumbered: " + ", ".join(f"{o} -> {n}" for o, n in result.renumbered.items())
         text += _sessions(result.session_projects, f"{result.remote}/{result.branch}")
         return (text + _stale(result.stale_queries, command(settings.kb().root)) + _unlinked(result.unlinked, result.cascaded, result.relinked, result.relinked_merged)
-                + _untouched("pushed an example query the upstream already had", result.untouched_queries))
+                + _untouched("pushed an example query the upstream already had", result.untouched_queries)
+                + warning_lines(result.warnings))
 
     emit(settings, result.to_json(), human)
 

@@ -504,6 +504,7 @@ class SyncResult:
     # turn), fetch, pull, push, turn (taking it), wait (after a refused push), finish (the last:
     # re-index, bookkeeping). docs/teams.md.
     timings: list[dict[str, float]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # pulled memory files that do not read (syncreport.py)
 
     def to_json(self) -> dict[str, Any]:
         return {"remote": self.remote, "branch": self.branch, "action": self.action, "pulled": self.pulled,
@@ -513,9 +514,7 @@ class SyncResult:
                 "resolved": self.resolved, "unforgotten": self.unforgotten, "dropped": self.dropped, "unlinked": self.unlinked,
                 "cascaded": self.cascaded, "relinked": self.relinked, "relinked_merged": self.relinked_merged, "stale_queries": self.stale_queries,
                 "untouched_queries": self.untouched_queries, "session_projects": self.session_projects, "followed": self.followed,
-                "attempts": self.attempts,
-                "head": self.head,
-                "timings": self.timings}
+                "attempts": self.attempts, "head": self.head, "timings": self.timings, "warnings": self.warnings}
 
 
 @dataclass
