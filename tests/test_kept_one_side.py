@@ -19,8 +19,9 @@ pytestmark = pytest.mark.typed_in_the_kb
 
 def _two_saves_one_id(kbs: list[Path]) -> None:
     """Agents a and b each save a memory as ``kb.conventions`` on a branch of their own and
-    push it; the reviewer merges a's, then b's keeping b's file (``git checkout --theirs``)."""
-    from testing import in_process_runner, in_the_kb
+    push it, in two seconds (``created_at`` tells two memories apart); the reviewer merges a's,
+    then b's keeping b's file (``git checkout --theirs``)."""
+    from testing import in_process_runner, in_the_kb, next_second
 
     invoke_cli = in_the_kb(in_process_runner())
     a, b, reviewer = kbs
@@ -29,6 +30,7 @@ def _two_saves_one_id(kbs: list[Path]) -> None:
         invoke_cli("--kb", kb, "save", f"{who} conventions", "-e", "shop.orders.qty", "--id", "kb.conventions",
                    check=True)
         invoke_cli("--kb", kb, "sync", check=True)
+        next_second()
     git(reviewer, "fetch", "-q", "origin")
     git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge a")
     stopped = subprocess.run(["git", "merge", "--no-ff", "origin/agent-b", "-m", "Merge b"], cwd=reviewer,
@@ -85,3 +87,32 @@ def test_sync_names_a_pulled_memory_file_that_does_not_read(tmp_path: Path, invo
     assert synced.stdout == ("Synced main with origin: fast-forward, 1 pulled, 0 pushed.\n"
                              "warning: pulled a memory file that does not read (get names it, search skips it): "
                              f"{problem}\n")
+
+
+def test_sync_says_a_pulled_merge_replaced_this_clones_memory(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """Agent a's sync of main, which pulls the merge that kept b's memory under a's id, names
+    the merge and the memory, and the steps that keep a's under another id; b's sync, whose
+    memory the merge kept, says nothing of it."""
+    _bare, (a, b, reviewer) = make_team_after(tmp_path, "two saves one id, theirs kept", _two_saves_one_id,
+                                              clones=3)
+    merge = git(reviewer, "rev-parse", "HEAD").strip()
+    made = {kb.name: json.loads(invoke_cli("--kb", kb, "--json", "get", "kb.conventions", check=True).stdout)
+            ["created_at"] for kb in (a, b)}
+    for kb in (a, b):
+        git(kb, "switch", "-q", "main")
+    synced = invoke_cli("--kb", a, "sync", check=True)
+    assert synced.stdout == (
+        "Synced main with origin: fast-forward, 4 pulled, 0 pushed.\n"
+        f"warning: merge {merge[:12]} pulled from origin/main replaced memory kb.conventions (saved {made['a']}), "
+        f"which agent-a holds, with another memory under its id (saved {made['b']}): the one agent-a holds is no "
+        "longer on origin/main. 'slayer-kb show kb.conventions --rev agent-a' shows it; to keep it, commit it again "
+        "under another id: 'git show agent-a:memories/kb.conventions.yaml > memories/kb.conventions-2.yaml && "
+        "git add memories/kb.conventions-2.yaml && git commit -m 'memory: save kb.conventions-2' && slayer-kb sync'.\n")
+    # The steps, as printed, keep a's memory under the new id beside b's.
+    subprocess.run(synced.stdout.split("to keep it, commit it again under another id: '")[1].rsplit(" && ", 1)[0],
+                   shell=True, cwd=a, check=True, capture_output=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    assert json.loads(invoke_cli("--kb", a, "--json", "get", "kb.conventions-2", check=True).stdout)["learning"] \
+        == "a conventions"
+    assert invoke_cli("--kb", b, "sync", check=True).stdout == \
+        "Synced main with origin: fast-forward, 5 pulled, 0 pushed.\n"

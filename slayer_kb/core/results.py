@@ -504,7 +504,7 @@ class SyncResult:
     # turn), fetch, pull, push, turn (taking it), wait (after a refused push), finish (the last:
     # re-index, bookkeeping). docs/teams.md.
     timings: list[dict[str, float]] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)  # pulled memory files that do not read (syncreport.py)
+    warnings: list[str] = field(default_factory=list)  # what it pulled that an agent must hear of (syncreport.py)
 
     def to_json(self) -> dict[str, Any]:
         return {"remote": self.remote, "branch": self.branch, "action": self.action, "pulled": self.pulled,

@@ -66,7 +66,7 @@ from .revalidation import Moves, Revalidated, finish, on_top, revalidate
 from .snapshot import merge_bases, session_projects, written_on_both, written_on_either
 from .syncfetch import Fetch, no_remote
 from .syncpush import push
-from .syncreport import DONE, compose, pulled_unreadable, rename, reported
+from .syncreport import DONE, compose, pulled_warnings, rename, reported
 from .turn import Turn
 
 if TYPE_CHECKING:
@@ -180,7 +180,7 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
                                     f"the repository is back as it was. Run '{command(store.root)} sync' again.")
             turn.give_back()
             index.catch_up()
-            result.warnings = pulled_unreadable(kb, index.broken)
+            result.warnings = pulled_warnings(kb, index.broken, start, f"{remote}/{upstream_branch}")
             if upstream:
                 result.pulled = _count(store, upstream, start)
                 result.pushed_again = _pushed_again(store, known, upstream, start) if result.pushed else 0
