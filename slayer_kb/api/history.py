@@ -22,10 +22,10 @@ class History:
         self._kb = kb
 
     def log(self, memory_id: str) -> list[LogEntry]:
-        """Every commit that touched the memory, newest first (renames followed)."""
-        from ..ops import history
+        """Every commit that touched the memory on any side, newest first (renames followed)."""
+        from ..ops import memorylog
 
-        return history.log(self._kb.store, memory_id, self._kb.memory_exists)
+        return memorylog.log(self._kb.store, memory_id, self._kb.memory_exists)
 
     def moved_notes(self, memory_id: str) -> list[str]:
         """The note that goes with ``log``'s answer when the id moved on this clone (``show``'s

@@ -12,8 +12,8 @@ import click
 
 from ..core.errors import NotFoundError, UsageError
 from ..core.locate import memory_link
-from ..core.problems import command
-from ..core.results import ImportResult, MergeResult, RebaseResult
+from ..core.problems import command, words
+from ..core.results import ImportResult, LogEntry, MergeResult, RebaseResult
 from ..core.text import counted, shown_value, warning_line, warning_lines
 from .common import Settings, emit, for_terminal, json_option, memory_text, pass_settings
 
@@ -58,7 +58,10 @@ def edit(settings: Settings, memory_id: str) -> None:
 @json_option
 @pass_settings
 def log(settings: Settings, memory_id: str) -> None:
-    """Every commit that touched a memory, newest first (renames followed).
+    """Every commit that touched a memory, newest first, on every side of a merge (renames followed).
+
+    A merge that kept one side's version of the file whole, where another side's differs (a
+    conflict resolved with 'git checkout --theirs'), says which it kept and which it dropped.
 
     \b
     Example:
@@ -72,8 +75,18 @@ def log(settings: Settings, memory_id: str) -> None:
             click.echo(for_terminal(warning_line(line)), err=True)
     emit(settings, entries, lambda: "\n".join(
         f"{e['commit'][:12]} {e['date']} {e['author']}\n    {e['message'].splitlines()[0] if e['message'] else ''}"
-        for e in entries
+        + _kept(e, memory_id, command(kb.root)) for e in entries
     ) + warning_lines(notes))
+
+
+def _kept(entry: LogEntry, memory_id: str, run: str) -> str:
+    """The line under a merge that kept one side's version of the memory whole."""
+    if "kept" not in entry:
+        return ""
+    dropped = entry["dropped"]
+    shows = " and ".join(f"'{run} show {words(memory_id, '--rev', sha[:12])}'" for sha in dropped)
+    return (f"\n    kept {entry['kept'][:12]}'s version whole, dropping "
+            f"{', '.join(sha[:12] for sha in dropped)}'s (see {shows})")
 
 
 @click.command()
@@ -222,7 +235,8 @@ def sync_cmd(settings: Settings, remote: str | None) -> None:
             text += "\n  renumbered: " + ", ".join(f"{o} -> {n}" for o, n in result.renumbered.items())
         text += _sessions(result.session_projects, f"{result.remote}/{result.branch}")
         return (text + _stale(result.stale_queries, command(settings.kb().root)) + _unlinked(result.unlinked, result.cascaded, result.relinked, result.relinked_merged)
-                + _untouched("pushed an example query the upstream already had", result.untouched_queries))
+                + _untouched("pushed an example query the upstream already had", result.untouched_queries)
+                + warning_lines(result.warnings))
 
     emit(settings, result.to_json(), human)
 

@@ -41,15 +41,9 @@ class SaveResult:
         return f"Memory {self.action}: {self.memory_id}"
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "memory_id": self.memory_id,
-            "resolved_entities": self.resolved_entities,
-            "warnings": self.warnings,
-            "action": self.action,
-            "suggested_topic_key": self.suggested_topic_key,
-            "message": self.message,
-            "commit": self.commit,
-        }
+        return {"memory_id": self.memory_id, "resolved_entities": self.resolved_entities, "warnings": self.warnings,
+                "action": self.action, "suggested_topic_key": self.suggested_topic_key, "message": self.message,
+                "commit": self.commit}
 
 
 @dataclass
@@ -324,13 +318,19 @@ class SessionTimeline(TypedDict):
     entries: list[dict[str, Any]]
 
 
-class LogEntry(TypedDict):
-    """A commit that touched a memory (``GitStore.describe_commits``)."""
-
+class _Commit(TypedDict):
     commit: str
     date: str
     author: str
     message: str
+
+
+class LogEntry(_Commit, total=False):
+    """A commit that touched a memory (``GitStore.describe_commits``); a merge that took one side's
+    version of the file whole, where another side's differs, names them (``ops/memorylog.py``)."""
+
+    kept: str  # the side kept: git's rewritten parent, the side's last commit of the file
+    dropped: list[str]  # the sides whose version it dropped
 
 
 @dataclass
@@ -504,6 +504,7 @@ class SyncResult:
     # turn), fetch, pull, push, turn (taking it), wait (after a refused push), finish (the last:
     # re-index, bookkeeping). docs/teams.md.
     timings: list[dict[str, float]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # what it pulled that an agent must hear of (syncreport.py)
 
     def to_json(self) -> dict[str, Any]:
         return {"remote": self.remote, "branch": self.branch, "action": self.action, "pulled": self.pulled,
@@ -513,9 +514,7 @@ class SyncResult:
                 "resolved": self.resolved, "unforgotten": self.unforgotten, "dropped": self.dropped, "unlinked": self.unlinked,
                 "cascaded": self.cascaded, "relinked": self.relinked, "relinked_merged": self.relinked_merged, "stale_queries": self.stale_queries,
                 "untouched_queries": self.untouched_queries, "session_projects": self.session_projects, "followed": self.followed,
-                "attempts": self.attempts,
-                "head": self.head,
-                "timings": self.timings}
+                "attempts": self.attempts, "head": self.head, "timings": self.timings, "warnings": self.warnings}
 
 
 @dataclass

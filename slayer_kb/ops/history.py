@@ -1,4 +1,4 @@
-"""A memory's history from git: ``log``, ``show --rev``, ``restore --rev``, and ``review``.
+"""A memory's history from git: ``show --rev``, ``restore --rev``, and ``review`` (``log``: memorylog.py).
 
 Everything here reads git objects (``git log``, ``git cat-file``, ``git diff``), never the work
 tree, except ``restore_revision`` which writes one memory back as a new commit.
@@ -41,19 +41,18 @@ from typing import TYPE_CHECKING
 from ..catalog.catalog import Catalog
 from ..core.errors import InvalidIdError, InvalidInputError, MemoryFileError, NotFoundError
 from ..core.fileio import NotRegularFile, not_a_file, read_regular
-from ..core.ids import check_existing_id, id_sort_key, meant_id, no_memory
+from ..core.ids import check_existing_id, id_sort_key, no_memory
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.memory import Memory, dumps, loads, with_entities
 from ..core.merging import BOTH_EDITED, soft_forget_met
 from ..core.problems import command, shell_word, shown, words
-from ..core.results import LogEntry, RestoreResult, Shown
+from ..core.results import RestoreResult, Shown
 from ..core.review import PICKED, RESTORED, SOFT_DELETED, SQUASHED, MemoryChange, Review, word_diff
 from ..core.session import SESSIONS_DIR, Session, id_of_file
 from ..core.session import loads as load_session
 from ..core.text import paragraph_one, shown_value
 from ..store import revisions
 from ..store.foldlog import held_fold, held_fold_said
-from ..store.gitenv import LITERAL_PATHS
 from ..store.renames import last_deletion, renamed_since, renames_between
 from ..store.repo import GitStore
 from ..store.revisions import range_ends, resolve_rev, resolves, same_memories, shallow_parting, taken_from
@@ -73,50 +72,7 @@ BOOKKEEPING = frozenset({"updated_at", "revision_count", "duplicate_count"})
 
 
 # ---------------------------------------------------------------------------------------------
-# log, show, restore
-
-
-def log(store: GitStore, memory_id: str, exists: Callable[[str], bool]) -> list[LogEntry]:
-    """Every commit that touched ``memories/<id>.yaml``, newest first, renames followed;
-    ``exists`` says which ids have a memory, for the error of one that never had."""
-    check_existing_id(memory_id, "whose commits to list")
-    if store.head() is None:
-        return []
-    entries = store.describe_commits(_file_history(store, memory_path(memory_id)))
-    if not entries:  # a held rename's id: its history is on the merge's side git's simplification leaves out
-        entries = store.describe_commits(_file_history(store, memory_path(memory_id), ("--full-history",)))
-    if not entries:
-        raise NotFoundError(f"No commit ever touched memory '{memory_id}' ({memory_path(memory_id)})"
-                            f"{meant_id(memory_id, exists)}.")
-    return entries
-
-
-def _file_history(store: GitStore, kb_path: str, how: tuple[str, ...] = ()) -> list[str]:
-    """The commits that touched ``kb_path``, newest first, and before the commit that renamed a
-    file to it (``renumber``, ``git mv``), those of the file it was.
-
-    Not ``git log --follow``: that also follows copies, and two small memory files are often
-    "copies" of each other by git's measure (half their lines alike), so ``log 2`` would list
-    memory 1's history. A rename here is git's: a file deleted and one added alike in the same
-    commit.
-    """
-    shas: list[str] = []
-    rev, path = "HEAD", store.repo_path(kb_path)
-    while True:
-        found = store.git("log", "--format=%H", *how, rev, "--", path, env=LITERAL_PATHS).stdout.decode().split()
-        shas.extend(found)
-        if not found:
-            return shas
-        oldest = found[-1]
-        changes = store.git(
-            "diff-tree", "--no-commit-id", "-r", "-z", "-M", "--raw", "--root", oldest, "--",
-            store.repo_path(f"{MEMORIES_DIR}/"),
-        ).stdout
-        renamed_from = next((old for status, old, new, _mode in _raw_changes(changes, "")
-                             if status.startswith("R") and new == path), None)
-        if renamed_from is None:
-            return shas
-        rev, path = f"{oldest}^", renamed_from
+# show, restore
 
 
 def show(kb: Context, memory_id: str, rev: str | None = None) -> Shown:
@@ -279,7 +235,7 @@ def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
     links: dict[str, tuple[str, set[str]]] = {}  # id -> (path, its entities), of memories at head
     added: dict[str, Memory] = {}  # path -> the memory the branch added, at head
     keyed: dict[str, tuple[Topic, str]] = {}  # id -> the topic a memory the branch changed holds at head, its path
-    listed = list(_raw_changes(proc.stdout, store.prefix))
+    listed = list(raw_changes(proc.stdout, store.prefix))
     # Each memory file at both ends from one cat-file, not a process a file (and two at the head).
     files = [(rev, path) for _, old, new, _ in listed for rev, path in ((base_sha, old), (head_sha, new))
              if id_of_path(path)]
@@ -498,7 +454,7 @@ def merge_base_of(store: GitStore, base: str, head: str, resolved: tuple[str, st
     return sha
 
 
-def _raw_changes(raw: bytes, prefix: str) -> Iterator[tuple[str, str, str, str]]:
+def raw_changes(raw: bytes, prefix: str) -> Iterator[tuple[str, str, str, str]]:
     """(status, old path, new path, new mode) from ``git diff --raw -z``, KB-relative."""
     parts = [p.decode("utf-8", "surrogateescape") for p in raw.split(b"\0")]
     i = 0

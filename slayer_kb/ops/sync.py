@@ -41,7 +41,7 @@ import time
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from ..core.errors import ConflictError, IndexLockedError, InvalidInputError, KBError, StoreError
+from ..core.errors import ConflictError, IndexLockedError, InvalidInputError, KBError, MemoryFileError, StoreError
 from ..core.locate import id_of_path, memory_path
 from ..core.merging import folded_by
 from ..core.problems import cd_step, command, command_in, git_command, words
@@ -66,7 +66,7 @@ from .revalidation import Moves, Revalidated, finish, on_top, revalidate
 from .snapshot import merge_bases, session_projects, written_on_both, written_on_either
 from .syncfetch import Fetch, no_remote
 from .syncpush import push
-from .syncreport import DONE, compose, rename, reported
+from .syncreport import DONE, compose, pulled_warnings, rename, reported
 from .turn import Turn
 
 if TYPE_CHECKING:
@@ -176,12 +176,11 @@ def _sync(kb: Context, store: GitStore, remote: str) -> SyncResult:
                     time.sleep(backoff(attempt + 1, _JITTER, race))
                     laps.lap("wait")
             else:
-                raise ConflictError(
-                    f"The push to {remote} was refused {PUSH_ATTEMPTS} times (others keep pushing); "
-                    f"the repository is back as it was. Run '{command(store.root)} sync' again."
-                )
+                raise ConflictError(f"The push to {remote} was refused {PUSH_ATTEMPTS} times (others keep pushing); "
+                                    f"the repository is back as it was. Run '{command(store.root)} sync' again.")
             turn.give_back()
             index.catch_up()
+            result.warnings = pulled_warnings(kb, index.broken, start, f"{remote}/{upstream_branch}")
             if upstream:
                 result.pulled = _count(store, upstream, start)
                 result.pushed_again = _pushed_again(store, known, upstream, start) if result.pushed else 0
@@ -277,18 +276,19 @@ class _Index:
         self.kb = kb
         self.store = store
         self.at = at
+        self.broken: dict[str, MemoryFileError | None] = {}  # each memory file pulled: why it does not read
 
     def back_to(self, was: str, now: str) -> None:
         """The branch went back from ``was`` to ``now`` (a retry's reset): the index, which learnt
         ``was``'s commits (a renumber commit's rewritten links, which the next renumbering looks
         up there), describes ``now`` again."""
         _reindex(self.kb, self.store, was)
-        self.at = now
+        self.at, self.broken = now, {}
 
     def catch_up(self) -> None:
         head = self.store.head()
         if head is not None and head != self.at:
-            _reindex(self.kb, self.store, self.at)
+            self.broken.update(_reindex(self.kb, self.store, self.at))
             self.at = head
 
 
@@ -489,15 +489,18 @@ def _pushed_again(store: GitStore, known: str, upstream: str, start: str) -> int
     return sum((stamps(base) & stamps("HEAD")).values())
 
 
-def _reindex(kb: Context, store: GitStore, before: str) -> None:
+def _reindex(kb: Context, store: GitStore, before: str) -> dict[str, MemoryFileError | None]:
     """Bring the index, which described the files at ``before``, to HEAD: only the memory files
     that changed in between are re-read (a full freshness pass stats every file, on every push
     attempt). A changed catalog file (anything else but sessions, which the index does not hold)
-    takes the full pass, which also re-reads the catalog."""
+    takes the full pass, which also re-reads the catalog. Each file that changed: why it does
+    not read as a memory, or None."""
     out = store.git("diff", "--name-only", "-z", "--no-renames", before, "HEAD", "--", store.prefix or ".").stdout
     changed = [p.decode("utf-8", "surrogateescape")[len(store.prefix):] for p in out.split(b"\0") if p]
     ids = [id_of_path(path) for path in changed if not path.startswith(f"{SESSIONS_DIR}/")]
-    kb.reread(None if None in ids else [i for i in ids if i is not None])
+    report = kb.reread(None if None in ids else [i for i in ids if i is not None])
+    problems = {problem.path: problem for problem in report.problems}
+    return {path: problems.get(path) for path in changed}
 
 
 def _rebase(store: GitStore, remote: str, upstream_branch: str, tips: tuple[str, str], renumbered: bool,

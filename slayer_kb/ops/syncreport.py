@@ -1,13 +1,19 @@
 """What a sync did, as its result says it (``SyncResult``): its renumberings, folds, strips and
-the files it merged. Kept in the sync's pull record (``store/pulls.py``) until the sync has said
+the files it merged, and what it pulled that an agent must hear of (``pulled_warnings``). Kept in the sync's pull record (``store/pulls.py``) until the sync has said
 it, so that the next sync says what one killed after its push (or before it) did not."""
 
 from __future__ import annotations
 
 import copy
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from ..core.errors import MemoryFileError
+from ..core.locate import id_of_path
 from ..core.results import SyncResult
+from .replaced import replaced_here
+
+if TYPE_CHECKING:
+    from ..context import Context
 
 T = TypeVar("T")
 # What a sync did, as its result says it: kept in its pull record (``store/pulls.py``) until it is said.
@@ -60,3 +66,21 @@ def rename(moves: dict[str, T], mapping: dict[str, str]) -> None:
     renamed = {mapping.get(memory_id, memory_id): value for memory_id, value in moves.items()}
     moves.clear()
     moves.update(renamed)
+
+
+def pulled_warnings(kb: Context, broken: dict[str, MemoryFileError | None], start: str, upstream: str) -> list[str]:
+    """A warning for each memory of this clone a merge pulled since ``start`` replaced with
+    another under its id (replaced.py), and for each memory file the sync pulled that does not
+    read as a memory (``broken``: each file the pull changed, why it does not read, or None),
+    with the fix ``get`` gives: from now on get names it and search skips it, and the sync is the
+    moment the agent's view changed."""
+    warnings = replaced_here(kb.store, start, upstream)
+    for path, problem in sorted(broken.items()):
+        if problem is None or (memory_id := id_of_path(path)) is None:
+            continue
+        try:
+            kb.read_with_fix(memory_id)
+        except MemoryFileError as exc:
+            problem = exc  # with the fix, as get says it
+        warnings.append(f"pulled a memory file that does not read (get names it, search skips it): {problem}")
+    return warnings

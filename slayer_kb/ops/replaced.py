@@ -1,0 +1,101 @@
+"""A memory of this clone that a pulled merge replaced with another memory under its id.
+
+A reviewer's plain-git merge of two branches that each saved a memory under one id stops
+(both added the file); resolved by keeping one side's file whole (``git checkout --theirs``, a
+forge's "accept incoming"), the other side's memory is gone from the merged branch, and the id
+names another memory. The clone that saved the lost one hears of it from the sync that pulls
+that merge, as ``sync`` and ``merge`` name two memories under one id they meet themselves.
+
+Decisions:
+
+- Read from one ``git log -m --raw`` of the pulled merges (bounded by the branch as the sync
+  found it: never a walk of all history), the memory files each merge changed against a parent;
+  where there are any, one ``for-each-ref`` and one ``cat-file --batch`` of their versions and
+  of the local branches' ones. A merge's file with another ``created_at`` than the parent's
+  (and no shared ``topic_key``, which makes one memory of two saves) replaced that memory.
+- Said only where a local branch (the synced one as the sync found it) holds the dropped memory:
+  this clone's save, or one it held; a clone that never had it has nothing to get back.
+- The fix keeps the memory under another id: its file as the branch holds it committed again
+  under a free id. Not ``restore`` (it would write over the memory the id names now), nor a
+  ``rename`` on the branch that holds it (merged again, the rename meets the merged branch's
+  change of the file, and carries the other memory to the new id).
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..core.ids import free_variant
+from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
+from ..core.problems import command, words
+from ..store.repo import GitStore
+
+_FIELD = re.compile(rb"^(created_at|topic_key):[ \t]*'?([^'\n]*)'?[ \t]*$", re.MULTILINE)
+
+
+def replaced_here(store: GitStore, start: str, upstream: str) -> list[str]:
+    """A warning for each memory a merge among the commits pulled since ``start`` (the branch as
+    the sync found it) replaced with another under its id, where a local branch holds it."""
+    head = store.head()
+    if head is None or head == start:
+        return []
+    out = store.git("log", "-m", "--merges", "--raw", "--no-renames", "--no-abbrev", "--format=@%H", head,
+                    f"^{start}", "--", store.repo_path(f"{MEMORIES_DIR}/")).stdout.decode("utf-8", "replace")
+    changed: list[tuple[str, str, str, str]] = []  # (merge, KB path, the parent's blob, the merge's)
+    merge = ""
+    for line in out.splitlines():
+        if line.startswith("@"):
+            merge = line[1:]
+        elif line.startswith(":") and "\t" in line:
+            fields, path = line.split("\t", 1)
+            _modes, _mode, old, new, status = fields[1:].split(" ")
+            if status == "M" and path.startswith(store.prefix) and id_of_path(path[len(store.prefix):]):
+                changed.append((merge, path[len(store.prefix):], old, new))
+    if not changed:
+        return []
+    branch = store.branch()
+    tips = {name: (start if name == branch else name) for name in store.git(
+        "for-each-ref", "--format=%(refname:short)", "refs/heads/").stdout.decode().split()}
+    paths = sorted({path for _merge, path, _old, _new in changed})
+    names = [blob for _m, _p, old, new in changed for blob in (old, new)]
+    names += [f"{rev}:{store.repo_path(path)}" for rev in tips.values() for path in paths]
+    read = iter(store.cat_files(names, missing_ok=True))
+    made = [(_made(next(read)), _made(next(read))) for _ in changed]
+    held = {(name, path): _made(next(read)) for name in tips for path in paths}
+    said: dict[tuple[str, str], str] = {}  # one warning a merge and file, whichever parent it is said against
+    for (merge, path, _old, _new), (was, now) in zip(changed, made, strict=True):
+        if not was[0] or not now[0] or was[0] == now[0] or (was[1] and was[1] == now[1]) or (merge, path) in said:
+            continue
+        holder = next((name for name in sorted(tips, key=lambda n: n != branch) if held[name, path][0] == was[0]), None)
+        if holder is not None:
+            said[merge, path] = _said(store, merge, path, (was[0], now[0]), holder, tips[holder], upstream)
+    return list(said.values())
+
+
+def _made(found: tuple[str, str, bytes] | None) -> tuple[str, str]:
+    """The ``created_at`` and ``topic_key`` a memory file's text holds ('' for none), read as
+    text: a file that does not read as a memory says its own problem elsewhere."""
+    if found is None or found[1] != "blob":
+        return "", ""
+    fields = {key.decode(): value.decode("utf-8", "replace").strip() for key, value in _FIELD.findall(found[2])}
+    return fields.get("created_at", ""), fields.get("topic_key", "")
+
+
+def _said(store: GitStore, merge: str, path: str, saved: tuple[str, str], holder: str, rev: str,
+          upstream: str) -> str:
+    """The warning of memory ``path`` that ``merge`` replaced, held on branch ``holder`` (at
+    ``rev``), with the steps that keep it under another id."""
+    memory_id = id_of_path(path)
+    assert memory_id is not None
+    run = command(store.root)
+    new = free_variant(memory_id, [])
+    shown_rev = holder if rev == holder else rev[:12]
+    # Not a rename on the branch that holds it: merged again, that branch's rename would meet the
+    # merged branch's change of the file (one memory to the other) and carry it to the new id.
+    fix = (f"to keep it, commit it again under another id: 'git show {shown_rev}:{store.repo_path(path)} > "
+           f"{memory_path(new)} && git add {memory_path(new)} && git commit -m {words(f'memory: save {new}')} "
+           f"&& {run} sync'")
+    return (f"merge {merge[:12]} pulled from {upstream} replaced memory {memory_id} (saved {saved[0]}), which "
+            f"{holder} holds, with another memory under its id (saved {saved[1]}): the one {holder} holds is no "
+            f"longer on {upstream}. '{run} show {words(memory_id, '--rev', shown_rev)}' "
+            f"shows it; {fix}.")
