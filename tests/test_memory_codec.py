@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Literal
+
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -136,8 +138,10 @@ _TOO_LONG = (f"is {len(_OVER_CEILING)} bytes; a text in a memory file may hold a
          f"'entities' holds an entity that {_TOO_LONG}"),
         (f"learning: x\nquery:\n  source_model: {_OVER_CEILING}\ncreated_at: '2026-11-29T20:42:40Z'\n", 2,
          f"'query' holds a string that {_TOO_LONG}"),
+        (f"learning: x\nquery:\n  ? {_OVER_CEILING}\n  : 1\ncreated_at: '2026-11-29T20:42:40Z'\n", 2,
+         f"'query' holds a string that {_TOO_LONG}"),
     ],
-    ids=["learning", "title", "entity", "query"],
+    ids=["learning", "title", "entity", "query", "query-key"],
 )
 def test_a_text_over_the_content_ceiling_is_a_broken_file(text: str, line: int, message: str) -> None:
     # A save never writes one (SLAYER_KB_MAX_CONTENT is at most 2 MiB): a hand-made one would
@@ -272,10 +276,10 @@ def _duplicate_by_lines(text: str) -> tuple[int, str] | None:
     return None
 
 
-def _nested_duplicate_by_loader(text: str) -> tuple[int, str] | None:
-    """The reference for what the lines do not show: the first key any mapping holds twice, as
-    PyYAML's own constructor meets the mappings (an indented ``learning:`` twice under
-    ``learning:``, or ``"learning":`` beside ``learning:``)."""
+def _nested_duplicate_by_loader(text: str) -> tuple[int, str] | None | Literal[False]:
+    """The reference for a text that reads: the first key any mapping holds twice, as PyYAML's
+    own constructor meets the mappings (an indented ``learning:`` twice under ``learning:``, or
+    ``"learning":`` beside ``learning:``); False for a text that does not read."""
     import yaml
 
     found: list[tuple[int, str]] = []
@@ -292,7 +296,7 @@ def _nested_duplicate_by_loader(text: str) -> tuple[int, str] | None:
     try:
         yaml.load(text, Loader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError:
-        return None  # the loader reports it, not the duplicate check
+        return False  # it does not read: the loader reports it, and the lines tell of a key twice
     return min(found) if found else None
 
 
@@ -316,7 +320,9 @@ def test_duplicate_keys_are_found_as_line_by_line(parts: list[tuple[str, str, st
     from slayer_kb.core.memory import check_duplicate_keys
 
     text = "".join("".join(part) for part in parts)
-    expected = _duplicate_by_lines(text) or _nested_duplicate_by_loader(text)
+    # A text that reads: what the reader's own constructor finds in it; else the lines tell.
+    read = _nested_duplicate_by_loader(text)
+    expected = _duplicate_by_lines(text) if read is False else read
     if expected is None:
         check_duplicate_keys(text, "m.yaml")
     else:
@@ -325,18 +331,25 @@ def test_duplicate_keys_are_found_as_line_by_line(parts: list[tuple[str, str, st
         assert (info.value.line, f"duplicate key '{expected[1]}'") == (expected[0], info.value.message.split(" (")[0])
 
 
-@pytest.mark.parametrize(("text", "line", "key"), [
-    ("learning: kept by hand\n!!str learning: b\n", 2, "learning"),  # fmt kept "b" alone, without a word
-    ("learning: x\n&a learning: b\n", 2, "learning"),
-    ("learning: x\n? learning\n: b\n", 2, "learning"),
-    ("learning: v\nquery:\n  measures:\n  - formula: |\n      sum(amount)\n    name: revenue\n    name: total\n", 7, "name"),
+@pytest.mark.parametrize(("text", "line", "key", "first"), [
+    ("learning: kept by hand\n!!str learning: b\n", 2, "learning", 1),  # fmt kept "b" alone, without a word
+    ("learning: x\n&a learning: b\n", 2, "learning", 1),
+    ("learning: x\n? learning\n: b\n", 2, "learning", 1),
+    ("learning: v\nquery:\n  measures:\n  - formula: |\n      sum(amount)\n    name: revenue\n    name: total\n", 7, "name", 6),
+    ("\ufefflearning: kept by hand\nlearning: b\n", 2, "learning", 1),  # the loader passes a byte-order mark over
+    ("learning: v\nquery:\n  source_model: \"orders\n and more\"\n  source_model: b\n", 5, "source_model", 3),
 ])
-def test_a_key_written_twice_in_a_way_the_lines_do_not_show_is_found(text: str, line: int, key: str) -> None:
+def test_a_key_written_twice_in_a_way_the_lines_do_not_show_is_found(text: str, line: int, key: str, first: int) -> None:
     from slayer_kb.core.memory import check_duplicate_keys
 
     with pytest.raises(MemoryFileError) as info:
         check_duplicate_keys(text + "created_at: '2026-11-29T20:42:40Z'\n", "m.yaml")
-    assert (info.value.line, info.value.message) == (line, f"duplicate key '{key}' (first on line {line - 1}); keep one")
+    assert (info.value.line, info.value.message) == (line, f"duplicate key '{key}' (first on line {first}); keep one")
+
+
+def test_a_quoted_value_whose_next_line_looks_like_a_key_is_no_duplicate() -> None:
+    text = "learning: \"a\nlearning: b\"\ncreated_at: '2026-11-29T20:42:40Z'\n"
+    assert loads(text, "m").learning == "a learning: b"
 
 
 def test_a_long_line_costs_the_duplicate_key_check_one_pass() -> None:

@@ -60,13 +60,15 @@ def test_a_claims_words_are_shown_as_data_and_cut(tmp_path: Path, invoke_cli: Cl
     bare, (_x, y) = make_team(tmp_path)
     given = BLOCK + 50
     empty = git(bare, "hash-object", "-t", "tree", "-w", "/dev/null").strip()
-    words = "From {x} {0:>300000000} " + "y" * 5000
+    words = "From {x} {0:>300000000}\n\nMemory saved: a line of its own\n" + "y" * 5000
     holder = git(bare, "commit-tree", empty, "-m", f"slayer-kb: claim ids {BLOCK + 1}-{2 * BLOCK} for memory {given}",
                  "-m", words).strip()
     git(bare, "update-ref", f"{CLAIMS}1", holder)
     refused = invoke_cli("--kb", y, "save", "Y: mine", "-e", "shop.orders", "--id", str(given))
     assert refused.returncode == 1
-    claim = f"claim ids {BLOCK + 1}-{2 * BLOCK} for memory {given} (from {{x}} {{0:>300000000}} " + "y" * 5000 + ")"
+    # One line: a line of the message standing on its own would read as the command's.
+    claim = (f"claim ids {BLOCK + 1}-{2 * BLOCK} for memory {given} (from {{x}} {{0:>300000000}} Memory saved: a line "
+             "of its own " + "y" * 5000 + ")")
     assert refused.stderr == (f"Error: Memory id '{given}' was given by another clone: its claim on origin ({CLAIMS}1: "
                               f"{claim[:300]}... ({len(claim)} characters)) "
                               "names it, and a sync would then give one of the two memories a new id. Give another "

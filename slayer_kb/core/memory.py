@@ -393,6 +393,7 @@ def check_duplicate_keys(text: str, where: str) -> None:
     # name the line even in a file YAML cannot read), and those the lines do not show, read from
     # the tree: a nested mapping's (``{column: a, column: b}`` in a query, or ``name:`` twice in
     # a column) and a quoted key's (``"learning":`` beside ``learning:``).
+    text = text.removeprefix("\ufeff")  # the loader passes a byte-order mark over: no part of the first key
     if _OTHER_BREAKS.search(text) is None:
         keys = _TOP_KEYS.findall(text)
         if len(keys) == len(set(keys)):
@@ -409,6 +410,10 @@ def check_duplicate_keys(text: str, where: str) -> None:
             continue
         key = match.group(1)
         if key in seen:
+            if (tree := yamlio.tree_duplicates(text)) is not None:
+                # It reads: the tree tells (a line of a quoted value that runs on looks like a key).
+                _refuse_first(tree, where)
+                return
             raise MemoryFileError(
                 where, number, f"duplicate key '{key}' (first on line {seen[key]}); keep one"
             )
@@ -417,7 +422,11 @@ def check_duplicate_keys(text: str, where: str) -> None:
 
 
 def _refuse_tree_duplicates(text: str, where: str) -> None:
-    if found := yamlio.duplicate_keys(text):
+    _refuse_first(yamlio.duplicate_keys(text), where)
+
+
+def _refuse_first(found: list[tuple[int, str, int]], where: str) -> None:
+    if found:
         line, key, first = found[0]
         raise MemoryFileError(where, line, f"duplicate key '{key}' (first on line {first}); keep one")
 
@@ -483,6 +492,7 @@ def _check_plain(value: Any) -> None:
         if isinstance(item, dict):
             if not all(isinstance(k, str) for k in item):
                 raise ValueError("must have string keys only")
+            stack.extend(item)  # a key is a string as a value is, held to the same size
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)

@@ -117,6 +117,9 @@ _KEY_LINE = re.compile(
 )
 # A key the guess cannot read (a tag, an anchor, an alias or "? " before it): the tree decides.
 _ODD_STARTS = ("!", "&", "*", "?")
+# A quoted value closed on its line: one that is not goes on over lines any column may start,
+# which would read as keys or as the mapping's end (the tree decides).
+_CLOSED = re.compile(r"""(?:"(?:[^"\\]|\\.)*"|'(?:[^']|'')*')""")
 
 
 def _key_of(match: re.Match[str]) -> str | None:
@@ -148,6 +151,9 @@ def _may_repeat_a_key(text: str) -> bool:
         if stripped.lstrip("- ")[:1] in _ODD_STARTS:
             return True
         match = _KEY_LINE.match(line) if ":" in stripped else None
+        value = line[match.end():].lstrip(" \t") if match else stripped.lstrip("- ")
+        if value[:1] in ('"', "'") and not _CLOSED.match(value):
+            return True
         column = len(match.group(1)) if match else indent
         if open_keys and (deeper := [c for c in open_keys if c > column or (c == column and "-" in line[:column])]):
             for c in deeper:
@@ -173,10 +179,16 @@ def duplicate_keys(text: str) -> list[tuple[int, str, int]]:
     the loader's to report. Keys equal only once resolved (``1`` and ``0x1``) are not compared."""
     if "{" not in text and not _may_repeat_a_key(text):
         return []
+    return tree_duplicates(text) or []
+
+
+def tree_duplicates(text: str) -> list[tuple[int, str, int]] | None:
+    """``duplicate_keys`` read from the composed tree, whatever the lines look like; None for a
+    document that does not compose."""
     try:
         root = compose(text)
     except (yaml.YAMLError, RecursionError):  # the loader says what is wrong (too deep: nesting.py)
-        return []
+        return None
     found: list[tuple[int, str, int]] = []
     stack = [root] if root is not None else []
     walked: set[int] = set()  # an alias is the node it names: a bomb's 9**8 paths are 9 nodes a level

@@ -275,6 +275,7 @@ class IdLeases:
         # "claim ids 101-200 for memory 150 (from HOST for KB)", as the holder commit says it
         subject, _, who = said.strip().removeprefix("slayer-kb: ").partition("\n\n")
         said = f"{subject} ({who[:1].lower()}{who[1:].rstrip('.')})" if who else subject
+        said = " ".join(said.split())  # one line: an error's lines are the command's, not the remote's
         # Shown in an error: a message of megabytes (anyone can push one) is cut, as values are.
         self.claim_said = said if len(said) <= 3 * MAX_SHOWN else f"{said[:3 * MAX_SHOWN]}... ({len(said)} characters)"
         return True
