@@ -116,3 +116,23 @@ def test_sync_says_a_pulled_merge_replaced_this_clones_memory(tmp_path: Path, in
         == "a conventions"
     assert invoke_cli("--kb", b, "sync", check=True).stdout == \
         "Synced main with origin: fast-forward, 5 pulled, 0 pushed.\n"
+
+
+def test_the_steps_keep_a_replaced_memory_under_an_id_no_memory_holds(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    """The steps named ``ID-2`` whatever held it: typed as printed, they wrote a's memory over
+    the one ``kb.conventions-2`` named and pushed it, that memory lost."""
+    _bare, (a, _b, reviewer) = make_team_after(tmp_path, "two saves one id, theirs kept", _two_saves_one_id,
+                                               clones=3)
+    invoke_cli("--kb", reviewer, "save", "the second conventions", "-e", "shop.orders", "--id", "kb.conventions-2",
+               check=True)
+    invoke_cli("--kb", reviewer, "sync", check=True)
+    git(a, "switch", "-q", "main")
+    synced = invoke_cli("--kb", a, "sync", check=True)
+    steps = synced.stdout.split("to keep it, commit it again under another id: '")[1].rsplit("'.\n", 1)[0]
+    assert steps == ("git show agent-a:memories/kb.conventions.yaml > memories/kb.conventions-3.yaml && git add "
+                     "memories/kb.conventions-3.yaml && git commit -m 'memory: save kb.conventions-3' && slayer-kb sync")
+    subprocess.run(steps.rsplit(" && ", 1)[0], shell=True, cwd=a, check=True, capture_output=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    learnings = [json.loads(invoke_cli("--kb", a, "--json", "get", f"kb.conventions{n}", check=True).stdout)["learning"]
+                 for n in ("", "-2", "-3")]
+    assert learnings == ["b conventions", "the second conventions", "a conventions"]

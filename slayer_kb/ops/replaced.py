@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import re
 
-from ..core.ids import free_variant
+from ..core.ids import fold_id, free_variant
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
-from ..core.problems import command, words
+from ..core.problems import cd_step, command, command_in, words
+from ..store.listing import memory_names
 from ..store.repo import GitStore
 
 _FIELD = re.compile(rb"^(created_at|topic_key):[ \t]*'?([^'\n]*)'?[ \t]*$", re.MULTILINE)
@@ -88,13 +89,16 @@ def _said(store: GitStore, merge: str, path: str, saved: tuple[str, str], holder
     memory_id = id_of_path(path)
     assert memory_id is not None
     run = command(store.root)
-    new = free_variant(memory_id, [])
+    # An id no memory file holds now (kb.x-2 may be another memory already: written over, lost).
+    new = free_variant(memory_id, {fold_id(name[:-5]) for name in memory_names(store.root / MEMORIES_DIR)})
     shown_rev = holder if rev == holder else rev[:12]
     # Not a rename on the branch that holds it: merged again, that branch's rename would meet the
     # merged branch's change of the file (one memory to the other) and carry it to the new id.
-    fix = (f"to keep it, commit it again under another id: 'git show {shown_rev}:{store.repo_path(path)} > "
-           f"{memory_path(new)} && git add {memory_path(new)} && git commit -m {words(f'memory: save {new}')} "
-           f"&& {run} sync'")
+    # Typed from the KB's folder: the file's path after '>' is the KB's, not the repository's.
+    steps = [*cd_step(store.root), f"git show {shown_rev}:{store.repo_path(path)} > {memory_path(new)}",
+             f"git add {memory_path(new)}", f"git commit -m {words(f'memory: save {new}')}",
+             f"{command_in(store.root)} sync"]
+    fix = f"to keep it, commit it again under another id: '{' && '.join(steps)}'"
     return (f"merge {merge[:12]} pulled from {upstream} replaced memory {memory_id} (saved {saved[0]}), which "
             f"{holder} holds, with another memory under its id (saved {saved[1]}): the one {holder} holds is no "
             f"longer on {upstream}. '{run} show {words(memory_id, '--rev', shown_rev)}' "
