@@ -136,3 +136,54 @@ def test_the_steps_keep_a_replaced_memory_under_an_id_no_memory_holds(tmp_path: 
     learnings = [json.loads(invoke_cli("--kb", a, "--json", "get", f"kb.conventions{n}", check=True).stdout)["learning"]
                  for n in ("", "-2", "-3")]
     assert learnings == ["b conventions", "the second conventions", "a conventions"]
+
+
+def test_merging_main_into_the_branch_that_holds_a_replaced_memory_says_so(tmp_path: Path,
+                                                                             invoke_cli: CliRunner) -> None:
+    """Agent a, on agent-a, took main in with the documented 'slayer-kb merge origin/main': a
+    fast-forward to main's replacement of a's memory, then pushed, without a word; the sync of
+    main later had no branch holding a's memory left to warn of it."""
+    _bare, (a, _b, _reviewer) = make_team_after(tmp_path, "two saves one id, theirs kept", _two_saves_one_id,
+                                                clones=3)
+    before = git(a, "rev-parse", "HEAD").strip()
+    git(a, "fetch", "-q", "origin")
+    merged = invoke_cli("--kb", a, "merge", "origin/main", check=True)
+    lines = merged.stdout.splitlines()
+    assert lines[0] == "Fast-forwarded to origin/main; run slayer-kb sync to push."
+    assert lines[1].startswith("warning: merge ") and lines[1].endswith(
+        f"'git show {before[:12]}:memories/kb.conventions.yaml > memories/kb.conventions-2.yaml && git add "
+        "memories/kb.conventions-2.yaml && git commit -m 'memory: save kb.conventions-2' && slayer-kb sync'."), lines
+    assert json.loads(invoke_cli("--kb", a, "--json", "merge", "origin/main", check=True).stdout)["warnings"] == []
+
+
+def _squashed_keeping_theirs(kbs: list[Path]) -> None:
+    """``_two_saves_one_id``, with b's pull request squash-merged as a forge does."""
+    from testing import in_process_runner, in_the_kb, next_second
+
+    invoke_cli = in_the_kb(in_process_runner())
+    a, b, reviewer = kbs
+    for kb, who in ((a, "a"), (b, "b")):
+        git(kb, "switch", "-q", "-c", f"agent-{who}")
+        invoke_cli("--kb", kb, "save", f"{who} conventions", "-e", "shop.orders.qty", "--id", "kb.conventions",
+                   check=True)
+        invoke_cli("--kb", kb, "sync", check=True)
+        next_second()
+    git(reviewer, "fetch", "-q", "origin")
+    git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge a")
+    subprocess.run(["git", "merge", "--squash", "origin/agent-b"], cwd=reviewer, capture_output=True, check=False)
+    git(reviewer, "checkout", "-q", "--theirs", "memories/kb.conventions.yaml")
+    git(reviewer, "add", "-A")
+    git(reviewer, "commit", "-q", "-m", "Agent b's work (#2)")
+    git(reviewer, "push", "-q", "origin", "main")
+
+
+def test_a_squash_that_replaced_this_clones_memory_is_said_as_a_merge_is(tmp_path: Path,
+                                                                         invoke_cli: CliRunner) -> None:
+    # Only merges were read: a squash (or a rebase) that landed "keep theirs" said nothing.
+    _bare, (a, _b, reviewer) = make_team_after(tmp_path, "squashed, theirs kept", _squashed_keeping_theirs,
+                                               clones=3)
+    squash = git(reviewer, "rev-parse", "HEAD").strip()
+    git(a, "switch", "-q", "main")
+    synced = invoke_cli("--kb", a, "sync", check=True).stdout.splitlines()
+    assert synced[1].startswith(f"warning: commit {squash[:12]} pulled from origin/main replaced memory "
+                                "kb.conventions (saved "), synced

@@ -304,7 +304,8 @@ def merge_cmd(settings: Settings, ref: str) -> None:
             return f"Already up to date with {ref}."
         text = f"{'Merged' if result.action == 'merged' else 'Fast-forwarded to'} {ref}; run {result.push} to push."
         return (text + _followed(result.followed, ref, command(settings.kb().root)) + _folded(result.folded, result.deduplicated) + _unlinked(result.unlinked, result.cascaded, result.relinked, result.relinked_merged)
-                + _sessions(result.session_projects, ref) + _checked(result, ref, command(settings.kb().root)))
+                + _sessions(result.session_projects, ref) + _checked(result, ref, command(settings.kb().root))
+                + warning_lines(result.warnings))
 
     emit(settings, result.to_json(), human)
 

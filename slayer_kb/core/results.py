@@ -426,13 +426,14 @@ class MergeResult:
     untouched_queries: list[str] = field(default_factory=list)  # path:line: message, as SyncResult's
     # Session files both sides started for two projects: {session, upstream (REF's), here, kept}.
     session_projects: dict[str, dict[str, str]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)  # a memory this clone holds that REF's commits replaced
 
     def to_json(self) -> dict[str, Any]:
         return {"ref": self.ref, "action": self.action, "head": self.head, "push": self.push, "merged": self.folded,
                 "deduplicated": self.deduplicated,
                 "unlinked": self.unlinked, "cascaded": self.cascaded, "relinked": self.relinked, "relinked_merged": self.relinked_merged, "problems": self.problems,
                 "stale_queries": self.stale_queries, "untouched_queries": self.untouched_queries,
-                "session_projects": self.session_projects, "followed": self.followed}
+                "session_projects": self.session_projects, "followed": self.followed, "warnings": self.warnings}
 
 
 @dataclass

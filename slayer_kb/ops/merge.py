@@ -49,6 +49,7 @@ from .conflictsteps import crossed_words, opening, reuse_steps
 from .folds import Standing, fold_renamed
 from .rebase import conflict_steps, held_stages, merge_from, push_step, settle, swap_sides, unmerged
 from .renumber import refuse_clashes, require_clean
+from .replaced import replaced_here
 from .reuses import Retry, refuse_reuse
 from .revalidation import Moves, finish_or_put_back, take_in
 from .snapshot import merge_bases, session_projects, written_on_both, written_on_either
@@ -94,6 +95,9 @@ def _merge(kb: Context, store: GitStore, ref: str) -> MergeResult:
             result = MergeResult(ref, "up to date" if head == before else "fast-forward" if head == sha else "merged", head,
                                  push_step(kb.shared_remote(), branch, 0, store.root))
             result.followed = followed
+            # A memory this branch holds that REF's commits replaced under its id (a reviewer's "keep
+            # theirs"): the merge takes the replacement in, and the branch held the only copy but one.
+            result.warnings = replaced_here(store, before, ref)
             if result.action == "merged":
                 # A memory REF renamed that this branch had folded away, its edits in the memory kept.
                 fold_renamed(kb, tx, {f["renamed"]: f["kept"] for f in followed.values() if "renamed" in f})

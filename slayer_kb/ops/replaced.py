@@ -40,13 +40,17 @@ def replaced_here(store: GitStore, start: str, upstream: str) -> list[str]:
     head = store.head()
     if head is None or head == start:
         return []
-    out = store.git("log", "-m", "--merges", "--raw", "--no-renames", "--no-abbrev", "--format=@%H", head,
+    # Merges against each parent, and the other commits too: a squash or rebase of a pull request
+    # lands a reviewer's "keep theirs" as a plain commit.
+    out = store.git("log", "-m", "--raw", "--no-renames", "--no-abbrev", "--format=@%H %P", head,
                     f"^{start}", "--", store.repo_path(f"{MEMORIES_DIR}/")).stdout.decode("utf-8", "replace")
-    changed: list[tuple[str, str, str, str]] = []  # (merge, KB path, the parent's blob, the merge's)
-    merge = ""
+    changed: list[tuple[str, str, str, str]] = []  # (commit, KB path, the parent's blob, the commit's)
+    merge, merges = "", set()
     for line in out.splitlines():
         if line.startswith("@"):
-            merge = line[1:]
+            merge, *parents = line[1:].split()
+            if len(parents) > 1:
+                merges.add(merge)
         elif line.startswith(":") and "\t" in line:
             fields, path = line.split("\t", 1)
             _modes, _mode, old, new, status = fields[1:].split(" ")
@@ -69,7 +73,8 @@ def replaced_here(store: GitStore, start: str, upstream: str) -> list[str]:
             continue
         holder = next((name for name in sorted(tips, key=lambda n: n != branch) if held[name, path][0] == was[0]), None)
         if holder is not None:
-            said[merge, path] = _said(store, merge, path, (was[0], now[0]), holder, tips[holder], upstream)
+            said[merge, path] = _said(store, ("merge " if merge in merges else "commit ") + merge[:12], path,
+                                      (was[0], now[0]), holder, tips[holder], upstream)
     return list(said.values())
 
 
@@ -84,8 +89,8 @@ def _made(found: tuple[str, str, bytes] | None) -> tuple[str, str]:
 
 def _said(store: GitStore, merge: str, path: str, saved: tuple[str, str], holder: str, rev: str,
           upstream: str) -> str:
-    """The warning of memory ``path`` that ``merge`` replaced, held on branch ``holder`` (at
-    ``rev``), with the steps that keep it under another id."""
+    """The warning of memory ``path`` that a commit (``merge``: "merge SHA" or "commit SHA")
+    replaced, held on branch ``holder`` (at ``rev``), with the steps that keep it under another id."""
     memory_id = id_of_path(path)
     assert memory_id is not None
     run = command(store.root)
@@ -99,7 +104,7 @@ def _said(store: GitStore, merge: str, path: str, saved: tuple[str, str], holder
              f"git add {memory_path(new)}", f"git commit -m {words(f'memory: save {new}')}",
              f"{command_in(store.root)} sync"]
     fix = f"to keep it, commit it again under another id: '{' && '.join(steps)}'"
-    return (f"merge {merge[:12]} pulled from {upstream} replaced memory {memory_id} (saved {saved[0]}), which "
+    return (f"{merge} pulled from {upstream} replaced memory {memory_id} (saved {saved[0]}), which "
             f"{holder} holds, with another memory under its id (saved {saved[1]}): the one {holder} holds is no "
             f"longer on {upstream}. '{run} show {words(memory_id, '--rev', shown_rev)}' "
             f"shows it; {fix}.")
