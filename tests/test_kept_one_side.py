@@ -187,3 +187,26 @@ def test_a_squash_that_replaced_this_clones_memory_is_said_as_a_merge_is(tmp_pat
     synced = invoke_cli("--kb", a, "sync", check=True).stdout.splitlines()
     assert synced[1].startswith(f"warning: commit {squash[:12]} pulled from origin/main replaced memory "
                                 "kb.conventions (saved "), synced
+
+
+def test_log_says_a_merge_that_kept_a_forget_deleted_the_memory(tmp_path: Path, invoke_cli: CliRunner) -> None:
+    # It said the merge "kept <the forget>'s version whole": a forget has no version.
+    _bare, (a, b, reviewer) = make_team(tmp_path, clones=3)
+    invoke_cli("--kb", a, "save", "a memory both branches change", "-e", "shop.orders", "--id", "kb.changed",
+               check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+    for kb, who, change in ((a, "a", ("update", "kb.changed", "--learning", "edited on a")), (b, "b", ("forget", "kb.changed"))):
+        git(kb, "switch", "-q", "-c", f"agent-{who}")
+        invoke_cli("--kb", kb, *change, check=True)
+        invoke_cli("--kb", kb, "sync", check=True)
+    git(reviewer, "pull", "-q")
+    git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge a")
+    subprocess.run(["git", "merge", "--no-ff", "origin/agent-b", "-m", "Merge b"], cwd=reviewer, capture_output=True,
+                   check=False)
+    git(reviewer, "rm", "-q", "memories/kb.changed.yaml")
+    git(reviewer, "commit", "-q", "--no-edit")
+    edit, forget = (git(reviewer, "rev-parse", rev).strip() for rev in ("HEAD^1^2", "HEAD^2"))
+    printed = invoke_cli("--kb", reviewer, "log", "kb.changed", check=True).stdout.splitlines()
+    assert printed[2] == (f"    deleted it, as {forget[:12]} did, dropping {edit[:12]}'s "
+                          f"(see 'slayer-kb show kb.changed --rev {edit[:12]}')")

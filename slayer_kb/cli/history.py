@@ -85,8 +85,8 @@ def _kept(entry: LogEntry, memory_id: str, run: str) -> str:
         return ""
     dropped = entry["dropped"]
     shows = " and ".join(f"'{run} show {words(memory_id, '--rev', sha[:12])}'" for sha in dropped)
-    return (f"\n    kept {entry['kept'][:12]}'s version whole, dropping "
-            f"{', '.join(sha[:12] for sha in dropped)}'s (see {shows})")
+    kept = f"deleted it, as {entry['kept'][:12]} did" if entry.get("deleted") else f"kept {entry['kept'][:12]}'s version whole"
+    return f"\n    {kept}, dropping {', '.join(sha[:12] for sha in dropped)}'s (see {shows})"
 
 
 @click.command()

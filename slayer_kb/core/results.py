@@ -331,6 +331,7 @@ class LogEntry(_Commit, total=False):
 
     kept: str  # the side kept: git's rewritten parent, the side's last commit of the file
     dropped: list[str]  # the sides whose version it dropped
+    deleted: bool  # the side kept had deleted the file (a forget): the merge kept no version
 
 
 @dataclass

@@ -45,6 +45,7 @@ class Step(NamedTuple):
     path: str
     kept: str | None = None
     dropped: tuple[str, ...] = ()
+    deleted: bool = False  # the side kept had deleted the file (a forget)
 
 
 def log(store: GitStore, memory_id: str, exists: Callable[[str], bool]) -> list[LogEntry]:
@@ -60,7 +61,7 @@ def log(store: GitStore, memory_id: str, exists: Callable[[str], bool]) -> list[
                             f"{meant_id(memory_id, exists)}.")
     for entry, step in zip(entries, steps, strict=True):
         if step.kept is not None:
-            entry["kept"], entry["dropped"] = step.kept, list(step.dropped)
+            entry["kept"], entry["dropped"], entry["deleted"] = step.kept, list(step.dropped), step.deleted
     return entries
 
 
@@ -104,7 +105,7 @@ def _path_history(store: GitStore, rev: str, kb_path: str) -> list[Step]:
         kept = next((parent for parent in step.parents if theirs[parent] == mine), None)
         dropped = tuple(parent for parent in step.parents if theirs[parent] != mine)
         if kept is not None and dropped:
-            steps[step.sha] = Step(step.sha, step.parents, kb_path, kept, dropped)
+            steps[step.sha] = Step(step.sha, step.parents, kb_path, kept, dropped, deleted=mine is None)
     return [step for sha, step in steps.items() if sha not in gone]
 
 
