@@ -17,10 +17,9 @@ from testing import CliRunner, git, make_team, make_team_after
 pytestmark = pytest.mark.typed_in_the_kb
 
 
-def _two_saves_one_id(kbs: list[Path]) -> None:
+def _saved_on_two_branches(kbs: list[Path]) -> None:
     """Agents a and b each save a memory as ``kb.conventions`` on a branch of their own and
-    push it, in two seconds (``created_at`` tells two memories apart); the reviewer merges a's,
-    then b's keeping b's file (``git checkout --theirs``)."""
+    push it, in two seconds (``created_at`` tells two memories apart); the reviewer merges a's."""
     from testing import in_process_runner, in_the_kb, next_second
 
     invoke_cli = in_the_kb(in_process_runner())
@@ -33,6 +32,13 @@ def _two_saves_one_id(kbs: list[Path]) -> None:
         next_second()
     git(reviewer, "fetch", "-q", "origin")
     git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge a")
+
+
+def _two_saves_one_id(kbs: list[Path]) -> None:
+    """``_saved_on_two_branches``, then the reviewer merges b's keeping b's file (``git checkout
+    --theirs``)."""
+    _saved_on_two_branches(kbs)
+    reviewer = kbs[2]
     stopped = subprocess.run(["git", "merge", "--no-ff", "origin/agent-b", "-m", "Merge b"], cwd=reviewer,
                              capture_output=True, text=True)
     assert stopped.returncode == 1 and "kb.conventions.yaml" in stopped.stdout, stopped
@@ -157,19 +163,9 @@ def test_merging_main_into_the_branch_that_holds_a_replaced_memory_says_so(tmp_p
 
 
 def _squashed_keeping_theirs(kbs: list[Path]) -> None:
-    """``_two_saves_one_id``, with b's pull request squash-merged as a forge does."""
-    from testing import in_process_runner, in_the_kb, next_second
-
-    invoke_cli = in_the_kb(in_process_runner())
-    a, b, reviewer = kbs
-    for kb, who in ((a, "a"), (b, "b")):
-        git(kb, "switch", "-q", "-c", f"agent-{who}")
-        invoke_cli("--kb", kb, "save", f"{who} conventions", "-e", "shop.orders.qty", "--id", "kb.conventions",
-                   check=True)
-        invoke_cli("--kb", kb, "sync", check=True)
-        next_second()
-    git(reviewer, "fetch", "-q", "origin")
-    git(reviewer, "merge", "-q", "--no-ff", "origin/agent-a", "-m", "Merge a")
+    """``_saved_on_two_branches``, with b's pull request squash-merged as a forge does."""
+    _saved_on_two_branches(kbs)
+    reviewer = kbs[2]
     subprocess.run(["git", "merge", "--squash", "origin/agent-b"], cwd=reviewer, capture_output=True, check=False)
     git(reviewer, "checkout", "-q", "--theirs", "memories/kb.conventions.yaml")
     git(reviewer, "add", "-A")
