@@ -66,7 +66,7 @@ def load_catalog_cached(root: Path, cache: Path, signature: Any) -> Catalog:
     catalog = load_catalog(root)
     with contextlib.suppress(OSError):
         write_whole(cache, json.dumps({"format": CACHE_FORMAT, "signature": signature,
-                                       "catalog": _to_json(catalog, root)}), cache.with_name(cache.name + ".tmp"))
+                                       "catalog": _to_json(catalog, root)}))
     return catalog
 
 

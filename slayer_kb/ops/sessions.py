@@ -165,7 +165,7 @@ def _load_all(kb: Context) -> SessionFiles:
         with contextlib.suppress(OSError):
             kb.state_dir()
             # each writer its own temporary file
-            write_whole(cache_path, json.dumps(fresh), cache_path.with_name(f"sessions.{os.getpid()}.tmp"))
+            write_whole(cache_path, json.dumps(fresh))
     out.sort(key=lambda s: (time_order(s.last_activity), s.id), reverse=True)
     return SessionFiles(out, sorted(warnings))
 

@@ -474,7 +474,7 @@ def _remember_failed(path: Path, stamp: list[int] | None, found: str) -> None:
     checks = {**_failed_checks(), str(path): {"stamp": stamp, "pinned": MODEL_SHA256, "sha256": found}}
     with contextlib.suppress(OSError):
         where = sentences.made()
-        write_whole(where / FAILED_CHECKS, json.dumps(checks), where / f"{FAILED_CHECKS}.{os.getpid()}")
+        write_whole(where / FAILED_CHECKS, json.dumps(checks))
 
 
 def installed() -> bool:

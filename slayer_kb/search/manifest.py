@@ -52,7 +52,7 @@ class StateFile:
         return dict(state)
 
     def write(self, state: dict[str, Any]) -> None:
-        write_whole(self.path, json.dumps(state, separators=(",", ":")), self.path.with_name(self.path.name + ".tmp"))
+        write_whole(self.path, json.dumps(state, separators=(",", ":")))
 
 
 def connect(folder: Path) -> sqlite3.Connection:

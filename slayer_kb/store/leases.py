@@ -595,6 +595,6 @@ class IdLeases:
     def _save(self, held: Leases) -> None:
         path = self.common_dir / STATE_FILE
         try:
-            write_whole(path, json.dumps(held.to_json()), path.with_name(f"{STATE_FILE}.{os.getpid()}.tmp"))
+            write_whole(path, json.dumps(held.to_json()))
         except OSError as exc:
             raise StoreError(f"Cannot write {path}: {exc.strerror}; is the repository writable?") from None

@@ -130,7 +130,7 @@ def _owed_records(store: GitStore) -> dict[str, dict[str, str]]:
 def _write_owed(store: GitStore, records: dict[str, dict[str, str]]) -> None:
     path = store.git_dirs()[0] / OWED
     if records:  # whole or not at all: reads settle records without the KB's lock, two at once
-        write_whole(path, json.dumps(records), path.with_name(f"{OWED}.{os.getpid()}"))
+        write_whole(path, json.dumps(records))
     else:
         path.unlink(missing_ok=True)
 

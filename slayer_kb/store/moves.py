@@ -122,7 +122,7 @@ class MovedIds:
 
     def _replace(self, text: str) -> None:
         with contextlib.suppress(OSError):
-            write_whole(self.path, text, self.path.with_name(f"{MOVES_FILE}.{os.getpid()}.tmp"))
+            write_whole(self.path, text)
 
 
 def refusal(move: Move, now: Memory | None, run: str, went: str | None = None) -> str:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -100,7 +99,7 @@ class Pulls:
         rename), with no fsync: it is in the race with other clones, and a kill leaves the page
         cache to the next process; a power cut may lose it as git may lose the branch's move."""
         try:
-            write_whole(self.path, json.dumps(asdict(pull)), self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp"))
+            write_whole(self.path, json.dumps(asdict(pull)))
             self.written = pull
         except OSError as exc:
             raise StoreError(f"Cannot write {self.path}: {exc.strerror}; sync records its pull there before "

@@ -87,7 +87,7 @@ def _write(state: Path, request: str, data: dict[str, Any]) -> None:
     folder = state / FOLDER
     folder.mkdir(exist_ok=True, mode=0o700)
     path = _path(state, request)
-    write_whole(path, json.dumps(data), path.with_suffix(".tmp"))
+    write_whole(path, json.dumps(data))
 
 
 def note(

@@ -105,4 +105,4 @@ class PendingDuplicates:
 
     def _write(self, pending: dict[str, int]) -> None:
         self.store.ensure_state_dir()
-        write_whole(self.path, json.dumps(pending), self.path.with_suffix(".tmp"))
+        write_whole(self.path, json.dumps(pending))
