@@ -16,10 +16,10 @@ import json
 import os
 import re
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import switches
 
@@ -42,6 +42,15 @@ MAX_WORD_CHARS = 256
 # all held together; and the tokens above which a text's mean is made from its token counts.
 PIECES_AT_ONCE = 256
 GATHER_TOKENS = 4096
+T = TypeVar("T")
+
+
+def in_runs(items: Sequence[T]) -> Iterator[Sequence[T]]:
+    """``items`` ``PIECES_AT_ONCE`` at a time, for a tokenizer (this module's and encoder.py's):
+    a long text's encodings are never all held together."""
+    return (items[at:at + PIECES_AT_ONCE] for at in range(0, len(items), PIECES_AT_ONCE))
+
+
 # A word with the spaces before it (or the spaces that end a text).
 _WORDS = re.compile(r"\s*\S+|\s+\Z")
 _LONG_WORD = re.compile(rf"\S{{{MAX_WORD_CHARS + 1},}}")
@@ -200,10 +209,9 @@ class Embedder:
             pieces += found
             owners += [n] * len(found)
         per_text: list[list[np.ndarray]] = [[] for _ in texts]
-        for start in range(0, len(pieces), PIECES_AT_ONCE):
-            batch = encode(pieces[start:start + PIECES_AT_ONCE], add_special_tokens=False)
-            for owner, encoding in zip(owners[start:start + PIECES_AT_ONCE], batch, strict=True):
-                per_text[owner].append(np.asarray(encoding.ids, dtype=np.int64))
+        encoded = (e for run in in_runs(pieces) for e in encode(list(run), add_special_tokens=False))
+        for owner, encoding in zip(owners, encoded, strict=True):
+            per_text[owner].append(np.asarray(encoding.ids, dtype=np.int64))
         none = np.zeros(0, dtype=np.int64)
         return [found[0] if len(found) == 1 else np.concatenate(found) if found else none for found in per_text]
 

@@ -33,6 +33,7 @@ from ..core.fileio import write_whole
 from ..core.inputs import whole_number
 from . import placement, rewrite, runtime, sentences, spans, switches
 from .embedding import Unavailable as _Unavailable
+from .embedding import in_runs
 from .helper import helper
 from .spans import MAX_HEAD_CHARS, Span
 
@@ -81,9 +82,6 @@ _WORD = re.compile(r"\S+")
 # and make the same vectors, bit for bit (docs/performance.md).
 BATCH = 32
 TOKEN_BUDGET = 384
-# Texts handed to the tokenizer at once: a long text's passages or sentences are never all held
-# as the tokenizer's encodings together (spans.Tokens).
-PIECES_AT_ONCE = 256
 # Model files that failed the sha256 check, by path, with the size and mtime they had then and the
 # pin they failed (in the sentence cache's folder): a later process neither hashes such a file
 # again nor starts a filler that would fail at once. A reinstall changes the size or mtime, an
@@ -188,8 +186,8 @@ class Encoder:
         blank: kept whole, the tokenizer read its first ``MAX_TOKENS`` pieces and no more)."""
         sentences = [(body[a:b], a) for a, b in spans.split(_SENTENCE_END, body, 0, len(body)) if body[a:b].strip()]
         out: list[tuple[str, int, int]] = []
-        encoded = (e for at in range(0, len(sentences), PIECES_AT_ONCE)
-                   for e in self._tokenizer.encode_batch([s for s, _a in sentences[at:at + PIECES_AT_ONCE]], add_special_tokens=False))
+        encoded = (e for run in in_runs(sentences) for e in self._tokenizer.encode_batch([s for s, _a in run],
+                                                                                       add_special_tokens=False))
         for (sentence, at), encoding in zip(sentences, encoded, strict=True):
             if _size(encoding) <= budget:
                 out.append((sentence, len(encoding.ids), at))
@@ -316,8 +314,7 @@ class Encoder:
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
         known = tokenized or [None] * len(texts)
         wanted = [t[:MAX_CHARS] for t, e in zip(texts, known, strict=True) if e is None]
-        fresh = iter([spans.compact(e) for at in range(0, len(wanted), PIECES_AT_ONCE)
-                      for e in self._tokenizer.encode_batch(wanted[at:at + PIECES_AT_ONCE])])
+        fresh = iter([spans.compact(e) for run in in_runs(wanted) for e in self._tokenizer.encode_batch(list(run))])
         tokens = [next(fresh) if e is None else e for e in known]
         encoded = [ids for ids, _starts, _special in tokens]
         none = (np.zeros(0, dtype=np.int64), np.zeros((0, DIMENSIONS)), np.zeros(0, dtype=np.int64))
