@@ -206,3 +206,20 @@ def test_log_says_a_merge_that_kept_a_forget_deleted_the_memory(tmp_path: Path, 
     printed = invoke_cli("--kb", reviewer, "log", "kb.changed", check=True).stdout.splitlines()
     assert printed[2] == (f"    deleted it, as {forget[:12]} did, dropping {edit[:12]}'s "
                           f"(see 'slayer-kb show kb.changed --rev {edit[:12]}')")
+
+
+def test_a_pulled_commit_that_only_requoted_a_memorys_fields_replaced_nothing(tmp_path: Path,
+                                                                             invoke_cli: CliRunner) -> None:
+    # The fields were read by a pattern that knew single quotes only: a hand edit writing
+    # created_at in double quotes read as another memory, and the sync warned "replaced".
+    _bare, (a, reviewer) = make_team(tmp_path, clones=2)
+    invoke_cli("--kb", a, "save", "a memory", "-e", "shop.orders", "--id", "kb.quoted", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    git(reviewer, "pull", "-q")
+    path = reviewer / "memories" / "kb.quoted.yaml"
+    text = path.read_text(encoding="utf-8")
+    made = next(line for line in text.splitlines() if line.startswith("created_at:"))
+    path.write_text(text.replace(made, made.replace("'", '"') + "  # as written by hand"), encoding="utf-8")
+    git(reviewer, "commit", "-qam", "quoted by hand")
+    git(reviewer, "push", "-q", "origin", "main")
+    assert invoke_cli("--kb", a, "sync", check=True).stdout == "Synced main with origin: fast-forward, 1 pulled, 0 pushed.\n"

@@ -10,7 +10,17 @@ from pathlib import Path
 import pytest
 import yaml
 
-from testing import CliRunner, default_first, git, in_process_runner, in_the_kb, make_team, typed_steps, unlike
+from testing import (
+    CliRunner,
+    default_first,
+    git,
+    in_process_runner,
+    in_the_kb,
+    make_team,
+    next_second,
+    typed_steps,
+    unlike,
+)
 
 
 @pytest.fixture
@@ -332,9 +342,10 @@ def test_a_pushed_agent_branch_merging_main_renumbers_its_own_memory_not_mains(t
     for agent, name in ((a, "agent-a"), (b, "agent-b")):
         git(agent, "config", "slayer-kb.ids", "sequential")
         git(agent, "switch", "-q", "-c", name)
-        time.sleep(1.01 - time.time() % 1)  # another second: another created_at
+        next_second()  # another second: another created_at
         typed("--kb", agent, "save", unlike(name), "-e", "shop.orders.amount", check=True)
         typed("--kb", agent, "sync", check=True)
+
     def merge_pr(branch: str) -> None:
         git(reviewer, "pull", "-q")
         git(reviewer, "merge", "-q", "--no-ff", f"origin/{branch}", "-m", f"Merge {branch}")

@@ -73,9 +73,10 @@ def log(settings: Settings, memory_id: str) -> None:
     if settings.json:  # the document is the list of commits: the note goes beside it
         for line in notes:
             click.echo(for_terminal(warning_line(line)), err=True)
+    run = command(kb.root)
     emit(settings, entries, lambda: "\n".join(
         f"{e['commit'][:12]} {e['date']} {e['author']}\n    {e['message'].splitlines()[0] if e['message'] else ''}"
-        + _kept(e, memory_id, command(kb.root)) for e in entries
+        + _kept(e, memory_id, run) for e in entries
     ) + warning_lines(notes))
 
 

@@ -8,10 +8,11 @@ that merge, as ``sync`` and ``merge`` name two memories under one id they meet t
 
 Decisions:
 
-- Read from one ``git log -m --raw`` of the pulled merges (bounded by the branch as the sync
-  found it: never a walk of all history), the memory files each merge changed against a parent;
-  where there are any, one ``for-each-ref`` and one ``cat-file --batch`` of their versions and
-  of the local branches' ones. A merge's file with another ``created_at`` than the parent's
+- Read from one ``git log -m --raw`` of the pulled commits (bounded by the branch as the sync
+  found it: never a walk of all history; merges against each parent, and the plain commits a
+  forge's squash or rebase makes), the memory files each changed; where there are any, one
+  ``for-each-ref`` and one ``cat-file --batch`` of their versions and of the local branches'
+  ones, read as the reader reads them. A file with another ``created_at`` than the parent's
   (and no shared ``topic_key``, which makes one memory of two saves) replaced that memory.
 - Said only where a local branch (the synced one as the sync found it) holds the dropped memory:
   this clone's save, or one it held; a clone that never had it has nothing to get back.
@@ -23,15 +24,12 @@ Decisions:
 
 from __future__ import annotations
 
-import re
-
-from ..core.ids import fold_id, free_variant
+from ..core.errors import MemoryFileError
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
+from ..core.memory import loads
 from ..core.problems import cd_step, command, command_in, words
-from ..store.listing import memory_names
 from ..store.repo import GitStore
-
-_FIELD = re.compile(rb"^(created_at|topic_key):[ \t]*'?([^'\n]*)'?[ \t]*$", re.MULTILINE)
+from .reuses import free_id
 
 
 def replaced_here(store: GitStore, start: str, upstream: str) -> list[str]:
@@ -65,8 +63,8 @@ def replaced_here(store: GitStore, start: str, upstream: str) -> list[str]:
     names = [blob for _m, _p, old, new in changed for blob in (old, new)]
     names += [f"{rev}:{store.repo_path(path)}" for rev in tips.values() for path in paths]
     read = iter(store.cat_files(names, missing_ok=True))
-    made = [(_made(next(read)), _made(next(read))) for _ in changed]
-    held = {(name, path): _made(next(read)) for name in tips for path in paths}
+    made = [(_made(next(read), path), _made(next(read), path)) for _m, path, _o, _n in changed]
+    held = {(name, path): _made(next(read), path) for name in tips for path in paths}
     said: dict[tuple[str, str], str] = {}  # one warning a merge and file, whichever parent it is said against
     for (merge, path, _old, _new), (was, now) in zip(changed, made, strict=True):
         if not was[0] or not now[0] or was[0] == now[0] or (was[1] and was[1] == now[1]) or (merge, path) in said:
@@ -78,13 +76,17 @@ def replaced_here(store: GitStore, start: str, upstream: str) -> list[str]:
     return list(said.values())
 
 
-def _made(found: tuple[str, str, bytes] | None) -> tuple[str, str]:
-    """The ``created_at`` and ``topic_key`` a memory file's text holds ('' for none), read as
-    text: a file that does not read as a memory says its own problem elsewhere."""
-    if found is None or found[1] != "blob":
+def _made(found: tuple[str, str, bytes] | None, path: str) -> tuple[str, str]:
+    """The ``created_at`` and ``topic_key`` of the memory file ``found`` at ``path`` ('' for none),
+    as the reader reads them (a quoting or a comment changes neither); ('', '') for one that does
+    not read as a memory, which says its own problem elsewhere."""
+    if found is None or found[1] != "blob" or (memory_id := id_of_path(path)) is None:
         return "", ""
-    fields = {key.decode(): value.decode("utf-8", "replace").strip() for key, value in _FIELD.findall(found[2])}
-    return fields.get("created_at", ""), fields.get("topic_key", "")
+    try:
+        memory = loads(found[2].decode("utf-8", "surrogateescape"), memory_id)
+    except MemoryFileError:
+        return "", ""
+    return memory.created_at, memory.topic_key or ""
 
 
 def _said(store: GitStore, merge: str, path: str, saved: tuple[str, str], holder: str, rev: str,
@@ -94,8 +96,9 @@ def _said(store: GitStore, merge: str, path: str, saved: tuple[str, str], holder
     memory_id = id_of_path(path)
     assert memory_id is not None
     run = command(store.root)
-    # An id no memory file holds now (kb.x-2 may be another memory already: written over, lost).
-    new = free_variant(memory_id, {fold_id(name[:-5]) for name in memory_names(store.root / MEMORIES_DIR)})
+    # An id neither the branch now nor the one that holds the memory gives another (kb.x-2 may be
+    # another memory already: written over, lost; or one that branch's later merge would meet).
+    new = free_id(store, (store.head() or "HEAD", rev), memory_id)
     shown_rev = holder if rev == holder else rev[:12]
     # Not a rename on the branch that holds it: merged again, that branch's rename would meet the
     # merged branch's change of the file (one memory to the other) and carry it to the new id.

@@ -1,6 +1,8 @@
 """What a sync did, as its result says it (``SyncResult``): its renumberings, folds, strips and
-the files it merged, and what it pulled that an agent must hear of (``pulled_warnings``). Kept in the sync's pull record (``store/pulls.py``) until the sync has said
-it, so that the next sync says what one killed after its push (or before it) did not."""
+the files it merged, kept in the sync's pull record (``store/pulls.py``) until the sync has said
+it, so that the next sync says what one killed after its push (or before it) did not; and what
+it pulled that an agent must hear of (``pulled_warnings``), said by the sync that pulled it
+only: one killed before it said them leaves them to ``get``, ``log`` and ``validate``."""
 
 from __future__ import annotations
 
