@@ -5,7 +5,8 @@ refuses such an id without ``--reuse-id``; a merge brings it in with no check, a
 of the file, simplified to the side it came from, no longer shows the rename. ``get`` says so
 beside its answer: an agent told the old id meant the renamed memory. The ids ever renamed are
 kept beside HEAD's commit in the worktree's git folder (``RENAMED_FILE``), so that a ``get`` of
-an id never renamed starts no git process (docs/performance.md) until HEAD moves."""
+an id never renamed starts no git process (docs/performance.md) until HEAD moves, and then two
+that read the commits since, not all history."""
 
 from __future__ import annotations
 
@@ -23,16 +24,24 @@ RENAMED_FILE = "slayer-kb-renamed-ids.json"
 
 def _renamed(store: GitStore) -> set[str]:
     """Every id HEAD's history records a rename of (``renames.renamed_ids``), read from the file
-    kept for HEAD's commit, else from git (one ``git log``) and kept."""
+    kept for HEAD's commit; after a move of HEAD (every save), those kept and the ones the commits
+    since record (one ``git log`` of those commits, not of all history): a few more than HEAD's
+    history holds after a branch switch, which ``regiven_by_merge`` checks one by one."""
     head = store.head()
     if head is None:
         return set()
     path = store.git_dirs()[0] / RENAMED_FILE
+    kept: dict[str, object] = {}
     with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
         kept = json.loads(path.read_text(encoding="utf-8"))
         if kept.get("head") == head:
-            return set(kept["ids"])
-    found = renamed_ids(store)
+            return set(kept["ids"])  # type: ignore[call-overload]
+    since, ids = kept.get("head"), kept.get("ids")
+    if isinstance(since, str) and isinstance(ids, list) and store.git(
+            "cat-file", "-e", f"{since}^{{commit}}", check=False).returncode == 0:
+        found = renamed_ids(store, since) | set(ids)
+    else:
+        found = renamed_ids(store)
     with contextlib.suppress(OSError):  # a cache: a read-only git folder asks git again next time
         write_whole(path, json.dumps({"head": head, "ids": sorted(found)}))
     return found

@@ -64,12 +64,13 @@ def ever_renamed(store: GitStore, memory_id: str) -> bool:
         "log", "-1", "--format=%H", "--fixed-strings", f"--grep={_KEY}{memory_id} -> ", "HEAD", "--").stdout.strip())
 
 
-def renamed_ids(store: GitStore) -> set[str]:
-    """Every old id a commit of HEAD's history records a rename of (unchecked, as ``ever_renamed``):
-    one ``git log`` for many ids (an import's)."""
+def renamed_ids(store: GitStore, since: str | None = None) -> set[str]:
+    """Every old id a commit of HEAD's history (not ``since``'s, when given) records a rename of
+    (unchecked, as ``ever_renamed``): one ``git log`` for many ids (an import's)."""
     if store.head() is None:
         return set()
-    out = store.git("log", "--format=%B", "--basic-regexp", f"--grep=^{_KEY}", "HEAD", "--").stdout
+    out = store.git("log", "--format=%B", "--basic-regexp", f"--grep=^{_KEY}", "HEAD",
+                    *([f"^{since}"] if since else []), "--").stdout
     return {old for old, _new in _TRAILER.findall(out.decode("utf-8", "replace"))}
 
 
