@@ -69,8 +69,7 @@ def renamed_ids(store: GitStore, since: str | None = None) -> set[str]:
     (unchecked, as ``ever_renamed``): one ``git log`` for many ids (an import's)."""
     if store.head() is None:
         return set()
-    out = store.git("log", "--format=%B", "--basic-regexp", f"--grep=^{_KEY}", "HEAD",
-                    *([f"^{since}"] if since else []), "--").stdout
+    out = store.git("log", "--format=%B", "--basic-regexp", f"--grep=^{_KEY}", "HEAD", *([f"^{since}"] if since else []), "--").stdout
     return {old for old, _new in _TRAILER.findall(out.decode("utf-8", "replace"))}
 
 
