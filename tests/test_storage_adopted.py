@@ -76,6 +76,11 @@ def test_two_memories_under_one_id_keep_both_and_import_again_changes_nothing(
     assert (again["imported"], sorted(again["unchanged"]), again["commit"]) == ([], ["2", "7"], None)
     assert again["warnings"] == [said.format("it is memory 2, which an earlier import gave it")]
     assert git(root, "rev-parse", "HEAD") == head
+    # The team's change to it since is not undone: skipped, as for a memory imported under its own id.
+    kb.update("2", description="Gross of VAT, as SLayer stores it")
+    third = json.loads(invoke_cli("--kb", root, "import-slayer", ".", "--json", cwd=root, check=True).stdout)
+    assert (third["skipped"], third["commit"]) == (1, None)
+    assert kb.get("2").description == "Gross of VAT, as SLayer stores it"
 
 
 def test_import_of_another_folder_never_replaces_the_kbs_own_memory(catalog_kb: KnowledgeBase, tmp_path: Path) -> None:

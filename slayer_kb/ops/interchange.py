@@ -280,6 +280,8 @@ def import_slayer(kb: Context, folder: str | Path) -> ImportResult:
         kept, since = _kept(kb, parsed, gone, result)
         gone -= set(kept)
         kept = _own_ids(kb, tx, kept, gone, result)
+        if moved := [i for i in kept if i not in parsed]:  # an earlier import's id for one: changed since?
+            since |= since_imports(kb.store, moved)
         resolver = Resolver(kb.catalog, memory_exists=lambda i: i in kept or (i not in gone and kb.memory_exists(i)))
         changes: list[Change] = []
         for where, memory, taken in kept.values():
@@ -305,7 +307,9 @@ def import_slayer(kb: Context, folder: str | Path) -> ImportResult:
         require_committed(tx, changes)
         if changes:
             count = len(result.imported) + len(result.replaced)
-            result.commit = tx.commit(changes, engram.import_subject(count, f"{IMPORTED} {one_line(folder.name)}"))
+            # The folder's own name, '.' too (an empty one ends the subject where slayersince looks for it).
+            named = one_line(folder.resolve().name or str(folder))
+            result.commit = tx.commit(changes, engram.import_subject(count, f"{IMPORTED} {named}"))
     return result
 
 
