@@ -35,8 +35,9 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 from .core.children import python_child
 from .core.errors import ConflictError, InvalidIdError, KBError, MemoryFileError, StoreError, WorkTreeError
 from .core.ids import MAX_AUTO_DIGITS, MAX_ID_BYTES, check_new_id, highest_auto_id, id_sort_key, is_auto_id
-from .core.locate import MEMORIES_DIR, id_of_path, memory_path
+from .core.locate import MEMORIES_DIR, id_held, id_of_path, memory_path
 from .core.memory import Memory, dumps, loads
+from .core.problems import command
 from .store import counted, gitindex
 from .store.aside import Aside, by_hand, refused_rewrite, settled, uncommitted_message
 from .store.files import StatKey, stat_keys
@@ -85,11 +86,8 @@ class Workspace(Protocol):
     def index(self) -> Index: ...
 
     def read(self, memory_id: str) -> Memory: ...
-
     def read_settled(self, read: Callable[[], T]) -> T: ...
-
     def tell(self, warning: str) -> None: ...
-
     def tell_leases(self) -> None: ...
 
     def read_with_text(self, memory_id: str, indexed: tuple[str | None, dict[str, Any]] | None = None
@@ -295,27 +293,26 @@ class Transaction:
         """A fresh auto id (``next_auto_ids``)."""
         return self.next_auto_ids(1)[0]
 
-    def next_auto_ids(self, count: int) -> list[str]:
+    def next_auto_ids(self, count: int, tell_slayer: bool = True) -> list[str]:
         """``count`` fresh auto ids, ascending. With a remote, from the blocks this clone leased
-        there (``store/leases.py``: no other clone is ever handed them); without one (or under
-        ``slayer-kb.ids sequential``), above every auto id this branch's history and work tree
-        have ever held and every id another worktree of the repository counted out
-        (``store/counted.py``), skipping a name a file or git's index holds; one a refused save
-        drew is handed out again."""
+        there (``store/leases.py``); without one (or ``slayer-kb.ids sequential``), above every auto
+        id this branch's history and work tree have ever held and every id another worktree
+        counted out (``store/counted.py``), skipping a name a file (SLayer's ``<n>.md`` too,
+        told unless ``tell_slayer`` is false) or git's index holds."""
         if count == 0:
             return []
-        top = self._highest_auto_id(count)
-        kb = self.kb
-
+        top, kb = self._highest_auto_id(count), self.kb
         # A free name may be a memory file staged (git add) and then deleted by hand, which HEAD
         # lacks: a commit there would take the place of the version the person's next ``git
-        # commit`` takes. Asked once a take, whatever the count: the names git's index holds (its
-        # file read, no process), then git only for a name found there (``staged_new``).
+        # commit`` takes. Asked once a take: the names git's index holds (its file read, no
+        # process), then git only for a name found there (``staged_new``).
         named: list[set[str] | None] = []
         staged: list[set[str]] = []
+        slayer: list[str] = []  # SLayer's own <n>.md skipped: memories of the store not imported yet
 
         def taken(n: int) -> bool:
-            if os.path.lexists(kb.memories_dir / f"{n}.yaml"):
+            if (held := id_held(kb.memories_dir, n)) is not None:
+                slayer.extend([held] if held.endswith(".md") else [])
                 return True
             if not named:
                 named.append(self._index_names())
@@ -331,6 +328,9 @@ class Transaction:
             drawn = counted.take(self.store.git_dirs()[1], count, top, taken)
             self._counted += drawn
             ids = [str(n) for n in drawn]
+        if slayer and tell_slayer:  # once: the next save's ids are above these
+            kb.tell(f"SLayer's memories of this store not imported yet ({', '.join(f'{MEMORIES_DIR}/{n}' for n in slayer)}) "
+                    f"keep their ids, which no new memory is given; bring them in with '{command(kb.root)} import-slayer .'.")
         if len(ids[-1]) > MAX_ID_BYTES:  # only after a hand-made or old id of ~200 digits
             raise InvalidIdError(
                 f"The next auto id would be {len(ids[-1])} digits long, over the {MAX_ID_BYTES}-byte limit "
@@ -341,9 +341,8 @@ class Transaction:
         return ids
 
     def _index_names(self) -> set[str] | None:
-        """The memory ids git's index names (a few more where another folder's path ends as the
-        memories folder's does), from one scan of its file where each path is spelt whole (version 2
-        or 3, neither split nor sparse: ``gitindex.read_whole``); None when it cannot tell."""
+        """The memory ids git's index names (a few more: another folder's path may end alike), from
+        one scan of a file of whole paths (``gitindex.read_whole``); None when it cannot tell."""
         data = gitindex.read_whole(self.store.index_file)
         if data is None:
             return None

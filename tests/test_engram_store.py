@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
 from datetime import timedelta
 from pathlib import Path
 
@@ -74,6 +76,56 @@ def test_duplicates_within_window_count_without_commits(empty_kb: KnowledgeBase)
     empty_kb.update(first.memory_id, title="Renamed")
     assert "duplicate_count: 100\n" in (empty_kb.root / f"memories/{first.memory_id}.yaml").read_text()
     assert empty_kb.get(first.memory_id).to_dict()["duplicate_count"] == 100
+
+
+def test_duplicate_counts_outlive_the_derived_state(empty_kb: KnowledgeBase) -> None:
+    """Pending counts lived only in .slayer-kb/duplicates.json: deleting the derived state (which
+    the docs allow at any time) or setting it aside reset every count the tool had reported."""
+    root = empty_kb.root
+    first = save(empty_kb)
+    for _ in range(2):
+        assert save(empty_kb).action == "duplicate"
+    assert empty_kb.get(first.memory_id).duplicate_count == 3
+    shutil.rmtree(root / ".slayer-kb")
+    kb = KnowledgeBase(root)
+    assert kb.get(first.memory_id).duplicate_count == 3
+    kb.update(first.memory_id, title="Renamed")  # folded into the next real change
+    assert "duplicate_count: 3\n" in (root / f"memories/{first.memory_id}.yaml").read_text()
+    assert json.loads((root / ".git" / "slayer-kb-duplicates.json").read_text())["kbs"] == {"": {}}
+
+
+def test_counts_an_older_version_kept_in_the_state_folder_are_moved_once(empty_kb: KnowledgeBase) -> None:
+    root = empty_kb.root
+    first = save(empty_kb)
+    (root / ".slayer-kb" / "duplicates.json").write_text(json.dumps({first.memory_id: 2}))
+    kb = KnowledgeBase(root)
+    assert kb.get(first.memory_id).duplicate_count == 3
+    assert save(kb).action == "duplicate"
+    assert not (root / ".slayer-kb" / "duplicates.json").exists()
+    assert kb.get(first.memory_id).duplicate_count == 4
+    shutil.rmtree(root / ".slayer-kb")
+    assert KnowledgeBase(root).get(first.memory_id).duplicate_count == 4
+
+
+def test_a_worktree_and_a_copy_of_the_clone_keep_their_own_counts(empty_kb: KnowledgeBase, tmp_path: Path) -> None:
+    """Each worktree keeps its counts past its derived state, apart (a count goes with the branch
+    that folds it in); a copy of the clone (cp -r) has none of the original's, which goes on
+    folding them into its commits."""
+    root, side_root = empty_kb.root, tmp_path / "side"
+    first = save(empty_kb)
+    assert save(empty_kb).action == "duplicate"
+    git(root, "worktree", "add", "-q", "-b", "side", str(side_root))
+    side = KnowledgeBase(side_root)
+    assert side.get(first.memory_id).duplicate_count == 1
+    for _ in range(2):
+        assert save(side).action == "duplicate"
+    shutil.rmtree(side_root / ".slayer-kb")
+    shutil.rmtree(root / ".slayer-kb")
+    assert [KnowledgeBase(r).get(first.memory_id).duplicate_count for r in (side_root, root)] == [3, 2]
+    git(root, "worktree", "remove", "--force", str(side_root))
+    shutil.copytree(root, tmp_path / "copy", symlinks=True)
+    assert KnowledgeBase(tmp_path / "copy").get(first.memory_id).duplicate_count == 1
+    assert KnowledgeBase(root).get(first.memory_id).duplicate_count == 2
 
 
 @pytest.mark.parametrize(

@@ -40,7 +40,11 @@ def test_a_memories_folder_linked_out_of_the_folder_is_refused(catalog_kb: Knowl
 @pytest.mark.parametrize("staged", [False, True])
 def test_an_edit_not_committed_is_never_overwritten(catalog_kb: KnowledgeBase, tmp_path: Path, staged: bool) -> None:
     kb = catalog_kb
-    kb.save_memory("The committed text of memory one, long enough to stand alone.", ["orders.amount"], id="1")
+    # Memory 1 was imported from SLayer's 1.md (its created_at), whose newer version would replace it.
+    (tmp_path / "first" / "memories").mkdir(parents=True)
+    (tmp_path / "first" / "memories" / "1.md").write_text(
+        slayer_file("1", "The committed text of memory one, long enough to stand alone."))
+    assert import_slayer(kb, tmp_path / "first").imported == ["1"]
     path = kb.root / "memories" / "1.yaml"
     edited = path.read_text().replace("The committed text", "My own edit, not committed yet,")
     path.write_text(edited)

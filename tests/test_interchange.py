@@ -93,7 +93,9 @@ def test_slayer_round_trip_is_byte_identical(catalog_kb: KnowledgeBase, tmp_path
 
 def test_import_slayer_drops_unresolvable_entities_and_replaces(catalog_kb: KnowledgeBase, tmp_path: Path) -> None:
     kb = catalog_kb
-    kb.save_memory("old text", ["orders.amount"], id="x")
+    # The KB's x was imported from SLayer's x (its created_at): the folder's newer version replaces it.
+    write_slayer_folder(tmp_path / "old", {"x": "---\nid: x\nentities:\n- orders.amount\ncreated_at: '2026-10-03T11:00:00Z'\n---\n\nold text\n"})
+    import_slayer(kb, tmp_path / "old")
     write_slayer_folder(tmp_path / "s", {
         "x": "---\nid: x\nentities:\n- shop.orders.nope\n- orders.status\ncreated_at: '2026-10-03T11:00:00Z'\n"
              "colour: blue\n---\n\nnew text\n",

@@ -201,6 +201,29 @@ def test_mem_save_makes_its_session_in_the_same_commit(empty_kb: KnowledgeBase) 
     assert empty_kb.stats()["sessions"] == 1
 
 
+def test_a_save_into_a_letter_case_twin_of_a_session_is_refused_as_session_start_is(
+        catalog_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """With session 's1' recorded, ``save --session S1`` (``mem_save`` session_id 'S1') saved the
+    memory into a session no file records (its file would collide with s1's on macOS), silently,
+    where session-start and save-prompt refuse the id."""
+    root = catalog_kb.root
+    invoke_cli("--kb", root, "session-start", "s1", "--project", "app", check=True)
+    head = git(root, "rev-parse", "HEAD")
+    refusal = ("session id 'S1' differs only in letter case from the existing session 's1': their files collide "
+               "on macOS and Windows checkouts. Use 's1'.")
+    started = invoke_cli("--kb", root, "session-start", "S1", "--project", "app")
+    assert (started.returncode, started.stderr) == (1, f"Error: {refusal}\n")
+    for extra in ([], ["--id", "kb.warmup", "-e", "orders.amount"]):  # an observation, a note saved SLayer's way
+        saved = invoke_cli("--kb", root, "save", "Warm the cache after deploy", "--title", "Cache warmup",
+                           "--project", "app", "--session", "S1", *extra)
+        assert (saved.returncode, saved.stdout, saved.stderr) == (1, "", f"Error: {refusal}\n")
+    reply = call_tool(catalog_kb, "mem_save", {"title": "Cache warmup", "content": "Warm the cache after deploy",
+                                             "project": "app", "session_id": "S1"})
+    assert (reply.is_error, reply.text) == (True, refusal)
+    assert git(root, "rev-parse", "HEAD") == head  # nothing committed
+    assert sorted(p.name for p in (root / "sessions").iterdir()) == ["s1.yaml"]
+
+
 def test_uncommitted_or_broken_session_files_are_not_overwritten(empty_kb: KnowledgeBase) -> None:
     empty_kb.session_start("ses-1", "analytics")
     path = empty_kb.root / "sessions/ses-1.yaml"

@@ -402,7 +402,9 @@ def _import_text(result: ImportResult) -> str:
 def import_slayer(settings: Settings, directory: str) -> None:
     """Import a SLayer storage folder's memories (memories/<id>.md) as one commit.
 
-    Ids and created_at are kept; entities that do not resolve are dropped with a warning; a title
+    Ids and created_at are kept, but a memory of the knowledge base's own under the id (another
+    created_at: an agent's save) is never replaced: the folder's memory gets the next auto id,
+    said in a warning, and its links follow. Entities that do not resolve are dropped with a warning; a title
     is taken as a save takes it (private spans redacted, trimmed), a line break in it made a space
     with a warning. A file it cannot take (not UTF-8, no front matter, an id no file may have, a
     title over 1,000 characters, a time no calendar has such as 2026-02-30) is skipped with a

@@ -26,11 +26,12 @@ from ..core.locate import MEMORIES_DIR, not_a_kb
 from ..core.memory import DEFAULT_MAX_CONTENT, MAX_CONTENT_CEILING
 from ..core.results import Document, IndexWritten, SyncReport
 from ..core.session import SESSIONS_DIR
+from ..store.duplicates import PendingDuplicates
 from ..store.leases import IdLeases
 from ..store.moves import MovedIds
 from ..store.place import kb_folder_refusal
 from ..store.repo import GitStore
-from ..store.statefiles import IdCache, PendingDuplicates
+from ..store.statefiles import IdCache
 
 if TYPE_CHECKING:
     from ..search.filters import Restriction
@@ -70,7 +71,7 @@ class Parts:
         self.id_cache = IdCache(self.store)  # .slayer-kb/ids.json
         self.leases = IdLeases(self.store)  # blocks of auto ids leased from the remote
         self.moves = MovedIds(self.leases)  # ids sync renumbered or merged on this clone
-        self.pending = PendingDuplicates(self.store)  # .slayer-kb/duplicates.json
+        self.pending = PendingDuplicates(self.store)  # .git/slayer-kb-duplicates.json
         self._catalog: Catalog | None = None
         self._catalog_sig: Any = None
         self._catalog_checked = False
@@ -211,7 +212,7 @@ class Parts:
         return self.state
 
     def duplicates_pending(self, memory_id: str) -> int:
-        """Duplicates of the memory saved since its last commit (``.slayer-kb/duplicates.json``)."""
+        """Duplicates of the memory saved since its last commit (``store/duplicates.py``)."""
         return self.pending.count(memory_id)
 
     def add_duplicate(self, memory_id: str) -> None:

@@ -32,6 +32,16 @@ def memory_path(memory_id: str) -> str:
     return f"{MEMORIES_DIR}/{memory_id}.yaml"
 
 
+def id_held(memories_dir: Path, number: int) -> str | None:
+    """The file of ``memories_dir`` that holds the auto id ``number`` already, if any: the
+    memory's ``<n>.yaml``, or SLayer's own ``<n>.md`` (a storage folder made a KB: that memory
+    of the store is not imported yet, and ``import-slayer`` keeps its id)."""
+    for name in (f"{number}.yaml", f"{number}.md"):
+        if os.path.lexists(os.path.join(memories_dir, name)):
+            return name
+    return None
+
+
 def memory_link(memory_id: str) -> str:
     """The entity that links memory ``memory_id``: ``memory:<id>``."""
     return MEMORY_LINK + memory_id

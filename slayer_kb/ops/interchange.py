@@ -22,9 +22,10 @@ Decisions:
   description, entities, query, created_at, then any Engram fields the memory has.
 - Older SLayer folders keep every memory in one ``memories.yaml`` list; ``import-slayer`` reads
   that too.
-- Ids and ``created_at`` are kept. An id that already exists in the KB is replaced (re-importing a
-  folder brings its updates; git keeps the old version for ``restore --rev``); an identical memory
-  is skipped. One whose file holds an edit not committed (staged or not) refuses the whole import,
+- Ids and ``created_at`` are kept. An id that already exists in the KB is replaced when the KB's
+  memory was made from the folder's (``made_from``: re-importing a folder brings its updates; git
+  keeps the old version for ``restore --rev``); an identical memory is skipped. The KB's own, other
+  memory under the id stays, and the folder's is imported under a new id (``_own_ids``). One whose file holds an edit not committed (staged or not) refuses the whole import,
   nothing written, as a save to it does (``Transaction.require_committed``). Of files sharing an
   id the first is taken (``memories/*.md`` by name, then ``memories.yaml``), each other skipped
   naming both, so a re-import is stable. Entities are resolved against the KB's catalog (and the
@@ -278,6 +279,9 @@ def import_slayer(kb: Context, folder: str | Path) -> ImportResult:
     with kb.transaction() as tx:
         kept, since = _kept(kb, parsed, gone, result)
         gone -= set(kept)
+        kept = _own_ids(kb, tx, kept, gone, result)
+        if moved := [i for i in kept if i not in parsed]:  # an earlier import's id for one: changed since?
+            since |= since_imports(kb.store, moved)
         resolver = Resolver(kb.catalog, memory_exists=lambda i: i in kept or (i not in gone and kb.memory_exists(i)))
         changes: list[Change] = []
         for where, memory, taken in kept.values():
@@ -303,8 +307,83 @@ def import_slayer(kb: Context, folder: str | Path) -> ImportResult:
         require_committed(tx, changes)
         if changes:
             count = len(result.imported) + len(result.replaced)
-            result.commit = tx.commit(changes, engram.import_subject(count, f"{IMPORTED} {one_line(folder.name)}"))
+            # The folder's own name, '.' too (an empty one ends the subject where slayersince looks for it).
+            named = one_line(folder.resolve().name or str(folder))
+            result.commit = tx.commit(changes, engram.import_subject(count, f"{IMPORTED} {named}"))
     return result
+
+
+def slayer_memory(path: Path) -> Memory | None:
+    """SLayer's memory in its file ``path`` (``<folder>/memories/<id>.md``) as an import takes it,
+    its links unresolved; None when an import would skip it."""
+    try:
+        data = parse_slayer_file(_slayer_text(path.parent.parent, path), str(path))
+        return _memory_from_row(str(path), {"id": path.stem, **data}, [])
+    except KBError:
+        return None
+
+
+def made_from(ours: Memory, theirs: Memory) -> bool:
+    """Whether the KB's memory ``ours`` is SLayer's memory ``theirs`` (imported from it, edited in
+    either since): an import keeps ``created_at``, and so do SLayer's and slayer-kb's edits. Two
+    memories under one id otherwise (an agent's save in a storage folder made a KB)."""
+    return ours.created_at == theirs.created_at
+
+
+def _own_ids(kb: Context, tx: Transaction, kept: dict[str, tuple[str, Memory, list[str]]], gone: set[str],
+             result: ImportResult) -> dict[str, tuple[str, Memory, list[str]]]:
+    """``kept`` with each memory whose id the KB's own, other memory holds (``made_from``) under
+    another id: the one an earlier import gave it (the same learning and created_at), else the
+    next auto id, said in ``result``; the folder's links to it follow it. The KB's memory stays."""
+    moved: dict[str, str] = {}
+    for memory_id, (_where, memory, _taken) in kept.items():
+        try:
+            ours = kb.read(memory_id) if kb.memory_exists(memory_id) else None
+        except KBError:  # a file broken here: the import replaces it, as before
+            ours = None
+        if ours is not None and not made_from(ours, memory):
+            moved[memory_id] = ""
+    if not moved:
+        return kept
+    earlier: dict[tuple[str, str], str] = {}
+    for memory_id in kb.memory_ids():
+        try:
+            ours = kb.read(memory_id)
+        except KBError:
+            continue
+        earlier.setdefault((ours.created_at, ours.learning), memory_id)
+    for old in moved:
+        memory = kept[old][1]
+        if (new := earlier.get((memory.created_at, memory.learning), "")) not in kept:
+            moved[old] = new
+    fresh = iter(_fresh_ids(tx, sum(1 for new in moved.values() if not new), set(kept) | gone))
+    cmd = problems.command(kb.root)
+    for old, new in moved.items():
+        if not new:
+            moved[old] = new = next(fresh)
+            said = f"imported as memory {new}"
+        else:
+            said = f"it is memory {new}, which an earlier import gave it"
+        result.warnings.append(
+            f"{kept[old][0]}: the knowledge base's memory {old} is another memory (another created_at), which "
+            f"stays; {said}, and the folder's links to it name {new} (see both: '{cmd} get {old}', "
+            f"'{cmd} get {new}').")
+    links = {memory_link(old): memory_link(new) for old, new in moved.items()}
+    out: dict[str, tuple[str, Memory, list[str]]] = {}
+    for memory_id, (where, memory, taken) in kept.items():
+        entities = [links.get(ref, ref) if isinstance(ref, str) else ref for ref in memory.entities]
+        memory = memory.evolve(id=moved.get(memory_id, memory_id), entities=entities)
+        out[memory.id] = (where, memory, taken)
+    return out
+
+
+def _fresh_ids(tx: Transaction, count: int, avoid: set[str]) -> list[str]:
+    """``count`` auto ids, none of them in ``avoid`` (the folder's own ids): one drawn and left
+    unused is spent, as any a commit draws."""
+    ids: list[str] = []
+    while len(ids) < count:
+        ids += [i for i in tx.next_auto_ids(count - len(ids), tell_slayer=False) if i not in avoid]
+    return ids
 
 
 def require_committed(tx: Transaction, changes: list[Change]) -> None:

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..core.errors import KBError
 from ..core.fileio import NotRegularFile, TooLarge, read_regular
 from ..core.locate import MEMORIES_DIR, is_leftover
-from ..core.memory import MAX_FILE_BYTES
+from ..core.memory import MAX_FILE_BYTES, loads
+from .interchange import made_from, slayer_memory
 
 
 def misplaced(path: Path, command: str) -> str | None:
@@ -26,9 +28,14 @@ def misplaced(path: Path, command: str) -> str | None:
     original = path.name.partition(".yaml")[0] + ".yaml" if ".yaml" in path.name else None
     if path.suffix == ".md" and original is None and folder == MEMORIES_DIR and _front_matter(path):
         imported = f"{path.stem}.yaml"
-        if (path.parent / imported).exists():
+        other = _another(path, path.parent / imported) if (path.parent / imported).exists() else ""
+        if other is None:
             return (f"is SLayer's file of memory {path.stem}, which {imported} holds: slayer-kb reads only .yaml files "
                     f"in {folder}/; compare the two, then delete it")
+        if other:
+            return (f"is SLayer's memory {path.stem}, not the one {imported} holds ({other}): two memories under one "
+                    f"id. Keep it: '{command} import-slayer FOLDER' (the folder holding {folder}/) imports it under a "
+                    "new id and says which; delete this file only then")
         return (f"is a SLayer memory file, which slayer-kb does not read (a rename would not convert it): bring it in "
                 f"with '{command} import-slayer FOLDER' (the folder holding {folder}/), then delete it")
     if is_leftover(path.name) or original is not None and (path.parent / original).exists():
@@ -36,6 +43,20 @@ def misplaced(path: Path, command: str) -> str | None:
         return (f"is a copy{of} (an editor's backup, or one --force kept), not a memory: slayer-kb reads only "
                 f".yaml files in {folder}/; compare it with {original or 'the memory'}, then delete it")
     return f"slayer-kb reads only .yaml files in {folder}/; rename it to {original or path.stem + '.yaml'}"
+
+
+def _another(md: Path, yaml_file: Path) -> str | None:
+    """How the memory of ``yaml_file`` differs from SLayer's in ``md`` ("another created_at"), or
+    None when it was made from it (``interchange.made_from``) or either cannot be read (the
+    other problem is then said of that file)."""
+    theirs = slayer_memory(md)
+    try:
+        ours = loads(read_regular(yaml_file, limit=MAX_FILE_BYTES).decode("utf-8"), yaml_file.stem)
+    except (OSError, NotRegularFile, TooLarge, UnicodeDecodeError, KBError):
+        return None
+    if theirs is None or made_from(ours, theirs):
+        return None
+    return f"created {ours.created_at}, SLayer's {theirs.created_at}"
 
 
 def _front_matter(path: Path) -> bool:

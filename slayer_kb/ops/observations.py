@@ -177,7 +177,7 @@ def _find_duplicate(
     return None
 
 
-# Duplicate saves are counted locally (``statefiles.PendingDuplicates``) and folded into the
+# Duplicate saves are counted locally (``duplicates.PendingDuplicates``) and folded into the
 # memory's next real commit.
 def folded_duplicates(kb: Context, memory: Memory) -> int | None:
     """The duplicate count the memory's next commit records: its own and the pending ones."""

@@ -27,14 +27,13 @@ dropped: replayed as it was, its first commits would add ``42.yaml`` over the up
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..core.errors import ConflictError, KBError
 from ..core.ids import highest_auto_id, is_auto_id
-from ..core.locate import MEMORIES_DIR, id_of_path, linked_id, memory_link, memory_path
+from ..core.locate import MEMORIES_DIR, id_held, id_of_path, linked_id, memory_link, memory_path
 from ..core.memory import loads, with_entities
 from ..core.problems import command, git_command, words
 from ..core.results import RenumberResult
@@ -82,7 +81,7 @@ def plan(kb: Context, onto: str, parted: str | None = None, *,
     # clone's block, whose next save would then be renumbered in turn. An id either side ever
     # used (a clone counting on its own may have) is skipped.
     def taken(n: int) -> bool:
-        return str(n) in used or os.path.lexists(kb.memories_dir / f"{n}.yaml")
+        return str(n) in used or id_held(kb.memories_dir, n) is not None  # SLayer's <n>.md too
 
     fresh = kb.leased_ids(len(colliding), top, taken)
     if fresh is None:

@@ -199,11 +199,14 @@ def ensure(tx: Transaction, session_id: str, project: str | None, directory: str
 
 
 def for_save(tx: Transaction, session_id: str, project: str | None, now: str) -> list[Change]:
-    """The session change a memory's save carries (``ensure``). A session file that is broken,
-    holds uncommitted work or has a letter-case twin is left alone: the memory is saved all the
-    same (validate reports the file), since a save must not fail for its session's sake."""
+    """The session change a memory's save carries (``ensure``). A session file that is broken or
+    holds uncommitted work is left alone: the memory is saved all the same (validate reports the
+    file). A new session id differing only in letter case from an existing session's is refused
+    as ``session-start`` refuses it: the memory's session would be recorded nowhere."""
     try:
         return ensure(tx, session_id, project, now=now)[1]
+    except CaseTwinError:
+        raise
     except (MemoryFileError, ConflictError):
         return []
 
@@ -218,10 +221,14 @@ def change(kb: Workspace, session: Session) -> Change:
     return Change(session.path, dumps(session).encode("utf-8"))
 
 
+class CaseTwinError(ConflictError):
+    """A new session id that differs only in letter case from an existing session's."""
+
+
 def _check_no_case_twin(kb: Workspace, session_id: str) -> None:
     other = _Folded(kb).twin(session_id)
     if other is not None:
-        raise ConflictError(
+        raise CaseTwinError(
             f"session id '{session_id}' differs only in letter case from the existing session "
             f"'{other}': their files collide on macOS and Windows checkouts. Use '{other}'."
         )

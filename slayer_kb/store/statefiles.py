@@ -1,15 +1,9 @@
-"""Two small files in the state folder ``.slayer-kb/`` (``state.py`` keeps the folder itself),
-each read and written only here:
-
-- ``ids.json``, ``{"head": COMMIT, "max": N}``: the highest auto id the branch's history had used
-  at commit ``COMMIT``, so that choosing the next auto id reads only the commits since (a fresh
-  clone reads its history once). ``KnowledgeBase`` moves it on after each of its own commits.
-- ``duplicates.json``, ``{MEMORY_ID: N}``: duplicate saves counted locally and folded into the
-  memory's next real commit, so a hundred identical saves do not make a hundred commits that only
-  bump a counter.
-
-Both are derived: a missing or unreadable file reads as empty, and a write that fails loses time
-(``ids.json``) or a count not yet committed (``duplicates.json``), never a memory.
+"""A small file in the state folder ``.slayer-kb/`` (``state.py`` keeps the folder itself), read
+and written only here: ``ids.json``, ``{"head": COMMIT, "max": N}``, the highest auto id the
+branch's history had used at commit ``COMMIT``, so that choosing the next auto id reads only the
+commits since (a fresh clone reads its history once). ``KnowledgeBase`` moves it on after each of
+its own commits. It is derived: a missing or unreadable file reads as empty, and a write that
+fails loses time, never a memory. (Duplicate counts are no derived state: duplicates.py.)
 """
 
 from __future__ import annotations
@@ -19,7 +13,6 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core.fileio import write_whole
 from ..core.ids import highest_auto_id
 
 if TYPE_CHECKING:
@@ -60,49 +53,3 @@ class IdCache:
         if not isinstance(cache, dict) or cache.get("head") != old:
             return
         self.save(new, max(int(cache.get("max", 0)), highest_auto_id(added_ids)))
-
-
-class PendingDuplicates:
-    """``duplicates.json``: per memory, the duplicate saves not yet folded into a commit."""
-
-    def __init__(self, store: GitStore) -> None:
-        self.store = store
-
-    @property
-    def path(self) -> Path:
-        return self.store.state / "duplicates.json"
-
-    def counts(self) -> dict[str, int]:
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        return {k: v for k, v in data.items() if isinstance(v, int)} if isinstance(data, dict) else {}
-
-    def count(self, memory_id: str) -> int:
-        return self.counts().get(memory_id, 0)
-
-    def add(self, memory_id: str) -> None:
-        pending = self.counts()
-        pending[memory_id] = pending.get(memory_id, 0) + 1
-        self._write(pending)
-
-    def move(self, moves: dict[str, str]) -> None:
-        """Carry the counts of ids ``sync`` moved (old -> new) to where each memory is now, whose
-        next commit folds them in: never into the memory the old id names now."""
-        pending = self.counts()
-        moved = {old: pending.pop(old) for old in moves if old in pending}
-        for old, count in moved.items():
-            pending[moves[old]] = pending.get(moves[old], 0) + count
-        if moved:
-            self._write(pending)
-
-    def clear(self, memory_id: str) -> None:
-        """Forget the count of ``memory_id``: its commit has folded it in, or it is gone."""
-        pending = self.counts()
-        if pending.pop(memory_id, None) is not None:
-            self._write(pending)
-
-    def _write(self, pending: dict[str, int]) -> None:
-        self.store.ensure_state_dir()
-        write_whole(self.path, json.dumps(pending))
