@@ -20,7 +20,8 @@ from slayer_kb.ops.syncfetch import Fetch
 from slayer_kb.ops.turn import Turn
 from slayer_kb.store.bounded import run_bounded
 from slayer_kb.store.gitenv import git_env
-from slayer_kb.store.leases import BLOCK, NAMESPACE, IdLeases
+from slayer_kb.store.leaseheld import Leases
+from slayer_kb.store.leases import BLOCK, NAMESPACE, STATE_FILE, IdLeases
 from slayer_kb.store.pulls import Pull, Pulls, moved_by
 from slayer_kb.store.repo import GitStore
 from testing import default_first, eventually, git, lose_races, make_team
@@ -669,3 +670,24 @@ def test_a_new_clone_leases_above_the_blocks_the_history_holds_after_a_mirror_pu
     for kb in (y, z):
         assert [_learning(invoke_cli, kb, n) for n in (str(BLOCK + 2), str(2 * BLOCK + 1))] == ["y second", "z first"]
     assert git(bare, "for-each-ref", "--format=%(refname)", NAMESPACE).split() == [f"{NAMESPACE}1", f"{NAMESPACE}2"]
+
+
+def test_an_offline_id_two_clones_drew_is_renumbered_with_the_reason(team, invoke_cli) -> None:
+    """Two clones offline drew on one offline block (odds of 1 in 80 million, set here by hand in
+    b's lease state): the sync renumbered b's id and said only 'renumbered: X -> 1'. It says why."""
+    bare, (a, b) = team
+    unreachable = str(bare.parent / "unreachable.git")
+    for kb in (a, b):
+        git(kb, "remote", "set-url", "origin", unreachable)
+    drawn = KnowledgeBase(a).save_memory("a on a plane", ["orders.amount"]).memory_id
+    block = (int(drawn) - 1) // BLOCK
+    home = os.stat(b / ".git")
+    (b / ".git" / STATE_FILE).write_text(json.dumps(Leases(
+        [home.st_dev, home.st_ino], unreachable, [[block, int(drawn)]], [block]).to_json()))
+    assert KnowledgeBase(b).save_memory("b on a train", ["orders.amount"]).memory_id == drawn
+    for kb in (a, b):
+        git(kb, "remote", "set-url", "origin", str(bare))
+    invoke_cli("--kb", a, "sync", check=True)
+    said = invoke_cli("--kb", b, "sync", check=True).stdout.splitlines()[-1]
+    assert said.startswith(f"  renumbered: {drawn} -> ") and said.endswith(
+        f" (origin had already used {drawn} for another memory: another clone drew on the same offline block)")
