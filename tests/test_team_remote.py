@@ -674,7 +674,9 @@ def test_a_new_clone_leases_above_the_blocks_the_history_holds_after_a_mirror_pu
 
 def test_an_offline_id_two_clones_drew_is_renumbered_with_the_reason(team, invoke_cli) -> None:
     """Two clones offline drew on one offline block (odds of 1 in 80 million, set here by hand in
-    b's lease state): the sync renumbered b's id and said only 'renumbered: X -> 1'. It says why."""
+    b's lease state): b's sync renumbered its id, without a reason, to the next id of that very
+    block, which a handed out next (renumbered again at a's sync). It says why, and the block
+    another clone registered first supplies no id to the renumbering."""
     bare, (a, b) = team
     unreachable = str(bare.parent / "unreachable.git")
     for kb in (a, b):
@@ -688,6 +690,9 @@ def test_an_offline_id_two_clones_drew_is_renumbered_with_the_reason(team, invok
     for kb in (a, b):
         git(kb, "remote", "set-url", "origin", str(bare))
     invoke_cli("--kb", a, "sync", check=True)
-    said = invoke_cli("--kb", b, "sync", check=True).stdout.splitlines()[-1]
-    assert said.startswith(f"  renumbered: {drawn} -> ") and said.endswith(
-        f" (origin had already used {drawn} for another memory: another clone drew on the same offline block)")
+    assert invoke_cli("--kb", b, "sync", check=True).stdout.splitlines()[-1] == (
+        f"  renumbered: {drawn} -> 1 (origin had already used {drawn} for another memory: another clone drew on the "
+        "same offline block)")
+    # b's renumbering drew no id from the block a is still drawing on.
+    assert KnowledgeBase(a).save_memory("a, still offline's block", ["orders.amount"]).memory_id == str(int(drawn) + 1)
+    assert sync(KnowledgeBase(a)).renumbered == {}

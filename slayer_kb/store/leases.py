@@ -334,6 +334,11 @@ class IdLeases:
         for k in [k for k in held.claims if int(k) in seen or int(k) in claimed]:
             if claimed.get(int(k)) != held.claims[k]:
                 del held.claims[k]  # another clone's claim or lease holds the block now
+        # An offline block another clone registered first (it drew the same one): no id is drawn
+        # from it again, the sync's own renumbering of the ids both handed out included.
+        other = {k for k in held.unregistered if k in seen and seen[k] != held.holders.get(str(k))}
+        held.blocks = [b for b in held.blocks if b[0] not in other]
+        held.unregistered = [k for k in held.unregistered if k not in other]
         lost = {f"{NAMESPACE}{k}": commit for k, commit in held.holders.items() if seen.get(int(k)) != commit}
         lost |= {f"{CLAIMS}{k}": commit for k, commit in held.claims.items() if int(k) not in claimed}
         if not lost:
@@ -381,9 +386,8 @@ class IdLeases:
         """Create ``blocks`` new block refs on the remote, above every block leased there (not
         claimed: claimed blocks are skipped), above this clone's and above ``floor`` (ids
         allocated before leases; those in claimed blocks and offline ones aside: ``_floor``),
-        never in the offline range nor in a block the history holds an id of (``_busy``), its
-        blocks the remote lost made again first (``_keep``); offline, blocks chosen at random (see the module doc), as
-        when the remote refuses our refs (asked again only by ``top_up``)."""
+        never in the offline range nor in a block the history holds an id of (``_busy``), lost refs
+        made again first (``_keep``); offline, at random (module doc), as when refused (``top_up``)."""
         status = ""  # refused at an earlier save: said then
         for attempt in range(0 if held.refused else ATTEMPTS):
             if attempt:  # beaten to it: clones that raced spread out before they try again
@@ -423,12 +427,10 @@ class IdLeases:
             held.unregistered.append(k)
 
     def _busy(self, held: Leases) -> set[int]:
-        """The blocks no lease may take though the remote has no ref of them (it lost them: moved
-        by its branches alone, a ``push --mirror`` from a plain clone): those HEAD's history holds
-        an id of, another clone's block it may still draw on, and those the lease state records
-        (this clone's, used up or offline). Ids counted before leases (1, 2, 3 in a KB that had no
-        remote) are not another clone's: those this clone counted itself, and block 0 while the
-        history holds ids of no other block (a team's first lease goes on at 4, as before)."""
+        """The blocks no lease takes though the remote has no ref of them (it lost them: moved by
+        its branches alone): those HEAD's history holds an id of, another clone's it may still draw
+        on, and those the lease state records. Ids counted before leases (1, 2, 3 without a remote)
+        are no other clone's: this clone's count, and block 0 while no other block has ids."""
         mine = counted.highest(self.common_dir)
         held_ids = {k for k, top in history_tops(self.store, held).items() if top > mine}
         return ((held_ids if held_ids != {0} else set()) | {int(k) for k in held.holders}
