@@ -188,7 +188,7 @@ FLOWS: dict[str, tuple[Flow, str]] = {
     "renames on both sides": (_renames_on_both_sides, "  rewrote links to renamed memories: memory:2 -> "
                               "memory:kb.refund in kb.p, memory:1 -> memory:kb.revenue in kb.q"),
     "history": (_history, "    memory: restore kb.revenue as of SHA"),
-    "renumber on sync": (_renumber_on_sync, "  renumbered: 1 -> 2"),
+    "renumber on sync": (_renumber_on_sync, "  renumbered: 1 -> 2 (origin had already used 1 for another memory)"),
     "merge stops": (_merge_stops, "2 problems in 2 files (2 files checked)"),
 }
 

@@ -421,7 +421,7 @@ def test_after_sync_renumbers_log_tells_the_story(clones: tuple[Path, Path, Path
     assert kb_b.save_memory("B's note", ["orders.qty"]).memory_id == "1"
     kb_b.update("1", learning="B's note, revised")
     proc = invoke_cli("--kb", b, "sync", check=True)
-    assert proc.stdout.endswith("\n  renumbered: 1 -> 2\n")
+    assert proc.stdout.endswith("\n  renumbered: 1 -> 2 (origin had already used 1 for another memory)\n")
     # B's memory was 1 until the sync: its rewritten commits say so in their subjects.
     entries = json_of(invoke_cli("--kb", b, "log", "2", "--json", check=True))
     assert [e["message"].splitlines()[0] for e in entries] == [
@@ -500,6 +500,6 @@ def test_a_renumbered_commit_keeps_its_author_on_a_machine_with_no_git_identity(
     invoke_cli("--kb", a, "sync", env=anonymous, check=True)
     invoke_cli("--kb", b, "--author", "Ann Lee <ann@example.com>", "save", unlike("bnote"), "-e", "shop.orders.qty",
                env=anonymous, check=True)
-    assert "  renumbered: 1 -> 2" in invoke_cli("--kb", b, "sync", env=anonymous, check=True).stdout.splitlines()
+    assert "  renumbered: 1 -> 2 (origin had already used 1 for another memory)" in invoke_cli("--kb", b, "sync", env=anonymous, check=True).stdout.splitlines()
     assert git(b, "log", "-1", "--format=%s | %an <%ae> | %cn <%ce>") == (
         "memory: save 2 (renumber 1 -> 2) | Ann Lee <ann@example.com> | slayer-kb <slayer-kb@localhost>\n")

@@ -732,7 +732,7 @@ def test_validates_renumber_step_then_sync_keeps_both_memories(tmp_path: Path, i
     assert renumbered.stdout == "Renumbered 1 memory onto origin/main:\n  1 -> 2\n"
     synced = invoke_cli("--kb", b, "sync")
     assert (synced.returncode, synced.stdout) == (0, "Synced main with origin: rebased, 1 pulled, 2 pushed.\n"
-                                                     "  renumbered: 1 -> 2\n")
+                                                     "  renumbered: 1 -> 2 (origin had already used 1 for another memory)\n")
     # As if 2 had been allocated from the start; 'log 1' is main's memory only, 'log 2' B's.
     assert git(b, "log", "--format=%s", "origin/main").splitlines() == [
         "memory: update 2 (learning) (renumber 1 -> 2)", "memory: save 2 (renumber 1 -> 2)", "memory: save 1",

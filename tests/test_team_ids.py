@@ -1097,9 +1097,9 @@ def test_a_claim_keeps_auto_ids_above_the_ones_handed_out_before_leases(tmp_path
     # Committed by hand: in no block leased or claimed, above the leases.
     (a / "memories" / "350.yaml").write_text("learning: By hand\ncreated_at: '2026-01-01T00:00:00Z'\n")
     commit_all(a, "a memory by hand")
-    with traced_git(tmp_path) as runs:  # the rest of block 1, then a lease: block 3, above 350
+    with traced_git(tmp_path) as runs:  # the rest of block 1, then a lease: block 4, above 350's block
         ids = IdLeases(GitStore(a)).take(BLOCK, 5000, lambda n: (a / "memories" / f"{n}.yaml").exists())
-    assert ids[-3:] == [str(2 * BLOCK), "351", "352"]
+    assert ids[-3:] == [str(2 * BLOCK), "401", "402"]
     assert [run for run in runs("log") if "--diff-filter=A" in run] == []
 
 

@@ -20,9 +20,11 @@ from slayer_kb.ops.syncfetch import Fetch
 from slayer_kb.ops.turn import Turn
 from slayer_kb.store.bounded import run_bounded
 from slayer_kb.store.gitenv import git_env
-from slayer_kb.store.leases import BLOCK, NAMESPACE
+from slayer_kb.store.leaseheld import Leases
+from slayer_kb.store.leases import BLOCK, NAMESPACE, STATE_FILE, IdLeases
 from slayer_kb.store.pulls import Pull, Pulls, moved_by
-from testing import eventually, git, lose_races, make_team
+from slayer_kb.store.repo import GitStore
+from testing import default_first, eventually, git, lose_races, make_team
 
 
 @pytest.fixture
@@ -52,43 +54,55 @@ def test_a_block_ref_deleted_on_the_remote_is_made_again_by_the_next_sync(team) 
 
 
 def test_a_block_another_clone_leased_meanwhile_is_given_up(team) -> None:
-    """The refs were deleted and B leased block 0 before A synced again: A's sync finds B's
-    lease on its block and leases another, so the two no longer draw from one block."""
+    """The refs were deleted and B leased block 0 before A synced again (A's 1 not pushed, so
+    nothing in B's history said the block was A's): A's sync finds B's lease on its block and
+    leases another, so the two no longer draw from one block."""
     bare, (a, b) = team
     kb_a, kb_b = KnowledgeBase(a), KnowledgeBase(b)
     assert kb_a.save_memory("A: first", ["orders.amount"]).memory_id == "1"
-    sync(kb_a)
     delete_refs(bare, NAMESPACE)
-    sync(kb_b)  # B holds memory 1 now: its block 0 starts above it
-    assert kb_b.save_memory("B: first", ["orders.amount"]).memory_id == "2"
-    sync(kb_a)
-    assert kb_a.save_memory("A: after B's lease", ["orders.amount"]).memory_id == str(BLOCK + 1)
-    assert kb_b.save_memory("B: second", ["orders.amount"]).memory_id == "3"
+    assert kb_b.save_memory("B: first", ["orders.amount"]).memory_id == "1"
+    sync(kb_b)
+    synced = sync(kb_a)
+    assert (synced.given_up, synced.renumbered) == ([f"1-{BLOCK}"], {"1": str(BLOCK + 1)})
+    assert kb_a.save_memory("A: after B's lease", ["orders.amount"]).memory_id == str(BLOCK + 2)
+    assert kb_b.save_memory("B: second", ["orders.amount"]).memory_id == "2"
     assert sync(kb_b).renumbered == {}
     assert sync(kb_a).renumbered == {}
 
 
+def test_a_lease_makes_again_the_refs_of_this_clones_blocks_the_remote_lost(team) -> None:
+    """The refs were deleted and A, its 1 not pushed yet, used up block 0 and leased the next: the
+    lease made block 1's ref only, and B, whose history held none of A's ids, leased block 0, A's.
+    A lease makes this clone's lost refs again, as a sync does."""
+    bare, (a, b) = team
+    assert KnowledgeBase(a).save_memory("A: first", ["orders.amount"]).memory_id == "1"
+    delete_refs(bare, NAMESPACE)
+    ids = IdLeases(GitStore(a)).take(BLOCK, 1, lambda n: (a / "memories" / f"{n}.yaml").exists())
+    assert ids[-2:] == [str(BLOCK), str(BLOCK + 1)]
+    assert git(bare, "for-each-ref", "--format=%(refname)", NAMESPACE).split() == [f"{NAMESPACE}0", f"{NAMESPACE}1"]
+    assert KnowledgeBase(b).save_memory("B: first", ["orders.amount"]).memory_id == str(2 * BLOCK + 1)
+
+
 def test_a_block_another_clone_took_supplies_no_id_to_the_same_syncs_renumbering(team, invoke_cli) -> None:
-    """The refs were deleted and B leased block 0; A saved 2 from it before it synced, as B did.
-    A's sync renumbered its 2 to 3, from the block it gave up only after its push: B's next save
-    was 3 as well, and B's sync renumbered it. The block is given up before the renumbering, and
-    the sync says so."""
+    """The refs were deleted and B leased block 0 (A's 1 not pushed yet); A's sync renumbered its
+    1 from the block it gave up only after its push: B's next save was that id as well, and B's
+    sync renumbered it. The block is given up before the renumbering, and the sync says so, and
+    why it renumbered."""
     bare, (a, b) = team
     kb_b = KnowledgeBase(b)
     invoke_cli("--kb", a, "save", "A: first", "-e", "shop.orders.amount", check=True)
-    invoke_cli("--kb", a, "sync", check=True)
     delete_refs(bare, NAMESPACE)
-    sync(kb_b)
-    invoke_cli("--kb", a, "save", "A: second", "-e", "shop.orders.amount", check=True)
-    assert kb_b.save_memory("B: second", ["orders.amount"]).memory_id == "2"
+    assert kb_b.save_memory("B: first", ["orders.amount"]).memory_id == "1"
     sync(kb_b)
     assert invoke_cli("--kb", a, "sync", check=True).stdout == (
         "Synced main with origin: rebased, 1 pulled, 1 pushed.\n"
         f"  note: ids 1-{BLOCK} are another clone's now (origin lost this clone's lease of them, and another "
         "clone leased them); "
         "this clone draws no more ids from them\n"
-        f"  renumbered: 2 -> {BLOCK + 1}\n")
-    assert kb_b.save_memory("B: third", ["orders.amount"]).memory_id == "3"
+        f"  renumbered: 1 -> {BLOCK + 1} (origin had already used 1 for another memory: another clone leased ids "
+        f"1-{BLOCK} too)\n")
+    assert kb_b.save_memory("B: second", ["orders.amount"]).memory_id == "2"
     assert sync(kb_b).renumbered == {}
 
 
@@ -416,7 +430,7 @@ def pushed_renumbered(team, invoke_cli, monkeypatch, hook: Path, script: str, ti
     if timeout is not None:
         monkeypatch.setenv("SLAYER_KB_SYNC_TIMEOUT", timeout)
     assert invoke_cli("--kb", b, "sync", check=True).stdout == (
-        "Synced main with origin: rebased, 1 pulled, 1 pushed.\n  renumbered: 1 -> 2\n")
+        "Synced main with origin: rebased, 1 pulled, 1 pushed.\n  renumbered: 1 -> 2 (origin had already used 1 for another memory)\n")
     hook.unlink()
     monkeypatch.delenv("SLAYER_KB_SYNC_TIMEOUT", raising=False)
     assert invoke_cli("--kb", b, "get", "2", check=True).stdout.splitlines()[-1] == "B: first"
@@ -577,3 +591,108 @@ def test_a_client_whose_servers_sync_moved_the_branch_says_so_and_finishes_it(te
     assert invoke_cli("--kb", b, "sync", check=True).stdout == (
         "Synced main with origin: pushed, 0 pulled, 2 pushed.\n"
         f"  merged (same topic key): {BLOCK + 1} into 1\n")
+
+
+def _save(invoke_cli, kb: Path, text: str) -> str:
+    """What ``slayer-kb save`` printed first: ``Saved memory N (created)``."""
+    return invoke_cli("--kb", kb, "save", text, "-e", "shop.orders.amount", check=True).stdout.splitlines()[0]
+
+
+def _learning(invoke_cli, kb: Path, memory_id: str) -> str:
+    """The text of memory ``memory_id`` as ``slayer-kb get`` shows it in ``kb``."""
+    return invoke_cli("--kb", kb, "get", memory_id, check=True).stdout.rstrip("\n").rsplit("\n", 1)[-1]
+
+
+def _two_agents_one_unsynced(invoke_cli, x: Path, y: Path) -> None:
+    """x saved 1 and y saved 101, both synced and pulled; y saved 102, not synced yet."""
+    assert _save(invoke_cli, x, "x first") == "Saved memory 1 (created)"
+    invoke_cli("--kb", x, "sync", check=True)
+    assert _save(invoke_cli, y, "y first") == f"Saved memory {BLOCK + 1} (created)"
+    invoke_cli("--kb", y, "sync", check=True)
+    invoke_cli("--kb", x, "sync", check=True)
+    assert _save(invoke_cli, y, "y second") == f"Saved memory {BLOCK + 2} (created)"
+
+
+@pytest.mark.parametrize("new_clone", default_first([False, True]))
+def test_a_remote_moved_by_its_branches_alone_changes_no_agents_id(team, invoke_cli, new_clone: bool) -> None:
+    """The team moved its remote by pushing its branches ('git push NEW main', a forge's import, a
+    bundle: refs/slayer-kb/* stay behind) and set its url in each clone. x's fresh lease on NEW
+    went just above 101 and took y's block: x's next save was 102, the id y's unsynced save had
+    returned, and y's sync renumbered y's 102 to 201 (no reason given). A new clone z of NEW took
+    block 0 alike (ids 2-100), x's block, while x's 2 was unsynced: x's sync renumbered it. The
+    clones keep their blocks and register them on NEW; a new clone leases above every block the
+    history holds an id of."""
+    old, (x, y) = team
+    _two_agents_one_unsynced(invoke_cli, x, y)
+    if new_clone:  # x's 2 made before the move, unsynced, as y's 102
+        assert _save(invoke_cli, x, "x second") == "Saved memory 2 (created)"
+    new = old.parent / "new.git"
+    git(old.parent, "init", "-q", "--bare", "-b", "main", str(new))
+    git(old, "push", "-q", str(new), "main")
+    for kb in (x, y):
+        git(kb, "remote", "set-url", "origin", str(new))
+    if not new_clone:
+        assert _save(invoke_cli, x, "x second") == "Saved memory 2 (created)"
+    else:
+        z = old.parent / "z"
+        git(old.parent, "clone", "-q", str(new), str(z))
+        assert _save(invoke_cli, z, "z first") == f"Saved memory {2 * BLOCK + 1} (created)"
+        invoke_cli("--kb", z, "sync", check=True)
+    assert invoke_cli("--kb", x, "sync", check=True).stdout == (
+        f"Synced main with origin: {'rebased, 1 pulled' if new_clone else 'pushed, 0 pulled'}, 1 pushed.\n")
+    assert invoke_cli("--kb", y, "sync", check=True).stdout == (
+        f"Synced main with origin: rebased, {2 if new_clone else 1} pulled, 1 pushed.\n")
+    for kb in (x, y):
+        invoke_cli("--kb", kb, "sync", check=True)
+        assert [_learning(invoke_cli, kb, n) for n in ("1", "2", str(BLOCK + 1), str(BLOCK + 2))] == [
+            "x first", "x second", "y first", "y second"]
+    assert git(new, "for-each-ref", "--format=%(refname)", NAMESPACE).split() == [
+        f"{NAMESPACE}{k}" for k in ((0, 1, 2) if new_clone else (0, 1))]
+
+
+def test_a_new_clone_leases_above_the_blocks_the_history_holds_after_a_mirror_push(team, invoke_cli) -> None:
+    """A person's 'git push --mirror' from a plain clone deleted refs/slayer-kb/* on the remote.
+    A new clone z, whose history held y's 101, leased block 1 above it, y's block: z's first
+    save was 102, the id y's unsynced save had returned, and y's sync renumbered y's 102. z
+    leases block 2; y's sync makes its block's ref again."""
+    bare, (x, y) = team
+    _two_agents_one_unsynced(invoke_cli, x, y)
+    person = bare.parent / "person"
+    git(bare.parent, "clone", "-q", str(bare), str(person))
+    git(person, "push", "-q", "--mirror", "origin")
+    assert git(bare, "for-each-ref", "--format=%(refname)", NAMESPACE).split() == []
+    z = bare.parent / "z"
+    git(bare.parent, "clone", "-q", str(bare), str(z))
+    assert _save(invoke_cli, z, "z first") == f"Saved memory {2 * BLOCK + 1} (created)"
+    invoke_cli("--kb", z, "sync", check=True)
+    assert invoke_cli("--kb", y, "sync", check=True).stdout == "Synced main with origin: rebased, 1 pulled, 1 pushed.\n"
+    invoke_cli("--kb", z, "sync", check=True)
+    for kb in (y, z):
+        assert [_learning(invoke_cli, kb, n) for n in (str(BLOCK + 2), str(2 * BLOCK + 1))] == ["y second", "z first"]
+    assert git(bare, "for-each-ref", "--format=%(refname)", NAMESPACE).split() == [f"{NAMESPACE}1", f"{NAMESPACE}2"]
+
+
+def test_an_offline_id_two_clones_drew_is_renumbered_with_the_reason(team, invoke_cli) -> None:
+    """Two clones offline drew on one offline block (odds of 1 in 80 million, set here by hand in
+    b's lease state): b's sync renumbered its id, without a reason, to the next id of that very
+    block, which a handed out next (renumbered again at a's sync). It says why, and the block
+    another clone registered first supplies no id to the renumbering."""
+    bare, (a, b) = team
+    unreachable = str(bare.parent / "unreachable.git")
+    for kb in (a, b):
+        git(kb, "remote", "set-url", "origin", unreachable)
+    drawn = KnowledgeBase(a).save_memory("a on a plane", ["orders.amount"]).memory_id
+    block = (int(drawn) - 1) // BLOCK
+    home = os.stat(b / ".git")
+    (b / ".git" / STATE_FILE).write_text(json.dumps(Leases(
+        [home.st_dev, home.st_ino], unreachable, [[block, int(drawn)]], [block]).to_json()))
+    assert KnowledgeBase(b).save_memory("b on a train", ["orders.amount"]).memory_id == drawn
+    for kb in (a, b):
+        git(kb, "remote", "set-url", "origin", str(bare))
+    invoke_cli("--kb", a, "sync", check=True)
+    assert invoke_cli("--kb", b, "sync", check=True).stdout.splitlines()[-1] == (
+        f"  renumbered: {drawn} -> 1 (origin had already used {drawn} for another memory: another clone drew on the "
+        "same offline block)")
+    # b's renumbering drew no id from the block a is still drawing on.
+    assert KnowledgeBase(a).save_memory("a, still offline's block", ["orders.amount"]).memory_id == str(int(drawn) + 1)
+    assert sync(KnowledgeBase(a)).renumbered == {}

@@ -13,8 +13,9 @@ import click
 from ..core.errors import NotFoundError, UsageError
 from ..core.locate import memory_link
 from ..core.problems import command, words
-from ..core.results import ImportResult, LogEntry, MergeResult, RebaseResult
+from ..core.results import ImportResult, LogEntry, MergeResult, RebaseResult, SyncResult
 from ..core.text import counted, shown_value, warning_line, warning_lines
+from ..store.leaseheld import offline
 from .common import Settings, emit, for_terminal, json_option, memory_text, pass_settings
 
 
@@ -234,6 +235,7 @@ def sync_cmd(settings: Settings, remote: str | None) -> None:
                      "clone's lease of them, and another clone leased them); this clone draws no more ids from them")
         if result.renumbered:
             text += "\n  renumbered: " + ", ".join(f"{o} -> {n}" for o, n in result.renumbered.items())
+            text += f" ({_renumbered_why(result)})"
         text += _sessions(result.session_projects, f"{result.remote}/{result.branch}")
         return (text + _stale(result.stale_queries, command(settings.kb().root)) + _unlinked(result.unlinked, result.cascaded, result.relinked, result.relinked_merged)
                 + _untouched("pushed an example query the upstream already had", result.untouched_queries)
@@ -309,6 +311,21 @@ def merge_cmd(settings: Settings, ref: str) -> None:
                 + warning_lines(result.warnings))
 
     emit(settings, result.to_json(), human)
+
+
+def _renumbered_why(result: SyncResult) -> str:
+    """Why a sync renumbered this clone's memories: the remote had used their ids for others, and,
+    where the sync can tell, how both clones came to hand them out."""
+    ids = list(result.renumbered)
+    why = (f"{result.remote} had already used {ids[0]} for another memory" if len(ids) == 1
+           else f"{result.remote} had already used these ids for other memories")
+    spans = [span for span in result.given_up
+             if any(int(span.split("-")[0]) <= int(i) <= int(span.split("-")[1]) for i in ids if i.isdigit())]
+    if spans:
+        return why + f": another clone leased ids {', '.join(spans)} too"
+    if any(i.isdigit() and offline(int(i)) for i in ids):
+        return why + ": another clone drew on the same offline block"
+    return why
 
 
 def _folded(merged: dict[str, str], deduplicated: dict[str, str]) -> str:

@@ -20,18 +20,23 @@ COUNTED_FILE = "slayer-kb-counted-ids.json"
 _LOCK_FILE = "slayer-kb-counted-ids.lock"
 
 
+def highest(common_dir: Path) -> int:
+    """The highest id a worktree of the repository counted out (0: none, or unreadable)."""
+    try:
+        return int(json.loads((common_dir / COUNTED_FILE).read_text(encoding="utf-8"))["highest"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0
+
+
 def take(common_dir: Path, count: int, floor: int, taken: Callable[[int], bool]) -> list[int]:
     """``count`` fresh ids above ``floor`` (the highest auto id this worktree's branch has seen)
     and above every id a worktree of the repository counted out, passing over those ``taken``
     says are (a file has the name); the highest is kept for the next take, in any worktree."""
     with _locked(common_dir):
         path = common_dir / COUNTED_FILE
-        try:
-            highest = int(json.loads(path.read_text(encoding="utf-8"))["highest"])
-        except (OSError, ValueError, KeyError, TypeError):
-            highest = 0  # none yet (or unreadable: the branch's own count stands, as before)
         found: list[int] = []
-        n = max(floor, highest)
+        # None yet (or unreadable): the branch's own count stands, as before.
+        n = max(floor, highest(common_dir))
         while len(found) < count:
             n += 1
             if not taken(n):

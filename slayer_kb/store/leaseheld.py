@@ -4,10 +4,18 @@ reading of them."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from ..core.errors import StoreError
 from ..core.ids import MAX_AUTO_DIGITS, is_auto_id
+from ..core.locate import MEMORIES_DIR, id_of_path
+
+if TYPE_CHECKING:
+    from .repo import GitStore
 
 BLOCK = 100
+# Offline blocks start here (ids 1,000,000,001 and up: leases.py).
+OFFLINE_FIRST = 10_000_000
 
 
 def block_of(memory_id: int) -> int:
@@ -16,6 +24,19 @@ def block_of(memory_id: int) -> int:
 
 def first_of(block: int) -> int:
     return block * BLOCK + 1
+
+
+def offline(memory_id: int) -> bool:
+    """Whether an id is in the offline range (or its first id's last neighbour), where no lease goes."""
+    return block_of(memory_id + 1) >= OFFLINE_FIRST
+
+
+def add_tops(tops: dict[int, int], names: list[str]) -> None:
+    """Raise ``tops`` (block -> its highest auto id) to the auto ids of the memory files ``names``
+    (KB-relative), offline ones left out."""
+    for memory_id in map(id_of_path, names):
+        if memory_id is not None and is_auto_id(memory_id) and not offline(n := int(memory_id)):
+            tops[block_of(n)] = max(tops.get(block_of(n), 0), n)
 
 
 def block_named(tail: str) -> int | None:
@@ -45,7 +66,8 @@ class Leases:
     # remote whose url changed (the repository moved) that holds the same refs is the same one.
     holders: dict[str, str] = field(default_factory=dict)
     # The highest auto id in each block (offline ones left out) of every memory the history of a
-    # commit ever added, and that commit: ``IdLeases._floor`` reads only the commits since.
+    # commit (and of those read before it) ever added, and that commit: a lease reads only the
+    # commits since (``history_tops``).
     history: tuple[str, dict[int, int]] | None = None
     # The blocks this clone claimed for numbers given with --id, with the commit of each claim's
     # ref (block -> commit): a sync makes a claim deleted on the remote again (``IdLeases._keep``).
@@ -71,3 +93,26 @@ def history_of(value: object) -> tuple[str, dict[int, int]] | None:
         return value[0], {int(block): int(top) for block, top in value[1]}
     except (TypeError, ValueError):
         return None
+
+
+def history_tops(store: GitStore, held: Leases) -> dict[int, int]:
+    """The highest auto id in each block (offline ids left out) that HEAD's history ever added,
+    and the history of the commits it was read at before (a branch rebased or switched from: ids
+    this clone has seen, whose blocks no lease takes either). Kept in ``held`` with the commit it
+    was read at: a later lease reads only the commits since that one (the whole history once, and
+    again when that commit is gone)."""
+    head = store.head()
+    if head is None:
+        return {}
+    known = held.history
+    if known is not None and known[0] == head:
+        return known[1]
+    tops = dict(known[1]) if known is not None else {}
+    under = f"{MEMORIES_DIR}/"
+    try:
+        added = store.added_paths(known[0] if known is not None else None, head, under=under)
+    except StoreError:  # the commit read at is gone (a reset, then gc): read all history
+        added = store.added_paths(None, head, under=under)
+    add_tops(tops, added)
+    held.history = (head, tops)
+    return tops

@@ -20,7 +20,9 @@ and the ids in claimed blocks say nothing about where the next lease goes (it go
 leases and above every other auto id the branch has held, never into the offline range), so one
 large number moves no clone's auto ids, and an id handed out before leases, forgotten since, is
 never handed out again. The claim's commit names the number it was made for, which another
-clone online is then refused (``may_give``).
+clone online is then refused (``may_give``). Nor does a lease take a block the branch's history
+holds an id of (``_busy``): a remote that lost its refs (moved by its branches alone) no longer
+says the block is another clone's, which may still be drawing on it.
 
 Ids stay small and readable (a team of eight writes 27, 28, 101, 102, 201 ...) and increase
 within a clone. A lease costs one ``git ls-remote`` and one ``git push`` per ``BLOCK`` saves;
@@ -60,20 +62,18 @@ from pathlib import Path
 
 from ..core.errors import StoreError
 from ..core.fileio import write_whole
-from ..core.ids import is_auto_id
-from ..core.locate import MEMORIES_DIR, id_of_path
+from ..core.locate import MEMORIES_DIR
 from ..core.problems import command
 from ..core.text import MAX_SHOWN
-from . import claims
+from . import claims, counted, leaseheld
 from .identity import Sources, sources
-from .leaseheld import BLOCK, Leases, block_named, block_of, first_of, history_of
+from .leaseheld import BLOCK, OFFLINE_FIRST, Leases, block_named, block_of, first_of, history_of, history_tops
 from .listing import file_names
 from .repo import GitStore
 
 NAMESPACE = "refs/slayer-kb/ids/"
 CLAIMS = "refs/slayer-kb/claims/"
 # Offline blocks: k in [OFFLINE_FIRST, OFFLINE_FIRST + OFFLINE_BLOCKS), ids 1,000,000,001 and up.
-OFFLINE_FIRST = 10_000_000
 OFFLINE_BLOCKS = 80_000_000
 # ``sync`` leases another block when fewer ids than this are left in hand.
 SPARE = BLOCK // 2
@@ -101,19 +101,6 @@ class RemoteBlocks:
     leased: dict[int, str]
     claimed: set[int]
     claims: dict[int, str] = field(default_factory=dict)  # each claimed block's ref's commit
-
-
-def _offline(memory_id: int) -> bool:
-    """Whether an id is in the offline range (or its first id's last neighbour), where no lease goes."""
-    return block_of(memory_id + 1) >= OFFLINE_FIRST
-
-
-def _add_tops(tops: dict[int, int], names: list[str]) -> None:
-    """Raise ``tops`` (block -> its highest auto id) to the auto ids of the memory files ``names``
-    (KB-relative), offline ones left out."""
-    for memory_id in map(id_of_path, names):
-        if memory_id is not None and is_auto_id(memory_id) and not _offline(n := int(memory_id)):
-            tops[block_of(n)] = max(tops.get(block_of(n), 0), n)
 
 
 def _span(block: int) -> str:
@@ -347,6 +334,11 @@ class IdLeases:
         for k in [k for k in held.claims if int(k) in seen or int(k) in claimed]:
             if claimed.get(int(k)) != held.claims[k]:
                 del held.claims[k]  # another clone's claim or lease holds the block now
+        # An offline block another clone registered first (it drew the same one): no id is drawn
+        # from it again, the sync's own renumbering of the ids both handed out included.
+        other = {k for k in held.unregistered if k in seen and seen[k] != held.holders.get(str(k))}
+        held.blocks = [b for b in held.blocks if b[0] not in other]
+        held.unregistered = [k for k in held.unregistered if k not in other]
         lost = {f"{NAMESPACE}{k}": commit for k, commit in held.holders.items() if seen.get(int(k)) != commit}
         lost |= {f"{CLAIMS}{k}": commit for k, commit in held.claims.items() if int(k) not in claimed}
         if not lost:
@@ -394,8 +386,8 @@ class IdLeases:
         """Create ``blocks`` new block refs on the remote, above every block leased there (not
         claimed: claimed blocks are skipped), above this clone's and above ``floor`` (ids
         allocated before leases; those in claimed blocks and offline ones aside: ``_floor``),
-        never in the offline range; offline, blocks chosen at random (see the module doc), as
-        when the remote refuses our refs (asked again only by ``top_up``)."""
+        never in the offline range nor in a block the history holds an id of (``_busy``), lost refs
+        made again first (``_keep``); offline, at random (module doc), as when refused (``top_up``)."""
         status = ""  # refused at an earlier save: said then
         for attempt in range(0 if held.refused else ATTEMPTS):
             if attempt:  # beaten to it: clones that raced spread out before they try again
@@ -404,12 +396,14 @@ class IdLeases:
             if there is None:
                 status = "unreachable"
                 break
+            self._keep(remote, held, there.leased, there.claims)  # this clone's blocks the remote lost
             floor = self._floor(held, floor, there.claimed)
             start = [block_of(floor + 1), held.highest + 1, *(k + 1 for k in there.leased)]
             first = max(k for k in start if k < OFFLINE_FIRST)
+            busy = self._busy(held) | set(there.leased) | there.claimed
             chosen: list[int] = []
             while len(chosen) < blocks:
-                chosen += [] if first in there.claimed or first in there.leased else [first]
+                chosen += [] if first in busy else [first]
                 first += 1
             created, status = self._create(remote, held, chosen)
             if status == "refused":
@@ -432,6 +426,16 @@ class IdLeases:
             held.blocks.append([k, first_of(k)])
             held.unregistered.append(k)
 
+    def _busy(self, held: Leases) -> set[int]:
+        """The blocks no lease takes though the remote has no ref of them (it lost them: moved by
+        its branches alone): those HEAD's history holds an id of, another clone's it may still draw
+        on, and those the lease state records. Ids counted before leases (1, 2, 3 without a remote)
+        are no other clone's: this clone's count, and block 0 while no other block has ids."""
+        mine = counted.highest(self.common_dir)
+        held_ids = {k for k, top in history_tops(self.store, held).items() if top > mine}
+        return ((held_ids if held_ids != {0} else set()) | {int(k) for k in held.holders}
+                | set(held.unregistered) | {k for k, _n in held.blocks})
+
     def _fell_back(self, remote: Remote, status: str) -> None:
         why = {"unreachable": f"the remote {remote.name} cannot be reached",
                "refused": f"the remote {remote.name} refused {NAMESPACE}* ({self._said or 'it gave no reason'})",
@@ -448,27 +452,11 @@ class IdLeases:
         --id in claimed blocks, and offline ids (a lease never goes into the offline range). When
         ``floor`` is one, the highest other auto id the branch's history ever added or its work
         tree holds: an id below it, a forgotten one too, is never handed out again."""
-        if block_of(floor) not in claimed and not _offline(floor):
+        if block_of(floor) not in claimed and not leaseheld.offline(floor):
             return floor
-        tops = dict(self._history_tops(held))
-        _add_tops(tops, [f"{MEMORIES_DIR}/{name}" for name in file_names(self.store.root / MEMORIES_DIR)])
+        tops = dict(history_tops(self.store, held))
+        leaseheld.add_tops(tops, [f"{MEMORIES_DIR}/{name}" for name in file_names(self.store.root / MEMORIES_DIR)])
         return max((top for block, top in tops.items() if block not in claimed), default=0)
-
-    def _history_tops(self, held: Leases) -> dict[int, int]:
-        """The highest auto id in each block (offline ids left out) that HEAD's history ever added.
-        Kept in ``held`` with the commit it was read at: a later lease reads only the commits since
-        that one when HEAD's history holds it (the whole history once, else: a branch switched to)."""
-        head = self.store.head()
-        if head is None:
-            return {}
-        known = held.history
-        if known is not None and known[0] == head:
-            return known[1]
-        since = known[0] if known is not None and self.store.is_ancestor(known[0], head) else None
-        tops = dict(known[1]) if known is not None and since is not None else {}
-        _add_tops(tops, self.store.added_paths(since, head, under=f"{MEMORIES_DIR}/"))
-        held.history = (head, tops)
-        return tops
 
     def _remote_blocks(self, remote: Remote) -> RemoteBlocks | None:
         """The blocks leased and claimed on the remote (one ``ls-remote``), or None when it cannot
@@ -492,13 +480,25 @@ class IdLeases:
     def _moved(self, remote: Remote, held: Leases) -> bool:
         """Whether ``remote``, whose url is not the one ``held`` was leased from, is that remote
         moved (``git remote set-url`` to where the repository now is): it holds every block this
-        clone leased, each ref at the commit this clone pushed. Another repository (or one that
-        cannot be reached, so cannot tell) is not, and its blocks are leased afresh."""
+        clone leased, each ref at the commit this clone pushed; or, moved by its branches alone (a
+        ``git push --all``, a forge's import, a bundle: the block refs left behind), a branch tip
+        there is a commit this clone has. Then the refs it lacks are made again (``_keep``), and a
+        block another clone leased there since is given up. Another repository (or one that cannot
+        be reached, so cannot tell) is not, and its blocks are leased afresh."""
         leased = [str(k) for k, _n in held.blocks if k not in held.unregistered]
         if not leased or any(k not in held.holders for k in leased):
             return False
         there = self._remote_blocks(remote)
-        return there is not None and all(there.leased.get(int(k)) == held.holders[k] for k in leased)
+        if there is None:
+            return False
+        if all(there.leased.get(int(k)) == held.holders[k] for k in leased):
+            return True
+        heads = claims.network(self.store, "ls-remote", "--heads", remote.name)
+        tips = {line.split()[0] for line in heads.stdout.decode("utf-8", "replace").splitlines()} if heads else set()
+        if heads is None or heads.returncode != 0 or not tips - self._absent(tips):
+            return False
+        self._keep(remote, held, there.leased, there.claims)
+        return True
 
     def _create(self, remote: Remote, held: Leases, blocks: list[int]) -> tuple[list[int], str]:
         """Create the refs of ``blocks`` on the remote, each only if it does not exist: the blocks
