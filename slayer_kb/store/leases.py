@@ -20,13 +20,11 @@ and the ids in claimed blocks say nothing about where the next lease goes (it go
 leases and above every other auto id the branch has held, never into the offline range), so one
 large number moves no clone's auto ids, and an id handed out before leases, forgotten since, is
 never handed out again. The claim's commit names the number it was made for, which another
-clone online is then refused (``may_give``). Nor does a lease take a block the branch's history
-holds an id of (``_busy``): a remote that lost its refs (moved by its branches alone) no longer
-says the block is another clone's, which may still be drawing on it.
+clone online is then refused (``may_give``). Nor does a lease take a block the branch holds a
+memory of (``_busy``): a remote that lost its refs no longer says it is another clone's.
 
-Ids stay small and readable (a team of eight writes 27, 28, 101, 102, 201 ...) and increase
-within a clone. A lease costs one ``git ls-remote`` and one ``git push`` per ``BLOCK`` saves;
-``sync`` leases the next block ahead of need, so most saves never touch the network.
+Ids stay small (27, 28, 101, 102, 201 ...) and increase within a clone. A lease costs one
+``ls-remote`` and one ``push`` per ``BLOCK`` saves; ``sync`` leases ahead, so saves rarely do.
 
 Offline (the remote cannot be reached), a save still gets an id: from a block chosen at random
 among ``OFFLINE_BLOCKS`` blocks far above the leased ones (ten-digit ids, 1,000,000,001 to
@@ -34,12 +32,9 @@ among ``OFFLINE_BLOCKS`` blocks far above the leased ones (ten-digit ids, 1,000,
 offline clones pick the same block with odds of 1 in ``OFFLINE_BLOCKS``; should it happen,
 ``sync`` renumbers as it does for ids allocated before leases existed, and says so.
 
-A remote that answers but refuses the refs (a read-only clone, a hook, a protected namespace)
-cannot lease either: this clone draws offline blocks as above, without asking the remote again
-on each save, and every ``sync`` asks it again (to register them, and to lease). Counting 1, 2, 3
-as a KB without a remote does would hand out the ids of other clones' leased blocks. The save or
-sync that falls back says so once, with the reason (``note``). The pushes skip the clone's own
-pre-push hook (claims.py): they are slayer-kb's bookkeeping, not a person's work.
+A remote that refuses the refs (read-only, a hook) cannot lease either: offline blocks as above,
+not asked again on each save; every ``sync`` asks again, and the fallback is said once (``note``).
+The pushes skip the clone's pre-push hook (claims.py): bookkeeping, not a person's work.
 
 ``git config slayer-kb.ids sequential`` turns leases off (every clone counts on its own, and
 ``sync`` renumbers collisions); ``slayer-kb.remote`` names the remote to lease from (default:
@@ -428,13 +423,18 @@ class IdLeases:
 
     def _busy(self, held: Leases) -> set[int]:
         """The blocks no lease takes though the remote has no ref of them (it lost them: moved by
-        its branches alone): those HEAD's history holds an id of, another clone's it may still draw
-        on, and those the lease state records. Ids counted before leases (1, 2, 3 without a remote)
+        its branches alone): those the branch holds a memory of (or its history, once read for a
+        claim: read whole, it costs 40 s at 30,000 commits), another clone's it may still draw on,
+        and those the lease state records. Ids counted before leases (1, 2, 3 without a remote)
         are no other clone's: this clone's count, and block 0 while no other block has ids."""
-        mine = counted.highest(self.common_dir)
-        held_ids = {k for k, top in history_tops(self.store, held).items() if top > mine}
+        tops = dict(held.history[1]) if held.history is not None else {}
+        leaseheld.add_tops(tops, self._tree_names())
+        held_ids = {k for k, top in tops.items() if top > counted.highest(self.common_dir)}
         return ((held_ids if held_ids != {0} else set()) | {int(k) for k in held.holders}
                 | set(held.unregistered) | {k for k, _n in held.blocks})
+
+    def _tree_names(self) -> list[str]:
+        return [f"{MEMORIES_DIR}/{name}" for name in file_names(self.store.root / MEMORIES_DIR)]
 
     def _fell_back(self, remote: Remote, status: str) -> None:
         why = {"unreachable": f"the remote {remote.name} cannot be reached",
@@ -455,7 +455,7 @@ class IdLeases:
         if block_of(floor) not in claimed and not leaseheld.offline(floor):
             return floor
         tops = dict(history_tops(self.store, held))
-        leaseheld.add_tops(tops, [f"{MEMORIES_DIR}/{name}" for name in file_names(self.store.root / MEMORIES_DIR)])
+        leaseheld.add_tops(tops, self._tree_names())
         return max((top for block, top in tops.items() if block not in claimed), default=0)
 
     def _remote_blocks(self, remote: Remote) -> RemoteBlocks | None:
