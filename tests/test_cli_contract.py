@@ -1018,7 +1018,8 @@ def test_a_command_runs_without_importing_the_others(tmp_path: Path) -> None:
     )
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stderr.strip() == "['slayer_kb.cli.catalog', 'slayer_kb.cli.common', 'slayer_kb.cli.repeats']"
+    assert proc.stderr.strip() == ("['slayer_kb.cli.catalog', 'slayer_kb.cli.common', 'slayer_kb.cli.plain', "
+                                   "'slayer_kb.cli.repeats']")
 
 
 def test_help_usage_errors_and_commands_without_a_kb_import_no_kb(tmp_path: Path) -> None:

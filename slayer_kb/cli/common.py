@@ -268,10 +268,12 @@ def _asks_json(command: click.Command, args: list[str]) -> bool:
     usage error goes by, as it may come before click has read ``--json`` (or read anything).
 
     The arguments are walked as click reads them, so that a ``--json`` that is an option's value
-    (``save --title --json``) or follows ``--`` is text, not the flag: a usage error then prints
-    as the user asked, without JSON."""
-    valued = {name for param in command.params if isinstance(param, click.Option)
-              and not param.is_flag and not param.count for name in param.opts}
+    (``save --title=--json``) or follows ``--`` is text, not the flag: a usage error then prints
+    as the user asked, without JSON. An option followed by another of the command's options was
+    given no value (``save --title --json``, refused as such): that other is read as the option."""
+    options = [param for param in command.params if isinstance(param, click.Option)]
+    names = {name for param in options for name in (*param.opts, *param.secondary_opts)}
+    valued = {name for param in options if not param.is_flag and not param.count for name in param.opts}
     at = 0
     while at < len(args):
         arg = args[at]
@@ -279,7 +281,7 @@ def _asks_json(command: click.Command, args: list[str]) -> bool:
             return False
         if arg == "--json":
             return True
-        if arg in valued:
+        if arg in valued and not (at + 1 < len(args) and args[at + 1] in names):
             at += 2
             continue
         if isinstance(command, click.Group) and not arg.startswith("-"):
