@@ -72,7 +72,12 @@ def _open_standard_streams() -> None:
             os.fstat(fd)
         except OSError:
             os.open(os.devnull, os.O_RDWR)  # the lowest number free: this one
-            setattr(sys, name, open(fd, "r" if fd == 0 else "w", encoding="utf-8", closefd=False))
+            stream = open(fd, "r" if fd == 0 else "w", encoding="utf-8", closefd=False)
+            if fd == 0:  # '-' read nothing from it, told as an empty learning: cli/common.py says why
+                from .daemon.relay import STDIN_CLOSED
+
+                setattr(stream, STDIN_CLOSED, True)
+            setattr(sys, name, stream)
 
 
 def _forward(argv: list[str], held: list[Marks]) -> Outcome:

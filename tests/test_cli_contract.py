@@ -234,8 +234,9 @@ def test_save_topic_key_revises_only_its_own_memory(invoke_cli: CliRunner, kb: P
     assert git(kb, "show", "--name-only", "--format=", "HEAD").split() == ["memories/29.yaml", "sessions/ses-x.yaml"]
     # Nor may an update or a save by id give another memory a key one holds.
     before = head(kb)
-    held = ("Error: topic_key 'fact/amounts' in project 'api' is already held by memory 29: one memory holds a "
-            "key, so that a save under it revises that one. Change memory 29 instead, or give another topic_key.\n")
+    held = ("Error: topic_key 'fact/amounts' in project 'api' at scope 'project' is already held by memory 29: one "
+            "memory holds a key, so that a save under it revises that one. Change memory 29 instead, or give another "
+            "topic_key.\n")
     for args in (("update", "28", "--topic-key", "fact/amounts"), ("save", "Net", "--id", "kb.net", *note)):
         refused = invoke_cli("--kb", kb, *args)
         assert (refused.returncode, refused.stdout, refused.stderr) == (1, "", held)
@@ -262,6 +263,12 @@ def test_save_topic_key_revises_only_its_own_memory(invoke_cli: CliRunner, kb: P
     assert ok(invoke_cli, kb, "save", "Net", "--id", "29", "-e", "shop.orders.amount", *resent)["action"] == "replaced"
     refused = invoke_cli("--kb", kb, "update", "28", "--topic-key", "fact/amounts")
     assert (refused.returncode, refused.stderr) == (1, held.replace("29", "30"))
+    # A change of scope alone meets the key's holder at that scope: the message names the scope.
+    mine = ok(invoke_cli, kb, "save", "Mine", "-e", "shop.orders.amount", "--project", "api", "--scope", "personal",
+              "--topic-key", "fact/amounts")["memory_id"]
+    refused = invoke_cli("--kb", kb, "update", "30", "--scope", "personal")
+    assert (refused.returncode, refused.stderr) == (
+        1, held.replace("29", mine).replace("scope 'project'", "scope 'personal'"))
 
 
 def test_save_title_with_an_id_or_a_query_saves_them_together(invoke_cli: CliRunner, kb: Path) -> None:
@@ -1018,7 +1025,8 @@ def test_a_command_runs_without_importing_the_others(tmp_path: Path) -> None:
     )
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stderr.strip() == "['slayer_kb.cli.catalog', 'slayer_kb.cli.common', 'slayer_kb.cli.repeats']"
+    assert proc.stderr.strip() == ("['slayer_kb.cli.catalog', 'slayer_kb.cli.common', 'slayer_kb.cli.plain', "
+                                   "'slayer_kb.cli.repeats']")
 
 
 def test_help_usage_errors_and_commands_without_a_kb_import_no_kb(tmp_path: Path) -> None:

@@ -22,24 +22,62 @@ from slayer_kb.daemon.relay import idle_seconds
 from testing import WAIT_SECONDS, CliRunner, commit_all, git, json_of
 
 
-@pytest.mark.parametrize("args", [
-    ("save", "a note", "--title", "--json", "--bogus"),
-    ("search", "-e", "--json", "--bogus"),
-    ("--author", "--json", "list", "--bogus"),
-    ("search", "--bogus", "--", "--json"),
-])  # fmt: skip
-def test_json_as_an_options_value_is_no_json_flag(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner,
-                                                    args: tuple[str, ...]) -> None:
-    proc = invoke_cli("--kb", indexed_example_kb.root, *args)
-    command = next(arg for arg in args if arg in ("save", "search", "list"))
+def test_json_after_a_double_dash_is_no_json_flag(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    proc = invoke_cli("--kb", indexed_example_kb.root, "search", "--bogus", "--", "--json")
     assert (proc.returncode, proc.stdout) == (2, "")
-    assert proc.stderr.startswith(f"Usage: slayer-kb {command} [OPTIONS]")
+    assert proc.stderr.startswith("Usage: slayer-kb search [OPTIONS]")
     assert proc.stderr.endswith("\nError: No such option '--bogus'.\n")
 
 
-def test_json_as_a_titles_value_saves_that_title(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+def _left_without(option: str, taken: str, give: str, what: str, joined: str) -> str:
+    return (f"Option '{option}' was given no value: the next argument, '{taken}', is an option itself. Give {give}; "
+            f"for {what} that really is '{taken}', join them: {joined}.")
+
+
+MISSING_VALUES = [
+    # (arguments after --kb ROOT, where the usage is, the message), --json among them or not
+    (("update", "2", "--title", "--json"), "update",
+     _left_without("--title", "--json", 'the title after it (--title "Auth decision")', "a title", "--title=--json")),
+    (("save", "a note", "--title", "--type"), "save",
+     _left_without("--title", "--type", 'the title after it (--title "Auth decision")', "a title", "--title=--type")),
+    (("save", "a note", "--description", "--json", "-e", "orders"), "save",
+     _left_without("--description", "--json", 'the description after it (--description "JWT over sessions")',
+                   "a description", "--description=--json")),
+    (("save", "a note", "-e", "--json"), "save",
+     _left_without("-e", "--json", "its value after it (--entity ENTITY)", "a value", "--entity=--json")),
+    (("search", "--project", "--json"), "search",
+     _left_without("--project", "--json", "the project after it (--project api)", "a project", "--project=--json")),
+    (("update", "2", "--title", "--help"), "update",
+     _left_without("--title", "--help", 'the title after it (--title "Auth decision")', "a title", "--title=--help")),
+    (("--author", "--json", "list"), "",
+     _left_without("--author", "--json", "its value after it (--author 'NAME <EMAIL>')", "a value",
+                   "--author=--json")),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("args, command, message", MISSING_VALUES)
+def test_an_option_left_without_its_value_takes_no_option_for_it(
+        indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, args: tuple[str, ...], command: str,
+        message: str) -> None:
+    """``update 2 --title --json`` (a ``$TITLE`` left empty) committed the title "--json" and
+    printed no JSON; ``save -e --json`` failed without it. A usage error, in JSON where ``--json``
+    is typed anywhere, and nothing committed."""
     root = indexed_example_kb.root
-    proc = invoke_cli("--kb", root, "save", "a note", "--title", "--json", check=True)
+    head = git(root, "rev-parse", "HEAD")
+    proc = invoke_cli("--kb", root, *args)
+    usage = f"slayer-kb {command} --help" if command else "slayer-kb --help"
+    json_typed = "--json" in args
+    assert (proc.returncode, json_of(proc) if json_typed else proc.stdout) == (2, {"error": {
+        "type": "usage", "message": f"{message} Try '{usage}' for help."}} if json_typed else "")
+    assert proc.stderr.startswith(f"Usage: slayer-kb {command}{' ' if command else ''}[OPTIONS]")
+    assert proc.stderr.endswith(f"\nError: {message}\n")
+    assert git(root, "rev-parse", "HEAD") == head
+
+
+def test_an_options_value_joined_to_it_may_be_an_options_name(indexed_example_kb: KnowledgeBase,
+                                                               invoke_cli: CliRunner) -> None:
+    root = indexed_example_kb.root
+    proc = invoke_cli("--kb", root, "save", "a note", "--title=--json", check=True)
     assert proc.stdout.startswith('Memory saved: "--json" (manual)\n'), proc.stdout
     memory_id = proc.stdout.rsplit("(memory ", 1)[1].removesuffix(")\n")
     assert json_of(invoke_cli("--kb", root, "--json", "get", memory_id, check=True))["title"] == "--json"

@@ -271,6 +271,22 @@ def test_a_list_or_object_sent_as_json_text_is_taken_as_fastmcp_takes_it(indexed
                         ("search", {"question": "x", "query": '"orders"'}, "search: 'query' must be an object, not a string.")])
 
 
+def test_json_text_naming_a_key_twice_is_refused_as_the_cli_refuses_it(indexed_example_kb: KnowledgeBase) -> None:
+    """linked_entities='{"source_model": "orders", "source_model": "customers"}' was saved linked
+    to customers, the last value, where the CLI's --query refuses the same text naming the key:
+    read by the CLI's parser. Nothing is committed."""
+    kb = indexed_example_kb
+    head = git(kb.root, "rev-parse", "HEAD")
+    twice = '{"source_model": "orders", "source_model": "customers"}'
+    said = "is not valid JSON (the key 'source_model' appears twice in one object); give each key once."
+    assert_refused(kb, [
+        ("save_memory", {"learning": "Paid revenue", "linked_entities": twice}, f"save_memory: 'linked_entities' {said}"),
+        ("search", {"question": "x", "query": twice}, f"search: 'query' {said}"),
+        ("search", {"question": "x", "entities": f"[{twice}]"}, f"search: 'entities' {said}"),
+    ])  # fmt: skip
+    assert git(kb.root, "rev-parse", "HEAD") == head
+
+
 def test_a_number_or_flag_sent_as_text_is_taken_as_fastmcp_takes_it(indexed_example_kb: KnowledgeBase) -> None:
     """SLayer's and Engram's servers (FastMCP, lax models) take max_results="2" as 2 and
     compact="false" as false; both were refused ("'max_results' must be an integer"). Text stays

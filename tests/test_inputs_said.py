@@ -66,3 +66,29 @@ def test_every_plain_option_of_a_dash_is_refused_as_the_title_is(indexed_example
             started = invoke_cli("--kb", root, "session-start", "ses-1", option, "-")
             assert (started.returncode, started.stderr.splitlines()[-1:]) == (2, [message])
     assert git(root, "rev-parse", "HEAD") == head
+
+
+def test_a_querys_limit_an_empty_query_path_and_a_sessions_case_are_told_the_fix(
+        example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """``limit: 1e400`` in a query said only "limit: Input should be a finite number"; ``--query @``
+    said "Cannot read the query file : No such file or directory."; ``timeline --session`` of a
+    session's id in other letters said "No session" with no "did you mean". Nothing is saved."""
+    kb = example_kb_read_only
+    head = git(kb.root, "rev-parse", "HEAD")
+    query = '{"source_model": "orders", "limit": 1e400}'
+    finite = "limit: Input should be a finite number; give a whole number, such as limit: 100."
+    said = invoke_cli("--kb", kb.root, "save", "x", "--query", query)
+    assert (said.returncode, said.stderr) == (1, f"Error: {finite}\n")
+    reply = call_tool(kb, "save_memory", {"learning": "x", "linked_entities": query})
+    assert (reply.is_error, reply.text) == (True, finite)
+    offset = invoke_cli("--kb", kb.root, "save", "x", "--query", '{"source_model": "orders", "offset": "x"}')
+    assert offset.stderr == ("Error: offset: Input should be a valid integer, unable to parse string as an integer; "
+                             "give a whole number, such as offset: 20.\n")
+    empty = invoke_cli("--kb", kb.root, "save", "x", "--query", "@")
+    assert (empty.returncode, empty.stderr) == (1, "Error: Cannot read the query file: its path is empty; give a "
+                                                   "regular file, or --query - to read the query from standard input.\n")
+    assert git(kb.root, "rev-parse", "HEAD") == head
+    slip = invoke_cli("--kb", kb.root, "timeline", "--session", "SES-20261111-Agent-Setup")
+    assert (slip.returncode, slip.stderr) == (1, "Error: No session with id 'SES-20261111-Agent-Setup': no session "
+                                                 "file and no memory saved in it. Did you mean "
+                                                 "'ses-20261111-agent-setup'? Session ids are case-sensitive.\n")

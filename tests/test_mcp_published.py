@@ -130,7 +130,7 @@ SAID = [
     ("mem_update", None, "a missing or soft-deleted id is an error", {"id": "2", "title": "t"},
      "Memory '2' was deleted at", True),
     ("mem_update", "topic_key", "A key another live memory holds in the same project and scope is refused, naming "
-     "that memory", {"id": "3", "topic_key": "held/key"}, "topic_key 'held/key' is already held by memory 1", True),
+     "that memory", {"id": "3", "topic_key": "held/key"}, "topic_key 'held/key' at scope 'project' is already held by memory 1", True),
     ("mem_restore", None, "A memory that is not deleted is an error", {"id": "1"},
      "Memory '1' is not deleted; nothing to restore.", True),
     ("mem_get_observation", None, "A missing or soft-deleted id is an error", {"id": "2"},

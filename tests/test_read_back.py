@@ -261,13 +261,36 @@ def test_a_control_or_bidi_character_in_a_refused_value_is_shown_escaped_in_ever
     the line out reversed or a terminal acts on it; stderr showed it escaped. Every error message
     shows it as stderr does."""
     root = example_kb_read_only.root
-    for ref, shown in (("ord\u202eers.amount", "ord\\u202eers.amount"), ("ord\x1b]52;c;eA==\x07ers", "ord\\x1b]52;c;eA==\\x07ers"),
-                       ("ord\u2066ers.x", "ord\\u2066ers.x")):
-        message = (f"'{shown}' contains an invalid identifier segment. (Each part between dots is a name: a letter or "
-                   "'_', then letters, digits, '_' or '-'.)")
+    rule = "(Each part between dots is a name: a letter or '_', then letters, digits, '_' or '-'.)"
+    for ref, shown, fix in (("ord\u202eers.amount", "ord\\u202eers.amount", "U+202E: remove it, 'orders.amount'."),
+                            ("ord\x1b]52;c;eA==\x07ers", "ord\\x1b]52;c;eA==\\x07ers", f"U+001B: remove it. {rule}"),
+                            ("ord\u2066ers.x", "ord\\u2066ers.x", "U+2066: remove it, 'orders.x'.")):
+        message = (f"'{shown}' contains an invalid identifier segment. It holds whitespace or an invisible/control "
+                   f"character, {fix}")
         proc = invoke_cli("--kb", root, "--json", "save", "x", "-e", ref)
         assert (proc.returncode, json_of(proc), proc.stderr) == (
             1, {"error": {"type": "resolution", "message": message}}, f"Error: {message}\n"), ref
+        reply = tools.call_tool(example_kb_read_only, "save_memory", {"learning": "x", "linked_entities": [ref]})
+        assert (reply.is_error, reply.text) == (True, message), ref
+
+
+def test_an_invisible_character_in_a_reference_is_named_as_an_ids_is(
+        example_kb_read_only: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """A reference pasted from chat or docs holding a zero-width space, a direction mark or a
+    soft hyphen was refused as "'orders.amount' contains an invalid identifier segment", the
+    character raw (the reference read as valid), and a newline split the error over two lines:
+    named as ids name it, the reference escaped, with its plain spelling."""
+    root = example_kb_read_only.root
+    holds = "contains an invalid identifier segment. It holds whitespace or an invisible/control character"
+    for ref, message in (
+            ("orders.amount\u200b", f"'orders.amount\\u200b' {holds}, U+200B: remove it, 'orders.amount'."),
+            ("orders\u200e.amount", f"'orders\\u200e.amount' {holds}, U+200E: remove it, 'orders.amount'."),
+            ("orders.\u00adamount", f"'orders.\\xadamount' {holds}, U+00AD: remove it, 'orders.amount'."),
+            ("orders\namount", f"'orders\\namount' {holds}, U+000A: separate two references with a comma, or remove it.")):
+        proc = invoke_cli("--kb", root, "save", "x", "-e", ref)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"Error: {message}\n"), ref
+        assert json_of(invoke_cli("--kb", root, "--json", "save", "x", "-e", ref)) == {
+            "error": {"type": "resolution", "message": message}}, ref
         reply = tools.call_tool(example_kb_read_only, "save_memory", {"learning": "x", "linked_entities": [ref]})
         assert (reply.is_error, reply.text) == (True, message), ref
 

@@ -61,9 +61,10 @@ def test_an_option_given_two_values_is_a_usage_error(indexed_example_kb: Knowled
         "Usage: slayer-kb save [OPTIONS] [LEARNING]\nTry 'slayer-kb save --help' for help.\n\nError: Option '--id'")
     assert invoke_cli("save", "--id", "a", "--id", "b", "--help", check=True).stdout.startswith("Usage: slayer-kb save")
     assert git(kb.root, "rev-parse", "HEAD") == head
-    # One value given twice, or spelt two ways its type reads as one, and a value that looks like an option.
+    # One value given twice, or spelt two ways its type reads as one, and a value that looks like an
+    # option (joined to its own: given apart, it is an option left without its value).
     saved = json_of(invoke_cli("--kb", kb.root, "--json", "save", "x y", "-e", "shop", "--id", "k1", "--id", "k1",
-                               "--description", "--id", check=True))
+                               "--description=--id", check=True))
     assert (saved["memory_id"], kb.get("k1").description) == ("k1", "--id")
     listed = invoke_cli("--kb", kb.root, "list", "--scope", "project", "--scope", "PROJECT", "--limit", "5", "--limit", "05")
     assert (listed.returncode, listed.stderr) == (0, "")

@@ -242,6 +242,18 @@ def test_stdin_is_sent_only_where_the_command_reads_it(watcher_read_only: Watche
         assert setting.split("=")[0] in proc.stderr, (args, proc.stderr)  # refused for the setting
 
 
+def test_a_closed_stdin_is_told_as_closed_relayed_or_not(watcher_read_only: Watcher) -> None:
+    """``save - <&-`` said "learning is empty": stdin, closed, is /dev/null to the command
+    (entry.py), and relayed it sent nothing. Told as closed, the server running or not."""
+    said = ("Error: Standard input is closed (the command was started with '<&-'), so '-' reads nothing: pipe the "
+            "text or query in, or give it on the command line.\n")
+    line = f"{shlex.quote(sys.executable)} -m slayer_kb --kb {shlex.quote(str(watcher_read_only.root))} save - <&-"
+    for server in ("on", "off"):
+        proc = subprocess.run(["sh", "-c", line], capture_output=True, text=True, timeout=60,
+                              env=dict(os.environ, SLAYER_KB_SERVER=server))
+        assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", said), server
+
+
 @pytest.mark.parametrize("argv, expected", [
     (["save", "-"], True), (["save", "--content", "-"], True), (["save", "--content=-"], True),
     (["save", "--query", "-", "-e", "x"], True), (["save", "--title", "-", "--content", "x"], False),

@@ -4,6 +4,7 @@ commands run in this process (``invoke_cli``)."""
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import subprocess
@@ -13,6 +14,7 @@ import pytest
 from mcp import ClientSession
 
 from slayer_kb import KnowledgeBase
+from slayer_kb.mcp.tools import call_tool
 from testing import CliRunner, commit_all, git, json_of
 from testing.gittrace import traced_git
 from testing.mcp import error, with_server_in_process
@@ -289,6 +291,26 @@ def test_the_old_id_points_at_the_new_one(linked_kb: KnowledgeBase, invoke_cli: 
         f"Error: Memory 'kb.revenue-note' was renamed to 'kb.paid-revenue' in commit {commit}, and then forgotten "
         f"for good in commit {forgot}: bring its last version back with 'slayer-kb restore kb.paid-revenue --rev "
         f"{forgot}~1'.\n")
+
+
+def test_a_search_by_the_old_ids_link_follows_the_rename(linked_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
+    """``search -e memory:<old id>`` (MCP ``search(entities=[...])``, a link in the question)
+    said "No memory with id" and found nothing, where every other command names the rename:
+    a lenient read, it searches the link the memory has now and says so."""
+    root = linked_kb.root
+    invoke_cli("rename", "kb.revenue-note", "kb.paid-revenue", cwd=root, check=True)
+    commit = git(root, "rev-parse", "--short=12", "HEAD").strip()
+    followed = (f"entity 'memory:kb.revenue-note': memory 'kb.revenue-note' was renamed to 'kb.paid-revenue' in "
+                f"commit {commit}, so memory:kb.paid-revenue was searched for; use that id.")
+    found = json_of(invoke_cli("--json", "search", "-e", "memory:kb.revenue-note", cwd=root, check=True))
+    assert ([hit["id"] for hit in found["memories"]], found["resolved_input_entities"], found["warnings"]) == (
+        ["kb.paid-revenue", "7", "kb.fees"], ["memory:kb.paid-revenue"], [followed])
+    by_tool = json.loads(call_tool(linked_kb, "search", {"entities": ["memory:kb.revenue-note"]}).text)
+    assert ([hit["id"] for hit in by_tool["memories"]], by_tool["warnings"]) == (
+        ["kb.paid-revenue", "7", "kb.fees"], [followed])
+    asked = json_of(invoke_cli("--json", "search", "as memory:kb.revenue-note says", cwd=root, check=True))
+    assert ([hit["id"] for hit in asked["memories"]][:3], asked["warnings"]) == (
+        ["kb.paid-revenue", "7", "kb.fees"], [followed])
 
 
 def test_the_new_id_at_a_revision_before_the_rename_is_the_file_it_had(

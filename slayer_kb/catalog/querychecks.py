@@ -42,17 +42,28 @@ def int_field(data: Mapping[str, Any], key: str) -> None:
         return
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
-            fail(key, "Input should be a finite number")
+            _not_whole(key, "Input should be a finite number")
         if not value.is_integer():
-            fail(key, "Input should be a valid integer, got a number with a fractional part")
+            _not_whole(key, "Input should be a valid integer, got a number with a fractional part")
         return
     if isinstance(value, str):
         try:
             int(value.strip())
         except ValueError:
-            fail(key, "Input should be a valid integer, unable to parse string as an integer")
+            _not_whole(key, "Input should be a valid integer, unable to parse string as an integer")
         return
-    fail(key, "Input should be a valid integer")
+    _not_whole(key, "Input should be a valid integer")
+
+
+# An example of a whole-number key, for the fix its refusal gives.
+_WHOLE_EXAMPLES = {"limit": "100", "offset": "20"}
+
+
+def _not_whole(key: str, said: str) -> NoReturn:
+    """SLayer's words (pydantic's), then the fix: they alone named neither the kind of value
+    wanted nor an example (``limit: 1e400`` was "Input should be a finite number")."""
+    example = _WHOLE_EXAMPLES.get(key)
+    fail(key, f"{said}; give a whole number" + (f", such as {key}: {example}." if example else "."))
 
 
 def python_list(data: Mapping[str, Any], key: str, hint: str) -> list[Any]:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ..core.errors import AmbiguousEntityError, InvalidInputError, KBError, ReferenceFormError, ResolutionError
+from ..core.ids import escaped_id, invisible_words, is_invisible
 from ..core.nesting import check_depth
 from ..core.text import kind_of, shown_value
 from . import sqlwords
@@ -118,12 +119,26 @@ def parse_reference(ref: str) -> RefTarget:
     return _target(f"{path}.{value}" if path else value, aggregation, ref)
 
 
+# A name between a reference's dots (SLayer's identifier).
+REFERENCE_SEGMENT_RE = re.compile(r"[a-zA-Z_][\w-]*")
+
+
 def invalid_segment(ref: str) -> str:
-    """SLayer's refusal of a reference whose dotted parts are not all names, and the rule."""
-    return (
-        f"'{ref}' contains an invalid identifier segment. (Each part between dots is a name: a "
-        "letter or '_', then letters, digits, '_' or '-'.)"
-    )
+    """SLayer's refusal of a reference whose dotted parts are not all names, and the rule. A
+    reference holding a character one does not see (pasted from chat: a zero-width space, a
+    direction mark; a newline) is shown escaped, on one line, the character named as an id's is,
+    and the reference without it given where it is no whitespace."""
+    rule = "(Each part between dots is a name: a letter or '_', then letters, digits, '_' or '-'.)"
+    invisible = next((ch for ch in ref if ch != " " and is_invisible(ch)), None)
+    if invisible is None:
+        return f"'{ref}' contains an invalid identifier segment. {rule}"
+    said = f"'{escaped_id(ref)}' contains an invalid identifier segment. It holds {invisible_words(invisible)}"
+    if invisible.isspace():  # between two names: which one was meant is not ours to say
+        return f"{said}: separate two references with a comma, or remove it."
+    plain = "".join(ch for ch in ref if ch.isspace() or not is_invisible(ch))
+    if all(REFERENCE_SEGMENT_RE.fullmatch(segment) for segment in plain.split(".")):
+        return f"{said}: remove it, '{plain}'."
+    return f"{said}: remove it. {rule}"
 
 
 def _not_single(ref: str) -> str:

@@ -9,7 +9,6 @@ and leaf names (a query runs against one datasource, so a name it uses means tha
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
@@ -25,7 +24,7 @@ from ..core.locate import linked_id, memory_link
 from ..core.text import kind_of, shown_value
 from . import suggest
 from .catalog import Catalog, Datasource, Model
-from .refs import Resolution, check_reference_length, invalid_segment, parse_reference
+from .refs import REFERENCE_SEGMENT_RE, Resolution, check_reference_length, invalid_segment, parse_reference
 from .spelling import spelled_like
 
 # An error listing a datasource's models stays readable even with hundreds of models.
@@ -442,7 +441,6 @@ class _Edge(NamedTuple):
     name: str | None  # the join's edge name
 
 
-REFERENCE_SEGMENT_RE = re.compile(r"[a-zA-Z_][\w-]*")
 
 
 def _segments(name: str, ref: str) -> list[str]:

@@ -33,7 +33,7 @@ from ..core.inputs import content_limit, given_text, read_given_file
 from ..core.locate import find_kb_root, named_kb, not_a_kb
 from ..core.memory import MAX_CONTENT_CEILING, MAX_FILE_BYTES
 from ..core.text import MAX_SHOWN, json_document, one_line_shown, shown_value, terminal_text, warning_lines, writable
-from ..daemon.relay import MAX_STDIN_CHARS
+from ..daemon.relay import MAX_STDIN_CHARS, STDIN_CLOSED
 from ..daemon.settings import mode as server_mode
 
 if TYPE_CHECKING:
@@ -268,10 +268,11 @@ def _asks_json(command: click.Command, args: list[str]) -> bool:
     usage error goes by, as it may come before click has read ``--json`` (or read anything).
 
     The arguments are walked as click reads them, so that a ``--json`` that is an option's value
-    (``save --title --json``) or follows ``--`` is text, not the flag: a usage error then prints
-    as the user asked, without JSON."""
-    valued = {name for param in command.params if isinstance(param, click.Option)
-              and not param.is_flag and not param.count for name in param.opts}
+    (``save --title=--json``) or follows ``--`` is text, not the flag: a usage error then prints
+    as the user asked, without JSON. ``save --title --json`` (refused: no title) asks for it."""
+    options = [param for param in command.params if isinstance(param, click.Option)]
+    names = {name for param in options for name in (*param.opts, *param.secondary_opts)}
+    valued = {name for param in options if not param.is_flag and not param.count for name in param.opts}
     at = 0
     while at < len(args):
         arg = args[at]
@@ -279,7 +280,7 @@ def _asks_json(command: click.Command, args: list[str]) -> bool:
             return False
         if arg == "--json":
             return True
-        if arg in valued:
+        if arg in valued and not (at + 1 < len(args) and args[at + 1] in names):
             at += 2
             continue
         if isinstance(command, click.Group) and not arg.startswith("-"):
@@ -495,9 +496,10 @@ def stdin_once(text_name: str, text: str | None, query: str | None) -> None:
 def read_stdin() -> str:
     """Standard input, refused past MAX_STDIN_CHARS characters unread: ``yes | slayer-kb save -``
     read for ever, and 300 MB piped took 900 MB of memory before the size was refused."""
-    text = sys.stdin.read(MAX_STDIN_CHARS + 1)
-    # A byte-order mark (Windows editors and PowerShell pipes write one) is no part of the text.
-    text = text.removeprefix("\ufeff")
+    if getattr(sys.stdin, STDIN_CLOSED, False):
+        raise InvalidInputError("Standard input is closed (the command was started with '<&-'), so '-' reads nothing: "
+                                "pipe the text or query in, or give it on the command line.")
+    text = sys.stdin.read(MAX_STDIN_CHARS + 1).removeprefix("\ufeff")  # a BOM (Windows, PowerShell): no text
     if len(text) > MAX_STDIN_CHARS:
         raise InvalidInputError(
             f"Standard input holds more than {MAX_STDIN_CHARS} characters, the most slayer-kb reads from it; "

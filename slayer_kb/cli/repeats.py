@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from ..core.text import shown_value
+from .plain import option_left_without_value
 
 
 def refuse_repeated(command: click.Command, args: list[str], parent: click.Context | None = None,
@@ -20,8 +21,18 @@ def refuse_repeated(command: click.Command, args: list[str], parent: click.Conte
     click's own parser, so an option's value that looks like an option, and ``--``, count as
     click counts them; for a group (the root), up to its command's name. Nothing is checked while
     click completes a word (``resilient_parsing``) or when help is asked for. ``info_name``: what
-    the command was called by, for the usage line of the root (a group with no ``parent``)."""
-    if (parent is not None and parent.resilient_parsing) or "--help" in args or "-h" in args:
+    the command was called by, for the usage line of the root (a group with no ``parent``).
+
+    First, an option given no value, which took the next option as its value
+    (``option_left_without_value``): ``--title --help`` would take "--help" as the title too."""
+    if parent is not None and parent.resilient_parsing:
+        return
+    help_names = parent.help_option_names if parent is not None else command.context_settings.get(
+        "help_option_names", ["--help"])
+    missing = option_left_without_value(command, args, help_names)
+    if missing is not None:
+        _refuse(command, args, parent, info_name, missing)
+    if "--help" in args or "-h" in args:
         return
     counted: list[click.Parameter] = [click.Argument(["rest"], nargs=-1)]
     spellings: dict[str, list[tuple[str, str, Any]]] = {}  # a value's name: (flag, counter, value it sets)

@@ -167,11 +167,10 @@ def _id_problem(memory_id: str) -> _IdProblem | None:
                 f"Memory id '{shown}' contains {ch!r}; ids may not contain "
                 f"{' '.join(sorted(FORBIDDEN_CHARS))}. Use letters, digits, '.', '_' or '-'.",
                 f"it contains {ch!r}")
-        if ch.isspace() or unicodedata.category(ch) in FORBIDDEN_CATEGORIES:
+        if is_invisible(ch):
             return _IdProblem(
-                f"Memory id '{shown}' contains whitespace or an invisible/control character "
-                f"(U+{ord(ch):04X}); use letters, digits, '.', '_' or '-'.",
-                f"it contains whitespace or an invisible/control character, U+{ord(ch):04X}")
+                f"Memory id '{shown}' contains {invisible_words(ch).replace(', U+', ' (U+')}); use letters, digits, "
+                "'.', '_' or '-'.", f"it contains {invisible_words(ch)}")
     if memory_id in (".", ".."):
         return _IdProblem(f"Memory id '{memory_id}' is not a usable file name; choose another.",
                           "it names a folder, not a file")
@@ -181,6 +180,17 @@ def _id_problem(memory_id: str) -> _IdProblem | None:
             "look like a command-line option; start it with a letter or digit.",
             f"it starts with {memory_id[0]!r}")
     return None
+
+
+def is_invisible(ch: str) -> bool:
+    """Whether ``ch`` is whitespace or a character one does not see (``FORBIDDEN_CATEGORIES``:
+    a zero-width space, a direction mark, a soft hyphen, a control character)."""
+    return ch.isspace() or unicodedata.category(ch) in FORBIDDEN_CATEGORIES
+
+
+def invisible_words(ch: str) -> str:
+    """What an error calls ``is_invisible``'s ``ch``: the text shows it escaped, or not at all."""
+    return f"whitespace or an invisible/control character, U+{ord(ch):04X}"
 
 
 def is_auto_id(memory_id: str) -> bool:

@@ -163,6 +163,8 @@ def read_given_file(path: str | os.PathLike[str], what: str, limit: int | None =
     a link is followed (they chose it), but only a regular file is read: a FIFO would block the
     command for ever and ``/dev/zero`` never ends (it took 10 GB of memory). With ``limit``, a
     larger file is refused by its size, unread. ``fix`` ends the message for anything else."""
+    if not os.fspath(path):  # ``--query @``: the OS's "No such file" quoted an empty name
+        raise InvalidInputError(f"Cannot read {what}: its path is empty; {fix}.")
     try:
         return read_regular(path, follow_symlinks=True, limit=limit)
     except NotRegularFile as exc:

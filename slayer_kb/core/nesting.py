@@ -118,10 +118,21 @@ def loads(text: str, what: str, hint: str, fix: str = "send a flatter value") ->
         raise too_deep(what, fix)
     try:
         return json.loads(text, object_pairs_hook=_each_key_once)
+    except _KeyTwice as exc:
+        raise KeyTwiceError(f"{what} is not valid JSON ({exc}); {hint}") from None
     except ValueError as exc:
         raise InvalidInputError(f"{what} is not valid JSON ({exc}); {hint}") from None
     except RecursionError:  # a recursion limit set lower than the cap needs: still a usage error
         raise too_deep(what, fix) from None
+
+
+class KeyTwiceError(InvalidInputError):
+    """JSON text that parses but for a key given twice in one object: refused where other text
+    that is not JSON may be taken as text (an MCP argument that is a list or an object)."""
+
+
+class _KeyTwice(ValueError):
+    pass
 
 
 def _each_key_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -130,6 +141,6 @@ def _each_key_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     found: dict[str, Any] = {}
     for key, value in pairs:
         if key in found:
-            raise ValueError(f"the key '{clip(key, 100)}' appears twice in one object")
+            raise _KeyTwice(f"the key '{clip(key, 100)}' appears twice in one object")
         found[key] = value
     return found

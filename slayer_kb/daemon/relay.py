@@ -57,6 +57,8 @@ SUPPORTED = hasattr(_socket, "AF_UNIX") and os.name == "posix"
 MAX_STDIN_CHARS = 16 * 1024 * 1024
 # The bytes a client sends of it at most, and a server takes: four a character (UTF-8's longest).
 MAX_STDIN_BYTES = 4 * MAX_STDIN_CHARS
+# Set on the /dev/null entry.py puts on a stdin the program was started without (``<&-``): run here, to be told.
+STDIN_CLOSED = "slayer_kb_stdin_closed"
 # The server acknowledges a connection at once, from a thread that never waits for the index;
 # on a loaded machine "at once" can take seconds, and a client that gave a live server up would
 # run the command beside it in a second process. So a server stopped with Ctrl-Z is given up on
@@ -404,7 +406,7 @@ def forward(argv: list[str], marks: Marks | None = None) -> Outcome:
 
 def _relay(conn: _socket.socket, argv: list[str], root: str, command: str, start: str | None, marks: Marks) -> Outcome:
     offered = reads_stdin(argv)
-    if offered and (_isatty(sys.stdin) or sys.stdin is None):
+    if offered and (_isatty(sys.stdin) or sys.stdin is None or getattr(sys.stdin, STDIN_CLOSED, False)):
         return Outcome(None)  # typed at a terminal: read by the command itself, here
     return _exchange(conn, argv, root, command, start, offered, marks)
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
+from ..core import nesting
 from ..core.errors import InvalidInputError
 from ..core.nesting import MAX_DEPTH, too_deep, value_depth
 from ..core.text import kind_of, shown_value, warning_lines
@@ -142,7 +143,7 @@ def check_arguments(spec: ToolSpec, arguments: dict[str, Any]) -> dict[str, Any]
     """
     given = {k: v for k, v in arguments.items() if v is not None or k not in spec.properties}
     for name, value in given.items():
-        given[name] = _lax(value, spec.properties.get(name, {}))
+        given[name] = _lax(value, spec.properties.get(name, {}), f"{spec.name}: '{name}'")
     order = list(given)
     errors = [e for e in spec.validator.iter_errors(given) if len(e.path) <= 1]
     # A parameter nested too deep is told after its type, value and minimum, in the same order.
@@ -164,11 +165,11 @@ _FALSE = {"0", "off", "f", "false", "n", "no"}
 _WHOLE = re.compile(r"[+-]?[0-9]{1,16}")
 
 
-def _lax(value: Any, schema: dict[str, Any]) -> Any:
+def _lax(value: Any, schema: dict[str, Any], what: str) -> Any:
     """``value`` as SLayer's and Engram's servers (FastMCP, its models lax) take it for a parameter
     of ``schema``: 10.0 or "10" for an integer is 10, "true" or 1 for a boolean is True, a list
     or object sent as JSON text is that list or object; anything else as it came, for the schema
-    to refuse by name."""
+    to refuse by name. ``what``: the tool and parameter, as an error names them."""
     types = _types(schema)
     if isinstance(value, float) and value.is_integer() and abs(value) <= MAX_INTEGER and "integer" in types:
         return int(value)  # JSON has one number type: 10.0 means 10
@@ -181,18 +182,21 @@ def _lax(value: Any, schema: dict[str, Any]) -> Any:
             return int(value)
         if "boolean" in types and value.strip().lower() in _TRUE | _FALSE:
             return value.strip().lower() in _TRUE
-    return _decoded(value, schema)
+    return _decoded(value, schema, what)
 
 
-def _decoded(value: str, schema: dict[str, Any]) -> Any:
+def _decoded(value: str, schema: dict[str, Any], what: str) -> Any:
     """A list or object sent as JSON text, as some clients send nested arguments, taken as that
     list or object where the parameter takes one, as FastMCP (SLayer's and Engram's servers)
-    takes it; anything else as it came (comma-separated references stay text)."""
+    takes it; anything else as it came (comma-separated references stay text). Read as the CLI
+    reads --query: JSON text naming one key twice is refused (its last value was taken unsaid)."""
     if not {"array", "object"} & set(_types(schema)) or value.lstrip()[:1] not in ("[", "{"):
         return value
     try:
-        decoded = json.loads(value)
-    except (ValueError, RecursionError):  # nested past Python's own bound: text, refused as such below
+        decoded = nesting.loads(value, what, "give each key once.")
+    except nesting.KeyTwiceError:
+        raise
+    except InvalidInputError:  # not JSON, or nested too deep: text, refused as such below
         return value
     return decoded if isinstance(decoded, (list, dict)) else value
 

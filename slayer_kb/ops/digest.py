@@ -15,7 +15,7 @@ from ..core.memory import time_order
 from ..core.results import SessionFiles, SessionTimeline
 from ..core.session import Prompt, Session, check_session_id
 from ..core.text import clip, counted, first_paragraph, one_line_shown, shown_value, warning_lines
-from .sessions import load_all, read
+from .sessions import case_twin, load_all, read
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -53,7 +53,9 @@ def timeline(kb: Context, session_id: Any) -> SessionTimeline:
     session = read(kb, session_id)
     docs = kb.documents(None, search.restrict(exact={"session_id": session_id}), limit=None)
     if session is None and not docs:
-        raise NotFoundError(f"No session with id '{session_id}': no session file and no memory saved in it.")
+        other = case_twin(kb, session_id)  # typed in another letter case: a session's ids are case-sensitive
+        meant = f" Did you mean '{other}'? Session ids are case-sensitive." if other is not None else ""
+        raise NotFoundError(f"No session with id '{session_id}': no session file and no memory saved in it.{meant}")
     entries: list[dict[str, Any]] = []
     if session is not None:
         entries.append({"kind": "start", "at": session.started_at, "text": session.directory or ""})

@@ -213,7 +213,7 @@ def question_names(kb: Context, question: str, resolver: Resolver | None = None,
     full_names: dict[str, str] = {}
     # As ``-e memory:<id>``: that memory first, the memories linking to it found too (a live one:
     # a soft-deleted memory is found by no search).
-    linked = resolver.resolve_leniently(links, warnings)
+    linked = resolver.resolve_leniently(renames_followed(kb, links, warnings), warnings)
     live, deleted = kb.memory_links([link for link in linked if link not in read])
     entities = [link for link in linked if read.get(link, link in live)]
     warnings += deleted
@@ -266,6 +266,25 @@ def _link_named(kb: Context, link: str) -> str:
     return memory_link(bare)
 
 
+def renames_followed(kb: Context, refs: list[str], warnings: list[str]) -> list[str]:
+    """``refs`` with each ``memory:<id>`` of an id a rename moved to a memory still there
+    (``renamed_to``) as the link to that memory, each told in ``warnings``: agents told the old id
+    mean it, as ``get`` of the id says (it was dropped as "No memory with id")."""
+    out: list[str] = []
+    for ref in refs:
+        memory_id = linked_id(ref.strip()) if isinstance(ref, str) else None
+        went = None
+        if memory_id is not None and is_valid_id(memory_id) and not kb.memory_exists(memory_id):
+            went = kb.renamed_to(memory_id)
+        if went is None:
+            out.append(ref)
+            continue
+        out.append(memory_link(went[0]))
+        warnings.append(f"entity {shown_value(ref)}: memory '{memory_id}' was renamed to '{went[0]}' in commit "
+                        f"{went[1][:12]}, so {memory_link(went[0])} was searched for; use that id.")
+    return out
+
+
 def _lenient_entities(kb: Context, resolver: Resolver, entities: Any, query: Any,
                       warnings: list[str]) -> tuple[list[str], dict[str, bool]]:
     """The entities that resolve, and of their memory links, whether each one's memory is live."""
@@ -277,7 +296,7 @@ def _lenient_entities(kb: Context, resolver: Resolver, entities: Any, query: Any
         if any(isinstance(ref, str) and not split_references(ref) for ref in blank):
             warnings.append("entity '' dropped: an entity reference is blank; give one such as orders.amount, "
                             "or leave it out.")
-    out = resolver.resolve_leniently(refs, warnings)
+    out = resolver.resolve_leniently(renames_followed(kb, refs, warnings), warnings)
     live, deleted = kb.memory_links(out)
     warnings += deleted
     links = {entity: entity in live for entity in out if linked_id(entity) is not None}

@@ -145,8 +145,10 @@ def check_key_change(tx: Transaction, memory_id: str, key: str | None, project: 
         return
     if (other := _holder(tx, memory_id, key, project, scope)) is not None:
         in_project = f" in project '{project}'" if project else ""
+        # The scope named always: a key is held once per project and scope, and a change of
+        # scope alone (update --scope personal) meets a holder the message must tell apart.
         raise ConflictError(
-            f"topic_key '{key}'{in_project} is already held by memory {other}: one memory holds a "
+            f"topic_key '{key}'{in_project} at scope '{scope}' is already held by memory {other}: one memory holds a "
             f"key, so that a save under it revises that one. Change memory {other} instead, or give "
             "another topic_key."
         )

@@ -225,8 +225,13 @@ class CaseTwinError(ConflictError):
     """A new session id that differs only in letter case from an existing session's."""
 
 
+def case_twin(kb: Workspace, session_id: str) -> str | None:
+    """The session whose id differs from ``session_id`` only in letter case, if any."""
+    return _Folded(kb).twin(session_id)
+
+
 def _check_no_case_twin(kb: Workspace, session_id: str) -> None:
-    other = _Folded(kb).twin(session_id)
+    other = case_twin(kb, session_id)
     if other is not None:
         raise CaseTwinError(
             f"session id '{session_id}' differs only in letter case from the existing session "
