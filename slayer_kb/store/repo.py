@@ -32,6 +32,7 @@ from ..core.results import LogEntry
 from ..core.text import shown_controls
 from . import aside, committree, gitstate, indexlock, journal, mergemark, reffiles, requests, state, upkeep, worktree
 from .bounded import checked, explain, git_timeout, hung, run_bounded
+from .catfile import cat_files
 from .files import StatKey, keep_changed, reserved_space, why_unwritable
 from .gitenv import OUTPUT_SETTINGS, git_env
 from .identity import Identity
@@ -178,36 +179,8 @@ class GitStore:
         self._objects = ObjectStore(objects_dir, where[1], self.cat_files, self._index_pack)
 
     def cat_files(self, names: list[str], missing_ok: bool = False) -> list[Named | None]:
-        """``(id, kind, data)`` of each object ``names`` names (an id, or ``REV:PATH``; no newline),
-        from one ``git cat-file --batch`` (a process per object is tens of ms on a busy machine);
-        None for one git has not (no such file at that commit) when ``missing_ok``."""
-        # A path git gave as bytes that are not UTF-8 comes back to it as those bytes.
-        out = self.git("cat-file", "--batch",
-                       input="".join(name + "\n" for name in names).encode("utf-8", "surrogateescape")).stdout
-        found: list[Named | None] = []
-        at = 0
-        for name in names:
-            end = out.index(b"\n", at)
-            line = out[at:end]
-            # Known by the whole line: a name is REV:PATH, and a path may hold spaces.
-            if line == f"{name} missing".encode("utf-8", "surrogateescape"):
-                if missing_ok:
-                    found.append(None)
-                    at = end + 1
-                    continue
-                if (self._git_dirs[1] / "shallow").exists():  # not broken: left out by git clone --depth
-                    raise StoreError(f"git object {name} is missing: this clone is shallow, and the command needs "
-                                     "history it left out; run 'git fetch --unshallow', then retry.")
-                raise StoreError(f"git object {name} is missing; run 'git fsck' on the repository.")
-            header = line.split()
-            if line == f"{name} ambiguous".encode("utf-8", "surrogateescape") or len(header) != 3 or not header[2].isdigit():
-                raise StoreError(f"git cat-file answered {line.decode('utf-8', 'replace')!r} for the object {name}; "
-                                 "run 'git fsck' on the repository.")
-            start = end + 1
-            size = int(header[2])
-            found.append((header[0].decode("ascii"), header[1].decode("ascii", "replace"), out[start : start + size]))
-            at = start + size + 1
-        return found
+        """``(id, kind, data)`` of each object ``names`` names (``catfile.py``)."""
+        return cat_files(self.git, self._git_dirs[1] / "shallow", names, missing_ok)
 
     def _index_pack(self, pack: bytes) -> None:
         self.git("index-pack", "--stdin", input=pack)
