@@ -390,21 +390,25 @@ def test_a_save_whose_staging_meets_a_git_command_that_is_gone_by_its_check_retr
     assert _status(root) == ""
 
 
-def test_a_git_index_taken_while_a_commit_is_published_says_the_commit_stands(
+def test_a_git_index_held_while_a_commit_is_published_and_a_staging_refused_says_the_commit_stands(
     indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """git's index taken by another git command between the check and the staging (here: by a
-    hook the update-ref runs): the commit stands and the error says so and how to finish; it used
-    to be reported as saved, with ``git status`` showing the file deleted and untracked."""
+    """git's index is held from before the update-ref (as git commit holds it: indexhold.py), so
+    another git command started meanwhile (here: by a hook the update-ref runs) is refused; and a
+    staging refused all the same (here: the copy it stages into locked by that hook) leaves the
+    commit standing, the error saying so and how to finish; it used to be reported as saved, with
+    ``git status`` showing the file deleted and untracked."""
     monkeypatch.setattr(indexlock, "INDEX_LOCK_WAIT", 0.05)
     root = indexed_example_kb.root
-    lock = root / ".git" / "index.lock"
+    lock = root / ".git" / "index.slayer-kb.lock"
     hook = root / ".git" / "hooks" / "reference-transaction"
     hook.parent.mkdir(exist_ok=True)
-    hook.write_text(f'#!/bin/sh\n[ "$1" = committed ] && touch "{lock}"\nexit 0\n')
+    hook.write_text(f'#!/bin/sh\n[ "$1" = committed ] || exit 0\n'
+                    f'git reset -q 2>"{root}/refused"\ntouch "{lock}"\n')
     hook.chmod(0o755)
     proc = invoke_cli("--kb", root, *SAVE)
     hook.unlink()
+    assert (root / "refused").read_text().startswith(f"fatal: Unable to create '{root}/.git/index.lock': File exists.")
     short, subject = git(root, "show", "-s", "--format=%h%n%s", "HEAD").splitlines()
     memory = subject.removeprefix("memory: save ")
     assert (proc.returncode, proc.stdout) == (1, "")
@@ -416,7 +420,9 @@ def test_a_git_index_taken_while_a_commit_is_published_says_the_commit_stands(
         f"memories/{memory}.yaml`) "
         "to finish; until then `git status` shows the change undone in git's index, and `git commit` would undo "
         "it.\n")
+    assert not (root / ".git" / "index.lock").exists()  # let go of: the error says how to finish
     lock.unlink()
+    (root / "refused").unlink()
     invoke_cli("--kb", root, *UPDATE, check=True)  # finishes the staging first
     assert _status(root) == ""
     assert git(root, "log", "-2", "--format=%s").splitlines() == ["memory: update 1 (description)", subject]

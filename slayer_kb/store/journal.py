@@ -53,9 +53,10 @@ def clear(state: Path) -> None:
         path(state).unlink()
 
 
-def read(state: Path) -> tuple[str | None, str, list[str]] | None:
-    """(old commit, new commit, the paths it changes) of an unfinished commit, if any. The
-    blobs come from the two commits' trees, so journals of every version read alike."""
+def read(state: Path) -> tuple[str | None, str, list[str], object] | None:
+    """(old commit, new commit, the paths it changes, git's index lock it took: ``indexhold``) of an
+    unfinished commit, if any. The blobs come from the two commits' trees, so journals of every
+    version read alike."""
     try:
         record = json.loads(path(state).read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -74,7 +75,7 @@ def read(state: Path) -> tuple[str | None, str, list[str]] | None:
         # Unreadable: a crash while it was written, before the update-ref could run.
         clear(state)
         return None
-    return old, new, paths
+    return old, new, paths, record.get("index_lock")
 
 
 @contextlib.contextmanager

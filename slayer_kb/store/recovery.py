@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..core.errors import StoreError
-from . import journal, worktree
+from . import indexhold, journal, worktree
 from .bounded import git_timeout
 from .files import holds, torn
 
@@ -18,9 +18,11 @@ RESERVE = "reserve"
 
 
 class Store(worktree.Repository, Protocol):
-    """What ``recover`` uses of ``GitStore``: the work tree's, and the state folder."""
+    """What ``recover`` uses of ``GitStore``: the work tree's, the state folder, and the staging
+    into a copy of git's index while the killed commit's lock is held."""
 
     state: Path
+    holding_index: indexhold.Holding
 
 
 def recover(store: Store) -> None:
@@ -32,13 +34,26 @@ def recover(store: Store) -> None:
     any slayer-kb command), HEAD is the truth: only files the crash left half-written are
     repaired, to HEAD's version (removed where HEAD has no such file). Before the update-ref
     no file was touched: nothing to do.
+
+    git's index lock the commit took (``indexhold``), when the journal names it and it is still
+    that very file, is held on while the files are staged, then let go of; one another git command
+    took is never touched.
     """
     with contextlib.suppress(FileNotFoundError):
         (store.state / RESERVE).unlink()  # the disk space a killed commit was holding
     unfinished = journal.read(store.state)
     if unfinished is None:
         return
-    old, new, paths = unfinished
+    old, new, paths, lock = unfinished
+    held = indexhold.owned_lock(store.index_file, lock)
+    try:
+        _finish(store, old, new, paths, held)
+    finally:
+        if held is not None:  # a no-op once committed; else the index stays as it was
+            indexhold.release_lock(held)
+
+
+def _finish(store: Store, old: str | None, new: str, paths: list[str], held: indexhold.Held | None) -> None:
     head = store.head()
     if head == old:
         # The update-ref of a writer killed while it ran may still run: HEAD says once it ends.
@@ -69,15 +84,22 @@ def recover(store: Store) -> None:
             if failed:
                 # The journal stays for the next command; git's index gets the commit's
                 # version meanwhile, so nothing staged undoes it.
-                with contextlib.suppress(StoreError):
+                with contextlib.suppress(StoreError), store.holding_index.into(held):
                     worktree.stage_blobs(store, {path: after[rp] for path, rp in zip(paths, repo_paths, strict=True)},
                                          marks)
+                    indexhold.commit_lock(held)
                 raise next(iter(failed.values()))
             try:
-                store.stage(paths, marks)
+                # Staged under git's lock, as the commit would have: the killed writer's, else taken now.
+                held = held or indexhold.take_lock(store.index_file, "")
+                with store.holding_index.into(held):
+                    store.stage(paths, marks)
             except StoreError as exc:
+                if held is not None:
+                    indexhold.release_lock(held)
                 raise StoreError(f"Cannot finish the commit {new[:12]} that an earlier slayer-kb command made: "
                                  f"git's index could not take its files: {exc}") from None
+            indexhold.commit_lock(held)
             journal.clear(store.state)
             return
         before = objects.blobs_at(objects.tree_of(old) if old else None, repo_paths)

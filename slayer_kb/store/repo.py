@@ -3,7 +3,9 @@
 A change's blobs and trees are written straight into git's object database (``objects.py``), its
 commit by ``git commit-tree``, and it is published with a compare-and-swap ``update-ref`` (once
 every path it writes is known to be writable, ``files.why_unwritable``); only then are the files
-written into the work tree (``put_file``) and staged in the user's index. A
+written into the work tree (``put_file``) and staged in the user's index, which is held
+(``index.lock``, as ``git commit`` holds it: ``indexhold.py``) from before the ``update-ref`` until
+then, so a person's ``git commit`` meanwhile refuses rather than undo the commit. A
 journal written before the ``update-ref`` lets the next command finish (or discard) a change that
 a crash interrupted, so the KB is always either before or after the whole commit, and a disk
 space reservation taken before it turns a full disk into "nothing was saved".
@@ -32,9 +34,11 @@ from ..core.results import LogEntry
 from ..core.text import shown_controls
 from . import aside, committree, gitstate, indexlock, journal, mergemark, reffiles, requests, state, upkeep, worktree
 from .bounded import checked, explain, git_timeout, hung, run_bounded
+from .catfile import cat_files
 from .files import StatKey, keep_changed, reserved_space, why_unwritable
 from .gitenv import OUTPUT_SETTINGS, git_env
 from .identity import Identity
+from .indexhold import Holding, commit_lock, let_go_on, take_lock
 from .objects import Named, ObjectStore
 from .place import broken_gitfile, git_dir_refusal, ownership_refusal
 from .recovery import RESERVE, recover
@@ -122,6 +126,7 @@ class GitStore:
         self.request: str | None = None  # the relayed request making the commits (requests.py)
         self.niceness = 0  # a relayed write's: its git work while reads go on beside it yields (priority.py)
         self._untrusted: str | None = None  # why the state folder was set aside after the open
+        self.holding_index = Holding()  # git's index a commit holds while it stages (indexhold.py)
         self._check_state()
 
     def _check_state(self) -> bool:
@@ -152,6 +157,8 @@ class GitStore:
     def git(self, *args: str, **kwargs: object) -> subprocess.CompletedProcess[bytes]:
         # Not while this thread holds the view: reads beside would wait for a git held back for them.
         niceness = 0 if self.view.held() else self.niceness
+        if (held := self.holding_index.now()) is not None:
+            kwargs["env"] = {**(kwargs.get("env") or {}), "GIT_INDEX_FILE": str(held.work)}  # type: ignore[dict-item]
         return run_git(list(args), self.top, niceness=niceness, **kwargs)  # type: ignore[arg-type]
 
     @property
@@ -178,36 +185,8 @@ class GitStore:
         self._objects = ObjectStore(objects_dir, where[1], self.cat_files, self._index_pack)
 
     def cat_files(self, names: list[str], missing_ok: bool = False) -> list[Named | None]:
-        """``(id, kind, data)`` of each object ``names`` names (an id, or ``REV:PATH``; no newline),
-        from one ``git cat-file --batch`` (a process per object is tens of ms on a busy machine);
-        None for one git has not (no such file at that commit) when ``missing_ok``."""
-        # A path git gave as bytes that are not UTF-8 comes back to it as those bytes.
-        out = self.git("cat-file", "--batch",
-                       input="".join(name + "\n" for name in names).encode("utf-8", "surrogateescape")).stdout
-        found: list[Named | None] = []
-        at = 0
-        for name in names:
-            end = out.index(b"\n", at)
-            line = out[at:end]
-            # Known by the whole line: a name is REV:PATH, and a path may hold spaces.
-            if line == f"{name} missing".encode("utf-8", "surrogateescape"):
-                if missing_ok:
-                    found.append(None)
-                    at = end + 1
-                    continue
-                if (self._git_dirs[1] / "shallow").exists():  # not broken: left out by git clone --depth
-                    raise StoreError(f"git object {name} is missing: this clone is shallow, and the command needs "
-                                     "history it left out; run 'git fetch --unshallow', then retry.")
-                raise StoreError(f"git object {name} is missing; run 'git fsck' on the repository.")
-            header = line.split()
-            if line == f"{name} ambiguous".encode("utf-8", "surrogateescape") or len(header) != 3 or not header[2].isdigit():
-                raise StoreError(f"git cat-file answered {line.decode('utf-8', 'replace')!r} for the object {name}; "
-                                 "run 'git fsck' on the repository.")
-            start = end + 1
-            size = int(header[2])
-            found.append((header[0].decode("ascii"), header[1].decode("ascii", "replace"), out[start : start + size]))
-            at = start + size + 1
-        return found
+        """``(id, kind, data)`` of each object ``names`` names (``catfile.py``)."""
+        return cat_files(self.git, self._git_dirs[1] / "shallow", names, missing_ok)
 
     def _index_pack(self, pack: bytes) -> None:
         self.git("index-pack", "--stdin", input=pack)
@@ -393,34 +372,42 @@ class GitStore:
         with reserved_space(self.state / RESERVE, [c.data for c in changes if c.data is not None]):
             if self.request is not None:  # noted before it is published: its client can tell
                 requests.note(self.state, self.request, self.objects, self.prefix, (old, old_tree, new), message, blobs)
-            journal.write(self.state, record)
-            # An empty old value means "must not exist yet" (40 zeros would be SHA-1 only).
-            try:  # stopped past the bound: published or not, HEAD says
-                with journal.publishing(self.state) as held:
-                    proc = self.git("update-ref", "-m", message, "HEAD", new, old or "", check=False,
-                                    timeout=git_timeout(), keep=(held,))
-            except subprocess.TimeoutExpired:
-                proc = subprocess.CompletedProcess([], -1, b"", b"")
-            head = self.head() if proc.returncode != 0 else new
-            if head != new:
-                journal.clear(self.state)
-                if head == old:
-                    reason = explain(proc.stderr.decode("utf-8", "replace").strip())
-                    raise StoreError(hung(self.top, "update-ref", "reference-transaction", "Nothing was saved.")
-                                     if proc.returncode == -1 else f"git update-ref failed: {reason}; nothing was saved.")
-                raise StoreError(
-                    "HEAD moved while slayer-kb was committing (a git command ran at the same "
-                    "time); nothing was written. Retry the command."
-                )
+            # Held from before the update-ref until the files are staged, as git commit holds it: a kill
+            # between leaves the lock, and a person's git commit refuses rather than undo this commit.
+            held = take_lock(self.index_file)
+            with let_go_on(BaseException, held):  # until the journal names it, no later command would
+                journal.write(self.state, {**record, "index_lock": held and held.record()})
+            with let_go_on(StoreError, held):
+                self._publish(message, old, new)
         in_old = objects.blobs_at(old_tree, [self.repo_path(path) for path in blobs])
         known = (marks or worktree.IndexMarks(frozenset(), {})).with_unmarked(
             path for path in blobs if in_old[self.repo_path(path)] is None)
         try:
-            self._finish(new, {c.path: c.data for c in changes}, blobs, known, seen or {}, tell,
-                         {path: in_old[self.repo_path(path)] for path in blobs})
+            with self.holding_index.into(held):
+                self._finish(new, {c.path: c.data for c in changes}, blobs, known, seen or {}, tell,
+                             {path: in_old[self.repo_path(path)] for path in blobs})
         finally:
             upkeep.after_commit(self.state, self.top, self.objects.dir)
         return new
+
+    def _publish(self, message: str, old: str | None, new: str) -> None:
+        """Move HEAD from ``old`` to ``new`` (compare-and-swap), or a StoreError: nothing was saved."""
+        # An empty old value means "must not exist yet" (40 zeros would be SHA-1 only).
+        try:  # stopped past the bound: published or not, HEAD says
+            with journal.publishing(self.state) as publishing:
+                proc = self.git("update-ref", "-m", message, "HEAD", new, old or "", check=False,
+                                timeout=git_timeout(), keep=(publishing,))
+        except subprocess.TimeoutExpired:
+            proc = subprocess.CompletedProcess([], -1, b"", b"")
+        head = self.head() if proc.returncode != 0 else new
+        if head != new:
+            journal.clear(self.state)
+            if head == old:
+                reason = explain(proc.stderr.decode("utf-8", "replace").strip())
+                raise StoreError(hung(self.top, "update-ref", "reference-transaction", "Nothing was saved.")
+                                 if proc.returncode == -1 else f"git update-ref failed: {reason}; nothing was saved.")
+            raise StoreError("HEAD moved while slayer-kb was committing (a git command ran at the same time); nothing "
+                             "was written. Retry the command.")
 
     def _finish(self, new: str, contents: Mapping[str, bytes | None], blobs: Mapping[str, str | None],
                 marks: worktree.IndexMarks | None, seen: Mapping[str, StatKey] = {},  # noqa: B006 - never written
@@ -448,18 +435,22 @@ class GitStore:
         failed = worktree.write_files(self, {path: data for path, data in contents.items()
                                              if path not in outside and path not in unkept})
         failed.update(unkept)  # not written over: the user's edit is there still
+        held = self.holding_index.now()
         if not failed:
             try:
-                self.stage(list(blobs), marks)
+                with let_go_on(StoreError, held):
+                    self.stage(list(blobs), marks)
             except StoreError as exc:
                 # The journal stays: the next command stages them once git's index takes them.
                 raise worktree.not_staged(self, new, list(blobs), str(exc)) from None
+            commit_lock(held)
             journal.clear(self.state)
             return
-        with contextlib.suppress(StoreError):
+        with contextlib.suppress(StoreError), let_go_on(StoreError, held):
             # git's index gets the commit's version all the same: left as it was, it would
             # stage the undoing of the change for the person's next `git commit`.
             worktree.stage_blobs(self, blobs, marks)
+            commit_lock(held)
             journal.clear(self.state)
         raise worktree.not_written(self, new, blobs, failed)
 
@@ -480,7 +471,8 @@ class GitStore:
             return True  # unreadable: the caller checks as if files were left out
 
     def _index_lock(self) -> Path:
-        return self.index_file.with_name(f"{self.index_file.name}.lock")
+        index = held.work if (held := self.holding_index.now()) is not None else self.index_file
+        return index.with_name(f"{index.name}.lock")
 
     def index_locked(self, deadline: float | None = None) -> str | None:
         """Why git's index cannot take a change now, ending with the fix, or None: another git

@@ -1,0 +1,119 @@
+"""A writer killed (SIGKILL: the OOM killer, a container stopped) the moment its commit is published,
+before its files are staged: git's index stays locked, as ``git commit`` leaves it, so a person's
+plain ``git commit`` refuses rather than commit the old index (which would undo the commit: a save's
+memory gone from HEAD, a forget undone); the next slayer-kb command finishes the staging and lets go
+of the lock, and the person's commit then goes through with the memory kept."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from slayer_kb import KnowledgeBase
+from slayer_kb.core.errors import NotFoundError, StoreError
+from slayer_kb.store import indexlock
+from testing import git
+from testing.variants import default_first
+
+# The reference-transaction hook the killed writer's update-ref runs: once the ref is moved, it
+# kills its grandparent (the writer, which started that git) with SIGKILL. Only for a writer
+# started with KILL_WRITER set: the person's git commit runs the hook too.
+KILLING_HOOK = """#!/bin/sh
+[ "$1" = committed ] && [ -n "$KILL_WRITER" ] || exit 0
+read -r _ _ _ writer _ < /proc/$PPID/stat
+kill -9 "$writer"
+"""
+
+WRITE = {
+    "save": "kb.save_memory('Redis, 5 min TTL.', ['orders.amount'], id='cache')",
+    "forget": "kb.forget('kept')",
+}
+
+
+def killed_at_publish(root: Path, write: str) -> None:
+    """Run ``write`` in a writer of its own, killed by the hook the moment HEAD moves."""
+    hook = root / ".git" / "hooks" / "reference-transaction"
+    hook.write_text(KILLING_HOOK)
+    hook.chmod(0o755)
+    code = f"import sys; from slayer_kb import KnowledgeBase; kb = KnowledgeBase(sys.argv[1]); {write}"
+    try:
+        writer = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True,
+                                env={**os.environ, "KILL_WRITER": "1", "SLAYER_KB_SERVER": "off"})
+    finally:
+        hook.unlink()
+    assert writer.returncode == -signal.SIGKILL, writer.stderr
+
+
+def person_commits(root: Path) -> subprocess.CompletedProcess[str]:
+    """A person's plain commit of their own edit (an IDE's commit button)."""
+    return subprocess.run(["git", "commit", "-qam", "docs: a note"], cwd=root, capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("write", default_first(["save", "forget"]))
+def test_a_commit_killed_before_its_staging_keeps_a_persons_git_commit_from_undoing_it(
+        catalog_kb: KnowledgeBase, write: str) -> None:
+    root = catalog_kb.root
+    (root / "README.md").write_text("notes\n")
+    git(root, "add", "README.md")
+    git(root, "commit", "-qm", "readme")
+    catalog_kb.save_memory("Kept until forgotten.", ["orders.amount"], id="kept")
+    before = git(root, "rev-parse", "HEAD").strip()
+    path = "memories/cache.yaml" if write == "save" else "memories/kept.yaml"
+
+    killed_at_publish(root, WRITE[write])
+    published = git(root, "rev-parse", "HEAD").strip()
+    assert published != before
+    assert bool(git(root, "ls-tree", "--name-only", "HEAD", "--", path)) == (write == "save")
+
+    with open(root / "README.md", "a", encoding="utf-8") as readme:
+        readme.write("a note\n")
+    refused = person_commits(root)
+    assert refused.returncode == 128
+    assert f"Unable to create '{root / '.git' / 'index.lock'}': File exists." in refused.stderr
+    assert git(root, "rev-parse", "HEAD").strip() == published  # nothing committed over it
+
+    # The next slayer-kb command (a read: it finds the journal and takes the lock) finishes it.
+    kb = KnowledgeBase(root)
+    if write == "save":
+        assert kb.get("cache").learning == "Redis, 5 min TTL."
+    else:
+        with pytest.raises(NotFoundError, match="forgotten"):
+            kb.get("kept")
+    assert not (root / ".git" / "index.lock").exists()
+    assert git(root, "status", "--porcelain", "--untracked-files=no") == " M README.md\n"
+    assert (root / path).exists() == (write == "save")
+
+    committed = person_commits(root)
+    assert committed.returncode == 0, committed.stderr
+    assert git(root, "show", "--name-only", "--format=", "HEAD") == "README.md\n"
+    assert bool(git(root, "ls-tree", "--name-only", "HEAD", "--", path)) == (write == "save")
+    assert git(root, "status", "--porcelain", "--untracked-files=no") == ""
+
+
+@pytest.mark.slow
+def test_the_next_command_never_removes_an_index_lock_another_git_command_took(
+        catalog_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The killed writer's lock deleted by hand (as git's message says to when no git runs), and git's
+    index then taken by a git command of the person's: the next slayer-kb command leaves that lock
+    alone (the journal names the killed writer's by inode and change time), says the commit's files
+    wait for git's index, and finishes once the lock is gone."""
+    monkeypatch.setattr(indexlock, "INDEX_LOCK_WAIT", 0.05)
+    root = catalog_kb.root
+    catalog_kb.save_memory("Kept until forgotten.", ["orders.amount"], id="kept")
+    killed_at_publish(root, WRITE["save"])
+    lock = root / ".git" / "index.lock"
+    assert lock.exists()
+    lock.unlink()
+    lock.write_bytes(b"another git's index, being written")
+    with pytest.raises(StoreError, match=f"git's index could not take its files: git's index is locked: {lock} exists"):
+        KnowledgeBase(root).get("cache")
+    assert lock.read_bytes() == b"another git's index, being written"
+    lock.unlink()
+    assert KnowledgeBase(root).get("cache").learning == "Redis, 5 min TTL."
+    assert git(root, "status", "--porcelain", "--untracked-files=no") == ""
+    assert sorted(p.name for p in (root / ".git").glob("index*")) == ["index"]
