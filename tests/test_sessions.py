@@ -450,6 +450,25 @@ def test_validate_names_a_control_character_in_a_session_id_and_the_fix(empty_kb
         "2 problems in 2 files (2 files checked)\n"))
 
 
+def test_validate_names_two_sessions_whose_ids_differ_only_in_letter_case(empty_kb: KnowledgeBase,
+                                                                        invoke_cli: CliRunner) -> None:
+    """Two clones can each start one ('Deploy-1' offline in one, 'deploy-1' in the other) and a sync
+    merges both in: on macOS and Windows checkouts one file would stand for both."""
+    folder = empty_kb.root / "sessions"
+    folder.mkdir()
+    for name in ("Deploy-1", "deploy-1", "deploy-2"):
+        (folder / f"{name}.yaml").write_text("started_at: '2026-11-29T20:42:40Z'\n")
+    proc = invoke_cli("--kb", empty_kb.root, "validate", cwd=empty_kb.root)
+    fix = ("their files collide on macOS and Windows checkouts; keep one: move this file's prompts into {0}.yaml, "
+           "delete this file, and give the memories whose session_id is '{1}' the session_id '{0}'")
+    assert (proc.returncode, proc.stdout) == (1, (
+        "sessions/Deploy-1.yaml:1: session id 'Deploy-1' differs only in letter case from 'deploy-1': "
+        + fix.format("deploy-1", "Deploy-1") + "\n"
+        "sessions/deploy-1.yaml:1: session id 'deploy-1' differs only in letter case from 'Deploy-1': "
+        + fix.format("Deploy-1", "deploy-1") + "\n"
+        "2 problems in 2 files (3 files checked)\n"))
+
+
 def test_review_lists_session_changes(example_kb: KnowledgeBase) -> None:
     git(example_kb.root, "branch", "base")
     example_kb.session_start("ses-new", "analytics", "/x")

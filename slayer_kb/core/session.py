@@ -21,8 +21,11 @@ session id has exactly one file name: ``manual-save-my api`` is ``manual-save-my
 from __future__ import annotations
 
 import contextlib
+import functools
+import os
 import unicodedata
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
@@ -30,7 +33,7 @@ import yaml
 
 from . import yamlio
 from .errors import InvalidInputError, MemoryFileError
-from .ids import WINDOWS_RESERVED
+from .ids import WINDOWS_RESERVED, fold_id
 from .inputs import check_unicode
 from .memory import (
     COMPOSED_KEYS,
@@ -308,3 +311,26 @@ def _item_line(text: str, index: int) -> int | None:
             if key.value == "prompts" and isinstance(value, yaml.SequenceNode) and index < len(value.value):
                 return int(value.value[index].start_mark.line) + 1
     return key_line(text, "prompts")
+
+
+def case_twins(path: Path) -> list[str]:
+    """The other sessions of ``path``'s folder whose file names differ from its only in letter case
+    (or Unicode normalisation): files that collide on macOS and Windows checkouts. Two clones can
+    each start one, and a sync merges both in."""
+    try:
+        twins = _folded_twins(str(path.parent), os.stat(path.parent).st_mtime_ns)
+    except OSError:
+        return []
+    own = id_of_file(path.name)
+    return [other for other in twins.get(fold_id(path.name), ()) if other != own]
+
+
+@functools.lru_cache(maxsize=4)
+def _folded_twins(folder: str, _changed: int) -> dict[str, tuple[str, ...]]:
+    """The folder's session ids by folded file name, where more than one folds alike (listed once
+    a validate run: ``_changed``, the folder's mtime, reads it again once a file comes or goes)."""
+    folded: dict[str, list[str]] = {}
+    for name in os.listdir(folder):
+        if (session_id := id_of_file(name)) is not None:
+            folded.setdefault(fold_id(name), []).append(session_id)
+    return {key: tuple(sorted(ids)) for key, ids in folded.items() if len(ids) > 1}

@@ -73,7 +73,7 @@ from ..core.memory import (
 from ..core.nesting import MAX_DEPTH, value_depth
 from ..core.problems import Problem, command, git_command, shell_word, shown, words
 from ..core.results import Report
-from ..core.session import SESSIONS_DIR, file_name, id_of_file, printable, unprintable
+from ..core.session import SESSIONS_DIR, case_twins, file_name, id_of_file, printable, unprintable
 from ..core.session import dumps as dump_session
 from ..core.session import loads as load_session
 from ..store import mergemark
@@ -473,6 +473,10 @@ def check_session_file(path: Path, name: str, context: KBContext) -> list[Proble
         add(1, f"the file name spells the session id {session_id!r} with U+{ord(bad):04X}, a control or invisible "
                f"character, which session-start refuses; rename the file to a printable id, e.g. "
                f"{file_name(printable(session_id) or 'ses')} (and change the session_id of the memories that name it)")
+    if twins := case_twins(path):
+        add(1, f"session id {session_id!r} differs only in letter case from {twins[0]!r}: their files collide on macOS "
+               f"and Windows checkouts; keep one: move this file's prompts into {file_name(twins[0])}, delete this "
+               f"file, and give the memories whose session_id is {session_id!r} the session_id {twins[0]!r}")
     text = _text_to_check(path, name, add)
     if text is None:
         return problems
