@@ -150,6 +150,11 @@ def test_a_malformed_tool_call_or_request_id_is_answered_by_name() -> None:
             (4, -32602, "Invalid params: tools/call's 'name' must be a tool's name, not 5" + fix),
         b'{"jsonrpc": "2.0", "id": "a", "method": "tools/call", "params": {"name": "mem_search", "arguments": [1]}}':
             ("a", -32602, "Invalid params: \"mem_search\"'s 'arguments' must be an object of its parameters, not [1]" + fix),
+        # An object argument naming a key twice: the SDK would keep the last value (linked to customers).
+        b'{"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "save_memory", "arguments": '
+        b'{"learning": "x", "linked_entities": {"source_model": "orders", "source_model": "customers"}}}}':
+            (6, -32602, "Invalid params: the tools/call is not valid JSON (the key 'source_model' appears twice in one "
+                        "object); give each key once"),
     }
     for line, (request_id, code, message) in lines.items():
         assert screen_line(line) == (None, {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}})

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from .. import __version__
 from ..core.errors import KBError
-from ..core.nesting import MAX_DEPTH, cut_deep, text_depth, too_deep
+from ..core.nesting import MAX_DEPTH, KeyTwiceError, cut_deep, loads, text_depth, too_deep
 from ..kb import KnowledgeBase
 from . import tools
 from .schema import DEEP_ARGUMENT_FIX
@@ -118,6 +118,10 @@ def screen_line(line: bytes) -> tuple[Any, dict[str, Any] | None]:
         if problem is not None:  # the SDK said only "Invalid request parameters"
             return None, error_reply(message.id, INVALID_PARAMS, f"Invalid params: {problem}; send "
                                      '{"name": "<tool>", "arguments": {...}} (tools/list names the tools).')
+        try:  # the SDK keeps a repeated key's last value: an argument object naming a key twice, refused as its text is
+            loads(text, "the tools/call", "give each key once")
+        except KeyTwiceError as exc:
+            return None, error_reply(message.id, INVALID_PARAMS, f"Invalid params: {exc}")
     return message, None
 
 
