@@ -29,11 +29,10 @@ import heapq
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from .core.children import python_child
-from .core.errors import ConflictError, InvalidIdError, KBError, MemoryFileError, StoreError, WorkTreeError
+from .core.errors import ConflictError, InvalidIdError, KBError, StoreError, WorkTreeError
 from .core.ids import MAX_AUTO_DIGITS, MAX_ID_BYTES, check_new_id, highest_auto_id, id_sort_key, is_auto_id
 from .core.locate import MEMORIES_DIR, id_held, id_of_path, memory_path
 from .core.memory import Memory, dumps, loads
@@ -45,11 +44,11 @@ from .store.gitstate import detached_head
 from .store.leases import BLOCK, CLAIMS, block_of, first_of
 from .store.repo import Change
 from .store.worktree import added_then_deleted, missing_by_hand
+from .workspace import Workspace
 
 if TYPE_CHECKING:
     from .search.index import Index, Written
     from .search.lookups import Lookup
-    from .search.monitor import ChangeMonitor
     from .store.leases import IdLeases
     from .store.repo import GitStore
     from .store.statefiles import IdCache
@@ -66,36 +65,6 @@ def memory_change(memory: Memory, text: str | None = None) -> Change:
     with an edit in place), else its canonical form."""
     data = dumps(memory) if text is None else text
     return Change(memory_path(memory.id), data.encode("utf-8"))
-
-
-class Workspace(Protocol):
-    """The parts of a KB a transaction works on (``context.Context`` has them), named here so
-    that this module imports nothing above it."""
-
-    root: Path
-    author: str | None
-    max_content: int
-    memories_dir: Path
-    store: GitStore
-    id_cache: IdCache
-    leases: IdLeases
-    monitor: ChangeMonitor | None
-    problems: list[MemoryFileError]
-
-    @property
-    def index(self) -> Index: ...
-
-    def read(self, memory_id: str) -> Memory: ...
-    def read_settled(self, read: Callable[[], T]) -> T: ...
-    def tell(self, warning: str) -> None: ...
-    def tell_leases(self) -> None: ...
-
-    def read_with_text(self, memory_id: str, indexed: tuple[str | None, dict[str, Any]] | None = None
-                       ) -> tuple[Memory, str]: ...
-
-    def highest_auto_id(self) -> int: ...
-
-    def recheck_catalog(self) -> None: ...
 
 
 class Transaction:

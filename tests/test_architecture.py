@@ -21,7 +21,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "slayer_kb"
 # Lower layers never import higher ones. The interfaces (last) may use one another: the server
 # runs CLI commands, the CLI starts and stops the server.
 LAYERS = [
-    {"core"}, {"catalog"}, {"store"}, {"search"}, {"transaction"}, {"context"}, {"ops"}, {"api"}, {"kb"},
+    {"core"}, {"catalog"}, {"store"}, {"search"}, {"transaction", "workspace"}, {"context"}, {"ops"}, {"api"}, {"kb"},
     {"cli", "mcp", "daemon", "entry", "__init__", "__main__"},
 ]
 RANK = {part: rank for rank, parts in enumerate(LAYERS) for part in parts}

@@ -35,11 +35,13 @@ from ..core.memory import MAX_CONTENT_CEILING, MAX_FILE_BYTES
 from ..core.text import MAX_SHOWN, json_document, one_line_shown, shown_value, terminal_text, warning_lines, writable
 from ..daemon.relay import MAX_STDIN_CHARS, STDIN_CLOSED
 from ..daemon.settings import mode as server_mode
+from .plain import walk
 
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
 
-CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+HELP_NAMES = ["-h", "--help"]
+CONTEXT_SETTINGS = {"help_option_names": HELP_NAMES, "max_content_width": 100}
 
 
 @dataclass
@@ -267,27 +269,15 @@ def _asks_json(command: click.Command, args: list[str]) -> bool:
     """Whether the command line asks for ``--json``, before or after the command name: what a
     usage error goes by, as it may come before click has read ``--json`` (or read anything).
 
-    The arguments are walked as click reads them, so that a ``--json`` that is an option's value
+    The arguments are walked as click reads them (``plain.walk``), so that a ``--json`` that is an option's value
     (``save --title=--json``) or follows ``--`` is text, not the flag: a usage error then prints
     as the user asked, without JSON. ``save --title --json`` (refused: no title) asks for it."""
-    options = [param for param in command.params if isinstance(param, click.Option)]
-    names = {name for param in options for name in (*param.opts, *param.secondary_opts)}
-    valued = {name for param in options if not param.is_flag and not param.count for name in param.opts}
-    at = 0
-    while at < len(args):
-        arg = args[at]
-        if arg == "--":
-            return False
-        if arg == "--json":
+    for read in walk(command, args, HELP_NAMES):
+        if read.arg == "--json":
             return True
-        if arg in valued and not (at + 1 < len(args) and args[at + 1] in names):
-            at += 2
-            continue
-        if isinstance(command, click.Group) and not arg.startswith("-"):
+        if read.command is not None:
             # An unknown command's options are unknown: any --json before a '--' counts.
-            sub = command.get_command(click.Context(command), arg) or click.Command(arg)
-            return _asks_json(sub, args[at + 1:])
-        at += 1
+            return _asks_json(read.command, args[read.at + 1:])
     return False
 
 

@@ -5,7 +5,8 @@ option takes one of its command's own option names as its value (``update 2 --ti
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple
 
 import click
 
@@ -33,27 +34,55 @@ def no_stdin_for(**values: str | None) -> None:
                              f"{what}: give {itself} itself (--{option} {example}).")
 
 
-def option_left_without_value(command: click.Command, args: Sequence[str], help_names: Sequence[str]) -> str | None:
-    """The usage error for the first option in ``args`` whose value, the next argument, is one of
-    ``command``'s own option names (or ``help_names``), or None. click takes the next argument as
-    the value whatever it is; the joined form (``--title=--json``) stays a value, as it is the way
-    to give one that starts with '-'. Walked as click reads: up to ``--``, and for a group (the
-    root) up to its command's name."""
+class Read(NamedTuple):
+    """One argument as click reads it at a command's level (``walk``)."""
+
+    at: int  # its index in the arguments
+    arg: str  # as typed
+    option: click.Option | None  # the option it names, if that option takes a value
+    value: str | None  # that option's value: the next argument; None if that is missing or an option name
+    command: click.Command | None  # for a group, the command it names (an unknown name: one with no options)
+
+
+def walk(command: click.Command, args: Sequence[str], help_names: Sequence[str] = ()) -> Iterator[Read]:
+    """``args`` read as click reads them at ``command``'s level, the one rule for everything that
+    reads a command line before click does: an option that takes a value takes the next argument,
+    unless that is one of ``command``'s own option names (or ``help_names``), which is then read
+    itself; the joined form (``--title=--json``) is one argument, a value. The walk stops at ``--``
+    (not read) and, for a group (the root), after its command's name (``Read.command``): what
+    follows is that command's."""
     options = [p for p in command.params if isinstance(p, click.Option)]
     names = {name for p in options for name in (*p.opts, *p.secondary_opts)} | set(help_names)
     valued = {name: p for p in options if not p.is_flag and not p.count for name in p.opts}
     at = 0
     while at < len(args):
         arg = args[at]
-        if arg == "--" or (isinstance(command, click.Group) and not arg.startswith("-")):
-            return None
+        if arg == "--":
+            return
+        if isinstance(command, click.Group) and not arg.startswith("-"):
+            yield Read(at, arg, None, None, command.get_command(click.Context(command), arg) or click.Command(arg))
+            return
         param = valued.get(arg)
         if param is None:
+            yield Read(at, arg, None, None, None)
             at += 1
-            continue
-        if at + 1 < len(args) and args[at + 1] in names:
-            return _without_value(arg, param, args[at + 1])
-        at += 2
+        elif at + 1 < len(args) and args[at + 1] in names:
+            yield Read(at, arg, param, None, None)
+            at += 1
+        else:
+            yield Read(at, arg, param, args[at + 1] if at + 1 < len(args) else None, None)
+            at += 2
+
+
+def option_left_without_value(command: click.Command, args: Sequence[str], help_names: Sequence[str]) -> str | None:
+    """The usage error for the first option in ``args`` whose value, the next argument, is one of
+    ``command``'s own option names (or ``help_names``), or None. click takes the next argument as
+    the value whatever it is; the joined form (``--title=--json``) stays a value, as it is the way
+    to give one that starts with '-'. Read as click reads (``walk``): for a group (the root), up
+    to its command's name."""
+    for read in walk(command, args, help_names):
+        if read.option is not None and read.value is None and read.at + 1 < len(args):
+            return _without_value(read.arg, read.option, args[read.at + 1])
     return None
 
 

@@ -10,7 +10,7 @@ from ..core.errors import KBError
 from ..core.fileio import NotRegularFile, TooLarge, read_regular
 from ..core.locate import MEMORIES_DIR, is_leftover
 from ..core.memory import MAX_FILE_BYTES, loads
-from .interchange import made_from, slayer_memory
+from .slayerfile import made_from, slayer_memory
 
 
 def misplaced(path: Path, command: str) -> str | None:
@@ -47,7 +47,7 @@ def misplaced(path: Path, command: str) -> str | None:
 
 def _another(md: Path, yaml_file: Path) -> str | None:
     """How the memory of ``yaml_file`` differs from SLayer's in ``md`` ("another created_at"), or
-    None when it was made from it (``interchange.made_from``) or either cannot be read (the
+    None when it was made from it (``slayerfile.made_from``) or either cannot be read (the
     other problem is then said of that file)."""
     theirs = slayer_memory(md)
     try:

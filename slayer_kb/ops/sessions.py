@@ -48,7 +48,8 @@ from ..core.session import (
 )
 from ..core.text import clip, kind_of, quoted, warning_lines
 from ..store.repo import Change
-from ..transaction import Transaction, Workspace
+from ..transaction import Transaction
+from ..workspace import Workspace
 from .projects import project_warnings
 from .schema_words import session_times
 from .timechecks import kept_times

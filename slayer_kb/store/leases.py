@@ -20,11 +20,14 @@ and the ids in claimed blocks say nothing about where the next lease goes (it go
 leases and above every other auto id the branch has held, never into the offline range), so one
 large number moves no clone's auto ids, and an id handed out before leases, forgotten since, is
 never handed out again. The claim's commit names the number it was made for, which another
-clone online is then refused (``may_give``). Nor does a lease take a block the branch holds a
-memory of (``_busy``): a remote that lost its refs no longer says it is another clone's.
+clone online is then refused (``may_give``). Nor does a lease take a block the branch holds an
+id of, or one this clone's lease state records (``leasepick.busy``): a remote that lost its
+refs (moved by its branches alone) no longer says the block is another clone's, which may still
+be drawing on it.
 
-Ids stay small (27, 28, 101, 102, 201 ...) and increase within a clone. A lease costs one
-``ls-remote`` and one ``push`` per ``BLOCK`` saves; ``sync`` leases ahead, so saves rarely do.
+Ids stay small and readable (a team of eight writes 27, 28, 101, 102, 201 ...) and increase
+within a clone. A lease costs one ``git ls-remote`` and one ``git push`` per ``BLOCK`` saves;
+``sync`` leases the next block ahead of need, so most saves never touch the network.
 
 Offline (the remote cannot be reached), a save still gets an id: from a block chosen at random
 among ``OFFLINE_BLOCKS`` blocks far above the leased ones (ten-digit ids, 1,000,000,001 to
@@ -32,9 +35,12 @@ among ``OFFLINE_BLOCKS`` blocks far above the leased ones (ten-digit ids, 1,000,
 offline clones pick the same block with odds of 1 in ``OFFLINE_BLOCKS``; should it happen,
 ``sync`` renumbers as it does for ids allocated before leases existed, and says so.
 
-A remote that refuses the refs (read-only, a hook) cannot lease either: offline blocks as above,
-not asked again on each save; every ``sync`` asks again, and the fallback is said once (``note``).
-The pushes skip the clone's pre-push hook (claims.py): bookkeeping, not a person's work.
+A remote that answers but refuses the refs (a read-only clone, a hook, a protected namespace)
+cannot lease either: this clone draws offline blocks as above, without asking the remote again
+on each save, and every ``sync`` asks it again (to register them, and to lease). Counting 1, 2, 3
+as a KB without a remote does would hand out the ids of other clones' leased blocks. The save or
+sync that falls back says so once, with the reason (``note``). The pushes skip the clone's own
+pre-push hook (claims.py): they are slayer-kb's bookkeeping, not a person's work.
 
 ``git config slayer-kb.ids sequential`` turns leases off (every clone counts on its own, and
 ``sync`` renumbers collisions); ``slayer-kb.remote`` names the remote to lease from (default:
@@ -57,13 +63,11 @@ from pathlib import Path
 
 from ..core.errors import StoreError
 from ..core.fileio import write_whole
-from ..core.locate import MEMORIES_DIR
 from ..core.problems import command
 from ..core.text import MAX_SHOWN
-from . import claims, counted, leaseheld
+from . import claims, leasepick
 from .identity import Sources, sources
-from .leaseheld import BLOCK, OFFLINE_FIRST, Leases, block_named, block_of, first_of, history_of, history_tops
-from .listing import file_names
+from .leaseheld import BLOCK, OFFLINE_FIRST, Leases, block_named, block_of, first_of, history_of
 from .repo import GitStore
 
 NAMESPACE = "refs/slayer-kb/ids/"
@@ -378,11 +382,13 @@ class IdLeases:
         return None
 
     def _lease(self, remote: Remote, held: Leases, floor: int, blocks: int, offline_ok: bool = True) -> None:
-        """Create ``blocks`` new block refs on the remote, above every block leased there (not
-        claimed: claimed blocks are skipped), above this clone's and above ``floor`` (ids
-        allocated before leases; those in claimed blocks and offline ones aside: ``_floor``),
-        never in the offline range nor in a block the history holds an id of (``_busy``), lost refs
-        made again first (``_keep``); offline, at random (module doc), as when refused (``top_up``)."""
+        """Create ``blocks`` new block refs on the remote, where ``leasepick.choose`` puts them:
+        above every block leased there (not claimed: claimed blocks are skipped), above this
+        clone's and above ``floor`` (ids allocated before leases; those in claimed blocks and
+        offline ones aside), never in the offline range nor in a block the branch holds an id of;
+        this clone's blocks the remote lost made again first (``_keep``). Offline, blocks chosen at
+        random (see the module doc), as when the remote refuses our refs (asked again only by
+        ``top_up``)."""
         status = ""  # refused at an earlier save: said then
         for attempt in range(0 if held.refused else ATTEMPTS):
             if attempt:  # beaten to it: clones that raced spread out before they try again
@@ -392,14 +398,7 @@ class IdLeases:
                 status = "unreachable"
                 break
             self._keep(remote, held, there.leased, there.claims)  # this clone's blocks the remote lost
-            floor = self._floor(held, floor, there.claimed)
-            start = [block_of(floor + 1), held.highest + 1, *(k + 1 for k in there.leased)]
-            first = max(k for k in start if k < OFFLINE_FIRST)
-            busy = self._busy(held) | set(there.leased) | there.claimed
-            chosen: list[int] = []
-            while len(chosen) < blocks:
-                chosen += [] if first in busy else [first]
-                first += 1
+            chosen, floor = leasepick.choose(self.store, held, floor, there.leased, there.claimed, blocks)
             created, status = self._create(remote, held, chosen)
             if status == "refused":
                 held.refused = True
@@ -421,21 +420,6 @@ class IdLeases:
             held.blocks.append([k, first_of(k)])
             held.unregistered.append(k)
 
-    def _busy(self, held: Leases) -> set[int]:
-        """The blocks no lease takes though the remote has no ref of them (it lost them: moved by
-        its branches alone): those the branch holds a memory of (or its history, once read for a
-        claim: read whole, it costs 40 s at 30,000 commits), another clone's it may still draw on,
-        and those the lease state records. Ids counted before leases (1, 2, 3 without a remote)
-        are no other clone's: this clone's count, and block 0 while no other block has ids."""
-        tops = dict(held.history[1]) if held.history is not None else {}
-        leaseheld.add_tops(tops, self._tree_names())
-        held_ids = {k for k, top in tops.items() if top > counted.highest(self.common_dir)}
-        return ((held_ids if held_ids != {0} else set()) | {int(k) for k in held.holders}
-                | set(held.unregistered) | {k for k, _n in held.blocks})
-
-    def _tree_names(self) -> list[str]:
-        return [f"{MEMORIES_DIR}/{name}" for name in file_names(self.store.root / MEMORIES_DIR)]
-
     def _fell_back(self, remote: Remote, status: str) -> None:
         why = {"unreachable": f"the remote {remote.name} cannot be reached",
                "refused": f"the remote {remote.name} refused {NAMESPACE}* ({self._said or 'it gave no reason'})",
@@ -446,17 +430,6 @@ class IdLeases:
                               + (": let slayer-kb's refs through the remote's hook or rule (or ask whoever runs "
                                  f"it), then run {command(self.store.root)} sync" if status == "refused" else "")
                               + " (docs/teams.md, \"Ids that never change under an agent\").")
-
-    def _floor(self, held: Leases, floor: int, claimed: set[int]) -> int:
-        """``floor`` without the ids that say nothing about where auto ids are: numbers given with
-        --id in claimed blocks, and offline ids (a lease never goes into the offline range). When
-        ``floor`` is one, the highest other auto id the branch's history ever added or its work
-        tree holds: an id below it, a forgotten one too, is never handed out again."""
-        if block_of(floor) not in claimed and not leaseheld.offline(floor):
-            return floor
-        tops = dict(history_tops(self.store, held))
-        leaseheld.add_tops(tops, self._tree_names())
-        return max((top for block, top in tops.items() if block not in claimed), default=0)
 
     def _remote_blocks(self, remote: Remote) -> RemoteBlocks | None:
         """The blocks leased and claimed on the remote (one ``ls-remote``), or None when it cannot
