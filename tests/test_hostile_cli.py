@@ -49,6 +49,9 @@ MISSING_VALUES = [
      _left_without("--project", "--json", "the project after it (--project api)", "a project", "--project=--json")),
     (("update", "2", "--title", "--help"), "update",
      _left_without("--title", "--help", 'the title after it (--title "Auth decision")', "a title", "--title=--help")),
+    (("save", "--title", "--", "a note"), "save",  # save --title "$T" -- "$L" with T empty took the title "--"
+     _left_without("--title", "--", 'the title after it (--title "Auth decision")', "a title", "--title=--").replace(
+         "'--', is an option itself", "'--', ends the options")),
     (("--author", "--json", "list"), "",
      _left_without("--author", "--json", "its value after it (--author 'NAME <EMAIL>')", "a value",
                    "--author=--json")),

@@ -47,8 +47,8 @@ class Read(NamedTuple):
 def walk(command: click.Command, args: Sequence[str], help_names: Sequence[str] = ()) -> Iterator[Read]:
     """``args`` read as click reads them at ``command``'s level, the one rule for everything that
     reads a command line before click does: an option that takes a value takes the next argument,
-    unless that is one of ``command``'s own option names (or ``help_names``), which is then read
-    itself; the joined form (``--title=--json``) is one argument, a value. The walk stops at ``--``
+    unless that is one of ``command``'s own option names (or ``help_names``) or ``--``, which is
+    then read itself; the joined form (``--title=--json``) is one argument, a value. The walk stops at ``--``
     (not read) and, for a group (the root), after its command's name (``Read.command``): what
     follows is that command's."""
     options = [p for p in command.params if isinstance(p, click.Option)]
@@ -66,7 +66,7 @@ def walk(command: click.Command, args: Sequence[str], help_names: Sequence[str] 
         if param is None:
             yield Read(at, arg, None, None, None)
             at += 1
-        elif at + 1 < len(args) and args[at + 1] in names:
+        elif at + 1 < len(args) and (args[at + 1] in names or args[at + 1] == "--"):
             yield Read(at, arg, param, None, None)
             at += 1
         else:
@@ -94,5 +94,6 @@ def _without_value(typed: str, param: click.Option, taken: str) -> str:
         what, itself, example = plain
     else:
         what, itself, example = "a value", "its value", param.metavar or long.removeprefix("--").upper()
-    return (f"Option '{typed}' was given no value: the next argument, '{taken}', is an option itself. Give "
+    kind = "ends the options" if taken == "--" else "is an option itself"  # "$T" left empty before "--"
+    return (f"Option '{typed}' was given no value: the next argument, '{taken}', {kind}. Give "
             f"{itself} after it ({long} {example}); for {what} that really is '{taken}', join them: {long}={taken}.")
