@@ -175,6 +175,38 @@ def make_kb_after(root: Path, name: str, steps: Callable[[Path], object]) -> Pat
     return root
 
 
+def make_worktrees_after(folder: Path, name: str, steps: Callable[[Path], object], worktrees: Sequence[str]) -> Path:
+    """``make_catalog_kb`` at ``folder / "kb"``, then ``steps(kb)``, which add a work tree of its
+    repository beside it under each of ``worktrees`` (``folder / "main-worktree"``: another clone's
+    side, saving with its own state folder), run once a process for each ``name`` and copied: the
+    KB and each work tree, their links to each other pointed at the copies (they name each other
+    by absolute path), each state folder stamped again. The KB's folder."""
+    from slayer_kb.store import state, upkeep
+
+    key = _named(f"worktrees-{name}", steps)
+    trees = ["kb", *worktrees]
+    if key not in _TEMPLATES:
+        where = Path(tempfile.mkdtemp(prefix="slayer-kb-worktrees-"))
+        atexit.register(shutil.rmtree, where, ignore_errors=True)
+        make_catalog_kb(where / "kb")
+        steps(where / "kb")
+        for tree in trees:  # a background repack the steps started would move objects while they are copied
+            assert upkeep.wait(where / tree / state.STATE_DIR, 60), "the background repack did not finish"
+        _TEMPLATES[key] = where
+    template = _TEMPLATES[key]
+    for tree in trees:
+        shutil.copytree(template / tree, folder / tree, symlinks=True, ignore=_hook_samples)
+    # Each side names the other by its absolute path: the template's, still there, so ``git
+    # worktree repair`` would find nothing broken and leave the copy working in the template.
+    for link in [*(folder / tree / ".git" for tree in worktrees), *(folder / "kb" / ".git" / "worktrees").glob("*/gitdir")]:
+        text = link.read_text()
+        assert str(template) in text, text
+        link.write_text(text.replace(str(template), str(folder)))
+    for tree in trees:
+        state.make(folder / tree / state.STATE_DIR)
+    return folder / "kb"
+
+
 def make_notes_kb(root: Path, name: str, notes: Sequence[tuple[str, str]], project: str = "ops") -> KnowledgeBase:
     """``make_kb_after`` of ``notes`` (title, content) saved as observations in ``project``, one
     commit each, none with a sentence vector, opened with no vectors made in the background: the

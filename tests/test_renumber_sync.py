@@ -19,7 +19,17 @@ from slayer_kb.core.memory import Memory, dumps
 from slayer_kb.ops.renumber import plan, renumber
 from slayer_kb.ops.sync import BACKOFF_WINDOW, backoff, sync
 from slayer_kb.store.moves import MOVES_FILE
-from testing import CliRunner, commit_all, counted_apart, git, json_of, make_team, unlike, write_test_catalog
+from testing import (
+    CliRunner,
+    commit_all,
+    counted_apart,
+    git,
+    json_of,
+    make_team,
+    make_worktrees_after,
+    unlike,
+    write_test_catalog,
+)
 from testing.mcp import error, with_server_in_process
 
 
@@ -35,23 +45,31 @@ def learning(root: Path, memory_id: str) -> str:
     return KnowledgeBase(root).get(memory_id).to_dict()["learning"]
 
 
-@pytest.fixture
-def diverged(catalog_kb: KnowledgeBase) -> tuple[KnowledgeBase, str]:
-    """main and feature both allocated id 2 (and feature 3, which links memory:2).
-
-    main's agent works in a second work tree (its own .slayer-kb/ state), as another clone would.
-    """
-    kb = catalog_kb
+def _diverge(root: Path) -> None:
+    kb = KnowledgeBase(root)
     main = branch(kb.root)
     assert kb.save_memory("Shared base note", ["orders.amount"]).memory_id == "1"
     git(kb.root, "switch", "-q", "-c", "feature")
     assert kb.save_memory("Feature: status values", ["orders.status"]).memory_id == "2"
     assert kb.save_memory("Feature: see 2", ["orders.qty", "memory:2", "memory:1"]).memory_id == "3"
+    kb.close()
     other = kb.root.parent / "main-worktree"
     git(kb.root, "worktree", "add", "-q", str(other), main)
     counted_apart(other)  # as another clone: the worktrees' shared count forgotten
-    assert KnowledgeBase(other).save_memory("Main: refunds", ["orders.refunds"]).memory_id == "2"
-    return kb, main
+    main_kb = KnowledgeBase(other)
+    assert main_kb.save_memory("Main: refunds", ["orders.refunds"]).memory_id == "2"
+    main_kb.close()
+
+
+@pytest.fixture
+def diverged(tmp_path: Path) -> tuple[KnowledgeBase, str]:
+    """main and feature both allocated id 2 (and feature 3, which links memory:2).
+
+    main's agent works in a second work tree (its own .slayer-kb/ state), as another clone would.
+    Made once a process and copied (``make_worktrees_after``).
+    """
+    root = make_worktrees_after(tmp_path, "renumber-diverged", _diverge, ["main-worktree"])
+    return KnowledgeBase(root), branch(tmp_path / "main-worktree")  # main, checked out there
 
 
 def test_plan_finds_only_ids_the_other_side_used(diverged: tuple[KnowledgeBase, str]) -> None:

@@ -8,7 +8,16 @@ import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.ops.sync import sync
-from testing import fsck, git, make_empty_kb, make_indexed_example_kb, make_kb_after, make_team, make_team_after
+from testing import (
+    fsck,
+    git,
+    make_empty_kb,
+    make_indexed_example_kb,
+    make_kb_after,
+    make_team,
+    make_team_after,
+    make_worktrees_after,
+)
 
 
 def test_a_copied_kb_is_a_sound_repository_of_few_files(tmp_path: Path) -> None:
@@ -100,3 +109,29 @@ def test_a_kb_copied_after_its_steps_is_its_own(tmp_path: Path) -> None:
     assert other.save_observation(title="Other", content="The other copy's only.", project="ops").memory_id == "2"
     assert git(first.root, "rev-parse", "HEAD") != git(other.root, "rev-parse", "HEAD")
     assert fsck(first.root).returncode == 0
+
+
+def test_a_kb_and_its_work_tree_copied_after_their_steps_are_linked_to_each_other(tmp_path: Path) -> None:
+    # make_worktrees_after copies a KB and a work tree its steps added beside it: each copy's
+    # two sides name each other, never the template's (which is still there, so git would not
+    # say), and a commit on one copy's main is in that copy only.
+    ran: list[Path] = []
+
+    def steps(root: Path) -> None:
+        ran.append(root)
+        git(root, "switch", "-q", "-c", "feature")
+        git(root, "worktree", "add", "-q", str(root.parent / "side"), "master")
+
+    roots = [make_worktrees_after(tmp_path / name, "one-side", steps, ["side"]) for name in ("first", "other")]
+    assert len(ran) == 1 and ran[0] not in roots
+    for root in roots:
+        listed = git(root, "worktree", "list", "--porcelain").splitlines()
+        assert [line for line in listed if line.startswith("worktree ")] == [
+            f"worktree {root}", f"worktree {root.parent / 'side'}"]
+        assert git(root.parent / "side", "rev-parse", "--show-toplevel").strip() == str(root.parent / "side")
+    side = roots[0].parent / "side"
+    (side / "note.txt").write_text("on the first copy's main\n")
+    git(side, "add", "note.txt")
+    git(side, "commit", "-q", "-m", "on the first copy's main")
+    assert git(roots[0], "rev-parse", "master") == git(side, "rev-parse", "HEAD")
+    assert git(roots[1], "rev-parse", "master") == git(roots[1].parent / "side", "rev-parse", "HEAD") != git(side, "rev-parse", "HEAD")

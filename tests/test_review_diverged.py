@@ -10,18 +10,11 @@ import pytest
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import NotFoundError
 from slayer_kb.ops.renumber import renumber
-from testing import commit_all, counted_apart, git, json_of
+from testing import commit_all, counted_apart, git, json_of, make_worktrees_after
 
 
-@pytest.fixture
-def diverged(catalog_kb: KnowledgeBase) -> tuple[KnowledgeBase, KnowledgeBase]:
-    """main and feature left the same three memories; each then changed things of its own.
-
-    feature: adds 4 ("Feature: refunds are net"), rewrites 1, links 3 to a column.
-    main (its own work tree, as another clone): adds 4 ("Main: ..."), forgets 2, rewrites 3's
-    learning, and drops the catalog column shop.orders.cost.
-    """
-    kb = catalog_kb
+def _diverge(root: Path) -> None:
+    kb = KnowledgeBase(root)
     kb.save_memory("Amount is in EUR.", ["orders.amount"])
     kb.save_memory("Status is paid, refunded or pending.", ["orders.status"])
     kb.save_memory("Quantity counts items.", ["orders.qty"])
@@ -31,15 +24,29 @@ def diverged(catalog_kb: KnowledgeBase) -> tuple[KnowledgeBase, KnowledgeBase]:
     assert kb.save_memory("Feature: refunds are net of fees.", ["orders.refunds"]).memory_id == "4"
     kb.update("1", learning="Amount is in EUR, VAT included.")
     kb.update("3", entities=["orders.qty", "orders.amount"])
+    kb.close()
     main_kb = KnowledgeBase(other)
     counted_apart(other)  # as another clone: the worktrees' shared count forgotten
     assert main_kb.save_memory("Main: cost excludes shipping.", ["orders.amount"]).memory_id == "4"
     main_kb.forget("2")
     main_kb.update("3", learning="Quantity counts items, not lines.")
+    main_kb.close()
     model = other / "models" / "shop" / "orders.yaml"
     model.write_text(model.read_text().replace("- {name: cost, sql: cost, type: DOUBLE}\n", ""))
     commit_all(other, "drop orders.cost")
-    return kb, main_kb
+
+
+@pytest.fixture
+def diverged(tmp_path: Path) -> tuple[KnowledgeBase, KnowledgeBase]:
+    """main and feature left the same three memories; each then changed things of its own.
+
+    feature: adds 4 ("Feature: refunds are net"), rewrites 1, links 3 to a column.
+    main (its own work tree, as another clone): adds 4 ("Main: ..."), forgets 2, rewrites 3's
+    learning, and drops the catalog column shop.orders.cost. Made once a process and copied
+    (``make_worktrees_after``).
+    """
+    root = make_worktrees_after(tmp_path, "review-diverged", _diverge, ["main-worktree"])
+    return KnowledgeBase(root), KnowledgeBase(tmp_path / "main-worktree")
 
 
 FEATURE_REVIEW = """\
