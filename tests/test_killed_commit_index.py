@@ -49,6 +49,30 @@ def killed_at_publish(root: Path, write: str) -> None:
     assert writer.returncode == -signal.SIGKILL, writer.stderr
 
 
+def killed_in(root: Path, call: str, then: str) -> None:
+    """Run ``then`` in a process of its own that kills itself with SIGKILL as it enters ``call``
+    (a module's function, ``"journal.write"``: as a kill lands there), or right after it returns
+    (``"indexhold.take_lock>"``)."""
+    module, _, name = call.partition(".")
+    after = name.endswith(">")
+    name = name.rstrip(">")
+    code = f"""import os, signal, sys
+from slayer_kb import KnowledgeBase
+from slayer_kb.store import {module} as module
+real = module.{name}
+def killing(*args, **kwargs):
+    if not {after}:
+        os.kill(os.getpid(), signal.SIGKILL)
+    out = real(*args, **kwargs)
+    os.kill(os.getpid(), signal.SIGKILL)
+module.{name} = killing
+kb = KnowledgeBase(sys.argv[1])
+{then}"""
+    run = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True,
+                         env={**os.environ, "SLAYER_KB_SERVER": "off"})
+    assert run.returncode == -signal.SIGKILL, run.stderr
+
+
 def person_commits(root: Path) -> subprocess.CompletedProcess[str]:
     """A person's plain commit of their own edit (an IDE's commit button)."""
     return subprocess.run(["git", "commit", "-qam", "docs: a note"], cwd=root, capture_output=True, text=True)
@@ -76,6 +100,8 @@ def test_a_commit_killed_before_its_staging_keeps_a_persons_git_commit_from_undo
     assert refused.returncode == 128
     assert f"Unable to create '{root / '.git' / 'index.lock'}': File exists." in refused.stderr
     assert git(root, "rev-parse", "HEAD").strip() == published  # nothing committed over it
+    # A backup agent's chmod changes the lock's inode times: the next command knows it all the same.
+    (root / ".git" / "index.lock").chmod(0o600)
 
     # The next slayer-kb command (a read: it finds the journal and takes the lock) finishes it.
     kb = KnowledgeBase(root)
@@ -100,7 +126,7 @@ def test_the_next_command_never_removes_an_index_lock_another_git_command_took(
         catalog_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
     """The killed writer's lock deleted by hand (as git's message says to when no git runs), and git's
     index then taken by a git command of the person's: the next slayer-kb command leaves that lock
-    alone (the journal names the killed writer's by inode and change time), says the commit's files
+    alone (the journal names the killed writer's by the nonce it holds), says the commit's files
     wait for git's index, and finishes once the lock is gone."""
     monkeypatch.setattr(indexlock, "INDEX_LOCK_WAIT", 0.05)
     root = catalog_kb.root
@@ -117,3 +143,37 @@ def test_the_next_command_never_removes_an_index_lock_another_git_command_took(
     assert KnowledgeBase(root).get("cache").learning == "Redis, 5 min TTL."
     assert git(root, "status", "--porcelain", "--untracked-files=no") == ""
     assert sorted(p.name for p in (root / ".git").glob("index*")) == ["index"]
+
+
+def test_a_writer_killed_before_its_journal_is_written_leaves_git_s_index_free(
+        catalog_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Killed as it writes its journal (a busy disk's fsync): no lock is taken yet, so nothing is left
+    that would block the next save, or the person's git add, until someone deletes it by hand."""
+    monkeypatch.setattr(indexlock, "INDEX_LOCK_WAIT", 0.05)
+    root = catalog_kb.root
+    before = git(root, "rev-parse", "HEAD").strip()
+    killed_in(root, "journal.write", WRITE["save"])
+    assert sorted(p.name for p in (root / ".git").glob("index*")) == ["index"]
+    assert git(root, "rev-parse", "HEAD").strip() == before
+    KnowledgeBase(root).save_memory("Kafka keeps 7 days.", ["orders.amount"], id="kafka")
+    (root / "README.md").write_text("notes\n")
+    git(root, "add", "README.md")
+    assert git(root, "status", "--porcelain", "--untracked-files=no") == "A  README.md\n"
+    assert git(root, "ls-tree", "--name-only", "HEAD", "--", "memories/cache.yaml") == ""
+
+
+@pytest.mark.slow
+def test_a_command_killed_while_it_finishes_a_killed_commit_under_a_lock_of_its_own_leaves_it_named(
+        catalog_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The killed writer's lock deleted by hand; the next command takes a lock of its own to stage the
+    commit's files and is killed too: the journal names that lock, and the command after removes it."""
+    monkeypatch.setattr(indexlock, "INDEX_LOCK_WAIT", 0.05)
+    root = catalog_kb.root
+    killed_at_publish(root, WRITE["save"])
+    lock = root / ".git" / "index.lock"
+    lock.unlink()
+    killed_in(root, "indexhold.take_lock>", "kb.get('cache')")
+    assert lock.exists()
+    assert KnowledgeBase(root).get("cache").learning == "Redis, 5 min TTL."
+    assert sorted(p.name for p in (root / ".git").glob("index*")) == ["index"]
+    assert git(root, "status", "--porcelain", "--untracked-files=no") == ""

@@ -91,7 +91,10 @@ def _finish(store: Store, old: str | None, new: str, paths: list[str], held: ind
                 raise next(iter(failed.values()))
             try:
                 # Staged under git's lock, as the commit would have: the killed writer's, else taken now.
-                held = held or indexhold.take_lock(store.index_file, "")
+                if held is None:  # taken now, named in the journal first as a commit names its own
+                    claimed = indexhold.claim(store.index_file)
+                    journal.name_lock(store.state, None if claimed is None else claimed.nonce)
+                    held = indexhold.take_lock(claimed, "")
                 with store.holding_index.into(held):
                     store.stage(paths, marks)
             except StoreError as exc:
