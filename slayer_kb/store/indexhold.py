@@ -8,9 +8,10 @@ The lock is ``<index>.lock``, made as git makes it (it fails where one exists), 
 journal names before the lock exists (``claim``, then the journal, then ``take_lock``): a kill at any
 point leaves no lock, or one the journal names, and the next command removes a lock only when its
 bytes are that nonce, never one another git command took since (a chmod or a backup agent changing
-its inode's times changes nothing). The commit stages into a copy of the index beside it
-(``<index>.slayer-kb``, through ``GIT_INDEX_FILE``), which replaces the index by a rename, and only
-then is the lock removed."""
+its inode's times changes nothing). The commit stages into a hard link of the index beside it
+(``<index>.slayer-kb``, through ``GIT_INDEX_FILE``; git writes an index by a lock and a rename, never
+in place, so the index itself stays as it was), which replaces the index by a rename, and only then
+is the lock removed."""
 
 from __future__ import annotations
 
@@ -126,13 +127,18 @@ def _link_or_create(whole: Path, lock: Path) -> None:
 
 
 def _link(held: Held, then: str) -> None:
-    """The index copied for the staging; the lock let go of when it cannot be."""
+    """The index linked (else copied) for the staging; the lock let go of when it cannot be."""
     with contextlib.suppress(FileNotFoundError):
         held.work.unlink()  # a killed commit's, part-way through its staging
     try:
-        shutil.copyfile(held.index, held.work)
+        try:
+            os.link(held.index, held.work)
+        except FileNotFoundError:
+            return  # no index yet: git reads a missing one as empty
+        except OSError:
+            shutil.copyfile(held.index, held.work)  # a file system without hard links
     except FileNotFoundError:
-        return  # no index yet: git reads a missing one as empty
+        return
     except OSError as exc:
         release_lock(held)
         raise StoreError(f"Cannot copy git's index to {held.work}: {explain(exc.strerror or str(exc))}{then}") from None
