@@ -177,3 +177,37 @@ def test_a_command_killed_while_it_finishes_a_killed_commit_under_a_lock_of_its_
     assert KnowledgeBase(root).get("cache").learning == "Redis, 5 min TTL."
     assert sorted(p.name for p in (root / ".git").glob("index*")) == ["index"]
     assert git(root, "status", "--porcelain", "--untracked-files=no") == ""
+
+
+def test_a_killed_commit_undone_by_a_persons_commit_after_the_lock_was_deleted_is_told_with_its_fix(
+        catalog_kb: KnowledgeBase) -> None:
+    """git's refusal says to delete the lock by hand; a person who does, then commits, commits the old
+    index and takes the memory out of HEAD again: the next command says so once, with the step that
+    brings it back."""
+    root = catalog_kb.root
+    (root / "README.md").write_text("notes\n")
+    git(root, "add", "README.md")
+    git(root, "commit", "-qm", "readme")
+    killed_at_publish(root, WRITE["save"])
+    published = git(root, "rev-parse", "HEAD").strip()
+    (root / ".git" / "index.lock").unlink()
+    with open(root / "README.md", "a", encoding="utf-8") as readme:
+        readme.write("a note\n")
+    assert person_commits(root).returncode == 0
+    head = git(root, "rev-parse", "HEAD").strip()
+    assert git(root, "ls-tree", "--name-only", "HEAD", "--", "memories/cache.yaml") == ""
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "slayer_kb", *args], cwd=root, capture_output=True, text=True,
+                              env={**os.environ, "SLAYER_KB_SERVER": "off"})
+
+    listed = cli("list")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stderr == (
+        f"warning: the commit {published[:12]} of a slayer-kb command that was killed was undone by a commit made "
+        f"since (HEAD {head[:12]}; git's index lock deleted by hand?). To bring it back: memory cache: "
+        f"'slayer-kb restore cache --rev {published[:12]}'.\n")
+    assert cli("list").stderr == ""  # once
+    restored = cli("restore", "cache", "--rev", published[:12])
+    assert restored.returncode == 0, restored.stderr
+    assert KnowledgeBase(root).get("cache").learning == "Redis, 5 min TTL."

@@ -87,8 +87,8 @@ def take_lock(claim: Claim | None, then: str = "; nothing was saved.") -> Held |
     if claim is None:
         return None
     lock = claim.lock
-    # Whole before it is the lock: written beside it, then linked to the lock's name (which fails
-    # where a lock exists), so no lock is ever seen without its nonce.
+    # The nonce is written beside the lock, then linked to the lock's name (which fails where a
+    # lock exists): no lock of ours is ever there without its nonce.
     whole = claim.index.with_name(claim.index.name + _WORK + "-claim")
     deadline = time.monotonic() + indexlock.INDEX_LOCK_WAIT
     try:

@@ -127,6 +127,7 @@ class GitStore:
         self.niceness = 0  # a relayed write's: its git work while reads go on beside it yields (priority.py)
         self._untrusted: str | None = None  # why the state folder was set aside after the open
         self.holding_index = Holding()  # git's index a commit holds while it stages (indexhold.py)
+        self.tell: Callable[[str], None] | None = None  # the KB's warnings (recovery.py's); None: stderr
         self._check_state()
 
     def _check_state(self) -> bool:
