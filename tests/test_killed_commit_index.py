@@ -49,6 +49,30 @@ def killed_at_publish(root: Path, write: str) -> None:
     assert writer.returncode == -signal.SIGKILL, writer.stderr
 
 
+def killed_in(root: Path, call: str, then: str) -> None:
+    """Run ``then`` in a process of its own that kills itself with SIGKILL as it enters ``call``
+    (a module's function, ``"journal.write"``: as a kill lands there), or right after it returns
+    (``"indexhold.take_lock>"``)."""
+    module, _, name = call.partition(".")
+    after = name.endswith(">")
+    name = name.rstrip(">")
+    code = f"""import os, signal, sys
+from slayer_kb import KnowledgeBase
+from slayer_kb.store import {module} as module
+real = module.{name}
+def killing(*args, **kwargs):
+    if not {after}:
+        os.kill(os.getpid(), signal.SIGKILL)
+    out = real(*args, **kwargs)
+    os.kill(os.getpid(), signal.SIGKILL)
+module.{name} = killing
+kb = KnowledgeBase(sys.argv[1])
+{then}"""
+    run = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True,
+                         env={**os.environ, "SLAYER_KB_SERVER": "off"})
+    assert run.returncode == -signal.SIGKILL, run.stderr
+
+
 def person_commits(root: Path) -> subprocess.CompletedProcess[str]:
     """A person's plain commit of their own edit (an IDE's commit button)."""
     return subprocess.run(["git", "commit", "-qam", "docs: a note"], cwd=root, capture_output=True, text=True)
@@ -76,6 +100,8 @@ def test_a_commit_killed_before_its_staging_keeps_a_persons_git_commit_from_undo
     assert refused.returncode == 128
     assert f"Unable to create '{root / '.git' / 'index.lock'}': File exists." in refused.stderr
     assert git(root, "rev-parse", "HEAD").strip() == published  # nothing committed over it
+    # A backup agent's chmod changes the lock's inode times: the next command knows it all the same.
+    (root / ".git" / "index.lock").chmod(0o600)
 
     # The next slayer-kb command (a read: it finds the journal and takes the lock) finishes it.
     kb = KnowledgeBase(root)
@@ -100,7 +126,7 @@ def test_the_next_command_never_removes_an_index_lock_another_git_command_took(
         catalog_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
     """The killed writer's lock deleted by hand (as git's message says to when no git runs), and git's
     index then taken by a git command of the person's: the next slayer-kb command leaves that lock
-    alone (the journal names the killed writer's by inode and change time), says the commit's files
+    alone (the journal names the killed writer's by the nonce it holds), says the commit's files
     wait for git's index, and finishes once the lock is gone."""
     monkeypatch.setattr(indexlock, "INDEX_LOCK_WAIT", 0.05)
     root = catalog_kb.root
@@ -117,3 +143,71 @@ def test_the_next_command_never_removes_an_index_lock_another_git_command_took(
     assert KnowledgeBase(root).get("cache").learning == "Redis, 5 min TTL."
     assert git(root, "status", "--porcelain", "--untracked-files=no") == ""
     assert sorted(p.name for p in (root / ".git").glob("index*")) == ["index"]
+
+
+def test_a_writer_killed_before_its_journal_is_written_leaves_git_s_index_free(
+        catalog_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Killed as it writes its journal (a busy disk's fsync): no lock is taken yet, so nothing is left
+    that would block the next save, or the person's git add, until someone deletes it by hand."""
+    monkeypatch.setattr(indexlock, "INDEX_LOCK_WAIT", 0.05)
+    root = catalog_kb.root
+    before = git(root, "rev-parse", "HEAD").strip()
+    killed_in(root, "journal.write", WRITE["save"])
+    assert sorted(p.name for p in (root / ".git").glob("index*")) == ["index"]
+    assert git(root, "rev-parse", "HEAD").strip() == before
+    KnowledgeBase(root).save_memory("Kafka keeps 7 days.", ["orders.amount"], id="kafka")
+    (root / "README.md").write_text("notes\n")
+    git(root, "add", "README.md")
+    assert git(root, "status", "--porcelain", "--untracked-files=no") == "A  README.md\n"
+    assert git(root, "ls-tree", "--name-only", "HEAD", "--", "memories/cache.yaml") == ""
+
+
+@pytest.mark.slow
+def test_a_command_killed_while_it_finishes_a_killed_commit_under_a_lock_of_its_own_leaves_it_named(
+        catalog_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The killed writer's lock deleted by hand; the next command takes a lock of its own to stage the
+    commit's files and is killed too: the journal names that lock, and the command after removes it."""
+    monkeypatch.setattr(indexlock, "INDEX_LOCK_WAIT", 0.05)
+    root = catalog_kb.root
+    killed_at_publish(root, WRITE["save"])
+    lock = root / ".git" / "index.lock"
+    lock.unlink()
+    killed_in(root, "indexhold.take_lock>", "kb.get('cache')")
+    assert lock.exists()
+    assert KnowledgeBase(root).get("cache").learning == "Redis, 5 min TTL."
+    assert sorted(p.name for p in (root / ".git").glob("index*")) == ["index"]
+    assert git(root, "status", "--porcelain", "--untracked-files=no") == ""
+
+
+def test_a_killed_commit_undone_by_a_persons_commit_after_the_lock_was_deleted_is_told_with_its_fix(
+        catalog_kb: KnowledgeBase) -> None:
+    """git's refusal says to delete the lock by hand; a person who does, then commits, commits the old
+    index and takes the memory out of HEAD again: the next command says so once, with the step that
+    brings it back."""
+    root = catalog_kb.root
+    (root / "README.md").write_text("notes\n")
+    git(root, "add", "README.md")
+    git(root, "commit", "-qm", "readme")
+    killed_at_publish(root, WRITE["save"])
+    published = git(root, "rev-parse", "HEAD").strip()
+    (root / ".git" / "index.lock").unlink()
+    with open(root / "README.md", "a", encoding="utf-8") as readme:
+        readme.write("a note\n")
+    assert person_commits(root).returncode == 0
+    head = git(root, "rev-parse", "HEAD").strip()
+    assert git(root, "ls-tree", "--name-only", "HEAD", "--", "memories/cache.yaml") == ""
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "slayer_kb", *args], cwd=root, capture_output=True, text=True,
+                              env={**os.environ, "SLAYER_KB_SERVER": "off"})
+
+    listed = cli("list")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stderr == (
+        f"warning: the commit {published[:12]} of a slayer-kb command that was killed was undone by a commit made "
+        f"since (HEAD {head[:12]}; git's index lock deleted by hand?). To bring it back: memory cache: "
+        f"'slayer-kb restore cache --rev {published[:12]}'.\n")
+    assert cli("list").stderr == ""  # once
+    restored = cli("restore", "cache", "--rev", published[:12])
+    assert restored.returncode == 0, restored.stderr
+    assert KnowledgeBase(root).get("cache").learning == "Redis, 5 min TTL."

@@ -64,6 +64,7 @@ class Parts:
         self.dedup_window = dedup_window
         self.max_content = min(max_content, MAX_CONTENT_CEILING)  # what a memory file may hold
         self.store = GitStore(self.root)
+        self.store.tell = self.tell  # what recovery finds, among the command's warnings
         self.memories_dir = self.root / MEMORIES_DIR
         self.state = self.store.state  # .slayer-kb/: derived state (state_dir() makes it)
         self._index: Index | None = None  # made on first use (``index``)

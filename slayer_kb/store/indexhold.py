@@ -4,16 +4,20 @@ stopped) leaves ``index.lock``, so a person's plain ``git commit`` refuses ("ind
 instead of committing the old index, which would undo the commit just published; the next slayer-kb
 command (``recovery.py``) finishes the staging and lets go of the lock.
 
-The lock is ``<index>.lock``, made with O_EXCL as git makes it. The commit stages into a copy of
-the index beside it (``<index>.slayer-kb``, through ``GIT_INDEX_FILE``), which replaces the index by
-a rename, and only then is the lock removed: the lock file itself is never written, so the journal
-can name it by its inode and change time, and the next command removes a lock only when it is that
-very file, never one another git command took since."""
+The lock is ``<index>.lock``, made as git makes it (it fails where one exists), holding a nonce the
+journal names before the lock exists (``claim``, then the journal, then ``take_lock``): a kill at any
+point leaves no lock, or one the journal names, and the next command removes a lock only when its
+bytes are that nonce, never one another git command took since (a chmod or a backup agent changing
+its inode's times changes nothing). The commit stages into a hard link of the index beside it
+(``<index>.slayer-kb``, through ``GIT_INDEX_FILE``; git writes an index by a lock and a rename, never
+in place, so the index itself stays as it was), which replaces the index by a rename, and only then
+is the lock removed."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
 import threading
 import time
@@ -29,26 +33,39 @@ _WORK = ".slayer-kb"  # the suffix of the copy of the index a commit stages into
 
 
 @dataclass(frozen=True)
-class Held:
-    """git's index lock this commit took: ``lock``, with its (device, inode, change time)."""
+class Claim:
+    """git's index lock a commit is about to take: the ``nonce`` its journal names first."""
 
     index: Path
-    lock: Path
-    made: tuple[int, int, int]
+    nonce: str
+
+    @property
+    def lock(self) -> Path:
+        return self.index.with_name(self.index.name + ".lock")
+
+
+@dataclass(frozen=True)
+class Held(Claim):
+    """git's index lock this commit took: ``lock``, holding ``nonce``."""
 
     @property
     def work(self) -> Path:
-        """The copy of the index the commit stages into (``GIT_INDEX_FILE``), on the index's own
-        file system, so that a rename puts it in place."""
+        """The index the commit stages into (``GIT_INDEX_FILE``), on the index's own file system,
+        so that a rename puts it in place."""
         return self.index.with_name(self.index.name + _WORK)
 
-    def record(self) -> list[int]:
-        """What the journal keeps to know the lock again (``owned_lock``)."""
-        return list(self.made)
+
+def claim(index: Path) -> Claim | None:
+    """A lock on ``index`` to name in the journal before ``take_lock`` makes it; None where the
+    index cannot be held (``splits``)."""
+    return None if splits(index) else Claim(index, secrets.token_hex(16))
 
 
-def _made(stat: os.stat_result) -> tuple[int, int, int]:
-    return stat.st_dev, stat.st_ino, stat.st_ctime_ns
+def _ours(claim: Claim) -> bool:
+    try:
+        return claim.lock.read_bytes() == claim.nonce.encode()
+    except OSError:
+        return False
 
 
 def splits(index: Path) -> bool:
@@ -63,58 +80,79 @@ def splits(index: Path) -> bool:
         return True  # cannot tell: the path that needs no copy
 
 
-def take_lock(index: Path, then: str = "; nothing was saved.") -> Held | None:
-    """Take git's lock on ``index`` (another git command's is waited for, as ``indexlock`` waits),
-    and copy the index for the staging; None where the index cannot be held (``splits``). An
-    IndexLockedError when another's lock stays, a StoreError when the lock cannot be made (each
-    message ending with ``then``)."""
-    if splits(index):
+def take_lock(claim: Claim | None, then: str = "; nothing was saved.") -> Held | None:
+    """Take git's lock ``claim`` names (another git command's is waited for, as ``indexlock``
+    waits), and link the index for the staging; None for None. An IndexLockedError when another's
+    lock stays, a StoreError when the lock cannot be made (each message ending with ``then``)."""
+    if claim is None:
         return None
-    lock = index.with_name(index.name + ".lock")
+    lock = claim.lock
+    # The nonce is written beside the lock, then linked to the lock's name (which fails where a
+    # lock exists): no lock of ours is ever there without its nonce.
+    whole = claim.index.with_name(claim.index.name + _WORK + "-claim")
     deadline = time.monotonic() + indexlock.INDEX_LOCK_WAIT
-    while True:
-        try:
-            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
-            break
-        except FileExistsError:
-            if (message := indexlock.held(lock, deadline)) is not None:
-                raise IndexLockedError(message + then) from None
-        except OSError as exc:
-            raise StoreError(f"Cannot take git's index lock {lock}: {explain(exc.strerror or str(exc))}{then}") from None
     try:
-        held = Held(index, lock, _made(os.fstat(fd)))
+        whole.write_bytes(claim.nonce.encode())
+        while True:
+            try:
+                _link_or_create(whole, lock)
+                break
+            except FileExistsError:
+                if (message := indexlock.held(lock, deadline)) is not None:
+                    raise IndexLockedError(message + then) from None
+    except OSError as exc:
+        raise StoreError(f"Cannot take git's index lock {lock}: {explain(exc.strerror or str(exc))}{then}") from None
     finally:
-        os.close(fd)
-    _copy(held, then)
+        with contextlib.suppress(OSError):
+            whole.unlink()
+    held = Held(claim.index, claim.nonce)
+    _link(held, then)
     return held
 
 
-def _copy(held: Held, then: str) -> None:
-    """The index copied for the staging; the lock let go of when it cannot be."""
+def _link_or_create(whole: Path, lock: Path) -> None:
+    """``lock`` made holding ``whole``'s bytes, or FileExistsError where one exists."""
     try:
-        shutil.copyfile(held.index, held.work)
+        os.link(whole, lock)
+    except FileExistsError:
+        raise
+    except OSError:
+        # A file system without hard links: made as git makes it, then written (a kill between
+        # leaves an empty lock that no command takes for its own; none such in practice).
+        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+        try:
+            os.write(fd, whole.read_bytes())
+        finally:
+            os.close(fd)
+
+
+def _link(held: Held, then: str) -> None:
+    """The index linked (else copied) for the staging; the lock let go of when it cannot be."""
+    with contextlib.suppress(FileNotFoundError):
+        held.work.unlink()  # a killed commit's, part-way through its staging
+    try:
+        try:
+            os.link(held.index, held.work)
+        except FileNotFoundError:
+            return  # no index yet: git reads a missing one as empty
+        except OSError:
+            shutil.copyfile(held.index, held.work)  # a file system without hard links
     except FileNotFoundError:
-        with contextlib.suppress(FileNotFoundError):  # no index yet: git reads a missing one as empty
-            held.work.unlink()
+        return
     except OSError as exc:
         release_lock(held)
         raise StoreError(f"Cannot copy git's index to {held.work}: {explain(exc.strerror or str(exc))}{then}") from None
 
 
 def owned_lock(index: Path, record: object) -> Held | None:
-    """The lock on ``index`` a journal's ``record`` names, when it is there still and is that very
-    file; None otherwise (gone, or another git command's since)."""
-    if not (isinstance(record, list) and len(record) == 3 and all(isinstance(n, int) for n in record)):
+    """The lock on ``index`` a journal's ``record`` (its nonce) names, when it is there still and
+    holds that nonce; None otherwise (none taken, gone, or another git command's since)."""
+    if not isinstance(record, str):
         return None
-    lock = index.with_name(index.name + ".lock")
-    try:
-        found = _made(os.lstat(lock))
-    except OSError:
+    held = Held(index, record)
+    if not _ours(held):
         return None
-    if list(found) != record:
-        return None
-    held = Held(index, lock, found)
-    _copy(held, "")  # afresh: the killed commit's copy may be part-way through its staging
+    _link(held, "")  # afresh: the killed commit's may be part-way through its staging
     return held
 
 
@@ -138,8 +176,8 @@ def release_lock(held: Held) -> None:
     failed), removing it only while it is still the file this commit made."""
     with contextlib.suppress(FileNotFoundError):
         held.work.unlink()
-    with contextlib.suppress(OSError):
-        if _made(os.lstat(held.lock)) == held.made:
+    if _ours(held):
+        with contextlib.suppress(OSError):
             held.lock.unlink()
 
 

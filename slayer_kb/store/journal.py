@@ -32,8 +32,9 @@ def exists(state: Path) -> bool:
     return path(state).exists()
 
 
-def write(state: Path, record: Mapping[str, object]) -> None:
-    """Write ``record`` durably (fsync, then a rename), or a StoreError: nothing was saved."""
+def write(state: Path, record: Mapping[str, object], then: str = "; nothing was saved.") -> None:
+    """Write ``record`` durably (fsync, then a rename), or a StoreError (its message ending with
+    ``then``)."""
     target = path(state)
     tmp = state / (_NAME + ".tmp")
     try:
@@ -45,7 +46,17 @@ def write(state: Path, record: Mapping[str, object]) -> None:
     except OSError as exc:
         with contextlib.suppress(OSError):
             tmp.unlink()
-        raise StoreError(f"Cannot write {target}: {explain(exc.strerror or str(exc))}; nothing was saved.") from None
+        raise StoreError(f"Cannot write {target}: {explain(exc.strerror or str(exc))}{then}") from None
+
+
+def name_lock(state: Path, lock: str | None) -> None:
+    """The journal made to name git's index lock ``lock`` (a nonce: ``indexhold``) before it is
+    taken, its other fields kept; a StoreError when it cannot be."""
+    try:
+        record = json.loads(path(state).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise StoreError(f"Cannot read {path(state)}: {exc}") from None
+    write(state, {**record, "index_lock": lock}, ".")
 
 
 def clear(state: Path) -> None:

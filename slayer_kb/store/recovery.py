@@ -4,10 +4,14 @@
 from __future__ import annotations
 
 import contextlib
+import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Protocol
 
 from ..core.errors import StoreError
+from ..core.locate import MEMORIES_DIR
+from ..core.problems import command
 from . import indexhold, journal, worktree
 from .bounded import git_timeout
 from .files import holds, torn
@@ -23,6 +27,7 @@ class Store(worktree.Repository, Protocol):
 
     state: Path
     holding_index: indexhold.Holding
+    tell: Callable[[str], None] | None
 
 
 def recover(store: Store) -> None:
@@ -91,7 +96,10 @@ def _finish(store: Store, old: str | None, new: str, paths: list[str], held: ind
                 raise next(iter(failed.values()))
             try:
                 # Staged under git's lock, as the commit would have: the killed writer's, else taken now.
-                held = held or indexhold.take_lock(store.index_file, "")
+                if held is None:  # taken now, named in the journal first as a commit names its own
+                    claimed = indexhold.claim(store.index_file)
+                    journal.name_lock(store.state, None if claimed is None else claimed.nonce)
+                    held = indexhold.take_lock(claimed, "")
                 with store.holding_index.into(held):
                     store.stage(paths, marks)
             except StoreError as exc:
@@ -112,6 +120,10 @@ def _finish(store: Store, old: str | None, new: str, paths: list[str], held: ind
         })
         if failed:
             raise next(iter(failed.values()))
+        undone = [path for path, rp in zip(paths, repo_paths, strict=True) if ours[rp] == before[rp] != after[rp]]
+        if undone:
+            _tell(store, undone_warning(store.root, new, head, undone, {p: after[rp] is None
+                                                                        for p, rp in zip(paths, repo_paths, strict=True)}))
     except OSError as exc:
         raise StoreError(
             f"Cannot finish the commit {new[:12]} that an earlier slayer-kb process was making: "
@@ -119,3 +131,27 @@ def _finish(store: Store, old: str | None, new: str, paths: list[str], held: ind
             f"restore it), then retry; {journal.path(store.state)} lists the files."
         ) from None
     journal.clear(store.state)
+
+
+def undone_warning(root: Path, new: str, head: str | None, paths: list[str], forgot: Mapping[str, bool]) -> str:
+    """What to say of a killed commit ``new`` whose ``paths`` a later commit (HEAD ``head``: a
+    person's, made after deleting the lock by hand) set back as they were before it, and the step
+    that brings each memory back (``forgot``: the killed commit removed the file)."""
+    steps = []
+    for path in paths:
+        folder, _, name = path.rpartition("/")
+        if folder != MEMORIES_DIR or not name.endswith(".yaml"):
+            steps.append(f"{path}: 'git checkout {new[:12]} -- {path}'")
+            continue
+        memory_id = name.removesuffix(".yaml")
+        steps.append(f"memory {memory_id}: '{command(root)} forget {memory_id}'" if forgot[path]
+                     else f"memory {memory_id}: '{command(root)} restore {memory_id} --rev {new[:12]}'")
+    return (f"the commit {new[:12]} of a slayer-kb command that was killed was undone by a commit made since "
+            f"(HEAD {(head or '')[:12]}; git's index lock deleted by hand?). To bring it back: {'; '.join(steps)}.")
+
+
+def _tell(store: Store, warning: str) -> None:
+    if store.tell is not None:
+        store.tell(warning)
+    else:
+        print(f"warning: {warning}", file=sys.stderr)

@@ -38,7 +38,7 @@ from .catfile import cat_files
 from .files import StatKey, keep_changed, reserved_space, why_unwritable
 from .gitenv import OUTPUT_SETTINGS, git_env
 from .identity import Identity
-from .indexhold import Holding, commit_lock, let_go_on, take_lock
+from .indexhold import Holding, claim, commit_lock, let_go_on, take_lock
 from .objects import Named, ObjectStore
 from .place import broken_gitfile, git_dir_refusal, ownership_refusal
 from .recovery import RESERVE, recover
@@ -127,6 +127,7 @@ class GitStore:
         self.niceness = 0  # a relayed write's: its git work while reads go on beside it yields (priority.py)
         self._untrusted: str | None = None  # why the state folder was set aside after the open
         self.holding_index = Holding()  # git's index a commit holds while it stages (indexhold.py)
+        self.tell: Callable[[str], None] | None = None  # the KB's warnings (recovery.py's); None: stderr
         self._check_state()
 
     def _check_state(self) -> bool:
@@ -374,9 +375,14 @@ class GitStore:
                 requests.note(self.state, self.request, self.objects, self.prefix, (old, old_tree, new), message, blobs)
             # Held from before the update-ref until the files are staged, as git commit holds it: a kill
             # between leaves the lock, and a person's git commit refuses rather than undo this commit.
-            held = take_lock(self.index_file)
-            with let_go_on(BaseException, held):  # until the journal names it, no later command would
-                journal.write(self.state, {**record, "index_lock": held and held.record()})
+            # The journal names the lock before it exists: a kill at any point leaves it to the next command.
+            claimed = claim(self.index_file)
+            journal.write(self.state, {**record, "index_lock": None if claimed is None else claimed.nonce})
+            try:
+                held = take_lock(claimed)
+            except StoreError:
+                journal.clear(self.state)  # no lock taken: nothing was saved
+                raise
             with let_go_on(StoreError, held):
                 self._publish(message, old, new)
         in_old = objects.blobs_at(old_tree, [self.repo_path(path) for path in blobs])
