@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from testing import CliRunner, git, json_of, make_team, squash_merged_branch
+from testing import CliRunner, git, json_of, make_team, next_second, squash_merged_branch
 
 # A crossing suite: run by `-m slow`, which CI runs (docs/testing.md, "The crossing suites").
 pytestmark = [pytest.mark.slow, pytest.mark.typed_in_the_kb]
@@ -167,6 +167,7 @@ def test_validate_against_names_a_link_to_an_id_main_renamed_and_gave_to_another
     # was named "renamed to 'kb.other'", and the merge pointed it there.
     for renamed_to in ("kb.money", "kb.other"):
         invoke_cli("--kb", reviewer, "rename", "kb.cents", renamed_to, check=True)
+        next_second()  # the id given again is another memory by its created_at too (a later second)
         invoke_cli("--kb", reviewer, "save", "Another note", "-e", "shop.orders.status", "--id", "kb.cents",
                    "--reuse-id", check=True)
     # kb.fees renamed to kb.a, forgotten there, kb.a saved again for another note and renamed on:

@@ -15,7 +15,8 @@ Decisions:
   ones, read as the reader reads them. A file with another ``created_at`` than the parent's
   (and no shared ``topic_key``, which makes one memory of two saves) replaced that memory.
 - Said only where a local branch (the synced one as the sync found it) holds the dropped memory:
-  this clone's save, or one it held; a clone that never had it has nothing to get back.
+  this clone's save, or one it held; a clone that never had it has nothing to get back. Nor of an
+  id the pulled commits renamed away (then gave again, ``save --reuse-id``): that memory moved.
 - The fix keeps the memory under another id: its file as the branch holds it committed again
   under a free id. Not ``restore`` (it would write over the memory the id names now), nor a
   ``rename`` on the branch that holds it (merged again, the rename meets the merged branch's
@@ -28,6 +29,7 @@ from ..core.errors import MemoryFileError
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.memory import loads
 from ..core.problems import cd_step, command, command_in, words
+from ..store import renames
 from ..store.repo import GitStore
 from .reuses import free_id
 
@@ -66,8 +68,13 @@ def replaced_here(store: GitStore, start: str, upstream: str) -> list[str]:
     made = [(_made(next(read), path), _made(next(read), path)) for _m, path, _o, _n in changed]
     held = {(name, path): _made(next(read), path) for name in tips for path in paths}
     said: dict[tuple[str, str], str] = {}  # one warning a merge and file, whichever parent it is said against
+    renamed: set[str] | None = None  # ids the pulled commits renamed away, read at the first candidate
     for (merge, path, _old, _new), (was, now) in zip(changed, made, strict=True):
         if not was[0] or not now[0] or was[0] == now[0] or (was[1] and was[1] == now[1]) or (merge, path) in said:
+            continue
+        # Renamed, then its id given again knowingly (save --reuse-id): the memory lives on, moved.
+        renamed = renames.renamed_ids(store, since=start) if renamed is None else renamed
+        if id_of_path(path) in renamed:
             continue
         holder = next((name for name in sorted(tips, key=lambda n: n != branch) if held[name, path][0] == was[0]), None)
         if holder is not None:
