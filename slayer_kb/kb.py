@@ -305,6 +305,11 @@ class KnowledgeBase(Context, EngramTools, Cascades):
     def sentences_in_background(self, value: bool) -> None:
         self.index.background_vectors = value
 
+    def as_background_job(self) -> None:
+        """Open for a background job (the sentence filler, the upkeep): a commit a killed command left
+        is a command run in the KB's to finish, since what it finds must reach a person."""
+        self.store.recovers = False
+
     def sentence_coverage(self) -> tuple[int, int]:
         """(live memories with a final sentence vector: not a stand-in's, live memories)."""
         return self.index.sentence_coverage()

@@ -16,7 +16,8 @@ import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import NotFoundError, StoreError
-from slayer_kb.store import indexlock
+from slayer_kb.store import indexhold, indexlock
+from slayer_kb.store.repo import GitStore
 from testing import git
 from testing.variants import default_first
 
@@ -201,6 +202,13 @@ def test_a_killed_commit_undone_by_a_persons_commit_after_the_lock_was_deleted_i
         return subprocess.run([sys.executable, "-m", "slayer_kb", *args], cwd=root, capture_output=True, text=True,
                               env={**os.environ, "SLAYER_KB_SERVER": "off"})
 
+    # A background job of the KB (the sentence filler a save starts, the upkeep) meets the journal
+    # first: finished there, the warning went nowhere. It leaves the commit to a command run in the KB.
+    background = GitStore(root)
+    background.recovers = False  # as the sentence filler and the upkeep job open it
+    with pytest.raises(StoreError, match="the next command run in the KB finishes it"), background.locked():
+        pass
+    assert (root / ".slayer-kb" / "journal.json").exists()
     listed = cli("list")
     assert listed.returncode == 0, listed.stderr
     assert listed.stderr == (
@@ -211,3 +219,20 @@ def test_a_killed_commit_undone_by_a_persons_commit_after_the_lock_was_deleted_i
     restored = cli("restore", "cache", "--rev", published[:12])
     assert restored.returncode == 0, restored.stderr
     assert KnowledgeBase(root).get("cache").learning == "Redis, 5 min TTL."
+
+
+def test_a_commit_whose_index_lock_was_deleted_while_it_staged_leaves_the_index_as_it_is(tmp_path: Path) -> None:
+    """A person who deletes the lock a slayer-kb command holds (git's advice) and then changes git's
+    index: putting the command's staged index in place would drop the person's change. Refused."""
+    index = tmp_path / "index"
+    index.write_bytes(b"the index as it was")
+    held = indexhold.take_lock(indexhold.claim(index))
+    assert held is not None
+    held.work.write_bytes(b"the index the commit staged")
+    held.lock.unlink()
+    index.write_bytes(b"the person's index, made since")
+    with pytest.raises(StoreError, match="git's index lock .* was removed while slayer-kb staged a commit; the index "
+                                         "was left as it is"):
+        indexhold.commit_lock(held)
+    assert (index.read_bytes(), held.work.exists(), held.lock.exists()) == (b"the person's index, made since", False,
+                                                                            False)

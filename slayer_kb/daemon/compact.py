@@ -11,7 +11,9 @@ def main(argv: list[str] | None = None) -> int:
     from ..kb import KnowledgeBase
 
     (root,) = argv if argv is not None else sys.argv[1:]
-    KnowledgeBase(root).background_upkeep()
+    kb = KnowledgeBase(root)
+    kb.as_background_job()
+    kb.background_upkeep()
     return 0
 
 

@@ -38,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     priority.lower_session(steps)  # a session of its own (upkeep.detach): niceness alone counts only in it
     kb = KnowledgeBase(root)
     kb.sentences_in_background = False  # this process is the background
+    kb.as_background_job()
     try:
         while True:
             with filler.claimed(kb.root, claim) as mine:

@@ -161,6 +161,10 @@ def commit_lock(held: Held | None) -> None:
     lock file"): a reader sees the old index or the new one, never a part. None: none held."""
     if held is None:
         return
+    if not _ours(held):  # deleted by hand (git's advice): the index may be a person's newer one since
+        release_lock(held)
+        raise StoreError(f"git's index lock {held.lock} was removed while slayer-kb staged a commit; the index was "
+                         "left as it is")
     try:
         os.replace(held.work, held.index)
     except FileNotFoundError:

@@ -28,6 +28,7 @@ class Store(worktree.Repository, Protocol):
     state: Path
     holding_index: indexhold.Holding
     tell: Callable[[str], None] | None
+    recovers: bool  # False in a background job: what recovery finds is a foreground command's to say
 
 
 def recover(store: Store) -> None:
@@ -49,6 +50,9 @@ def recover(store: Store) -> None:
     unfinished = journal.read(store.state)
     if unfinished is None:
         return
+    if not store.recovers:  # its warning would go nowhere (a commit a person undid since, unsaid)
+        raise StoreError("A killed slayer-kb command left a commit to finish; the next command run in the KB "
+                         "finishes it and says what it finds.")
     old, new, paths, lock = unfinished
     held = indexhold.owned_lock(store.index_file, lock)
     try:

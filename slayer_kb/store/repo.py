@@ -128,6 +128,7 @@ class GitStore:
         self._untrusted: str | None = None  # why the state folder was set aside after the open
         self.holding_index = Holding()  # git's index a commit holds while it stages (indexhold.py)
         self.tell: Callable[[str], None] | None = None  # the KB's warnings (recovery.py's); None: stderr
+        self.recovers = True  # False in background jobs: what recovery says must reach a person
         self._check_state()
 
     def _check_state(self) -> bool:
@@ -446,10 +447,10 @@ class GitStore:
             try:
                 with let_go_on(StoreError, held):
                     self.stage(list(blobs), marks)
+                commit_lock(held)
             except StoreError as exc:
                 # The journal stays: the next command stages them once git's index takes them.
                 raise worktree.not_staged(self, new, list(blobs), str(exc)) from None
-            commit_lock(held)
             journal.clear(self.state)
             return
         with contextlib.suppress(StoreError), let_go_on(StoreError, held):
