@@ -236,3 +236,20 @@ def test_a_commit_whose_index_lock_was_deleted_while_it_staged_leaves_the_index_
         indexhold.commit_lock(held)
     assert (index.read_bytes(), held.work.exists(), held.lock.exists()) == (b"the person's index, made since", False,
                                                                             False)
+
+
+def test_a_killed_writers_nonce_file_is_cleared_and_a_live_ones_left(tmp_path: Path) -> None:
+    """Each writer writes its nonce into a file of its own before linking it to the lock's name
+    (two KBs of one repository share one index: a shared file let one writer's lock hold the
+    other's nonce, a lock nothing then removed); one a killed writer left goes at the next lock."""
+    index = tmp_path / "index"
+    index.write_bytes(b"the index")
+    killed, live = (tmp_path / f"index.slayer-kb-claim-{name}" for name in ("killed", "live"))
+    killed.write_bytes(b"killed")
+    os.utime(killed, (0, 0))
+    live.write_bytes(b"live")
+    held = indexhold.take_lock(indexhold.claim(index))
+    assert held is not None
+    assert (held.lock.read_bytes(), killed.exists(), live.read_bytes()) == (held.nonce.encode(), False, b"live")
+    indexhold.commit_lock(held)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["index", "index.slayer-kb-claim-live"]

@@ -29,7 +29,9 @@ from ..core.errors import IndexLockedError, StoreError
 from . import indexlock
 from .bounded import explain
 
-_WORK = ".slayer-kb"  # the suffix of the copy of the index a commit stages into
+_WORK = ".slayer-kb"  # the suffix of the index a commit stages into (a hard link of it)
+_CLAIM = _WORK + "-claim-"  # and of a writer's nonce, before it is linked to the lock's name
+_STALE_CLAIM = 60.0  # seconds: a live writer's is there for microseconds; older, a killed one's
 
 
 @dataclass(frozen=True)
@@ -88,8 +90,10 @@ def take_lock(claim: Claim | None, then: str = "; nothing was saved.") -> Held |
         return None
     lock = claim.lock
     # The nonce is written beside the lock, then linked to the lock's name (which fails where a
-    # lock exists): no lock of ours is ever there without its nonce.
-    whole = claim.index.with_name(claim.index.name + _WORK + "-claim")
+    # lock exists): no lock of ours is ever there without its nonce. A file of each writer's own
+    # (two KBs of one repository share its index), and a killed writer's left one cleared.
+    _clear_stale_claims(claim.index)
+    whole = claim.index.with_name(claim.index.name + _CLAIM + claim.nonce)
     deadline = time.monotonic() + indexlock.INDEX_LOCK_WAIT
     try:
         whole.write_bytes(claim.nonce.encode())
@@ -108,6 +112,16 @@ def take_lock(claim: Claim | None, then: str = "; nothing was saved.") -> Held |
     held = Held(claim.index, claim.nonce)
     _link(held, then)
     return held
+
+
+def _clear_stale_claims(index: Path) -> None:
+    """Remove the nonce files writers killed between writing and unlinking them left beside
+    ``index`` (a live writer's is younger than ``_STALE_CLAIM``)."""
+    with contextlib.suppress(OSError):
+        for left in index.parent.glob(index.name + _CLAIM + "*"):
+            with contextlib.suppress(OSError):
+                if time.time() - left.lstat().st_mtime > _STALE_CLAIM:
+                    left.unlink()
 
 
 def _link_or_create(whole: Path, lock: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..core.errors import StoreError
-from ..core.locate import MEMORIES_DIR
+from ..core.locate import id_of_path
 from ..core.problems import command
 from . import indexhold, journal, worktree
 from .bounded import git_timeout
@@ -23,7 +23,7 @@ RESERVE = "reserve"
 
 class Store(worktree.Repository, Protocol):
     """What ``recover`` uses of ``GitStore``: the work tree's, the state folder, and the staging
-    into a copy of git's index while the killed commit's lock is held."""
+    into a link of git's index while the killed commit's lock is held."""
 
     state: Path
     holding_index: indexhold.Holding
@@ -41,9 +41,9 @@ def recover(store: Store) -> None:
     repaired, to HEAD's version (removed where HEAD has no such file). Before the update-ref
     no file was touched: nothing to do.
 
-    git's index lock the commit took (``indexhold``), when the journal names it and it is still
-    that very file, is held on while the files are staged, then let go of; one another git command
-    took is never touched.
+    git's index lock the commit took (``indexhold``), when it still holds the nonce the journal
+    names, is held on while the files are staged, then let go of; one another git command took is
+    never touched.
     """
     with contextlib.suppress(FileNotFoundError):
         (store.state / RESERVE).unlink()  # the disk space a killed commit was holding
@@ -143,11 +143,9 @@ def undone_warning(root: Path, new: str, head: str | None, paths: list[str], for
     that brings each memory back (``forgot``: the killed commit removed the file)."""
     steps = []
     for path in paths:
-        folder, _, name = path.rpartition("/")
-        if folder != MEMORIES_DIR or not name.endswith(".yaml"):
+        if (memory_id := id_of_path(path)) is None:
             steps.append(f"{path}: 'git checkout {new[:12]} -- {path}'")
             continue
-        memory_id = name.removesuffix(".yaml")
         steps.append(f"memory {memory_id}: '{command(root)} forget {memory_id}'" if forgot[path]
                      else f"memory {memory_id}: '{command(root)} restore {memory_id} --rev {new[:12]}'")
     return (f"the commit {new[:12]} of a slayer-kb command that was killed was undone by a commit made since "
