@@ -14,10 +14,8 @@ import os
 import re
 from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..catalog.refs import flatten_refs, split_references
-from ..catalog.resolve import Resolver
 from ..core.errors import (
     ConflictError,
     InvalidIdError,
@@ -47,6 +45,9 @@ from ..store.worktree import missing_by_hand
 from ..transaction import Transaction
 from .parts import Parts
 
+if TYPE_CHECKING:
+    from ..catalog.resolve import Resolver
+
 T = TypeVar("T")
 
 Indexed = tuple[str | None, dict[str, Any]]
@@ -64,6 +65,9 @@ class Context(Parts):
         """``given``: references a user or agent gives now (to save, update or search by), in
         which ``memory:<id>`` of an id sync moved on this clone refuses as a command on that id
         does: the link would reach the memory the id names now, not the one they mean."""
+        # On use, as the catalog: a command that reads memories by id needs neither (docs/performance.md).
+        from ..catalog.resolve import Resolver
+
         if given:
             return Resolver(self.catalog, memory_exists=self.memory_exists, check_id=self._check_given_link)
         return Resolver(self.catalog, memory_exists=self.memory_exists)
@@ -78,6 +82,8 @@ class Context(Parts):
         ``given`` as for ``resolver`` (False for the references a memory file holds). ``held``:
         the links the memory being rewritten holds already, kept as its file has them (a
         colleague's ``memory:<id>`` whose id sync moved on this clone is still theirs)."""
+        from ..catalog.refs import flatten_refs, split_references  # on use: as the resolver
+
         items = split_references(refs) if isinstance(refs, str) else flatten_refs(refs)
         resolver = self.resolver(given=given)
         kept = self.resolver() if given and held else resolver

@@ -16,8 +16,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from ..catalog.cache import load_catalog_cached, same_signature
-from ..catalog.catalog import Catalog, load_catalog
 from ..core import engram
 from ..core.errors import MemoryFileError, NotFoundError, StoreError
 from ..core.fileio import unusable_folder
@@ -34,6 +32,7 @@ from ..store.repo import GitStore
 from ..store.statefiles import IdCache
 
 if TYPE_CHECKING:
+    from ..catalog.catalog import Catalog
     from ..search.filters import Restriction
     from ..search.index import Index
     from ..search.lookups import Lookup
@@ -154,6 +153,10 @@ class Parts:
         if (published := self.store.view.catalog()) is not None:  # a read beside a write (view.py)
             return published  # type: ignore[no-any-return]
         if not self._catalog_checked:
+            # On use: a command that reads memories by id never loads the catalog (docs/performance.md).
+            from ..catalog.cache import load_catalog_cached, same_signature
+            from ..catalog.catalog import load_catalog
+
             sig = self.index.catalog_signature()
             if self._catalog is None or not same_signature(sig, self._catalog_sig):
                 if self.store.state.is_dir():

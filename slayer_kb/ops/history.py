@@ -45,8 +45,8 @@ from ..core.ids import check_existing_id, id_sort_key, no_memory
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.memory import Memory, dumps, loads, with_entities
 from ..core.merging import BOTH_EDITED, soft_forget_met
+from ..core.outcomes import RestoreResult, Shown
 from ..core.problems import command, shell_word, shown, words
-from ..core.results import RestoreResult, Shown
 from ..core.review import PICKED, RESTORED, SOFT_DELETED, SQUASHED, MemoryChange, Review, word_diff
 from ..core.session import SESSIONS_DIR, Session, id_of_file
 from ..core.session import loads as load_session
