@@ -29,19 +29,19 @@ from .core.inputs import Undo, check_folder_named, check_unicode, given_folder
 from .core.locate import MEMORIES_DIR, memory_path, not_a_kb
 from .core.memory import Memory, utc_now
 from .core.problems import cd_step, shown
-from .core.results import Hit, MaintenanceResult, SaveResult, SearchResult, SyncReport
 from .core.session import check_session_id
 from .core.text import kind_of
 from .search import DEFAULT_LIMIT, FUSED
 from .store.place import git_dir_refusal, ignores_state, inside_kb_refusal, kb_folder_refusal
 from .store.repo import STATE_DIR, Change, find_toplevel, init_repository
 from .store.worktree import head_blob
-from .transaction import Transaction, memory_change
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported on use, as the results: a get builds none of them (docs/performance.md)
     from .api.history import History
     from .api.interchange import Interchange
     from .api.team import Team
+    from .core.results import Hit, MaintenanceResult, SaveResult, SearchResult, SyncReport
+    from .transaction import Transaction
 
 MAX_ENGRAM_LIMIT = 20
 GITIGNORE = f"{STATE_DIR}/\n"
@@ -291,6 +291,7 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         segments of at most MERGE_LIMIT documents into one (saves merge only small ones), pack
         the repository's loose objects, and keep the user's sentence-vector cache within its
         bound, its free pages given back (search/eviction.py)."""
+        from .core.results import MaintenanceResult
         from .search import eviction
 
         segments, compacted = self.compact_index(everything=True)
@@ -457,7 +458,9 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         revised: Memory | None,
         reuse_id: bool = False,
     ) -> SaveResult:
+        from .core.results import SaveResult
         from .ops import observations, sessions
+        from .transaction import memory_change
 
         now = utc_now()
         action = "created"

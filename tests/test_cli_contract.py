@@ -1093,21 +1093,24 @@ def test_a_check_that_finds_the_files_as_indexed_loads_no_model(tmp_path: Path) 
 
 def test_a_command_imports_only_the_operations_and_results_it_runs(tmp_path: Path) -> None:
     # With the server off every command is a process of its own (and the tests start hundreds):
-    # a get imports no operation, no catalog, no other command's results (core/outcomes.py,
-    # the dataclasses of kb.history's, kb.team's, kb.interchange's and validate's commands); a
-    # save adds only its own operation and the catalog it resolves against, a list the search's.
+    # a get imports no operation, no catalog, no transaction and no command's results (the
+    # dataclasses of core/results.py and core/outcomes.py); a save adds only its own operation,
+    # the catalog it resolves against, its transaction and result, a list the search's. No new
+    # lease, no leasepick (a KB without a remote).
     kb = make_indexed_example_kb(tmp_path / "kb")
     watched = {"slayer_kb.ops.observations", "slayer_kb.ops.finding", "slayer_kb.ops.changes",
                "slayer_kb.ops.history", "slayer_kb.ops.validate", "slayer_kb.ops.digest", "slayer_kb.ops.capture",
                "slayer_kb.catalog.catalog", "slayer_kb.catalog.refs", "slayer_kb.core.outcomes",
-               "slayer_kb.core.review", "slayer_kb.api.history", "slayer_kb.api.team", "slayer_kb.api.interchange"}
+               "slayer_kb.core.review", "slayer_kb.api.history", "slayer_kb.api.team", "slayer_kb.api.interchange",
+               "slayer_kb.core.results", "slayer_kb.transaction", "slayer_kb.store.leasepick"}
     commands = [["get", "1"], ["save", "Refunds are counted net.", "-e", "orders.amount"], ["list"]]
     proc, ran = imports_of_commands(tmp_path, kb, commands, watched)
     assert ran == [
         ["get", 0, []],
-        ["save", 0, ["slayer_kb.catalog.catalog", "slayer_kb.catalog.refs", "slayer_kb.ops.observations"]],
-        ["list", 0, ["slayer_kb.catalog.catalog", "slayer_kb.catalog.refs", "slayer_kb.ops.finding",
-                     "slayer_kb.ops.observations"]],
+        ["save", 0, ["slayer_kb.catalog.catalog", "slayer_kb.catalog.refs", "slayer_kb.core.results",
+                     "slayer_kb.ops.observations", "slayer_kb.transaction"]],
+        ["list", 0, ["slayer_kb.catalog.catalog", "slayer_kb.catalog.refs", "slayer_kb.core.results",
+                     "slayer_kb.ops.finding", "slayer_kb.ops.observations", "slayer_kb.transaction"]],
     ]
     first, *_ = json.JSONDecoder().raw_decode(proc.stdout)
     assert first["id"] == "1" and first["learning"].startswith("shop.orders.amount is the order total in EUR")

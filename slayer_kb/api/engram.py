@@ -5,10 +5,13 @@ stats and the context digest. The work is in ``ops`` (observations, changes, ses
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core import engram
-from ..core.results import (
+from .base import Part
+
+if TYPE_CHECKING:  # the results are built by the ops modules, imported on use
+    from ..core.results import (
     CaptureResult,
     ChangeResult,
     ForgetResult,
@@ -20,7 +23,6 @@ from ..core.results import (
     Stats,
     Timeline,
 )
-from .base import Part
 
 CONTEXT_BUDGET = 6000
 CONTEXT_MEMORIES = 20

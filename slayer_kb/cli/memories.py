@@ -13,7 +13,6 @@ from ..core.ids import check_id
 from ..core.inputs import checked_learning
 from ..core.locate import memory_link
 from ..core.problems import command, shell_word, words
-from ..core.results import ForgetResult, RenameResult
 from ..core.text import one_line_shown, warning_lines
 from .common import (
     ENTITY_HELP,
@@ -37,7 +36,8 @@ from .common import (
 from .plain import no_stdin_for
 
 if TYPE_CHECKING:
-    from ..core.outcomes import RestoreResult  # only restore --rev returns one: not built for the others
+    from ..core.outcomes import RestoreResult  # results built by the commands that return them only
+    from ..core.results import ForgetResult, RenameResult
 
 
 @click.command()

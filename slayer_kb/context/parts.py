@@ -22,7 +22,6 @@ from ..core.fileio import unusable_folder
 from ..core.ids import id_sort_key
 from ..core.locate import MEMORIES_DIR, not_a_kb
 from ..core.memory import DEFAULT_MAX_CONTENT, MAX_CONTENT_CEILING
-from ..core.results import Document, IndexWritten, SyncReport
 from ..core.session import SESSIONS_DIR
 from ..store.duplicates import PendingDuplicates
 from ..store.leases import IdLeases
@@ -33,6 +32,7 @@ from ..store.statefiles import IdCache
 
 if TYPE_CHECKING:
     from ..catalog.catalog import Catalog
+    from ..core.results import Document, IndexWritten, SyncReport
     from ..search.filters import Restriction
     from ..search.index import Index
     from ..search.lookups import Lookup
@@ -290,6 +290,8 @@ class Parts:
     def index_written(self, memory_ids: list[str]) -> IndexWritten:
         """The index's content now (``Meaning.content_key``) and the signatures at which this
         process last indexed these memory files (``Meaning.indexed_as``), for its server."""
+        from ..core.results import IndexWritten  # on use: only a write process answers its server
+
         return IndexWritten(self.index.content_key(), self.index.indexed_as(memory_ids))
 
     def write_elsewhere(self, paths: frozenset[str]) -> None:
