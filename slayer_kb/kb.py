@@ -1,6 +1,7 @@
 """``KnowledgeBase``: every operation on a knowledge base. The CLI and the MCP server call its
 methods and the objects it holds (``kb.history``, ``kb.team``, ``kb.interchange``: api/) and
-only parse arguments and format results; each returns a typed result of ``core/results.py``.
+only parse arguments and format results; each returns a typed result of ``core/results.py``
+(or ``core/outcomes.py``).
 
 Data flows one way: records (``core``) -> catalog and resolution (``catalog``) -> git store
 (``store``) -> index (``search``) -> ``transaction`` -> ``context`` (a KB's parts and shared
