@@ -1,6 +1,7 @@
 """``KnowledgeBase``: every operation on a knowledge base. The CLI and the MCP server call its
 methods and the objects it holds (``kb.history``, ``kb.team``, ``kb.interchange``: api/) and
-only parse arguments and format results; each returns a typed result of ``core/results.py``.
+only parse arguments and format results; each returns a typed result of ``core/results.py``
+(or ``core/outcomes.py``).
 
 Data flows one way: records (``core``) -> catalog and resolution (``catalog``) -> git store
 (``store``) -> index (``search``) -> ``transaction`` -> ``context`` (a KB's parts and shared
@@ -10,20 +11,18 @@ reads, which the operations take) -> operations (``ops``) -> ``api`` -> this mod
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .api.cascades import Cascades
 from .api.engram import EngramTools
-from .api.history import History
-from .api.interchange import Interchange
-from .api.team import Team
-from .catalog.refs import clean_query, flatten_refs, query_entities, split_references
 from .context import DEFAULT_DEDUP_WINDOW, DEFAULT_MAX_CONTENT, Context
 from .core import engram
+from .core.engram import EMPTY_CONTEXT
 from .core.errors import InvalidInputError, KBError, ResolutionError
 from .core.fileio import identity
 from .core.ids import check_id
@@ -31,17 +30,19 @@ from .core.inputs import Undo, check_folder_named, check_unicode, given_folder
 from .core.locate import MEMORIES_DIR, memory_path, not_a_kb
 from .core.memory import Memory, utc_now
 from .core.problems import cd_step, shown
-from .core.results import Hit, MaintenanceResult, SaveResult, SearchResult, SyncReport
 from .core.session import check_session_id
 from .core.text import kind_of
-from .ops import finding, observations, sessions
-from .ops.digest import EMPTY_CONTEXT
-from .ops.finding import DEFAULT_LIMIT
-from .search import FUSED
+from .search import DEFAULT_LIMIT, FUSED
 from .store.place import git_dir_refusal, ignores_state, inside_kb_refusal, kb_folder_refusal
 from .store.repo import STATE_DIR, Change, find_toplevel, init_repository
 from .store.worktree import head_blob
-from .transaction import Transaction, memory_change
+
+if TYPE_CHECKING:  # imported on use, as the results: a get builds none of them (docs/performance.md)
+    from .api.history import History
+    from .api.interchange import Interchange
+    from .api.team import Team
+    from .core.results import Hit, MaintenanceResult, SaveResult, SearchResult, SyncReport
+    from .transaction import Transaction
 
 MAX_ENGRAM_LIMIT = 20
 GITIGNORE = f"{STATE_DIR}/\n"
@@ -60,11 +61,33 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         dedup_window: timedelta = DEFAULT_DEDUP_WINDOW, max_content: int = DEFAULT_MAX_CONTENT,
     ) -> None:
         super().__init__(path, author=author, dedup_window=dedup_window, max_content=max_content)
-        self.history = History(self)
-        self.team = Team(self)
-        self.interchange = Interchange(self)
         self.created = False  # set by init: whether it committed anything
         self._opened = self._identity()  # the folder and repository this process opened
+
+    # The objects of kb.history, kb.team and kb.interchange are made on first use: their modules
+    # import the results of their commands, dataclasses a command that uses none of them would
+    # build for nothing (docs/performance.md).
+
+    @functools.cached_property
+    def history(self) -> History:
+        """A memory's history from git, editing its file, and what a landed commit did (api/history.py)."""
+        from .api.history import History
+
+        return History(self)
+
+    @functools.cached_property
+    def team(self) -> Team:
+        """``sync``, ``renumber``, ``merge``, ``rebase`` (api/team.py)."""
+        from .api.team import Team
+
+        return Team(self)
+
+    @functools.cached_property
+    def interchange(self) -> Interchange:
+        """SLayer's and Engram's formats in and out (api/interchange.py)."""
+        from .api.interchange import Interchange
+
+        return Interchange(self)
 
     def _identity(self) -> tuple[tuple[int, int] | None, ...]:
         return identity(self.root, self.store.top / ".git")
@@ -231,6 +254,9 @@ class KnowledgeBase(Context, EngramTools, Cascades):
     def _link(self, linked_entities: Any, held: list[str]) -> tuple[list[str], list[str], dict[str, Any] | None]:
         """SLayer's ``linked_entities``: a list of references, or a SlayerQuery mapping; ``held``:
         the links of the memory the save replaces (``Context.resolve_entities``)."""
+        # On use: a SlayerQuery's checks are 7 ms of a start, and only a save links entities.
+        from .catalog.refs import clean_query, flatten_refs, query_entities, split_references
+
         if isinstance(linked_entities, dict):
             entities, warnings = query_entities(linked_entities, self.resolver())
             return entities, warnings, clean_query(linked_entities)
@@ -266,6 +292,7 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         segments of at most MERGE_LIMIT documents into one (saves merge only small ones), pack
         the repository's loose objects, and keep the user's sentence-vector cache within its
         bound, its free pages given back (search/eviction.py)."""
+        from .core.results import MaintenanceResult
         from .search import eviction
 
         segments, compacted = self.compact_index(everything=True)
@@ -432,6 +459,10 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         revised: Memory | None,
         reuse_id: bool = False,
     ) -> SaveResult:
+        from .core.results import SaveResult
+        from .ops import observations, sessions
+        from .transaction import memory_change
+
         now = utc_now()
         action = "created"
         created_at = now
@@ -490,6 +521,8 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         match: str = FUSED, full: bool = False,
     ) -> SearchResult:
         """Words, meaning and entities fused (ops/finding.py, search/)."""
+        from .ops import finding  # on use, as every ops module here: a command loads only its own
+
         return finding.search(self, question, entities, query, datasource=datasource, type=type, project=project,
                               scope=scope, limit=limit, match=match, full=full)
 
@@ -498,11 +531,15 @@ class KnowledgeBase(Context, EngramTools, Cascades):
         limit: int | None = 20,
     ) -> list[Hit]:
         """Live memories, newest first."""
+        from .ops import finding
+
         return finding.newest(self, type=type, project=project, scope=scope, limit=limit)
 
     def unmatched(self, *, type: str | None = None, project: str | None = None, scope: str | None = None,
                   command: str = "list") -> list[str]:
         """A warning when one of ``newest``'s (or ``command``'s) filters matches no memory at all."""
+        from .ops import finding
+
         return finding.unmatched(self, type=type, project=project, scope=scope, action=command)
 
     def context_unmatched(self, text: str, project: str | None, scope: str | None, command: str) -> list[str]:
@@ -515,6 +552,8 @@ class KnowledgeBase(Context, EngramTools, Cascades):
 
     def skipped(self) -> list[str]:
         """The memory files the last read skipped, as warnings."""
+        from .ops import finding
+
         return finding.skipped(self)
 
 

@@ -7,10 +7,12 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
+import importlib
 import inspect
 import re
 import sys
 import textwrap
+import types
 import typing
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -384,10 +386,24 @@ def _untyped(hint: object) -> list[str]:
 
 def _returns(method: object) -> object:
     """The method's return annotation, evaluated in its module (its parameters' may name types
-    imported only for the type checker)."""
+    imported only for the type checker), with the types it imports for the checker alone: one a
+    module imports on use, for the commands that need it only (docs/performance.md)."""
     annotation = getattr(method, "__annotations__", {}).get("return", "Any")
-    module = vars(sys.modules[method.__module__])  # type: ignore[attr-defined]
-    return eval(annotation, {"Any": typing.Any, **module}) if isinstance(annotation, str) else annotation
+    module = sys.modules[method.__module__]  # type: ignore[attr-defined]
+    names = {"Any": typing.Any, **_checker_imports(module), **vars(module)}
+    return eval(annotation, names) if isinstance(annotation, str) else annotation
+
+
+def _checker_imports(module: types.ModuleType) -> dict[str, object]:
+    """What ``module`` imports under ``if TYPE_CHECKING:`` (``from X import Y``), imported here."""
+    names: dict[str, object] = {}
+    for node in ast.parse(inspect.getsource(module)).body:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            for statement in node.body:
+                if isinstance(statement, ast.ImportFrom):
+                    source = importlib.import_module("." * statement.level + (statement.module or ""), module.__package__)
+                    names.update({alias.asname or alias.name: getattr(source, alias.name) for alias in statement.names})
+    return names
 
 
 def test_every_public_method_of_the_library_returns_a_typed_result() -> None:

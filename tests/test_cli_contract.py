@@ -1091,6 +1091,37 @@ def test_a_check_that_finds_the_files_as_indexed_loads_no_model(tmp_path: Path) 
     assert ran == [["list", 0, []], ["search", 0, ["tokenizers"]]]
 
 
+def test_a_command_imports_only_the_operations_and_results_it_runs(tmp_path: Path) -> None:
+    # With the server off every command is a process of its own (and the tests start hundreds):
+    # a get imports no operation, no catalog, no transaction and no command's results (the
+    # dataclasses of core/results.py and core/outcomes.py); a show adds its history read, not
+    # the checks of a review; a save its own operation and the catalog it resolves against; a
+    # list the search's. No other command's operation, and no lease's choice (no remote here).
+    kb = make_indexed_example_kb(tmp_path / "kb")
+    watched = {"slayer_kb.ops.observations", "slayer_kb.ops.finding", "slayer_kb.ops.changes",
+               "slayer_kb.ops.history", "slayer_kb.ops.validate", "slayer_kb.ops.digest", "slayer_kb.ops.capture",
+               "slayer_kb.ops.teamchecks", "slayer_kb.ops.topickeys", "slayer_kb.ops.plainmerge",
+               "slayer_kb.catalog.catalog", "slayer_kb.catalog.refs", "slayer_kb.core.outcomes",
+               "slayer_kb.core.review", "slayer_kb.core.results", "slayer_kb.transaction", "slayer_kb.store.leasepick",
+               "slayer_kb.api.history", "slayer_kb.api.team", "slayer_kb.api.interchange"}
+    commands = [["get", "1"], ["show", "1"], ["save", "Refunds are counted net.", "-e", "orders.amount"], ["list"]]
+    proc, ran = imports_of_commands(tmp_path, kb, commands, watched)
+    before: set[str] = set()
+    added = []
+    for name, code, imported in ran:  # each command's own: the process keeps what those before imported
+        added.append([name, code, sorted(set(imported) - before)])
+        before |= set(imported)
+    assert added == [
+        ["get", 0, []],
+        ["show", 0, ["slayer_kb.api.history", "slayer_kb.core.outcomes", "slayer_kb.core.results", "slayer_kb.core.review",
+                     "slayer_kb.ops.history", "slayer_kb.transaction"]],
+        ["save", 0, ["slayer_kb.catalog.catalog", "slayer_kb.catalog.refs", "slayer_kb.ops.observations"]],
+        ["list", 0, ["slayer_kb.ops.finding"]],
+    ]
+    first, *_ = json.JSONDecoder().raw_decode(proc.stdout)
+    assert first["id"] == "1" and first["learning"].startswith("shop.orders.amount is the order total in EUR")
+
+
 def test_a_save_and_an_update_import_no_masked_arrays(tmp_path: Path) -> None:
     # numpy.ma is 8-16 ms of a writing command's start, and np.unique's
     # check for a masked array imported it for each text's distinct token ids.

@@ -17,7 +17,7 @@ import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.core.errors import ConflictError, IndexLockedError, StoreError
-from slayer_kb.core.results import SyncResult
+from slayer_kb.core.outcomes import SyncResult
 from slayer_kb.ops import sync as syncing
 from slayer_kb.ops import turn
 from slayer_kb.ops.sync import sync

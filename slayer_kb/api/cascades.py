@@ -4,8 +4,12 @@ imported on use)."""
 
 from __future__ import annotations
 
-from ..core.results import CascadeResult
+from typing import TYPE_CHECKING
+
 from .base import Part
+
+if TYPE_CHECKING:  # built by ops/cascade.py, imported on use
+    from ..core.results import CascadeResult
 
 
 class Cascades(Part):

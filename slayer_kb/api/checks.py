@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core.results import Report
+from ..core.outcomes import Report
 
 if TYPE_CHECKING:
     from ..context import Context

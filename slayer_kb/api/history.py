@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..core.results import EditResult, Landed, LogEntry, RestoreResult, Shown
+from ..core.outcomes import EditResult, Landed, RestoreResult, Shown
+from ..core.results import LogEntry
 from ..core.review import Review
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core.results import ExportResult, ImportResult
+from ..core.outcomes import ExportResult, ImportResult
 
 if TYPE_CHECKING:
     from ..context import Context

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..core.ids import check_sought_id
-from ..core.results import AcceptResult, MergeResult, RebaseResult, RenumberResult, SyncResult
+from ..core.outcomes import AcceptResult, MergeResult, RebaseResult, RenumberResult, SyncResult
 
 if TYPE_CHECKING:
     from ..context import Context

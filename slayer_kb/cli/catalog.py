@@ -9,8 +9,9 @@ import click
 
 from ..api import checks
 from ..core.errors import InvalidInputError
+from ..core.outcomes import Report
 from ..core.problems import command
-from ..core.results import CascadeResult, Report
+from ..core.results import CascadeResult
 from ..core.text import counted, one_line_shown, warning_lines
 from .common import Settings, emit, force_option, json_option, kept_line, pass_settings
 

@@ -9,7 +9,6 @@ import functools
 import json
 import os
 import re
-import shutil
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -79,7 +78,12 @@ class Settings:
 
     def width(self) -> int:
         """Columns for human output: the terminal's, 60 to 120."""
-        columns = self.preset.width if self.preset is not None else shutil.get_terminal_size((100, 24)).columns
+        if self.preset is not None:
+            columns = self.preset.width
+        else:
+            import shutil  # on use: 2 ms of a start (its archive formats), and JSON needs no width
+
+            columns = shutil.get_terminal_size((100, 24)).columns
         return max(60, min(columns, 120))
 
     def root(self) -> Path:

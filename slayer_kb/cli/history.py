@@ -12,8 +12,9 @@ import click
 
 from ..core.errors import NotFoundError, UsageError
 from ..core.locate import memory_link
+from ..core.outcomes import ImportResult, MergeResult, RebaseResult, SyncResult
 from ..core.problems import command, words
-from ..core.results import ImportResult, LogEntry, MergeResult, RebaseResult, SyncResult
+from ..core.results import LogEntry
 from ..core.text import counted, shown_value, warning_line, warning_lines
 from ..store.leaseheld import offline
 from .common import Settings, emit, for_terminal, json_option, memory_text, pass_settings

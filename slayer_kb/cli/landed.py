@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 import click
 
 from ..core import problems
-from ..core.results import CascadeResult, ChangeResult, ForgetResult, RenameResult, RestoreResult, SaveResult
+from ..core.outcomes import RestoreResult
+from ..core.results import CascadeResult, ChangeResult, ForgetResult, RenameResult, SaveResult
 from . import cli
 from .catalog import deleted_text, pruned_text
 from .common import Settings, emit

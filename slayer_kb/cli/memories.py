@@ -3,7 +3,7 @@ Engram's ``suggest-topic-key``, ``timeline``, ``context`` and ``session-summary`
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -13,7 +13,6 @@ from ..core.ids import check_id
 from ..core.inputs import checked_learning
 from ..core.locate import memory_link
 from ..core.problems import command, shell_word, words
-from ..core.results import ForgetResult, RenameResult, RestoreResult
 from ..core.text import one_line_shown, warning_lines
 from .common import (
     ENTITY_HELP,
@@ -35,6 +34,10 @@ from .common import (
     stdin_once,
 )
 from .plain import no_stdin_for
+
+if TYPE_CHECKING:
+    from ..core.outcomes import RestoreResult  # results built by the commands that return them only
+    from ..core.results import ForgetResult, RenameResult
 
 
 @click.command()

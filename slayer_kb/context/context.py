@@ -14,10 +14,8 @@ import os
 import re
 from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..catalog.refs import flatten_refs, split_references
-from ..catalog.resolve import Resolver
 from ..core.errors import (
     ConflictError,
     InvalidIdError,
@@ -33,19 +31,18 @@ from ..core.ids import check_existing_id, check_link_id, is_valid_id, no_memory
 from ..core.inputs import checked_learning
 from ..core.locate import MEMORIES_DIR, linked_id, memory_path
 from ..core.memory import MAX_FILE_BYTES, Memory, loads, too_large
-from ..core.merging import folded_by
 from ..core.problems import command, shown, words
-from ..core.results import SyncReport
 from ..store import mergemark
 from ..store.aside import left_by_a_stopped_command
-from ..store.foldlog import held_fold, held_fold_said
-from ..store.guesses import moved_by_hand
 from ..store.moves import note, refusal
 from ..store.regiven import regiven_by_merge
-from ..store.renames import deletions, ever_renamed, renamed_away, renamed_ids, renamed_in
 from ..store.worktree import missing_by_hand
-from ..transaction import Transaction
 from .parts import Parts
+
+if TYPE_CHECKING:
+    from ..catalog.resolve import Resolver
+    from ..core.results import SyncReport
+    from ..transaction import Transaction
 
 T = TypeVar("T")
 
@@ -64,6 +61,9 @@ class Context(Parts):
         """``given``: references a user or agent gives now (to save, update or search by), in
         which ``memory:<id>`` of an id sync moved on this clone refuses as a command on that id
         does: the link would reach the memory the id names now, not the one they mean."""
+        # On use, as the catalog: a command that reads memories by id needs neither (docs/performance.md).
+        from ..catalog.resolve import Resolver
+
         if given:
             return Resolver(self.catalog, memory_exists=self.memory_exists, check_id=self._check_given_link)
         return Resolver(self.catalog, memory_exists=self.memory_exists)
@@ -78,6 +78,8 @@ class Context(Parts):
         ``given`` as for ``resolver`` (False for the references a memory file holds). ``held``:
         the links the memory being rewritten holds already, kept as its file has them (a
         colleague's ``memory:<id>`` whose id sync moved on this clone is still theirs)."""
+        from ..catalog.refs import flatten_refs, split_references  # on use: as the resolver
+
         items = split_references(refs) if isinstance(refs, str) else flatten_refs(refs)
         resolver = self.resolver(given=given)
         kept = self.resolver() if given and held else resolver
@@ -238,6 +240,10 @@ class Context(Parts):
         (``folded_by``: that id), moved by hand to another id (``git mv`` committed: that id), or
         forgotten for good (the ``restore --rev`` that brings it back); None when no
         commit deleted it."""
+        # On use, as every history read of this module: a read of a memory that is there needs none.
+        from ..store.foldlog import held_fold, held_fold_said
+        from ..store.renames import deletions
+
         if not (last_two := deletions(self.store, memory_id)):  # one walk of the history for both
             # No commit on the history git follows deleted it: one may tell of its fold all the same,
             # or a merge that took it away as a rename of a memory folded on the other side.
@@ -274,6 +280,8 @@ class Context(Parts):
         """Where the memory of ``memory_id``, an id no memory holds now, went (a fold's target
         renamed since): "was renamed to 'kb.b' in commit ...: use that id"; "" when not renamed to
         an id a memory holds."""
+        from ..store.renames import renamed_away
+
         away = renamed_away(self.store, memory_id)
         if away is None or away.before is not None or away.forgotten is not None:
             return ""
@@ -306,6 +314,8 @@ class Context(Parts):
         """What any command given ``memory_id`` says when ``deleting``, the commit that last
         deleted its file, moved it by hand (``git mv``, committed) to another id: that id, or that
         none holds it now, or that its name is no id; else None."""
+        from ..store.guesses import moved_by_hand
+
         moved = moved_by_hand(self.store, f"{deleting}^", "HEAD", {memory_id}, held=False).get(memory_id)
         if moved is None:
             return None
@@ -325,6 +335,8 @@ class Context(Parts):
         (``deleting``, found when not given; ``last_two``, the last two when read already) renamed
         it: the id it has now (``store.renames.renamed_away``), or that it was then forgotten and
         the way back; else None."""
+        from ..store.renames import renamed_away, renamed_in
+
         away = renamed_away(self.store, memory_id, deleting, last_two)
         if away is None:
             return None
@@ -360,6 +372,8 @@ class Context(Parts):
         and then forgotten for good (the id names nothing), or going back to ``moving`` (the
         memory a rename gives the id). ``renamed``: every id a commit records a rename of
         (``renames.renamed_ids``), read once for many ids."""
+        from ..store.renames import ever_renamed, renamed_away
+
         if not (memory_id in renamed if renamed is not None else ever_renamed(self.store, memory_id)):
             return None
         away = renamed_away(self.store, memory_id)
@@ -369,6 +383,8 @@ class Context(Parts):
 
     def renamed_ids(self) -> set[str]:
         """Every id a commit of HEAD's history records a rename of (for ``renamed_to``)."""
+        from ..store.renames import renamed_ids
+
         return renamed_ids(self.store)
 
     def check_reusable(self, memory_id: str, moving: str = "") -> None:
@@ -533,6 +549,8 @@ class Context(Parts):
                 self.tell(stopped)
             if sync and not self._monitor_says_fresh():
                 self.problems = self.index.catch_up().problems
+            from ..transaction import Transaction  # on use: a command that writes nothing needs none of it
+
             tx = Transaction(self)
             try:
                 yield tx
@@ -560,6 +578,8 @@ def _fold_in(message: str, memory_id: str) -> tuple[dict[str, str], bool] | None
     """The fold of ``memory_id`` a commit's ``message`` tells of (``core.merging.folded_by``): its
     subject, or a line of its body as a squash lists the commits it took in (git's indented, a
     forge's after "* "); None when none does."""
+    from ..core.merging import folded_by
+
     subject, _, body = message.partition("\n")
     for line in (subject, *(line.strip().removeprefix("* ") for line in body.splitlines())):
         if (fold := folded_by(line)) is not None and memory_id in fold[0]:

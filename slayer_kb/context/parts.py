@@ -16,15 +16,12 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from ..catalog.cache import load_catalog_cached, same_signature
-from ..catalog.catalog import Catalog, load_catalog
 from ..core import engram
 from ..core.errors import MemoryFileError, NotFoundError, StoreError
 from ..core.fileio import unusable_folder
 from ..core.ids import id_sort_key
 from ..core.locate import MEMORIES_DIR, not_a_kb
 from ..core.memory import DEFAULT_MAX_CONTENT, MAX_CONTENT_CEILING
-from ..core.results import Document, IndexWritten, SyncReport
 from ..core.session import SESSIONS_DIR
 from ..store.duplicates import PendingDuplicates
 from ..store.leases import IdLeases
@@ -34,6 +31,8 @@ from ..store.repo import GitStore
 from ..store.statefiles import IdCache
 
 if TYPE_CHECKING:
+    from ..catalog.catalog import Catalog
+    from ..core.results import Document, IndexWritten, SyncReport
     from ..search.filters import Restriction
     from ..search.index import Index
     from ..search.lookups import Lookup
@@ -154,6 +153,10 @@ class Parts:
         if (published := self.store.view.catalog()) is not None:  # a read beside a write (view.py)
             return published  # type: ignore[no-any-return]
         if not self._catalog_checked:
+            # On use: a command that reads memories by id never loads the catalog (docs/performance.md).
+            from ..catalog.cache import load_catalog_cached, same_signature
+            from ..catalog.catalog import load_catalog
+
             sig = self.index.catalog_signature()
             if self._catalog is None or not same_signature(sig, self._catalog_sig):
                 if self.store.state.is_dir():
@@ -287,6 +290,8 @@ class Parts:
     def index_written(self, memory_ids: list[str]) -> IndexWritten:
         """The index's content now (``Meaning.content_key``) and the signatures at which this
         process last indexed these memory files (``Meaning.indexed_as``), for its server."""
+        from ..core.results import IndexWritten  # on use: only a write process answers its server
+
         return IndexWritten(self.index.content_key(), self.index.indexed_as(memory_ids))
 
     def write_elsewhere(self, paths: frozenset[str]) -> None:

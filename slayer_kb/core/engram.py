@@ -38,6 +38,8 @@ TYPE_HELP: dict[str, str] = {
 TOPIC_KEY_MAX = 120
 TOPIC_SEGMENT_MAX = 100
 REDACTED = "[REDACTED]"
+# The context digest when there is nothing to tell, in Engram's words (ops/digest.py).
+EMPTY_CONTEXT = "No previous session memories found.\n"
 
 # Non-greedy and DOTALL so that several tags are each redacted and a tag may span lines; an
 # opening tag with no closing tag after it simply never matches, which leaves it untouched.

@@ -19,7 +19,6 @@ import re
 import unicodedata
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
-from decimal import Decimal
 
 from .errors import InvalidIdError, NotFoundError
 from .locate import MEMORY_LINK, id_of_memory_file
@@ -213,6 +212,8 @@ def number_read(memory_id: str) -> str | None:
     except ValueError:
         return None
     # The decimal written must be the whole number itself, not one float() rounds to it.
+    from decimal import Decimal  # on use: only an id that reads as a float gets here
+
     return _whole(int(value)) if value.is_integer() and Decimal(text) == value else None
 
 

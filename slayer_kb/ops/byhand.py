@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..core.results import SyncResult
+from ..core.outcomes import SyncResult
 from ..store.repo import GitStore
 from ..transaction import Transaction
 from .folds import Standing, fold_topic_keys

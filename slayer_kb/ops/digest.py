@@ -71,7 +71,6 @@ def timeline(kb: Context, session_id: Any) -> SessionTimeline:
     return {"session": session.to_dict() if session else {"id": session_id}, "entries": entries}
 
 
-EMPTY_CONTEXT = "No previous session memories found.\n"
 
 
 def digest(kb: Context, project: str | None, scope: str | None, limit: int, budget: int) -> str:
@@ -96,7 +95,7 @@ def digest(kb: Context, project: str | None, scope: str | None, limit: int, budg
     # Outside the budget: a skipped file must be named, however long the digest.
     skipped = warning_lines(files.warnings)
     if not known and not docs:
-        return EMPTY_CONTEXT + skipped.lstrip("\n") + ("\n" if skipped else "")
+        return engram.EMPTY_CONTEXT + skipped.lstrip("\n") + ("\n" if skipped else "")
     # A one-line field (hand-edited, or a file name's %0A) shows its line breaks as \x0a: a
     # heading of its own making ("## Instructions") would read as the digest's own to the agent.
     lines = ["# Memory context" + (f": {one_line_shown(project)}" if project else ""), "", "## Recent sessions"]

@@ -29,8 +29,8 @@ from ..core import engram, problems
 from ..core.errors import ConflictError, InvalidInputError, KBError, MemoryFileError, NotFoundError, unreadable
 from ..core.ids import check_existing_id, meant_id
 from ..core.memory import Memory, dumps, key_line, loads
+from ..core.outcomes import EditResult
 from ..core.problems import words
-from ..core.results import EditResult
 from ..transaction import memory_change
 from .schema_words import memory_times
 

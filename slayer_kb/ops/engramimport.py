@@ -32,8 +32,8 @@ from ..core import engram, nesting
 from ..core.errors import InvalidInputError
 from ..core.inputs import check_unicode, given_text, read_given_file
 from ..core.memory import Memory, utc_now
+from ..core.outcomes import ImportResult
 from ..core.problems import command
-from ..core.results import ImportResult
 from ..core.session import check_session_id
 from ..core.text import kind_of, one_line
 from ..search import lookups

@@ -24,14 +24,13 @@ from ..core.memory import MAX_DESCRIPTION, time_order
 from ..core.problems import command, shell_word
 from ..core.results import Hit, SearchResult, Stats, Timeline
 from ..core.text import first_paragraph, shown_value
+from ..search import DEFAULT_LIMIT
 from . import sessions
 
 if TYPE_CHECKING:
     from ..catalog.resolve import Resolver
     from ..context import Context
 
-# Hits a search returns in each bucket unless asked for another number.
-DEFAULT_LIMIT = 10
 # A question's size limit in bytes (a memory at the default content limit): every word is looked
 # up in every field, and the warm server runs one command at a time, so a long question holds
 # every command queued behind it. A search costs about 5 ms of CPU a KB of prose (0.3-0.5 s at

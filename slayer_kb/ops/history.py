@@ -38,15 +38,14 @@ import textwrap
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from ..catalog.catalog import Catalog
 from ..core.errors import InvalidIdError, InvalidInputError, MemoryFileError, NotFoundError
 from ..core.fileio import NotRegularFile, not_a_file, read_regular
 from ..core.ids import check_existing_id, id_sort_key, no_memory
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.memory import Memory, dumps, loads, with_entities
 from ..core.merging import BOTH_EDITED, soft_forget_met
+from ..core.outcomes import RestoreResult, Shown
 from ..core.problems import command, shell_word, shown, words
-from ..core.results import RestoreResult, Shown
 from ..core.review import PICKED, RESTORED, SOFT_DELETED, SQUASHED, MemoryChange, Review, word_diff
 from ..core.session import SESSIONS_DIR, Session, id_of_file
 from ..core.session import loads as load_session
@@ -57,15 +56,13 @@ from ..store.renames import last_deletion, renamed_since, renames_between
 from ..store.repo import GitStore
 from ..store.revisions import range_ends, resolve_rev, resolves, same_memories, shallow_parting, taken_from
 from ..transaction import memory_change
-from . import observations, sessions, snapshot, validate
-from .plainmerge import forgotten_renames
-from .renumber import renumbered_text
+from . import sessions, snapshot
 from .snapshot import CATALOG_DIRS, PRIORITY_FILE, blob_at, catalog_at, crafted, memory_ids_at, text_at, written_since
-from .teamchecks import Branch, crossed_checks, deleted_since, drop_fix, fix_command, gone_links
-from .topickeys import Topic, topic_in, topic_keys_taken
 
 if TYPE_CHECKING:
+    from ..catalog.catalog import Catalog
     from ..context import Context
+    from .topickeys import Topic
 
 # Fields a save or update bumps on its own: a change of entities plus these is still a re-link.
 BOOKKEEPING = frozenset({"updated_at", "revision_count", "duplicate_count"})
@@ -141,6 +138,9 @@ def restore_revision(kb: Context, memory_id: str, rev: str) -> RestoreResult:
     """Bring back the version of ``memory_id`` at ``rev`` as a new commit (see the module doc)."""
     check_existing_id(memory_id, "to restore")
     kb.check_not_moved(memory_id)  # it would write over the memory the id names now
+    from . import observations
+    from .renumber import renumbered_text
+
     with kb.transaction() as tx:
         renames = functools.cache(functools.partial(renames_between, kb.store))  # read once, by _show and here
         shown = _show(kb, memory_id, rev, renames)
@@ -216,6 +216,12 @@ def _work_tree_bytes(kb: Context, kb_path: str) -> bytes | None:
 def review(store: GitStore, base: str, head: str = "HEAD") -> Review:
     """What ``head`` changed in the knowledge base since its merge base with ``base`` (as
     ``git diff base...head``), for a pull request."""
+    # On use, as in the helpers below: a review's checks, which show and restore never run.
+    from . import validate
+    from .plainmerge import forgotten_renames
+    from .teamchecks import Branch, crossed_checks, deleted_since, fix_command, gone_links
+    from .topickeys import topic_in, topic_keys_taken
+
     for rev in (base, head):
         if (ends := range_ends(rev)) is not None and not resolves(store, rev):  # main..agent, as git diff takes it
             raise revisions.two_ends(store, rev, ends)
@@ -333,6 +339,7 @@ def _taken_in(store: GitStore, result: Review, added: dict[str, Memory], head_sh
     shared = same_memories(store, list(added), result.merge_base, head_sha, against_sha)
     if not shared:
         return
+    from .teamchecks import fix_command
     # Which side took each in from which, as ``validate --against`` words it.
     picked = taken_from(store, list(shared), result.merge_base, head_sha, against_sha)
     objects = store.objects
@@ -379,6 +386,8 @@ def _since_taken_in(store: GitStore, base: str, memory_id: str, texts: tuple[byt
     ``merge``, the command that merges the two, stops too where the base gave the id to another
     memory (``renamed``: where the one taken in went) or the branch edited what the base forgot
     (``merging.soft_forget_met``, as ``validate --against`` says it)."""
+    from .teamchecks import drop_fix
+
     untouched = texts[0] == texts[1]
     if memory_id in renamed:
         new = renamed[memory_id]

@@ -75,7 +75,7 @@ from ..core.ids import case_conflict
 from ..core.inputs import check_folder_named, given_folder
 from ..core.locate import MEMORIES_DIR, linked_id, memory_link
 from ..core.memory import Memory, dumps, time_order
-from ..core.results import ExportResult, ImportResult
+from ..core.outcomes import ExportResult, ImportResult
 from ..core.session import SESSIONS_DIR
 from ..core.text import one_line
 from ..store.place import git_dir_refusal

@@ -17,16 +17,8 @@ from ..core import engram
 from ..core.ids import id_sort_key
 from ..core.locate import id_of_path, memory_path
 from ..core.memory import Memory, loads
-from ..core.results import (
-    CascadeResult,
-    ChangeResult,
-    ForgetResult,
-    Landed,
-    RenameResult,
-    RestoreResult,
-    SaveResult,
-    SessionResult,
-)
+from ..core.outcomes import Landed, RestoreResult
+from ..core.results import CascadeResult, ChangeResult, ForgetResult, RenameResult, SaveResult, SessionResult
 from ..core.session import Session, session_path
 from ..core.session import loads as load_session
 from ..store.requests import Landing

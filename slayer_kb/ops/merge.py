@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING
 
 from ..core.errors import ConflictError, StoreError
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
+from ..core.outcomes import MergeResult
 from ..core.problems import cd_step, command, command_in, git_command, words
-from ..core.results import MergeResult
 from ..store import mergedriver, mergemark
 from ..store.foldlog import renamed_folded
 from ..store.gitenv import LITERAL_PATHS

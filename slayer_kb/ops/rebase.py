@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 
 from ..core.errors import ConflictError, InvalidInputError, StoreError, UsageError
 from ..core.locate import id_of_path
+from ..core.outcomes import RebaseResult
 from ..core.problems import cd_step, command, command_in, git_command, words
-from ..core.results import RebaseResult
 from ..store import mergedriver
 from ..store.gitenv import LITERAL_PATHS
 from ..store.gitstate import rebase_folder

@@ -35,8 +35,8 @@ from ..core.errors import ConflictError, KBError
 from ..core.ids import highest_auto_id, is_auto_id
 from ..core.locate import MEMORIES_DIR, id_held, id_of_path, linked_id, memory_link, memory_path
 from ..core.memory import loads, with_entities
+from ..core.outcomes import RenumberResult
 from ..core.problems import command, git_command, words
-from ..core.results import RenumberResult
 from ..core.text import listed
 from ..store.renames import trailer
 from ..store.repo import Change, GitStore

@@ -41,7 +41,7 @@ from .validate import KBContext, check_memory_text, id_problems, validate
 
 if TYPE_CHECKING:
     from ..context import Context
-    from ..core.results import MergeResult, RebaseResult
+    from ..core.outcomes import MergeResult, RebaseResult
 
 
 @dataclass

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..catalog.catalog import MAX_CATALOG_BYTES, OVERSIZED, Catalog, CatalogProblem, load_catalog
 from ..core.errors import KBError
 from ..core.locate import MEMORIES_DIR, id_of_path, memory_path
 from ..core.session import SESSIONS_DIR, id_of_file
 from ..core.session import loads as load_session
 from ..store.repo import GitStore
+
+if TYPE_CHECKING:
+    from ..catalog.catalog import Catalog
 
 CATALOG_DIRS = ("datasources", "models")
 PRIORITY_FILE = "priority.yaml"
@@ -186,6 +188,11 @@ def catalog_at(store: GitStore, rev: str, folders: tuple[str, ...] | None = None
     """The SLayer catalog as it is at ``rev``, read from git into a temporary folder; of the
     KB-relative ``folders`` (``models/shop/``) alone when given. Its problems name their files
     relative to the KB (``models/shop/orders.yaml``), as the work tree's are shown."""
+    # On use: a command that reads a memory at a revision (show, log) needs no catalog.
+    import tempfile
+
+    from ..catalog.catalog import MAX_CATALOG_BYTES, OVERSIZED, CatalogProblem, load_catalog
+
     problems: list[CatalogProblem] = []
     paths, links = [], []
     for path, size, mode in _catalog_blobs_at(store, rev, folders):

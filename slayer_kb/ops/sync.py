@@ -44,8 +44,8 @@ from typing import TYPE_CHECKING
 from ..core.errors import ConflictError, IndexLockedError, InvalidInputError, KBError, MemoryFileError, StoreError
 from ..core.locate import id_of_path, memory_path
 from ..core.merging import folded_by
+from ..core.outcomes import SyncResult
 from ..core.problems import cd_step, command, command_in, git_command, words
-from ..core.results import SyncResult
 from ..core.session import SESSIONS_DIR
 from ..core.text import shown_value
 from ..store.foldlog import folded_to

@@ -5,8 +5,8 @@ clone's own pre-push hook, a remote that cannot be reached)."""
 from __future__ import annotations
 
 from ..core.errors import StoreError
+from ..core.outcomes import SyncResult
 from ..core.problems import command, git_command
-from ..core.results import SyncResult
 from ..store.claims import network, pre_push_hook, remote_url, talk
 from ..store.repo import GitStore
 from .turn import Turn

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..core.errors import MemoryFileError
 from ..core.locate import id_of_path
-from ..core.results import SyncResult
+from ..core.outcomes import SyncResult
 from .replaced import replaced_here
 
 if TYPE_CHECKING:

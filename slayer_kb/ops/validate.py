@@ -71,8 +71,8 @@ from ..core.memory import (
     too_large,
 )
 from ..core.nesting import MAX_DEPTH, value_depth
+from ..core.outcomes import Report
 from ..core.problems import Problem, command, git_command, shell_word, shown, words
-from ..core.results import Report
 from ..core.session import SESSIONS_DIR, case_twins, file_name, id_of_file, printable, unprintable
 from ..core.session import dumps as dump_session
 from ..core.session import loads as load_session

@@ -11,13 +11,13 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .fusion import ALL, ALL_FIRST, FUSED, MATCHES
+from .fusion import ALL, ALL_FIRST, DEFAULT_LIMIT, FUSED, MATCHES
 
 if TYPE_CHECKING:
     from .filters import Restriction, restrict
     from .retrieval import Found, Request, run, unmatched_filters, unmatched_warning
 
-__all__ = ["ALL", "ALL_FIRST", "FUSED", "MATCHES", "Found", "Request", "Restriction", "restrict", "run",
+__all__ = ["ALL", "ALL_FIRST", "DEFAULT_LIMIT", "FUSED", "MATCHES", "Found", "Request", "Restriction", "restrict", "run",
            "unmatched_filters", "unmatched_warning"]
 
 # name -> the module of this package that defines it

@@ -29,6 +29,9 @@ K = 60
 FUSED, ALL_FIRST, ALL = "fused", "all-first", "all"
 MATCHES = (FUSED, ALL_FIRST, ALL)
 
+# Hits a search returns in each bucket unless asked for another number.
+DEFAULT_LIMIT = 10
+
 
 def rrf(rankings: Sequence[tuple[float, Sequence[str]]]) -> dict[str, float]:
     """``(weight, ids best first)`` per channel -> score per id."""

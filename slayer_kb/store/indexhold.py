@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import shutil
 import threading
 import time
 from collections.abc import Iterator
@@ -150,7 +149,9 @@ def _link(held: Held, then: str) -> None:
         except FileNotFoundError:
             return  # no index yet: git reads a missing one as empty
         except OSError:
-            shutil.copyfile(held.index, held.work)  # a file system without hard links
+            import shutil  # on use: 2 ms of every start, for a file system without hard links
+
+            shutil.copyfile(held.index, held.work)
     except FileNotFoundError:
         return
     except OSError as exc:

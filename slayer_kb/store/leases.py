@@ -65,7 +65,7 @@ from ..core.errors import StoreError
 from ..core.fileio import write_whole
 from ..core.problems import command
 from ..core.text import MAX_SHOWN
-from . import claims, leasepick
+from . import claims
 from .identity import Sources, sources
 from .leaseheld import BLOCK, OFFLINE_FIRST, Leases, block_named, block_of, first_of, history_of
 from .repo import GitStore
@@ -389,6 +389,8 @@ class IdLeases:
         this clone's blocks the remote lost made again first (``_keep``). Offline, blocks chosen at
         random (see the module doc), as when the remote refuses our refs (asked again only by
         ``top_up``)."""
+        from . import leasepick  # on use: with the memories' listing, only a new lease reads it
+
         status = ""  # refused at an earlier save: said then
         for attempt in range(0 if held.refused else ATTEMPTS):
             if attempt:  # beaten to it: clones that raced spread out before they try again

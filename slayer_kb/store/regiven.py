@@ -16,7 +16,6 @@ import json
 from ..core.fileio import write_whole
 from ..core.locate import memory_path
 from .gitenv import LITERAL_PATHS
-from .renames import renamed_away, renamed_ids
 from .repo import GitStore
 
 RENAMED_FILE = "slayer-kb-renamed-ids.json"
@@ -36,6 +35,9 @@ def _renamed(store: GitStore) -> set[str]:
         kept = json.loads(path.read_text(encoding="utf-8"))
         if kept.get("head") == head:
             return set(kept["ids"])  # type: ignore[call-overload]
+    # On use: a get of an id never renamed, HEAD where it was, reads no history (docs/performance.md).
+    from .renames import renamed_ids
+
     since, ids = kept.get("head"), kept.get("ids")
     if isinstance(since, str) and isinstance(ids, list) and store.git(
             "cat-file", "-e", f"{since}^{{commit}}", check=False).returncode == 0:
@@ -55,6 +57,8 @@ def regiven_by_merge(store: GitStore, memory_id: str) -> tuple[str, str] | None:
     renamed (``_renamed``)."""
     if memory_id not in _renamed(store):
         return None
+    from .renames import renamed_away
+
     path = store.repo_path(memory_path(memory_id))
     # Every side of a merge: the default simplification follows the side the file came from.
     gone = store.git("log", "-1", "--full-history", "--format=%H", "--diff-filter=D", "HEAD", "--", path,

@@ -13,8 +13,7 @@ space reservation taken before it turns a full disk into "nothing was saved".
 Plain ``git`` subprocesses do all of it, history included (GitPython's import alone cost ~100 ms a
 command, its ``Repo.index`` was 3x slower than ``git add`` + ``git commit`` at 10,000 files, and
 its git processes kept a GIT_DIR from the environment: gitenv.py). Every git call passes an
-argument list (no shell) and ``--`` before paths.
-"""
+argument list (no shell) and ``--`` before paths."""
 
 from __future__ import annotations
 
@@ -24,13 +23,12 @@ import subprocess
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from ..core import priority
 from ..core.errors import ConflictError, StoreError
 from ..core.fileio import identity, refuses_folders
 from ..core.problems import shown, words
-from ..core.results import LogEntry
 from ..core.text import shown_controls
 from . import aside, committree, gitstate, indexlock, journal, mergemark, reffiles, requests, state, upkeep, worktree
 from .bounded import checked, explain, git_timeout, hung, run_bounded
@@ -43,6 +41,9 @@ from .objects import Named, ObjectStore
 from .place import broken_gitfile, git_dir_refusal, ownership_refusal
 from .recovery import RESERVE, recover
 from .view import View
+
+if TYPE_CHECKING:
+    from ..core.results import LogEntry
 
 STATE_DIR = state.STATE_DIR
 LOCK_TIMEOUT = 60.0

@@ -42,7 +42,6 @@ import hmac
 import json
 import os
 import secrets
-import shutil
 import stat
 import subprocess
 import sys
@@ -276,6 +275,8 @@ def _create(folder: Path) -> None:
                 raise  # else another process made it first: theirs is used
     finally:
         if os.path.lexists(tmp):
+            import shutil  # on use: 2 ms of every start, for a folder a failed make left
+
             shutil.rmtree(tmp, ignore_errors=True)
 
 
