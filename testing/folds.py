@@ -78,3 +78,30 @@ def main_then_agent(invoke_cli: CliRunner, a: Path, b: Path, c: Path) -> tuple[s
     git(c, "fetch", "-q")
     git(c, "switch", "-q", "agent-y")
     return folded, kept
+
+
+def main_then_agent_team(tmp_path: Path) -> tuple[list[Path], str, str]:
+    """Three clones after ``main_then_agent`` (a on main, b and c on agent-y, nothing folded yet),
+    each command typed in its clone's folder: (the clones, agent-y's id, main's). Made once a
+    process and copied (``make_team_after``), as ``folded_team`` is."""
+
+    def saved(kbs: list[Path]) -> None:
+        _FOLDED_IDS["main-then-agent"] = main_then_agent(in_the_kb(in_process_runner()), *kbs)
+
+    _bare, kbs = make_team_after(tmp_path, "main-then-agent", saved, 3)
+    return (kbs, *_FOLDED_IDS["main-then-agent"])
+
+
+def agent_then_main_team(tmp_path: Path, clones: int = 3, texts: tuple[str, str] = ("Retries: 5", "Retries: 3")
+                         ) -> tuple[list[Path], str, str]:
+    """``clones`` clones after ``agent_then_main`` (the agent's, a, and the reviewer's; any more
+    untouched), each command typed in its clone's folder: (the clones, the agent's id, main's).
+    Made once a process for each ``clones`` and ``texts`` and copied, as ``folded_team`` is."""
+    name = f"agent-then-main-{texts!r}"
+
+    def saved(kbs: list[Path]) -> None:
+        agent, a, reviewer = kbs[:3]
+        _FOLDED_IDS[f"{clones}-{name}"] = agent_then_main(in_the_kb(in_process_runner()), agent, a, reviewer, texts)
+
+    _bare, kbs = make_team_after(tmp_path, name, saved, clones)
+    return (kbs, *_FOLDED_IDS[f"{clones}-{name}"])

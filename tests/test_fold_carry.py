@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from testing import CliRunner, default_first, git, json_of, make_team, unlike
-from testing.folds import TOPIC, agent_saves, folded_team, main_then_agent, saved_id
+from testing.folds import TOPIC, agent_saves, folded_team, main_then_agent_team, saved_id
 
 # Every command typed in the clone's folder, as a user would (conftest's invoke_cli).
 pytestmark = pytest.mark.typed_in_the_kb
@@ -128,6 +128,7 @@ def test_an_edit_carried_through_a_fold_keeps_the_fields_main_changed(tmp_path: 
         "Retry budget, reviewed", "Why five", unlike("main"), int(str(before["revision_count"])) + 2)
 
 
+@pytest.mark.slow  # covered by a default test (docs/testing.md, "What is in -m slow")
 def test_a_rename_alone_of_the_folded_memory_is_folded_under_its_new_id(tmp_path: Path, invoke_cli: CliRunner) -> None:
     # The merge stopped on 'This branch forgot memories/1.yaml, which origin/agent-y renamed',
     # whose 'git rm' step stripped the links to kb.retry as forgotten.
@@ -162,20 +163,19 @@ def test_an_edit_of_the_folded_memory_follows_main_renaming_the_memory_kept(
     assert not (a / "memories" / f"{folded}.yaml").exists()
 
 
-def _folded_on_agent_y(invoke_cli: CliRunner, a: Path, b: Path, c: Path) -> tuple[str, str]:
+def _folded_on_agent_y(invoke_cli: CliRunner, tmp_path: Path) -> tuple[list[Path], str, str]:
     """main's save of the key synced, agent-y's (b's) saved later, c on agent-y too; b's merge of
-    origin/main folds agent-y's into main's, not yet pushed: (agent-y's id, main's)."""
-    folded, kept = main_then_agent(invoke_cli, a, b, c)
+    origin/main folds agent-y's into main's, not yet pushed: (the clones, agent-y's id, main's)."""
+    (a, b, c), folded, kept = main_then_agent_team(tmp_path)
     git(b, "fetch", "-q")
     invoke_cli("--kb", b, "merge", "origin/main", check=True)
-    return folded, kept
+    return [a, b, c], folded, kept
 
 
 def test_a_sync_rebasing_a_soft_forget_onto_a_fold_says_it_left_the_memory_kept(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     # The soft forget was carried as an edit: main's memory soft-deleted.
-    _bare, (a, b, c) = make_team(tmp_path, clones=3)
-    folded, kept = _folded_on_agent_y(invoke_cli, a, b, c)
+    (a, b, c), folded, kept = _folded_on_agent_y(invoke_cli, tmp_path)
     invoke_cli("--kb", c, "forget", "--soft", folded, check=True)
     invoke_cli("--kb", b, "sync", check=True)
     synced = invoke_cli("--kb", c, "sync", check=True)
@@ -190,8 +190,7 @@ def test_a_sync_rebasing_an_edit_of_a_field_the_memory_kept_changed_drops_it_and
         tmp_path: Path, invoke_cli: CliRunner, when: str) -> None:
     # The newer side's whole memory won: b's later text went back to c's, the commit said
     # 'carry the edit'; an edit a second after the fold brought 101 back and folded it again.
-    _bare, (a, b, c) = make_team(tmp_path, clones=3)
-    folded, kept = _folded_on_agent_y(invoke_cli, a, b, c)
+    (a, b, c), folded, kept = _folded_on_agent_y(invoke_cli, tmp_path)
     invoke_cli("--kb", b, "update", kept, "--learning", unlike("reviewed"), check=True)
     invoke_cli("--kb", b, "sync", check=True)
     if when == "later":  # later than the fold's commit, as a forget and an edit are weighed
@@ -321,8 +320,7 @@ def test_validate_against_main_reads_an_edit_of_a_folded_memory_through_the_fold
 def test_a_sync_rebasing_an_edit_made_after_the_fold_carries_it_once(tmp_path: Path, invoke_cli: CliRunner) -> None:
     # An edit a second after the fold's commit was kept as a forget undone: 101 came back and was
     # folded again, the agent's save counted twice and the reply naming 101 as kept.
-    _bare, (a, b, c) = make_team(tmp_path, clones=3)
-    folded, kept = _folded_on_agent_y(invoke_cli, a, b, c)
+    (a, b, c), folded, kept = _folded_on_agent_y(invoke_cli, tmp_path)
     invoke_cli("--kb", b, "sync", check=True)
     before = _shown(invoke_cli, b, kept)
     time.sleep(1.1)

@@ -21,7 +21,7 @@ from testing import (
     make_team,
     unlike,
 )
-from testing.folds import TOPIC, agent_then_main, folded_team, main_then_agent, saved_id
+from testing.folds import TOPIC, agent_then_main_team, folded_team, main_then_agent_team, saved_id
 
 # Every command typed in the clone's folder, as a user would (conftest's invoke_cli).
 pytestmark = pytest.mark.typed_in_the_kb
@@ -205,8 +205,7 @@ def test_get_of_a_memory_folded_on_a_branch_squash_merged_names_the_squash(
         tmp_path: Path, invoke_cli: CliRunner, told: str) -> None:
     # The agent's 'merge origin/main' folded its 1 into main's 101 on agent-y, and the reviewer
     # squash-merged agent-y: 'get 1' on main said only "No memory with id '1'".
-    _bare, (agent, a, reviewer) = make_team(tmp_path, clones=3)
-    folded, kept = agent_then_main(invoke_cli, agent, a, reviewer, APART)
+    (agent, a, reviewer), folded, kept = agent_then_main_team(tmp_path, 3, APART)
     git(agent, "fetch", "-q")
     invoke_cli("--kb", agent, "merge", "origin/main", check=True)
     invoke_cli("--kb", agent, "sync", check=True)
@@ -271,8 +270,7 @@ def test_a_sync_merging_its_upstream_reads_an_edit_through_its_own_fold(tmp_path
     # b folded agent-y's 1 into main's 101 by 'slayer-kb merge origin/main' on agent-y; c edited
     # 1 on agent-y meanwhile and synced. b's sync merges (its branch holds a merge): it stopped
     # on c's edit against b's forget, the steps keeping the key twice.
-    _bare, (a, b, c) = make_team(tmp_path, clones=3)
-    folded, kept = main_then_agent(invoke_cli, a, b, c)
+    (a, b, c), folded, kept = main_then_agent_team(tmp_path)
     git(b, "fetch", "-q")
     merged = invoke_cli("--kb", b, "merge", "origin/main", check=True)
     assert merged.stdout.endswith(f"  merged (same topic key): {folded} into {kept}\n")
@@ -289,8 +287,7 @@ def test_a_sync_merging_its_upstream_stops_on_two_edits_through_its_fold_naming_
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     # b folded agent-y's 1 into main's 101 and edited 101; c edited 1 on agent-y. b's sync (a
     # merge) stopped saying only "both edited memories/101.yaml", a file agent-y never held.
-    _bare, (a, b, c) = make_team(tmp_path, clones=3)
-    folded, kept = main_then_agent(invoke_cli, a, b, c)
+    (a, b, c), folded, kept = main_then_agent_team(tmp_path)
     git(b, "fetch", "-q")
     invoke_cli("--kb", b, "merge", "origin/main", check=True)
     invoke_cli("--kb", b, "update", kept, "--learning", unlike("reviewed"), check=True)
@@ -355,8 +352,7 @@ def test_a_sync_rebasing_a_change_onto_a_fold_of_the_memory_reads_it_through_the
     # c edited (or forgot) agent-y's memory, which b then folded into main's by 'slayer-kb merge
     # origin/main' and synced: c's sync dropped the edit, saying the memory was 'forgotten on
     # origin', and said nothing of the forget, which left main's memory in place.
-    _bare, (a, b, c) = make_team(tmp_path, clones=3)
-    folded, kept = main_then_agent(invoke_cli, a, b, c)
+    (a, b, c), folded, kept = main_then_agent_team(tmp_path)
     invoke_cli("--kb", c, change, folded, *(["--learning", unlike("outage")] if change == "update" else []), check=True)
     git(b, "fetch", "-q")
     invoke_cli("--kb", b, "merge", "origin/main", check=True)

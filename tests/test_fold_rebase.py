@@ -15,7 +15,7 @@ from slayer_kb import kb as kb_module
 from slayer_kb.core.memory import utc_time
 from slayer_kb.ops import changes, observations
 from testing import CliRunner, git, in_process_runner, make_team, make_team_after, unlike
-from testing.folds import reviewer_folded
+from testing.folds import folded_team, reviewer_folded
 
 
 def _folded_on_main(kbs: list[Path]) -> None:
@@ -129,8 +129,7 @@ def test_a_syncs_rebase_of_an_edit_of_a_folded_memory_keeps_the_forget_of_the_me
     of: memories/1.yaml"). Sync now stops, naming the fold and the rebase that carries the edit;
     with the memory kept forgotten for good (no file), it said so too where the rebase stops on
     the folded memory (a forget against the edit): it says that stop."""
-    _bare, (agent, a) = make_team(tmp_path, clones=2)
-    folded, kept = reviewer_folded(invoke_cli, agent, a, a)
+    (agent, a), folded, kept = folded_team(tmp_path, 2)
     invoke_cli("--kb", a, "forget", *(["--soft"] if soft else []), kept, check=True)
     invoke_cli("--kb", a, "sync", check=True)
     invoke_cli("--kb", agent, "save", unlike("shared"), "--id", "kb.shared", "-e", "shop.orders", check=True)

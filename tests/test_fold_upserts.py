@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from testing import CliRunner, default_first, git, json_of, make_team, next_second, unlike
-from testing.folds import TOPIC, agent_saves, main_then_agent, reviewer_folded, saved_id
+from testing.folds import TOPIC, agent_saves, folded_team, main_then_agent_team, reviewer_folded, saved_id
 
 # Every command typed in the clone's folder, as a user would (conftest's invoke_cli).
 pytestmark = pytest.mark.typed_in_the_kb
@@ -37,8 +37,7 @@ def _gone_to(invoke_cli: CliRunner, root: Path, folded: str, kept: str) -> None:
                                                           ("rebase", "main")]))
 def test_two_upserts_after_a_fold_merge_as_the_newer_save(tmp_path: Path, invoke_cli: CliRunner, who: str,
                                                           later: str) -> None:
-    _bare, (agent, a) = make_team(tmp_path, clones=2)
-    folded, kept = reviewer_folded(invoke_cli, agent, a, a, (unlike("agent"), unlike("main")))
+    (agent, a), folded, kept = folded_team(tmp_path, 2, (unlike("agent"), unlike("main")))
     before = int(str(_shown(invoke_cli, a, kept)["revision_count"]))
     saves = [(a, unlike("main again")), (agent, unlike("agent again"))]
     for n, (root, text) in enumerate(saves if later == "agent" else saves[::-1]):
@@ -72,8 +71,7 @@ def test_two_upserts_after_a_fold_merge_as_the_newer_save(tmp_path: Path, invoke
 @pytest.mark.parametrize("later", default_first(["rebased", "upstream"]))
 def test_a_sync_rebasing_an_upsert_onto_a_fold_and_an_upsert_keeps_the_newer(
         tmp_path: Path, invoke_cli: CliRunner, later: str) -> None:
-    _bare, (a, b, c) = make_team(tmp_path, clones=3)
-    folded, kept = main_then_agent(invoke_cli, a, b, c)
+    (a, b, c), folded, kept = main_then_agent_team(tmp_path)
     git(b, "fetch", "-q")
     invoke_cli("--kb", b, "merge", "origin/main", check=True)
     invoke_cli("--kb", b, "sync", check=True)

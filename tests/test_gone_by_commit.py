@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
 from slayer_kb import KnowledgeBase
@@ -72,6 +73,7 @@ def test_the_tools_say_a_person_can_bring_a_forgotten_memory_back(example_kb: Kn
     with_server_in_process(root, script)
 
 
+@pytest.mark.slow  # covered by a default test (docs/testing.md, "What is in -m slow")
 def test_a_memory_another_clones_sync_folded_names_the_memory_it_went_into(tmp_path: Path,
                                                                           invoke_cli: CliRunner) -> None:
     _bare, (a, b) = make_team(tmp_path)

@@ -17,7 +17,7 @@ import slayer_kb.kb as kb_module
 from slayer_kb.core.memory import utc_time
 from slayer_kb.ops import observations
 from testing import CliRunner, default_first, git, json_of, make_catalog_kb, make_team, unlike
-from testing.folds import TOPIC, agent_saves, agent_then_main, saved_id
+from testing.folds import TOPIC, agent_saves, agent_then_main_team, saved_id
 
 # Every command typed in the clone's folder, as a user would (conftest's invoke_cli).
 pytestmark = pytest.mark.typed_in_the_kb
@@ -56,8 +56,7 @@ def test_either_way_round_merge_keeps_the_memory_on_the_default_branch_though_sa
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     # The agent saved and pushed first; main's save came later (or in the same second): main's
     # is the one the team holds, kept whichever branch the merge runs on.
-    _bare, (agent, a, reviewer) = make_team(tmp_path, clones=3)
-    folded, kept = agent_then_main(invoke_cli, agent, a, reviewer)
+    (agent, a, reviewer), folded, kept = agent_then_main_team(tmp_path)
     git(agent, "fetch", "-q")
     for root, ref in ((reviewer, "origin/agent-y"), (agent, "origin/main")):
         merged = invoke_cli("--kb", root, "merge", ref, check=True)
@@ -132,8 +131,7 @@ def test_the_clone_that_made_the_team_keeps_mains_memory_without_origin_head(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     # The first clone (git remote add, a push) has no origin/HEAD: main's memory ranked as any
     # pushed branch's, and the agent's, saved first, was kept. Asked nothing of the remote then.
-    _bare, (agent, a, reviewer) = make_team(tmp_path, clones=3)
-    folded, kept = agent_then_main(invoke_cli, agent, a, reviewer)
+    (agent, a, reviewer), folded, kept = agent_then_main_team(tmp_path)
     git(reviewer, "remote", "set-head", "origin", "-d")
     # Nor can the remote be asked (offline): origin/main stands for its default.
     git(reviewer, "remote", "set-url", "origin", str(tmp_path / "unreachable.git"))
@@ -165,6 +163,7 @@ def test_a_team_whose_default_branch_is_trunk_keeps_trunks_memory(tmp_path: Path
     assert merged.stdout.splitlines()[1] == f"  merged (same topic key): {folded} into {kept}"
 
 
+@pytest.mark.slow  # covered by a default test (docs/testing.md, "What is in -m slow")
 def test_a_branch_that_took_in_main_keeps_mains_memory_through_its_sync(tmp_path: Path, invoke_cli: CliRunner) -> None:
     # b took main's memory into agent-y (slayer-kb merge origin/main) while c saved the key on
     # agent-y and synced: b's sync folded main's published id into c's, and the branch merged
@@ -184,6 +183,7 @@ def test_a_branch_that_took_in_main_keeps_mains_memory_through_its_sync(tmp_path
     assert (b / "memories" / f"{kept}.yaml").is_file() and not (b / "memories" / f"{folded}.yaml").exists()
 
 
+@pytest.mark.slow  # covered by a default test (docs/testing.md, "What is in -m slow")
 def test_one_fold_made_on_two_clones_counts_its_revisions_once(tmp_path: Path, invoke_cli: CliRunner) -> None:
     # Two reviewers each merged the agent's branch, folding 201 into 27 alike; the second's sync
     # summed both sides' revisions of 27 as if each had folded another memory into it: 3.
@@ -207,8 +207,7 @@ def test_one_fold_made_on_two_clones_with_an_edit_carried_between_counts_each_re
     # reached the first through the fold ('the edit went to 101'), the second's fold took it in
     # with 1 (or came before it). The second's sync counted 5 (or 4) revisions for 3 (main's save,
     # the agent's, its edit), and said it had forgotten 1, which it had folded too.
-    _bare, (agent, a, d, b) = make_team(tmp_path, clones=4)
-    folded, kept = agent_then_main(invoke_cli, agent, a, d, (unlike("agent"), unlike("main")))
+    (agent, a, d, b), folded, kept = agent_then_main_team(tmp_path, 4, (unlike("agent"), unlike("main")))
     git(b, "pull", "-q")
     invoke_cli("--kb", d, "merge", "origin/agent-y", check=True)
     if second == "before it":

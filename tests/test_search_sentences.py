@@ -585,6 +585,7 @@ def _cli(root: Path, *args: str, env: dict[str, str] | None = None) -> dict:
     return json.loads(proc.stdout)
 
 
+@pytest.mark.slow  # covered by a default test (docs/testing.md, "What is in -m slow")
 @pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="counts the fillers in /proc")
 def test_with_the_server_off_the_kb_gets_its_sentence_vectors(empty_kb: KnowledgeBase) -> None:
     """One-shot commands with no server (as CI or a test harness runs them): the saves return

@@ -299,6 +299,7 @@ def test_off_manual_and_a_command_refused_for_a_bad_setting_start_no_server(serv
     assert servers.status(root)["pid"] == pid
 
 
+@pytest.mark.slow  # covered by a default test (docs/testing.md, "What is in -m slow")
 def test_the_kb_setting_turns_it_off_unless_the_environment_says_otherwise(servers: Servers, tmp_path: Path) -> None:
     root = make_indexed_example_kb(tmp_path / "kb")
     git(root, "config", "slayer-kb.server", "off")
@@ -719,6 +720,7 @@ def test_an_index_sync_of_a_kb_moved_away_makes_nothing_in_the_folder_at_its_pat
     assert list(root.iterdir()) == []
 
 
+@pytest.mark.slow  # covered by a default test (docs/testing.md, "What is in -m slow")
 def test_a_changed_install_restarts_the_server(servers: Servers, tmp_path: Path) -> None:
     package = copy_package(tmp_path / "install")
     env = servers.env(PYTHONPATH=str(package))

@@ -208,17 +208,24 @@ def test_two_forgets_of_one_memory_or_of_two_it_links_need_no_person(tmp_path: P
     assert git(b, "ls-tree", "--name-only", "origin/main", "memories/") == ""
 
 
+def _two_held_by_both(kbs: list[Path]) -> None:
+    """Clone a saves memories 1 (the tax rule) and 2 and syncs; clone b syncs them in (made once a
+    process and copied: ``make_team_after``)."""
+    a, b = kbs
+    invoke_cli = in_the_kb(in_process_runner())
+    for text in ("Tax is VAT-inclusive", "Shipping fees are in EUR"):
+        invoke_cli("--kb", a, "save", text, "-e", "shop.orders.amount", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+    invoke_cli("--kb", b, "sync", check=True)
+
+
 def test_a_link_to_a_memory_the_other_clone_forgot_is_stripped_as_the_forget_strips(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """A forget strips its links only from the memories its clone holds. A new link to it from the
     other clone stopped that clone's sync ("do not validate ... 'memory:1' refers to a memory that
     does not exist"), or, when the link was pushed first, the forgetting clone's sync pushed a main
     that did not validate. Both ways the sync strips the link, in one commit, and says so."""
-    _bare, (a, b) = make_team(tmp_path)
-    for text in ("Tax is VAT-inclusive", "Shipping fees are in EUR"):
-        invoke_cli("--kb", a, "save", text, "-e", "shop.orders.amount", check=True)
-    invoke_cli("--kb", a, "sync", check=True)
-    invoke_cli("--kb", b, "sync", check=True)
+    _bare, (a, b) = make_team_after(tmp_path, "two-held-by-both", _two_held_by_both)
     # Its forget is on the remote first.
     invoke_cli("--kb", a, "save", "Totals: see the tax rule", "-e", "shop.orders.status", "-e", "memory:1", check=True)
     invoke_cli("--kb", b, "forget", "1", check=True)
@@ -239,13 +246,19 @@ def test_a_link_to_a_memory_the_other_clone_forgot_is_stripped_as_the_forget_str
     assert invoke_cli("--kb", b, "validate", check=True).stdout == "Checked 2 files: no problems.\n"
 
 
-def _team_holding_memory_1(tmp_path: Path, invoke_cli: CliRunner) -> tuple[Path, Path, Path]:
-    """A team (the bare remote, clones a and b) whose memory 1, the tax rule, a saved and both
-    hold."""
-    bare, (a, b) = make_team(tmp_path)
+def _holding_memory_1(kbs: list[Path]) -> None:
+    """Clone a saves memory 1, the tax rule, and syncs; clone b syncs it in."""
+    a, b = kbs
+    invoke_cli = in_the_kb(in_process_runner())
     invoke_cli("--kb", a, "save", "Tax is VAT-inclusive", "-e", "shop.orders.amount", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     invoke_cli("--kb", b, "sync", check=True)
+
+
+def _team_holding_memory_1(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A team (the bare remote, clones a and b) whose memory 1, the tax rule, a saved and both
+    hold: made once a process and copied (``make_team_after``)."""
+    bare, (a, b) = make_team_after(tmp_path, "tax-rule-held-by-both", _holding_memory_1)
     return bare, a, b
 
 
@@ -255,7 +268,7 @@ def test_the_links_sync_strips_keep_the_marks_of_git_s_index(tmp_path: Path, inv
     was staged as deleted, and an
     assume-unchanged one kept the link in git's index, which the person's next ``git commit`` put
     back. git's index holds the commit, each file its marks."""
-    _bare, a, b = _team_holding_memory_1(tmp_path, invoke_cli)
+    _bare, a, b = _team_holding_memory_1(tmp_path)
     for text in ("Totals: see the tax rule", "Refunds: see the tax rule"):
         invoke_cli("--kb", b, "save", text, "-e", "shop.orders.status", "-e", "memory:1", check=True)
     invoke_cli("--kb", a, "forget", "1", check=True)
@@ -349,9 +362,11 @@ def test_a_merge_or_rebase_whose_fixes_a_mark_refuses_puts_the_branch_back(tmp_p
     assert merged["unlinked"] == {"2": ["1"]}
 
 
-def _two_links_one_main_deleted_by_hand(invoke_cli: CliRunner, a: Path, b: Path) -> None:
+def _links_to_one_main_deleted_by_hand(kbs: list[Path]) -> None:
     """Memory 2 links 1; A deletes 1 by hand (git rm) and syncs; B saves a memory of its own and
     fetches: merging origin/main into B strips 2's link."""
+    a, b = kbs
+    invoke_cli = in_the_kb(in_process_runner())
     for text, entity in (("Tax is VAT-inclusive", "shop.orders.amount"), ("Refunds: see the tax rule", "memory:1")):
         invoke_cli("--kb", a, "save", text, "-e", "shop.orders.status", "-e", entity, check=True)
     invoke_cli("--kb", a, "sync", check=True)
@@ -363,12 +378,18 @@ def _two_links_one_main_deleted_by_hand(invoke_cli: CliRunner, a: Path, b: Path)
     git(b, "fetch", "-q", "origin")
 
 
+def _two_links_one_main_deleted_by_hand(tmp_path: Path) -> tuple[Path, Path]:
+    """Clones a and b after ``_links_to_one_main_deleted_by_hand``, made once a process and
+    copied (``make_team_after``)."""
+    _bare, (a, b) = make_team_after(tmp_path, "links-to-one-deleted-by-hand", _links_to_one_main_deleted_by_hand)
+    return a, b
+
+
 def test_a_merge_whose_fix_an_attribute_refuses_puts_the_branch_back(tmp_path: Path, invoke_cli: CliRunner) -> None:
     """Memory 2 links 1, which main deleted by hand, and git's attributes give 2 a filter: the strip
     of that link is refused with StoreError, which the put-back did not catch (only ConflictError),
     so git's merge commit stayed while the message said "nothing was saved"."""
-    _bare, (a, b) = make_team(tmp_path)
-    _two_links_one_main_deleted_by_hand(invoke_cli, a, b)
+    a, b = _two_links_one_main_deleted_by_hand(tmp_path)
     git(b, "config", "filter.same.clean", "cat")
     (b / ".git" / "info").mkdir(exist_ok=True)
     (b / ".git" / "info" / "attributes").write_text("memories/2.yaml filter=same\n")
@@ -386,8 +407,7 @@ def test_a_rebase_whose_fixes_a_mark_refuses_keeps_a_save_made_after_its_git_reb
     """rebase's git runs under one lock, its fixes under the next: a save in between committed on
     the rebased branch, and the refused strip's put-back (git reset --keep) dropped that save's
     commit. The branch stays, the save on it, and the refusal says why."""
-    _bare, (a, b) = make_team(tmp_path)
-    _two_links_one_main_deleted_by_hand(invoke_cli, a, b)
+    a, b = _two_links_one_main_deleted_by_hand(tmp_path)
     hidden = b / "memories" / "2.yaml"
     git(b, "update-index", "--assume-unchanged", "memories/2.yaml")
     hidden.write_text(hidden.read_text().replace("Refunds: see", "Refunds (WIP): see"))
@@ -414,7 +434,7 @@ def test_a_sparse_checkout_or_a_hidden_edit_a_merge_does_not_rewrite_stops_nothi
     """A memory a sparse checkout leaves out, or one whose edit git's index hides, that neither git's
     merge nor its fixes rewrite: merge and rebase were refused before git merged ("memories/1.yaml is
     marked skip-worktree ... would rewrite it"). They go through, the file and its mark as they were."""
-    _bare, a, b = _team_holding_memory_1(tmp_path, invoke_cli)
+    _bare, a, b = _team_holding_memory_1(tmp_path)
     invoke_cli("--kb", a, "save", "Shipping fees are in EUR", "-e", "shop.orders.amount", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     git(b, "fetch", "-q", "origin")
@@ -449,7 +469,7 @@ def test_a_merge_of_a_memory_whose_edit_a_mark_hides_and_the_upstream_changed_ke
     before git merges, the edit and the branch as they were; so is a deletion under the mark (not a
     file a sparse checkout leaves out, which is marked skip-worktree alone), which a merge brought
     back with its mark gone, and a rebase was refused with git's words alone."""
-    _bare, a, b = _team_holding_memory_1(tmp_path, invoke_cli)
+    _bare, a, b = _team_holding_memory_1(tmp_path)
     invoke_cli("--kb", a, "update", "1", "--content", "Tax is VAT-inclusive (a)", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     invoke_cli("--kb", b, "save", "Shipping in EUR", "-e", "shop.orders.amount", check=True)
@@ -1004,9 +1024,10 @@ def test_a_topic_key_squash_merged_then_revised_on_both_sides_counts_each_revisi
     assert git(agent, "status", "--porcelain") == ""
 
 
-def _both_hold_1_and_a_edited_it(invoke_cli: CliRunner, a: Path, b: Path) -> None:
-    """Memory 1 saved on clone a and synced to b, then edited on a and pushed: b's edit of it
-    will meet a's."""
+def _held_then_edited_on_a(kbs: list[Path]) -> None:
+    """Memory 1 saved on clone a and synced to b, then edited on a and pushed."""
+    a, b = kbs
+    invoke_cli = in_the_kb(in_process_runner())
     invoke_cli("--kb", a, "save", "Refund reasons are free text", "-e", "shop.refunds.amount", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     invoke_cli("--kb", b, "sync", check=True)
@@ -1014,9 +1035,15 @@ def _both_hold_1_and_a_edited_it(invoke_cli: CliRunner, a: Path, b: Path) -> Non
     invoke_cli("--kb", a, "sync", check=True)
 
 
+def _both_hold_1_and_a_edited_it(tmp_path: Path) -> tuple[Path, Path]:
+    """Clones a and b after ``_held_then_edited_on_a`` (b's edit of memory 1 will meet a's), made
+    once a process and copied (``make_team_after``)."""
+    _bare, (a, b) = make_team_after(tmp_path, "held-then-edited-on-a", _held_then_edited_on_a)
+    return a, b
+
+
 def test_a_rebase_continue_refuses_a_file_added_with_its_conflict_markers(tmp_path: Path, invoke_cli: CliRunner) -> None:
-    _bare, (a, b) = make_team(tmp_path)
-    _both_hold_1_and_a_edited_it(invoke_cli, a, b)
+    a, b = _both_hold_1_and_a_edited_it(tmp_path)
     git(b, "switch", "-q", "-c", "agent-b")
     invoke_cli("--kb", b, "update", "1", "--content", "Refund reasons (B)", check=True)
     # The same commit adds a note whose own text shows conflict markers: no file to refuse.
@@ -1049,8 +1076,7 @@ def test_a_rebase_continue_refuses_a_file_added_with_its_conflict_markers(tmp_pa
 def test_a_conflicts_markers_name_the_sides_as_its_steps_do(tmp_path: Path, invoke_cli: CliRunner) -> None:
     """The markers said 'current' and 'other', and in a rebase the current side is the upstream:
     an agent told to keep what both sides meant could not tell its own edit from the other's."""
-    _bare, (a, b) = make_team(tmp_path)
-    _both_hold_1_and_a_edited_it(invoke_cli, a, b)
+    a, b = _both_hold_1_and_a_edited_it(tmp_path)
     invoke_cli("--kb", b, "update", "1", "--content", "Refund reasons (B)", check=True)
     git(b, "fetch", "-q", "origin")
 
@@ -1117,11 +1143,7 @@ def test_a_rebase_continued_by_hand_strips_links_to_what_the_other_side_forgot(
     """Clone b forgot memory 1 while clone a linked it from a new memory 3 and edited 2 as b did:
     sync stopped on the two edits, and the rebase finished by hand left 3 linking nothing (only
     sync's automatic paths stripped such links). rebase --continue strips it, and says so."""
-    _bare, (a, b) = make_team(tmp_path)
-    for text in ("Tax is VAT-inclusive", "Shipping fees are in EUR"):
-        invoke_cli("--kb", a, "save", text, "-e", "shop.orders.amount", check=True)
-    invoke_cli("--kb", a, "sync", check=True)
-    invoke_cli("--kb", b, "sync", check=True)
+    _bare, (a, b) = make_team_after(tmp_path, "two-held-by-both", _two_held_by_both)
     invoke_cli("--kb", b, "forget", "1", check=True)
     invoke_cli("--kb", b, "update", "2", "--content", "Shipping fees are in EUR (b)", check=True)
     invoke_cli("--kb", b, "sync", check=True)
@@ -1205,7 +1227,7 @@ def test_a_retried_sync_of_a_local_merge_names_only_the_last_attempts_moves(
     topic key and an observation B saved too: all were moved, stripped, folded or merged. Another clone then pushed first, a main without those commits (put
     back by force): the retry moves nothing, and the reply, and the moves the clone records (a
     command on a moved id refuses), must not name the first attempt's."""
-    bare, a, b = _team_holding_memory_1(tmp_path, invoke_cli)
+    bare, a, b = _team_holding_memory_1(tmp_path)
     git(b, "config", "slayer-kb.ids", "sequential")  # as before leases: B's next id is 2, as A's
     git(b, "switch", "-q", "-c", "topic")
     invoke_cli("--kb", b, "save", "Costs are in cents", "-e", "shop.orders.cost", "--id", "costs", check=True)
@@ -1244,15 +1266,22 @@ def test_a_retried_sync_of_a_local_merge_names_only_the_last_attempts_moves(
     assert git(b, "log", "-1", "--format=%s", "origin/main^1~2") == "Merge branch 'topic'\n"
 
 
+def _refunds_deleted_on_a(kbs: list[Path]) -> None:
+    """Clone a deletes the model shop.refunds and syncs; clone b has not synced since (made once a
+    process and copied: ``make_team_after``)."""
+    a, _b = kbs
+    invoke_cli = in_the_kb(in_process_runner())
+    invoke_cli("--kb", a, "delete-model", "shop.refunds", check=True)
+    invoke_cli("--kb", a, "sync", check=True)
+
+
 def test_a_catalog_delete_on_one_clone_strips_what_the_other_clone_linked_meanwhile(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
     """delete-model strips the model and its leaves from the memories its clone holds; a memory
     the other clone saved meanwhile with one of them stopped that clone's sync ("do not validate
     ... Fix them on your branch"), or, saved first, made the deleting clone push a main that failed
     validate. Both ways sync applies the delete's cascade, in one commit, and says so."""
-    _bare, (a, b) = make_team(tmp_path)
-    invoke_cli("--kb", a, "delete-model", "shop.refunds", check=True)
-    invoke_cli("--kb", a, "sync", check=True)
+    _bare, (a, b) = make_team_after(tmp_path, "refunds-deleted-on-a", _refunds_deleted_on_a)
     invoke_cli("--kb", b, "save", "Refund amounts are negative", "-e", "shop.refunds.amount", "-e",
                "shop.orders.refunds", check=True)
     assert invoke_cli("--kb", b, "sync", check=True).stdout == (
@@ -1273,9 +1302,7 @@ def test_a_catalog_delete_on_one_clone_strips_what_the_other_clone_linked_meanwh
 
 def test_a_sync_that_fails_after_stripping_deleted_entities_leaves_the_clone_as_it_was(
         tmp_path: Path, invoke_cli: CliRunner) -> None:
-    _bare, (a, b) = make_team(tmp_path)
-    invoke_cli("--kb", a, "delete-model", "shop.refunds", check=True)
-    invoke_cli("--kb", a, "sync", check=True)
+    _bare, (a, b) = make_team_after(tmp_path, "refunds-deleted-on-a", _refunds_deleted_on_a)
     invoke_cli("--kb", b, "save", "Refund amounts are negative", "-e", "shop.refunds.amount", check=True)
     # A second memory committed by hand that no sync can fix: revalidation refuses after the strip.
     (b / "memories" / "7.yaml").write_text((b / "memories" / "101.yaml").read_text().replace(
@@ -1813,7 +1840,7 @@ def test_a_rebase_strips_links_from_a_memory_a_sparse_checkout_leaves_out(tmp_pa
     """This branch's memory 101 links memory 1, which the other side forgot, and a sparse checkout
     leaves 101 out: the rebase said '101.yaml:1: no such file' (sync would refuse to push it) and
     kept the link. It strips it as in a full checkout, and leaves the file out."""
-    _bare, a, b = _team_holding_memory_1(tmp_path, invoke_cli)
+    _bare, a, b = _team_holding_memory_1(tmp_path)
     invoke_cli("--kb", b, "save", "See memory 1 for tax", "-e", "memory:1", "-e", "shop.orders.amount", check=True)
     invoke_cli("--kb", a, "forget", "1", check=True)
     invoke_cli("--kb", a, "sync", check=True)
@@ -1836,7 +1863,7 @@ def test_a_sync_checks_a_memory_whose_deletion_a_mark_hides_as_head_holds_it(tmp
     after it alike: the check refused this branch's memory whose deletion git's index hides
     (assume-unchanged) as 'no such file', telling the user to edit it, though the push holds it
     whole. The hidden deletion stays the user's, uncommitted."""
-    bare, a, b = _team_holding_memory_1(tmp_path, invoke_cli)
+    bare, a, b = _team_holding_memory_1(tmp_path)
     invoke_cli("--kb", b, "save", "Totals include shipping", "-e", "shop.orders.amount", check=True)
     invoke_cli("--kb", a, "save", "Refunds are negative rows", "-e", "shop.orders.amount", check=True)
     invoke_cli("--kb", a, "sync", check=True)

@@ -31,6 +31,7 @@ from testing import (
     json_of,
     lose_races,
     make_team,
+    make_team_after,
     next_second,
     traced_git,
 )
@@ -758,16 +759,25 @@ def test_one_engram_export_imported_on_two_clones_counts_once(team, tmp_path: Pa
         assert kb.get("2").learning == "Five retries."
 
 
-def test_a_persons_edit_of_a_topic_key_memory_with_plain_git_is_dated_at_its_commit(team) -> None:
+CACHE_KEY = dict(type="decision", project="api", topic_key="arch/cache")
+
+
+def _cache_key_held_by_both(kbs: list[Path]) -> None:
+    """Clone a saves arch/cache's first revision and syncs; clone b syncs it in (made once a
+    process and copied: ``make_team_after``)."""
+    a, b = kbs
+    KnowledgeBase(a).save_observation("Cache", "Redis, 5 min TTL.", **CACHE_KEY)
+    sync(KnowledgeBase(a))
+    sync(KnowledgeBase(b))
+
+
+def test_a_persons_edit_of_a_topic_key_memory_with_plain_git_is_dated_at_its_commit(tmp_path: Path) -> None:
     """A person edits a topic-key memory by hand and commits it with git, which sets no
     updated_at: against another clone's upsert saved before the edit, the upsert's updated_at won
     the merge by time and the edit was lost, whichever clone held it. The edit is dated at its
     commit (its author date): the later of the two holds, every revision counted."""
-    _bare, (a, b) = team
-    key = dict(type="decision", project="api", topic_key="arch/cache")
-    KnowledgeBase(a).save_observation("Cache", "Redis, 5 min TTL.", **key)
-    sync(KnowledgeBase(a))
-    sync(KnowledgeBase(b))
+    _bare, (a, b) = make_team_after(tmp_path, "cache-key-held-by-both", _cache_key_held_by_both)
+    key = CACHE_KEY
     later = f"{int(time.time()) + 3600} +0000"  # an hour on: no clock second to wait for
 
     def edit_by_hand(root: Path, old: str, new: str) -> None:
@@ -792,15 +802,12 @@ def test_a_persons_edit_of_a_topic_key_memory_with_plain_git_is_dated_at_its_com
     assert (memory.learning, memory.revision_count) == ("Redis, 5 min TTL; carts 2 min.", 3)
 
 
-def test_a_forget_against_an_upsert_of_its_topic_key_the_later_holds(team, invoke_cli) -> None:
+def test_a_forget_against_an_upsert_of_its_topic_key_the_later_holds(tmp_path: Path, invoke_cli) -> None:
     """A forget (the file deleted) on one clone, an upsert of the memory's topic key on the other:
     sync stopped for a person ("forgot memories/1.yaml, which origin/main edited"). The later of
     the two holds, as for a soft forget, the forget dated by its commit; a forget that lost is said."""
-    _bare, (a, b) = team
-    key = dict(type="decision", project="api", topic_key="arch/cache")
-    KnowledgeBase(a).save_observation("Cache", "Redis, 5 min TTL.", **key)
-    sync(KnowledgeBase(a))
-    sync(KnowledgeBase(b))
+    _bare, (a, b) = make_team_after(tmp_path, "cache-key-held-by-both", _cache_key_held_by_both)
+    key = CACHE_KEY
 
     def forget(root: Path, hours: int, memory_id: str = "1") -> None:  # dated an hour off: no second to wait for
         KnowledgeBase(root).forget(memory_id)

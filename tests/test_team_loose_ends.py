@@ -17,6 +17,7 @@ from testing import (
     in_process_runner,
     in_the_kb,
     make_team,
+    make_team_after,
     next_second,
     typed_steps,
     unlike,
@@ -28,10 +29,11 @@ def typed() -> CliRunner:
     return in_the_kb(in_process_runner())
 
 
-def _one_id_on_both(tmp_path: Path, typed: CliRunner) -> tuple[Path, Path]:
+def _saved_as_1_on_both(kbs: list[Path]) -> None:
     """Clones counting ids on their own (as before leases): a saves 1 and syncs; b saves its own 1,
     links it from a second memory, and fetches."""
-    _bare, (a, b) = make_team(tmp_path)
+    a, b = kbs
+    typed = in_the_kb(in_process_runner())
     for root in (a, b):
         git(root, "config", "slayer-kb.ids", "sequential")
     typed("--kb", a, "save", unlike("main"), "-e", "shop.orders.amount", check=True)
@@ -41,6 +43,12 @@ def _one_id_on_both(tmp_path: Path, typed: CliRunner) -> tuple[Path, Path]:
     typed("--kb", b, "save", unlike("mine"), "-e", "shop.refunds.amount", check=True)
     typed("--kb", b, "save", unlike("link"), "-e", "memory:1", check=True)
     git(b, "fetch", "-q", "origin")
+
+
+def _one_id_on_both(tmp_path: Path) -> tuple[Path, Path]:
+    """Clones a and b after ``_saved_as_1_on_both``, made once a process and copied
+    (``make_team_after``)."""
+    _bare, (a, b) = make_team_after(tmp_path, "saved-as-1-on-both", _saved_as_1_on_both)
     return a, b
 
 
@@ -49,7 +57,7 @@ def test_a_merge_or_rebase_meeting_one_auto_id_saved_on_both_names_renumber(
         tmp_path: Path, typed: CliRunner, command: str) -> None:
     # Before: both stopped on "both created memories/1.yaml" with steps that merge two memories
     # into one file, or keep b's as 1-2.yaml, which no memory:1 link follows.
-    _a, b = _one_id_on_both(tmp_path, typed)
+    _a, b = _one_id_on_both(tmp_path)
     head = git(b, "rev-parse", "HEAD")
     refused = typed("--kb", b, command, "origin/main")
     fix = {"merge": ("renumber --onto origin/main", "(the memory:1 links to it rewritten, in one commit)",
@@ -76,7 +84,7 @@ def test_a_merge_or_rebase_meeting_one_auto_id_saved_on_both_names_renumber(
 def test_a_merge_of_two_edits_of_one_memory_added_on_both_keeps_its_steps(tmp_path: Path, typed: CliRunner) -> None:
     # One memory (one created_at) whose save each side committed on its own, then edited: two
     # edits, no clash; the stop keeps its steps.
-    _a, b = _one_id_on_both(tmp_path, typed)
+    _a, b = _one_id_on_both(tmp_path)
     git(b, "reset", "-q", "--hard", "origin/main~1")
     path = b / "memories" / "1.yaml"
     main = git(b, "show", "origin/main:memories/1.yaml")

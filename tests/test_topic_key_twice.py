@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from testing import CliRunner, git, json_of, make_team
+from testing import CliRunner, git, in_process_runner, in_the_kb, json_of, make_team, make_team_after
 
 # Every command typed in the clone's folder, as a user would (conftest's invoke_cli).
 pytestmark = pytest.mark.typed_in_the_kb
@@ -29,23 +29,30 @@ def _twice(memory_id: str, other: str, merged: str = "") -> str:
             "forget one of them ('slayer-kb forget ID')")
 
 
-def _pushed_then_keyed(tmp_path: Path, invoke_cli: CliRunner) -> tuple[Path, Path, Path]:
+def _keyed_after_a_push(kbs: list[Path]) -> None:
     """Clone a saves memory 1 (no key) and both clones hold it; then a saves memory 2 under the
-    key and syncs. Returns (the remote, a, b)."""
-    bare, (a, b) = make_team(tmp_path)
+    key and syncs."""
+    a, b = kbs
+    invoke_cli = in_the_kb(in_process_runner())
     invoke_cli("--kb", a, "save", FIRST, "--title", "Time zones", check=True)
     invoke_cli("--kb", a, "sync", check=True)
     invoke_cli("--kb", b, "sync", check=True)
     saved = invoke_cli("--kb", a, "save", RETRY, "--title", "Retry budget", "--type", "decision", *KEY, check=True)
     assert saved.stdout.endswith("(memory 2)\n")
     invoke_cli("--kb", a, "sync", check=True)
+
+
+def _pushed_then_keyed(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """The remote and clones a and b after ``_keyed_after_a_push``, made once a process and copied
+    (``make_team_after``)."""
+    bare, (a, b) = make_team_after(tmp_path, "keyed-after-a-push", _keyed_after_a_push)
     return bare, a, b
 
 
 def test_a_sync_refuses_a_key_an_update_gave_to_a_pushed_memory(tmp_path: Path, invoke_cli: CliRunner) -> None:
     # b gave memory 1 the key a had saved memory 2 under: the sync said "rebased, 1 pulled, 1 pushed"
     # and main held the key twice (validate failed there).
-    bare, a, b = _pushed_then_keyed(tmp_path, invoke_cli)
+    bare, a, b = _pushed_then_keyed(tmp_path)
     invoke_cli("--kb", b, "update", "1", *KEY, check=True)
     remote, mine = git(bare, "rev-parse", "main"), git(b, "rev-parse", "HEAD")
     refused = invoke_cli("--kb", b, "sync")
@@ -65,7 +72,7 @@ def test_a_sync_refuses_a_key_an_update_gave_to_a_pushed_memory(tmp_path: Path, 
 @pytest.mark.slow  # a variant (docs/testing.md, "A flow's variants")
 def test_a_sync_refuses_a_key_a_plain_git_commit_gave_a_second_memory(tmp_path: Path, invoke_cli: CliRunner) -> None:
     # Every problem validate reports stops the sync: a person's commit is checked as an update is.
-    bare, a, _b = _pushed_then_keyed(tmp_path, invoke_cli)
+    bare, a, _b = _pushed_then_keyed(tmp_path)
     path = a / "memories" / "1.yaml"
     path.write_text(path.read_text().replace("scope: project\n", "project: api\nscope: project\ntopic_key: decision/retry\n"))
     assert invoke_cli("--kb", a, "validate").stdout.splitlines()[-1] == "2 problems in 2 files (4 files checked)"
@@ -149,7 +156,7 @@ def test_validate_against_names_a_key_main_gave_a_memory_it_held_before(tmp_path
 def test_a_pair_pushed_before_does_not_stop_a_sync_of_an_edit(tmp_path: Path, invoke_cli: CliRunner) -> None:
     # A key held twice on the remote already (pushed past sync) is validate's to name; an edit of
     # either memory that leaves the key as it was is no new pair, and syncs.
-    bare, a, b = _pushed_then_keyed(tmp_path, invoke_cli)
+    bare, a, b = _pushed_then_keyed(tmp_path)
     path = a / "memories" / "1.yaml"
     path.write_text(path.read_text().replace("scope: project\n", "project: api\nscope: project\ntopic_key: decision/retry\n"))
     git(a, "commit", "-qam", "time zones: the retry key")

@@ -343,6 +343,7 @@ def _fillers(root: Path) -> list[int]:
     return found
 
 
+@pytest.mark.slow  # covered by a default test (docs/testing.md, "What is in -m slow")
 @pytest.mark.usefixtures("encoder_on")
 @pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="finds the filler in /proc")
 def test_the_detached_filler_keeps_the_cache_within_its_bound(empty_kb: KnowledgeBase) -> None:
