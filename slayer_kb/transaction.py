@@ -37,7 +37,7 @@ from .core.ids import MAX_AUTO_DIGITS, MAX_ID_BYTES, check_new_id, highest_auto_
 from .core.locate import MEMORIES_DIR, id_held, id_of_path, memory_path
 from .core.memory import Memory, dumps, loads
 from .core.problems import command
-from .store import counted, gitindex
+from .store import counted, gitindex, idfloor
 from .store.aside import Aside, by_hand, refused_rewrite, settled, uncommitted_message
 from .store.files import StatKey, stat_keys
 from .store.gitstate import detached_head
@@ -327,20 +327,24 @@ class Transaction:
             return set()
         return {memory_id for path in added if (memory_id := id_of_path(path)) is not None}
 
+    def _history_top(self, head: str | None) -> int:
+        """The highest auto id on ``head``'s history (``ids.json`` brought to ``head``)."""
+        cached_head, cached_max = self.ids.load()
+        if head is None or cached_head == head:
+            return cached_max
+        # Commits since the cached head suffice even when it is not an ancestor (another branch):
+        # the cached maximum already covers everything reachable from it. Without a cache, or with
+        # its commit gone (a reset, then gc: the ids it counted stay retired), the whole history,
+        # read from its commits' trailers and the few commits without one (idfloor.py).
+        since = None if cached_head is None else idfloor.history_top(self.store, head, cached_head)
+        history = max(cached_max, idfloor.history_top(self.store, head) or 0 if since is None else since)
+        self.ids.save(head, history)
+        return history
+
     def _highest_auto_id(self, count: int) -> int:
         kb = self.kb
-        cached_head, cached_max = self.ids.load()
-        head = self._head = self.store.head()
-        if head is None or cached_head == head:
-            history = cached_max
-        else:
-            # Commits since the cached head suffice even when it is not an ancestor (another
-            # branch): the cached maximum already covers everything reachable from it.
-            try:
-                added = self.store.added_paths(cached_head, head, under=f"{MEMORIES_DIR}/")
-            except StoreError:  # the cached commit is gone (a reset, then gc): read all history
-                added = self.store.added_paths(None, head, under=f"{MEMORIES_DIR}/")
-            history = max(cached_max, highest_auto_id(memory_ids_of(added)))
+        history = self._history_top(head := self.store.head())
+        self._head = head
         # Files this process committed are in ``history``; the work tree adds hand-made ones,
         # which a warm process's file monitor would have seen arrive.
         top = max(history, kb.highest_auto_id())
@@ -348,7 +352,6 @@ class Transaction:
             # A file no event told the monitor of (a network file system, a watch lost): the
             # folder decides. Whatever the cache says, an id never names an existing file.
             top = max(history, self.index.highest_auto_id())
-        self.ids.save(head, top)
         return top
 
     def check_given_number(self, memory_id: str) -> None:
@@ -521,10 +524,14 @@ class Transaction:
         marks, self._marks = self._marks, None  # this commit restages them: a later one reads again
         seen, self._seen = self._seen, {}
         unwritten: WorkTreeError | None = None
+        wrote = memory_ids_of([c.path for c in changes if c.data is not None])  # the history's top counts them
         try:
             with self.store.view.released():
-                commit: str | None = self.store.commit(changes, message, kb.author, parent=old, marks=marks,
-                                                       seen=seen, tell=kb.tell)
+                # Every commit records the figure (a fresh clone then reads no history: idfloor.py);
+                # the cache mostly stands at ``old`` (our last commit, or a save's id just counted).
+                ids_top = None if old is None else max(self._history_top(old), highest_auto_id(wrote))
+                commit: str | None = self.store.commit(changes, message, kb.author, parent=old, marks=marks, seen=seen,
+                                                       tell=kb.tell, ids_top=ids_top)
         except WorkTreeError as exc:
             # Published, but the work tree lacks files: the ids are used and the index follows
             # the files as they are; then the error says how to finish.
@@ -532,7 +539,7 @@ class Transaction:
         if commit is not None:
             self._counted = []  # held by a published commit: never handed out again
             self._aside = []  # the user's versions stay aside: the commit replaced them
-            self.ids.advance(old, commit, memory_ids_of([c.path for c in changes if c.data is not None]))
+            self.ids.advance(old, commit, wrote)
             self._tell_if_detached()
         ids = {memory_id: c.data for c in changes if (memory_id := id_of_path(c.path)) is not None}
         written = {mid: (data, parsed[mid]) for mid, data in ids.items() if data is not None and mid in parsed}

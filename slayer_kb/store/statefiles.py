@@ -1,9 +1,11 @@
 """A small file in the state folder ``.slayer-kb/`` (``state.py`` keeps the folder itself), read
-and written only here: ``ids.json``, ``{"head": COMMIT, "max": N}``, the highest auto id the
-branch's history had used at commit ``COMMIT``, so that choosing the next auto id reads only the
-commits since (a fresh clone reads its history once). ``KnowledgeBase`` moves it on after each of
-its own commits. It is derived: a missing or unreadable file reads as empty, and a write that
-fails loses time, never a memory. (Duplicate counts are no derived state: duplicates.py.)
+and written only here: ``ids.json``, ``{"head": COMMIT, "history": N}``, the highest auto id the
+branch's history had used at commit ``COMMIT`` (its files alone: not the work tree's), so that
+choosing the next auto id reads only the commits since (a fresh clone reads its history once, as
+idfloor.py does), and a commit on ``COMMIT`` can record the figure (idfloor.py's trailer).
+``KnowledgeBase`` moves it on after each of its own commits. It is derived: a missing or
+unreadable file reads as empty, and a write that fails loses time, never a memory. (Duplicate
+counts are no derived state: duplicates.py.)
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ if TYPE_CHECKING:
 class IdCache:
     """``ids.json``: the highest auto id the branch's history had used at a commit."""
 
+    _KEY = "history"  # "max", written by earlier versions, counted the work tree's files in
+
     def __init__(self, store: GitStore) -> None:
         self.store = store
 
@@ -34,22 +38,18 @@ class IdCache:
         the file is missing or unreadable."""
         try:
             cache = json.loads(self.path.read_text(encoding="utf-8"))
-            return cache["head"], int(cache["max"])
+            return cache["head"], int(cache[self._KEY])
         except (OSError, ValueError, KeyError, TypeError):
             return None, 0
 
     def save(self, head: str | None, top: int) -> None:
         with contextlib.suppress(OSError):
-            self.path.write_text(json.dumps({"head": head, "max": top}), encoding="utf-8")
+            self.path.write_text(json.dumps({"head": head, self._KEY: top}), encoding="utf-8")
 
-    def advance(self, old: str | None, new: str, added_ids: list[str]) -> None:
-        """After a commit from ``old`` to ``new`` that wrote the memories ``added_ids``: a cache
+    def advance(self, old: str | None, new: str, written_ids: list[str]) -> None:
+        """After a commit from ``old`` to ``new`` that wrote the memories ``written_ids``: a cache
         written at ``old`` moves on to ``new``, so our own commit needs no ``git log`` to learn
         which ids it added. Any other cache is left for the next look-up to bring up to date."""
-        try:
-            cache = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return
-        if not isinstance(cache, dict) or cache.get("head") != old:
-            return
-        self.save(new, max(int(cache.get("max", 0)), highest_auto_id(added_ids)))
+        head, top = self.load()
+        if head is not None and head == old:
+            self.save(new, max(top, highest_auto_id(written_ids)))
