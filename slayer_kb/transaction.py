@@ -341,6 +341,14 @@ class Transaction:
         self.ids.save(head, history)
         return history
 
+    def _history_top_with(self, old: str, wrote: list[str]) -> int | None:
+        """The figure a commit on ``old`` writing the memories ``wrote`` records; None (no trailer,
+        the commit goes on) when git cannot read the history now."""
+        try:
+            return max(self._history_top(old), highest_auto_id(wrote))
+        except StoreError:
+            return None
+
     def _highest_auto_id(self, count: int) -> int:
         kb = self.kb
         history = self._history_top(head := self.store.head())
@@ -529,7 +537,7 @@ class Transaction:
             with self.store.view.released():
                 # Every commit records the figure (a fresh clone then reads no history: idfloor.py);
                 # the cache mostly stands at ``old`` (our last commit, or a save's id just counted).
-                ids_top = None if old is None else max(self._history_top(old), highest_auto_id(wrote))
+                ids_top = None if old is None else self._history_top_with(old, wrote)
                 commit: str | None = self.store.commit(changes, message, kb.author, parent=old, marks=marks, seen=seen,
                                                        tell=kb.tell, ids_top=ids_top)
         except WorkTreeError as exc:

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.store.idfloor import KEY, with_trailer, without_trailer
+from slayer_kb.store.idtrailer import KEY, with_trailer, without_trailer
 from testing import examples, git, ids_trailer, traced_git
 
 _NOTE = "learning: by hand\ncreated_at: '2026-11-01T00:00:00Z'\n"

@@ -38,7 +38,7 @@ from ..core.memory import loads, with_entities
 from ..core.problems import command, git_command, words
 from ..core.results import RenumberResult
 from ..core.text import listed
-from ..store.idfloor import without_trailer
+from ..store.idtrailer import without_trailer
 from ..store.renames import trailer
 from ..store.repo import Change, GitStore
 from ..store.revisions import resolve_rev, rewritten_alike, same_memories

@@ -3,9 +3,9 @@
 Auto ids are never given twice, so the next one counts on from the highest any memory file on the
 branch's history ever had, forgotten ones included. Diffing each commit's ``memories/`` folder
 against its parent's costs commits times files: a fresh clone's first save of a KB of 30,000
-commits spent 46 s of CPU in that ``git log``. So each commit slayer-kb makes, when the committing
-process knows the figure (its id cache stood at the parent), ends with a trailer that names it for
-the commit and everything before it, with the commit's one parent and its tree::
+commits spent 46 s of CPU in that ``git log``. So each commit slayer-kb makes ends with a trailer
+(idtrailer.py) that names the figure for the commit and everything before it, with the commit's
+one parent and its tree::
 
     Highest-auto-id: 57 (parent 1a2b3c4d5e6f, tree 0f1e2d3c4b5a)
 
@@ -19,40 +19,16 @@ wrong parent or tree only costs its commit a diff.
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 from ..core.errors import StoreError
-from ..core.ids import MAX_ID_BYTES, highest_auto_id
+from ..core.ids import highest_auto_id
 from ..core.locate import MEMORIES_DIR, id_of_path
 from .gitenv import LITERAL_PATHS
+from .idtrailer import KEY, told
 
 if TYPE_CHECKING:
     from .repo import GitStore
-
-KEY = "Highest-auto-id"
-_SHORT = 12  # hex digits of the parent and the tree recorded: enough to tell a rebase or an amend
-_VALUE = re.compile(rf"(0|[1-9][0-9]{{0,{MAX_ID_BYTES - 1}}}) \(parent ([0-9a-f]{{{_SHORT},64}}), tree ([0-9a-f]{{{_SHORT},64}})\)")
-_LINE = re.compile(rf"^{KEY}: .*\n?", re.MULTILINE)
-_TRAILER_LINE = re.compile(r"[A-Za-z0-9-]+: \S")  # a line git's trailer parsing reads as one
-
-
-def with_trailer(message: str, top: int | None, parent: str | None, tree: str) -> str:
-    """``message`` ending with the trailer that says ``top`` for a commit of ``tree`` on ``parent``;
-    as it is when the figure is not known or the commit would be a root (nothing before it)."""
-    if top is None or parent is None:
-        return message
-    line = f"{KEY}: {top} (parent {parent[:_SHORT]}, tree {tree[:_SHORT]})"
-    body = message.rstrip("\n")
-    last = body.rpartition("\n\n")[2] if "\n\n" in body else ""
-    # Joined to a paragraph of trailers (a rename's), since git reads only the last paragraph.
-    joined = bool(last) and all(_TRAILER_LINE.match(part) for part in last.split("\n"))
-    return f"{body}{chr(10) if joined else chr(10) * 2}{line}"
-
-
-def without_trailer(message: str) -> str:
-    """``message`` as it reads without this module's trailer (what ``log`` shows of a commit)."""
-    return _LINE.sub("", message).rstrip("\n")
 
 
 def history_top(store: GitStore, head: str, since: str | None = None) -> int | None:
@@ -83,23 +59,14 @@ def history_top(store: GitStore, head: str, since: str | None = None) -> int | N
             continue
         seen.add(commit)
         parents, tree, said = commits[commit]
-        told = _told(said, parents, tree)
-        if told is not None:
-            top = max(top, told)
+        figure = told(said, parents, tree)
+        if figure is not None:
+            top = max(top, figure)
             continue
         if len(parents) <= 1:  # a merge adds nothing of its own (as ``git log`` shows it)
             undescribed.append(commit)
         stack.extend(parents)
     return max(top, _added_top(store, undescribed))
-
-
-def _told(said: str, parents: list[str], tree: str) -> int | None:
-    """The figure a commit's trailer tells, if the trailer still describes it."""
-    found = _VALUE.fullmatch(said)  # two such trailers (a line each) match nothing: not trusted
-    if found is None or len(parents) != 1:
-        return None
-    value, parent, recorded_tree = found.groups()
-    return int(value) if parents[0].startswith(parent) and tree.startswith(recorded_tree) else None
 
 
 def _added_top(store: GitStore, commits: list[str]) -> int:

@@ -38,7 +38,7 @@ from .catfile import cat_files
 from .files import StatKey, keep_changed, reserved_space, why_unwritable
 from .gitenv import OUTPUT_SETTINGS, git_env
 from .identity import Identity
-from .idfloor import with_trailer, without_trailer
+from .idtrailer import with_trailer, without_trailer
 from .indexhold import Holding, claim, commit_lock, let_go_on, take_lock
 from .objects import Named, ObjectStore
 from .place import broken_gitfile, git_dir_refusal, ownership_refusal
@@ -341,7 +341,7 @@ class GitStore:
         ``seen``: the files as the caller saw them before checking they hold no uncommitted work
         (``files.stat_keys``); one changed since is kept as ``<file>.orig`` before it is written
         over, and ``tell`` is told so. ``ids_top``: the highest auto id on the branch's history
-        with this commit, which its message then records (idfloor.py)."""
+        with this commit, which its message then records (idtrailer.py)."""
         if not changes:
             return None
         message = shown_controls(message)  # git refuses a NUL; an escape would act on each `git log`'s terminal
@@ -547,7 +547,7 @@ class GitStore:
         return committree.write(self.git, self.identity.committing(), tree, parent, message, author)
 
     def describe_commits(self, shas: list[str]) -> list[LogEntry]:
-        """Each commit's sha, author, ISO date and message (idfloor's trailer left out), in the order
+        """Each commit's sha, author, ISO date and message (idtrailer's trailer left out), in the order
         given. Read by this store's git (not GitPython's, whose processes inherit a GIT_DIR or
         GIT_OBJECT_DIRECTORY from the environment: gitenv.py); NUL-separated fields, since a
         message has several lines."""
