@@ -327,32 +327,43 @@ class Transaction:
             return set()
         return {memory_id for path in added if (memory_id := id_of_path(path)) is not None}
 
-    def _history_top(self, head: str | None) -> int:
-        """The highest auto id on ``head``'s history (``ids.json`` brought to ``head``)."""
-        cached_head, cached_max = self.ids.load()
-        if head is None or cached_head == head:
-            return cached_max
+    def _history_top(self, head: str | None, walk_all: bool = True) -> tuple[int, bool] | None:
+        """The highest auto id on ``head``'s history (``ids.json`` brought to ``head``), and
+        whether it is the whole history's. Without a cache, with its commit gone or with a figure
+        not known to be the whole history's (an earlier version's cache, a shallow clone's), the
+        whole history is read (idfloor.py): unless ``walk_all`` is false, which then gives None."""
+        cached_head, cached_max, exact = self.ids.load()
+        if head is None or (cached_head == head and exact):
+            return cached_max, exact
         # Commits since the cached head suffice even when it is not an ancestor (another branch):
-        # the cached maximum already covers everything reachable from it. Without a cache, or with
-        # its commit gone (a reset, then gc: the ids it counted stay retired), the whole history,
-        # read from its commits' trailers and the few commits without one (idfloor.py).
-        since = None if cached_head is None else idfloor.history_top(self.store, head, cached_head)
-        history = max(cached_max, idfloor.history_top(self.store, head) or 0 if since is None else since)
-        self.ids.save(head, history)
-        return history
-
-    def _history_top_with(self, old: str, wrote: list[str]) -> int | None:
-        """The figure a commit on ``old`` writing the memories ``wrote`` records; None (no trailer,
-        the commit goes on) when git cannot read the history now."""
-        try:
-            return max(self._history_top(old), highest_auto_id(wrote))
-        except StoreError:
+        # the cached figure already covers everything reachable from it. Its commit gone (a reset,
+        # then gc), the ids it counted stay retired.
+        since = idfloor.history_top(self.store, head, cached_head) if exact and cached_head is not None else None
+        if since is None and not walk_all:
             return None
+        if since is None:
+            # A rough figure is counted on from (as an earlier version did) but never recorded.
+            whole, complete = idfloor.history_top(self.store, head) or 0, idfloor.complete(self.store)
+            self.ids.save(head, max(whole, cached_max) if exact else whole, complete)
+            return max(whole, cached_max), complete
+        self.ids.save(head, figure := max(cached_max, since), exact)
+        return figure, exact
+
+    def _recorded_top(self, old: str, wrote: list[str]) -> int | None:
+        """The figure a commit on ``old`` writing the memories ``wrote`` records (idtrailer.py):
+        from the cache brought to ``old``, never from a walk of the whole history (a fresh clone's
+        first save makes that); None, no trailer, when no exact figure is at hand."""
+        try:
+            found = self._history_top(old, walk_all=False)
+        except StoreError:  # git cannot read the history now: the commit goes on without it
+            return None
+        return max(found[0], highest_auto_id(wrote)) if found is not None and found[1] else None
 
     def _highest_auto_id(self, count: int) -> int:
         kb = self.kb
-        history = self._history_top(head := self.store.head())
-        self._head = head
+        found = self._history_top(head := self.store.head())
+        assert found is not None  # the whole history is read when the cache does not serve
+        history, self._head = found[0], head
         # Files this process committed are in ``history``; the work tree adds hand-made ones,
         # which a warm process's file monitor would have seen arrive.
         top = max(history, kb.highest_auto_id())
@@ -537,7 +548,7 @@ class Transaction:
             with self.store.view.released():
                 # Every commit records the figure (a fresh clone then reads no history: idfloor.py);
                 # the cache mostly stands at ``old`` (our last commit, or a save's id just counted).
-                ids_top = None if old is None else self._history_top_with(old, wrote)
+                ids_top = None if old is None else self._recorded_top(old, wrote)
                 commit: str | None = self.store.commit(changes, message, kb.author, parent=old, marks=marks, seen=seen,
                                                        tell=kb.tell, ids_top=ids_top)
         except WorkTreeError as exc:

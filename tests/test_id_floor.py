@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from slayer_kb import KnowledgeBase
-from slayer_kb.store.idtrailer import KEY, with_trailer, without_trailer
+from slayer_kb.store.idtrailer import KEY, told, with_trailer, without_trailer
 from testing import examples, git, ids_trailer, traced_git
 
 _NOTE = "learning: by hand\ncreated_at: '2026-11-01T00:00:00Z'\n"
@@ -77,9 +77,12 @@ def test_a_commit_rebased_onto_another_history_is_diffed_and_that_history_read(c
     assert _first_save_of_a_clone(root, tmp_path / "clone") == "10"
 
 
-@pytest.mark.parametrize("said", [f"{'9' * 201} (parent {{parent}}, tree {{tree}})", "5 (parent {parent}, tree {tree})\n"
-                                  f"{KEY}: 6 (parent {{parent}}, tree {{tree}})", "5"],
-                         ids=["more digits than an id has", "twice", "no parent or tree"])
+@pytest.mark.parametrize("said", [f"{'9' * 201} in memories/ (parent {{parent}}, tree {{tree}})",
+                                  f"5 in memories/ (parent {{parent}}, tree {{tree}})\n{KEY}: 6 in memories/ (parent {{parent}}, tree {{tree}})",
+                                  "5 in memories/", "5 in other/memories/ (parent {parent}, tree {tree})",
+                                  "5 (parent {parent}, tree {tree})", "5 in memories/ (parent {parent}, tree {tree})\x1f6"],
+                         ids=["more digits than an id has", "twice", "no parent or tree", "another KB's folder",
+                              "no folder", "a unit separator"])
 def test_a_trailer_written_by_hand_that_slayer_kb_cannot_read_is_passed_over(
         catalog_kb: KnowledgeBase, tmp_path: Path, said: str) -> None:
     root = catalog_kb.root
@@ -95,11 +98,11 @@ def test_a_trailer_written_by_hand_that_slayer_kb_cannot_read_is_passed_over(
 
 
 def test_log_shows_a_commits_message_without_the_trailer(catalog_kb: KnowledgeBase) -> None:
-    catalog_kb.save_memory("first", ["orders"], id="a")
-    catalog_kb.rename("a", "b")
+    catalog_kb.save_memory("first", ["orders"])
+    catalog_kb.rename("1", "b")
     assert KEY in git(catalog_kb.root, "log", "-1", "--format=%B")
     assert [entry["message"] for entry in catalog_kb.history.log("b")] == [
-        "memory: rename a to b\n\nRenamed: a -> b", "memory: save a"]
+        "memory: rename 1 to b\n\nRenamed: 1 -> b", "memory: save 1"]
 
 
 _LINE = st.text(st.characters(codec="utf-8", exclude_characters="\n\r\0"), max_size=30)
@@ -125,11 +128,83 @@ def test_git_reads_the_trailer_from_any_message_and_log_shows_the_message_as_it_
     gives the message back."""
     message = "\n\n".join([subject, *paragraphs])
     parent, tree = "1" * 40, "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's empty tree
-    written = with_trailer(message, top, parent, tree)
+    written = with_trailer(message, top, "sub/kb (1)/", parent, tree)
     commit = subprocess.run(["git", "commit-tree", tree], cwd=scratch_repo, input=written.encode(), capture_output=True,
                             check=True).stdout.decode().strip()
     said = git(scratch_repo, "-c", "trailer.separators=:", "log", "-1", f"--format=%(trailers:key={KEY},valueonly)",
                commit)
-    assert said.strip() == f"{top} (parent {'1' * 12}, tree {tree[:12]})"
+    assert said.strip() == f"{top} in sub/kb (1)/memories/ (parent {'1' * 12}, tree {tree[:12]})"
+    assert told(said.strip(), "sub/kb (1)/", [parent], tree) == top
+    assert told(said.strip(), "", [parent], tree) is None
     assert without_trailer(written) == message.rstrip("\n")
-    assert with_trailer(message, None, parent, tree) == with_trailer(message, top, None, tree) == message
+    assert with_trailer(message, None, "", parent, tree) == with_trailer(message, top, "", None, tree) == message
+
+
+def test_two_kbs_of_one_repository_count_apart(tmp_path: Path) -> None:
+    """A trailer names its KB's memory folder: KB b never takes KB a's figure for its own. Here a's
+    save at the tip records 1, made in a clone whose a had no memory; b forgot its 3 before."""
+    origin = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
+
+    def clone(name: str) -> Path:
+        git(tmp_path, "clone", "-q", str(origin), str(tmp_path / name))
+        git(tmp_path / name, "config", "slayer-kb.ids", "sequential")  # counted in the clone: no leases
+        return tmp_path / name
+
+    x = clone("x")
+    git(x, "commit", "-q", "--allow-empty", "-m", "root")
+    KnowledgeBase.init(x / "a")
+    b = KnowledgeBase.init(x / "b")
+    for n in range(3):
+        b.save_observation(f"b{n}", f"note b{n}")
+    b.forget("3")
+    git(x, "push", "-q", "origin", "HEAD:main")
+    y = clone("y")
+    assert KnowledgeBase(y / "a").save_observation("a0", "note a0").memory_id == "1"
+    assert git(y, "log", "-1", "--format=%B").endswith(f"\n\n{ids_trailer(y, 1, folder='a/memories/')}\n")
+    git(y, "push", "-q", "origin", "HEAD:main")
+    assert KnowledgeBase(clone("z") / "b").save_observation("b again", "note b again").memory_id == "4"
+
+
+def test_a_shallow_clone_records_no_figure_and_a_full_clone_reads_past_its_commits(tmp_path: Path,
+                                                                                   catalog_kb: KnowledgeBase) -> None:
+    """A clone of depth 1 sees none of the history before its tip: the figure it reads there may
+    be low (here 2, the forgotten 3 out of sight), so its commits record none."""
+    root = catalog_kb.root
+    for n in range(3):
+        catalog_kb.save_memory(f"m{n}", ["orders"])
+    catalog_kb.forget("3")
+    catalog_kb.update("1", learning="m0, edited")
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{root}", str(tmp_path / "shallow"))
+    shallow = KnowledgeBase(tmp_path / "shallow")
+    shallow.update("2", learning="m1, edited in the shallow clone")
+    assert KEY not in git(shallow.root, "log", "-1", "--format=%B")
+    git(shallow.root, "push", "-q", "origin", "HEAD:refs/heads/from-shallow")
+    git(root, "merge", "-q", "--ff-only", "from-shallow")
+    git(tmp_path, "clone", "-q", str(root), str(tmp_path / "full"))
+    assert KnowledgeBase(tmp_path / "full").save_memory("in the full clone", ["orders"]).memory_id == "4"
+
+
+def test_a_fresh_clones_first_command_that_is_no_save_reads_no_history(catalog_kb: KnowledgeBase, tmp_path: Path) -> None:
+    """Only a save counts ids: an update in a fresh clone records no figure rather than read the
+    whole history for one (its first save reads it, from the trailers, and records it after)."""
+    root = catalog_kb.root
+    catalog_kb.save_memory("first", ["orders"])
+    _by_hand(root, "5.yaml", _NOTE)  # no trailer at the tip: a walk would diff this commit
+    git(tmp_path, "clone", "-q", str(root), str(tmp_path / "clone"))
+    clone = KnowledgeBase(tmp_path / "clone")
+    with traced_git(tmp_path) as runs:
+        clone.update("1", learning="first, edited")
+    assert (runs("diff-tree --stdin"), KEY in git(clone.root, "log", "-1", "--format=%B")) == ([], False)
+    assert clone.save_memory("second", ["orders"]).memory_id == "6"
+    assert git(clone.root, "log", "-1", "--format=%B").endswith(f"\n\n{ids_trailer(clone.root, 6)}\n")
+
+
+def test_a_persons_comment_character_hides_no_trailer(catalog_kb: KnowledgeBase, tmp_path: Path) -> None:
+    root = catalog_kb.root
+    catalog_kb.save_memory("first", ["orders"])
+    git(tmp_path, "clone", "-q", str(root), str(tmp_path / "clone"))
+    git(tmp_path / "clone", "config", "core.commentChar", "H")
+    with traced_git(tmp_path) as runs:
+        assert KnowledgeBase(tmp_path / "clone").save_memory("second", ["orders"]).memory_id == "2"
+    assert runs("diff-tree --stdin") == []

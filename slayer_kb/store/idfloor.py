@@ -31,17 +31,26 @@ if TYPE_CHECKING:
     from .repo import GitStore
 
 
+def complete(store: GitStore) -> bool:
+    """Whether this repository holds the branch's whole history: not a shallow clone (``--depth``),
+    no grafts. A figure read from part of it may be low, and is never written into a commit."""
+    common = store.git_dirs()[1]
+    return not (common / "shallow").exists() and not (common / "info" / "grafts").exists()
+
+
 def history_top(store: GitStore, head: str, since: str | None = None) -> int | None:
     """The highest auto id the memory files added on ``head``'s history held (0: none), leaving out
     what ``since``'s history holds (the caller knows that figure); None when ``since`` is no
-    commit of this repository any more (a reset, then gc): ask again without it."""
+    commit of this repository any more (a reset, then gc): ask again without it. Commits are read
+    as they are, whatever ``git replace`` says of them."""
     if since is not None:
         walked = store.added_on_linear_history(since, head, f"{MEMORIES_DIR}/")
         if walked is not None:  # a few commits of one parent each: their trees, no process
             return highest_auto_id(i for path in walked if (i := id_of_path(path)) is not None)
-    # Trailers as git reads them by default, whatever a user's trailer.separators says.
-    proc = store.git("-c", "trailer.separators=:", "log", f"--format=%H %P%x1f%T%x1f%(trailers:key={KEY},valueonly)%x00",
-                     head, *([f"^{since}"] if since else []), "--", check=False)
+    # Trailers as git reads them by default, whatever a user's separators and comment character.
+    proc = store.git("--no-replace-objects", "-c", "trailer.separators=:", "-c", "core.commentChar=#", "log",
+                     f"--format=%H %P%x1f%T%x1f%(trailers:key={KEY},valueonly)%x00", head,
+                     *([f"^{since}"] if since else []), "--", check=False)
     if proc.returncode != 0:
         if since is None:
             raise StoreError(f"git log cannot read the branch's history: {proc.stderr.decode('utf-8', 'replace').strip()}")
@@ -49,7 +58,7 @@ def history_top(store: GitStore, head: str, since: str | None = None) -> int | N
     commits: dict[str, tuple[list[str], str, str]] = {}
     for record in proc.stdout.decode("utf-8", "replace").split("\0"):
         if fields := record.strip("\n"):
-            ids, tree, said = fields.split("\x1f")
+            ids, tree, said = fields.split("\x1f", 2)  # a trailer's own \x1f stays in ``said``
             commit, *parents = ids.split()
             commits[commit] = (parents, tree, said.strip())
     top, undescribed, stack, seen = 0, [], [head], set()
@@ -59,7 +68,7 @@ def history_top(store: GitStore, head: str, since: str | None = None) -> int | N
             continue
         seen.add(commit)
         parents, tree, said = commits[commit]
-        figure = told(said, parents, tree)
+        figure = told(said, store.prefix, parents, tree)
         if figure is not None:
             top = max(top, figure)
             continue
@@ -73,7 +82,7 @@ def _added_top(store: GitStore, commits: list[str]) -> int:
     """The highest auto id of the memory files these commits of one parent (or none) added."""
     if not commits:
         return 0
-    out = store.git("diff-tree", "--stdin", "--root", "-r", "--no-renames", "--diff-filter=A", "--name-only", "-z",
+    out = store.git("--no-replace-objects", "diff-tree", "--stdin", "--root", "-r", "--no-renames", "--diff-filter=A", "--name-only", "-z",
                     "--", store.repo_path(f"{MEMORIES_DIR}/"), input="".join(f"{c}\n" for c in commits).encode(),
                     env=LITERAL_PATHS).stdout.decode("utf-8", "surrogateescape")
     # The output is each commit's id, then the paths it added; only paths start with the prefix.

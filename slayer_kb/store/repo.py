@@ -371,7 +371,7 @@ class GitStore:
         tree = objects.update_tree(old_tree, {self.repo_path(path): blob for path, blob in blobs.items()})
         if tree == old_tree:
             return None
-        new = self.commit_tree(tree, old, with_trailer(message, ids_top, old, tree), committree.author_env(author))
+        new = self.commit_tree(tree, old, with_trailer(message, ids_top, self.prefix, old, tree), committree.author_env(author))
         record = {"old": old, "new": new, "changes": blobs, "request": self.request}
         with reserved_space(self.state / RESERVE, [c.data for c in changes if c.data is not None]):
             if self.request is not None:  # noted before it is published: its client can tell
