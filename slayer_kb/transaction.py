@@ -37,7 +37,7 @@ from .core.ids import MAX_AUTO_DIGITS, MAX_ID_BYTES, check_new_id, highest_auto_
 from .core.locate import MEMORIES_DIR, id_held, id_of_path, memory_path
 from .core.memory import Memory, dumps, loads
 from .core.problems import command
-from .store import counted, gitindex
+from .store import counted, gitindex, idfloor
 from .store.aside import Aside, by_hand, refused_rewrite, settled, uncommitted_message
 from .store.files import StatKey, stat_keys
 from .store.gitstate import detached_head
@@ -327,20 +327,43 @@ class Transaction:
             return set()
         return {memory_id for path in added if (memory_id := id_of_path(path)) is not None}
 
+    def _history_top(self, head: str | None, walk_all: bool = True) -> tuple[int, bool] | None:
+        """The highest auto id on ``head``'s history (``ids.json`` brought to ``head``), and
+        whether it is the whole history's. Without a cache, with its commit gone or with a figure
+        not known to be the whole history's (an earlier version's cache, a shallow clone's), the
+        whole history is read (idfloor.py): unless ``walk_all`` is false, which then gives None."""
+        cached_head, cached_max, exact = self.ids.load()
+        if head is None or (cached_head == head and exact):
+            return cached_max, exact
+        # Commits since the cached head suffice even when it is not an ancestor (another branch):
+        # the cached figure already covers everything reachable from it. Its commit gone (a reset,
+        # then gc), the ids it counted stay retired.
+        since = idfloor.history_top(self.store, head, cached_head) if exact and cached_head is not None else None
+        if since is None and not walk_all:
+            return None
+        if since is None:
+            # A rough figure is counted on from (as an earlier version did) but never recorded.
+            whole, complete = idfloor.history_top(self.store, head) or 0, idfloor.complete(self.store)
+            self.ids.save(head, max(whole, cached_max) if exact else whole, complete)
+            return max(whole, cached_max), complete
+        self.ids.save(head, figure := max(cached_max, since), exact)
+        return figure, exact
+
+    def _recorded_top(self, old: str, wrote: list[str]) -> int | None:
+        """The figure a commit on ``old`` writing the memories ``wrote`` records (idtrailer.py):
+        from the cache brought to ``old``, never from a walk of the whole history (a fresh clone's
+        first save makes that); None, no trailer, when no exact figure is at hand."""
+        try:
+            found = self._history_top(old, walk_all=False)
+        except StoreError:  # git cannot read the history now: the commit goes on without it
+            return None
+        return max(found[0], highest_auto_id(wrote)) if found is not None and found[1] else None
+
     def _highest_auto_id(self, count: int) -> int:
         kb = self.kb
-        cached_head, cached_max = self.ids.load()
-        head = self._head = self.store.head()
-        if head is None or cached_head == head:
-            history = cached_max
-        else:
-            # Commits since the cached head suffice even when it is not an ancestor (another
-            # branch): the cached maximum already covers everything reachable from it.
-            try:
-                added = self.store.added_paths(cached_head, head, under=f"{MEMORIES_DIR}/")
-            except StoreError:  # the cached commit is gone (a reset, then gc): read all history
-                added = self.store.added_paths(None, head, under=f"{MEMORIES_DIR}/")
-            history = max(cached_max, highest_auto_id(memory_ids_of(added)))
+        found = self._history_top(head := self.store.head())
+        assert found is not None  # the whole history is read when the cache does not serve
+        history, self._head = found[0], head
         # Files this process committed are in ``history``; the work tree adds hand-made ones,
         # which a warm process's file monitor would have seen arrive.
         top = max(history, kb.highest_auto_id())
@@ -348,7 +371,6 @@ class Transaction:
             # A file no event told the monitor of (a network file system, a watch lost): the
             # folder decides. Whatever the cache says, an id never names an existing file.
             top = max(history, self.index.highest_auto_id())
-        self.ids.save(head, top)
         return top
 
     def check_given_number(self, memory_id: str) -> None:
@@ -521,10 +543,14 @@ class Transaction:
         marks, self._marks = self._marks, None  # this commit restages them: a later one reads again
         seen, self._seen = self._seen, {}
         unwritten: WorkTreeError | None = None
+        wrote = memory_ids_of([c.path for c in changes if c.data is not None])  # the history's top counts them
         try:
             with self.store.view.released():
-                commit: str | None = self.store.commit(changes, message, kb.author, parent=old, marks=marks,
-                                                       seen=seen, tell=kb.tell)
+                # Every commit records the figure (a fresh clone then reads no history: idfloor.py);
+                # the cache mostly stands at ``old`` (our last commit, or a save's id just counted).
+                ids_top = None if old is None else self._recorded_top(old, wrote)
+                commit: str | None = self.store.commit(changes, message, kb.author, parent=old, marks=marks, seen=seen,
+                                                       tell=kb.tell, ids_top=ids_top)
         except WorkTreeError as exc:
             # Published, but the work tree lacks files: the ids are used and the index follows
             # the files as they are; then the error says how to finish.
@@ -532,7 +558,7 @@ class Transaction:
         if commit is not None:
             self._counted = []  # held by a published commit: never handed out again
             self._aside = []  # the user's versions stay aside: the commit replaced them
-            self.ids.advance(old, commit, memory_ids_of([c.path for c in changes if c.data is not None]))
+            self.ids.advance(old, commit, wrote)
             self._tell_if_detached()
         ids = {memory_id: c.data for c in changes if (memory_id := id_of_path(c.path)) is not None}
         written = {mid: (data, parsed[mid]) for mid, data in ids.items() if data is not None and mid in parsed}

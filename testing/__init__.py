@@ -19,6 +19,7 @@ from .repos import (
     counted_apart,
     fsck,
     git,
+    ids_trailer,
     lose_races,
     make_catalog_kb,
     make_empty_kb,
@@ -38,7 +39,7 @@ from .wait import WAIT_SECONDS, eventually, next_second
 
 __all__ = [
     "BLOCKED", "EXAMPLE_KB", "account_home_at", "GIT_ENV", "RELEVANCE", "ROOT", "WAIT_SECONDS", "CliRunner", "GitRuns", "Watcher",
-    "blocker", "cli_runner", "commit_all", "counted_apart", "default_first", "eventually", "examples", "fsck", "git", "given_again", "hostile_toc", "in_process_runner", "in_the_kb", "isolate", "json_of", "keeping", "lose_races", "next_second",
+    "blocker", "cli_runner", "commit_all", "counted_apart", "default_first", "eventually", "examples", "fsck", "git", "given_again", "hostile_toc", "ids_trailer", "in_process_runner", "in_the_kb", "isolate", "json_of", "keeping", "lose_races", "next_second",
     "make_catalog_kb", "make_empty_kb", "make_example_kb", "make_indexed_example_kb", "make_kb_after",
     "make_notes_kb", "make_team", "make_team_after", "make_worktrees_after", "read_only", "save_refusal", "squash_merged_branch", "signals", "traced_git", "typed_steps", "unlike", "write_test_catalog",
 ]

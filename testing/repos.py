@@ -31,6 +31,14 @@ def git(cwd: Path, *args: str) -> str:
     return proc.stdout
 
 
+def ids_trailer(root: Path, top: int, rev: str = "HEAD", folder: str = "memories/") -> str:
+    """The line slayer-kb's commit ``rev`` ends with when it knew the highest auto id on the
+    branch's history (store/idtrailer.py): ``top`` in the memory folder ``folder`` (its path in
+    the repository), and the commit's parent and tree."""
+    parent, tree = git(root, "rev-parse", f"{rev}~", f"{rev}^{{tree}}").split()
+    return f"Highest-auto-id: {top} in {folder} (parent {parent[:12]}, tree {tree[:12]})"
+
+
 def fsck(root: Path) -> subprocess.CompletedProcess[str]:
     """``git fsck --strict`` once slayer-kb's background repack (upkeep.py) has finished: fsck
     reports loose objects that a repack packs away while it reads them."""

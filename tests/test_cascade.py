@@ -14,6 +14,7 @@ import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.ops import cascade
+from slayer_kb.store.idtrailer import without_trailer
 from testing import commit_all, git, json_of
 
 ARCHIVE_MODEL = """\
@@ -137,7 +138,7 @@ def test_cascade_strips_the_entity_and_everything_under_it_in_one_commit(
     assert head_count(root) == before + 1
     assert_memories(root, stripped)
     committed_clean(root)
-    message = git(root, "log", "-1", "--format=%B").strip()
+    message = without_trailer(git(root, "log", "-1", "--format=%B"))
     assert message == (
         f"catalog: delete {kind} {deleted}\n\nStripped {deleted} and everything under it from "
         f"{len(expected)} memor{'y' if len(expected) == 1 else 'ies'}: {', '.join(expected)}"

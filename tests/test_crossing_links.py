@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from slayer_kb.store.idtrailer import without_trailer
 from testing import CliRunner, git, given_again, make_catalog_kb, make_team, unlike
 
 # A crossing suite: run by `-m slow`, which CI runs (docs/testing.md, "The crossing suites").
@@ -171,7 +172,7 @@ def test_with_no_remote_a_link_to_a_renamed_memory_is_pointed_at_it_by_prune(
         "prune' to point it at kb.z\n1 problem in 1 file (3 files checked)\n"))
     pruned = invoke_cli("--kb", kb, "prune", check=True)
     assert pruned.stdout.startswith("Pointed in memory kb.bx: memory:kb.x at memory:kb.z (renamed)\n(commit ")
-    assert git(kb, "log", "-1", "--format=%B").strip() == (
+    assert without_trailer(git(kb, "log", "-1", "--format=%B")) == (
         "catalog: prune 1 dangling reference: point 1 at a renamed memory\n\nPointed memory:kb.x at memory:kb.z (renamed) in kb.bx")
     assert _memories(kb)["kb.bx.yaml"] == ("bravo0word", ["memory:kb.z"])
     assert invoke_cli("validate", cwd=kb, check=True).stdout.endswith("no problems.\n")

@@ -19,7 +19,7 @@ import pytest
 from slayer_kb import KnowledgeBase
 from slayer_kb.core import priority
 from slayer_kb.daemon.relay import idle_seconds
-from testing import WAIT_SECONDS, CliRunner, commit_all, git, json_of
+from testing import WAIT_SECONDS, CliRunner, commit_all, git, ids_trailer, json_of
 
 
 def test_json_after_a_double_dash_is_no_json_flag(indexed_example_kb: KnowledgeBase, invoke_cli: CliRunner) -> None:
@@ -659,12 +659,13 @@ def test_control_characters_of_a_title_reach_no_commit_message(indexed_example_k
     assert (saved.returncode, json_of(saved)["memory_id"], saved.stderr) == (0, "27", "")
     assert json_of(invoke_cli("--kb", root, "--json", "get", "27", check=True))["title"] == title
     assert git(root, "log", "-1", "--format=%B") == (
-        "memory: save 27 (manual: a\\x00b \\x1b]0;pwned\\x07 \\u202eevil Signed-off-by: someone else)\n")
+        "memory: save 27 (manual: a\\x00b \\x1b]0;pwned\\x07 \\u202eevil Signed-off-by: someone else)\n\n"
+        f"{ids_trailer(root, 27)}\n")
     text = "## Key Learnings:\n1. The warehouse is rebuilt nightly at 02:00 UTC\n"
     captured = invoke_cli("--kb", root, "capture-passive", text, "--source", "hook\n\nSigned-off-by: x\x1b[2J")
     assert captured.returncode == 0, captured.stderr
     assert git(root, "log", "-1", "--format=%B") == (
-        "memory: capture 28 (passive, from hook Signed-off-by: x\\x1b[2J)\n")
+        f"memory: capture 28 (passive, from hook Signed-off-by: x\\x1b[2J)\n\n{ids_trailer(root, 28)}\n")
     assert git(root, "status", "--porcelain") == ""
 
 

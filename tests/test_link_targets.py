@@ -13,6 +13,7 @@ import pytest
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.store import requests
+from slayer_kb.store.idtrailer import without_trailer
 from testing import CliRunner, git, make_team, traced_git, unlike
 
 # A crossing suite: run by `-m slow`, which CI runs (docs/testing.md, "The crossing suites").
@@ -57,7 +58,7 @@ def test_prune_strips_a_link_to_a_forgotten_id_another_memory_was_given_and_move
         "it)\n1 problem in 1 file (2 files checked)\n"))
     pruned = invoke_cli("--kb", kb, "prune", check=True)
     assert pruned.stdout.startswith("Stripped from memory kb.k: memory:kb.y\n(commit ")
-    assert git(kb, "log", "-1", "--format=%B").strip() == (
+    assert without_trailer(git(kb, "log", "-1", "--format=%B")) == (
         "catalog: prune 1 dangling reference\n\nStripped memory:kb.y from 1 memory: kb.k")
     assert _links(kb) == {"kb.k.yaml": [], "kb.z.yaml": []}
 
@@ -118,7 +119,7 @@ def test_prune_names_the_links_it_strips_and_those_it_points(tmp_path: Path, inv
     invoke_cli("--kb", kb, "forget", "kb.y", check=True)
     git(kb, "merge", "-q", "--no-edit", "L")
     invoke_cli("--kb", kb, "prune", check=True)
-    assert git(kb, "log", "-1", "--format=%B").strip() == (
+    assert without_trailer(git(kb, "log", "-1", "--format=%B")) == (
         "catalog: prune 2 dangling references: strip 1, point 1 at a renamed memory\n\n"
         "Stripped memory:kb.y from 1 memory: kb.k\nPointed memory:kb.x at memory:kb.z (renamed) in kb.k")
     assert _links(kb)["kb.k.yaml"] == ["memory:kb.z"]

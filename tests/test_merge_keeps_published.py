@@ -16,6 +16,7 @@ import pytest
 import slayer_kb.kb as kb_module
 from slayer_kb.core.memory import utc_time
 from slayer_kb.ops import observations
+from slayer_kb.store.idtrailer import without_trailer
 from testing import CliRunner, default_first, git, json_of, make_catalog_kb, make_team, unlike
 from testing.folds import TOPIC, agent_saves, agent_then_main_team, saved_id
 
@@ -273,8 +274,8 @@ def test_validate_and_prune_point_a_link_to_a_folded_memory_a_plain_merge_brough
         f"memories/{linking}.yaml:3: 'memory:{folded}' refers to {folded}, which commit {fold[:12]} merged into {kept}: "
         f"run 'slayer-kb prune' to point it at {kept}")
     invoke_cli("--kb", root, "prune", check=True)
-    assert git(root, "log", "-1", "--format=%B").endswith(f"\n\nPointed memory:{folded} at memory:{kept} (merged) in "
-                                                          f"{linking}\n")
+    assert without_trailer(git(root, "log", "-1", "--format=%B")).endswith(
+        f"\n\nPointed memory:{folded} at memory:{kept} (merged) in {linking}")
     assert json_of(invoke_cli("--kb", root, "--json", "get", linking, check=True))["entities"] == [
         f"memory:{kept}", "shop.orders.amount"]
     assert invoke_cli("--kb", root, "validate").returncode == 0

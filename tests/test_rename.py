@@ -15,6 +15,7 @@ from mcp import ClientSession
 
 from slayer_kb import KnowledgeBase
 from slayer_kb.mcp.tools import call_tool
+from slayer_kb.store.idtrailer import without_trailer
 from testing import CliRunner, commit_all, git, json_of
 from testing.gittrace import traced_git
 from testing.mcp import error, with_server_in_process
@@ -54,7 +55,7 @@ def test_a_rename_moves_the_file_and_rewrites_every_link_in_one_commit(
         "Renamed memory kb.revenue-note to kb.paid-revenue\n"
         "  rewrote memory:kb.revenue-note to memory:kb.paid-revenue in 7, kb.fees\n"), "")
     assert git(root, "rev-list", f"{before}..HEAD").split() == [git(root, "rev-parse", "HEAD").strip()]
-    assert git(root, "log", "-1", "--format=%B").rstrip("\n") == (
+    assert without_trailer(git(root, "log", "-1", "--format=%B")) == (
         "memory: rename kb.revenue-note to kb.paid-revenue\n\nRewrote memory: references in 7, kb.fees\n\n"
         "Renamed: kb.revenue-note -> kb.paid-revenue")
     assert changed(root) == [

@@ -24,6 +24,7 @@ from testing import (
     commit_all,
     counted_apart,
     git,
+    ids_trailer,
     json_of,
     make_team,
     make_worktrees_after,
@@ -108,7 +109,8 @@ def test_the_new_id_at_a_revision_before_the_renumber_is_the_file_it_had(diverge
     shown = KnowledgeBase(kb.root).history.show("4", rev=before)
     assert (shown.memory.id, shown.memory.learning) == ("4", "Feature: status values")
     assert git(kb.root, "log", "-1", "--format=%B") == (
-        f"memory: renumber 2 -> 4 (onto {main})\n\nRewrote memory: references in 3\n\nRenamed: 2 -> 4\n")
+        f"memory: renumber 2 -> 4 (onto {main})\n\nRewrote memory: references in 3\n\nRenamed: 2 -> 4\n"
+        f"{ids_trailer(kb.root, 4)}\n")
 
 
 def test_an_id_renumber_moved_refuses_and_names_both_memories(diverged: tuple[KnowledgeBase, str],

@@ -38,6 +38,7 @@ from ..core.memory import loads, with_entities
 from ..core.outcomes import RenumberResult
 from ..core.problems import command, git_command, words
 from ..core.text import listed
+from ..store.idtrailer import without_trailer
 from ..store.renames import trailer
 from ..store.repo import Change, GitStore
 from ..store.revisions import resolve_rev, rewritten_alike, same_memories
@@ -303,7 +304,8 @@ def _renumbered_tree(store: GitStore, base: str | None, commit: str, mapping: di
 def _recommit(store: GitStore, commit: str, tree: str, parent: str | None, mapping: dict[str, str]) -> str:
     meta = store.git("log", "-1", "--format=%an%x00%ae%x00%aI%x00%B", commit).stdout.decode("utf-8", "replace")
     name, email, date, message = meta.split("\0", 3)
-    message = message.rstrip("\n")
+    # The highest auto id its trailer named was of the old parent's history (store/idfloor.py).
+    message = without_trailer(message)
     subject, newline, body = message.partition("\n")
     # A commit renumbered before (a sync's earlier attempt): its note is composed with this move,
     # from each original id to its final one, not a second note naming an id it held for a moment.

@@ -36,6 +36,7 @@ from .catfile import cat_files
 from .files import StatKey, keep_changed, reserved_space, why_unwritable
 from .gitenv import OUTPUT_SETTINGS, git_env
 from .identity import Identity
+from .idtrailer import with_trailer, without_trailer
 from .indexhold import Holding, claim, commit_lock, let_go_on, take_lock
 from .objects import Named, ObjectStore
 from .place import broken_gitfile, git_dir_refusal, ownership_refusal
@@ -263,7 +264,7 @@ class GitStore:
     def added_paths(self, since: str | None, until: str, under: str = "") -> list[str]:
         """KB-relative paths added (anywhere in history) between ``since`` and commit ``until``."""
         if since is not None:
-            walked = self._added_on_linear_history(since, until, under)
+            walked = self.added_on_linear_history(since, until, under)
             if walked is not None:
                 return walked
         revs = [until] if since is None else [until, f"^{since}"]
@@ -288,7 +289,7 @@ class GitStore:
                 out.append(name[len(self.prefix) :])
         return out
 
-    def _added_on_linear_history(self, since: str, until: str, under: str) -> list[str] | None:
+    def added_on_linear_history(self, since: str, until: str, under: str) -> list[str] | None:
         """The paths added by the few single-parent commits from ``since`` to ``until``, read from
         their trees (which a save mostly reads anyway) instead of a ``git log`` that costs
         ~15 ms; None when the history between them is anything else."""
@@ -333,14 +334,15 @@ class GitStore:
     def commit(
         self, changes: list[Change], message: str, author: str | None = None, parent: str | None | Literal[False] = False,
         marks: worktree.IndexMarks | None = None, seen: Mapping[str, StatKey] | None = None,
-        tell: Callable[[str], None] | None = None,
+        tell: Callable[[str], None] | None = None, ids_top: int | None = None,
     ) -> str | None:
         """Commit ``changes`` as one commit and apply them to the work tree. Call under the lock.
         Returns the new commit, or None when the changes leave the tree as it was. ``marks``: git's
         index marks on files of ``changes`` as the caller read them under this lock (``stage``).
         ``seen``: the files as the caller saw them before checking they hold no uncommitted work
         (``files.stat_keys``); one changed since is kept as ``<file>.orig`` before it is written
-        over, and ``tell`` is told so."""
+        over, and ``tell`` is told so. ``ids_top``: the highest auto id on the branch's history
+        with this commit, which its message then records (idtrailer.py)."""
         if not changes:
             return None
         message = shown_controls(message)  # git refuses a NUL; an escape would act on each `git log`'s terminal
@@ -370,7 +372,7 @@ class GitStore:
         tree = objects.update_tree(old_tree, {self.repo_path(path): blob for path, blob in blobs.items()})
         if tree == old_tree:
             return None
-        new = self.commit_tree(tree, old, message, committree.author_env(author))
+        new = self.commit_tree(tree, old, with_trailer(message, ids_top, self.prefix, old, tree), committree.author_env(author))
         record = {"old": old, "new": new, "changes": blobs, "request": self.request}
         with reserved_space(self.state / RESERVE, [c.data for c in changes if c.data is not None]):
             if self.request is not None:  # noted before it is published: its client can tell
@@ -546,9 +548,8 @@ class GitStore:
         return committree.write(self.git, self.identity.committing(), tree, parent, message, author)
 
     def describe_commits(self, shas: list[str]) -> list[LogEntry]:
-        """Each commit's sha, author, ISO date and message, in the order given.
-
-        Read by this store's git (not GitPython's, whose processes inherit a GIT_DIR or
+        """Each commit's sha, author, ISO date and message (idtrailer's trailer left out), in the order
+        given. Read by this store's git (not GitPython's, whose processes inherit a GIT_DIR or
         GIT_OBJECT_DIRECTORY from the environment: gitenv.py); NUL-separated fields, since a
         message has several lines."""
         if not shas:
@@ -557,7 +558,7 @@ class GitStore:
                        "--format=%H%x00%an <%ae>%x00%aI%x00%B", input="".join(f"{sha}\n" for sha in shas).encode())
         fields = out.stdout.decode("utf-8", "replace").split("\0")
         return [
-            {"commit": sha, "author": author, "date": date, "message": message.strip()}
+            {"commit": sha, "author": author, "date": date, "message": without_trailer(message).strip()}
             for sha, author, date, message in zip(*[iter(fields)] * 4, strict=False)
         ]
 
