@@ -550,8 +550,7 @@ class GitStore:
     def describe_commits(self, shas: list[str]) -> list[LogEntry]:
         """Each commit's sha, author, ISO date and message (idtrailer's trailer left out), in the order
         given. Read by this store's git (not GitPython's, whose processes inherit a GIT_DIR or
-        GIT_OBJECT_DIRECTORY from the environment: gitenv.py); NUL-separated fields, since a
-        message has several lines."""
+        GIT_OBJECT_DIRECTORY from the environment: gitenv.py); fields NUL-separated."""
         if not shas:
             return []
         out = self.git("log", "--no-walk=unsorted", "--stdin", "-z",
