@@ -18,7 +18,6 @@ import argparse
 import json
 import os
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .corpus import GIT_IDENTITY
+from .team_kit import workspace
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 # The first save's CPU with the trailer against the baseline's, at the default 10,000 commits (the
@@ -132,13 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it (default: a temporary one)")
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
     args = parser.parse_args(argv)
-    work = args.keep or Path(tempfile.mkdtemp(prefix="slayer-kb-long-history-"))
-    work.mkdir(parents=True, exist_ok=True)
-    try:
+    with workspace(args.keep, "slayer-kb-long-history-") as work:
         result = run(args.commits, args.repeat, work)
-    finally:
-        if args.keep is None:
-            shutil.rmtree(work, ignore_errors=True)
     print("| remote | first save, median wall (s) | its CPU (s) | the second save's CPU (s) | first / second |\n"
           "|---|---|---|---|---|")
     for name, median in result["median"].items():

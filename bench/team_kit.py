@@ -8,13 +8,17 @@ measures today's code and whatever replaces its id allocation and sync.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +37,19 @@ SERVER_IDLE = 120
 MAX_REPLAYED = 500
 ENTITIES = ("shop.orders.amount", "shop.orders.status", "shop.orders.qty", "shop.customers.city",
             "shop.refunds.amount", "wh.orders.channel", "wh.warehouses.city")
+
+
+@contextlib.contextmanager
+def workspace(keep: Path | None, prefix: str) -> Iterator[Path]:
+    """The folder a bench works in: ``keep`` (``--keep``), made if missing and kept, or a temporary
+    one removed after."""
+    work = keep or Path(tempfile.mkdtemp(prefix=prefix))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        yield work
+    finally:
+        if keep is None:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def marker(agent: int, n: int) -> str:

@@ -22,10 +22,8 @@ from __future__ import annotations
 import argparse
 import json
 import resource
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -33,7 +31,7 @@ from typing import Any
 from slayer_kb import KnowledgeBase
 
 from .corpus import cached
-from .team_kit import cli, cli_env, git, stop_servers
+from .team_kit import cli, cli_env, git, stop_servers, workspace
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 TARGETS = {"validate_against": 2.0, "sync_nothing_to_do": 0.5}
@@ -182,13 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it (default: a temporary one)")
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
     args = parser.parse_args(argv)
-    work = args.keep or Path(tempfile.mkdtemp(prefix="slayer-kb-team-scale-"))
-    work.mkdir(parents=True, exist_ok=True)
-    try:
+    with workspace(args.keep, "slayer-kb-team-scale-") as work:
         result = run(args.size, args.seed, args.repeat, args.renumber, work)
-    finally:
-        if args.keep is None:
-            shutil.rmtree(work, ignore_errors=True)
     print("| figure | median wall (s) | median CPU (s) | target |\n|---|---|---|---|")
     for name, value in result["median_seconds"].items():
         target = TARGETS.get(name)
