@@ -82,9 +82,9 @@ def _added_top(store: GitStore, commits: list[str]) -> int:
     """The highest auto id of the memory files these commits of one parent (or none) added."""
     if not commits:
         return 0
-    out = store.git("--no-replace-objects", "diff-tree", "--stdin", "--root", "-r", "--no-renames", "--diff-filter=A", "--name-only", "-z",
-                    "--", store.repo_path(f"{MEMORIES_DIR}/"), input="".join(f"{c}\n" for c in commits).encode(),
-                    env=LITERAL_PATHS).stdout.decode("utf-8", "surrogateescape")
+    out = store.git("--no-replace-objects", "diff-tree", "--stdin", "--root", "-r", "--no-renames", "--diff-filter=A",
+                    "--name-only", "-z", "--", store.repo_path(f"{MEMORIES_DIR}/"),
+                    input="".join(f"{c}\n" for c in commits).encode(), env=LITERAL_PATHS).stdout.decode("utf-8", "surrogateescape")
     # The output is each commit's id, then the paths it added; only paths start with the prefix.
     paths = (name.strip("\n")[len(store.prefix):] for name in out.split("\0") if name.strip("\n").startswith(store.prefix))
     return highest_auto_id(i for path in paths if (i := id_of_path(path)) is not None)
