@@ -273,13 +273,13 @@ def _name_reference(
         return None
     if not sql and before.text == "," and name in GRANULARITIES and stack and stack[-1].func in _GRANULAR:
         return None  # a transform's granularity: time_shift(sum(amount), -1, month)
+    if stack and stack[-1].path:
+        name = f"{stack[-1].path}.{name}"  # a method call's arguments: its object's path too (ª.A(A))
     if not name.isascii():
         raise InvalidInputError(
             f"{what} {shown_value(text)}: '{name}' is not a name SLayer can use; columns are ASCII letters, "
             "digits and '_'."
         )
-    if stack and stack[-1].path:
-        name = f"{stack[-1].path}.{name}"
     if name.endswith(".*") and not _counted(tokens, index, stack, sql):
         _refuse_miscased_count(tokens, index, stack, text, what)
         raise InvalidInputError(

@@ -103,8 +103,8 @@ def symbols(text: str, as_typed: bool = False) -> list[str]:
     indexed, or ``as_typed`` (a name to look up in a catalog whose names have capitals)."""
     out: dict[str, None] = {}
     for raw in fold(text).split():
-        if len(raw) > 1 and raw.isalnum():
-            continue  # an ordinary word: the word analysis has it
+        if len(raw) > 1 and raw.isalnum() and raw.casefold().isalnum():
+            continue  # an ordinary word (casefold keeps it one: 'ῶ' folds to ω and a combining mark)
         typed = raw.lstrip(_OPENING).rstrip(_CLOSING)
         if not _ALNUM.search(typed):
             continue  # punctuation alone (an arrow, a dash) names nothing
