@@ -4,6 +4,7 @@ commit whose trailer no longer describes it (amended, rebased, forged) is diffed
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -208,3 +209,19 @@ def test_a_persons_comment_character_hides_no_trailer(catalog_kb: KnowledgeBase,
     with traced_git(tmp_path) as runs:
         assert KnowledgeBase(tmp_path / "clone").save_memory("second", ["orders"]).memory_id == "2"
     assert runs("diff-tree --stdin") == []
+
+
+def test_an_earlier_versions_cache_is_counted_on_but_never_recorded(catalog_kb: KnowledgeBase) -> None:
+    """An earlier version's ``ids.json`` ("max") counted the work tree's files in: a save counts on
+    from it, but no commit records it; the next save reads the whole history once, and records."""
+    root = catalog_kb.root
+    for n in range(3):
+        catalog_kb.save_memory(f"m{n}", ["orders"])
+    catalog_kb.forget("3")
+    head = git(root, "rev-parse", "HEAD").strip()
+    (root / ".slayer-kb" / "ids.json").write_text(json.dumps({"head": head, "max": 7}), encoding="utf-8")
+    kb = KnowledgeBase(root)
+    kb.update("1", learning="m0, edited")
+    assert KEY not in git(root, "log", "-1", "--format=%B")
+    assert kb.save_memory("after the upgrade", ["orders"]).memory_id == "8"
+    assert git(root, "log", "-1", "--format=%B").endswith(f"\n\n{ids_trailer(root, 8)}\n")
